@@ -1,0 +1,106 @@
+import { timingSafeEqual, createHash } from 'node:crypto';
+import express, { type RequestHandler, type Router } from 'express';
+import { z } from 'zod';
+import type { Sql } from '../db/sql.ts';
+import { AppError, notFound } from '../http/errors.ts';
+import { parse } from '../http/validate.ts';
+import { UuidSchema } from '../http/params.ts';
+import * as accounts from '../accounts/repository.ts';
+import * as keys from '../keys/service.ts';
+import { usageByAccount } from '../keys/repository.ts';
+import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
+import { ingestRequest, type IngestKind } from './ingest.ts';
+import type { StatusReport } from './status.ts';
+
+const AccountCreateSchema = z.strictObject({ name: z.string().trim().min(1).max(200).describe('account display name') });
+
+const KeyCreateSchema = z.strictObject({
+  accountId: UuidSchema,
+  environment: z.enum(ENVIRONMENTS).describe('sandbox keys start pk_test_, live keys pk_live_'),
+  scopes: z.array(z.enum(SCOPES, { error: `each scope must be one of ${SCOPES.join(', ')}` })).min(1, 'grant at least one scope'),
+  name: z.string().trim().min(1).max(200).describe('what the key is for'),
+});
+
+const KeyListSchema = z.strictObject({ accountId: UuidSchema.optional() });
+const UsageSchema = z.strictObject({
+  accountId: UuidSchema,
+  days: z.coerce.number().int().min(1).max(400).default(30).describe('day windows to report'),
+});
+
+function sha256(s: string) {
+  return createHash('sha256').update(s).digest();
+}
+
+/** Admin bearer token check; hashes first so the comparison is constant-time whatever the lengths. */
+export function requireAdminToken(token: string): RequestHandler {
+  const expected = sha256(token);
+  return (req, _res, next) => {
+    const presented = keys.parseBearer(req.get('authorization'));
+    if (presented === null) throw new AppError('missing_api_key', 'send the admin token as "Authorization: Bearer <ADMIN_TOKEN>"');
+    if (!timingSafeEqual(sha256(presented), expected)) throw new AppError('invalid_api_key', 'the admin token is not recognised');
+    next();
+  };
+}
+
+export interface AdminDeps {
+  sql: Sql;
+  status: () => Promise<StatusReport>;
+  ingestKinds: Record<string, IngestKind<unknown>>;
+  /** Routes an area adds beyond plain ingest (e.g. coverage checks). */
+  extraRoutes?: (router: Router) => void;
+}
+
+export function adminRouter(deps: AdminDeps): Router {
+  const router = express.Router();
+  const json = express.json({ limit: '1mb' });
+  const { sql } = deps;
+
+  router.get('/status', async (_req, res) => {
+    res.json({ data: await deps.status() });
+  });
+
+  router.post('/accounts', json, async (req, res) => {
+    const body = parse(AccountCreateSchema, req.body, 'body');
+    res.status(201).json({ data: await accounts.insertAccount(sql, body.name) });
+  });
+
+  router.get('/accounts', async (_req, res) => {
+    res.json({ data: await accounts.listAccounts(sql) });
+  });
+
+  router.post('/keys', json, async (req, res) => {
+    const body = parse(KeyCreateSchema, req.body, 'body');
+    res.status(201).json({ data: await keys.createKey(sql, body) });
+  });
+
+  router.get('/keys', async (req, res) => {
+    const query = parse(KeyListSchema, req.query);
+    res.json({ data: await keys.listKeys(sql, query.accountId) });
+  });
+
+  router.post('/keys/:id/revoke', async (req, res) => {
+    const { id } = parse(z.object({ id: UuidSchema }), req.params, 'params');
+    res.json({ data: await keys.revokeKey(sql, id) });
+  });
+
+  router.get('/usage', async (req, res) => {
+    const query = parse(UsageSchema, req.query);
+    if (!(await accounts.accountExists(sql, query.accountId))) throw notFound('account');
+    const since = new Date(Date.now() - query.days * 86_400_000);
+    const rows = await usageByAccount(sql, query.accountId, since);
+    const usage = Object.fromEntries(ENVIRONMENTS.map((env) => [env, { minute: [] as unknown[], day: [] as unknown[] }]));
+    for (const r of rows) {
+      const env = usage[r.environment as string] as { minute: unknown[]; day: unknown[] };
+      env[r.window_kind as 'minute' | 'day'].push({ windowStart: (r.window_start as Date).toISOString(), requests: r.request_count });
+    }
+    res.json({ data: { accountId: query.accountId, billable: ['live'], usage } });
+  });
+
+  for (const [path, kind] of Object.entries(deps.ingestKinds)) {
+    router.post(`/${path}`, async (req, res) => {
+      res.json({ data: await ingestRequest(sql, kind, req) });
+    });
+  }
+  deps.extraRoutes?.(router);
+  return router;
+}

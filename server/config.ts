@@ -1,0 +1,45 @@
+import { z } from 'zod';
+
+// The only reader of process.env. Parsed once at start; a bad value stops the
+// process with a message naming the variable.
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+
+export const ConfigSchema = z.object({
+  DATABASE_URL: z.string().url().optional().describe('PostgreSQL/TimescaleDB URL; embedded PostgreSQL under ./.data/ when absent'),
+  DATABASE_READ_URL: z.string().url().optional().describe('optional read replica for read-only queries'),
+  DATABASE_POOL_SIZE: positiveInt.default(10),
+  DATA_DIR: z.string().default('.data').describe('embedded PostgreSQL data and the generated admin token live here'),
+  PORT: port.default(8080),
+  ADMIN_PORT: port.default(8081),
+  ADMIN_HOST: z.string().default('127.0.0.1'),
+  ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  WORKER_THREADS: positiveInt.optional().describe('piscina pool size; default the number of cores'),
+  WORKER_MAX_QUEUE: positiveInt.default(64),
+  WORKER_TASK_TIMEOUT_MS: positiveInt.default(10_000),
+  FRED_API_KEY: z.string().optional(),
+  FRED_BASE_URL: z.string().url().default('https://api.stlouisfed.org/fred'),
+  VENDOR_CODE_BROKER: z.string().default('ibkr').describe('broker whose code is echoed as Instrument.vendorCode'),
+  DOCS_BASE_URL: z.string().url().default('https://github.com/market-data-service/market-data-service/blob/main/README.md'),
+  DEMO_DATA: z.enum(['auto', 'off']).default('auto').describe('auto: load the bundled demo set on first start'),
+  SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
+  REQUEST_BODY_LIMIT: z.string().default('1mb'),
+  RATE_LIMIT_LIVE_PER_MINUTE: positiveInt.default(1200),
+  RATE_LIMIT_LIVE_PER_DAY: positiveInt.default(500_000),
+  RATE_LIMIT_SANDBOX_PER_MINUTE: positiveInt.default(120),
+  RATE_LIMIT_SANDBOX_PER_DAY: positiveInt.default(20_000),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = ConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}
+
+export class ConfigError extends Error {}

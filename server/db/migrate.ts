@@ -1,0 +1,162 @@
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import type { Sql } from './sql.ts';
+
+export type StorageTier = 'timescaledb' | 'timescaledb-apache' | 'postgresql';
+
+export interface MigrationReport {
+  tier: StorageTier;
+  timescaledbVersion: string | null;
+  applied: { version: number; name: string; appliedAt: string }[];
+  ranNow: string[];
+}
+
+const MIGRATIONS_DIR = new URL('../../sql/', import.meta.url);
+// Any constant works; it only has to be the same in every process of this service.
+const MIGRATION_LOCK_KEY = 7_311_020_001;
+// A file whose first line is this marker runs outside a transaction, for DDL
+// that PostgreSQL or TimescaleDB refuse inside one.
+const NO_TRANSACTION = '-- mds:no-transaction';
+
+interface MigrationFile {
+  version: number;
+  name: string;
+  text: string;
+  checksum: string;
+}
+
+async function readMigrationFiles(): Promise<MigrationFile[]> {
+  const names = (await readdir(MIGRATIONS_DIR)).filter((n) => /^\d{3}_[a-z0-9_]+\.sql$/.test(n)).sort();
+  return Promise.all(
+    names.map(async (name) => {
+      const text = await readFile(new URL(name, MIGRATIONS_DIR), 'utf8');
+      return {
+        version: Number(name.slice(0, 3)),
+        name,
+        text,
+        checksum: createHash('sha256').update(text).digest('hex'),
+      };
+    }),
+  );
+}
+
+/**
+ * Decides the storage tier once, on an empty schema: full TimescaleDB (the
+ * `timescale` licence: continuous aggregates, compression), the Apache-only
+ * edition (hypertables and time_bucket), or plain PostgreSQL.
+ */
+async function detectTier(sql: Sql): Promise<{ tier: StorageTier; version: string | null }> {
+  const [probe] = await sql`
+    select
+      exists (select 1 from pg_available_extensions where name = 'timescaledb') as available,
+      current_setting('shared_preload_libraries') as preload
+  `;
+  const preloaded = String(probe.preload).split(',').map((s) => s.trim()).includes('timescaledb');
+  if (!probe.available || !preloaded) return { tier: 'postgresql', version: null };
+  await sql`create extension if not exists timescaledb`;
+  const [ext] = await sql`
+    select
+      extversion as version,
+      current_setting('timescaledb.license', true) as license
+    from pg_extension
+    where extname = 'timescaledb'
+  `;
+  return {
+    tier: ext.license === 'timescale' ? 'timescaledb' : 'timescaledb-apache',
+    version: ext.version as string,
+  };
+}
+
+/**
+ * Runs the forward-only migrations in sql/ once each. An advisory lock makes
+ * concurrent starts safe: the second process waits, then finds nothing to do.
+ */
+export async function migrate(sql: Sql, log: (msg: string) => void = () => {}): Promise<MigrationReport> {
+  const files = await readMigrationFiles();
+  const conn = await sql.reserve();
+  try {
+    await conn`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
+    await conn`
+      create table if not exists schema_migrations (
+        version integer primary key,
+        name text not null,
+        checksum text not null,
+        applied_at timestamptz not null default now()
+      )
+    `;
+    await conn`
+      create table if not exists storage_tier (
+        singleton boolean primary key default true check (singleton),
+        tier text not null,
+        timescaledb_version text,
+        detected_at timestamptz not null default now()
+      )
+    `;
+    let [tierRow] = await conn`select tier, timescaledb_version from storage_tier`;
+    if (!tierRow) {
+      const detected = await detectTier(conn as unknown as Sql);
+      [tierRow] = await conn`
+        insert into storage_tier (tier, timescaledb_version)
+        values (${detected.tier}, ${detected.version})
+        returning tier, timescaledb_version
+      `;
+      log(`storage tier detected: ${detected.tier}${detected.version ? ` (timescaledb ${detected.version})` : ''}`);
+    }
+
+    const applied = new Map<number, string>();
+    for (const row of await conn`select version, checksum from schema_migrations`) {
+      applied.set(row.version as number, row.checksum as string);
+    }
+    const ranNow: string[] = [];
+    for (const file of files) {
+      const checksum = applied.get(file.version);
+      if (checksum !== undefined) {
+        if (checksum !== file.checksum) {
+          throw new Error(`migration ${file.name} was changed after it was applied; migrations are forward-only, add a new one`);
+        }
+        continue;
+      }
+      const record = (q: typeof conn) => q`
+        insert into schema_migrations (version, name, checksum)
+        values (${file.version}, ${file.name}, ${file.checksum})
+      `;
+      // A reserved connection has no begin(); the transaction is spelled out so
+      // it runs on the same session that holds the advisory lock.
+      const transactional = !file.text.startsWith(NO_TRANSACTION);
+      if (transactional) await conn.unsafe('begin');
+      try {
+        await conn.unsafe(file.text);
+        await record(conn);
+        if (transactional) await conn.unsafe('commit');
+      } catch (err) {
+        if (transactional) await conn.unsafe('rollback').catch(() => {});
+        throw new Error(`migration ${file.name} failed: ${(err as Error).message}`, { cause: err });
+      }
+      ranNow.push(file.name);
+      log(`migration applied: ${file.name}`);
+    }
+    const rows = await conn`
+      select version, name, applied_at
+      from schema_migrations
+      order by version
+    `;
+    return {
+      tier: tierRow.tier as StorageTier,
+      timescaledbVersion: (tierRow.timescaledb_version as string | null) ?? null,
+      applied: rows.map((r) => ({ version: r.version as number, name: r.name as string, appliedAt: (r.applied_at as Date).toISOString() })),
+      ranNow,
+    };
+  } finally {
+    await conn`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.catch(() => {});
+    conn.release();
+  }
+}
+
+export async function readStorageTier(sql: Sql): Promise<{ tier: StorageTier; timescaledbVersion: string | null; detectedAt: string }> {
+  const [row] = await sql`select tier, timescaledb_version, detected_at from storage_tier`;
+  return {
+    tier: row.tier as StorageTier,
+    timescaledbVersion: (row.timescaledb_version as string | null) ?? null,
+    detectedAt: (row.detected_at as Date).toISOString(),
+  };
+}

@@ -1,0 +1,31 @@
+import type { RequestHandler } from 'express';
+import type { Sql } from '../db/sql.ts';
+import { authFailures } from '../metrics.ts';
+import { AppError } from './errors.ts';
+import { authorize, type AuthContext, type LastUsedRecorder, type Limits } from '../keys/service.ts';
+import type { Environment, Scope } from '../keys/scopes.ts';
+
+export interface AuthDeps {
+  sql: Sql;
+  limits: Record<Environment, Limits>;
+  lastUsed: LastUsedRecorder;
+}
+
+/** Middleware that admits a request only with an active key holding exactly `scope`. */
+export function requireScope(deps: AuthDeps, scope: Scope): RequestHandler {
+  return async (req, res, next) => {
+    let auth: AuthContext;
+    try {
+      auth = await authorize(deps.sql, req.get('authorization'), scope, deps.limits);
+    } catch (err) {
+      if (err instanceof AppError) authFailures.inc({ code: err.code });
+      throw err;
+    }
+    res.locals.auth = auth;
+    deps.lastUsed.record(auth.keyId);
+    res.setHeader('RateLimit-Limit', String(auth.rateLimit.limit));
+    res.setHeader('RateLimit-Remaining', String(auth.rateLimit.remaining));
+    res.setHeader('RateLimit-Reset', String(auth.rateLimit.resetSeconds));
+    next();
+  };
+}

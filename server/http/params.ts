@@ -1,0 +1,66 @@
+import { z } from 'zod';
+
+// Shared parameter schemas for query strings and ingest rows. Each accepts the
+// text form a URL or CSV carries and yields the typed value.
+
+const DATE_RE = /^\d{4}-\d{2}-\d{2}$/;
+const INSTANT_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
+
+function isCalendarDate(s: string): boolean {
+  const d = new Date(`${s}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
+}
+
+export const DateSchema = z
+  .string()
+  .regex(DATE_RE, 'must be a date yyyy-mm-dd')
+  .refine(isCalendarDate, 'is not a calendar date')
+  .describe('calendar date yyyy-mm-dd');
+
+export const InstantSchema = z
+  .string()
+  .regex(INSTANT_RE, 'must be an instant yyyy-mm-ddThh:mm:ss[.fff]Z')
+  .refine((s) => isCalendarDate(s.slice(0, 10)) && !Number.isNaN(Date.parse(s)), 'is not a valid instant')
+  .describe('UTC instant');
+
+export interface PointInTime {
+  /** What the caller sent, echoed in assumptions and meta. */
+  input: string;
+  /** The cut-off: a date means the end of that day (23:59:59.999Z); an instant is used exactly. */
+  instant: Date;
+  isDate: boolean;
+}
+
+export const AsOfSchema = z
+  .string()
+  .refine((s) => DATE_RE.test(s) || INSTANT_RE.test(s), 'must be yyyy-mm-dd or yyyy-mm-ddThh:mm:ss[.fff]Z')
+  .refine((s) => isCalendarDate(s.slice(0, 10)) && !Number.isNaN(Date.parse(s.length === 10 ? `${s}T00:00:00Z` : s)), 'is not a valid date or instant')
+  .transform((s): PointInTime => {
+    const isDate = s.length === 10;
+    return { input: s, isDate, instant: new Date(isDate ? `${s}T23:59:59.999Z` : s) };
+  })
+  .describe('point-in-time cut-off: a date means the end of that day; an instant is used exactly');
+
+export const BooleanFlagSchema = z
+  .enum(['true', 'false'], { error: 'must be true or false' })
+  .transform((s) => s === 'true');
+
+export const UuidSchema = z.string().uuid('must be a UUID');
+
+/** Comma-separated ids: trimmed, at least one, at most `max`, duplicates collapsed in order. */
+export function idListSchema(max: number, min = 1) {
+  return z
+    .string()
+    .min(1, 'must list at least one id')
+    .transform((s) => s.split(',').map((x) => x.trim()))
+    .pipe(
+      z
+        .array(UuidSchema)
+        .min(min, `must list at least ${min} id${min > 1 ? 's' : ''}`)
+        .max(max, `at most ${max} ids per call`),
+    )
+    .transform((ids) => [...new Set(ids.map((id) => id.toLowerCase()))]);
+}
+
+export const ASSET_CLASSES = ['equity', 'etf', 'index', 'crypto', 'fx', 'future', 'metal', 'other', 'fund', 'bond'] as const;
+export const AssetClassSchema = z.enum(ASSET_CLASSES);

@@ -1,0 +1,25 @@
+import express, { type Request, type Response } from 'express';
+import type { Scope } from '../keys/scopes.ts';
+import { requireScope, type AuthDeps } from './auth.ts';
+
+type Handler = (req: Request, res: Response) => Promise<void> | void;
+
+/**
+ * The /v1 router. Every route names exactly one scope; the scope check runs
+ * before the body is parsed, so an unauthorised caller costs no parsing work.
+ */
+export function createPublicRouter(auth: AuthDeps, bodyLimit: string) {
+  const router = express.Router({ strict: true });
+  const json = express.json({ limit: bodyLimit, strict: true });
+  return {
+    router,
+    get(path: string, scope: Scope, handler: Handler) {
+      router.get(path, requireScope(auth, scope), handler);
+    },
+    post(path: string, scope: Scope, handler: Handler) {
+      router.post(path, requireScope(auth, scope), json, handler);
+    },
+  };
+}
+
+export type PublicRouter = ReturnType<typeof createPublicRouter>;

@@ -1,0 +1,146 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { AppError, notFound } from '../http/errors.ts';
+import type { Sql } from '../db/sql.ts';
+import * as accounts from '../accounts/repository.ts';
+import * as repo from './repository.ts';
+import { KEY_PREFIX, type Environment, type Scope } from './scopes.ts';
+
+// 32 random bytes = 256 bits of secret, base64url-encoded to 43 characters.
+const KEY_PATTERN = /^pk_(test|live)_[A-Za-z0-9_-]{43}$/;
+const DISPLAY_PREFIX_LENGTH = 12;
+
+export function hashApiKey(key: string): Buffer {
+  return createHash('sha256').update(key).digest();
+}
+
+export function generateApiKey(environment: Environment): { key: string; hash: Buffer; prefix: string } {
+  const key = KEY_PREFIX[environment] + randomBytes(32).toString('base64url');
+  return { key, hash: hashApiKey(key), prefix: key.slice(0, DISPLAY_PREFIX_LENGTH) };
+}
+
+export async function createKey(
+  sql: Sql,
+  input: { accountId: string; environment: Environment; scopes: Scope[]; name: string },
+) {
+  if (!(await accounts.accountExists(sql, input.accountId))) throw notFound('account');
+  const generated = generateApiKey(input.environment);
+  const row = await repo.insertKey(sql, {
+    ...input,
+    scopes: [...new Set(input.scopes)],
+    hash: generated.hash,
+    prefix: generated.prefix,
+  });
+  // The full key leaves the service exactly once, here.
+  return { id: row.id, key: generated.key, prefix: row.prefix, environment: row.environment, scopes: row.scopes, name: row.name, createdAt: row.createdAt };
+}
+
+export const listKeys = (sql: Sql, accountId?: string) => repo.listKeys(sql, accountId);
+
+export async function revokeKey(sql: Sql, id: string) {
+  const row = await repo.revokeKey(sql, id);
+  if (!row) throw notFound('key');
+  return row;
+}
+
+export interface Limits {
+  perMinute: number;
+  perDay: number;
+}
+
+export interface AuthContext {
+  keyId: string;
+  accountId: string;
+  environment: Environment;
+  rateLimit: { limit: number; remaining: number; resetSeconds: number };
+}
+
+/** `Bearer <key>` → the key; anything else is "missing or unparseable". */
+export function parseBearer(header: string | undefined): string | null {
+  if (!header) return null;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1] : null;
+}
+
+/**
+ * Resolves the key against the database on every call (no cache: revocation is
+ * effective on the next request), checks the scope, then the quota windows.
+ */
+export async function authorize(
+  sql: Sql,
+  authorization: string | undefined,
+  scope: Scope,
+  limits: Record<Environment, Limits>,
+): Promise<AuthContext> {
+  const key = parseBearer(authorization);
+  if (key === null) {
+    throw new AppError('missing_api_key', 'send the API key as "Authorization: Bearer <key>"', {
+      authorization: ['missing or not of the form "Bearer <key>"'],
+    });
+  }
+  // A token that cannot be a key of ours is unknown without asking the database.
+  const resolved = KEY_PATTERN.test(key) ? await repo.resolveKeyAndCount(sql, hashApiKey(key), scope) : null;
+  if (!resolved) throw new AppError('invalid_api_key', 'the API key is not recognised');
+  if (resolved.revoked) throw new AppError('revoked_api_key', 'the API key has been revoked; use its replacement');
+  if (!resolved.scopes.includes(scope)) {
+    throw new AppError('insufficient_scope', `this route needs the ${scope} scope`, { scope: [`requires ${scope}`] });
+  }
+  const limit = limits[resolved.environment];
+  const now = resolved.nowEpoch;
+  const windows = [
+    { name: 'minute', limit: limit.perMinute, used: resolved.minuteCount ?? 0, reset: 60 - (now % 60) },
+    { name: 'day', limit: limit.perDay, used: resolved.dayCount ?? 0, reset: 86_400 - (now % 86_400) },
+  ];
+  // Headers describe the window closest to its limit; a refusal names the exhausted one.
+  const tightest = windows.reduce((a, b) => (b.limit - b.used < a.limit - a.used ? b : a));
+  const rateLimit = {
+    limit: tightest.limit,
+    remaining: Math.max(0, tightest.limit - tightest.used),
+    resetSeconds: Math.max(1, Math.ceil(tightest.reset)),
+  };
+  const exhausted = windows.find((w) => w.used > w.limit);
+  if (exhausted) {
+    const retryAfter = String(Math.max(1, Math.ceil(exhausted.reset)));
+    throw new AppError(
+      'rate_limited',
+      `${resolved.environment} ${exhausted.name} allowance of ${exhausted.limit} requests is used up`,
+      { [resolved.environment]: [`${exhausted.name} limit ${exhausted.limit} reached`] },
+      {
+        'Retry-After': retryAfter,
+        'RateLimit-Limit': String(exhausted.limit),
+        'RateLimit-Remaining': '0',
+        'RateLimit-Reset': retryAfter,
+      },
+    );
+  }
+  return { keyId: resolved.id, accountId: resolved.accountId, environment: resolved.environment, rateLimit };
+}
+
+/**
+ * lastUsedAt is written in batches (at most one write per flush interval), so
+ * a busy key costs one UPDATE per second rather than one per request.
+ */
+export class LastUsedRecorder {
+  private pending = new Map<string, Date>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly sql: Sql, private readonly intervalMs = 1000) {}
+
+  record(keyId: string, at = new Date()): void {
+    this.pending.set(keyId, at);
+    this.timer ??= setTimeout(() => void this.flush(), this.intervalMs).unref();
+  }
+
+  async flush(): Promise<void> {
+    this.timer = null;
+    if (this.pending.size === 0) return;
+    const batch = this.pending;
+    this.pending = new Map();
+    try {
+      await repo.recordLastUsed(this.sql, [...batch.keys()], [...batch.values()].map((d) => d.toISOString()));
+    } catch {
+      // The database is away: keep the newest times for the next flush.
+      for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);
+      this.timer ??= setTimeout(() => void this.flush(), this.intervalMs).unref();
+    }
+  }
+}

@@ -1,0 +1,36 @@
+import { ConfigError, loadConfig } from './config.ts';
+import { createLogger } from './logger.ts';
+import { startRuntime } from './runtime.ts';
+
+let config;
+try {
+  config = loadConfig();
+} catch (err) {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\n`);
+    process.exit(2);
+  }
+  throw err;
+}
+const logger = createLogger(config.LOG_LEVEL);
+const runtime = await startRuntime(config, logger);
+logger.info({ public: runtime.publicUrl, admin: runtime.adminUrl, tier: runtime.migration.tier }, 'market-data-service listening');
+
+let signalled = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    if (signalled) return;
+    signalled = true;
+    logger.info({ signal }, 'shutting down');
+    runtime.stop().then(
+      () => {
+        logger.info('shutdown complete');
+        process.exit(0);
+      },
+      (err) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  });
+}

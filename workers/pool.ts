@@ -1,0 +1,80 @@
+import os from 'node:os';
+import { Piscina } from 'piscina';
+import { AppError } from '../server/http/errors.ts';
+import { workerQueueDepth, workerRejected, workerRun, workerTasksInFlight, workerWait } from '../server/metrics.ts';
+
+export interface WorkerPoolOptions {
+  threads?: number;
+  /** Tasks allowed to wait beyond one per thread before new ones are shed. */
+  maxQueue: number;
+  taskTimeoutMs: number;
+}
+
+export type TaskName = keyof import('./tasks.ts').Tasks;
+
+/**
+ * The one piscina pool. Heavy analytics run here so the event loop keeps
+ * answering cheap requests. Admission is capped: past threads + maxQueue tasks
+ * in flight a request is shed with 503 overloaded and Retry-After, because a
+ * queue that grows without bound turns overload into timeouts for everyone.
+ * Each task carries an AbortSignal timeout, so a pathological input cannot
+ * hold a thread for ever.
+ */
+export class WorkerPool {
+  readonly threads: number;
+  private readonly piscina: Piscina;
+  private readonly capacity: number;
+  private inFlight = 0;
+
+  constructor(private readonly options: WorkerPoolOptions) {
+    this.threads = options.threads ?? os.availableParallelism();
+    this.capacity = this.threads + options.maxQueue;
+    this.piscina = new Piscina({
+      filename: new URL('./entry.mjs', import.meta.url).href,
+      minThreads: this.threads,
+      maxThreads: this.threads,
+      // Our own admission cap decides; piscina's queue never refuses first.
+      maxQueue: this.capacity,
+      idleTimeout: 60_000,
+    });
+    workerQueueDepth.set(0);
+  }
+
+  get queueDepth(): number {
+    return this.piscina.queueSize;
+  }
+
+  async run<T>(task: TaskName, input: unknown, transferList?: ArrayBuffer[]): Promise<T> {
+    if (this.inFlight >= this.capacity) {
+      workerRejected.inc();
+      throw new AppError('overloaded', 'the analytics workers are saturated; retry shortly', {}, { 'Retry-After': '1' });
+    }
+    this.inFlight++;
+    workerTasksInFlight.set(this.inFlight);
+    const queuedAt = performance.now();
+    try {
+      const { result, waitMs, runMs } = (await this.piscina.run(
+        { task, input, queuedAt: performance.timeOrigin + queuedAt },
+        { name: 'dispatch', transferList, signal: AbortSignal.timeout(this.options.taskTimeoutMs) },
+      )) as { result: T; waitMs: number; runMs: number };
+      workerWait.observe({ task }, waitMs / 1000);
+      workerRun.observe({ task, outcome: 'ok' }, runMs / 1000);
+      return result;
+    } catch (err) {
+      if ((err as Error)?.name === 'AbortError') {
+        workerRun.observe({ task, outcome: 'timeout' }, this.options.taskTimeoutMs / 1000);
+        throw new AppError('overloaded', `the ${task} computation exceeded ${this.options.taskTimeoutMs} ms`, {}, { 'Retry-After': '1' });
+      }
+      workerRun.observe({ task, outcome: 'error' }, (performance.now() - queuedAt) / 1000);
+      throw err;
+    } finally {
+      this.inFlight--;
+      workerTasksInFlight.set(this.inFlight);
+      workerQueueDepth.set(this.piscina.queueSize);
+    }
+  }
+
+  async destroy(): Promise<void> {
+    await this.piscina.destroy();
+  }
+}

@@ -1,0 +1,16 @@
+// Worker-thread entry point. Each task is a pure function over arrays and
+// numbers: no database handles, no I/O. `dispatch` times the run so the main
+// thread can report queue wait and run time separately.
+
+const TASKS = {
+  echo: (input: unknown) => input,
+} satisfies Record<string, (input: never) => unknown>;
+
+export type Tasks = typeof TASKS;
+
+export function dispatch({ task, input, queuedAt }: { task: keyof Tasks; input: unknown; queuedAt: number }) {
+  const startedAt = performance.timeOrigin + performance.now();
+  const result = (TASKS[task] as (i: unknown) => unknown)(input);
+  return { result, waitMs: startedAt - queuedAt, runMs: performance.timeOrigin + performance.now() - startedAt };
+}
+
