@@ -11,6 +11,7 @@ import { registry } from './metrics.ts';
 import { adminRouter, requireAdminToken } from './admin/routes.ts';
 import { readStatus } from './admin/status.ts';
 import type { IngestKind } from './admin/ingest.ts';
+import { instrumentsArea } from './instruments/routes.ts';
 
 export interface AppDeps {
   config: Config;
@@ -28,11 +29,12 @@ export interface AppDeps {
 /** One API area: its public routes and the admin ingest kinds it adds. */
 export interface Area {
   routes?(router: PublicRouter, deps: AppDeps): void;
-  ingest?: Record<string, IngestKind<never>>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own row type
+  ingest?: Record<string, IngestKind<any>>;
   adminRoutes?(router: express.Router, deps: AppDeps): void;
 }
 
-const AREAS: Area[] = [];
+const AREAS: Area[] = [instrumentsArea];
 
 /** Admin upload routes by path (e.g. `bars/daily`), shared by the admin API and the CLI. */
 export function ingestKinds(): Record<string, IngestKind<unknown>> {

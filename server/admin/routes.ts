@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { Sql } from '../db/sql.ts';
 import { AppError, notFound } from '../http/errors.ts';
 import { parse } from '../http/validate.ts';
+import { routePrefix } from '../http/observe.ts';
 import { UuidSchema } from '../http/params.ts';
 import * as accounts from '../accounts/repository.ts';
 import * as keys from '../keys/service.ts';
@@ -52,6 +53,7 @@ export interface AdminDeps {
 
 export function adminRouter(deps: AdminDeps): Router {
   const router = express.Router();
+  router.use(routePrefix('/admin/v1'));
   const json = express.json({ limit: '1mb' });
   const { sql } = deps;
 

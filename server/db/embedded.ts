@@ -30,10 +30,10 @@ async function freePort(): Promise<number> {
  */
 export async function startEmbeddedPostgres(
   dir: string,
-  options: { persistent: boolean; onLog?: (msg: string) => void },
+  options: { persistent: boolean; port?: number; onLog?: (msg: string) => void },
 ): Promise<EmbeddedDatabase> {
   const databaseDir = path.resolve(dir);
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const pg = new EmbeddedPostgres({
     databaseDir,
     port,

@@ -24,7 +24,8 @@ export function observeRequests(listener: 'public' | 'admin', logger: Logger): R
       if (done) return;
       done = true;
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const route = req.route ? `${req.baseUrl}${req.route.path}` : 'unmatched';
+      // baseUrl is reset when an error leaves a router, so routers record their mount point.
+      const route = req.route ? `${res.locals.routePrefix ?? req.baseUrl}${req.route.path}` : 'unmatched';
       const status = closed && !res.writableFinished ? 'aborted' : String(res.statusCode);
       const labels = { listener, method: req.method, route, status };
       httpRequests.inc(labels);
@@ -46,6 +47,14 @@ export function observeRequests(listener: 'public' | 'admin', logger: Logger): R
         'request',
       );
     }
+    next();
+  };
+}
+
+/** First middleware of a mounted router: lets the metrics label name the full route template. */
+export function routePrefix(prefix: string): RequestHandler {
+  return (_req, res, next) => {
+    res.locals.routePrefix = prefix;
     next();
   };
 }

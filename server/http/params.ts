@@ -64,3 +64,6 @@ export function idListSchema(max: number, min = 1) {
 
 export const ASSET_CLASSES = ['equity', 'etf', 'index', 'crypto', 'fx', 'future', 'metal', 'other', 'fund', 'bond'] as const;
 export const AssetClassSchema = z.enum(ASSET_CLASSES);
+
+/** For routes that take no query parameters: an unknown one is an error, not silently ignored. */
+export const NoQuerySchema = z.strictObject({});

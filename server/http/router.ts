@@ -1,6 +1,7 @@
 import express, { type Request, type Response } from 'express';
 import type { Scope } from '../keys/scopes.ts';
 import { requireScope, type AuthDeps } from './auth.ts';
+import { routePrefix } from './observe.ts';
 
 type Handler = (req: Request, res: Response) => Promise<void> | void;
 
@@ -10,6 +11,7 @@ type Handler = (req: Request, res: Response) => Promise<void> | void;
  */
 export function createPublicRouter(auth: AuthDeps, bodyLimit: string) {
   const router = express.Router({ strict: true });
+  router.use(routePrefix('/v1'));
   const json = express.json({ limit: bodyLimit, strict: true });
   return {
     router,

@@ -1,0 +1,150 @@
+import type { Sql } from '../db/sql.ts';
+import { timed } from '../db/sql.ts';
+import type { Instrument } from './schema.ts';
+
+/**
+ * The symbol the instrument carried on `day`: the mapping valid that day, or,
+ * for an instrument whose mappings had all ended (delisted, merged away), its
+ * last one, so delisted instruments stay findable. An instrument with no
+ * mapping started by then did not trade under any symbol: null.
+ */
+function effectiveSymbol(sql: Sql, day: string) {
+  return sql`
+    left join lateral (
+      select s.symbol
+      from instrument_symbols s
+      where s.instrument_id = i.id
+        and s.valid_from <= ${day}::date
+      order by (s.valid_to is null or s.valid_to >= ${day}::date) desc, s.valid_from desc
+      limit 1
+    ) e on true
+  `;
+}
+
+function selectInstruments(sql: Sql, day: string, vendorBroker: string) {
+  return sql`
+    select
+      i.*,
+      e.symbol as current_symbol,
+      coalesce(
+        (select jsonb_object_agg(b.broker, b.code) from instrument_broker_codes b where b.instrument_id = i.id),
+        '{}'::jsonb
+      ) as broker_codes,
+      (select b.code from instrument_broker_codes b where b.instrument_id = i.id and b.broker = ${vendorBroker}) as vendor_code
+    from instruments i
+    ${effectiveSymbol(sql, day)}
+  `;
+}
+
+export function toInstrument(r: Record<string, unknown>): Instrument {
+  return {
+    id: r.id as string,
+    assetClass: r.asset_class as string,
+    displayName: r.display_name as string,
+    exchange: (r.exchange as string | null) ?? null,
+    region: (r.region as string | null) ?? null,
+    isin: (r.isin as string | null) ?? null,
+    cusip: (r.cusip as string | null) ?? null,
+    distributionPolicy: (r.distribution_policy as string | null) ?? null,
+    quoteCurrency: (r.quote_currency as string | null) ?? null,
+    quoteUnit: (r.quote_unit as string | null) ?? null,
+    isActive: r.is_active as boolean,
+    currentSymbol: (r.current_symbol as string | null) ?? null,
+    brokerCodes: r.broker_codes as Record<string, string>,
+    vendorCode: (r.vendor_code as string | null) ?? null,
+  };
+}
+
+const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+// word_similarity above this is a fuzzy hit; 0.4 admits one typo in a
+// six-letter word ("Microsft") but not unrelated names sharing a trigram.
+const FUZZY_THRESHOLD = 0.4;
+
+export async function searchInstruments(
+  sql: Sql,
+  q: { text: string; day: string; assetClass?: string; limit: number; vendorBroker: string },
+): Promise<Instrument[]> {
+  const upper = q.text.toUpperCase();
+  const lower = q.text.toLowerCase();
+  const rows = await timed(
+    'search_instruments',
+    sql`
+      select * from (
+        select
+          x.*,
+          case
+            when upper(x.current_symbol) = ${upper} then 0
+            when upper(x.current_symbol) like ${escapeLike(upper) + '%'} or lower(x.display_name) like ${escapeLike(lower) + '%'} then 1
+            else 2
+          end as match_rank,
+          greatest(
+            similarity(upper(coalesce(x.current_symbol, '')), ${upper}),
+            word_similarity(${lower}, lower(x.display_name))
+          ) as score
+        from (${selectInstruments(sql, q.day, q.vendorBroker)}) x
+        where x.current_symbol is not null
+          ${q.assetClass ? sql`and x.asset_class = ${q.assetClass}` : sql``}
+      ) ranked
+      where match_rank < 2
+         or lower(display_name) like ${'%' + escapeLike(lower) + '%'}
+         or score >= ${FUZZY_THRESHOLD}
+      order by match_rank, is_active desc, score desc, current_symbol, id
+      limit ${q.limit}
+    `,
+  );
+  return rows.map(toInstrument);
+}
+
+export async function findByBrokerCode(
+  sql: Sql,
+  q: { broker: string; code: string; day: string; assetClass?: string; limit: number; vendorBroker: string },
+): Promise<Instrument[]> {
+  const rows = await timed(
+    'find_by_broker_code',
+    sql`
+      select x.*
+      from (${selectInstruments(sql, q.day, q.vendorBroker)}) x
+      where x.id in (
+        select instrument_id
+        from instrument_broker_codes
+        where broker = ${q.broker}
+          and code = ${q.code}
+      )
+      ${q.assetClass ? sql`and x.asset_class = ${q.assetClass}` : sql``}
+      order by x.is_active desc, x.id
+      limit ${q.limit}
+    `,
+  );
+  return rows.map(toInstrument);
+}
+
+export async function findByIds(sql: Sql, ids: string[], day: string, vendorBroker: string): Promise<Instrument[]> {
+  if (ids.length === 0) return [];
+  const rows = await timed(
+    'find_instruments_by_id',
+    sql`
+      select x.*
+      from (${selectInstruments(sql, day, vendorBroker)}) x
+      where x.id = any (${ids}::uuid[])
+    `,
+  );
+  const byId = new Map(rows.map((r) => [r.id as string, toInstrument(r)]));
+  return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+/** Minimal facts the price and analytics routes need before reading bars. */
+export async function findInstrumentHeader(sql: Sql, id: string, day: string) {
+  const [row] = await timed(
+    'instrument_header',
+    sql`
+      select i.id, i.asset_class, i.quote_currency, i.quote_unit, e.symbol
+      from instruments i
+      ${effectiveSymbol(sql, day)}
+      where i.id = ${id}
+    `,
+  );
+  return row
+    ? { id: row.id as string, assetClass: row.asset_class as string, symbol: (row.symbol as string | null) ?? null }
+    : null;
+}

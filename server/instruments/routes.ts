@@ -1,0 +1,34 @@
+import type { Area } from '../app.ts';
+import { sendData } from '../http/envelope.ts';
+import { parse } from '../http/validate.ts';
+import { NoQuerySchema } from '../http/params.ts';
+import { instrumentIngest } from './ingest.ts';
+import { InstrumentBulkSchema, InstrumentIdSchema, InstrumentSearchSchema } from './schema.ts';
+import * as service from './service.ts';
+
+const SOURCE = 'mds-reference';
+
+export const instrumentsArea: Area = {
+  routes(router, { readSql, config }) {
+    router.get('/instruments', 'instruments:read', async (req, res) => {
+      const q = parse(InstrumentSearchSchema, req.query);
+      const data = await service.searchInstruments(readSql, q, config.VENDOR_CODE_BROKER);
+      sendData(res, data, { asOf: q.asOf?.input ?? new Date().toISOString(), source: SOURCE, stale: false, mode: q.query !== undefined ? 'search' : 'reverse_lookup' });
+    });
+
+    // Registered before /instruments/:id so "bulk" is never read as an id.
+    router.get('/instruments/bulk', 'instruments:read', async (req, res) => {
+      const q = parse(InstrumentBulkSchema, req.query);
+      const data = await service.getInstruments(readSql, q.ids, config.VENDOR_CODE_BROKER);
+      sendData(res, data, { asOf: new Date().toISOString(), source: SOURCE, stale: false, requested: q.ids.length, found: data.length });
+    });
+
+    router.get('/instruments/:id', 'instruments:read', async (req, res) => {
+      const { id } = parse(InstrumentIdSchema, req.params, 'params');
+      parse(NoQuerySchema, req.query);
+      const data = await service.getInstrument(readSql, id.toLowerCase(), config.VENDOR_CODE_BROKER);
+      sendData(res, data, { asOf: new Date().toISOString(), source: SOURCE, stale: false });
+    });
+  },
+  ingest: { instruments: instrumentIngest },
+};

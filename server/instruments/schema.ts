@@ -1,0 +1,97 @@
+import { z } from 'zod';
+import { AssetClassSchema, AsOfSchema, DateSchema, UuidSchema, idListSchema } from '../http/params.ts';
+import { BooleanValue } from '../admin/ingest.ts';
+
+export const MAX_BULK_IDS = 500;
+
+export const InstrumentSearchSchema = z
+  .strictObject({
+    query: z.string().min(1, 'must not be empty').max(100).optional().describe('free text over symbol and display name'),
+    brokerCode: z.string().min(1, 'must not be empty').max(100).optional().describe('exact broker code, case and punctuation included'),
+    broker: z.string().min(1, 'must not be empty').max(100).optional().describe("the broker whose namespace brokerCode belongs to"),
+    assetClass: AssetClassSchema.optional(),
+    asOf: AsOfSchema.optional(),
+    limit: z.coerce.number().int().min(1).max(100).default(25).describe('maximum instruments returned (beyond the spec)'),
+  })
+  .superRefine((q, ctx) => {
+    const reverse = q.brokerCode !== undefined || q.broker !== undefined;
+    if (q.query !== undefined && reverse) {
+      ctx.addIssue({ code: 'custom', path: ['query'], message: 'query and brokerCode/broker are exclusive; request exactly one mode' });
+    } else if (q.query === undefined && !reverse) {
+      ctx.addIssue({ code: 'custom', path: ['query'], message: 'request exactly one mode: query, or brokerCode with broker' });
+    } else if (reverse && q.brokerCode === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['brokerCode'], message: 'required with broker' });
+    } else if (reverse && q.broker === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['broker'], message: 'required with brokerCode; there is no default broker' });
+    }
+  });
+
+export const InstrumentBulkSchema = z.strictObject({ ids: idListSchema(MAX_BULK_IDS) });
+
+export const InstrumentIdSchema = z.strictObject({ id: UuidSchema });
+
+const SymbolPeriodSchema = z
+  .strictObject({
+    symbol: z.string().trim().min(1).max(32),
+    validFrom: DateSchema,
+    validTo: DateSchema.nullable().optional().describe('last day the symbol was used (inclusive); null while current'),
+  })
+  .refine((s) => !s.validTo || s.validTo >= s.validFrom, { path: ['validTo'], message: 'must not be before validFrom' });
+
+// CSV cells carry nested values as JSON text.
+const jsonText = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => {
+    if (typeof v !== 'string') return v;
+    try {
+      return JSON.parse(v);
+    } catch {
+      return v;
+    }
+  }, schema);
+
+const optionalText = z.string().trim().min(1).max(200).nullable().optional();
+
+export const InstrumentIngestSchema = z
+  .strictObject({
+    id: UuidSchema.optional(),
+    assetClass: AssetClassSchema,
+    displayName: z.string().trim().min(1).max(300),
+    exchange: optionalText,
+    region: optionalText,
+    isin: z.string().regex(/^[A-Z]{2}[A-Z0-9]{9}\d$/, 'must be a 12-character ISIN').nullable().optional(),
+    cusip: z.string().regex(/^[A-Z0-9]{9}$/, 'must be a 9-character CUSIP').nullable().optional(),
+    distributionPolicy: z.enum(['accumulating', 'distributing']).nullable().optional(),
+    quoteCurrency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code').nullable().optional(),
+    quoteUnit: optionalText,
+    isActive: BooleanValue.default(true),
+    brokerCodes: jsonText(z.record(z.string().min(1).max(100), z.string().min(1).max(100))).default({}),
+    symbols: jsonText(z.array(SymbolPeriodSchema).min(1, 'at least one symbol period')),
+  })
+  .superRefine((row, ctx) => {
+    const periods = [...row.symbols].sort((a, b) => a.validFrom.localeCompare(b.validFrom));
+    for (let i = 1; i < periods.length; i++) {
+      const prevEnd = periods[i - 1].validTo;
+      if (prevEnd === null || prevEnd === undefined || prevEnd >= periods[i].validFrom) {
+        ctx.addIssue({ code: 'custom', path: ['symbols'], message: `symbol periods overlap at ${periods[i].validFrom}` });
+      }
+    }
+  });
+
+export type InstrumentIngestRow = z.infer<typeof InstrumentIngestSchema>;
+
+export interface Instrument {
+  id: string;
+  assetClass: string;
+  displayName: string;
+  exchange: string | null;
+  region: string | null;
+  isin: string | null;
+  cusip: string | null;
+  distributionPolicy: string | null;
+  quoteCurrency: string | null;
+  quoteUnit: string | null;
+  isActive: boolean;
+  currentSymbol: string | null;
+  brokerCodes: Record<string, string>;
+  vendorCode: string | null;
+}

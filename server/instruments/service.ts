@@ -1,0 +1,37 @@
+import type { Sql } from '../db/sql.ts';
+import { notFound } from '../http/errors.ts';
+import type { PointInTime } from '../http/params.ts';
+import * as repo from './repository.ts';
+import type { Instrument } from './schema.ts';
+
+/** The UTC day a cut-off falls on; symbology is mapped by day. */
+export function dayOf(asOf: PointInTime | undefined, now = new Date()): string {
+  return (asOf?.instant ?? now).toISOString().slice(0, 10);
+}
+
+export async function searchInstruments(
+  sql: Sql,
+  q: { query?: string; brokerCode?: string; broker?: string; assetClass?: string; asOf?: PointInTime; limit: number },
+  vendorBroker: string,
+): Promise<Instrument[]> {
+  const day = dayOf(q.asOf);
+  if (q.query !== undefined) {
+    return repo.searchInstruments(sql, { text: q.query, day, assetClass: q.assetClass, limit: q.limit, vendorBroker });
+  }
+  return repo.findByBrokerCode(sql, { broker: q.broker!, code: q.brokerCode!, day, assetClass: q.assetClass, limit: q.limit, vendorBroker });
+}
+
+export const getInstruments = (sql: Sql, ids: string[], vendorBroker: string) => repo.findByIds(sql, ids, dayOf(undefined), vendorBroker);
+
+export async function getInstrument(sql: Sql, id: string, vendorBroker: string): Promise<Instrument> {
+  const [instrument] = await repo.findByIds(sql, [id], dayOf(undefined), vendorBroker);
+  if (!instrument) throw notFound('instrument');
+  return instrument;
+}
+
+/** Resolves an instrument for a data route, or 404 not_found. */
+export async function requireInstrument(sql: Sql, id: string, asOf?: PointInTime) {
+  const header = await repo.findInstrumentHeader(sql, id, dayOf(asOf));
+  if (!header) throw notFound('instrument');
+  return header;
+}

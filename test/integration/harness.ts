@@ -1,0 +1,98 @@
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { inject } from 'vitest';
+import { loadConfig, type Config } from '../../server/config.ts';
+import { createLogger } from '../../server/logger.ts';
+import { startRuntime, type Runtime } from '../../server/runtime.ts';
+import type { Scope } from '../../server/keys/scopes.ts';
+
+export const databaseUrl = () => inject('databaseUrl');
+
+/** Starts the real service in-process on ephemeral ports against the suite's database. */
+export async function startService(env: Record<string, string> = {}): Promise<Service> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-test-data-'));
+  const config: Config = loadConfig({
+    DATABASE_URL: databaseUrl(),
+    DATA_DIR: dataDir,
+    PORT: '0',
+    ADMIN_PORT: '0',
+    ADMIN_TOKEN: `test-admin-token-${randomUUID()}`,
+    LOG_LEVEL: 'silent',
+    WORKER_THREADS: '2',
+    DEMO_DATA: 'off',
+    ...env,
+  });
+  const runtime = await startRuntime(config, createLogger(config.LOG_LEVEL));
+  return new Service(runtime);
+}
+
+export interface Reply<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+async function request(url: string, init: RequestInit): Promise<Reply> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // non-JSON bodies (metrics) stay text
+  }
+  return { status: res.status, headers: res.headers, body };
+}
+
+export class Service {
+  constructor(readonly runtime: Runtime) {}
+
+  get sql() {
+    return this.runtime.deps.sql;
+  }
+
+  stop() {
+    return this.runtime.stop();
+  }
+
+  admin(method: string, route: string, body?: unknown, contentType = 'application/json'): Promise<Reply> {
+    return request(`${this.runtime.adminUrl}/admin/v1${route}`, {
+      method,
+      headers: { authorization: `Bearer ${this.runtime.adminToken}`, ...(body !== undefined ? { 'content-type': contentType } : {}) },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+  }
+
+  get(route: string, key?: string, headers: Record<string, string> = {}): Promise<Reply> {
+    return request(`${this.runtime.publicUrl}${route}`, {
+      headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
+    });
+  }
+
+  post(route: string, key: string | undefined, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+    return request(`${this.runtime.publicUrl}${route}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+  }
+
+  async createAccount(name = `account-${randomUUID()}`): Promise<string> {
+    const res = await this.admin('POST', '/accounts', { name });
+    if (res.status !== 201) throw new Error(`account creation failed: ${JSON.stringify(res.body)}`);
+    return res.body.data.id;
+  }
+
+  async createKey(accountId: string, scopes: Scope[], environment: 'sandbox' | 'live' = 'live'): Promise<{ id: string; key: string }> {
+    const res = await this.admin('POST', '/keys', { accountId, environment, scopes, name: 'test key' });
+    if (res.status !== 201) throw new Error(`key creation failed: ${JSON.stringify(res.body)}`);
+    return { id: res.body.data.id, key: res.body.data.key };
+  }
+
+  /** A fresh account with one key holding `scopes`. */
+  async keyWith(scopes: Scope[], environment: 'sandbox' | 'live' = 'live'): Promise<string> {
+    return (await this.createKey(await this.createAccount(), scopes, environment)).key;
+  }
+}

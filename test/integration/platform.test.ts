@@ -1,0 +1,317 @@
+import { randomUUID } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../server/config.ts';
+import { startEmbeddedPostgres } from '../../server/db/embedded.ts';
+import { startRuntime } from '../../server/runtime.ts';
+import { databaseUrl, Service, startService } from './harness.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function expectErrorEnvelope(body: any, code: string) {
+  expect(body).toEqual({
+    error: {
+      code,
+      message: expect.any(String),
+      docsUrl: expect.stringMatching(/^https?:\/\/.+#error-/),
+      details: expect.any(Object),
+    },
+  });
+  for (const messages of Object.values(body.error.details)) {
+    expect(Array.isArray(messages)).toBe(true);
+  }
+}
+
+describe('platform: keys, scopes, errors, metrics', () => {
+  let svc: Service;
+  beforeAll(async () => {
+    svc = await startService();
+  });
+  afterAll(() => svc.stop());
+
+  it('when no Authorization header is sent, then 401 missing_api_key with the error envelope and a request id', async () => {
+    const res = await svc.get('/v1/instruments?query=x');
+    expect(res.status).toBe(401);
+    expectErrorEnvelope(res.body, 'missing_api_key');
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('when the header is not a Bearer token, then missing_api_key; when the key is unknown, then invalid_api_key', async () => {
+    expect((await svc.get('/v1/instruments?query=x', undefined, { authorization: 'Basic abc' })).body.error.code).toBe('missing_api_key');
+    const unknown = `pk_live_${'A'.repeat(43)}`;
+    const res = await svc.get('/v1/instruments?query=x', unknown);
+    expect(res.status).toBe(401);
+    expect(res.body.error.code).toBe('invalid_api_key');
+    expect((await svc.get('/v1/instruments?query=x', 'not-a-key')).body.error.code).toBe('invalid_api_key');
+  });
+
+  it('when a key holds instruments:read, then search is 200 and a prices route is 403 insufficient_scope; once revoked the next call is revoked_api_key', async () => {
+    const account = await svc.createAccount();
+    const { id, key } = await svc.createKey(account, ['instruments:read']);
+    const ok = await svc.get('/v1/instruments?query=x', key);
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ data: expect.any(Array), meta: { asOf: expect.any(String), source: expect.any(String), stale: false } });
+    expect(ok.headers.get('ratelimit-limit')).toMatch(/^\d+$/);
+
+    const denied = await svc.get(`/v1/instruments/${randomUUID()}/prices?from=2020-01-01&to=2020-01-31`, key);
+    expect(denied.status).toBe(403);
+    expectErrorEnvelope(denied.body, 'insufficient_scope');
+
+    expect((await svc.admin('POST', `/keys/${id}/revoke`)).status).toBe(200);
+    const revoked = await svc.get('/v1/instruments?query=x', key);
+    expect(revoked.status).toBe(401);
+    expect(revoked.body.error.code).toBe('revoked_api_key');
+  });
+
+  it('when a scope is not one of the 13 exact names, then key creation is refused naming the field', async () => {
+    const account = await svc.createAccount();
+    const res = await svc.admin('POST', '/keys', { accountId: account, environment: 'live', scopes: ['prices'], name: 'x' });
+    expect(res.status).toBe(400);
+    expectErrorEnvelope(res.body, 'invalid_request');
+    expect(Object.keys(res.body.error.details)).toContain('scopes.0');
+  });
+
+  it('when keys are listed, then no secret or hash is returned, and lastUsedAt is recorded within about a second', async () => {
+    const account = await svc.createAccount();
+    const { id, key } = await svc.createKey(account, ['instruments:read'], 'sandbox');
+    expect(key).toMatch(/^pk_test_[A-Za-z0-9_-]{43}$/);
+    await svc.get('/v1/instruments?query=x', key);
+    await sleep(1600);
+    const list = await svc.admin('GET', `/keys?accountId=${account}`);
+    expect(list.status).toBe(200);
+    const [row] = list.body.data;
+    expect(row).toMatchObject({ id, environment: 'sandbox', scopes: ['instruments:read'], prefix: key.slice(0, 12), revokedAt: null });
+    expect(Date.parse(row.lastUsedAt)).toBeGreaterThan(Date.now() - 10_000);
+    expect(JSON.stringify(list.body)).not.toContain(key);
+    expect(Object.keys(row)).not.toContain('keyHash');
+    const [stored] = await svc.sql`select key_hash, prefix from api_keys where id = ${id}`;
+    expect((stored.key_hash as Buffer).length).toBe(32);
+    expect(stored.prefix).toBe(key.slice(0, 12));
+  });
+
+  it('when query parameters are invalid, then 400 invalid_request names each field', async () => {
+    const key = await svc.keyWith(['instruments:read']);
+    const both = await svc.get('/v1/instruments?query=a&brokerCode=b&broker=c', key);
+    expect(both.status).toBe(400);
+    expect(Object.keys(both.body.error.details)).toContain('query');
+    const neither = await svc.get('/v1/instruments', key);
+    expect(neither.status).toBe(400);
+    const bad = await svc.get('/v1/instruments?query=a&assetClass=stonks&asOf=2020-13-01', key);
+    expect(bad.status).toBe(400);
+    expect(Object.keys(bad.body.error.details).sort()).toEqual(['asOf', 'assetClass']);
+    const unknownParam = await svc.get('/v1/instruments?query=a&colour=red', key);
+    expect(unknownParam.status).toBe(400);
+  });
+
+  it('when a route is unknown, then 404 not_found; malformed JSON is 400; an oversized body is 413, all in the envelope', async () => {
+    const missing = await svc.get('/v1/nothing-here');
+    expect(missing.status).toBe(404);
+    expectErrorEnvelope(missing.body, 'not_found');
+    const malformed = await svc.admin('POST', '/accounts', '{"name":', 'application/json');
+    expect(malformed.status).toBe(400);
+    expectErrorEnvelope(malformed.body, 'invalid_request');
+    const huge = await svc.admin('POST', '/accounts', JSON.stringify({ name: 'x'.repeat(2 * 1024 * 1024) }));
+    expect(huge.status).toBe(413);
+    expectErrorEnvelope(huge.body, 'payload_too_large');
+  });
+
+  it('when the admin API is called without its token or with an API key, then it refuses', async () => {
+    const key = await svc.keyWith(['instruments:read']);
+    const res = await fetch(`${svc.runtime.adminUrl}/admin/v1/status`, { headers: { authorization: `Bearer ${key}` } });
+    expect(res.status).toBe(401);
+    const none = await fetch(`${svc.runtime.adminUrl}/admin/v1/status`);
+    expect(none.status).toBe(401);
+    const status = await svc.admin('GET', '/status');
+    expect(status.body.data).toMatchObject({
+      storageTier: expect.stringMatching(/^(timescaledb|timescaledb-apache|postgresql)$/),
+      migrations: expect.arrayContaining([expect.objectContaining({ version: 1 })]),
+      workerPool: { threads: 2, queueDepth: 0 },
+    });
+  });
+
+  it('when /metrics is scraped, then it parses as Prometheus text and carries the request, database, worker, event-loop and auth families', async () => {
+    await svc.get('/v1/instruments?query=x');
+    const res = await fetch(`${svc.runtime.publicUrl}/metrics`);
+    const text = await res.text();
+    const families = new Map<string, string>();
+    for (const line of text.split('\n')) {
+      if (line === '') continue;
+      const type = /^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$/.exec(line);
+      if (type) {
+        families.set(type[1], type[2]);
+        continue;
+      }
+      if (line.startsWith('# HELP ')) continue;
+      expect(line).toMatch(/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*",?)*\})? (-?[0-9.e+-]+|NaN|\+Inf|-Inf)( \d+)?$/);
+    }
+    for (const [name, type] of [
+      ['http_requests_total', 'counter'],
+      ['http_request_duration_seconds', 'histogram'],
+      ['db_query_duration_seconds', 'histogram'],
+      ['db_queries_in_flight', 'gauge'],
+      ['db_pool_max_connections', 'gauge'],
+      ['db_pool_open_connections', 'gauge'],
+      ['worker_pool_queue_depth', 'gauge'],
+      ['worker_task_wait_seconds', 'histogram'],
+      ['worker_task_run_seconds', 'histogram'],
+      ['nodejs_eventloop_lag_seconds', 'gauge'],
+      ['auth_failures_total', 'counter'],
+    ]) {
+      expect(families.get(name), name).toBe(type);
+    }
+    expect(text).toMatch(/http_requests_total\{listener="public",method="GET",route="\/v1\/instruments",status="401"\} \d+/);
+    expect(text).toMatch(/auth_failures_total\{code="missing_api_key"\} \d+/);
+  });
+});
+
+describe('platform: quotas and rate limits', () => {
+  let svc: Service;
+  beforeAll(async () => {
+    svc = await startService({ RATE_LIMIT_SANDBOX_PER_MINUTE: '3', RATE_LIMIT_LIVE_PER_MINUTE: '50' });
+  });
+  afterAll(() => svc.stop());
+
+  it('when a sandbox key exhausts its allowance, then it gets 429 with Retry-After and RateLimit headers while a live key of the same account still gets 200', async () => {
+    const account = await svc.createAccount();
+    const sandbox = (await svc.createKey(account, ['instruments:read'], 'sandbox')).key;
+    const live = (await svc.createKey(account, ['instruments:read'], 'live')).key;
+    // Align to the start of a minute window so all calls land in one window.
+    const secondsIntoMinute = new Date().getUTCSeconds();
+    if (secondsIntoMinute > 50) await sleep((61 - secondsIntoMinute) * 1000);
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await svc.get('/v1/instruments?query=x', sandbox)).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    const limited = await svc.get('/v1/instruments?query=x', sandbox);
+    expect(limited.status).toBe(429);
+    expectErrorEnvelope(limited.body, 'rate_limited');
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(limited.headers.get('ratelimit-limit')).toBe('3');
+    expect(limited.headers.get('ratelimit-remaining')).toBe('0');
+    expect(Number(limited.headers.get('ratelimit-reset'))).toBeGreaterThanOrEqual(1);
+    expect((await svc.get('/v1/instruments?query=x', live)).status).toBe(200);
+
+    const usage = await svc.admin('GET', `/usage?accountId=${account}`);
+    expect(usage.status).toBe(200);
+    expect(usage.body.data.usage.sandbox.day[0].requests).toBe(5);
+    expect(usage.body.data.usage.live.day[0].requests).toBe(1);
+  });
+
+  it('when auth or scope checks fail, then no quota is consumed', async () => {
+    const account = await svc.createAccount();
+    const { key } = await svc.createKey(account, ['instruments:read'], 'sandbox');
+    const secondsIntoMinute = new Date().getUTCSeconds();
+    if (secondsIntoMinute > 50) await sleep((61 - secondsIntoMinute) * 1000);
+    for (let i = 0; i < 5; i++) {
+      expect((await svc.get(`/v1/instruments/${randomUUID()}/prices?from=2020-01-01&to=2020-01-02`, key)).status).toBe(403);
+    }
+    for (let i = 0; i < 3; i++) expect((await svc.get('/v1/instruments?query=x', key)).status).toBe(200);
+    const [row] = await svc.sql`
+      select coalesce(sum(request_count), 0)::int as n from usage_counters
+      where account_id = ${account} and window_kind = 'day'
+    `;
+    expect(row.n).toBe(3);
+  });
+});
+
+describe('platform: two processes on one database', () => {
+  it('when two services start at once on a fresh database, then each migration runs once and they enforce one shared limit', async () => {
+    const admin = postgres(databaseUrl(), { max: 1, onnotice: () => {} });
+    const name = `mds_two_${Date.now()}`;
+    await admin`create database ${admin(name)}`;
+    const url = new URL(databaseUrl());
+    url.pathname = `/${name}`;
+    const env = { DATABASE_URL: url.toString(), RATE_LIMIT_LIVE_PER_MINUTE: '4' };
+    const [a, b] = await Promise.all([startService(env), startService(env)]);
+    try {
+      const ran = [...a.runtime.migration.ranNow, ...b.runtime.migration.ranNow].sort();
+      const applied = a.runtime.migration.applied.map((m) => m.name).sort();
+      expect(ran).toEqual(applied);
+      const [count] = await a.sql`select count(*)::int as n, count(distinct version)::int as d from schema_migrations`;
+      expect(count.n).toBe(count.d);
+
+      const key = await a.keyWith(['instruments:read']);
+      const secondsIntoMinute = new Date().getUTCSeconds();
+      if (secondsIntoMinute > 50) await sleep((61 - secondsIntoMinute) * 1000);
+      const statuses = [];
+      for (const svc of [a, b, a, b, a]) statuses.push((await svc.get('/v1/instruments?query=x', key)).status);
+      expect(statuses).toEqual([200, 200, 200, 200, 429]);
+    } finally {
+      await a.stop();
+      await b.stop();
+      await admin`drop database if exists ${admin(name)} with (force)`;
+      await admin.end();
+    }
+  });
+});
+
+describe('platform: database outage', () => {
+  it('when the database goes away mid-run, then requests get 503 overloaded promptly, and they recover without a restart once it is back', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'mds-outage-'));
+    await chmod(dir, 0o755); // as root, the cluster runs as the postgres user
+    let db = await startEmbeddedPostgres(path.join(dir, 'pg'), { persistent: true });
+    const svc = await startService({ DATABASE_URL: db.url });
+    try {
+      const key = await svc.keyWith(['instruments:read']);
+      expect((await svc.get('/v1/instruments?query=x', key)).status).toBe(200);
+      await db.stop();
+      const started = Date.now();
+      const down = await svc.get('/v1/instruments?query=x', key);
+      expect(Date.now() - started).toBeLessThan(15_000);
+      expect(down.status).toBe(503);
+      expectErrorEnvelope(down.body, 'overloaded');
+      expect(down.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(JSON.stringify(down.body)).not.toMatch(/ECONNREFUSED|at .*\.ts/);
+
+      // Same data directory, same port: the service's URL stays valid.
+      const port = new URL(db.url).port;
+      db = await startEmbeddedPostgresOnPort(path.join(dir, 'pg'), Number(port));
+      let status = 0;
+      for (let i = 0; i < 50 && status !== 200; i++) {
+        status = (await svc.get('/v1/instruments?query=x', key)).status;
+        if (status !== 200) await sleep(200);
+      }
+      expect(status).toBe(200);
+    } finally {
+      await svc.stop();
+      await db.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+async function startEmbeddedPostgresOnPort(dir: string, port: number) {
+  return startEmbeddedPostgres(dir, { persistent: true, port });
+}
+
+describe('platform: logs', () => {
+  it('when requests carry keys and tokens, then no log line contains them', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, cb) {
+        lines.push(String(chunk));
+        cb();
+      },
+    });
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-log-'));
+    const config = loadConfig({ DATABASE_URL: databaseUrl(), DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', ADMIN_TOKEN: `tok-${randomUUID()}`, LOG_LEVEL: 'info', DEMO_DATA: 'off' });
+    const runtime = await startRuntime(config, pino({ level: 'info' }, sink));
+    const svc = new Service(runtime);
+    try {
+      const key = await svc.keyWith(['instruments:read']);
+      await svc.get(`/v1/instruments?query=${encodeURIComponent(key)}`, key);
+      await svc.get('/v1/instruments?query=x&apiKey=secret-in-query', key);
+      const all = lines.join('');
+      expect(all).toContain('"route":"/v1/instruments"');
+      expect(all).not.toContain(key);
+      expect(all).not.toContain(runtime.adminToken);
+      expect(all).not.toContain('secret-in-query');
+    } finally {
+      await svc.stop();
+    }
+  });
+});
