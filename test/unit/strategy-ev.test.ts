@@ -47,8 +47,8 @@ const EXAMPLES: Record<StructureName, OptionLeg[]> = {
 };
 
 const premiumPerShare = (leg: OptionLeg, m = MARKET) => priceOption({ ...m, strike: leg.strike, type: leg.type }).price;
-const sumAbsPremiums = (legs: OptionLeg[], mult = M) => legs.reduce((a, l) => a + premiumPerShare(l) * l.quantity * mult, 0);
-const netCredit = (legs: OptionLeg[], mult = M, m = MARKET) =>
+const sumAbsPremiums = (legs: readonly OptionLeg[], mult = M) => legs.reduce((a, l) => a + premiumPerShare(l) * l.quantity * mult, 0);
+const netCredit = (legs: readonly OptionLeg[], mult = M, m = MARKET) =>
   legs.reduce((a, l) => a + (l.action === 'sell' ? 1 : -1) * premiumPerShare(l, m) * l.quantity * mult, 0);
 
 function run(structure: StructureName, extra: Partial<StrategyInput> = {}) {
@@ -113,6 +113,9 @@ describe('risk-neutral EV of every fairly priced structure is ≈ 0', () => {
     expect(r.assumptions.measure).toBe('risk_neutral');
     expect(r.assumptions.driftUsed).toBeCloseTo(MARKET.rate - MARKET.dividendYield, 15);
     expect(Math.abs(r.trueExpectedValue)).toBeLessThanOrEqual(1e-6 * scale);
+    // the same without the service's snapping of rounding-level amounts to 0
+    const raw = Math.exp(-MARKET.rate * MARKET.timeYears) * r.expectedPayoffAtExpiry + r.netCreditDebit;
+    expect(Math.abs(raw)).toBeLessThanOrEqual(1e-6 * scale);
     // netCreditDebit = Σ (sell ? + : −) premium × quantity × multiplier
     expect(Math.abs(r.netCreditDebit - netCredit(legs))).toBeLessThan(1e-9 * scale);
     // EV = e^{−rT} E[payoff] + netCreditDebit
@@ -136,6 +139,8 @@ describe('risk-neutral EV of every fairly priced structure is ≈ 0', () => {
       const r = evaluateStrategy({ structure: 'iron_condor', legs, ...mk });
       const scale = legs.reduce((a, l) => a + priceOption({ ...mk, strike: l.strike, type: l.type }).price * M, 0);
       expect(Math.abs(r.trueExpectedValue)).toBeLessThan(1e-11 * scale);
+      const raw = Math.exp(-mk.rate * mk.timeYears) * r.expectedPayoffAtExpiry + r.netCreditDebit;
+      expect(Math.abs(raw)).toBeLessThan(1e-11 * scale);
     }
   });
 });

@@ -1,0 +1,90 @@
+/**
+ * Probability that the underlying finishes at / reaches a target price.
+ *
+ * Pure functions over numbers: no I/O, no imports from server/.
+ *
+ * Definitions (also stated in the README):
+ *  - probabilityInTheMoneyAtExpiry: risk-neutral lognormal terminal probability
+ *      long : P(S_T >= target) = N(d2)
+ *      short: P(S_T <= target) = N(−d2)
+ *    with d2 = (ln(S/K) + (r − q − σ²/2)T) / (σ√T), K = target.
+ *  - probabilityOfTouchBeforeExpiry: driftless first-passage probability by the
+ *    reflection principle for a driftless Brownian motion in log-price,
+ *      min(1, 2·(1 − N(|ln(K/S)|/(σ√T)))),
+ *    equal to 1 when the target is already reached (long: S >= K; short: S <= K).
+ *    It does not depend on the rate or the dividend yield.
+ *  - The reported touch probability is max(touch, atExpiry), because a path that
+ *    finishes beyond the target must have touched it; `touchFlooredToExpiry`
+ *    says whether that floor was active.
+ */
+
+import { assertMarketInputs, bsmD1D2, normCdf } from './black-scholes.ts';
+
+export type Direction = 'long' | 'short';
+
+export interface ProbabilityInput {
+  spot: number;
+  target: number;
+  /** Years to expiry (ACT/365F: expiryDays / 365). */
+  timeYears: number;
+  rate: number;
+  vol: number;
+  /** Continuous dividend yield; default 0. */
+  dividendYield?: number;
+  /** long = at or above the target; short = at or below. */
+  direction: Direction;
+}
+
+export interface ProbabilityResult {
+  /** Risk-neutral P(S_T >= target) (long) or P(S_T <= target) (short). */
+  probabilityInTheMoneyAtExpiry: number;
+  /** max(driftlessTouchProbability, probabilityInTheMoneyAtExpiry). */
+  probabilityOfTouchBeforeExpiry: number;
+  /** The driftless reflection-principle figure before the floor. */
+  driftlessTouchProbability: number;
+  /** True when the at-expiry figure exceeded the driftless touch figure and was used instead. */
+  touchFlooredToExpiry: boolean;
+  /** True when the spot is already at or beyond the target in the given direction (touch = 1). */
+  targetAlreadyReached: boolean;
+  /** d2 used for the at-expiry probability. */
+  d2: number;
+}
+
+export function probabilityOfTarget(input: ProbabilityInput): ProbabilityResult {
+  const { spot: S, target: K, timeYears: T, rate: r, vol: sigma, direction } = input;
+  const q = input.dividendYield ?? 0;
+  assertMarketInputs(input);
+  if (!Number.isFinite(K) || !(K > 0)) throw new RangeError('target must be a finite number > 0');
+  if (direction !== 'long' && direction !== 'short') throw new RangeError("direction must be 'long' or 'short'");
+
+  const { d2, sigmaSqrtT } = bsmD1D2(S, K, T, r, sigma, q);
+  const atExpiry = direction === 'long' ? normCdf(d2) : normCdf(-d2);
+
+  const targetAlreadyReached = direction === 'long' ? S >= K : S <= K;
+  let touch: number;
+  if (targetAlreadyReached) {
+    touch = 1;
+  } else {
+    // 2·(1 − N(a)) computed as 2·N(−a): no cancellation for far targets.
+    const a = Math.abs(Math.log(K / S)) / sigmaSqrtT;
+    touch = Math.min(1, 2 * normCdf(-a));
+  }
+
+  // Why the floor can bind: the at-expiry figure is risk-neutral and includes
+  // the drift r − q − σ²/2 of ln S, while the touch figure is driftless. With a
+  // large positive drift (e.g. low volatility, positive rate, target above the
+  // spot) the drift alone carries the terminal distribution past the target,
+  // and N(d2) exceeds the driftless 2·N(−a) (mirror image for `short` with
+  // q > r). Since finishing beyond the target implies having touched it, any
+  // consistent touch probability is >= the at-expiry one, so we report the
+  // maximum and flag it.
+  const touchFlooredToExpiry = touch < atExpiry;
+  return {
+    probabilityInTheMoneyAtExpiry: atExpiry,
+    probabilityOfTouchBeforeExpiry: touchFlooredToExpiry ? atExpiry : touch,
+    driftlessTouchProbability: touch,
+    touchFlooredToExpiry,
+    targetAlreadyReached,
+    d2,
+  };
+}
