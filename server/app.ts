@@ -12,6 +12,8 @@ import { adminRouter, requireAdminToken } from './admin/routes.ts';
 import { readStatus } from './admin/status.ts';
 import type { IngestKind } from './admin/ingest.ts';
 import { instrumentsArea } from './instruments/routes.ts';
+import { pricesArea } from './prices/routes.ts';
+import { actionsArea } from './actions/routes.ts';
 
 export interface AppDeps {
   config: Config;
@@ -34,7 +36,7 @@ export interface Area {
   adminRoutes?(router: express.Router, deps: AppDeps): void;
 }
 
-const AREAS: Area[] = [instrumentsArea];
+const AREAS: Area[] = [instrumentsArea, pricesArea, actionsArea];
 
 /** Admin upload routes by path (e.g. `bars/daily`), shared by the admin API and the CLI. */
 export function ingestKinds(): Record<string, IngestKind<unknown>> {

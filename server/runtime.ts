@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import { buildAdminApp, buildPublicApp, type AppDeps } from './app.ts';
 import { openDatabase } from './db/embedded.ts';
 import { migrate, type MigrationReport } from './db/migrate.ts';
+import { loadDemoDataIfEmpty } from './demo/load.ts';
 import { createSql, type Sql } from './db/sql.ts';
 import { LastUsedRecorder } from './keys/service.ts';
 import { pruneMinuteCounters } from './keys/repository.ts';
@@ -65,6 +66,11 @@ export async function startRuntime(
   const migration = await migrate(sql, (m) => logger.info(m));
   logger.info({ tier: migration.tier, timescaledb: migration.timescaledbVersion }, 'storage tier');
   await hooks.afterMigrate?.(sql, migration);
+  if (config.DEMO_DATA === 'auto') {
+    const started = Date.now();
+    const loaded = await loadDemoDataIfEmpty(sql);
+    if (loaded) logger.info({ ms: Date.now() - started, rows: Object.fromEntries(Object.entries(loaded).map(([k, v]) => [k, v.rows])) }, 'demo data set loaded');
+  }
 
   const adminToken = await resolveAdminToken(config, logger);
   const pool = new WorkerPool({ threads: config.WORKER_THREADS, maxQueue: config.WORKER_MAX_QUEUE, taskTimeoutMs: config.WORKER_TASK_TIMEOUT_MS });

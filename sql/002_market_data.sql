@@ -24,6 +24,7 @@ create index instruments_display_name_trgm on instruments using gin (lower(displ
 
 -- Point-in-time symbology: which symbol an instrument traded under, by day.
 -- valid_to is the last day (inclusive); null while the mapping is current.
+-- valid_from is '-infinity' when the start predates what the source records.
 create table instrument_symbols (
   instrument_id uuid not null references instruments (id),
   symbol text not null,
@@ -46,8 +47,10 @@ create table instrument_broker_codes (
 
 create index instrument_broker_codes_lookup_idx on instrument_broker_codes (broker, code);
 
--- Daily bars exactly as ingested (raw, unadjusted). A source that publishes
--- only closes leaves open, high, low and volume null.
+-- Daily bars exactly as ingested. A source that publishes only closes leaves
+-- open, high, low and volume null. Most sources are raw; a vendor-adjusted
+-- source already reflects every action effective through
+-- reflects_actions_through, so the engine never applies those twice.
 create table daily_bars (
   instrument_id uuid not null references instruments (id),
   bar_date date not null,
@@ -59,9 +62,12 @@ create table daily_bars (
   quote_currency text not null,
   quote_unit text not null,
   stale boolean not null default false,
+  price_basis text not null default 'raw' check (price_basis in ('raw', 'vendor_adjusted')),
+  reflects_actions_through date,
   source text not null,
   as_of timestamptz not null,
-  primary key (instrument_id, bar_date)
+  primary key (instrument_id, bar_date),
+  check ((price_basis = 'vendor_adjusted') = (reflects_actions_through is not null))
 );
 
 -- One-minute bars; coarser intervals are rollups of these.

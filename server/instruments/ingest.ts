@@ -73,7 +73,7 @@ export const instrumentIngest: IngestKind<InstrumentIngestRow> = {
     await tx`delete from instrument_symbols where instrument_id in (select id from ingest_staging)`;
     await tx`
       insert into instrument_symbols (instrument_id, symbol, valid_from, valid_to)
-      select s.id, p.symbol, p."validFrom"::date, p."validTo"::date
+      select s.id, p.symbol, coalesce(p."validFrom"::date, '-infinity'::date), p."validTo"::date
       from ingest_staging s
       cross join lateral jsonb_to_recordset(s.symbols) as p (symbol text, "validFrom" text, "validTo" text)
     `;

@@ -60,6 +60,9 @@ const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 // word_similarity above this is a fuzzy hit; 0.4 admits one typo in a
 // six-letter word ("Microsft") but not unrelated names sharing a trigram.
 const FUZZY_THRESHOLD = 0.4;
+// One- and two-letter queries are tickers being typed: fuzzy matching on so
+// few characters hits nearly every name, so they get exact and prefix only.
+const MIN_FUZZY_LENGTH = 3;
 
 export async function searchInstruments(
   sql: Sql,
@@ -87,8 +90,10 @@ export async function searchInstruments(
           ${q.assetClass ? sql`and x.asset_class = ${q.assetClass}` : sql``}
       ) ranked
       where match_rank < 2
-         or lower(display_name) like ${'%' + escapeLike(lower) + '%'}
-         or score >= ${FUZZY_THRESHOLD}
+         or ${q.text.length >= MIN_FUZZY_LENGTH}::boolean and (
+              lower(display_name) like ${'%' + escapeLike(lower) + '%'}
+              or score >= ${FUZZY_THRESHOLD}
+            )
       order by match_rank, is_active desc, score desc, current_symbol, id
       limit ${q.limit}
     `,

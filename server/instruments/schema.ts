@@ -33,10 +33,10 @@ export const InstrumentIdSchema = z.strictObject({ id: UuidSchema });
 const SymbolPeriodSchema = z
   .strictObject({
     symbol: z.string().trim().min(1).max(32),
-    validFrom: DateSchema,
+    validFrom: DateSchema.nullable().describe('first day under this symbol; null when it predates the recorded history'),
     validTo: DateSchema.nullable().optional().describe('last day the symbol was used (inclusive); null while current'),
   })
-  .refine((s) => !s.validTo || s.validTo >= s.validFrom, { path: ['validTo'], message: 'must not be before validFrom' });
+  .refine((s) => !s.validTo || !s.validFrom || s.validTo >= s.validFrom, { path: ['validTo'], message: 'must not be before validFrom' });
 
 // CSV cells carry nested values as JSON text.
 const jsonText = <T extends z.ZodType>(schema: T) =>
@@ -68,10 +68,10 @@ export const InstrumentIngestSchema = z
     symbols: jsonText(z.array(SymbolPeriodSchema).min(1, 'at least one symbol period')),
   })
   .superRefine((row, ctx) => {
-    const periods = [...row.symbols].sort((a, b) => a.validFrom.localeCompare(b.validFrom));
+    const periods = [...row.symbols].sort((a, b) => (a.validFrom ?? '').localeCompare(b.validFrom ?? ''));
     for (let i = 1; i < periods.length; i++) {
       const prevEnd = periods[i - 1].validTo;
-      if (prevEnd === null || prevEnd === undefined || prevEnd >= periods[i].validFrom) {
+      if (prevEnd === null || prevEnd === undefined || periods[i].validFrom === null || prevEnd >= periods[i].validFrom!) {
         ctx.addIssue({ code: 'custom', path: ['symbols'], message: `symbol periods overlap at ${periods[i].validFrom}` });
       }
     }

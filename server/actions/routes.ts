@@ -1,0 +1,72 @@
+import type { Area } from '../app.ts';
+import type { Sql } from '../db/sql.ts';
+import { sendData } from '../http/envelope.ts';
+import { invalidRequest } from '../http/errors.ts';
+import { UuidSchema } from '../http/params.ts';
+import { parse } from '../http/validate.ts';
+import { requireInstrument } from '../instruments/service.ts';
+import { PROVENANCES, type Provenance } from '../prices/adjustment.ts';
+import { actionSetVersions, selectActionSet } from '../prices/repository.ts';
+import { z } from 'zod';
+import { corporateActionIngest, coverageCheckIngest } from './ingest.ts';
+import { CorporateActionsQuerySchema } from './schema.ts';
+
+type ActionsQuery = z.infer<typeof CorporateActionsQuerySchema>;
+
+async function listCorporateActions(sql: Sql, id: string, q: ActionsQuery) {
+  await requireInstrument(sql, id);
+  const [current] = (await actionSetVersions(sql, [id])).values();
+  if (q.actionSetVersion !== undefined && q.actionSetVersion > current) {
+    throw invalidRequest(`actionSetVersion ${q.actionSetVersion} does not exist for this instrument`, { actionSetVersion: [`the latest version is ${current}`] });
+  }
+  const rows = await selectActionSet(sql, {
+    instrumentIds: [id],
+    pinnedVersion: q.actionSetVersion,
+    asOf: q.asOf?.instant,
+    includeBackfilled: q.includeBackfilled,
+    effectiveFrom: q.from,
+    effectiveTo: q.to,
+  });
+  const counts = Object.fromEntries(PROVENANCES.map((p) => [p, 0])) as Record<Provenance, number>;
+  const sources = new Set<string>();
+  const data = rows.map((r) => {
+    counts[r.knowledge_provenance as Provenance]++;
+    sources.add(r.source as string);
+    return {
+      id: r.action_id as string,
+      instrumentId: r.instrument_id as string,
+      kind: r.kind as string,
+      effectiveDate: r.effective_date as string,
+      announcementDate: (r.announcement_date as string | null) ?? null,
+      knowledgeDate: r.knowledge_date ? (r.knowledge_date as Date).toISOString() : null,
+      knowledgeProvenance: r.knowledge_provenance as Provenance,
+      createdAt: (r.created_at as Date).toISOString(),
+      params: r.params as Record<string, unknown>,
+      source: r.source as string,
+      actionSetVersion: r.action_set_version as number,
+    };
+  });
+  return {
+    data,
+    meta: {
+      asOf: q.asOf?.input ?? new Date().toISOString(),
+      source: sources.size ? [...sources].sort().join(', ') : 'none',
+      stale: false,
+      actionSetVersion: q.actionSetVersion ?? current,
+      includeBackfilled: q.includeBackfilled,
+      provenance: { ...counts, pitValid: counts.backfilled === 0 },
+    },
+  };
+}
+
+export const actionsArea: Area = {
+  routes(router, { readSql }) {
+    router.get('/instruments/:id/corporate-actions', 'actions:read', async (req, res) => {
+      const { id } = parse(z.strictObject({ id: UuidSchema }), req.params, 'params');
+      const q = parse(CorporateActionsQuerySchema, req.query);
+      const { data, meta } = await listCorporateActions(readSql, id.toLowerCase(), q);
+      sendData(res, data, meta);
+    });
+  },
+  ingest: { 'corporate-actions': corporateActionIngest, 'corporate-actions/coverage-checks': coverageCheckIngest },
+};

@@ -1,0 +1,36 @@
+import type { Sql } from '../db/sql.ts';
+import { ingestRows, type IngestResult } from '../admin/ingest.ts';
+import { instrumentIngest } from '../instruments/ingest.ts';
+import { dailyBarIngest, intradayBarIngest } from '../prices/ingest.ts';
+import { corporateActionIngest, coverageCheckIngest } from '../actions/ingest.ts';
+import { demoActionCoverage, demoCorporateActions, demoDailyBars, demoDailySources, demoInstruments } from './catalog.ts';
+import { syntheticMinuteBars } from './synthetic-intraday.ts';
+
+/**
+ * Loads the bundled demo set through the same ingest path as the admin API,
+ * so it is validated the same way and loading it twice changes nothing.
+ */
+export async function loadDemoData(sql: Sql): Promise<Record<string, IngestResult>> {
+  const instruments = demoInstruments().map(({ currentSymbol: _current, ...i }) => i);
+  const basis = new Map(demoDailySources().map((s) => [s.source, s]));
+  function* dailyBars() {
+    for (const bar of demoDailyBars()) {
+      const source = basis.get(bar.source)!;
+      yield { ...bar, priceBasis: source.priceBasis, reflectsActionsThrough: source.reflectsActionsThrough };
+    }
+  }
+  return {
+    instruments: await ingestRows(sql, instrumentIngest, instruments),
+    dailyBars: await ingestRows(sql, dailyBarIngest, dailyBars()),
+    intradayBars: await ingestRows(sql, intradayBarIngest, syntheticMinuteBars()),
+    corporateActions: await ingestRows(sql, corporateActionIngest, demoCorporateActions()),
+    coverageChecks: await ingestRows(sql, coverageCheckIngest, demoActionCoverage()),
+  };
+}
+
+/** First start with DEMO_DATA=auto: an empty instrument table gets the demo set. */
+export async function loadDemoDataIfEmpty(sql: Sql): Promise<Record<string, IngestResult> | null> {
+  const [row] = await sql`select exists (select 1 from instruments) as any`;
+  if (row.any) return null;
+  return loadDemoData(sql);
+}

@@ -1,0 +1,187 @@
+import type { Sql } from '../db/sql.ts';
+import { timed } from '../db/sql.ts';
+import type { ActionForAdjustment, PriorClose, Provenance } from './adjustment.ts';
+
+export interface ActionSetQuery {
+  instrumentIds: string[];
+  /** Pin to this version for every instrument; latest when absent. */
+  pinnedVersion?: number;
+  /** Knowledge cut-off: actions whose knowledgeDate is after it are excluded. */
+  asOf?: Date;
+  includeBackfilled: boolean;
+  /** Effective-date bounds (corporate-actions route); absent for adjustment. */
+  effectiveFrom?: string;
+  effectiveTo?: string;
+}
+
+/** Latest version per instrument; 0 for an instrument whose action set never changed. */
+export async function actionSetVersions(sql: Sql, instrumentIds: string[]): Promise<Map<string, number>> {
+  const rows = await timed(
+    'action_set_versions',
+    sql`
+      select instrument_id, version
+      from action_set_versions
+      where instrument_id = any (${instrumentIds}::uuid[])
+    `,
+  );
+  const versions = new Map(instrumentIds.map((id) => [id, 0]));
+  for (const r of rows) versions.set(r.instrument_id as string, r.version as number);
+  return versions;
+}
+
+/**
+ * The action set as of a version: for each action, its latest revision at or
+ * below the version. Then the knowledge filter: with a cut-off, only actions
+ * whose knowledgeDate is on or before it. Backfilled actions (no knowledge
+ * date) cannot be placed in time, so they count only when asked for.
+ */
+export function selectActionSet(sql: Sql, q: ActionSetQuery) {
+  return sql`
+    select *
+    from (
+      select distinct on (r.action_id) r.*
+      from corporate_action_revisions r
+      left join action_set_versions v on v.instrument_id = r.instrument_id
+      where r.instrument_id = any (${q.instrumentIds}::uuid[])
+        and r.action_set_version <= coalesce(${q.pinnedVersion ?? null}::int, v.version)
+      order by r.action_id, r.action_set_version desc
+    ) a
+    where true
+      and (
+        a.knowledge_date is null and ${q.includeBackfilled}::boolean
+        or a.knowledge_date is not null ${q.asOf ? sql`and a.knowledge_date <= ${q.asOf}` : sql``}
+      )
+      ${q.effectiveFrom ? sql`and a.effective_date >= ${q.effectiveFrom}::date` : sql``}
+      ${q.effectiveTo ? sql`and a.effective_date <= ${q.effectiveTo}::date` : sql``}
+    order by a.instrument_id, a.effective_date, a.action_id
+  `;
+}
+
+export async function actionsForAdjustment(sql: Sql, q: ActionSetQuery): Promise<Map<string, ActionForAdjustment[]>> {
+  const rows = await timed('actions_for_adjustment', selectActionSet(sql, q));
+  const byInstrument = new Map<string, ActionForAdjustment[]>();
+  for (const r of rows) {
+    const list = byInstrument.get(r.instrument_id as string) ?? [];
+    list.push({
+      id: r.action_id as string,
+      kind: r.kind as string,
+      effectiveDate: r.effective_date as string,
+      knowledgeProvenance: r.knowledge_provenance as Provenance,
+      params: r.params as Record<string, unknown>,
+    });
+    byInstrument.set(r.instrument_id as string, list);
+  }
+  return byInstrument;
+}
+
+/** For each dividend, the last raw bar before its ex-date (one query for all). */
+export async function priorCloses(sql: Sql, dividends: { instrumentId: string; effectiveDate: string }[]): Promise<Map<string, PriorClose[]>> {
+  const result = new Map<string, PriorClose[]>();
+  if (dividends.length === 0) return result;
+  const rows = await timed(
+    'dividend_prior_closes',
+    sql`
+      select d.instrument_id, d.effective_date, b.bar_date, b.close_price, b.quote_currency
+      from unnest(${dividends.map((d) => d.instrumentId)}::uuid[], ${dividends.map((d) => d.effectiveDate)}::date[]) as d (instrument_id, effective_date)
+      join lateral (
+        select bar_date, close_price, quote_currency
+        from daily_bars
+        where instrument_id = d.instrument_id
+          and bar_date < d.effective_date
+        order by bar_date desc
+        limit 1
+      ) b on true
+    `,
+  );
+  for (const r of rows) {
+    const list = result.get(r.instrument_id as string) ?? [];
+    list.push({
+      effectiveDate: r.effective_date as string,
+      barDate: r.bar_date as string,
+      close: r.close_price as number,
+      quoteCurrency: r.quote_currency as string,
+    });
+    result.set(r.instrument_id as string, list);
+  }
+  return result;
+}
+
+export interface CoverageCheck {
+  checkedAt: string;
+  source: string;
+  coveredFrom: string;
+  actionsFound: number;
+}
+
+/** The latest coverage check per instrument known at the cut-off. */
+export async function latestCoverageChecks(sql: Sql, instrumentIds: string[], asOf?: Date): Promise<Map<string, CoverageCheck>> {
+  const rows = await timed(
+    'latest_coverage_checks',
+    sql`
+      select distinct on (instrument_id) instrument_id, checked_at, source, covered_from, actions_found
+      from action_coverage_checks
+      where instrument_id = any (${instrumentIds}::uuid[])
+        ${asOf ? sql`and checked_at <= ${asOf}` : sql``}
+      order by instrument_id, checked_at desc, id desc
+    `,
+  );
+  return new Map(
+    rows.map((r) => [
+      r.instrument_id as string,
+      {
+        checkedAt: (r.checked_at as Date).toISOString(),
+        source: r.source as string,
+        coveredFrom: r.covered_from as string,
+        actionsFound: r.actions_found as number,
+      },
+    ]),
+  );
+}
+
+export const DAILY_BAR_COLUMNS = `bar_date, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit,
+  stale, price_basis, reflects_actions_through, source, as_of`;
+
+export function selectDailyBars(sql: Sql, instrumentIds: string[], from: string, to: string) {
+  return sql`
+    select instrument_id, ${sql.unsafe(DAILY_BAR_COLUMNS)}
+    from daily_bars
+    where instrument_id = any (${instrumentIds}::uuid[])
+      and bar_date between ${from}::date and ${to}::date
+    order by instrument_id, bar_date
+  `;
+}
+
+export async function existingInstruments(sql: Sql, ids: string[]): Promise<Map<string, { quoteCurrency: string | null }>> {
+  const rows = await timed(
+    'existing_instruments',
+    sql`
+      select id, quote_currency
+      from instruments
+      where id = any (${ids}::uuid[])
+    `,
+  );
+  return new Map(rows.map((r) => [r.id as string, { quoteCurrency: (r.quote_currency as string | null) ?? null }]));
+}
+
+export const INTRADAY_TABLES = {
+  '1min': 'intraday_bars',
+  '5min': 'intraday_bars_5min',
+  '15min': 'intraday_bars_15min',
+  '30min': 'intraday_bars_30min',
+  '1hour': 'intraday_bars_1hour',
+} as const;
+
+export type Interval = keyof typeof INTRADAY_TABLES;
+
+export async function intradayBars(sql: Sql, instrumentId: string, interval: Interval, from: Date, to: Date) {
+  return timed(
+    `intraday_bars_${interval}`,
+    sql`
+      select bar_ts, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit, source, as_of
+      from ${sql(INTRADAY_TABLES[interval])}
+      where instrument_id = ${instrumentId}
+        and bar_ts between ${from} and ${to}
+      order by bar_ts
+    `,
+  );
+}

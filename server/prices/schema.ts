@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { AsOfSchema, BooleanFlagSchema, DateSchema, UuidSchema, idListSchema } from '../http/params.ts';
+
+export const MAX_BULK_INSTRUMENTS = 500;
+// One request may span at most this many calendar days: 30 years of daily
+// bars is ~7,560 rows per instrument, 3.8 million for a full bulk request,
+// streamed with bounded memory. Longer histories are read in pieces.
+export const MAX_SPAN_DAYS = 30 * 366;
+export const INTERVALS = ['1min', '5min', '15min', '30min', '1hour'] as const;
+export const INTRADAY_ASSET_CLASSES = ['equity', 'etf', 'index', 'crypto'] as const;
+// Intraday reads span at most 31 days (~44,640 one-minute bars per request).
+export const MAX_INTRADAY_SPAN_DAYS = 31;
+
+const spanDays = (from: string, to: string) => (Date.parse(to) - Date.parse(from)) / 86_400_000;
+
+function dateRange<T extends { from: string; to: string }>(maxDays: number) {
+  return (q: T, ctx: z.RefinementCtx) => {
+    if (q.from > q.to) ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be on or after from' });
+    else if (spanDays(q.from, q.to) > maxDays) ctx.addIssue({ code: 'custom', path: ['to'], message: `the range may span at most ${maxDays} days` });
+  };
+}
+
+const adjustmentParams = {
+  from: DateSchema.describe('first session date, inclusive'),
+  to: DateSchema.describe('last session date, inclusive'),
+  adjusted: BooleanFlagSchema.default(false),
+  asOf: AsOfSchema.optional(),
+  includeBackfilled: BooleanFlagSchema.default(false),
+};
+
+export const DailyPricesQuerySchema = z
+  .strictObject({
+    ...adjustmentParams,
+    actionSetVersion: z.coerce
+      .number({ error: 'must be an integer' })
+      .int('must be an integer')
+      .min(0)
+      .optional()
+      .describe('pin the adjustment to this action-set version (beyond the spec)'),
+  })
+  .superRefine(dateRange(MAX_SPAN_DAYS));
+
+export const BulkPricesQuerySchema = z
+  .strictObject({
+    instrumentIds: idListSchema(MAX_BULK_INSTRUMENTS),
+    ...adjustmentParams,
+  })
+  .superRefine(dateRange(MAX_SPAN_DAYS));
+
+export const IntradayQuerySchema = z
+  .strictObject({
+    from: DateSchema,
+    to: DateSchema,
+    interval: z.enum(INTERVALS, { error: `must be one of ${INTERVALS.join(', ')}` }),
+  })
+  .superRefine(dateRange(MAX_INTRADAY_SPAN_DAYS));
+
+export const InstrumentPathSchema = z.strictObject({ id: UuidSchema });
+
+export type DailyPricesQuery = z.infer<typeof DailyPricesQuerySchema>;
+export type BulkPricesQuery = z.infer<typeof BulkPricesQuerySchema>;

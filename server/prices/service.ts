@@ -1,0 +1,317 @@
+import type { Sql } from '../db/sql.ts';
+import { AppError, invalidRequest } from '../http/errors.ts';
+import type { PointInTime } from '../http/params.ts';
+import { requireInstrument } from '../instruments/service.ts';
+import {
+  BarAdjuster,
+  buildFactors,
+  priceBasisOf,
+  PROVENANCES,
+  type ActionForAdjustment,
+  type Factor,
+  type NotApplied,
+  type Provenance,
+  type RawBar,
+} from './adjustment.ts';
+import * as repo from './repository.ts';
+import type { BulkPricesQuery, DailyPricesQuery } from './schema.ts';
+import { INTRADAY_ASSET_CLASSES, type INTERVALS } from './schema.ts';
+
+interface AdjustmentOptions {
+  from: string;
+  to: string;
+  adjusted: boolean;
+  asOf?: PointInTime;
+  includeBackfilled: boolean;
+  actionSetVersion?: number;
+}
+
+interface InstrumentPlan {
+  version: number;
+  factors: Factor[];
+  notApplied: NotApplied[];
+  coverage: repo.CoverageCheck | undefined;
+}
+
+/** Everything needed to adjust each instrument's bars, fetched in four queries whatever the instrument count. */
+async function planAdjustments(sql: Sql, ids: string[], q: AdjustmentOptions): Promise<Map<string, InstrumentPlan>> {
+  const [versions, coverage] = await Promise.all([repo.actionSetVersions(sql, ids), repo.latestCoverageChecks(sql, ids, q.asOf?.instant)]);
+  const actions = q.adjusted
+    ? await repo.actionsForAdjustment(sql, {
+        instrumentIds: ids,
+        pinnedVersion: q.actionSetVersion,
+        asOf: q.asOf?.instant,
+        includeBackfilled: q.includeBackfilled,
+      })
+    : new Map<string, ActionForAdjustment[]>();
+  // Only dividends that can touch the window need a prior close.
+  const dividends = [...actions].flatMap(([instrumentId, list]) =>
+    list.filter((a) => a.kind === 'cash_dividend' && a.effectiveDate > q.from).map((a) => ({ instrumentId, effectiveDate: a.effectiveDate })),
+  );
+  const closes = await repo.priorCloses(sql, dividends);
+  const plans = new Map<string, InstrumentPlan>();
+  for (const id of ids) {
+    const { factors, notApplied } = buildFactors(
+      (actions.get(id) ?? []).filter((a) => a.effectiveDate > q.from),
+      closes.get(id) ?? [],
+    );
+    plans.set(id, { version: q.actionSetVersion ?? versions.get(id) ?? 0, factors, notApplied, coverage: coverage.get(id) });
+  }
+  return plans;
+}
+
+export type CoverageGap = 'none' | 'never_checked' | 'starts_after_series';
+
+function actionCoverage(check: repo.CoverageCheck | undefined, firstBarDate: string) {
+  if (!check) {
+    return { checked: false, lastCheckedAt: null, source: null, coveredFrom: null, actionsFound: null, coversSeries: false, gap: 'never_checked' as CoverageGap };
+  }
+  const coversSeries = check.coveredFrom <= firstBarDate;
+  return {
+    checked: true,
+    lastCheckedAt: check.checkedAt,
+    source: check.source,
+    coveredFrom: check.coveredFrom,
+    actionsFound: check.actionsFound,
+    coversSeries,
+    gap: (coversSeries ? 'none' : 'starts_after_series') as CoverageGap,
+  };
+}
+
+function provenanceOf(counts: Record<Provenance, number>) {
+  return { ...counts, pitValid: counts.backfilled === 0 };
+}
+
+function priceBasis(q: AdjustmentOptions, adjuster: BarAdjuster, plan: InstrumentPlan, readAt: Date) {
+  return {
+    priceBasis: priceBasisOf(q.adjusted, adjuster.bases),
+    adjustedThrough: q.adjusted ? (q.asOf?.instant ?? readAt).toISOString() : null,
+    actionsApplied: adjuster.applied.size,
+    actionsAlreadyReflected: adjuster.alreadyReflected.size,
+    actionsNotApplied: plan.notApplied,
+  };
+}
+
+interface DailyBar extends RawBar {
+  quoteCurrency: string;
+  quoteUnit: string;
+  stale: boolean;
+  asOf: string;
+  source: string;
+}
+
+function toRawBar(r: Record<string, unknown>): DailyBar {
+  return {
+    barDate: r.bar_date as string,
+    openPrice: r.open_price as number | null,
+    highPrice: r.high_price as number | null,
+    lowPrice: r.low_price as number | null,
+    closePrice: r.close_price as number,
+    volume: r.volume as number | null,
+    quoteCurrency: r.quote_currency as string,
+    quoteUnit: r.quote_unit as string,
+    stale: r.stale as boolean,
+    asOf: (r.as_of as Date).toISOString(),
+    source: r.source as string,
+    priceBasis: r.price_basis as 'raw' | 'vendor_adjusted',
+    reflectsActionsThrough: (r.reflects_actions_through as string | null) ?? null,
+  };
+}
+
+/** The public bar: the spec's fields, in a fixed order so equal inputs give equal bytes. */
+function barJson(b: DailyBar): string {
+  return (
+    `{"barDate":"${b.barDate}","openPrice":${JSON.stringify(b.openPrice)},"highPrice":${JSON.stringify(b.highPrice)},` +
+    `"lowPrice":${JSON.stringify(b.lowPrice)},"closePrice":${JSON.stringify(b.closePrice)},"volume":${JSON.stringify(b.volume)},` +
+    `"quoteCurrency":${JSON.stringify(b.quoteCurrency)},"quoteUnit":${JSON.stringify(b.quoteUnit)},"stale":${b.stale},` +
+    `"asOf":"${b.asOf}","source":${JSON.stringify(b.source)}}`
+  );
+}
+
+function sourcesOf(sources: Set<string>): string {
+  return sources.size ? [...sources].sort().join(', ') : 'none';
+}
+
+export async function readDailyPrices(sql: Sql, id: string, q: DailyPricesQuery): Promise<string> {
+  await requireInstrument(sql, id);
+  const readAt = new Date();
+  const [current] = (await repo.actionSetVersions(sql, [id])).values();
+  if (q.actionSetVersion !== undefined && q.actionSetVersion > current) {
+    throw invalidRequest(`actionSetVersion ${q.actionSetVersion} does not exist for this instrument`, {
+      actionSetVersion: [`the latest version is ${current}`],
+    });
+  }
+  const plan = (await planAdjustments(sql, [id], q)).get(id)!;
+  const adjuster = new BarAdjuster(q.adjusted ? plan.factors : []);
+  const rows = await repo.selectDailyBars(sql, [id], q.from, q.to);
+  const sources = new Set<string>();
+  let stale = false;
+  const bars = rows.map((r) => {
+    const bar = adjuster.adjust(toRawBar(r));
+    sources.add(bar.source);
+    stale ||= bar.stale;
+    return barJson(bar);
+  });
+  const meta = {
+    asOf: q.asOf?.input ?? readAt.toISOString(),
+    source: sourcesOf(sources),
+    stale,
+    adjusted: q.adjusted,
+    actionSetVersion: plan.version,
+    actionSetVersionPinned: q.actionSetVersion !== undefined,
+    includeBackfilled: q.includeBackfilled,
+    provenance: provenanceOf(adjuster.provenanceCounts()),
+    priceBasis: priceBasis(q, adjuster, plan, readAt),
+    actionCoverage: actionCoverage(plan.coverage, (rows[0]?.bar_date as string | undefined) ?? q.from),
+  };
+  return `{"data":[${bars.join(',')}],"meta":${JSON.stringify(meta)}}`;
+}
+
+export interface ChunkSink {
+  write(chunk: string): Promise<void>;
+}
+
+const CURSOR_ROWS = 2000;
+const FLUSH_BYTES = 64 * 1024;
+
+/**
+ * Streams a bulk read: a database cursor feeds the adjuster, which feeds the
+ * response in ~64 KiB chunks, awaiting the socket's drain between them, so
+ * memory stays bounded whatever the request size. Instruments appear in
+ * ascending id order (the index order); known instruments without bars in the
+ * window map to an empty array, unknown ids are absent.
+ */
+export async function streamBulkPrices(sql: Sql, q: BulkPricesQuery, sink: ChunkSink): Promise<void> {
+  const readAt = new Date();
+  const known = [...(await repo.existingInstruments(sql, q.instrumentIds)).keys()].sort();
+  const plans = known.length ? await planAdjustments(sql, known, q) : new Map<string, InstrumentPlan>();
+  const adjusters = new Map(known.map((id) => [id, new BarAdjuster(q.adjusted ? plans.get(id)!.factors : [])]));
+  const firstBar = new Map<string, string>();
+  const sources = new Set<string>();
+  let stale = false;
+
+  let buffer = '{"data":{';
+  let written = 0;
+  const flush = async (force = false) => {
+    if (force || buffer.length >= FLUSH_BYTES) {
+      await sink.write(buffer);
+      buffer = '';
+    }
+  };
+  let pending = 0;
+  let current: string | null = null;
+  let first = true;
+  const open = (id: string) => {
+    buffer += `${written++ ? ',' : ''}"${id}":[`;
+    current = id;
+    first = true;
+  };
+  const closeUpTo = (id: string | null) => {
+    if (current !== null) buffer += ']';
+    current = null;
+    while (pending < known.length && (id === null || known[pending] < id)) {
+      buffer += `${written++ ? ',' : ''}"${known[pending++]}":[]`;
+    }
+    if (id !== null && known[pending] === id) pending++;
+  };
+
+  if (known.length) {
+    for await (const rows of repo.selectDailyBars(sql, known, q.from, q.to).cursor(CURSOR_ROWS)) {
+      for (const r of rows) {
+        const id = r.instrument_id as string;
+        if (id !== current) {
+          closeUpTo(id);
+          open(id);
+          firstBar.set(id, r.bar_date as string);
+        }
+        const bar = adjusters.get(id)!.adjust(toRawBar(r));
+        sources.add(bar.source);
+        stale ||= bar.stale;
+        buffer += `${first ? '' : ','}${barJson(bar)}`;
+        first = false;
+      }
+      await flush();
+    }
+  }
+  closeUpTo(null);
+
+  const actionSetVersions: Record<string, number> = {};
+  const priceBases: Record<string, unknown> = {};
+  const actionCoverages: Record<string, ReturnType<typeof actionCoverage>> = {};
+  const provenance = { observed: 0, vendor_pit: 0, announced: 0, backfilled: 0 } as Record<Provenance, number>;
+  for (const id of known) {
+    const plan = plans.get(id)!;
+    const adjuster = adjusters.get(id)!;
+    actionSetVersions[id] = plan.version;
+    priceBases[id] = priceBasis(q, adjuster, plan, readAt);
+    actionCoverages[id] = actionCoverage(plan.coverage, firstBar.get(id) ?? q.from);
+    const counts = adjuster.provenanceCounts();
+    for (const p of PROVENANCES) provenance[p] += counts[p];
+  }
+  const coverages = Object.values(actionCoverages);
+  const meta = {
+    asOf: q.asOf?.input ?? readAt.toISOString(),
+    source: sourcesOf(sources),
+    stale,
+    adjusted: q.adjusted,
+    includeBackfilled: q.includeBackfilled,
+    requested: q.instrumentIds.length,
+    found: known.length,
+    actionSetVersions,
+    priceBases,
+    actionCoverages,
+    actionCoverage: {
+      checked: coverages.length > 0 && coverages.every((c) => c.checked),
+      coversSeries: coverages.length > 0 && coverages.every((c) => c.coversSeries),
+      actionsFound: coverages.every((c) => c.actionsFound !== null) ? coverages.reduce((n, c) => n + (c.actionsFound ?? 0), 0) : null,
+    },
+    provenance: provenanceOf(provenance),
+  };
+  buffer += `},"meta":${JSON.stringify(meta)}}`;
+  await flush(true);
+}
+
+export async function readIntradayBars(
+  sql: Sql,
+  id: string,
+  q: { from: string; to: string; interval: (typeof INTERVALS)[number] },
+) {
+  const instrument = await requireInstrument(sql, id);
+  if (!(INTRADAY_ASSET_CLASSES as readonly string[]).includes(instrument.assetClass)) {
+    throw new AppError('invalid_request', `intraday bars are served for ${INTRADAY_ASSET_CLASSES.join(', ')} only`, {
+      id: [`asset class ${instrument.assetClass} has no intraday bars`],
+    });
+  }
+  const rows = await repo.intradayBars(sql, id, q.interval, new Date(`${q.from}T00:00:00.000Z`), new Date(`${q.to}T23:59:59.999Z`));
+  const sources = new Set<string>();
+  let latest = '';
+  const bars = rows.map((r) => {
+    sources.add(r.source as string);
+    const asOf = (r.as_of as Date).toISOString();
+    if (asOf > latest) latest = asOf;
+    return {
+      barTimestamp: (r.bar_ts as Date).toISOString(),
+      openPrice: r.open_price as number,
+      highPrice: r.high_price as number,
+      lowPrice: r.low_price as number,
+      closePrice: r.close_price as number,
+      volume: (r.volume as number | null) ?? null,
+      quoteCurrency: r.quote_currency as string,
+      quoteUnit: r.quote_unit as string,
+      source: r.source as string,
+    };
+  });
+  return {
+    data: bars,
+    meta: {
+      asOf: latest || new Date().toISOString(),
+      source: sourcesOf(sources),
+      stale: false,
+      interval: q.interval,
+      adjusted: false,
+      from: `${q.from}T00:00:00.000Z`,
+      to: `${q.to}T23:59:59.999Z`,
+      bucketing: q.interval === '1min' ? 'stored 1-minute bars' : 'UTC buckets: open first, high max, low min, close last, volume sum',
+    },
+  };
+}
