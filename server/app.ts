@@ -14,6 +14,7 @@ import type { IngestKind } from './admin/ingest.ts';
 import { instrumentsArea } from './instruments/routes.ts';
 import { pricesArea } from './prices/routes.ts';
 import { actionsArea } from './actions/routes.ts';
+import { analyticsArea } from './analytics/routes.ts';
 
 export interface AppDeps {
   config: Config;
@@ -36,7 +37,7 @@ export interface Area {
   adminRoutes?(router: express.Router, deps: AppDeps): void;
 }
 
-const AREAS: Area[] = [instrumentsArea, pricesArea, actionsArea];
+const AREAS: Area[] = [instrumentsArea, pricesArea, actionsArea, analyticsArea];
 
 /** Admin upload routes by path (e.g. `bars/daily`), shared by the admin API and the CLI. */
 export function ingestKinds(): Record<string, IngestKind<unknown>> {

@@ -1,9 +1,11 @@
+import { evaluateStrategy, type StrategyInput } from './strategy-ev.ts';
+
 // Worker-thread entry point. Each task is a pure function over arrays and
 // numbers: no database handles, no I/O. `dispatch` times the run so the main
 // thread can report queue wait and run time separately.
 
 const TASKS = {
-  echo: (input: unknown) => input,
+  strategyEv: (input: StrategyInput) => evaluateStrategy(input),
 } satisfies Record<string, (input: never) => unknown>;
 
 export type Tasks = typeof TASKS;

@@ -8,8 +8,15 @@ export const MAX_BULK_INSTRUMENTS = 500;
 export const MAX_SPAN_DAYS = 30 * 366;
 export const INTERVALS = ['1min', '5min', '15min', '30min', '1hour'] as const;
 export const INTRADAY_ASSET_CLASSES = ['equity', 'etf', 'index', 'crypto'] as const;
-// Intraday reads span at most 31 days (~44,640 one-minute bars per request).
-export const MAX_INTRADAY_SPAN_DAYS = 31;
+// Intraday spans are capped per interval so one response stays under about
+// 53,000 bars even for a 24-hour market (31 days of 1-minute bars is 44,640).
+export const MAX_INTRADAY_SPAN_DAYS: Record<(typeof INTERVALS)[number], number> = {
+  '1min': 31,
+  '5min': 183,
+  '15min': 366,
+  '30min': 732,
+  '1hour': 1464,
+};
 
 const spanDays = (from: string, to: string) => (Date.parse(to) - Date.parse(from)) / 86_400_000;
 
@@ -53,7 +60,7 @@ export const IntradayQuerySchema = z
     to: DateSchema,
     interval: z.enum(INTERVALS, { error: `must be one of ${INTERVALS.join(', ')}` }),
   })
-  .superRefine(dateRange(MAX_INTRADAY_SPAN_DAYS));
+  .superRefine((q, ctx) => dateRange(MAX_INTRADAY_SPAN_DAYS[q.interval])(q, ctx));
 
 export const InstrumentPathSchema = z.strictObject({ id: UuidSchema });
 

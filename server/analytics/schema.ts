@@ -1,0 +1,62 @@
+import { z } from 'zod';
+import { STRUCTURE_NAMES } from '../../workers/strategy-ev.ts';
+
+// Bounds keep every computation meaningful: σ√T stays at most 5 × √10 ≈ 16,
+// inside the range where the integration's truncation bound holds.
+const finite = (description: string) => z.number({ error: 'must be a finite number' }).describe(description);
+const Spot = finite('underlying price').positive('must be greater than 0');
+const Strike = finite('strike').positive('must be greater than 0');
+const ExpiryDays = finite('calendar days to expiry (ACT/365F)').positive('must be greater than 0').max(3650, 'at most 3650 days');
+const Rate = finite('continuously compounded annual risk-free rate, decimal').min(-0.2, 'at least -0.2').max(1, 'at most 1');
+const Vol = finite('annualised volatility, decimal').positive('must be greater than 0').max(5, 'at most 5 (500%)');
+const DividendYield = finite('continuous annual dividend yield, decimal').min(-0.2).max(1).default(0);
+
+export const OptionPriceSchema = z.strictObject({
+  spot: Spot,
+  strike: Strike,
+  expiryDays: ExpiryDays,
+  rate: Rate,
+  vol: Vol,
+  type: z.enum(['call', 'put']),
+  dividendYield: DividendYield,
+});
+
+export const ProbabilitySchema = z.strictObject({
+  spot: Spot,
+  target: finite('target price').positive('must be greater than 0'),
+  expiryDays: ExpiryDays,
+  rate: Rate,
+  vol: Vol,
+  direction: z.enum(['long', 'short']).describe('long: at or above the target; short: at or below'),
+  dividendYield: DividendYield,
+});
+
+const LegSchema = z.strictObject({
+  action: z.enum(['buy', 'sell']),
+  type: z.enum(['call', 'put', 'stock']),
+  strike: Strike.optional().describe('required for option legs'),
+  quantity: finite('contracts').int('must be a whole number of contracts').positive('must be greater than 0').max(100_000),
+  expiryDays: ExpiryDays.optional().describe('a leg may restate the expiry; a different one is a multi-expiry structure'),
+});
+
+export const StrategyEvSchema = z
+  .strictObject({
+    structure: z.enum(STRUCTURE_NAMES),
+    legs: z.array(LegSchema).min(1, 'at least one leg').max(8, 'at most 8 legs'),
+    spot: Spot,
+    expiryDays: ExpiryDays,
+    rate: Rate,
+    vol: Vol,
+    dividendYield: DividendYield,
+    drift: finite('real-world annual drift of the price; switches the measure to real_world').min(-2).max(2).optional(),
+    contractMultiplier: finite('shares per contract').int().min(1).max(10_000).default(100),
+  })
+  .superRefine((body, ctx) => {
+    body.legs.forEach((leg, i) => {
+      if (leg.type !== 'stock' && leg.strike === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['legs', i, 'strike'], message: 'required for option legs' });
+      }
+    });
+  });
+
+export type StrategyEvBody = z.infer<typeof StrategyEvSchema>;

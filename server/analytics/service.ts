@@ -1,0 +1,128 @@
+import { DAY_COUNT_CONVENTION, priceOption, yearsFromDays } from '../../workers/black-scholes.ts';
+import { probabilityOfTarget } from '../../workers/probability.ts';
+import { checkStructure, type OptionLeg, type StrategyResult } from '../../workers/strategy-ev.ts';
+import type { WorkerPool } from '../../workers/pool.ts';
+import { AppError } from '../http/errors.ts';
+import type { z } from 'zod';
+import type { OptionPriceSchema, ProbabilitySchema, StrategyEvBody } from './schema.ts';
+
+const GREEK_UNITS = {
+  delta: 'per 1 unit of spot, per share',
+  gamma: 'per 1 unit of spot, per share',
+  theta: 'per calendar day, per share',
+  vega: 'per 1 percentage point of volatility, per share',
+  rho: 'per 1 percentage point of the rate, per share',
+};
+
+/** Closed form, a few microseconds: computed on the request thread (see bench/). */
+export function optionPrice(q: z.infer<typeof OptionPriceSchema>) {
+  const timeYears = yearsFromDays(q.expiryDays);
+  const result = priceOption({ spot: q.spot, strike: q.strike, timeYears, rate: q.rate, vol: q.vol, dividendYield: q.dividendYield, type: q.type });
+  return {
+    price: result.price,
+    greeks: result.greeks,
+    assumptions: {
+      model: 'black-scholes',
+      spot: q.spot,
+      strike: q.strike,
+      expiryDays: q.expiryDays,
+      timeToExpirationYears: timeYears,
+      dayCount: DAY_COUNT_CONVENTION,
+      riskFreeRate: q.rate,
+      volatility: q.vol,
+      dividendYield: q.dividendYield,
+      optionType: q.type,
+      exercise: 'european',
+      greekUnits: GREEK_UNITS,
+    },
+  };
+}
+
+export function probability(q: z.infer<typeof ProbabilitySchema>) {
+  const timeYears = yearsFromDays(q.expiryDays);
+  const r = probabilityOfTarget({ spot: q.spot, target: q.target, timeYears, rate: q.rate, vol: q.vol, dividendYield: q.dividendYield, direction: q.direction });
+  return {
+    probabilityInTheMoneyAtExpiry: r.probabilityInTheMoneyAtExpiry,
+    probabilityOfTouchBeforeExpiry: r.probabilityOfTouchBeforeExpiry,
+    assumptions: {
+      model: 'lognormal-terminal',
+      spot: q.spot,
+      target: q.target,
+      expiryDays: q.expiryDays,
+      timeToExpirationYears: timeYears,
+      dayCount: DAY_COUNT_CONVENTION,
+      riskFreeRate: q.rate,
+      volatility: q.vol,
+      dividendYield: q.dividendYield,
+      direction: q.direction,
+      directionMeaning: q.direction === 'long' ? 'finishing or touching at or above the target' : 'finishing or touching at or below the target',
+      expiryMeasure: 'risk_neutral',
+      touchMeasure: 'driftless',
+      touchFlooredToExpiry: r.touchFlooredToExpiry,
+      targetAlreadyReached: r.targetAlreadyReached,
+    },
+  };
+}
+
+/** Refuses what the integration cannot price, then integrates on the worker pool. */
+export async function strategyEv(pool: WorkerPool, body: StrategyEvBody) {
+  const details: Record<string, string[]> = {};
+  body.legs.forEach((leg, i) => {
+    if (leg.type === 'stock') (details[`legs.${i}.type`] ??= []).push('stock legs are not priced: only option-only structures are supported');
+    if (leg.expiryDays !== undefined && leg.expiryDays !== body.expiryDays) {
+      (details[`legs.${i}.expiryDays`] ??= []).push(`differs from expiryDays ${body.expiryDays}: only single-expiry structures are supported`);
+    }
+  });
+  if (Object.keys(details).length) throw new AppError('unsupported_structure', 'only option-only, single-expiry structures are priced', details);
+  const legs: OptionLeg[] = body.legs.map((l) => ({ action: l.action, type: l.type as 'call' | 'put', strike: l.strike!, quantity: l.quantity }));
+  const problems = checkStructure(body.structure, legs);
+  if (problems.length) {
+    throw new AppError('unsupported_structure', `the legs do not form a ${body.structure}; send structure "custom" for arbitrary legs`, { legs: problems });
+  }
+  const timeYears = yearsFromDays(body.expiryDays);
+  const result = await pool.run<StrategyResult>('strategyEv', {
+    structure: body.structure,
+    legs,
+    spot: body.spot,
+    timeYears,
+    rate: body.rate,
+    vol: body.vol,
+    dividendYield: body.dividendYield,
+    drift: body.drift ?? null,
+    contractMultiplier: body.contractMultiplier,
+  });
+  return {
+    structure: result.structure,
+    legs: result.legs,
+    netCreditDebit: result.netCreditDebit,
+    trueExpectedValue: result.trueExpectedValue,
+    expectedPayoffAtExpiry: result.expectedPayoffAtExpiry,
+    probabilityOfProfit: result.probabilityOfProfit,
+    breakevens: result.breakevens,
+    maxProfit: result.maxProfit,
+    maxLoss: result.maxLoss,
+    maxProfitUnbounded: result.maxProfitUnbounded,
+    maxLossUnbounded: result.maxLossUnbounded,
+    naivePopTimesMaxProfit: result.naivePopTimesMaxProfit,
+    riskMetrics: result.riskMetrics,
+    assumptions: {
+      model: 'lognormal-terminal-integration',
+      spot: body.spot,
+      expiryDays: body.expiryDays,
+      timeToExpirationYears: timeYears,
+      dayCount: DAY_COUNT_CONVENTION,
+      riskFreeRate: body.rate,
+      volatility: body.vol,
+      dividendYield: body.dividendYield,
+      measure: result.assumptions.measure,
+      driftUsed: result.assumptions.driftUsed,
+      discountRate: result.assumptions.discountRate,
+      contractMultiplier: result.assumptions.contractMultiplier,
+      quantityUnit: `contracts of ${result.assumptions.contractMultiplier} shares`,
+      legPricing: 'each leg at its Black-Scholes-Merton fair value with the same rate, volatility and dividend yield',
+      netCreditDebitSign: 'positive = net credit received, negative = net debit paid',
+      maxLossSign: 'positive number of dollars lost',
+      integration: result.assumptions.integration,
+    },
+  };
+}
