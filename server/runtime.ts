@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import path from 'node:path';
 import type { Config } from './config.ts';
 import { buildAdminApp, buildPublicApp, type AppDeps } from './app.ts';
@@ -41,10 +41,14 @@ async function resolveAdminToken(config: Config, logger: Logger): Promise<string
   return token;
 }
 
+// 500 comma-separated UUIDs make an 18.5 KB query string, above Node's 16 KiB default.
+const MAX_HEADER_BYTES = 64 * 1024;
+
 function listen(app: ReturnType<typeof buildPublicApp>, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const server = app.listen(port, host, (err?: Error) => (err ? reject(err) : resolve(server)));
+    const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, app);
     server.once('error', reject);
+    server.listen(port, host, () => resolve(server));
   });
 }
 

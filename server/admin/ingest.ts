@@ -111,6 +111,8 @@ export async function ingestRows<Row>(sql: Sql, kind: IngestKind<Row>, rows: Asy
   const result = await sql.begin(async (tx) => {
     await tx.unsafe(`create temp table ingest_staging (row_index integer not null, ${kind.stagingColumns}) on commit drop`);
     const writable = await tx`copy ingest_staging from stdin`.writable();
+    // A refused batch destroys the stream; the transaction reports the failure.
+    writable.on('error', () => {});
     let buffer = '';
     let index = 0;
     const flush = async () => {

@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto';
+import type { Service } from './harness.ts';
+
+export const uniqueSymbol = (stem = 'T') => `${stem}${randomUUID().replace(/-/g, '').slice(0, 8).toUpperCase()}`;
+
+export async function createInstrument(
+  svc: Service,
+  fields: Partial<{ assetClass: string; displayName: string; symbols: { symbol: string; validFrom: string | null; validTo?: string | null }[]; brokerCodes: Record<string, string>; isActive: boolean; quoteCurrency: string }> = {},
+): Promise<{ id: string; symbol: string }> {
+  const id = randomUUID();
+  const symbol = fields.symbols?.at(-1)?.symbol ?? uniqueSymbol();
+  const res = await svc.admin('POST', '/instruments', [
+    {
+      id,
+      assetClass: fields.assetClass ?? 'equity',
+      displayName: fields.displayName ?? `Test Company ${symbol}`,
+      quoteCurrency: fields.quoteCurrency ?? 'USD',
+      quoteUnit: 'USD per share',
+      isActive: fields.isActive ?? true,
+      brokerCodes: fields.brokerCodes ?? {},
+      symbols: fields.symbols ?? [{ symbol, validFrom: '1990-01-01', validTo: null }],
+    },
+  ]);
+  if (res.status !== 200) throw new Error(`instrument ingest failed: ${JSON.stringify(res.body)}`);
+  return { id, symbol };
+}
+
+export interface BarInput {
+  barDate: string;
+  close: number;
+  open?: number;
+  high?: number;
+  low?: number;
+  volume?: number | null;
+}
+
+export function dailyBar(instrumentId: string, b: BarInput, extra: Record<string, unknown> = {}) {
+  return {
+    instrumentId,
+    barDate: b.barDate,
+    openPrice: b.open ?? b.close,
+    highPrice: b.high ?? Math.max(b.open ?? b.close, b.close) + 1,
+    lowPrice: b.low ?? Math.min(b.open ?? b.close, b.close) - 1,
+    closePrice: b.close,
+    volume: b.volume === undefined ? 1000 : b.volume,
+    quoteCurrency: 'USD',
+    quoteUnit: 'USD per share',
+    source: 'test-fixture',
+    asOf: '2024-01-01T00:00:00.000Z',
+    ...extra,
+  };
+}
+
+export async function ingest(svc: Service, route: string, rows: unknown[]) {
+  const res = await svc.admin('POST', route, rows);
+  if (res.status !== 200) throw new Error(`${route} ingest failed: ${JSON.stringify(res.body)}`);
+  return res.body.data;
+}
+
+/** Weekdays from `from` to `to` inclusive. */
+export function weekdays(from: string, to: string): string[] {
+  const out: string[] = [];
+  for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += 86_400_000) {
+    const d = new Date(t);
+    if (d.getUTCDay() !== 0 && d.getUTCDay() !== 6) out.push(d.toISOString().slice(0, 10));
+  }
+  return out;
+}

@@ -1,0 +1,384 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Service, startService } from './harness.ts';
+import { createInstrument, dailyBar, ingest, uniqueSymbol, weekdays } from './fixtures.ts';
+
+let svc: Service;
+let key: string;
+beforeAll(async () => {
+  svc = await startService();
+  key = await svc.keyWith(['instruments:read', 'prices:read', 'actions:read']);
+});
+afterAll(() => svc.stop());
+
+const prices = (id: string, query: string) => svc.get(`/v1/instruments/${id}/prices?${query}`, key);
+
+function split(instrumentId: string, effectiveDate: string, ratio: number, knowledgeDate: string | null = '2020-01-01', extra: Record<string, unknown> = {}) {
+  return {
+    instrumentId,
+    kind: 'split',
+    effectiveDate,
+    knowledgeDate,
+    knowledgeProvenance: knowledgeDate === null ? 'backfilled' : 'announced',
+    params: { ratio },
+    source: 'test-fixture',
+    ...extra,
+  };
+}
+
+describe('daily bars and the adjustment engine', () => {
+  it('when a 2-for-1 split takes effect on D, then adjusted prices before D are halved, volume doubled, and raw reads are untouched', async () => {
+    const { id } = await createInstrument(svc);
+    const days = ['2020-03-02', '2020-03-03', '2020-03-04', '2020-03-05'];
+    await ingest(svc, '/bars/daily', days.map((d, i) => dailyBar(id, { barDate: d, open: 100 + i, high: 110 + i, low: 90 + i, close: 105 + i, volume: 1000 + i })));
+    await ingest(svc, '/corporate-actions', [split(id, '2020-03-04', 2, '2020-02-01')]);
+
+    const raw = await prices(id, 'from=2020-03-01&to=2020-03-31');
+    expect(raw.status).toBe(200);
+    expect(raw.body.data.map((b: any) => b.closePrice)).toEqual([105, 106, 107, 108]);
+    expect(raw.body.meta.priceBasis).toMatchObject({ priceBasis: 'raw', actionsApplied: 0 });
+
+    const adj = await prices(id, 'from=2020-03-01&to=2020-03-31&adjusted=true');
+    expect(adj.status).toBe(200);
+    const [a, b, c, d] = adj.body.data;
+    expect([a.openPrice, a.highPrice, a.lowPrice, a.closePrice, a.volume]).toEqual([50, 55, 45, 52.5, 2000]);
+    expect([b.openPrice, b.closePrice, b.volume]).toEqual([50.5, 53, 2002]);
+    expect([c.openPrice, c.closePrice, c.volume]).toEqual([102, 107, 1002]);
+    expect([d.closePrice, d.volume]).toEqual([108, 1003]);
+    expect(adj.body.meta).toMatchObject({
+      adjusted: true,
+      actionSetVersion: 1,
+      priceBasis: { priceBasis: 'adjusted', actionsApplied: 1, actionsAlreadyReflected: 0 },
+      provenance: { announced: 1, observed: 0, vendor_pit: 0, backfilled: 0, pitValid: true },
+    });
+  });
+
+  it('when a reverse split (1-for-10) takes effect, then earlier prices are multiplied by 10 and volume divided by 10', async () => {
+    const { id } = await createInstrument(svc);
+    await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2021-06-01', close: 2, volume: 5000 }), dailyBar(id, { barDate: '2021-06-02', close: 20, volume: 500 })]);
+    await ingest(svc, '/corporate-actions', [split(id, '2021-06-02', 0.1)]);
+    const adj = await prices(id, 'from=2021-06-01&to=2021-06-02&adjusted=true');
+    expect(adj.body.data[0].closePrice).toBeCloseTo(20, 12);
+    expect(adj.body.data[0].volume).toBeCloseTo(500, 9);
+  });
+
+  it('when a cash dividend goes ex on D, then earlier prices carry the factor 1 − dividend / previous close to 1e-12', async () => {
+    const { id } = await createInstrument(svc);
+    await ingest(svc, '/bars/daily', [
+      dailyBar(id, { barDate: '2022-05-02', open: 48.2, close: 48.7 }),
+      dailyBar(id, { barDate: '2022-05-03', open: 49.1, close: 50.13 }),
+      dailyBar(id, { barDate: '2022-05-04', open: 49.8, close: 49.9 }),
+    ]);
+    await ingest(svc, '/corporate-actions', [
+      { instrumentId: id, kind: 'cash_dividend', effectiveDate: '2022-05-04', announcementDate: '2022-04-20', knowledgeDate: '2022-04-20', knowledgeProvenance: 'announced', params: { amount: 0.37, currency: 'USD' }, source: 'test-fixture' },
+    ]);
+    const adj = await prices(id, 'from=2022-05-01&to=2022-05-31&adjusted=true');
+    // Hand computation: factor = 1 − 0.37 / 50.13 (the close of 2022-05-03, the session before the ex-date).
+    const factor = 1 - 0.37 / 50.13;
+    const expected = [48.7 * factor, 50.13 * factor, 49.9];
+    adj.body.data.forEach((bar: any, i: number) => {
+      expect(Math.abs(bar.closePrice - expected[i]) / expected[i]).toBeLessThan(1e-12);
+    });
+    expect(Math.abs(adj.body.data[0].openPrice - 48.2 * factor) / (48.2 * factor)).toBeLessThan(1e-12);
+    expect(adj.body.data[0].volume).toBe(1000);
+  });
+
+  it('when the session before the ex-date is missing from the store, then the dividend is not applied and is reported', async () => {
+    const { id } = await createInstrument(svc);
+    await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2022-01-03', close: 10 })]);
+    await ingest(svc, '/corporate-actions', [
+      { instrumentId: id, kind: 'cash_dividend', effectiveDate: '2022-03-01', knowledgeDate: '2022-02-01', knowledgeProvenance: 'announced', params: { amount: 0.5, currency: 'USD' }, source: 'test-fixture' },
+    ]);
+    const adj = await prices(id, 'from=2022-01-01&to=2022-01-31&adjusted=true');
+    expect(adj.body.data[0].closePrice).toBe(10);
+    expect(adj.body.meta.priceBasis.actionsApplied).toBe(0);
+    expect(adj.body.meta.priceBasis.actionsNotApplied).toEqual([{ actionId: expect.any(String), reason: 'prior_close_gap' }]);
+  });
+
+  it('when asOf is before an action\'s knowledge date, then it is not applied; after that date it is', async () => {
+    const { id } = await createInstrument(svc);
+    await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2019-01-02', close: 40 }), dailyBar(id, { barDate: '2019-06-03', close: 42 })]);
+    await ingest(svc, '/corporate-actions', [split(id, '2019-06-03', 2, '2019-05-15T20:00:00Z')]);
+    const before = await prices(id, 'from=2019-01-01&to=2019-12-31&adjusted=true&asOf=2019-05-15T19:59:59Z');
+    expect(before.body.data[0].closePrice).toBe(40);
+    expect(before.body.meta.priceBasis.actionsApplied).toBe(0);
+    const dayOf = await prices(id, 'from=2019-01-01&to=2019-12-31&adjusted=true&asOf=2019-05-15');
+    expect(dayOf.body.data[0].closePrice).toBe(20);
+    const after = await prices(id, 'from=2019-01-01&to=2019-12-31&adjusted=true&asOf=2019-05-16');
+    expect(after.body.data[0].closePrice).toBe(20);
+    expect(after.body.meta.asOf).toBe('2019-05-16');
+
+    const listed = await svc.get(`/v1/instruments/${id}/corporate-actions?from=2019-01-01&to=2019-12-31&asOf=2019-05-14`, key);
+    expect(listed.status).toBe(200);
+    expect(listed.body.data).toEqual([]);
+    const listedAfter = await svc.get(`/v1/instruments/${id}/corporate-actions?from=2019-01-01&to=2019-12-31&asOf=2019-05-16`, key);
+    expect(listedAfter.body.data).toHaveLength(1);
+    expect(listedAfter.body.data[0]).toMatchObject({ kind: 'split', effectiveDate: '2019-06-03', knowledgeDate: '2019-05-15T20:00:00.000Z', knowledgeProvenance: 'announced', params: { ratio: 2 } });
+    expect(listedAfter.body.meta.provenance).toEqual({ observed: 0, vendor_pit: 0, announced: 1, backfilled: 0, pitValid: true });
+  });
+
+  it('when an action is backfilled, then it applies only with includeBackfilled=true, and then pitValid is false', async () => {
+    const { id } = await createInstrument(svc);
+    await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2018-01-02', close: 30 }), dailyBar(id, { barDate: '2018-02-01', close: 15 })]);
+    await ingest(svc, '/corporate-actions', [split(id, '2018-02-01', 2, null)]);
+    for (const q of ['', '&asOf=2024-01-01']) {
+      const without = await prices(id, `from=2018-01-01&to=2018-12-31&adjusted=true${q}`);
+      expect(without.body.data[0].closePrice).toBe(30);
+      expect(without.body.meta.provenance.pitValid).toBe(true);
+      const withIt = await prices(id, `from=2018-01-01&to=2018-12-31&adjusted=true&includeBackfilled=true${q}`);
+      expect(withIt.body.data[0].closePrice).toBe(15);
+      expect(withIt.body.meta.provenance).toMatchObject({ backfilled: 1, pitValid: false });
+    }
+    const actions = await svc.get(`/v1/instruments/${id}/corporate-actions?from=2018-01-01&to=2018-12-31&asOf=2024-01-01&includeBackfilled=true`, key);
+    expect(actions.body.data[0].knowledgeDate).toBeNull();
+    expect(actions.body.meta.provenance.pitValid).toBe(false);
+    expect((await svc.get(`/v1/instruments/${id}/corporate-actions?from=2018-01-01&to=2018-12-31&asOf=2024-01-01`, key)).body.data).toEqual([]);
+  });
+
+  it('when an action is corrected, then actionSetVersion is bumped, and a read pinned to the old version returns exactly the old bytes', async () => {
+    const { id } = await createInstrument(svc);
+    await ingest(svc, '/bars/daily', weekdays('2023-01-02', '2023-01-31').map((d, i) => dailyBar(id, { barDate: d, close: 100 + i * 0.37 })));
+    const first = await ingest(svc, '/corporate-actions', [split(id, '2023-01-16', 2)]);
+    expect(first).toMatchObject({ inserted: 1, updated: 0, actionSetVersions: { [id]: 1 } });
+    const actionId = (await svc.get(`/v1/instruments/${id}/corporate-actions?from=2023-01-01&to=2023-12-31`, key)).body.data[0].id;
+    const v1 = await fetch(`${svc.runtime.publicUrl}/v1/instruments/${id}/prices?from=2023-01-01&to=2023-01-31&adjusted=true`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.text());
+
+    const repeat = await ingest(svc, '/corporate-actions', [split(id, '2023-01-16', 2)]);
+    expect(repeat).toMatchObject({ inserted: 0, updated: 0, unchanged: 1, actionSetVersions: {} });
+
+    const corrected = await ingest(svc, '/corporate-actions', [{ ...split(id, '2023-01-16', 3), id: actionId }]);
+    expect(corrected).toMatchObject({ inserted: 0, updated: 1, actionSetVersions: { [id]: 2 } });
+    const latest = await prices(id, 'from=2023-01-01&to=2023-01-31&adjusted=true');
+    expect(latest.body.meta.actionSetVersion).toBe(2);
+    expect(latest.body.data[0].closePrice).toBeCloseTo(100 / 3, 12);
+
+    const pinned = await fetch(`${svc.runtime.publicUrl}/v1/instruments/${id}/prices?from=2023-01-01&to=2023-01-31&adjusted=true&actionSetVersion=1`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.text());
+    const dataOf = (text: string) => text.slice(0, text.indexOf(',"meta":'));
+    expect(dataOf(pinned)).toBe(dataOf(v1));
+    expect(JSON.parse(pinned).meta).toMatchObject({ actionSetVersion: 1, actionSetVersionPinned: true });
+    const tooNew = await prices(id, 'from=2023-01-01&to=2023-01-31&adjusted=true&actionSetVersion=3');
+    expect(tooNew.status).toBe(400);
+    expect(tooNew.body.error.details.actionSetVersion).toBeDefined();
+
+    const history = await svc.sql`select action_set_version, params from corporate_action_revisions where action_id = ${actionId} order by action_set_version`;
+    expect(history.map((h) => [h.action_set_version, (h.params as any).ratio])).toEqual([[1, 2], [2, 3]]);
+  });
+
+  it('when bars come from a vendor-adjusted source, then actions the source already reflects are counted, not applied twice', async () => {
+    const { id } = await createInstrument(svc);
+    const vendor = { priceBasis: 'vendor_adjusted', reflectsActionsThrough: '2010-12-31', openPrice: null, highPrice: null, lowPrice: null, volume: null };
+    await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2010-01-04', close: 10 }, vendor), dailyBar(id, { barDate: '2010-08-02', close: 11 }, vendor)]);
+    await ingest(svc, '/corporate-actions', [split(id, '2010-06-01', 2), split(id, '2012-06-01', 2)]);
+    const adj = await prices(id, 'from=2010-01-01&to=2010-12-31&adjusted=true');
+    expect(adj.body.data.map((b: any) => b.closePrice)).toEqual([5, 5.5]);
+    expect(adj.body.data[0]).toMatchObject({ openPrice: null, highPrice: null, lowPrice: null, volume: null });
+    expect(adj.body.meta.priceBasis).toMatchObject({ priceBasis: 'vendor_adjusted', actionsApplied: 1, actionsAlreadyReflected: 1 });
+  });
+
+  it('when coverage checks exist or not, then actionCoverage says never_checked, starts_after_series or none', async () => {
+    const { id } = await createInstrument(svc);
+    await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2015-03-02', close: 10 })]);
+    const never = await prices(id, 'from=2015-01-01&to=2015-12-31');
+    expect(never.body.meta.actionCoverage).toEqual({ checked: false, lastCheckedAt: null, source: null, coveredFrom: null, actionsFound: null, coversSeries: false, gap: 'never_checked' });
+    await ingest(svc, '/corporate-actions/coverage-checks', [{ instrumentId: id, checkedAt: '2024-05-01T00:00:00Z', source: 'vendor-x', coveredFrom: '2016-01-01', actionsFound: 0 }]);
+    const late = await prices(id, 'from=2015-01-01&to=2015-12-31');
+    expect(late.body.meta.actionCoverage).toMatchObject({ checked: true, coversSeries: false, gap: 'starts_after_series', coveredFrom: '2016-01-01', source: 'vendor-x', actionsFound: 0 });
+    const pit = await prices(id, 'from=2015-01-01&to=2015-12-31&asOf=2024-04-30');
+    expect(pit.body.meta.actionCoverage.gap).toBe('never_checked');
+    await ingest(svc, '/corporate-actions/coverage-checks', [{ instrumentId: id, checkedAt: '2024-06-01T00:00:00Z', source: 'vendor-x', coveredFrom: '2000-01-01', actionsFound: 0 }]);
+    expect((await prices(id, 'from=2015-01-01&to=2015-12-31')).body.meta.actionCoverage).toMatchObject({ coversSeries: true, gap: 'none', lastCheckedAt: '2024-06-01T00:00:00.000Z' });
+  });
+
+  it('when the instrument is unknown or the range is invalid, then 404 or 400 naming the field', async () => {
+    expect((await prices(randomUUID(), 'from=2020-01-01&to=2020-01-31')).status).toBe(404);
+    const { id } = await createInstrument(svc);
+    const reversed = await prices(id, 'from=2020-02-01&to=2020-01-01');
+    expect(reversed.status).toBe(400);
+    expect(Object.keys(reversed.body.error.details)).toEqual(['to']);
+    const bad = await prices(id, 'from=2020-02-30&adjusted=yes');
+    expect(Object.keys(bad.body.error.details).sort()).toEqual(['adjusted', 'from', 'to']);
+    expect((await svc.get(`/v1/instruments/not-a-uuid/prices?from=2020-01-01&to=2020-01-02`, key)).status).toBe(400);
+  });
+});
+
+describe('bulk prices', () => {
+  it('when 500 ids include unknown ones, then the map holds only the known, each with its own version and meta', async () => {
+    const a = await createInstrument(svc);
+    const b = await createInstrument(svc);
+    await ingest(svc, '/bars/daily', [dailyBar(a.id, { barDate: '2020-06-01', close: 10 }), dailyBar(a.id, { barDate: '2020-06-02', close: 12 })]);
+    await ingest(svc, '/corporate-actions', [split(a.id, '2020-06-02', 2)]);
+    const unknown = Array.from({ length: 498 }, () => randomUUID());
+    const ids = [unknown[0], a.id, ...unknown.slice(1, 250), b.id, ...unknown.slice(250)];
+    expect(ids).toHaveLength(500);
+    const res = await svc.get(`/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=2020-06-01&to=2020-06-30&adjusted=true`, key);
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body.data).sort()).toEqual([a.id, b.id].sort());
+    expect(res.body.data[a.id].map((x: any) => x.closePrice)).toEqual([5, 12]);
+    expect(res.body.data[b.id]).toEqual([]);
+    expect(res.body.meta.actionSetVersions).toEqual({ [a.id]: 1, [b.id]: 0 });
+    expect(res.body.meta.priceBases[a.id]).toMatchObject({ priceBasis: 'adjusted', actionsApplied: 1 });
+    expect(res.body.meta.actionCoverages[b.id].gap).toBe('never_checked');
+    expect(res.body.meta.actionCoverage).toEqual({ checked: false, coversSeries: false, actionsFound: null });
+    expect(res.body.meta.provenance).toEqual({ observed: 0, vendor_pit: 0, announced: 1, backfilled: 0, pitValid: true });
+    expect(res.body.meta).toMatchObject({ adjusted: true, stale: false, asOf: expect.any(String), source: 'test-fixture' });
+  });
+
+  it('when 501 ids are requested, or none, then 400 invalid_request', async () => {
+    const ids = Array.from({ length: 501 }, () => randomUUID());
+    const res = await svc.get(`/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=2020-06-01&to=2020-06-30`, key);
+    expect(res.status).toBe(400);
+    expect(Object.keys(res.body.error.details)).toEqual(['instrumentIds']);
+    expect((await svc.get('/v1/prices/bulk?instrumentIds=&from=2020-06-01&to=2020-06-30', key)).status).toBe(400);
+    expect((await svc.get('/v1/prices/bulk?from=2020-06-01&to=2020-06-30', key)).status).toBe(400);
+  });
+
+  it('when every id is unknown, then the map is empty', async () => {
+    const res = await svc.get(`/v1/prices/bulk?instrumentIds=${randomUUID()}&from=2020-06-01&to=2020-06-30`, key);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({});
+  });
+});
+
+describe('intraday bars', () => {
+  function minuteBar(instrumentId: string, ts: string, o: number, h: number, l: number, c: number, v: number) {
+    return { instrumentId, barTimestamp: ts, openPrice: o, highPrice: h, lowPrice: l, closePrice: c, volume: v, quoteCurrency: 'USD', quoteUnit: 'USD per share', source: 'test-fixture', asOf: '2024-03-09T00:00:00Z' };
+  }
+
+  it('when 1-minute bars are ingested, then the 5-minute bars equal a hand aggregation (first, max, min, last, sum over UTC buckets), and a correction refreshes them', async () => {
+    const { id } = await createInstrument(svc);
+    const minutes = [
+      ['2024-03-04T14:30:00Z', 10, 11, 9.5, 10.5, 100],
+      ['2024-03-04T14:31:00Z', 10.5, 12, 10.1, 11.8, 200],
+      ['2024-03-04T14:34:00Z', 11.8, 11.9, 8.7, 9.1, 50],
+      ['2024-03-04T14:35:00Z', 9.1, 9.4, 9.0, 9.3, 10],
+      ['2024-03-04T14:39:00Z', 9.3, 13, 9.2, 12.9, 5],
+    ] as const;
+    await ingest(svc, '/bars/intraday', minutes.map((m) => minuteBar(id, ...m)));
+    const res = await svc.get(`/v1/instruments/${id}/intraday?from=2024-03-04&to=2024-03-04&interval=5min`, key);
+    expect(res.status).toBe(200);
+    expect(res.body.meta.interval).toBe('5min');
+    expect(res.body.data).toEqual([
+      { barTimestamp: '2024-03-04T14:30:00.000Z', openPrice: 10, highPrice: 12, lowPrice: 8.7, closePrice: 9.1, volume: 350, quoteCurrency: 'USD', quoteUnit: 'USD per share', source: 'test-fixture' },
+      { barTimestamp: '2024-03-04T14:35:00.000Z', openPrice: 9.1, highPrice: 13, lowPrice: 9.0, closePrice: 12.9, volume: 15, quoteCurrency: 'USD', quoteUnit: 'USD per share', source: 'test-fixture' },
+    ]);
+    const hour = await svc.get(`/v1/instruments/${id}/intraday?from=2024-03-04&to=2024-03-04&interval=1hour`, key);
+    expect(hour.body.data).toEqual([expect.objectContaining({ barTimestamp: '2024-03-04T14:00:00.000Z', openPrice: 10, highPrice: 13, lowPrice: 8.7, closePrice: 12.9, volume: 365 })]);
+
+    await ingest(svc, '/bars/intraday', [minuteBar(id, '2024-03-04T14:34:00Z', 11.8, 11.9, 7.5, 9.1, 60)]);
+    const corrected = await svc.get(`/v1/instruments/${id}/intraday?from=2024-03-04&to=2024-03-04&interval=5min`, key);
+    expect(corrected.body.data[0]).toMatchObject({ lowPrice: 7.5, volume: 360 });
+    const raw = await svc.get(`/v1/instruments/${id}/intraday?from=2024-03-04&to=2024-03-04&interval=1min`, key);
+    expect(raw.body.data).toHaveLength(5);
+  });
+
+  it('when the interval is unsupported, then 400 names the five allowed values; a coarser series is never substituted', async () => {
+    const { id } = await createInstrument(svc);
+    const res = await svc.get(`/v1/instruments/${id}/intraday?from=2024-03-04&to=2024-03-04&interval=2min`, key);
+    expect(res.status).toBe(400);
+    const message = res.body.error.details.interval.join(' ');
+    for (const allowed of ['1min', '5min', '15min', '30min', '1hour']) expect(message).toContain(allowed);
+  });
+
+  it('when the instrument is fx, then intraday is 400; equity, etf, index and crypto are served', async () => {
+    const fx = await createInstrument(svc, { assetClass: 'fx' });
+    const res = await svc.get(`/v1/instruments/${fx.id}/intraday?from=2024-03-04&to=2024-03-04&interval=1min`, key);
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+    for (const assetClass of ['etf', 'index', 'crypto']) {
+      const ok = await createInstrument(svc, { assetClass });
+      expect((await svc.get(`/v1/instruments/${ok.id}/intraday?from=2024-03-04&to=2024-03-04&interval=1min`, key)).status).toBe(200);
+    }
+  });
+
+  it('when a minute bar is not on a whole minute, then the batch is refused naming the row', async () => {
+    const { id } = await createInstrument(svc);
+    const res = await svc.admin('POST', '/bars/intraday', [minuteBar(id, '2024-03-04T14:30:00Z', 1, 1, 1, 1, 1), minuteBar(id, '2024-03-04T14:30:30Z', 1, 1, 1, 1, 1)]);
+    expect(res.status).toBe(400);
+    expect(Object.keys(res.body.error.details)).toEqual(['rows[1].barTimestamp']);
+  });
+});
+
+describe('instrument search and lookup', () => {
+  it('when both modes or neither are requested, then 400', async () => {
+    expect((await svc.get('/v1/instruments?query=a&brokerCode=X&broker=b', key)).status).toBe(400);
+    expect((await svc.get('/v1/instruments?brokerCode=X', key)).status).toBe(400);
+    expect((await svc.get('/v1/instruments', key)).status).toBe(400);
+  });
+
+  it('when looking up by broker code, then the match is exact, case and punctuation included, and no match is an empty array', async () => {
+    const code = `${uniqueSymbol('Q')}:xNas`;
+    const { id } = await createInstrument(svc, { brokerCodes: { brokerx: code, brokery: 'other' } });
+    const hit = await svc.get(`/v1/instruments?brokerCode=${encodeURIComponent(code)}&broker=brokerx`, key);
+    expect(hit.body.data.map((i: any) => i.id)).toEqual([id]);
+    expect(hit.body.data[0].brokerCodes).toEqual({ brokerx: code, brokery: 'other' });
+    for (const near of [code.toUpperCase(), code.replace(':', '.'), code.slice(0, -1)]) {
+      expect((await svc.get(`/v1/instruments?brokerCode=${encodeURIComponent(near)}&broker=brokerx`, key)).body.data).toEqual([]);
+    }
+    expect((await svc.get(`/v1/instruments?brokerCode=${encodeURIComponent(code)}&broker=brokery`, key)).body.data).toEqual([]);
+  });
+
+  it('when a ticker was renamed, then asOf resolves the right symbol on both sides, and exact beats prefix beats fuzzy', async () => {
+    const oldSym = uniqueSymbol('OLD');
+    const newSym = uniqueSymbol('NEW');
+    // The display name shares nothing with either ticker, so only symbology can match.
+    const { id } = await createInstrument(svc, { displayName: 'Renamed Holdings', symbols: [{ symbol: oldSym, validFrom: '1995-01-01', validTo: '2002-05-03' }, { symbol: newSym, validFrom: '2002-05-06' }] });
+    const before = await svc.get(`/v1/instruments?query=${oldSym}&asOf=2002-05-03`, key);
+    expect(before.body.data.map((i: any) => [i.id, i.currentSymbol])).toEqual([[id, oldSym]]);
+    const after = await svc.get(`/v1/instruments?query=${newSym}&asOf=2002-05-06T14:30:00Z`, key);
+    expect(after.body.data.map((i: any) => [i.id, i.currentSymbol])).toEqual([[id, newSym]]);
+    expect((await svc.get(`/v1/instruments?query=${newSym}&asOf=2002-05-03`, key)).body.data).toEqual([]);
+    expect((await svc.get(`/v1/instruments?query=${oldSym}`, key)).body.data).toEqual([]);
+
+    const stem = uniqueSymbol('ZZ');
+    const exact = await createInstrument(svc, { symbols: [{ symbol: stem, validFrom: '2000-01-01' }] });
+    const prefix = await createInstrument(svc, { symbols: [{ symbol: `${stem}X`, validFrom: '2000-01-01' }] });
+    const res = await svc.get(`/v1/instruments?query=${stem.toLowerCase()}`, key);
+    expect(res.body.data.slice(0, 2).map((i: any) => i.id)).toEqual([exact.id, prefix.id]);
+  });
+
+  it('when an instrument is delisted, then it stays searchable; assetClass filters; bulk drops unknown ids; an unknown single id is 404', async () => {
+    const sym = uniqueSymbol('DL');
+    const { id } = await createInstrument(svc, { isActive: false, symbols: [{ symbol: sym, validFrom: '1990-01-01', validTo: '2009-06-01' }] });
+    const found = await svc.get(`/v1/instruments?query=${sym}`, key);
+    expect(found.body.data).toEqual([expect.objectContaining({ id, isActive: false, currentSymbol: sym })]);
+    expect((await svc.get(`/v1/instruments?query=${sym}&assetClass=etf`, key)).body.data).toEqual([]);
+    expect((await svc.get(`/v1/instruments?query=${sym}&assetClass=equity`, key)).body.data).toHaveLength(1);
+    const bulk = await svc.get(`/v1/instruments/bulk?ids=${randomUUID()},${id}`, key);
+    expect(bulk.body.data.map((i: any) => i.id)).toEqual([id]);
+    const single = await svc.get(`/v1/instruments/${id}`, key);
+    expect(single.body.data).toMatchObject({ id, assetClass: 'equity', currentSymbol: sym, isActive: false, vendorCode: null });
+    const missing = await svc.get(`/v1/instruments/${randomUUID()}`, key);
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.code).toBe('not_found');
+    expect((await svc.get(`/v1/instruments/bulk?ids=${Array.from({ length: 501 }, () => randomUUID()).join(',')}`, key)).status).toBe(400);
+  });
+});
+
+describe('batch ingest', () => {
+  it('when one row of a batch is bad, then 400 names its index and nothing is stored', async () => {
+    const { id } = await createInstrument(svc);
+    const rows = [dailyBar(id, { barDate: '2020-01-02', close: 10 }), dailyBar(id, { barDate: '2020-01-03', close: 11 }), { ...dailyBar(id, { barDate: '2020-01-06', close: 12 }), volume: -5 }];
+    const res = await svc.admin('POST', '/bars/daily', rows);
+    expect(res.status).toBe(400);
+    expect(res.body.error.details).toEqual({ 'rows[2].volume': ['must be 0 or greater'] });
+    const unknownInstrument = await svc.admin('POST', '/bars/daily', [dailyBar(id, { barDate: '2020-01-02', close: 10 }), dailyBar(randomUUID(), { barDate: '2020-01-02', close: 10 })]);
+    expect(unknownInstrument.status).toBe(400);
+    expect(Object.keys(unknownInstrument.body.error.details)).toEqual(['rows[1].instrumentId']);
+    const [count] = await svc.sql`select count(*)::int as n from daily_bars where instrument_id = ${id}`;
+    expect(count.n).toBe(0);
+  });
+
+  it('when the same batch arrives as JSON, NDJSON and CSV, then it is stored once and the repeats are unchanged', async () => {
+    const { id } = await createInstrument(svc);
+    const rows = [dailyBar(id, { barDate: '2020-01-02', close: 10 }), dailyBar(id, { barDate: '2020-01-03', close: 11, volume: null })];
+    expect(await ingest(svc, '/bars/daily', rows)).toMatchObject({ rows: 2, inserted: 2, updated: 0, unchanged: 0 });
+    const ndjson = rows.map((r) => JSON.stringify(r)).join('\n');
+    expect((await svc.admin('POST', '/bars/daily', ndjson, 'application/x-ndjson')).body.data).toMatchObject({ rows: 2, inserted: 0, unchanged: 2 });
+    const cols = Object.keys(rows[0]);
+    const csv = [cols.join(','), ...rows.map((r) => cols.map((c) => ((r as any)[c] === null ? '' : (r as any)[c])).join(','))].join('\n');
+    expect((await svc.admin('POST', '/bars/daily', csv, 'text/csv')).body.data).toMatchObject({ rows: 2, inserted: 0, unchanged: 2 });
+    const stored = await svc.sql`select volume from daily_bars where instrument_id = ${id} order by bar_date`;
+    expect(stored.map((s) => s.volume)).toEqual([1000, null]);
+    expect((await svc.admin('POST', '/bars/daily', 'x', 'text/plain')).status).toBe(415);
+  });
+});

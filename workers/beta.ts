@@ -1,0 +1,84 @@
+/**
+ * Beta against a benchmark. Pure.
+ *
+ * Conventions:
+ * - Both close series are first aligned on the dates they share with a
+ *   usable close (finite, > 0); log returns are then taken between
+ *   consecutive common dates (same rule as correlations).
+ * - OLS of subject returns y on benchmark returns x with an intercept:
+ *   beta = Σ(dx·dy)/Σdx², alpha = ȳ − beta·x̄ (per period, i.e. a daily log
+ *   return for daily bars; not annualised), rSquared = 1 − SSres/SStot
+ *   (equal to the squared Pearson correlation).
+ * - observations = number of aligned return pairs; alignedDates = common
+ *   dates (observations + 1, or 0).
+ * - Fewer than BETA_MIN_OBSERVATIONS = 3 return pairs → beta, alpha and
+ *   rSquared null, reason `insufficient_overlap`. Benchmark returns with
+ *   zero variance (Σdx² = 0 exactly) → all null, reason
+ *   `zero_benchmark_variance`. A beta of 1 is never substituted.
+ * - A subject with zero return variance (and a varying benchmark) has a
+ *   well-defined beta = 0 and alpha = its mean return, but R² = 0/0 is
+ *   undefined: rSquared is null and reason `zero_subject_variance`.
+ * - `reason` is null exactly when all three figures are numbers.
+ */
+import { alignOnCommonDates, logReturns, type DatedCloses } from './correlation.ts';
+
+export const BETA_MIN_OBSERVATIONS = 3;
+export const BETA_REASONS = ['insufficient_overlap', 'zero_benchmark_variance', 'zero_subject_variance'] as const;
+export type BetaReason = (typeof BETA_REASONS)[number];
+
+export interface BetaResult {
+  beta: number | null;
+  alpha: number | null;
+  rSquared: number | null;
+  /** Aligned log-return pairs used. */
+  observations: number;
+  /** Common dates with usable closes in both series. */
+  alignedDates: number;
+  reason: BetaReason | null;
+}
+
+export interface OlsResult {
+  beta: number | null;
+  alpha: number | null;
+  rSquared: number | null;
+  observations: number;
+  reason: BetaReason | null;
+}
+
+/** OLS y = alpha + beta·x on already aligned returns. */
+export function olsBeta(y: ArrayLike<number>, x: ArrayLike<number>): OlsResult {
+  const n = x.length;
+  if (y.length !== n) throw new TypeError(`olsBeta: lengths differ (${y.length} vs ${n})`);
+  if (n < BETA_MIN_OBSERVATIONS) return { beta: null, alpha: null, rSquared: null, observations: n, reason: 'insufficient_overlap' };
+  let mx = 0, my = 0;
+  for (let i = 0; i < n; i++) { mx += x[i]; my += y[i]; }
+  mx /= n; my /= n;
+  let sxx = 0, sxy = 0, syy = 0;
+  for (let i = 0; i < n; i++) {
+    const dx = x[i] - mx;
+    const dy = y[i] - my;
+    sxx += dx * dx;
+    sxy += dx * dy;
+    syy += dy * dy;
+  }
+  if (sxx === 0) return { beta: null, alpha: null, rSquared: null, observations: n, reason: 'zero_benchmark_variance' };
+  const beta = sxy / sxx;
+  const alpha = my - beta * mx;
+  if (syy === 0) return { beta, alpha, rSquared: null, observations: n, reason: 'zero_subject_variance' };
+  let ssRes = 0;
+  for (let i = 0; i < n; i++) {
+    const e = y[i] - (alpha + beta * x[i]);
+    ssRes += e * e;
+  }
+  const r2 = 1 - ssRes / syy;
+  return { beta, alpha, rSquared: r2 < 0 ? 0 : r2 > 1 ? 1 : r2, observations: n, reason: null };
+}
+
+/** Beta of `subject` on `benchmark` (closes aligned on common dates, then log returns). */
+export function computeBeta(subject: DatedCloses, benchmark: DatedCloses): BetaResult {
+  const aligned = alignOnCommonDates([subject, benchmark]);
+  const y = logReturns(aligned.closes[0]);
+  const x = logReturns(aligned.closes[1]);
+  const r = olsBeta(y, x);
+  return { ...r, alignedDates: aligned.dates.length };
+}
