@@ -15,7 +15,7 @@ export const ConfigSchema = z.object({
   ADMIN_HOST: z.string().default('127.0.0.1'),
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  WORKER_THREADS: positiveInt.optional().describe('piscina pool size; default the number of cores'),
+  WORKER_THREADS: z.coerce.number().int().min(0).optional().describe('piscina pool size; default the number of cores; 0 computes on the main thread (benchmarks only)'),
   WORKER_MAX_QUEUE: positiveInt.default(64),
   WORKER_TASK_TIMEOUT_MS: positiveInt.default(10_000),
   FRED_API_KEY: z.string().optional(),

@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { Piscina } from 'piscina';
+import { dispatch } from './tasks.ts';
 import { AppError } from '../server/http/errors.ts';
 import { workerQueueDepth, workerRejected, workerRun, workerTasksInFlight, workerWait } from '../server/metrics.ts';
 
@@ -22,14 +23,15 @@ export type TaskName = keyof import('./tasks.ts').Tasks;
  */
 export class WorkerPool {
   readonly threads: number;
-  private readonly piscina: Piscina;
+  /** null when threads is 0: tasks then run on the main thread (for benchmarks and diagnosis only). */
+  private readonly piscina: Piscina | null;
   private readonly capacity: number;
   private inFlight = 0;
 
   constructor(private readonly options: WorkerPoolOptions) {
     this.threads = options.threads ?? os.availableParallelism();
     this.capacity = this.threads + options.maxQueue;
-    this.piscina = new Piscina({
+    this.piscina = this.threads === 0 ? null : new Piscina({
       filename: new URL('./entry.mjs', import.meta.url).href,
       minThreads: this.threads,
       maxThreads: this.threads,
@@ -41,7 +43,7 @@ export class WorkerPool {
   }
 
   get queueDepth(): number {
-    return this.piscina.queueSize;
+    return this.piscina?.queueSize ?? 0;
   }
 
   async run<T>(task: TaskName, input: unknown, transferList?: ArrayBuffer[]): Promise<T> {
@@ -53,10 +55,12 @@ export class WorkerPool {
     workerTasksInFlight.set(this.inFlight);
     const queuedAt = performance.now();
     try {
-      const { result, waitMs, runMs } = (await this.piscina.run(
-        { task, input, queuedAt: performance.timeOrigin + queuedAt },
-        { name: 'dispatch', transferList, signal: AbortSignal.timeout(this.options.taskTimeoutMs) },
-      )) as { result: T; waitMs: number; runMs: number };
+      const message = { task, input, queuedAt: performance.timeOrigin + queuedAt };
+      const { result, waitMs, runMs } = (
+        this.piscina
+          ? await this.piscina.run(message, { name: 'dispatch', transferList, signal: AbortSignal.timeout(this.options.taskTimeoutMs) })
+          : dispatch(message)
+      ) as { result: T; waitMs: number; runMs: number };
       workerWait.observe({ task }, waitMs / 1000);
       workerRun.observe({ task, outcome: 'ok' }, runMs / 1000);
       return result;
@@ -70,11 +74,11 @@ export class WorkerPool {
     } finally {
       this.inFlight--;
       workerTasksInFlight.set(this.inFlight);
-      workerQueueDepth.set(this.piscina.queueSize);
+      workerQueueDepth.set(this.queueDepth);
     }
   }
 
   async destroy(): Promise<void> {
-    await this.piscina.destroy();
+    await this.piscina?.destroy();
   }
 }

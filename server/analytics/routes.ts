@@ -1,13 +1,14 @@
 import type { Area } from '../app.ts';
 import { sendData } from '../http/envelope.ts';
 import { parse } from '../http/validate.ts';
-import { OptionPriceSchema, ProbabilitySchema, StrategyEvSchema } from './schema.ts';
+import { BetaQuerySchema, CorrelationsQuerySchema, InstrumentIdParamsSchema, OptionPriceSchema, ProbabilitySchema, StrategyEvSchema, TechnicalsQuerySchema } from './schema.ts';
+import * as market from './market-service.ts';
 import * as service from './service.ts';
 
 const meta = () => ({ asOf: new Date().toISOString(), source: 'computed', stale: false });
 
 export const analyticsArea: Area = {
-  routes(router, { pool }) {
+  routes(router, { pool, readSql }) {
     router.post('/analytics/option-price', 'analytics:read', (req, res) => {
       sendData(res, service.optionPrice(parse(OptionPriceSchema, req.body, 'body')), meta());
     });
@@ -16,6 +17,23 @@ export const analyticsArea: Area = {
     });
     router.post('/analytics/strategy-ev', 'analytics:read', async (req, res) => {
       sendData(res, await service.strategyEv(pool, parse(StrategyEvSchema, req.body, 'body')), meta());
+    });
+
+    router.get('/instruments/:id/technicals', 'technicals:read', async (req, res) => {
+      const { id } = parse(InstrumentIdParamsSchema, req.params, 'params');
+      const data = await market.technicals(readSql, pool, id, parse(TechnicalsQuerySchema, req.query));
+      sendData(res, data, { asOf: data.assumptions.asOf, source: 'computed from adjusted daily bars', stale: false });
+    });
+
+    router.get('/correlations', 'correlations:read', async (req, res) => {
+      const data = await market.correlations(readSql, pool, parse(CorrelationsQuerySchema, req.query));
+      sendData(res, data, { asOf: data.assumptions.asOf, source: 'computed from adjusted daily bars', stale: false });
+    });
+
+    router.get('/instruments/:id/beta', 'correlations:read', async (req, res) => {
+      const { id } = parse(InstrumentIdParamsSchema, req.params, 'params');
+      const data = await market.beta(readSql, pool, id, parse(BetaQuerySchema, req.query));
+      sendData(res, data, { asOf: data.assumptions.asOf, source: 'computed from adjusted daily bars', stale: false });
     });
   },
 };

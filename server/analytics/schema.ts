@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AsOfSchema, UuidSchema, idListSchema } from '../http/params.ts';
 import { STRUCTURE_NAMES } from '../../workers/strategy-ev.ts';
 
 // Bounds keep every computation meaningful: σ√T stays at most 5 × √10 ≈ 16,
@@ -60,3 +61,34 @@ export const StrategyEvSchema = z
   });
 
 export type StrategyEvBody = z.infer<typeof StrategyEvSchema>;
+
+const lookback = (min: number, max: number, fallback: number) =>
+  z.coerce
+    .number({ error: 'must be an integer' })
+    .int('must be an integer')
+    .min(min, `must be between ${min} and ${max}`)
+    .max(max, `must be between ${min} and ${max}`)
+    .default(fallback)
+    .describe('calendar days: the window is (end - lookbackDays, end]');
+
+export const TechnicalsQuerySchema = z.strictObject({
+  lookbackDays: lookback(1, 1000, 200),
+  asOf: AsOfSchema.optional().describe('only bars on or before it are used; the window ends here'),
+});
+
+export const CorrelationsQuerySchema = z
+  .strictObject({
+    instrumentIds: idListSchema(20, 2),
+    lookbackDays: lookback(20, 504, 90),
+    method: z.enum(['pearson', 'spearman']).default('pearson'),
+    asOf: AsOfSchema.optional(),
+  })
+  .refine((q) => q.instrumentIds.length >= 2, { path: ['instrumentIds'], message: 'needs at least 2 distinct ids' });
+
+export const BetaQuerySchema = z.strictObject({
+  benchmarkId: UuidSchema.transform((s) => s.toLowerCase()),
+  lookbackDays: lookback(20, 504, 252),
+  asOf: AsOfSchema.optional(),
+});
+
+export const InstrumentIdParamsSchema = z.strictObject({ id: UuidSchema.transform((s) => s.toLowerCase()) });

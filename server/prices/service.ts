@@ -1,4 +1,4 @@
-import type { Sql } from '../db/sql.ts';
+import { timed, type Sql } from '../db/sql.ts';
 import { AppError, invalidRequest } from '../http/errors.ts';
 import type { PointInTime } from '../http/params.ts';
 import { requireInstrument } from '../instruments/service.ts';
@@ -314,4 +314,68 @@ export async function readIntradayBars(
       bucketing: q.interval === '1min' ? 'stored 1-minute bars' : 'UTC buckets: open first, high max, low min, close last, volume sum',
     },
   };
+}
+
+export interface AdjustedSeries {
+  /** Days since 1970-01-01 (UTC), ascending. */
+  dates: Int32Array;
+  open: Float64Array;
+  high: Float64Array;
+  low: Float64Array;
+  close: Float64Array;
+  /** NaN where the source published no value. */
+  volume: Float64Array;
+  actionSetVersion: number;
+  firstDate: string | null;
+  lastDate: string | null;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Adjusted daily bars packed as typed arrays for the worker pool: compact,
+ * and transferable without copying. Missing fields become NaN there, and the
+ * workers treat NaN as absent (never as zero). Only actions known at the
+ * cut-off apply; backfilled actions are left out, so figures are point-in-time.
+ */
+export async function readAdjustedSeries(
+  sql: Sql,
+  ids: string[],
+  window: { from: string; to: string; asOf?: PointInTime },
+): Promise<Map<string, AdjustedSeries>> {
+  const q = { from: window.from, to: window.to, adjusted: true, asOf: window.asOf, includeBackfilled: false };
+  const plans = await planAdjustments(sql, ids, q);
+  const rows = await timedBars(sql, ids, window.from, window.to);
+  const grouped = new Map<string, DailyBar[]>(ids.map((id) => [id, []]));
+  const adjusters = new Map(ids.map((id) => [id, new BarAdjuster(plans.get(id)!.factors)]));
+  for (const r of rows) grouped.get(r.instrument_id as string)!.push(adjusters.get(r.instrument_id as string)!.adjust(toRawBar(r)));
+  const out = new Map<string, AdjustedSeries>();
+  for (const [id, bars] of grouped) {
+    const n = bars.length;
+    const s: AdjustedSeries = {
+      dates: new Int32Array(n),
+      open: new Float64Array(n),
+      high: new Float64Array(n),
+      low: new Float64Array(n),
+      close: new Float64Array(n),
+      volume: new Float64Array(n),
+      actionSetVersion: plans.get(id)!.version,
+      firstDate: bars[0]?.barDate ?? null,
+      lastDate: bars[n - 1]?.barDate ?? null,
+    };
+    bars.forEach((b, i) => {
+      s.dates[i] = Date.parse(`${b.barDate}T00:00:00Z`) / DAY_MS;
+      s.open[i] = b.openPrice ?? NaN;
+      s.high[i] = b.highPrice ?? NaN;
+      s.low[i] = b.lowPrice ?? NaN;
+      s.close[i] = b.closePrice;
+      s.volume[i] = b.volume ?? NaN;
+    });
+    out.set(id, s);
+  }
+  return out;
+}
+
+function timedBars(sql: Sql, ids: string[], from: string, to: string) {
+  return timed('adjusted_series_bars', repo.selectDailyBars(sql, ids, from, to));
 }

@@ -1,0 +1,128 @@
+import type { Sql } from '../db/sql.ts';
+import { AppError } from '../http/errors.ts';
+import type { PointInTime } from '../http/params.ts';
+import { requireInstrument } from '../instruments/service.ts';
+import { existingInstruments } from '../prices/repository.ts';
+import { readAdjustedSeries } from '../prices/service.ts';
+import type { WorkerPool } from '../../workers/pool.ts';
+import type { TechnicalsData } from '../../workers/technicals.ts';
+import type { CorrelationMatrixResult } from '../../workers/correlation.ts';
+import type { BetaResult } from '../../workers/beta.ts';
+import { dayToDate, lookbackWindow } from './series.ts';
+
+const PRICE_ASSUMPTIONS = {
+  prices: 'daily closes adjusted for splits, stock dividends and cash dividends known at the window end (backfilled actions excluded)',
+};
+
+export async function technicals(sql: Sql, pool: WorkerPool, id: string, q: { lookbackDays: number; asOf?: PointInTime }) {
+  const instrument = await requireInstrument(sql, id, q.asOf);
+  const window = lookbackWindow(q.lookbackDays, q.asOf);
+  const series = (await readAdjustedSeries(sql, [id], { from: window.from, to: window.to, asOf: q.asOf })).get(id)!;
+  if (series.close.length === 0) {
+    throw new AppError('not_found', `no stored bars for this instrument between ${window.from} and ${window.to}`, {
+      lookbackDays: [`the window ${window.from}..${window.to} holds no bars`],
+    });
+  }
+  const { open, high, low, close, volume, dates } = series;
+  const result = await pool.run<TechnicalsData>('technicals', { open, high, low, close, volume }, [open.buffer, high.buffer, low.buffer, close.buffer, volume.buffer] as ArrayBuffer[]);
+  const barsUsed = dates.length;
+  const patterns = result.chartPatterns.patterns.map((p) => ({ ...p, startDate: dayToDate(dates[p.startIndex]), endDate: dayToDate(dates[p.endIndex]) }));
+  return {
+    ...result,
+    chartPatterns: { ...result.chartPatterns, patterns },
+    timestamp: new Date().toISOString(),
+    dataPoints: result.dataPoints,
+    symbol: instrument.symbol,
+    assumptions: {
+      lookbackDays: q.lookbackDays,
+      barsUsed,
+      asOf: q.asOf?.input ?? window.to,
+      windowStart: window.from,
+      windowEnd: window.to,
+      firstBarDate: series.firstDate,
+      lastBarDate: series.lastDate,
+      actionSetVersion: series.actionSetVersion,
+      ...PRICE_ASSUMPTIONS,
+
+    },
+  };
+}
+
+export async function correlations(
+  sql: Sql,
+  pool: WorkerPool,
+  q: { instrumentIds: string[]; lookbackDays: number; method: 'pearson' | 'spearman'; asOf?: PointInTime },
+) {
+  const window = lookbackWindow(q.lookbackDays, q.asOf);
+  const known = await existingInstruments(sql, q.instrumentIds);
+  const ids = q.instrumentIds.filter((id) => known.has(id));
+  const unknown = q.instrumentIds.filter((id) => !known.has(id));
+  const series = await readAdjustedSeries(sql, ids, { from: window.from, to: window.to, asOf: q.asOf });
+  const result = await pool.run<CorrelationMatrixResult>('correlations', {
+    series: ids.map((id) => ({ dates: series.get(id)!.dates, close: series.get(id)!.close })),
+    method: q.method,
+  });
+  const instruments = result.instruments.map((i) => ({ instrumentId: ids[i.index], observations: i.observations, usable: i.usable, reason: i.reason }));
+  if (result.usableIndices.length < 2) {
+    const details: Record<string, string[]> = { instrumentIds: ['fewer than two instruments have enough overlapping bars in the window'] };
+    for (const i of instruments) if (!i.usable) details[i.instrumentId] = [`${i.observations} return observations (${i.reason})`];
+    for (const id of unknown) details[id] = ['unknown instrument'];
+    throw new AppError('invalid_request', 'a correlation needs at least two instruments with usable data', details);
+  }
+  return {
+    pairs: result.pairs.map((p) => ({ assetA: ids[p.a], assetB: ids[p.b], correlation: p.correlation })),
+    instruments,
+    unknownInstrumentIds: unknown,
+    assumptions: {
+      method: q.method,
+      lookbackDays: q.lookbackDays,
+      alignedObservations: result.alignedObservations,
+      returnType: 'log',
+      alignment: 'closes aligned on the dates every usable instrument shares; log returns between consecutive common dates',
+      minimumObservations: 3,
+      asOf: q.asOf?.input ?? window.to,
+      windowStart: window.from,
+      windowEnd: window.to,
+      firstCommonDate: result.firstDate === null ? null : dayToDate(result.firstDate),
+      lastCommonDate: result.lastDate === null ? null : dayToDate(result.lastDate),
+      ...PRICE_ASSUMPTIONS,
+    },
+  };
+}
+
+export async function beta(sql: Sql, pool: WorkerPool, id: string, q: { benchmarkId: string; lookbackDays: number; asOf?: PointInTime }) {
+  await requireInstrument(sql, id);
+  if (!(await existingInstruments(sql, [q.benchmarkId])).has(q.benchmarkId)) {
+    throw new AppError('invalid_request', 'unknown benchmark instrument', { benchmarkId: ['unknown instrument'] });
+  }
+  if (q.benchmarkId === id) throw new AppError('invalid_request', 'an instrument is its own benchmark', { benchmarkId: ['must differ from the instrument'] });
+  const window = lookbackWindow(q.lookbackDays, q.asOf);
+  const series = await readAdjustedSeries(sql, [id, q.benchmarkId], { from: window.from, to: window.to, asOf: q.asOf });
+  const subject = series.get(id)!;
+  const benchmark = series.get(q.benchmarkId)!;
+  const result = await pool.run<BetaResult>('beta', {
+    subject: { dates: subject.dates, close: subject.close },
+    benchmark: { dates: benchmark.dates, close: benchmark.close },
+  });
+  return {
+    instrumentId: id,
+    benchmarkId: q.benchmarkId,
+    beta: result.beta,
+    alpha: result.alpha,
+    rSquared: result.rSquared,
+    observations: result.observations,
+    reason: result.reason,
+    assumptions: {
+      lookbackDays: q.lookbackDays,
+      returnType: 'log',
+      alignedObservations: result.observations,
+      regression: 'OLS of the instrument\'s daily log returns on the benchmark\'s, with intercept',
+      alphaUnit: 'daily log return (intercept)',
+      minimumObservations: 3,
+      asOf: q.asOf?.input ?? window.to,
+      windowStart: window.from,
+      windowEnd: window.to,
+      ...PRICE_ASSUMPTIONS,
+    },
+  };
+}
