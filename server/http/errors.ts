@@ -103,7 +103,7 @@ export function errorBody(err: AppError, docsBaseUrl: string) {
     error: {
       code: err.code,
       message: err.message,
-      docsUrl: `${docsBaseUrl}#error-${err.code.replaceAll('_', '-')}`,
+      docsUrl: `${docsBaseUrl}#${err.code}`,
       details: err.details,
     },
   };

@@ -18,7 +18,7 @@ function expectErrorEnvelope(body: any, code: string) {
     error: {
       code,
       message: expect.any(String),
-      docsUrl: expect.stringMatching(/^https?:\/\/.+#error-/),
+      docsUrl: expect.stringMatching(new RegExp(`^https?://.+#${code}$`)),
       details: expect.any(Object),
     },
   });

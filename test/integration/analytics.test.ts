@@ -1,0 +1,250 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { linearRegression, rSquared, sampleCorrelation } from 'simple-statistics';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Service, startService } from './harness.ts';
+import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
+
+let svc: Service;
+let key: string;
+beforeAll(async () => {
+  svc = await startService();
+  key = await svc.keyWith(['analytics:read', 'technicals:read', 'correlations:read', 'prices:read']);
+});
+afterAll(() => svc.stop());
+
+/** Real Dow 30 adjusted closes (r-cran-fbasics DowJones30), loaded as close-only bars into fresh instruments. */
+function dowColumns(symbols: string[]) {
+  const lines = readFileSync(new URL('../../server/demo/data/dowjones30_adjclose_1990_2001.csv', import.meta.url), 'utf8').trim().split('\n');
+  const header = lines[0].split(',');
+  const rows = lines.slice(2).map((l) => l.split(',')); // row 1 (1990-12-31) repeats 1991-01-02
+  return symbols.map((s) => rows.map((r) => ({ barDate: r[0], close: Number(r[header.indexOf(s)]) })));
+}
+
+async function loadCloses(series: { barDate: string; close: number }[]) {
+  const { id } = await createInstrument(svc);
+  const closeOnly = { openPrice: null, highPrice: null, lowPrice: null, volume: null };
+  await ingest(svc, '/bars/daily', series.map((b) => dailyBar(id, { barDate: b.barDate, close: b.close }, closeOnly)));
+  return id;
+}
+
+function alignedLogReturns(a: { barDate: string; close: number }[], b: { barDate: string; close: number }[], from: string, to: string) {
+  const inB = new Map(b.map((x) => [x.barDate, x.close]));
+  const common = a.filter((x) => x.barDate >= from && x.barDate <= to && inB.has(x.barDate));
+  const ra: number[] = [];
+  const rb: number[] = [];
+  for (let i = 1; i < common.length; i++) {
+    ra.push(Math.log(common[i].close / common[i - 1].close));
+    rb.push(Math.log(inB.get(common[i].barDate)! / inB.get(common[i - 1].barDate)!));
+  }
+  return { ra, rb };
+}
+
+describe('correlations and beta on the real Dow 30 series', () => {
+  const symbols = ['IBM', 'KO', 'MSFT', 'GE'];
+  let ids: string[];
+  let closes: { barDate: string; close: number }[][];
+  beforeAll(async () => {
+    closes = dowColumns(symbols);
+    ids = [];
+    for (const c of closes) ids.push(await loadCloses(c));
+  });
+
+  it('when correlating with an asOf inside 1991–2000, then each pair matches a direct Pearson computation to 1e-12, lies in [−1, 1], and repeats identically', async () => {
+    const url = `/v1/correlations?instrumentIds=${ids.join(',')}&lookbackDays=365&asOf=1999-06-30`;
+    const res = await svc.get(url, key);
+    expect(res.status).toBe(200);
+    expect(res.body.data.assumptions).toMatchObject({ method: 'pearson', lookbackDays: 365, returnType: 'log', windowStart: '1998-07-01', windowEnd: '1999-06-30' });
+    expect(res.body.data.pairs).toHaveLength(6);
+    // All four series share every date, so pairwise alignment equals the all-instrument alignment here.
+    for (const pair of res.body.data.pairs) {
+      const a = ids.indexOf(pair.assetA);
+      const b = ids.indexOf(pair.assetB);
+      expect(a).toBeLessThan(b);
+      const { ra, rb } = alignedLogReturns(closes[a], closes[b], '1998-07-01', '1999-06-30');
+      expect(ra.length).toBe(res.body.data.assumptions.alignedObservations);
+      expect(Math.abs(pair.correlation - sampleCorrelation(ra, rb))).toBeLessThan(1e-12);
+      expect(Math.abs(pair.correlation)).toBeLessThanOrEqual(1);
+    }
+    const again = await svc.get(url, key);
+    expect(again.body.data).toEqual(res.body.data);
+  });
+
+  it('when spearman is asked for, then ties get average ranks and the figure matches Pearson of average ranks', async () => {
+    const res = await svc.get(`/v1/correlations?instrumentIds=${ids[0]},${ids[1]}&method=spearman&lookbackDays=90&asOf=1995-03-31`, key);
+    expect(res.status).toBe(200);
+    const { ra, rb } = alignedLogReturns(closes[0], closes[1], '1995-01-01', '1995-03-31');
+    const rank = (x: number[]) => {
+      const order = x.map((v, i) => [v, i] as const).sort((p, q) => p[0] - q[0]);
+      const r = new Array<number>(x.length);
+      for (let i = 0; i < order.length; ) {
+        let j = i;
+        while (j + 1 < order.length && order[j + 1][0] === order[i][0]) j++;
+        for (let k = i; k <= j; k++) r[order[k][1]] = (i + j) / 2 + 1;
+        i = j + 1;
+      }
+      return r;
+    };
+    expect(Math.abs(res.body.data.pairs[0].correlation - sampleCorrelation(rank(ra), rank(rb)))).toBeLessThan(1e-12);
+  });
+
+  it('when ids repeat, then they are collapsed in order; with one usable instrument, or 21 ids, then invalid_request', async () => {
+    const res = await svc.get(`/v1/correlations?instrumentIds=${ids[1]},${ids[0]},${ids[1]}&asOf=1999-06-30`, key);
+    expect(res.body.data.instruments.map((i: any) => i.instrumentId)).toEqual([ids[1], ids[0]]);
+    const sparse = await createInstrument(svc);
+    await ingest(svc, '/bars/daily', [dailyBar(sparse.id, { barDate: '1999-06-01', close: 10 }), dailyBar(sparse.id, { barDate: '1999-06-02', close: 11 })]);
+    const mixed = await svc.get(`/v1/correlations?instrumentIds=${ids[0]},${ids[1]},${sparse.id}&asOf=1999-06-30`, key);
+    expect(mixed.status).toBe(200);
+    expect(mixed.body.data.instruments[2]).toEqual({ instrumentId: sparse.id, observations: 1, usable: false, reason: 'insufficient_observations' });
+    expect(mixed.body.data.pairs).toHaveLength(1);
+    const one = await svc.get(`/v1/correlations?instrumentIds=${ids[0]},${sparse.id}&asOf=1999-06-30`, key);
+    expect(one.status).toBe(400);
+    expect(one.body.error.code).toBe('invalid_request');
+    expect(one.body.error.details[sparse.id]).toEqual(['1 return observations (insufficient_observations)']);
+    expect((await svc.get(`/v1/correlations?instrumentIds=${Array.from({ length: 21 }, () => randomUUID()).join(',')}`, key)).status).toBe(400);
+    expect((await svc.get(`/v1/correlations?instrumentIds=${ids[0]},${ids[0]}`, key)).status).toBe(400);
+    expect((await svc.get(`/v1/correlations?instrumentIds=${ids[0]},${ids[1]}&lookbackDays=19`, key)).status).toBe(400);
+  });
+
+  it('when regressing on a benchmark, then beta, alpha and R² match simple-statistics on the same aligned returns to 1e-12', async () => {
+    const res = await svc.get(`/v1/instruments/${ids[2]}/beta?benchmarkId=${ids[0]}&lookbackDays=252&asOf=2000-06-30`, key);
+    expect(res.status).toBe(200);
+    const from = res.body.data.assumptions.windowStart;
+    const { ra, rb } = alignedLogReturns(closes[2], closes[0], from, '2000-06-30');
+    const points = rb.map((x, i) => [x, ra[i]]);
+    const line = linearRegression(points);
+    expect(res.body.data.observations).toBe(ra.length);
+    expect(Math.abs(res.body.data.beta - line.m)).toBeLessThan(1e-12);
+    expect(Math.abs(res.body.data.alpha - line.b)).toBeLessThan(1e-12);
+    expect(Math.abs(res.body.data.rSquared - rSquared(points, (x) => line.b + line.m * x))).toBeLessThan(1e-12);
+    expect(res.body.data.reason).toBeNull();
+  });
+
+  it('when fewer than three returns overlap or the benchmark never moves, then beta, alpha and R² are null with the reason, never 1', async () => {
+    const flat = await loadCloses(weekdays('2000-01-03', '2000-03-31').map((d) => ({ barDate: d, close: 50 })));
+    const zero = await svc.get(`/v1/instruments/${ids[0]}/beta?benchmarkId=${flat}&lookbackDays=90&asOf=2000-03-31`, key);
+    expect(zero.body.data).toMatchObject({ beta: null, alpha: null, rSquared: null, reason: 'zero_benchmark_variance' });
+    const short = await svc.get(`/v1/instruments/${ids[0]}/beta?benchmarkId=${flat}&lookbackDays=20&asOf=2030-01-01`, key);
+    expect(short.body.data).toMatchObject({ beta: null, alpha: null, rSquared: null, observations: 0, reason: 'insufficient_overlap' });
+    expect((await svc.get(`/v1/instruments/${randomUUID()}/beta?benchmarkId=${ids[0]}`, key)).status).toBe(404);
+    expect((await svc.get(`/v1/instruments/${ids[0]}/beta?benchmarkId=${randomUUID()}`, key)).status).toBe(400);
+  });
+});
+
+describe('technicals', () => {
+  it('when the window has bars, then assumptions echo them, indicators needing more bars are null, and asOf uses only bars on or before it', async () => {
+    const days = weekdays('2021-01-04', '2021-03-31');
+    const { id, symbol } = await createInstrument(svc);
+    await ingest(svc, '/bars/daily', days.map((d, i) => dailyBar(id, { barDate: d, open: 100 + Math.sin(i), close: 100 + Math.sin(i + 0.5), volume: 1000 + i })));
+    const res = await svc.get(`/v1/instruments/${id}/technicals?lookbackDays=90&asOf=2021-03-31`, key);
+    expect(res.status).toBe(200);
+    const d = res.body.data;
+    expect(d.assumptions).toMatchObject({ lookbackDays: 90, barsUsed: days.filter((x) => x > '2020-12-31').length, asOf: '2021-03-31', windowEnd: '2021-03-31' });
+    expect(d.symbol).toBe(symbol);
+    expect(d.dataPoints).toBe(d.assumptions.barsUsed);
+    expect(d.rsi.value).toEqual(expect.any(Number));
+    expect(d.sma.sma20).toEqual(expect.any(Number));
+    expect(d.sma.sma200).toBeNull();
+    expect(d.ema.ema200).toBeNull();
+    expect(typeof d.sma.description).toBe('string');
+    const earlier = await svc.get(`/v1/instruments/${id}/technicals?lookbackDays=90&asOf=2021-02-15`, key);
+    expect(earlier.body.data.assumptions.lastBarDate).toBe('2021-02-15');
+    expect(earlier.body.data.assumptions.barsUsed).toBe(days.filter((x) => x > '2020-11-17' && x <= '2021-02-15').length);
+  });
+
+  it('when the instrument is unknown or the window holds no bars, then 404; out-of-range lookbacks are 400', async () => {
+    expect((await svc.get(`/v1/instruments/${randomUUID()}/technicals`, key)).status).toBe(404);
+    const { id } = await createInstrument(svc);
+    const empty = await svc.get(`/v1/instruments/${id}/technicals?asOf=2021-03-31`, key);
+    expect(empty.status).toBe(404);
+    expect(empty.body.error.code).toBe('not_found');
+    for (const bad of ['0', '1001', '2.5', 'x']) {
+      const res = await svc.get(`/v1/instruments/${id}/technicals?lookbackDays=${bad}`, key);
+      expect(res.status).toBe(400);
+      expect(Object.keys(res.body.error.details)).toEqual(['lookbackDays']);
+    }
+  });
+});
+
+describe('analytics POST operations', () => {
+  it('when pricing Hull\'s example, then call 4.76 and put 0.81 with every input and the derived year fraction in assumptions', async () => {
+    const base = { spot: 42, strike: 40, expiryDays: 182.5, rate: 0.1, vol: 0.2 };
+    const call = await svc.post('/v1/analytics/option-price', key, { ...base, type: 'call' });
+    const put = await svc.post('/v1/analytics/option-price', key, { ...base, type: 'put' });
+    expect(call.status).toBe(200);
+    expect(call.body.data.price.toFixed(2)).toBe('4.76');
+    expect(put.body.data.price.toFixed(2)).toBe('0.81');
+    expect(call.body.data.assumptions).toMatchObject({ model: 'black-scholes', spot: 42, strike: 40, expiryDays: 182.5, timeToExpirationYears: 0.5, riskFreeRate: 0.1, volatility: 0.2, dividendYield: 0, optionType: 'call' });
+    expect(Object.keys(call.body.data.greeks).sort()).toEqual(['delta', 'gamma', 'rho', 'theta', 'vega']);
+  });
+
+  it('when the target probability is asked, then touch is at least the at-expiry figure and the assumptions name both measures', async () => {
+    const res = await svc.post('/v1/analytics/probability', key, { spot: 100, target: 110, expiryDays: 30, rate: 0.05, vol: 0.2, direction: 'long' });
+    expect(res.status).toBe(200);
+    expect(res.body.data.probabilityOfTouchBeforeExpiry).toBeGreaterThanOrEqual(res.body.data.probabilityInTheMoneyAtExpiry);
+    expect(res.body.data.assumptions).toMatchObject({ model: 'lognormal-terminal', touchMeasure: 'driftless', direction: 'long' });
+  });
+
+  it('when a fairly priced iron condor is evaluated, then its risk-neutral EV is about 0 and its assumptions state the measure and contract size', async () => {
+    const legs = [
+      { action: 'buy', type: 'put', strike: 90, quantity: 2 },
+      { action: 'sell', type: 'put', strike: 95, quantity: 2 },
+      { action: 'sell', type: 'call', strike: 105, quantity: 2 },
+      { action: 'buy', type: 'call', strike: 110, quantity: 2 },
+    ];
+    const res = await svc.post('/v1/analytics/strategy-ev', key, { structure: 'iron_condor', legs, spot: 100, expiryDays: 45, rate: 0.04, vol: 0.25 });
+    expect(res.status).toBe(200);
+    const premiums = res.body.data.legs.reduce((s: number, l: any) => s + Math.abs(l.premium), 0);
+    expect(Math.abs(res.body.data.trueExpectedValue)).toBeLessThanOrEqual(1e-6 * premiums);
+    expect(res.body.data).toMatchObject({ maxProfitUnbounded: false, maxLossUnbounded: false, structure: 'iron_condor' });
+    expect(res.body.data.assumptions).toMatchObject({ model: 'lognormal-terminal-integration', measure: 'risk_neutral', contractMultiplier: 100 });
+    const drifted = await svc.post('/v1/analytics/strategy-ev', key, { structure: 'long_call', legs: [{ action: 'buy', type: 'call', strike: 100, quantity: 1 }], spot: 100, expiryDays: 45, rate: 0.04, vol: 0.25, drift: 0.3 });
+    expect(drifted.body.data.assumptions).toMatchObject({ measure: 'real_world', driftUsed: 0.3 });
+    expect(drifted.body.data.trueExpectedValue).toBeGreaterThan(0);
+    expect(drifted.body.data).toMatchObject({ maxProfit: null, maxProfitUnbounded: true });
+  });
+
+  it('when inputs are bad, then 400 invalid_request names each field; stock legs and several expiries are 422 unsupported_structure', async () => {
+    const bad = await svc.post('/v1/analytics/option-price', key, { spot: 42, strike: 0, expiryDays: 0, rate: 0.1, vol: -0.2, type: 'call' });
+    expect(bad.status).toBe(400);
+    expect(Object.keys(bad.body.error.details).sort()).toEqual(['expiryDays', 'strike', 'vol']);
+    const nan = await svc.post('/v1/analytics/probability', key, '{"spot":"NaN","target":1e400,"expiryDays":30,"rate":0.05,"vol":0.2,"direction":"up"}');
+    expect(nan.status).toBe(400);
+    expect(Object.keys(nan.body.error.details).sort()).toEqual(['direction', 'spot', 'target']);
+    const noLegs = await svc.post('/v1/analytics/strategy-ev', key, { structure: 'custom', legs: [], spot: 100, expiryDays: 30, rate: 0.05, vol: 0.2 });
+    expect(noLegs.status).toBe(400);
+    expect(Object.keys(noLegs.body.error.details)).toEqual(['legs']);
+    const stock = await svc.post('/v1/analytics/strategy-ev', key, { structure: 'custom', legs: [{ action: 'buy', type: 'stock', quantity: 1 }, { action: 'sell', type: 'call', strike: 105, quantity: 1 }], spot: 100, expiryDays: 30, rate: 0.05, vol: 0.2 });
+    expect(stock.status).toBe(422);
+    expect(stock.body.error.code).toBe('unsupported_structure');
+    const expiries = await svc.post('/v1/analytics/strategy-ev', key, { structure: 'custom', legs: [{ action: 'buy', type: 'call', strike: 100, quantity: 1, expiryDays: 60 }], spot: 100, expiryDays: 30, rate: 0.05, vol: 0.2 });
+    expect(expiries.status).toBe(422);
+    expect(Object.keys(expiries.body.error.details)).toEqual(['legs.0.expiryDays']);
+    const malformed = await svc.post('/v1/analytics/strategy-ev', key, '{"structure":');
+    expect(malformed.status).toBe(400);
+  });
+});
+
+describe('worker pool saturation', () => {
+  it('when more heavy requests arrive than the pool admits, then the excess gets 503 overloaded with Retry-After and none hangs', async () => {
+    const small = await startService({ WORKER_THREADS: '1', WORKER_MAX_QUEUE: '1' });
+    try {
+      const k = await small.keyWith(['technicals:read']);
+      const { id } = await createInstrument(small);
+      const days = weekdays('2017-01-02', '2020-12-31');
+      await ingest(small, '/bars/daily', days.map((d, i) => dailyBar(id, { barDate: d, open: 100 + Math.sin(i / 7) * 10, close: 100 + Math.sin(i / 5) * 10 })));
+      const started = Date.now();
+      const replies = await Promise.all(Array.from({ length: 40 }, () => small.get(`/v1/instruments/${id}/technicals?lookbackDays=1000&asOf=2020-12-31`, k)));
+      expect(Date.now() - started).toBeLessThan(25_000);
+      const statuses = replies.map((r) => r.status);
+      expect(statuses.every((s) => s === 200 || s === 503)).toBe(true);
+      const shed = replies.filter((r) => r.status === 503);
+      expect(shed.length).toBeGreaterThan(0);
+      expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(0);
+      expect(shed[0].body.error.code).toBe('overloaded');
+      expect(shed[0].headers.get('retry-after')).toMatch(/^\d+$/);
+    } finally {
+      await small.stop();
+    }
+  });
+});
