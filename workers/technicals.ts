@@ -10,7 +10,8 @@
  * When that run is shorter than the indicator needs, every numeric field of
  * the indicator is null and `description` says why.
  *
- * Conventions (each matches TA-Lib, which the unit tests use as reference):
+ * Conventions (each follows the textbook definition, which is also TA-Lib's; the unit
+ * tests check them against npm technicalindicators and independent re-implementations):
  * - SMA(N): arithmetic mean of the last N closes (recomputed per window).
  * - EMA(N): k = 2/(N+1), seeded with the SMA of the first N closes of the
  *   bars supplied (first value at bar N-1), then e = e_prev + k·(x − e_prev).

@@ -246,13 +246,13 @@ describe('intraday bars', () => {
 
   it('when 1-minute bars are ingested, then the 5-minute bars equal a hand aggregation (first, max, min, last, sum over UTC buckets), and a correction refreshes them', async () => {
     const { id } = await createInstrument(svc);
-    const minutes = [
+    const minutes: [string, number, number, number, number, number][] = [
       ['2024-03-04T14:30:00Z', 10, 11, 9.5, 10.5, 100],
       ['2024-03-04T14:31:00Z', 10.5, 12, 10.1, 11.8, 200],
       ['2024-03-04T14:34:00Z', 11.8, 11.9, 8.7, 9.1, 50],
       ['2024-03-04T14:35:00Z', 9.1, 9.4, 9.0, 9.3, 10],
       ['2024-03-04T14:39:00Z', 9.3, 13, 9.2, 12.9, 5],
-    ] as const;
+    ];
     await ingest(svc, '/bars/intraday', minutes.map((m) => minuteBar(id, ...m)));
     const res = await svc.get(`/v1/instruments/${id}/intraday?from=2024-03-04&to=2024-03-04&interval=5min`, key);
     expect(res.status).toBe(200);
