@@ -92,6 +92,9 @@ export async function startRuntime(
       const closed = Promise.all(
         [publicServer, adminServer].map((s) => new Promise<void>((resolve) => s.close(() => resolve()))),
       );
+      // Keep-alive connections become idle as their last response ends; close
+      // them as they do rather than waiting out the keep-alive timeout.
+      const sweep = setInterval(() => [publicServer, adminServer].forEach((s) => s.closeIdleConnections()), 50);
       for (const s of [publicServer, adminServer]) s.closeIdleConnections();
       const grace = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), config.SHUTDOWN_GRACE_MS).unref());
       if ((await Promise.race([closed, grace])) === 'timeout') {
@@ -99,6 +102,7 @@ export async function startRuntime(
         for (const s of [publicServer, adminServer]) s.closeAllConnections();
         await closed;
       }
+      clearInterval(sweep);
       await pool.destroy();
       await lastUsed.flush();
       await sql.end({ timeout: 5 });

@@ -315,3 +315,42 @@ describe('platform: logs', () => {
     }
   });
 });
+
+describe('platform: graceful shutdown', () => {
+  it('when stopping with a request in flight, then that request completes, new connections are refused, and the process-wide resources close', async () => {
+    const svc = await startService();
+    const { id } = await (async () => {
+      const res = await svc.admin('POST', '/instruments', [{ assetClass: 'equity', displayName: 'Shutdown Co', symbols: [{ symbol: `SD${Date.now()}`, validFrom: '2000-01-01' }] }]);
+      return { id: res.body.data.ids[0] as string };
+    })();
+    const header = 'instrumentId,barDate,closePrice,quoteCurrency,quoteUnit,source,asOf\n';
+    const row = (d: string) => `${id},${d},10,USD,USD per share,test-fixture,2024-01-01T00:00:00Z\n`;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    // The body arrives in two parts; stop() is called between them.
+    const body = new ReadableStream({
+      async start(controller) {
+        controller.enqueue(new TextEncoder().encode(header + row('2020-01-02')));
+        await gate;
+        controller.enqueue(new TextEncoder().encode(row('2020-01-03')));
+        controller.close();
+      },
+    });
+    const inFlight = fetch(`${svc.runtime.adminUrl}/admin/v1/bars/daily`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${svc.runtime.adminToken}`, 'content-type': 'text/csv' },
+      body,
+      duplex: 'half',
+    } as RequestInit);
+    await sleep(300);
+    const stopped = svc.stop();
+    await sleep(200);
+    await expect(fetch(`${svc.runtime.publicUrl}/healthz`)).rejects.toThrow();
+    release();
+    const res = await inFlight;
+    expect(res.status).toBe(200);
+    expect((await res.json()).data).toMatchObject({ rows: 2, inserted: 2 });
+    await stopped;
+    await expect(svc.sql`select 1`).rejects.toThrow();
+  });
+});
