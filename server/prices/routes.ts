@@ -1,5 +1,5 @@
 import type { Area } from '../app.ts';
-import { sendData } from '../http/envelope.ts';
+import { sendData, sendSerialisedData, streamData } from '../http/envelope.ts';
 import { parse } from '../http/validate.ts';
 import { dailyBarIngest, intradayBarIngest } from './ingest.ts';
 import { BulkPricesQuerySchema, DailyPricesQuerySchema, InstrumentPathSchema, IntradayQuerySchema } from './schema.ts';
@@ -10,25 +10,13 @@ export const pricesArea: Area = {
     router.get('/instruments/:id/prices', 'prices:read', async (req, res) => {
       const { id } = parse(InstrumentPathSchema, req.params, 'params');
       const q = parse(DailyPricesQuerySchema, req.query);
-      // Serialised by the service so the bars' bytes depend only on the data.
-      res.type('application/json').send(await service.readDailyPrices(readSql, id.toLowerCase(), q));
+      const { dataJson, meta } = await service.readDailyPrices(readSql, id.toLowerCase(), q);
+      sendSerialisedData(res, dataJson, meta);
     });
 
     router.get('/prices/bulk', 'prices:read', async (req, res) => {
       const q = parse(BulkPricesQuerySchema, req.query);
-      res.type('application/json');
-      await service.streamBulkPrices(readSql, q, {
-        write: (chunk) =>
-          new Promise((resolve, reject) => {
-            if (res.destroyed) return reject(new Error('client went away'));
-            if (res.write(chunk)) resolve();
-            else {
-              res.once('drain', resolve);
-              res.once('close', () => reject(new Error('client went away')));
-            }
-          }),
-      });
-      res.end();
+      await streamData(res, (write) => service.streamBulkPrices(readSql, q, write));
     });
 
     router.get('/instruments/:id/intraday', 'prices:read', async (req, res) => {

@@ -1,6 +1,7 @@
 import { timed, type Sql } from '../db/sql.ts';
 import { AppError, invalidRequest } from '../http/errors.ts';
 import type { PointInTime } from '../http/params.ts';
+import type { Meta } from '../http/envelope.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import {
   BarAdjuster,
@@ -132,7 +133,7 @@ function sourcesOf(sources: Set<string>): string {
   return sources.size ? [...sources].sort().join(', ') : 'none';
 }
 
-export async function readDailyPrices(sql: Sql, id: string, q: DailyPricesQuery): Promise<string> {
+export async function readDailyPrices(sql: Sql, id: string, q: DailyPricesQuery): Promise<{ dataJson: string; meta: Meta }> {
   await requireInstrument(sql, id);
   const readAt = new Date();
   const [current] = (await repo.actionSetVersions(sql, [id])).values();
@@ -164,11 +165,7 @@ export async function readDailyPrices(sql: Sql, id: string, q: DailyPricesQuery)
     priceBasis: priceBasis(q, adjuster, plan, readAt),
     actionCoverage: actionCoverage(plan.coverage, (rows[0]?.bar_date as string | undefined) ?? q.from),
   };
-  return `{"data":[${bars.join(',')}],"meta":${JSON.stringify(meta)}}`;
-}
-
-export interface ChunkSink {
-  write(chunk: string): Promise<void>;
+  return { dataJson: `[${bars.join(',')}]`, meta };
 }
 
 const CURSOR_ROWS = 2000;
@@ -181,7 +178,7 @@ const FLUSH_BYTES = 64 * 1024;
  * ascending id order (the index order); known instruments without bars in the
  * window map to an empty array, unknown ids are absent.
  */
-export async function streamBulkPrices(sql: Sql, q: BulkPricesQuery, sink: ChunkSink): Promise<void> {
+export async function streamBulkPrices(sql: Sql, q: BulkPricesQuery, write: (chunk: string) => Promise<void>): Promise<Meta> {
   const readAt = new Date();
   const known = [...(await repo.existingInstruments(sql, q.instrumentIds)).keys()].sort();
   const plans = known.length ? await planAdjustments(sql, known, q) : new Map<string, InstrumentPlan>();
@@ -190,11 +187,11 @@ export async function streamBulkPrices(sql: Sql, q: BulkPricesQuery, sink: Chunk
   const sources = new Set<string>();
   let stale = false;
 
-  let buffer = '{"data":{';
+  let buffer = '{';
   let written = 0;
   const flush = async (force = false) => {
     if (force || buffer.length >= FLUSH_BYTES) {
-      await sink.write(buffer);
+      await write(buffer);
       buffer = '';
     }
   };
@@ -267,8 +264,9 @@ export async function streamBulkPrices(sql: Sql, q: BulkPricesQuery, sink: Chunk
     },
     provenance: provenanceOf(provenance),
   };
-  buffer += `},"meta":${JSON.stringify(meta)}}`;
+  buffer += '}';
   await flush(true);
+  return meta;
 }
 
 export async function readIntradayBars(
