@@ -2,7 +2,7 @@
 import { createReadStream } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { ConfigError, loadConfig } from './config.ts';
+import { loadConfigOrExit } from './config.ts';
 import { ingestKinds } from './app.ts';
 import { openDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
@@ -85,16 +85,7 @@ async function run(sql: Sql, argv: string[]): Promise<unknown> {
   }
 }
 
-let config;
-try {
-  config = loadConfig();
-} catch (err) {
-  if (err instanceof ConfigError) {
-    process.stderr.write(`${err.message}\n`);
-    process.exit(2);
-  }
-  throw err;
-}
+const config = loadConfigOrExit();
 const database = await openDatabase(config);
 const sql = createSql(database.url, { max: 2, name: 'cli' });
 let exitCode = 0;

@@ -1,17 +1,8 @@
-import { ConfigError, loadConfig } from './config.ts';
+import { loadConfigOrExit } from './config.ts';
 import { createLogger } from './logger.ts';
 import { startRuntime } from './runtime.ts';
 
-let config;
-try {
-  config = loadConfig();
-} catch (err) {
-  if (err instanceof ConfigError) {
-    process.stderr.write(`${err.message}\n`);
-    process.exit(2);
-  }
-  throw err;
-}
+const config = loadConfigOrExit();
 const logger = createLogger(config.LOG_LEVEL);
 const runtime = await startRuntime(config, logger);
 logger.info({ public: runtime.publicUrl, admin: runtime.adminUrl, tier: runtime.migration.tier }, 'market-data-service listening');

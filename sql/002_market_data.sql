@@ -170,24 +170,11 @@ begin
         end_offset => rollup.width,
         schedule_interval => rollup.width);
     else
-      -- Same name and columns as the continuous aggregate; the ingest path
-      -- recomputes every bucket a batch touches.
-      execute format($table$
-        create table %I (
-          instrument_id uuid not null references instruments (id),
-          bar_ts timestamptz not null,
-          open_price double precision not null,
-          high_price double precision not null,
-          low_price double precision not null,
-          close_price double precision not null,
-          volume double precision,
-          quote_currency text not null,
-          quote_unit text not null,
-          source text not null,
-          as_of timestamptz not null,
-          primary key (instrument_id, bar_ts)
-        )
-      $table$, rollup.name);
+      -- Same name and columns as the continuous aggregate (and as the 1-minute
+      -- table); the ingest path recomputes every bucket a batch touches.
+      execute format(
+        'create table %I (like intraday_bars including defaults including constraints including indexes)',
+        rollup.name);
     end if;
   end loop;
 

@@ -1,24 +1,10 @@
-import { rejectFirstRow, type IngestKind, type IngestResult } from '../admin/ingest.ts';
+import { rejectFirstRow, rejectUnknownInstruments, type IngestKind, type IngestResult } from '../admin/ingest.ts';
 import type { Sql } from '../db/sql.ts';
 import { CorporateActionRowSchema, CoverageCheckRowSchema, type CorporateActionRow, type CoverageCheckRow } from './schema.ts';
 
 // Any constant: serialises action ingests so two batches cannot both read
 // version N and both write N+1.
 const ACTION_INGEST_LOCK = 7_311_020_002;
-
-async function rejectUnknownInstruments(tx: Sql) {
-  await rejectFirstRow(
-    tx`
-      select s.row_index
-      from ingest_staging s
-      where not exists (select 1 from instruments i where i.id = s.instrument_id)
-      order by s.row_index
-      limit 1
-    `,
-    'instrumentId',
-    'unknown instrument',
-  );
-}
 
 /**
  * New actions and corrections append revisions; nothing is updated in place.

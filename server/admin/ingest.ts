@@ -165,6 +165,21 @@ export async function rejectFirstRow(check: PromiseLike<readonly Record<string, 
   }
 }
 
+/** 400 naming the first staged row whose instrument_id is not a known instrument. */
+export async function rejectUnknownInstruments(tx: Sql): Promise<void> {
+  await rejectFirstRow(
+    tx`
+      select s.row_index
+      from ingest_staging s
+      where not exists (select 1 from instruments i where i.id = s.instrument_id)
+      order by s.row_index
+      limit 1
+    `,
+    'instrumentId',
+    'unknown instrument',
+  );
+}
+
 // Shared row-field schemas. Rows from CSV arrive as text, rows from JSON as
 // numbers; both are accepted, and NaN, Infinity and empty text are refused.
 const NUMERIC_TEXT = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;

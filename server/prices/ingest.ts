@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BooleanValue, FiniteNumber, NonNegativeNumber, PositiveNumber, rejectFirstRow, type IngestKind, type IngestResult } from '../admin/ingest.ts';
+import { BooleanValue, FiniteNumber, NonNegativeNumber, PositiveNumber, rejectFirstRow, rejectUnknownInstruments, type IngestKind, type IngestResult } from '../admin/ingest.ts';
 import type { Sql } from '../db/sql.ts';
 import { DateSchema, InstantSchema, UuidSchema } from '../http/params.ts';
 import { INTRADAY_TABLES } from './repository.ts';
@@ -56,20 +56,6 @@ export const IntradayBarRowSchema = z
 
 export type DailyBarRow = z.infer<typeof DailyBarRowSchema>;
 export type IntradayBarRow = z.infer<typeof IntradayBarRowSchema>;
-
-async function rejectUnknownInstruments(tx: Sql) {
-  await rejectFirstRow(
-    tx`
-      select s.row_index
-      from ingest_staging s
-      where not exists (select 1 from instruments i where i.id = s.instrument_id)
-      order by s.row_index
-      limit 1
-    `,
-    'instrumentId',
-    'unknown instrument',
-  );
-}
 
 async function rejectDuplicates(tx: Sql, keyColumn: string, field: string) {
   await rejectFirstRow(
