@@ -1,4 +1,3 @@
-#!/usr/bin/env -S node --import tsx
 import { createReadStream } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
