@@ -20,6 +20,8 @@ export interface AppDeps {
   config: Config;
   /** Writes, and reads that must see them. */
   sql: Sql;
+  /** Key resolution and request counting (commits without waiting for the WAL flush). */
+  authSql: Sql;
   /** Read-only queries; the replica when DATABASE_READ_URL is set, else `sql`. */
   readSql: Sql;
   logger: Logger;
@@ -67,7 +69,7 @@ export function buildPublicApp(deps: AppDeps): Express {
   });
   const v1 = createPublicRouter(
     {
-      sql: deps.sql,
+      sql: deps.authSql,
       lastUsed: deps.lastUsed,
       limits: {
         sandbox: { perMinute: deps.config.RATE_LIMIT_SANDBOX_PER_MINUTE, perDay: deps.config.RATE_LIMIT_SANDBOX_PER_DAY },

@@ -66,6 +66,10 @@ export async function startRuntime(
   const databaseUrl = database.url;
   if (database.embedded) logger.info({ dir: path.join(config.DATA_DIR, 'pg') }, 'using embedded PostgreSQL');
   const sql = createSql(databaseUrl, { max: config.DATABASE_POOL_SIZE, name: 'primary' });
+  // Key resolution and request counting run on every /v1 request. Their commits
+  // skip the WAL flush wait (synchronous_commit=off): a crash can lose the last
+  // fraction of a second of counter increments and lastUsedAt times, never data.
+  const authSql = createSql(databaseUrl, { max: config.DATABASE_POOL_SIZE, name: 'auth', synchronousCommit: 'off' });
   const readSql = config.DATABASE_READ_URL ? createSql(config.DATABASE_READ_URL, { max: config.DATABASE_POOL_SIZE, name: 'replica' }) : sql;
   const migration = await migrate(sql, (m) => logger.info(m));
   logger.info({ tier: migration.tier, timescaledb: migration.timescaledbVersion }, 'storage tier');
@@ -78,8 +82,8 @@ export async function startRuntime(
 
   const adminToken = await resolveAdminToken(config, logger);
   const pool = new WorkerPool({ threads: config.WORKER_THREADS, maxQueue: config.WORKER_MAX_QUEUE, taskTimeoutMs: config.WORKER_TASK_TIMEOUT_MS });
-  const lastUsed = new LastUsedRecorder(sql);
-  const deps: AppDeps = { config, sql, readSql, logger, pool, lastUsed, adminToken, version: VERSION };
+  const lastUsed = new LastUsedRecorder(authSql);
+  const deps: AppDeps = { config, sql, authSql, readSql, logger, pool, lastUsed, adminToken, version: VERSION };
 
   const publicServer = await listen(buildPublicApp(deps), config.PORT, '0.0.0.0');
   const adminServer = await listen(buildAdminApp(deps), config.ADMIN_PORT, config.ADMIN_HOST);
@@ -105,6 +109,7 @@ export async function startRuntime(
       clearInterval(sweep);
       await pool.destroy();
       await lastUsed.flush();
+      await authSql.end({ timeout: 5 });
       await sql.end({ timeout: 5 });
       if (readSql !== sql) await readSql.end({ timeout: 5 });
       await database.stop();

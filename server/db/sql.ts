@@ -10,7 +10,7 @@ const DATE_OID = 1082;
  * Date would shift them by the local offset); float8 prices arrive as numbers;
  * bigint and numeric stay strings, so queries cast counts to int deliberately.
  */
-export function createSql(url: string, options: { max: number; name: string }): Sql {
+export function createSql(url: string, options: { max: number; name: string; synchronousCommit?: 'on' | 'off' }): Sql {
   const applicationName = `market-data-service/${options.name}/${process.pid}`;
   const sql = postgres(url, {
     max: options.max,
@@ -18,7 +18,11 @@ export function createSql(url: string, options: { max: number; name: string }): 
     idle_timeout: 60,
     max_lifetime: 60 * 30,
     onnotice: () => {},
-    connection: { application_name: applicationName, statement_timeout: 60_000 },
+    connection: {
+      application_name: applicationName,
+      statement_timeout: 60_000,
+      ...(options.synchronousCommit ? { synchronous_commit: options.synchronousCommit } : {}),
+    },
     types: {
       date: {
         to: DATE_OID,
