@@ -10,7 +10,6 @@ import { migrate, type MigrationReport } from './db/migrate.ts';
 import { loadDemoDataIfEmpty } from './demo/load.ts';
 import { createSql, type Sql } from './db/sql.ts';
 import { LastUsedRecorder } from './keys/service.ts';
-import { pruneMinuteCounters } from './keys/repository.ts';
 import type { Logger } from './logger.ts';
 import { WorkerPool } from '../workers/pool.ts';
 
@@ -87,12 +86,10 @@ export async function startRuntime(
 
   const publicServer = await listen(buildPublicApp(deps), config.PORT, '0.0.0.0');
   const adminServer = await listen(buildAdminApp(deps), config.ADMIN_PORT, config.ADMIN_HOST);
-  const prune = setInterval(() => void pruneMinuteCounters(sql).catch(() => {}), 3_600_000).unref();
 
   let stopping: Promise<void> | null = null;
   const stop = () =>
     (stopping ??= (async () => {
-      clearInterval(prune);
       const closed = Promise.all(
         [publicServer, adminServer].map((s) => new Promise<void>((resolve) => s.close(() => resolve()))),
       );

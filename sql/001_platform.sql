@@ -22,14 +22,19 @@ create table api_keys (
 
 create index api_keys_account_idx on api_keys (account_id, created_at);
 
--- One row per (account, environment, window). Both windows are fixed and
--- aligned to the database clock, so every API process sharing the database
--- enforces the same limit. Sandbox and live never share a row.
+-- One row per (account, environment, UTC day), holding both windows so a
+-- request is admitted against the minute and the day limit in one atomic
+-- upsert. Every API process sharing the database enforces the same limits,
+-- aligned to the database clock. Sandbox and live never share a row.
+-- Refused (rate-limited) requests are counted apart and consume neither
+-- allowance.
 create table usage_counters (
   account_id uuid not null references accounts (id),
   environment text not null check (environment in ('sandbox', 'live')),
-  window_kind text not null check (window_kind in ('minute', 'day')),
-  window_start timestamptz not null,
-  request_count integer not null,
-  primary key (account_id, environment, window_kind, window_start)
+  day date not null,
+  admitted integer not null,
+  refused integer not null default 0,
+  minute_start timestamptz not null,
+  minute_admitted integer not null,
+  primary key (account_id, environment, day)
 );

@@ -175,6 +175,7 @@ begin
       execute format(
         'create table %I (like intraday_bars including defaults including constraints including indexes)',
         rollup.name);
+      execute format('alter table %I add foreign key (instrument_id) references instruments (id)', rollup.name);
     end if;
   end loop;
 

@@ -88,13 +88,20 @@ export function adminRouter(deps: AdminDeps): Router {
   router.get('/usage', async (req, res) => {
     const query = parse(UsageSchema, req.query);
     if (!(await accounts.accountExists(sql, query.accountId))) throw notFound('account');
-    const since = new Date(Date.now() - query.days * 86_400_000);
-    const rows = await usageByAccount(sql, query.accountId, since);
-    const usage = Object.fromEntries(ENVIRONMENTS.map((env) => [env, { minute: [] as unknown[], day: [] as unknown[] }]));
-    for (const r of rows) {
-      const env = usage[r.environment as string] as { minute: unknown[]; day: unknown[] };
-      env[r.window_kind as 'minute' | 'day'].push({ windowStart: (r.window_start as Date).toISOString(), requests: r.request_count });
-    }
+    const sinceDay = new Date(Date.now() - (query.days - 1) * 86_400_000).toISOString().slice(0, 10);
+    const rows = await usageByAccount(sql, query.accountId, sinceDay);
+    const usage = Object.fromEntries(
+      ENVIRONMENTS.map((env) => {
+        const own = rows.filter((r) => r.environment === env);
+        return [
+          env,
+          {
+            days: own.map((r) => ({ day: r.day as string, admitted: r.admitted as number, refused: r.refused as number })),
+            latestMinute: own[0] ? { minuteStart: (own[0].minute_start as Date).toISOString(), admitted: own[0].minute_admitted as number } : null,
+          },
+        ];
+      }),
+    );
     res.json({ data: { accountId: query.accountId, billable: ['live'], usage } });
   });
 

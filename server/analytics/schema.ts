@@ -76,14 +76,12 @@ export const TechnicalsQuerySchema = z.strictObject({
   asOf: AsOfSchema.optional().describe('only bars on or before it are used; the window ends here'),
 });
 
-export const CorrelationsQuerySchema = z
-  .strictObject({
-    instrumentIds: idListSchema(20, 2),
-    lookbackDays: lookback(20, 504, 90),
-    method: z.enum(['pearson', 'spearman']).default('pearson'),
-    asOf: AsOfSchema.optional(),
-  })
-  .refine((q) => q.instrumentIds.length >= 2, { path: ['instrumentIds'], message: 'needs at least 2 distinct ids' });
+export const CorrelationsQuerySchema = z.strictObject({
+  instrumentIds: idListSchema(20, 2),
+  lookbackDays: lookback(20, 504, 90),
+  method: z.enum(['pearson', 'spearman']).default('pearson'),
+  asOf: AsOfSchema.optional(),
+});
 
 export const BetaQuerySchema = z.strictObject({
   benchmarkId: UuidSchema.transform((s) => s.toLowerCase()),

@@ -2,12 +2,12 @@ import type { RequestHandler } from 'express';
 import type { Sql } from '../db/sql.ts';
 import { authFailures } from '../metrics.ts';
 import { AppError } from './errors.ts';
-import { authorize, type AuthContext, type LastUsedRecorder, type Limits } from '../keys/service.ts';
-import type { Environment, Scope } from '../keys/scopes.ts';
+import { authorize, type AuthContext, type LastUsedRecorder, type WindowLimits } from '../keys/service.ts';
+import type { Scope } from '../keys/scopes.ts';
 
 export interface AuthDeps {
   sql: Sql;
-  limits: Record<Environment, Limits>;
+  limits: WindowLimits;
   lastUsed: LastUsedRecorder;
 }
 

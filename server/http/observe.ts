@@ -36,7 +36,8 @@ export function observeRequests(listener: 'public' | 'admin', logger: Logger): R
           listener,
           method: req.method,
           route,
-          path: req.path,
+          // The path only: query strings may carry secrets.
+          path: req.originalUrl.split('?')[0],
           status: res.statusCode,
           aborted: status === 'aborted' || undefined,
           durationMs: Math.round(seconds * 1e4) / 10,

@@ -47,19 +47,18 @@ export const BooleanFlagSchema = z
 
 export const UuidSchema = z.string().uuid('must be a UUID');
 
-/** Comma-separated ids: trimmed, at least one, at most `max`, duplicates collapsed in order. */
+/** Comma-separated ids: trimmed, duplicates collapsed in order, then at least `min` and at most `max` distinct. */
 export function idListSchema(max: number, min = 1) {
   return z
     .string()
     .min(1, 'must list at least one id')
-    .transform((s) => s.split(',').map((x) => x.trim()))
+    .transform((s) => [...new Set(s.split(',').map((x) => x.trim().toLowerCase()))])
     .pipe(
       z
         .array(UuidSchema)
-        .min(min, `must list at least ${min} id${min > 1 ? 's' : ''}`)
-        .max(max, `at most ${max} ids per call`),
-    )
-    .transform((ids) => [...new Set(ids.map((id) => id.toLowerCase()))]);
+        .min(min, `must list at least ${min} distinct id${min > 1 ? 's' : ''}`)
+        .max(max, `at most ${max} distinct ids per call`),
+    );
 }
 
 export const ASSET_CLASSES = ['equity', 'etf', 'index', 'crypto', 'fx', 'future', 'metal', 'other', 'fund', 'bond'] as const;

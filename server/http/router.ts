@@ -1,9 +1,19 @@
-import express, { type Request, type Response } from 'express';
+import express, { type Request, type RequestHandler, type Response } from 'express';
+import { AppError } from './errors.ts';
 import type { Scope } from '../keys/scopes.ts';
 import { requireScope, type AuthDeps } from './auth.ts';
 import { routePrefix } from './observe.ts';
 
 type Handler = (req: Request, res: Response) => Promise<void> | void;
+
+const requireJson: RequestHandler = (req, _res, next) => {
+  if (!req.is('application/json')) {
+    throw new AppError('unsupported_media_type', 'send the body as application/json', {
+      'content-type': [`unsupported: ${req.get('content-type') ?? '(none)'}`],
+    });
+  }
+  next();
+};
 
 /**
  * The /v1 router. Every route names exactly one scope; the scope check runs
@@ -19,7 +29,7 @@ export function createPublicRouter(auth: AuthDeps, bodyLimit: string) {
       router.get(path, requireScope(auth, scope), handler);
     },
     post(path: string, scope: Scope, handler: Handler) {
-      router.post(path, requireScope(auth, scope), json, handler);
+      router.post(path, requireScope(auth, scope), requireJson, json, handler);
     },
   };
 }

@@ -68,46 +68,58 @@ export interface ResolvedKey {
   environment: Environment;
   scopes: string[];
   revoked: boolean;
-  /** Counts after this request; null when the request was not admitted to counting (revoked or out of scope). */
+  /** True when the request was counted; false when the key is revoked, lacks the scope, or a window is full. */
+  admitted: boolean;
+  /** Requests admitted in the current minute and UTC day, this one included; null unless admitted. */
   minuteCount: number | null;
   dayCount: number | null;
   /** Database clock, seconds since the epoch: windows are aligned to it. */
   nowEpoch: number;
 }
 
+export interface WindowLimits {
+  sandbox: { perMinute: number; perDay: number };
+  live: { perMinute: number; perDay: number };
+}
+
 /**
  * One round trip per request: resolve the key by hash and, only when it is
- * active and holds the route's scope, count the request in both windows.
- * A rejected key or scope therefore costs no quota. Data-modifying CTEs run
- * exactly once whether or not the outer select reads them.
+ * active and holds the route's scope, admit the request against both windows
+ * in a single upsert. The row lock makes the check-and-increment atomic across
+ * every API process. A rejected key or scope costs no quota, and a request
+ * refused for rate is not admitted (the caller records it as refused).
+ * Data-modifying CTEs run exactly once whether or not the outer select reads them.
  */
-export async function resolveKeyAndCount(sql: Sql, hash: Buffer, scope: Scope): Promise<ResolvedKey | null> {
+export async function resolveKeyAndAdmit(sql: Sql, hash: Buffer, scope: Scope, limits: WindowLimits): Promise<ResolvedKey | null> {
   const [row] = await timed(
-    'resolve_key_and_count',
+    'resolve_key_and_admit',
     sql`
       with key as (
         select id, account_id, environment, scopes, revoked_at
         from api_keys
         where key_hash = ${hash}
       ),
-      admitted as (
-        select account_id, environment
+      eligible as (
+        select
+          account_id,
+          environment,
+          case environment when 'live' then ${limits.live.perMinute}::int else ${limits.sandbox.perMinute}::int end as per_minute,
+          case environment when 'live' then ${limits.live.perDay}::int else ${limits.sandbox.perDay}::int end as per_day
         from key
         where revoked_at is null
           and ${scope} = any (scopes)
       ),
-      counted as (
-        insert into usage_counters as u (account_id, environment, window_kind, window_start, request_count)
-        select admitted.account_id, admitted.environment, w.kind, w.start, 1
-        from admitted
-        cross join (
-          values
-            ('minute', date_trunc('minute', now(), 'UTC')),
-            ('day', date_trunc('day', now(), 'UTC'))
-        ) as w (kind, start)
-        on conflict (account_id, environment, window_kind, window_start)
-        do update set request_count = u.request_count + 1
-        returning window_kind, request_count
+      admitted as (
+        insert into usage_counters as u (account_id, environment, day, admitted, minute_start, minute_admitted)
+        select account_id, environment, (now() at time zone 'UTC')::date, 1, date_trunc('minute', now(), 'UTC'), 1
+        from eligible
+        on conflict (account_id, environment, day) do update set
+          admitted = u.admitted + 1,
+          minute_start = excluded.minute_start,
+          minute_admitted = case when u.minute_start = excluded.minute_start then u.minute_admitted + 1 else 1 end
+        where u.admitted < (select per_day from eligible)
+          and (u.minute_start <> excluded.minute_start or u.minute_admitted < (select per_minute from eligible))
+        returning admitted, minute_admitted
       )
       select
         key.id,
@@ -115,8 +127,9 @@ export async function resolveKeyAndCount(sql: Sql, hash: Buffer, scope: Scope): 
         key.environment,
         key.scopes,
         key.revoked_at is not null as revoked,
-        (select request_count from counted where window_kind = 'minute') as minute_count,
-        (select request_count from counted where window_kind = 'day') as day_count,
+        exists (select 1 from admitted) as admitted,
+        (select minute_admitted from admitted) as minute_count,
+        (select admitted from admitted) as day_count,
         extract(epoch from now())::float8 as now_epoch
       from key
     `,
@@ -128,10 +141,29 @@ export async function resolveKeyAndCount(sql: Sql, hash: Buffer, scope: Scope): 
     environment: row.environment as Environment,
     scopes: row.scopes as string[],
     revoked: row.revoked as boolean,
+    admitted: row.admitted as boolean,
     minuteCount: (row.minute_count as number | null) ?? null,
     dayCount: (row.day_count as number | null) ?? null,
     nowEpoch: row.now_epoch as number,
   };
+}
+
+/** Counts a request refused for rate and returns the windows as they stand. */
+export async function recordRefused(sql: Sql, accountId: string, environment: Environment) {
+  const [row] = await timed(
+    'record_refused',
+    sql`
+      update usage_counters
+      set refused = refused + 1
+      where account_id = ${accountId}
+        and environment = ${environment}
+        and day = (now() at time zone 'UTC')::date
+      returning
+        admitted as day_count,
+        case when minute_start = date_trunc('minute', now(), 'UTC') then minute_admitted else 0 end as minute_count
+    `,
+  );
+  return { minuteCount: (row?.minute_count as number | undefined) ?? 0, dayCount: (row?.day_count as number | undefined) ?? 0 };
 }
 
 export async function recordLastUsed(sql: Sql, ids: string[], times: string[]): Promise<void> {
@@ -146,21 +178,12 @@ export async function recordLastUsed(sql: Sql, ids: string[], times: string[]): 
   );
 }
 
-export async function usageByAccount(sql: Sql, accountId: string, since: Date) {
+export async function usageByAccount(sql: Sql, accountId: string, sinceDay: string) {
   return sql`
-    select environment, window_kind, window_start, request_count
+    select environment, day, admitted, refused, minute_start, minute_admitted
     from usage_counters
     where account_id = ${accountId}
-      and window_start >= ${since}
-    order by environment, window_kind, window_start desc
-  `;
-}
-
-/** Minute windows are only needed while they can still limit; day windows are kept as usage history. */
-export async function pruneMinuteCounters(sql: Sql): Promise<void> {
-  await sql`
-    delete from usage_counters
-    where window_kind = 'minute'
-      and window_start < now() - interval '2 days'
+      and day >= ${sinceDay}::date
+    order by environment, day desc
   `;
 }

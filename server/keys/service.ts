@@ -42,10 +42,7 @@ export async function revokeKey(sql: Sql, id: string) {
   return row;
 }
 
-export interface Limits {
-  perMinute: number;
-  perDay: number;
-}
+export type { WindowLimits } from './repository.ts';
 
 export interface AuthContext {
   keyId: string;
@@ -69,7 +66,7 @@ export async function authorize(
   sql: Sql,
   authorization: string | undefined,
   scope: Scope,
-  limits: Record<Environment, Limits>,
+  limits: repo.WindowLimits,
 ): Promise<AuthContext> {
   const key = parseBearer(authorization);
   if (key === null) {
@@ -78,7 +75,7 @@ export async function authorize(
     });
   }
   // A token that cannot be a key of ours is unknown without asking the database.
-  const resolved = KEY_PATTERN.test(key) ? await repo.resolveKeyAndCount(sql, hashApiKey(key), scope) : null;
+  const resolved = KEY_PATTERN.test(key) ? await repo.resolveKeyAndAdmit(sql, hashApiKey(key), scope, limits) : null;
   if (!resolved) throw new AppError('invalid_api_key', 'the API key is not recognised');
   if (resolved.revoked) throw new AppError('revoked_api_key', 'the API key has been revoked; use its replacement');
   if (!resolved.scopes.includes(scope)) {
@@ -86,19 +83,15 @@ export async function authorize(
   }
   const limit = limits[resolved.environment];
   const now = resolved.nowEpoch;
+  const counts = resolved.admitted
+    ? { minuteCount: resolved.minuteCount!, dayCount: resolved.dayCount! }
+    : await repo.recordRefused(sql, resolved.accountId, resolved.environment);
   const windows = [
-    { name: 'minute', limit: limit.perMinute, used: resolved.minuteCount ?? 0, reset: 60 - (now % 60) },
-    { name: 'day', limit: limit.perDay, used: resolved.dayCount ?? 0, reset: 86_400 - (now % 86_400) },
+    { name: 'minute', limit: limit.perMinute, used: counts.minuteCount, reset: 60 - (now % 60) },
+    { name: 'day', limit: limit.perDay, used: counts.dayCount, reset: 86_400 - (now % 86_400) },
   ];
-  // Headers describe the window closest to its limit; a refusal names the exhausted one.
-  const tightest = windows.reduce((a, b) => (b.limit - b.used < a.limit - a.used ? b : a));
-  const rateLimit = {
-    limit: tightest.limit,
-    remaining: Math.max(0, tightest.limit - tightest.used),
-    resetSeconds: Math.max(1, Math.ceil(tightest.reset)),
-  };
-  const exhausted = windows.find((w) => w.used > w.limit);
-  if (exhausted) {
+  if (!resolved.admitted) {
+    const exhausted = windows.find((w) => w.used >= w.limit) ?? windows[0];
     const retryAfter = String(Math.max(1, Math.ceil(exhausted.reset)));
     throw new AppError(
       'rate_limited',
@@ -112,6 +105,13 @@ export async function authorize(
       },
     );
   }
+  // Headers describe the window closest to its limit.
+  const tightest = windows.reduce((a, b) => (b.limit - b.used < a.limit - a.used ? b : a));
+  const rateLimit = {
+    limit: tightest.limit,
+    remaining: Math.max(0, tightest.limit - tightest.used),
+    resetSeconds: Math.max(1, Math.ceil(tightest.reset)),
+  };
   return { keyId: resolved.id, accountId: resolved.accountId, environment: resolved.environment, rateLimit };
 }
 

@@ -103,6 +103,11 @@ describe('correlations and beta on the real Dow 30 series', () => {
     expect(one.body.error.details[sparse.id]).toEqual(['1 return observations (insufficient_observations)']);
     expect((await svc.get(`/v1/correlations?instrumentIds=${Array.from({ length: 21 }, () => randomUUID()).join(',')}`, key)).status).toBe(400);
     expect((await svc.get(`/v1/correlations?instrumentIds=${ids[0]},${ids[0]}`, key)).status).toBe(400);
+    // 21 ids with one repeated are 20 distinct: within the limit.
+    const twentyDistinct = [ids[0], ids[1], ids[0], ...Array.from({ length: 18 }, () => randomUUID())];
+    const within = await svc.get(`/v1/correlations?instrumentIds=${twentyDistinct.join(',')}&asOf=1999-06-30`, key);
+    expect(within.status).toBe(200);
+    expect(within.body.data.unknownInstrumentIds).toHaveLength(18);
     expect((await svc.get(`/v1/correlations?instrumentIds=${ids[0]},${ids[1]}&lookbackDays=19`, key)).status).toBe(400);
   });
 
@@ -222,6 +227,9 @@ describe('analytics POST operations', () => {
     expect(Object.keys(expiries.body.error.details)).toEqual(['legs.0.expiryDays']);
     const malformed = await svc.post('/v1/analytics/strategy-ev', key, '{"structure":');
     expect(malformed.status).toBe(400);
+    const text = await svc.post('/v1/analytics/option-price', key, 'spot=42', { 'content-type': 'text/plain' });
+    expect(text.status).toBe(415);
+    expect(text.body.error.code).toBe('unsupported_media_type');
   });
 });
 

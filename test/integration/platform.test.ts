@@ -197,8 +197,10 @@ describe('platform: quotas and rate limits', () => {
 
     const usage = await svc.admin('GET', `/usage?accountId=${account}`);
     expect(usage.status).toBe(200);
-    expect(usage.body.data.usage.sandbox.day[0].requests).toBe(5);
-    expect(usage.body.data.usage.live.day[0].requests).toBe(1);
+    // Refused requests are counted apart and consume neither allowance.
+    expect(usage.body.data.usage.sandbox.days[0]).toMatchObject({ admitted: 3, refused: 2 });
+    expect(usage.body.data.usage.live.days[0]).toMatchObject({ admitted: 1, refused: 0 });
+    expect(usage.body.data.usage.sandbox.latestMinute.admitted).toBe(3);
   });
 
   it('when auth or scope checks fail, then no quota is consumed', async () => {
@@ -211,8 +213,8 @@ describe('platform: quotas and rate limits', () => {
     }
     for (let i = 0; i < 3; i++) expect((await svc.get('/v1/instruments?query=x', key)).status).toBe(200);
     const [row] = await svc.sql`
-      select coalesce(sum(request_count), 0)::int as n from usage_counters
-      where account_id = ${account} and window_kind = 'day'
+      select sum(admitted)::int as n from usage_counters
+      where account_id = ${account}
     `;
     expect(row.n).toBe(3);
   });

@@ -240,3 +240,25 @@ describe('numerical sanity', () => {
     expect(() => priceOption({ spot: 1, strike: 1, timeYears: 1, rate: 0, vol: 0, type: 'call' })).toThrow(RangeError);
   });
 });
+
+describe('second reference: jStat (npm jstat) normal distribution', () => {
+  it('normCdf agrees with jStat.normal.cdf to 1e-15 absolute on [-8, 8]', async () => {
+    const { jStat } = await import('jstat');
+    let worst = 0;
+    for (let x = -8; x <= 8; x += 0.01) worst = Math.max(worst, Math.abs(normCdf(x) - jStat.normal.cdf(x, 0, 1)));
+    expect(worst).toBeLessThan(1e-15);
+  });
+
+  it('a Black–Scholes–Merton price written on jStat gives the same call and put to 1e-12', async () => {
+    const { jStat } = await import('jstat');
+    const N = (x: number) => jStat.normal.cdf(x, 0, 1);
+    for (const [S, K, T, r, v, q] of [[42, 40, 0.5, 0.1, 0.2, 0], [100, 120, 2, 0.03, 0.45, 0.02], [50, 35, 0.05, -0.01, 0.9, 0.05]]) {
+      const d1 = (Math.log(S / K) + (r - q + (v * v) / 2) * T) / (v * Math.sqrt(T));
+      const d2 = d1 - v * Math.sqrt(T);
+      const call = S * Math.exp(-q * T) * N(d1) - K * Math.exp(-r * T) * N(d2);
+      const put = K * Math.exp(-r * T) * N(-d2) - S * Math.exp(-q * T) * N(-d1);
+      expect(Math.abs(priceOption({ spot: S, strike: K, timeYears: T, rate: r, vol: v, dividendYield: q, type: 'call' }).price - call)).toBeLessThan(1e-12);
+      expect(Math.abs(priceOption({ spot: S, strike: K, timeYears: T, rate: r, vol: v, dividendYield: q, type: 'put' }).price - put)).toBeLessThan(1e-12);
+    }
+  });
+});
