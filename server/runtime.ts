@@ -43,9 +43,13 @@ async function resolveAdminToken(config: Config, logger: Logger): Promise<string
 // 500 comma-separated UUIDs make an 18.5 KB query string, above Node's 16 KiB default.
 const MAX_HEADER_BYTES = 64 * 1024;
 
-function listen(app: ReturnType<typeof buildPublicApp>, port: number, host: string): Promise<Server> {
+// Node's default of 300 s would cut a multi-million-row ingest upload short;
+// admin uploads may stream for up to an hour.
+const ADMIN_REQUEST_TIMEOUT_MS = 3_600_000;
+
+function listen(app: ReturnType<typeof buildPublicApp>, port: number, host: string, requestTimeout?: number): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, app);
+    const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, ...(requestTimeout ? { requestTimeout } : {}) }, app);
     server.once('error', reject);
     server.listen(port, host, () => resolve(server));
   });
@@ -85,7 +89,7 @@ export async function startRuntime(
   const deps: AppDeps = { config, sql, authSql, readSql, logger, pool, lastUsed, adminToken, version: VERSION };
 
   const publicServer = await listen(buildPublicApp(deps), config.PORT, '0.0.0.0');
-  const adminServer = await listen(buildAdminApp(deps), config.ADMIN_PORT, config.ADMIN_HOST);
+  const adminServer = await listen(buildAdminApp(deps), config.ADMIN_PORT, config.ADMIN_HOST, ADMIN_REQUEST_TIMEOUT_MS);
 
   let stopping: Promise<void> | null = null;
   const stop = () =>

@@ -1,10 +1,10 @@
 import { Readable } from 'node:stream';
 import { createInterface } from 'node:readline';
-import { parse as parseCsv } from 'csv-parse';
 import type { Request } from 'express';
 import { z } from 'zod';
 import type { Sql } from '../db/sql.ts';
 import { AppError } from '../http/errors.ts';
+import { parseCsvRecords } from './csv.ts';
 
 /**
  * Batch ingest shared by every admin upload route and the CLI.
@@ -84,19 +84,8 @@ async function* ndjsonRows(body: Readable): AsyncGenerator<unknown> {
   }
 }
 
-// An empty CSV cell is an absent value (null), never zero.
-async function* csvRows(body: Readable): AsyncGenerator<unknown> {
-  const parser = body.pipe(parseCsv({ columns: true, skip_empty_lines: true, trim: true, bom: true, cast: (v) => (v === '' ? null : v) }));
-  try {
-    yield* parser;
-  } catch (err) {
-    if (err instanceof AppError) throw err;
-    throw new AppError('invalid_request', `CSV could not be parsed: ${(err as Error).message}`, { body: ['malformed CSV'] });
-  }
-}
-
 export function rowsOf(body: Readable, format: BodyFormat): AsyncGenerator<unknown> {
-  return format === 'json' ? jsonRows(body) : format === 'ndjson' ? ndjsonRows(body) : csvRows(body);
+  return format === 'json' ? jsonRows(body) : format === 'ndjson' ? ndjsonRows(body) : parseCsvRecords(body);
 }
 
 function copyField(v: string | number | boolean | null): string {
@@ -109,6 +98,9 @@ const COPY_CHUNK_BYTES = 256 * 1024;
 
 export async function ingestRows<Row>(sql: Sql, kind: IngestKind<Row>, rows: AsyncIterable<unknown> | Iterable<unknown>): Promise<IngestResult> {
   const result = await sql.begin(async (tx) => {
+    // The COPY lasts as long as the upload; the service-wide statement timeout
+    // is for queries, not for streaming a large batch.
+    await tx`set local statement_timeout = 0`;
     await tx.unsafe(`create temp table ingest_staging (row_index integer not null, ${kind.stagingColumns}) on commit drop`);
     const writable = await tx`copy ingest_staging from stdin`.writable();
     // A refused batch destroys the stream; the transaction reports the failure.
