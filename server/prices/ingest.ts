@@ -155,17 +155,12 @@ async function refreshRollups(tx: Sql) {
       with touched as (
         select distinct instrument_id, date_bin(${width}::interval, bar_ts, ${BUCKET_ORIGIN}::timestamptz) as bucket
         from ingest_staging
-      ),
-      ranges as (
-        select instrument_id, min(bucket) as lo, max(bucket) + ${width}::interval as hi
-        from touched
-        group by instrument_id
       )
       insert into ${tx(table)} as r (instrument_id, bar_ts, open_price, high_price, low_price, close_price, volume,
         quote_currency, quote_unit, source, as_of)
       select
         m.instrument_id,
-        date_bin(${width}::interval, m.bar_ts, ${BUCKET_ORIGIN}::timestamptz) as bucket,
+        t.bucket,
         (array_agg(m.open_price order by m.bar_ts))[1],
         max(m.high_price),
         min(m.low_price),
@@ -175,15 +170,12 @@ async function refreshRollups(tx: Sql) {
         (array_agg(m.quote_unit order by m.bar_ts desc))[1],
         (array_agg(m.source order by m.bar_ts desc))[1],
         max(m.as_of)
-      from ranges g
-      -- One index range scan per instrument, then keep the touched buckets:
-      -- a large contiguous batch aggregates in a single pass.
+      from touched t
       join intraday_bars m
-        on m.instrument_id = g.instrument_id
-       and m.bar_ts >= g.lo
-       and m.bar_ts < g.hi
-      where (m.instrument_id, date_bin(${width}::interval, m.bar_ts, ${BUCKET_ORIGIN}::timestamptz)) in (select instrument_id, bucket from touched)
-      group by 1, 2
+        on m.instrument_id = t.instrument_id
+       and m.bar_ts >= t.bucket
+       and m.bar_ts < t.bucket + ${width}::interval
+      group by m.instrument_id, t.bucket
       on conflict (instrument_id, bar_ts) do update set
         open_price = excluded.open_price,
         high_price = excluded.high_price,
