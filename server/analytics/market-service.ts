@@ -17,7 +17,7 @@ const PRICE_ASSUMPTIONS = {
 export async function technicals(sql: Sql, pool: WorkerPool, id: string, q: { lookbackDays: number; asOf?: PointInTime }) {
   const instrument = await requireInstrument(sql, id, q.asOf);
   const window = lookbackWindow(q.lookbackDays, q.asOf);
-  const series = (await readAdjustedSeries(sql, [id], { from: window.from, to: window.to, asOf: q.asOf })).get(id)!;
+  const series = (await readAdjustedSeries(sql, [id], { from: window.from, to: window.to, asOf: q.asOf, fields: 'ohlcv' })).get(id)!;
   if (series.close.length === 0) {
     throw new AppError('not_found', `no stored bars for this instrument between ${window.from} and ${window.to}`, {
       lookbackDays: [`the window ${window.from}..${window.to} holds no bars`],
@@ -57,7 +57,7 @@ export async function correlations(
   const known = await existingInstruments(sql, q.instrumentIds);
   const ids = q.instrumentIds.filter((id) => known.has(id));
   const unknown = q.instrumentIds.filter((id) => !known.has(id));
-  const series = await readAdjustedSeries(sql, ids, { from: window.from, to: window.to, asOf: q.asOf });
+  const series = await readAdjustedSeries(sql, ids, { from: window.from, to: window.to, asOf: q.asOf, fields: 'close' });
   const result = await pool.run<CorrelationMatrixResult>('correlations', {
     series: ids.map((id) => ({ dates: series.get(id)!.dates, close: series.get(id)!.close })),
     method: q.method,
@@ -97,7 +97,7 @@ export async function beta(sql: Sql, pool: WorkerPool, id: string, q: { benchmar
   }
   if (q.benchmarkId === id) throw new AppError('invalid_request', 'an instrument is its own benchmark', { benchmarkId: ['must differ from the instrument'] });
   const window = lookbackWindow(q.lookbackDays, q.asOf);
-  const series = await readAdjustedSeries(sql, [id, q.benchmarkId], { from: window.from, to: window.to, asOf: q.asOf });
+  const series = await readAdjustedSeries(sql, [id, q.benchmarkId], { from: window.from, to: window.to, asOf: q.asOf, fields: 'close' });
   const subject = series.get(id)!;
   const benchmark = series.get(q.benchmarkId)!;
   const result = await pool.run<BetaResult>('beta', {

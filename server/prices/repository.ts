@@ -151,6 +151,27 @@ export function selectDailyBars(sql: Sql, instrumentIds: string[], from: string,
   `;
 }
 
+/**
+ * Only what the analytics need: closes (and OHLCV for technicals) plus the
+ * basis columns the adjuster reads. Correlations over 20 instruments fetch
+ * ~7,000 rows, so every column left out is decoding saved on the request thread.
+ */
+export function selectSeriesBars(sql: Sql, instrumentIds: string[], from: string, to: string, fields: 'close' | 'ohlcv') {
+  return sql`
+    select
+      instrument_id,
+      bar_date,
+      ${fields === 'ohlcv' ? sql`open_price, high_price, low_price, volume,` : sql``}
+      close_price,
+      price_basis,
+      reflects_actions_through
+    from daily_bars
+    where instrument_id = any (${instrumentIds}::uuid[])
+      and bar_date between ${from}::date and ${to}::date
+    order by instrument_id, bar_date
+  `;
+}
+
 export async function existingInstruments(sql: Sql, ids: string[]): Promise<Map<string, { quoteCurrency: string | null }>> {
   const rows = await timed(
     'existing_instruments',

@@ -339,14 +339,26 @@ const DAY_MS = 86_400_000;
 export async function readAdjustedSeries(
   sql: Sql,
   ids: string[],
-  window: { from: string; to: string; asOf?: PointInTime },
+  window: { from: string; to: string; asOf?: PointInTime; fields: 'close' | 'ohlcv' },
 ): Promise<Map<string, AdjustedSeries>> {
   const q = { from: window.from, to: window.to, adjusted: true, asOf: window.asOf, includeBackfilled: false };
   const plans = await planAdjustments(sql, ids, q);
-  const rows = await timedBars(sql, ids, window.from, window.to);
-  const grouped = new Map<string, DailyBar[]>(ids.map((id) => [id, []]));
+  const rows = await timed('adjusted_series_bars', repo.selectSeriesBars(sql, ids, window.from, window.to, window.fields));
+  const grouped = new Map<string, RawBar[]>(ids.map((id) => [id, []]));
   const adjusters = new Map(ids.map((id) => [id, new BarAdjuster(plans.get(id)!.factors)]));
-  for (const r of rows) grouped.get(r.instrument_id as string)!.push(adjusters.get(r.instrument_id as string)!.adjust(toRawBar(r)));
+  for (const r of rows) {
+    const bar: RawBar = {
+      barDate: r.bar_date as string,
+      openPrice: (r.open_price as number | null | undefined) ?? null,
+      highPrice: (r.high_price as number | null | undefined) ?? null,
+      lowPrice: (r.low_price as number | null | undefined) ?? null,
+      closePrice: r.close_price as number,
+      volume: (r.volume as number | null | undefined) ?? null,
+      priceBasis: r.price_basis as 'raw' | 'vendor_adjusted',
+      reflectsActionsThrough: (r.reflects_actions_through as string | null) ?? null,
+    };
+    grouped.get(r.instrument_id as string)!.push(adjusters.get(r.instrument_id as string)!.adjust(bar));
+  }
   const out = new Map<string, AdjustedSeries>();
   for (const [id, bars] of grouped) {
     const n = bars.length;
@@ -372,8 +384,4 @@ export async function readAdjustedSeries(
     out.set(id, s);
   }
   return out;
-}
-
-function timedBars(sql: Sql, ids: string[], from: string, to: string) {
-  return timed('adjusted_series_bars', repo.selectDailyBars(sql, ids, from, to));
 }
