@@ -1,0 +1,313 @@
+// bulk-read: GET /v1/prices/bulk for 500 instruments, end to end over HTTP,
+// against postgres.js alone fetching the same rows; then the server's memory
+// while it streams the full 10-year span to a slow reader.
+//
+// The service runs as a child process (its RSS is measured from
+// /proc/<pid>/status), loaded through the admin API like any client would.
+import http from 'node:http';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import {
+  benchSql,
+  benchUuid,
+  dailyBarsCsv,
+  envInt,
+  log,
+  MB,
+  procStatus,
+  ratio,
+  resetPeakRss,
+  round,
+  sampleRss,
+  sleep,
+  startService,
+  summarise,
+  timeRuns,
+  weekdays,
+  type ScenarioContext,
+  type ScenarioResult,
+  type Service,
+} from './lib.ts';
+
+const SERIES_FROM = '2011-01-03';
+const SERIES_TO = '2020-12-31';
+const WINDOW = { from: '2020-01-01', to: '2020-12-31' };
+const FULL_SPAN = { from: '2011-01-01', to: '2020-12-31' };
+const AS_OF = '2021-01-01T00:00:00.000Z';
+const TARGET_RATIO = 2;
+const TARGET_GROWTH_MB = 100;
+
+export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
+  const instruments = envInt('BENCH_BULK_INSTRUMENTS', 500);
+  const runs = envInt('BENCH_RUNS', 7);
+  const serverIssues: string[] = [];
+  const notes: string[] = [
+    'the service is a child process; HTTP timings are from request start to the last body byte, the body then parsed and checked outside the timing',
+    'the baseline is postgres.js in the bench process running the same select (all rows into memory, no adjustment, no JSON)',
+    'each instrument carries a 2:1 split and a 0.50 USD cash dividend inside the 2020 window, so adjusted=true applies both',
+  ];
+  const dates = weekdays(SERIES_FROM, SERIES_TO);
+  const ids = Array.from({ length: instruments }, (_, i) => benchUuid(`bulk-${i}`));
+  const sortedIds = [...ids].sort();
+
+  const database = await ctx.db.createDatabase(`${ctx.runId}_bulk`);
+  let service: Service = await startService(database.url);
+  const sql = benchSql(database.url);
+  try {
+    const status = await service.admin.status();
+
+    // ---- data set
+    log(`bulk-read: ${instruments} instruments × ${dates.length} weekdays = ${instruments * dates.length} daily bars`);
+    const created = await service.admin.ok(
+      'POST',
+      '/instruments',
+      ids.map((id, i) => ({
+        id,
+        assetClass: 'equity',
+        displayName: `Bench Equity ${i}`,
+        quoteCurrency: 'USD',
+        quoteUnit: 'USD per share',
+        symbols: [{ symbol: `BN${String(i).padStart(4, '0')}`, validFrom: '2000-01-01', validTo: null }],
+      })),
+    );
+    if (JSON.stringify(created.data.ids) !== JSON.stringify(ids)) throw new Error('instrument ids came back different from those sent');
+    const loadStarted = performance.now();
+    const loadMode = process.env.BENCH_BULK_LOAD === 'copy' ? 'copy' : 'api';
+    if (loadMode === 'api') {
+      // Batches of 50 instruments (130k rows), two in flight so one batch's
+      // database apply overlaps the next one's parsing.
+      const batchSize = envInt('BENCH_BULK_LOAD_BATCH', 50);
+      const batches: string[][] = [];
+      for (let i = 0; i < ids.length; i += batchSize) batches.push(ids.slice(i, i + batchSize));
+      let loaded = 0;
+      const upload = async (batch: string[]) => {
+        const res = await service.admin.postStream('/bars/daily', 'text/csv', dailyBarsCsv(batch, dates, AS_OF));
+        if (res.status !== 200 || res.body.data.inserted !== batch.length * dates.length) {
+          throw new Error(`daily bar load answered ${res.status}: ${res.text.slice(0, 500)}`);
+        }
+        loaded += batch.length;
+        if (loaded % 100 === 0 || loaded === ids.length) log(`bulk-read: ${loaded} of ${ids.length} instruments loaded through the admin API (last batch ${(res.ms / 1000).toFixed(1)}s)`);
+      };
+      let next = 0;
+      await Promise.all([0, 1].map(async () => {
+        while (next < batches.length) await upload(batches[next++]);
+      }));
+    } else {
+      // Development shortcut: the same rows straight into daily_bars with COPY.
+      notes.push('BENCH_BULK_LOAD=copy: daily bars were loaded with COPY into daily_bars, not through the admin API');
+      const writable = await sql`copy daily_bars (instrument_id, bar_date, open_price, high_price, low_price, close_price, volume,
+        quote_currency, quote_unit, source, as_of) from stdin with (format csv, header)`.writable();
+      await pipeline(Readable.from(dailyBarsCsv(ids, dates, AS_OF)), writable);
+    }
+    const loadSec = (performance.now() - loadStarted) / 1000;
+    const in2020 = dates.filter((d) => d >= WINDOW.from);
+    const actions = ids.flatMap((instrumentId, i) => [
+      {
+        instrumentId,
+        kind: 'split',
+        effectiveDate: in2020[100 + (i % 100)],
+        knowledgeDate: '2015-01-01',
+        knowledgeProvenance: 'announced',
+        params: { ratio: 2 },
+        source: 'bench',
+      },
+      {
+        instrumentId,
+        kind: 'cash_dividend',
+        effectiveDate: in2020[20 + (i % 60)],
+        knowledgeDate: '2015-01-01',
+        knowledgeProvenance: 'announced',
+        params: { amount: 0.5, currency: 'USD' },
+        source: 'bench',
+      },
+    ]);
+    await service.admin.ok('POST', '/corporate-actions', actions);
+    await sql`analyze`;
+    const expectedRows = instruments * in2020.length;
+
+    // ---- (a) HTTP
+    const bulkUrl = (span: { from: string; to: string }) =>
+      `/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=${span.from}&to=${span.to}&adjusted=true`;
+    const key = await service.admin.apiKey(['prices:read']);
+    const headers = { authorization: `Bearer ${key}` };
+    const get = async () => {
+      const res = await fetch(`${service.publicUrl}${bulkUrl(WINDOW)}`, { headers });
+      return { status: res.status, text: await res.text() };
+    };
+    let probe = await get();
+    if (probe.status === 431) {
+      serverIssues.push(
+        `GET /v1/prices/bulk with ${instruments} ids (a ${bulkUrl(WINDOW).length}-byte request line) is refused with 431: ` +
+          `Node's default 16 KiB max header size is smaller than a maximal instrumentIds list (500 UUIDs = 18.5 KB). ` +
+          `Measured with the service started with node --max-http-header-size=65536; the server should raise maxHeaderSize (http.createServer option) or accept POST.`,
+      );
+      await service.stop();
+      service = await startService(database.url, { nodeArgs: ['--max-http-header-size=65536'] });
+      const key2 = await service.admin.apiKey(['prices:read']);
+      headers.authorization = `Bearer ${key2}`;
+      probe = await get();
+    }
+    if (probe.status !== 200) throw new Error(`GET /v1/prices/bulk answered ${probe.status}: ${probe.text.slice(0, 500)}`);
+
+    let responseBytes = 0;
+    const checkHttp = (r: { status: number; text: string }) => {
+      if (r.status !== 200) throw new Error(`bulk read answered ${r.status}`);
+      const body = JSON.parse(r.text);
+      const keys = Object.keys(body.data);
+      if (keys.length !== instruments) throw new Error(`bulk read returned ${keys.length} instruments, expected ${instruments}`);
+      const bars = keys.reduce((n, k) => n + body.data[k].length, 0);
+      if (bars !== expectedRows) throw new Error(`bulk read returned ${bars} bars, expected ${expectedRows}`);
+      if (body.meta.priceBases[ids[0]].actionsApplied !== 2) throw new Error('expected both corporate actions applied');
+      responseBytes = Buffer.byteLength(r.text);
+    };
+    log(`bulk-read: (a) HTTP bulk read, ${runs} runs after a warm-up`);
+    const httpSamples = await timeRuns(runs, 1, get, checkHttp);
+
+    // ---- (b) postgres.js alone
+    const query = () => sql`
+      select instrument_id, bar_date, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit, stale, source, as_of
+      from daily_bars
+      where instrument_id = any (${sortedIds}::uuid[]) and bar_date between ${WINDOW.from}::date and ${WINDOW.to}::date
+      order by instrument_id, bar_date
+    `;
+    log(`bulk-read: (b) postgres.js baseline, ${runs} runs after a warm-up`);
+    const sqlSamples = await timeRuns(runs, 1, query, (rows) => {
+      if (rows.length !== expectedRows) throw new Error(`baseline returned ${rows.length} rows, expected ${expectedRows}`);
+    });
+
+    // ---- (c) memory, full span, slow reader
+    const httpMedian = summarise(httpSamples).medianMs;
+    const measuredRate = responseBytes / (httpMedian / 1000);
+    const expectedFull = instruments * dates.length;
+    const expectedBytes = responseBytes * (expectedFull / expectedRows);
+    // Slower than the server can write (half the rate it delivered in (a)), so
+    // the socket backs up and the server must hold back rather than buffer;
+    // but not so slow that the response outlives BENCH_SLOW_READ_MAX_SEC
+    // (default 35 s: the service's 60 s statement_timeout also bounds a
+    // streaming cursor). BENCH_SLOW_READ_MBPS overrides.
+    const maxSec = envInt('BENCH_SLOW_READ_MAX_SEC', 35);
+    const paceBytesPerSec = process.env.BENCH_SLOW_READ_MBPS
+      ? envInt('BENCH_SLOW_READ_MBPS', 16) * MB
+      : Math.max(measuredRate / 2, expectedBytes / maxSec);
+    await sleep(1_000);
+    const before = procStatus(service.pid);
+    const hwmReset = resetPeakRss(service.pid);
+    if (!hwmReset) notes.push('could not reset VmHWM via /proc/<pid>/clear_refs; peak is the sampled maximum VmRSS');
+    const sampler = sampleRss(service.pid, 50);
+    log(`bulk-read: (c) full ${FULL_SPAN.from}..${FULL_SPAN.to} span (~${(expectedBytes / MB).toFixed(0)} MB), reading at ${(paceBytesPerSec / MB).toFixed(1)} MB/s`);
+    const slow = await slowRead(`${service.publicUrl}${bulkUrl(FULL_SPAN)}`, headers, paceBytesPerSec);
+    const sampled = sampler.stop();
+    const after = procStatus(service.pid);
+    const peakKb = hwmReset ? after.hwmKb : sampled.maxRssKb;
+    const growthMb = round((peakKb - before.rssKb) / 1024, 1);
+    const complete = slow.status === 200 && !slow.aborted && slow.bars === expectedFull && slow.wellFormed;
+    if (!complete) {
+      serverIssues.push(
+        `full-span bulk read (${instruments} ids, ${FULL_SPAN.from}..${FULL_SPAN.to}) did not complete: status ${slow.status}, ` +
+          `${slow.aborted ? `connection aborted by the server after ${round(slow.ms / 1000, 1)} s and ${round(slow.bytes / MB, 1)} MB` : 'ended'}, ` +
+          `${slow.bars} of ${expectedFull} bars, well-formed=${slow.wellFormed}`,
+      );
+    }
+
+    const httpSummary = summarise(httpSamples);
+    const sqlSummary = summarise(sqlSamples);
+    const readRatio = ratio(httpSummary.medianMs, sqlSummary.medianMs);
+    return {
+      scenario: 'bulk-read',
+      tier: status.storageTier,
+      database: { kind: ctx.db.kind, serverVersion: status.database.serverVersion, timescaledbVersion: status.timescaledbVersion },
+      service: { process: 'child', nodeArgs: service.nodeArgs },
+      config: {
+        instruments,
+        series: { from: SERIES_FROM, to: SERIES_TO, weekdaysPerInstrument: dates.length, totalBars: instruments * dates.length },
+        corporateActionsPerInstrument: 2,
+        window: { ...WINDOW, adjusted: true, bars: expectedRows },
+        fullSpan: { ...FULL_SPAN, adjusted: true, bars: expectedFull },
+        runs,
+        warmups: 1,
+      },
+      setup: { load: loadMode, ...(loadMode === 'api' ? { batchInstruments: envInt('BENCH_BULK_LOAD_BATCH', 50), concurrentUploads: 2 } : {}), loadSec: round(loadSec, 1), loadRowsPerSec: Math.round((instruments * dates.length) / loadSec) },
+      measured: { httpBulk: { ...httpSummary, responseBytes, barsPerSec: Math.round(expectedRows / (httpSummary.medianMs / 1000)) } },
+      baseline: { postgresJs: { ...sqlSummary, rows: expectedRows } },
+      ratios: { httpOverPostgresJs: readRatio },
+      memory: {
+        request: `${FULL_SPAN.from}..${FULL_SPAN.to}, ${instruments} instruments, adjusted=true`,
+        readPaceMBps: round(paceBytesPerSec / MB, 1),
+        bytesReceived: slow.bytes,
+        mbReceived: round(slow.bytes / MB, 1),
+        bars: slow.bars,
+        complete,
+        seconds: round(slow.ms / 1000, 1),
+        rssBeforeMb: round(before.rssKb / 1024, 1),
+        peakRssMb: round(peakKb / 1024, 1),
+        peakSource: hwmReset ? 'VmHWM (reset via clear_refs just before the request)' : 'sampled VmRSS maximum',
+        sampledMaxRssMb: round(sampled.maxRssKb / 1024, 1),
+        rssAfterMb: round(after.rssKb / 1024, 1),
+        growthMb,
+      },
+      targets: { httpOverPostgresJs: `<= ${TARGET_RATIO}`, memoryGrowthMb: `< ${TARGET_GROWTH_MB}` },
+      meetsTarget: { httpOverPostgresJs: readRatio <= TARGET_RATIO, memoryGrowthMb: complete && growthMb < TARGET_GROWTH_MB },
+      serverIssues,
+      notes,
+    };
+  } finally {
+    await sql.end();
+    await service.stop();
+    await database.drop();
+  }
+}
+
+/**
+ * Streams a GET response and discards it, pausing so the average read rate
+ * stays at `bytesPerSec`. Counts bars by their "barDate" keys (across chunk
+ * boundaries) and checks the body's first and last bytes.
+ */
+function slowRead(url: string, headers: Record<string, string>, bytesPerSec: number, timeoutMs = 180_000) {
+  type Outcome = { status: number; bytes: number; bars: number; ms: number; wellFormed: boolean; aborted: boolean };
+  return new Promise<Outcome>((resolve, reject) => {
+    const started = performance.now();
+    const needle = '"barDate":';
+    const req = http.get(url, { headers }, (res) => {
+      let bytes = 0;
+      let bars = 0;
+      let carry = '';
+      let head = '';
+      let settled = false;
+      const finish = (aborted: boolean) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve({
+          status: res.statusCode ?? 0,
+          bytes,
+          bars,
+          ms: performance.now() - started,
+          wellFormed: head.startsWith('{"data":{') && carry.endsWith('}}'),
+          aborted,
+        });
+      };
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        bytes += Buffer.byteLength(chunk);
+        if (head.length < 16) head += chunk.slice(0, 16);
+        const text = carry + chunk;
+        for (let i = text.indexOf(needle); i !== -1; i = text.indexOf(needle, i + needle.length)) bars++;
+        carry = text.slice(-(needle.length - 1));
+        const ahead = (bytes / bytesPerSec) * 1000 - (performance.now() - started);
+        if (ahead > 5) {
+          res.pause();
+          setTimeout(() => res.resume(), ahead);
+        }
+      });
+      res.on('end', () => finish(false));
+      // The server cutting the stream short shows as 'aborted' then an error.
+      res.on('aborted', () => finish(true));
+      res.on('error', () => finish(true));
+    });
+    const timer = setTimeout(() => req.destroy(new Error(`full-span read exceeded ${timeoutMs / 1000}s`)), timeoutMs);
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+}

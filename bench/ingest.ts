@@ -1,0 +1,228 @@
+// ingest: a 1,000,000-row daily-bar CSV file streamed to
+// POST /admin/v1/bars/daily, against psql's \copy of the same file into a
+// plain table with the same columns and primary key; then the idempotent
+// re-post of the same file.
+import { spawn } from 'node:child_process';
+import { createReadStream, createWriteStream, existsSync } from 'node:fs';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import {
+  benchSql,
+  benchUuid,
+  dailyBarsCsv,
+  envInt,
+  log,
+  MB,
+  onCleanup,
+  ratio,
+  round,
+  startService,
+  weekdays,
+  type ScenarioContext,
+  type ScenarioResult,
+  UploadFailure,
+} from './lib.ts';
+
+const AS_OF = '2021-01-01T00:00:00.000Z';
+
+type Upload = { ok: true; ms: number; result: { rows: number; inserted: number; updated: number; unchanged: number } } | { ok: false; ms: number; failure: string };
+const TARGET_RATIO = 0.5;
+
+function findPsql(): string {
+  const candidates = [process.env.BENCH_PSQL, '/usr/bin/psql', '/usr/lib/postgresql/17/bin/psql', '/usr/lib/postgresql/16/bin/psql', '/usr/lib/postgresql/15/bin/psql'];
+  const found = candidates.find((p) => p && existsSync(p));
+  if (!found) throw new Error('psql not found (tried BENCH_PSQL, /usr/bin/psql, /usr/lib/postgresql/*/bin/psql); the ingest baseline needs it');
+  return found;
+}
+
+function runPsql(psql: string, url: string, command: string): Promise<{ ms: number; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(psql, [url, '-v', 'ON_ERROR_STOP=1', '-X', '-q', '-c', command], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const ms = performance.now() - started;
+      if (code === 0) resolve({ ms, stdout });
+      else reject(new Error(`psql exited ${code}: ${stderr.slice(0, 500)}`));
+    });
+  });
+}
+
+export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
+  const instruments = envInt('BENCH_INGEST_INSTRUMENTS', 400);
+  const days = envInt('BENCH_INGEST_DAYS', 2_500);
+  const rows = instruments * days;
+  const psql = findPsql();
+  const serverIssues: string[] = [];
+  const notes: string[] = [
+    'the service is a child process; the file is streamed as a chunked request body (fs.createReadStream piped to http.request)',
+    'the baseline table has the CSV columns in file order and primary key (instrument_id, bar_date); no foreign key, not a hypertable; rate includes psql start-up',
+    'a CHECKPOINT runs before each timed step so none pays for the previous one\'s dirty pages',
+  ];
+  const ids = Array.from({ length: instruments }, (_, i) => benchUuid(`ingest-${i}`));
+  const dates = weekdays('2011-01-03', '2030-12-31', days);
+
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mds-bench-ingest-'));
+  const removeDir = onCleanup('ingest temp dir', () => rm(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'daily-bars.csv');
+  const database = await ctx.db.createDatabase(`${ctx.runId}_ingest`);
+  let service = await startService(database.url);
+  const sql = benchSql(database.url);
+  try {
+    const status = await service.admin.status();
+    log(`ingest: writing ${rows} rows (${instruments} instruments × ${days} weekdays) to ${file}`);
+    await pipeline(Readable.from(dailyBarsCsv(ids, dates, AS_OF)), createWriteStream(file));
+    const fileBytes = (await stat(file)).size;
+
+    await service.admin.ok(
+      'POST',
+      '/instruments',
+      ids.map((id, i) => ({
+        id,
+        assetClass: 'equity',
+        displayName: `Ingest Equity ${i}`,
+        quoteCurrency: 'USD',
+        quoteUnit: 'USD per share',
+        symbols: [{ symbol: `IN${String(i).padStart(4, '0')}`, validFrom: '2000-01-01', validTo: null }],
+      })),
+    );
+
+    // ---- (a) ours, into an empty daily_bars
+    const uploadOpts = { stallMs: envInt('BENCH_UPLOAD_STALL_SEC', 30) * 1000, timeoutMs: envInt('BENCH_UPLOAD_TIMEOUT_SEC', 900) * 1000 };
+    const upload = async (body: () => Readable | AsyncIterable<string>): Promise<Upload> => {
+      try {
+        const res = await service.admin.postStream('/bars/daily', 'text/csv', body(), uploadOpts);
+        if (res.status === 200) return { ok: true, ms: res.ms, result: res.body.data };
+        return { ok: false, ms: res.ms, failure: `answered ${res.status}: ${res.text.slice(0, 300)}` };
+      } catch (err) {
+        if (err instanceof UploadFailure) return { ok: false, ms: err.ms, failure: err.message };
+        throw err;
+      }
+    };
+    const fileBody = () => createReadStream(file, { highWaterMark: 256 * 1024 });
+    await sql`checkpoint`;
+    log(`ingest: (a) POST /admin/v1/bars/daily, ${(fileBytes / MB).toFixed(1)} MB CSV`);
+    const first = await upload(fileBody);
+    let again: Upload | null = null;
+    let chunked: Record<string, unknown> | null = null;
+    let chunkedRate = NaN;
+    if (first.ok) {
+      if (first.result.inserted !== rows) throw new Error(`ingest inserted ${first.result.inserted}, expected ${rows}`);
+      const [{ n: stored }] = await sql`select count(*)::int as n from daily_bars`;
+      if (stored !== rows) throw new Error(`daily_bars holds ${stored} rows, expected ${rows}`);
+      // ---- the same file again: every row unchanged
+      await sql`checkpoint`;
+      log('ingest: re-posting the same file (idempotent)');
+      again = await upload(fileBody);
+      if (!again.ok) serverIssues.push(`re-posting the ${rows}-row file failed: ${again.failure}`);
+      else if (again.result.unchanged !== rows) throw new Error(`re-post: ${JSON.stringify(again.result)}; expected ${rows} unchanged`);
+    } else {
+      serverIssues.push(`POST /admin/v1/bars/daily of the ${rows}-row CSV file (${round(fileBytes / MB, 1)} MB) did not complete: ${first.failure}`);
+      // The request may be stuck holding a connection: start afresh, then
+      // measure the same path on smaller uploads so there is still a rate.
+      await service.stop();
+      service = await startService(database.url);
+      const chunkInstruments = envInt('BENCH_INGEST_CHUNK_INSTRUMENTS', 10);
+      const chunkCount = envInt('BENCH_INGEST_FALLBACK_CHUNKS', 4);
+      const chunks = Array.from({ length: chunkCount }, (_, k) => ids.slice(k * chunkInstruments, (k + 1) * chunkInstruments)).filter((c) => c.length);
+      const chunkRows = chunkInstruments * days;
+      const total = chunks.reduce((n, c) => n + c.length * days, 0);
+      log(`ingest: fallback, the first ${total} rows of the file in ${chunks.length} uploads of ${chunkRows} rows`);
+      await sql`checkpoint`;
+      const post = async () => {
+        let ms = 0;
+        const results = [];
+        for (const c of chunks) {
+          const r = await upload(() => dailyBarsCsv(c, dates, AS_OF));
+          if (!r.ok) throw new Error(`fallback upload of ${c.length * days} rows failed: ${r.failure}`);
+          ms += r.ms;
+          results.push(r.result);
+        }
+        return { ms, results };
+      };
+      const p1 = await post();
+      if (p1.results.some((r) => r.inserted !== chunkRows)) throw new Error(`fallback uploads: ${JSON.stringify(p1.results)}`);
+      await sql`checkpoint`;
+      const p2 = await post();
+      if (p2.results.some((r) => r.unchanged !== chunkRows)) throw new Error(`fallback re-post: ${JSON.stringify(p2.results)}`);
+      chunkedRate = total / (p1.ms / 1000);
+      chunked = {
+        rows: total,
+        uploads: chunks.length,
+        rowsPerUpload: chunkRows,
+        seconds: round(p1.ms / 1000, 2),
+        rowsPerSec: Math.round(chunkedRate),
+        repostUnchangedSeconds: round(p2.ms / 1000, 2),
+        repostUnchangedRowsPerSec: Math.round(total / (p2.ms / 1000)),
+      };
+    }
+
+    // ---- (b) baseline: psql \copy
+    await sql`
+      create table bench_copy_baseline (
+        instrument_id uuid not null,
+        bar_date date not null,
+        open_price double precision,
+        high_price double precision,
+        low_price double precision,
+        close_price double precision not null,
+        volume double precision,
+        quote_currency text not null,
+        quote_unit text not null,
+        source text not null,
+        as_of timestamptz not null,
+        primary key (instrument_id, bar_date)
+      )
+    `;
+    await sql`checkpoint`;
+    log(`ingest: (b) psql \\copy baseline`);
+    const copy = await runPsql(psql, database.url, `\\copy bench_copy_baseline from '${file}' with (format csv, header)`);
+    const [{ n: copied }] = await sql`select count(*)::int as n from bench_copy_baseline`;
+    if (copied !== rows) throw new Error(`baseline copied ${copied} rows, expected ${rows}`);
+
+    const copyRate = rows / (copy.ms / 1000);
+    const oursRate = first.ok ? rows / (first.ms / 1000) : NaN;
+    const againRate = again?.ok ? rows / (again.ms / 1000) : NaN;
+    const ingestRatio = first.ok ? ratio(oursRate, copyRate) : null;
+    const describe = (u: Upload | null, rate: number) =>
+      u === null
+        ? { completed: false, skipped: 'the first post did not complete' }
+        : u.ok
+          ? { completed: true, seconds: round(u.ms / 1000, 2), rowsPerSec: Math.round(rate), mbPerSec: round(fileBytes / MB / (u.ms / 1000), 2), result: u.result }
+          : { completed: false, secondsUntilFailure: round(u.ms / 1000, 1), failure: u.failure };
+    return {
+      scenario: 'ingest',
+      tier: status.storageTier,
+      database: { kind: ctx.db.kind, serverVersion: status.database.serverVersion, timescaledbVersion: status.timescaledbVersion },
+      service: { process: 'child', nodeArgs: service.nodeArgs },
+      config: { rows, instruments, weekdaysPerInstrument: days, fileBytes, fileMb: round(fileBytes / MB, 1), contentType: 'text/csv', psql },
+      measured: {
+        post: describe(first, oursRate),
+        repostUnchanged: describe(again, againRate),
+        ...(chunked ? { fallbackSmallerUploads: chunked } : {}),
+      },
+      baseline: { psqlCopy: { seconds: round(copy.ms / 1000, 2), rowsPerSec: Math.round(copyRate) } },
+      ratios: {
+        postOverCopy: ingestRatio,
+        repostOverCopy: again?.ok ? ratio(againRate, copyRate) : null,
+        ...(chunked ? { fallbackSmallerUploadsOverCopy: ratio(chunkedRate, copyRate) } : {}),
+      },
+      targets: { postOverCopy: `>= ${TARGET_RATIO} (the whole file in one request)` },
+      meetsTarget: { postOverCopy: ingestRatio !== null && ingestRatio >= TARGET_RATIO },
+      serverIssues,
+      notes,
+    };
+  } finally {
+    await sql.end();
+    await service.stop();
+    await database.drop();
+    await removeDir();
+  }
+}

@@ -1,0 +1,279 @@
+// intraday: a year of 1-minute bars for one 24-hour instrument, ingested
+// through the admin API (which also builds the rollups); then a year of
+// 1-hour bars read from the rollup (over HTTP and in SQL) against the same
+// bars aggregated on the fly from the 1-minute table, in the same run.
+import {
+  benchSql,
+  benchUuid,
+  envInt,
+  log,
+  nextBar,
+  prng,
+  ratio,
+  round,
+  startService,
+  summarise,
+  timeRuns,
+  type ScenarioContext,
+  type ScenarioResult,
+  UploadFailure,
+} from './lib.ts';
+
+const YEAR = { from: '2023-01-01', to: '2023-12-31' };
+const AS_OF = '2024-01-01T00:00:00.000Z';
+const TARGET_SPEEDUP = 1;
+
+/**
+ * NDJSON 1-minute bars for every minute in [fromMs, toMs), in ~256 KiB
+ * pieces. Each UTC day's bars depend only on the day, so any batching of the
+ * span uploads the same rows.
+ */
+async function* minuteBarsNdjson(instrumentId: string, fromMs: number, toMs: number): AsyncGenerator<string> {
+  let buffer = '';
+  for (let day = fromMs; day < toMs; day += 86_400_000) {
+    const rand = prng(Math.floor(day / 86_400_000));
+    let close = r2(16_500 * (0.9 + rand() * 0.2));
+    for (let t = day; t < Math.min(toMs, day + 86_400_000); t += 60_000) {
+      const b = nextBar(rand, close);
+      close = b.close;
+      buffer +=
+        `{"instrumentId":"${instrumentId}","barTimestamp":"${new Date(t).toISOString()}","openPrice":${b.open},"highPrice":${b.high},` +
+        `"lowPrice":${b.low},"closePrice":${b.close},"volume":${b.volume},"quoteCurrency":"USD","quoteUnit":"USD per BTC","source":"bench","asOf":"${AS_OF}"}\n`;
+      if (buffer.length >= 256 * 1024) {
+        yield buffer;
+        buffer = '';
+      }
+    }
+  }
+  if (buffer) yield buffer;
+}
+
+const r2 = (x: number) => Math.round(x * 100) / 100;
+
+interface HourBar {
+  ts: string;
+  o: number;
+  h: number;
+  l: number;
+  c: number;
+  v: number | null;
+}
+
+const toHourBars = (rows: readonly Record<string, unknown>[]): HourBar[] =>
+  rows.map((r) => ({
+    ts: (r.bar_ts as Date).toISOString(),
+    o: r.open_price as number,
+    h: r.high_price as number,
+    l: r.low_price as number,
+    c: r.close_price as number,
+    v: (r.volume as number | null) ?? null,
+  }));
+
+function firstDifference(a: HourBar[], b: HourBar[]): string | null {
+  if (a.length !== b.length) return `lengths differ: ${a.length} vs ${b.length}`;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i];
+    const y = b[i];
+    if (x.ts !== y.ts || x.o !== y.o || x.h !== y.h || x.l !== y.l || x.c !== y.c || x.v !== y.v) {
+      return `row ${i}: ${JSON.stringify(x)} vs ${JSON.stringify(y)}`;
+    }
+  }
+  return null;
+}
+
+export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
+  const days = envInt('BENCH_INTRADAY_DAYS', 365);
+  // Monthly batches, as a feed backfill would send them.
+  const batchDays = envInt('BENCH_INTRADAY_BATCH_DAYS', 31);
+  const runs = envInt('BENCH_RUNS', 7);
+  const serverIssues: string[] = [];
+  const notes: string[] = [
+    'the service is a child process; 1-minute bars are posted as NDJSON to /admin/v1/bars/intraday, which maintains the rollups',
+    'both SQL timings run in the bench process on postgres.js and select the same six columns (bucket, open, high, low, close, volume)',
+  ];
+  const fromMs = Date.parse(`${YEAR.from}T00:00:00Z`);
+  const id = benchUuid('intraday-0');
+  const database = await ctx.db.createDatabase(`${ctx.runId}_intraday`);
+  let service = await startService(database.url);
+  const sql = benchSql(database.url);
+  try {
+    const status = await service.admin.status();
+    const timescale = status.storageTier.startsWith('timescaledb');
+    await service.admin.ok('POST', '/instruments', [
+      { id, assetClass: 'crypto', displayName: 'Bench Coin', quoteCurrency: 'USD', quoteUnit: 'USD per BTC', symbols: [{ symbol: 'BENCHUSD', validFrom: '2000-01-01', validTo: null }] },
+    ]);
+
+    // ---- ingest (setup; timed for information)
+    // Monthly batches; when one fails, or takes longer than
+    // BENCH_INTRADAY_SLOW_BATCH_SEC, it is reported and the rest of the span
+    // (from that batch on, if it failed) goes up in one-day batches, so the
+    // reads are still measured on the whole year in bounded time.
+    const slowBatchSec = envInt('BENCH_INTRADAY_SLOW_BATCH_SEC', 60);
+    const span = days;
+    const endMs = fromMs + span * 86_400_000;
+    const ingestStarted = performance.now();
+    const batches: { from: string; days: number; seconds: number }[] = [];
+    let perBatch = batchDays;
+    let switched: Record<string, unknown> | null = null;
+    log(`intraday: ingesting ${span * 1_440} 1-minute bars (${span} days from ${YEAR.from}) in batches of ${batchDays} days`);
+    for (let start = fromMs; start < endMs; ) {
+      const stop = Math.min(endMs, start + perBatch * 86_400_000);
+      const label = `${new Date(start).toISOString().slice(0, 10)}..${new Date(stop - 1).toISOString().slice(0, 10)}`;
+      const bars = (stop - start) / 60_000;
+      let failure: string | null = null;
+      let hung = false;
+      let ms = 0;
+      try {
+        const res = await service.admin.postStream('/bars/intraday', 'application/x-ndjson', minuteBarsNdjson(id, start, stop), { stallMs: 30_000, timeoutMs: 300_000 });
+        ms = res.ms;
+        if (res.status !== 200) failure = `answered ${res.status} after ${round(res.ms / 1000, 1)} s: ${res.text.slice(0, 300)}`;
+      } catch (err) {
+        if (!(err instanceof UploadFailure)) throw err;
+        failure = err.message;
+        hung = true;
+      }
+      if (failure) {
+        if (perBatch === 1) throw new Error(`intraday ingest of the ${label} batch failed: ${failure}`);
+        serverIssues.push(`intraday ingest: the ${label} batch (${bars} 1-minute bars) failed: ${failure}`);
+        switched = { after: label, reason: 'failed', seconds: round(ms / 1000, 1) };
+        if (hung) {
+          await service.stop();
+          service = await startService(database.url);
+        }
+        perBatch = 1;
+        log(`intraday: ${label} failed; loading the rest in one-day batches`);
+        continue; // the failed batch rolled back: load its days again
+      }
+      batches.push({ from: label.slice(0, 10), days: (stop - start) / 86_400_000, seconds: round(ms / 1000, 1) });
+      start = stop;
+      if (perBatch > 1 && ms > slowBatchSec * 1000 && start < endMs) {
+        serverIssues.push(
+          `intraday ingest: the ${label} batch (${bars} 1-minute bars, one instrument) took ${round(ms / 1000, 1)} s ` +
+            `(over BENCH_INTRADAY_SLOW_BATCH_SEC=${slowBatchSec}); the rest of the year went up in one-day batches`,
+        );
+        switched = { after: label, reason: 'slow', seconds: round(ms / 1000, 1) };
+        perBatch = 1;
+        log(`intraday: ${label} took ${(ms / 1000).toFixed(1)}s; loading the rest in one-day batches`);
+      }
+    }
+    const loaded = { seconds: (performance.now() - ingestStarted) / 1000, batches };
+    const fallback = switched;
+    const toMs = fromMs + span * 86_400_000;
+    const toDate = new Date(toMs - 86_400_000).toISOString().slice(0, 10);
+    const minutes = span * 1_440;
+    const hours = span * 24;
+    const ingestSec = loaded.seconds;
+    await sql`analyze`;
+
+    // ---- (a) the rollup, over HTTP and in SQL
+    const key = await service.admin.apiKey(['prices:read']);
+    const url = `${service.publicUrl}/v1/instruments/${id}/intraday?interval=1hour&from=${YEAR.from}&to=${toDate}`;
+    const httpGet = async () => {
+      const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+      return { status: res.status, text: await res.text() };
+    };
+    let httpBars: HourBar[] = [];
+    log(`intraday: (a) 1-hour bars from the rollup over HTTP, ${runs} runs after a warm-up`);
+    const httpSamples = await timeRuns(runs, 1, httpGet, (r) => {
+      if (r.status !== 200) throw new Error(`intraday read answered ${r.status}: ${r.text.slice(0, 300)}`);
+      const body = JSON.parse(r.text);
+      httpBars = body.data.map((b: Record<string, unknown>) => ({
+        ts: b.barTimestamp,
+        o: b.openPrice,
+        h: b.highPrice,
+        l: b.lowPrice,
+        c: b.closePrice,
+        v: b.volume ?? null,
+      }));
+    });
+
+    const from = new Date(fromMs);
+    const to = new Date(toMs - 1);
+    const rollupQuery = () => sql`
+      select bar_ts, open_price, high_price, low_price, close_price, volume
+      from intraday_bars_1hour
+      where instrument_id = ${id} and bar_ts between ${from} and ${to}
+      order by bar_ts
+    `;
+    log(`intraday: (a) 1-hour bars from the rollup in SQL, ${runs} runs after a warm-up`);
+    let rollupRows: HourBar[] = [];
+    const rollupSamples = await timeRuns(runs, 1, rollupQuery, (rows) => (rollupRows = toHourBars(rows)));
+
+    // ---- (b) the same aggregated on the fly from the 1-minute bars
+    const aggregateQuery = timescale
+      ? () => sql`
+          select time_bucket('1 hour', bar_ts) as bar_ts,
+            first(open_price, bar_ts) as open_price, max(high_price) as high_price, min(low_price) as low_price,
+            last(close_price, bar_ts) as close_price, sum(volume) as volume
+          from intraday_bars
+          where instrument_id = ${id} and bar_ts between ${from} and ${to}
+          group by 1
+          order by 1
+        `
+      : () => sql`
+          select date_bin('1 hour', bar_ts, '2000-01-03T00:00:00Z') as bar_ts,
+            (array_agg(open_price order by bar_ts))[1] as open_price, max(high_price) as high_price, min(low_price) as low_price,
+            (array_agg(close_price order by bar_ts desc))[1] as close_price, sum(volume) as volume
+          from intraday_bars
+          where instrument_id = ${id} and bar_ts between ${from} and ${to}
+          group by 1
+          order by 1
+        `;
+    log(`intraday: (b) on-the-fly ${timescale ? 'time_bucket' : 'date_bin'} aggregation in SQL, ${runs} runs after a warm-up`);
+    let aggregateRows: HourBar[] = [];
+    const aggregateSamples = await timeRuns(runs, 1, aggregateQuery, (rows) => (aggregateRows = toHourBars(rows)));
+
+    const rollupVsAggregate = firstDifference(rollupRows, aggregateRows);
+    const httpVsRollup = firstDifference(httpBars, rollupRows);
+    if (rollupRows.length !== hours) serverIssues.push(`the 1-hour rollup holds ${rollupRows.length} bars for the year, expected ${hours}`);
+    if (rollupVsAggregate) serverIssues.push(`rollup differs from on-the-fly aggregation: ${rollupVsAggregate}`);
+    if (httpVsRollup) serverIssues.push(`HTTP 1-hour bars differ from the rollup table: ${httpVsRollup}`);
+
+    const httpSummary = summarise(httpSamples);
+    const rollupSummary = summarise(rollupSamples);
+    const aggregateSummary = summarise(aggregateSamples);
+    const speedUp = ratio(aggregateSummary.medianMs, rollupSummary.medianMs, 2);
+    const httpSpeedUp = ratio(aggregateSummary.medianMs, httpSummary.medianMs, 2);
+    return {
+      scenario: 'intraday',
+      tier: status.storageTier,
+      database: { kind: ctx.db.kind, serverVersion: status.database.serverVersion, timescaledbVersion: status.timescaledbVersion },
+      service: { process: 'child', nodeArgs: service.nodeArgs },
+      config: {
+        instrument: 'one crypto instrument, 24-hour market',
+        span: { from: YEAR.from, to: toDate, days: span },
+        batchDays,
+        minuteBars: minutes,
+        hourBars: hours,
+        runs,
+        warmups: 1,
+        aggregation: timescale ? "time_bucket('1 hour') with first()/last()" : "date_bin('1 hour', bar_ts, '2000-01-03') with array_agg ordered first/last",
+        rollup: status.storageTier === 'timescaledb' ? 'continuous aggregate intraday_bars_1hour' : 'table intraday_bars_1hour kept by the ingest path',
+      },
+      setup: {
+        configuredBatchesCompleted: fallback === null,
+        ...(fallback ? { switchedToOneDayBatches: fallback } : {}),
+        ingestSec: round(ingestSec, 1),
+        ingestRowsPerSec: Math.round(minutes / ingestSec),
+        uploads: loaded.batches.length,
+        slowestUpload: loaded.batches.reduce((a, b) => (b.seconds > a.seconds ? b : a)),
+        monthlyUploads: loaded.batches.filter((b) => b.days > 1),
+      },
+      measured: {
+        rollupSql: { ...rollupSummary, rows: rollupRows.length },
+        rollupHttp: { ...httpSummary, bars: httpBars.length },
+      },
+      baseline: { onTheFlyAggregateSql: { ...aggregateSummary, rows: aggregateRows.length } },
+      ratios: { speedUpSql: speedUp, speedUpHttp: httpSpeedUp },
+      equal: { rollupSqlVsAggregate: rollupVsAggregate === null, httpVsRollupSql: httpVsRollup === null },
+      targets: { speedUpSql: `> ${TARGET_SPEEDUP} (the rollup is faster than aggregating 1-minute bars)`, resultsEqual: true },
+      meetsTarget: { speedUpSql: speedUp > TARGET_SPEEDUP, resultsEqual: rollupVsAggregate === null && httpVsRollup === null },
+      serverIssues,
+      notes,
+    };
+  } finally {
+    await sql.end();
+    await service.stop();
+    await database.drop();
+  }
+}
