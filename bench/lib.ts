@@ -438,6 +438,13 @@ export async function startService(databaseUrl: string, opts: { nodeArgs?: strin
   }
   const stop = onCleanup('service data dir', async () => {
     await child.stop();
+    // A statement the service left running (an upload it never answered)
+    // would keep its locks after the process is gone: end those sessions.
+    await watch`
+      select pg_terminate_backend(pid)
+      from pg_stat_activity
+      where application_name like ${`market-data-service/%/${child.pid}`}
+    `.catch(() => {});
     await watch.end();
     await rm(dataDir, { recursive: true, force: true });
   });
