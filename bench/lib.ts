@@ -653,13 +653,8 @@ function rotate(sets: Record<string, string>[]) {
   return (req: { headers?: Record<string, string> }) => ({ ...req, headers: { ...(req.headers ?? {}), ...sets[i++ % sets.length] } });
 }
 
-/**
- * autocannon, programmatically: a warm-up run (discarded), then the measured
- * run. Latencies are taken from autocannon's per-response hrtime durations
- * (sub-millisecond), not its integer-millisecond histogram.
- */
-export async function load(o: LoadOptions) {
-  const base = {
+function autocannonOptions(o: LoadOptions) {
+  return {
     url: o.url,
     method: o.method,
     headers: { ...(o.headers ?? {}), ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}) },
@@ -668,29 +663,71 @@ export async function load(o: LoadOptions) {
     timeout: 10,
     ...(o.rotateHeaders?.length ? { requests: [{ setupRequest: rotate(o.rotateHeaders) }] } : {}),
   };
-  if (o.warmupSec > 0) await autocannon({ ...base, duration: o.warmupSec });
+}
+
+/** An unrecorded run of `o.warmupSec` seconds. */
+export async function warmUp(o: LoadOptions): Promise<void> {
+  if (o.warmupSec > 0) await autocannon({ ...autocannonOptions(o), duration: o.warmupSec });
+}
+
+interface RawLoad {
+  durationSec: number;
+  requests: number;
+  ok: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  statuses: Map<number, number>;
+  latencies: number[];
+  serverCpuSec: number;
+}
+
+/** One measured run (no warm-up), keeping every 2xx latency. */
+export async function measureLoad(o: LoadOptions): Promise<RawLoad> {
   const latencies: number[] = [];
   const statuses = new Map<number, number>();
   const cpuBefore = o.serverPid ? cpuSeconds(o.serverPid) : 0;
-  const instance = autocannon({ ...base, duration: o.durationSec });
+  const instance = autocannon({ ...autocannonOptions(o), duration: o.durationSec });
   instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
     statuses.set(status, (statuses.get(status) ?? 0) + 1);
     if (status >= 200 && status < 300) latencies.push(ms);
   });
   const result = await instance;
-  const serverCpuSec = o.serverPid ? cpuSeconds(o.serverPid) - cpuBefore : NaN;
-  const ok = result['2xx'];
   return {
-    connections: o.connections,
-    durationSec: round(result.duration, 3),
+    durationSec: result.duration,
     requests: result.requests.total,
-    ok,
+    ok: result['2xx'],
     non2xx: result.non2xx,
     errors: result.errors,
     timeouts: result.timeouts,
+    statuses,
+    latencies,
+    serverCpuSec: o.serverPid ? cpuSeconds(o.serverPid) - cpuBefore : NaN,
+  };
+}
+
+/** Pools measured runs of the same load into one summary (percentiles over all their latencies). */
+export function summariseLoad(o: LoadOptions, parts: RawLoad[]) {
+  const sum = (f: (p: RawLoad) => number) => parts.reduce((n, p) => n + f(p), 0);
+  const latencies = parts.flatMap((p) => p.latencies);
+  const statuses = new Map<number, number>();
+  for (const p of parts) for (const [k, v] of p.statuses) statuses.set(k, (statuses.get(k) ?? 0) + v);
+  const durationSec = sum((p) => p.durationSec);
+  const ok = sum((p) => p.ok);
+  const requests = sum((p) => p.requests);
+  const serverCpuSec = sum((p) => p.serverCpuSec);
+  return {
+    connections: o.connections,
+    ...(parts.length > 1 ? { rounds: parts.length } : {}),
+    durationSec: round(durationSec, 3),
+    requests,
+    ok,
+    non2xx: sum((p) => p.non2xx),
+    errors: sum((p) => p.errors),
+    timeouts: sum((p) => p.timeouts),
     statuses: Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])),
-    rps: round(ok / result.duration, 1),
-    ...(o.serverPid ? { serverCpuSec: round(serverCpuSec, 2), serverCpuMsPerRequest: round((serverCpuSec * 1000) / result.requests.total, 3) } : {}),
+    rps: round(ok / durationSec, 1),
+    ...(o.serverPid ? { serverCpuSec: round(serverCpuSec, 2), serverCpuMsPerRequest: round((serverCpuSec * 1000) / requests, 3) } : {}),
     latencyMs: {
       p50: round(percentile(latencies, 50), 3),
       p90: round(percentile(latencies, 90), 3),
@@ -699,6 +736,16 @@ export async function load(o: LoadOptions) {
       max: round(Math.max(...latencies), 3),
     },
   };
+}
+
+/**
+ * autocannon, programmatically: a warm-up run (discarded), then the measured
+ * run. Latencies are taken from autocannon's per-response hrtime durations
+ * (sub-millisecond), not its integer-millisecond histogram.
+ */
+export async function load(o: LoadOptions) {
+  await warmUp(o);
+  return summariseLoad(o, [await measureLoad(o)]);
 }
 
 // ---------------------------------------------------------------- results

@@ -7,7 +7,20 @@
 // bench process would share one event loop with autocannon and be measured
 // slower than it is; as children, each gets its own event loop and the
 // comparison is like for like.
-import { envInt, ratio, startBareServer, startService, load, log, type ScenarioContext, type ScenarioResult } from './lib.ts';
+import {
+  envInt,
+  load,
+  log,
+  measureLoad,
+  percentile,
+  ratio,
+  startBareServer,
+  startService,
+  summariseLoad,
+  warmUp,
+  type ScenarioContext,
+  type ScenarioResult,
+} from './lib.ts';
 
 interface RouteSpec {
   name: string;
@@ -40,6 +53,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const connections = envInt('BENCH_CONNECTIONS', 50);
   const durationSec = envInt('BENCH_DURATION', 10);
   const warmupSec = envInt('BENCH_WARMUP', 2);
+  const rounds = envInt('BENCH_PLATFORM_ROUNDS', 2);
   const forced = process.env.BENCH_PLATFORM_ROUTE;
   // Diagnostic (off by default): a third run spreading the load over this
   // many keys of separate accounts, to tell per-key counter contention apart
@@ -48,7 +62,8 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const serverIssues: string[] = [];
   const notes: string[] = [
     'both servers are child processes (node --import tsx), loopback only; autocannon runs in the bench process',
-    'latency percentiles are computed from autocannon per-response hrtime durations of 2xx responses',
+    'latency percentiles are computed from autocannon per-response hrtime durations of 2xx responses, pooled over the rounds',
+    'each server is warmed up once, then measured in interleaved rounds (bare, auth, auth, bare, ...) totalling durationSec each',
     'the service keeps its rate limiter on (limits raised to 1e9 so nothing is refused); one API key, so every request upserts the same usage-counter rows',
   ];
 
@@ -89,16 +104,30 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
 
     const bare = await startBareServer({ method: route.method, path: route.path.split('?')[0] }, bareBody);
     const body = route.body ? JSON.stringify(route.body) : undefined;
-    let bareRun;
-    let authRun;
+    const bareLoad = { url: `${bare.url}${route.path}`, method: route.method, body, connections, durationSec: durationSec / rounds, warmupSec, serverPid: bare.pid };
+    const authLoad = { ...bareLoad, url: `${service.publicUrl}${route.path}`, headers, serverPid: service.pid };
+    // Interleaved rounds (bare, auth, auth, bare, ...) so a change in the
+    // machine's background load during the run falls on both sides alike.
+    const bareParts: Awaited<ReturnType<typeof measureLoad>>[] = [];
+    const authParts: Awaited<ReturnType<typeof measureLoad>>[] = [];
     try {
-      log(`platform-overhead: bare Express route, ${connections} connections, ${warmupSec}s warm-up + ${durationSec}s`);
-      bareRun = await load({ url: `${bare.url}${route.path}`, method: route.method, body, connections, durationSec, warmupSec, serverPid: bare.pid });
+      log(`platform-overhead: warming up both servers (${warmupSec}s each)`);
+      await warmUp(bareLoad);
+      await warmUp(authLoad);
+      for (let i = 0; i < rounds; i++) {
+        const order = i % 2 === 0 ? (['bare', 'auth'] as const) : (['auth', 'bare'] as const);
+        for (const which of order) {
+          log(`platform-overhead: round ${i + 1}/${rounds}, ${which === 'bare' ? 'bare Express route' : 'authenticated route'}, ${connections} connections, ${bareLoad.durationSec}s`);
+          if (which === 'bare') bareParts.push(await measureLoad(bareLoad));
+          else authParts.push(await measureLoad(authLoad));
+        }
+      }
     } finally {
       await bare.stop();
     }
-    log(`platform-overhead: authenticated route, ${connections} connections, ${warmupSec}s warm-up + ${durationSec}s`);
-    authRun = await load({ url: `${service.publicUrl}${route.path}`, method: route.method, headers, body, connections, durationSec, warmupSec, serverPid: service.pid });
+    const bareRun = summariseLoad(bareLoad, bareParts);
+    const authRun = summariseLoad(authLoad, authParts);
+    const roundP50Ratios = authParts.map((a, i) => ratio(percentile(a.latencies, 50), percentile(bareParts[i].latencies, 50)));
     let spreadRun: Awaited<ReturnType<typeof load>> | undefined;
     if (spreadKeys > 1) {
       const keys = [];
@@ -125,6 +154,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         connections,
         warmupSec,
         durationSec,
+        rounds,
         loadGenerator: 'autocannon (in the bench process)',
       },
       measured: { authenticated: authRun, ...(spreadRun ? { [`authenticatedSpreadOver${spreadKeys}Keys`]: spreadRun } : {}) },
@@ -133,6 +163,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         p50: p50Ratio,
         p99: ratio(authRun.latencyMs.p99, bareRun.latencyMs.p99),
         rps: ratio(authRun.rps, bareRun.rps),
+        p50ByRound: roundP50Ratios,
         serverCpuPerRequest: ratio(authRun.serverCpuMsPerRequest!, bareRun.serverCpuMsPerRequest!),
         ...(spreadRun ? { spreadKeysP50: ratio(spreadRun.latencyMs.p50, bareRun.latencyMs.p50) } : {}),
       },
