@@ -9,7 +9,7 @@ import { createSql, type Sql } from './db/sql.ts';
 import { AppError } from './http/errors.ts';
 import { parse } from './http/validate.ts';
 import { UuidSchema } from './http/params.ts';
-import { ingestRows, rowsOf, type BodyFormat } from './admin/ingest.ts';
+import { batchesFrom, ingestRows, type BodyFormat } from './admin/ingest.ts';
 import { readStatus } from './admin/status.ts';
 import * as accounts from './accounts/repository.ts';
 import * as keys from './keys/service.ts';
@@ -77,7 +77,7 @@ async function run(sql: Sql, argv: string[]): Promise<unknown> {
         const kinds = ingestKinds();
         const kind = kinds[action];
         if (!kind) throw new AppError('invalid_request', `unknown ingest kind ${action}`, { kind: [`one of ${Object.keys(kinds).join(', ')}`] });
-        return ingestRows(sql, kind, rowsOf(createReadStream(rest[0]), formatOfFile(rest[0])));
+        return ingestRows(sql, kind, batchesFrom(createReadStream(rest[0]), formatOfFile(rest[0])));
       }
       process.stderr.write(`${USAGE}\n`);
       process.exit(2);

@@ -1,33 +1,68 @@
-import { Readable } from 'node:stream';
-import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
 import type { Request } from 'express';
 import { z } from 'zod';
 import type { Sql } from '../db/sql.ts';
 import { AppError } from '../http/errors.ts';
-import { parseCsvRecords } from './csv.ts';
+import { parseCsvBatches } from './csv.ts';
 
 /**
- * Batch ingest shared by every admin upload route and the CLI.
+ * Batch ingest shared by every admin upload route, the CLI and the demo load.
  *
- * The body is parsed by Content-Type (JSON array, NDJSON or CSV) and streamed:
- * each row is validated and copied into a temporary staging table inside one
- * transaction. Only when every row has passed does the kind's `apply` upsert
- * the staged rows into the real tables, so one bad row aborts the transaction
- * and nothing is stored. Memory stays bounded by the COPY buffer, not by the
- * size of the batch.
+ * The body is parsed by Content-Type (JSON array, NDJSON or CSV) and streamed
+ * in batches; each row is validated and encoded as a line of COPY text. The
+ * whole upload is one transaction, so a bad row anywhere aborts it and nothing
+ * is stored. Two shapes of kind:
+ *
+ * - keyed kinds (bars) name each row's (instrument, time) key. The service
+ *   refuses a repeated key and an unknown instrument itself while streaming,
+ *   and writes each batch as soon as it is complete (`writeBatch`), while the
+ *   next batch is being parsed, so parsing and the database work overlap.
+ *   Memory is bounded by two batches.
+ * - other kinds stage every row (with its index) in a temporary table and
+ *   `apply` checks and upserts the staged set at the end.
  */
 export interface IngestKind<Row> {
   /** Used in messages: "daily bars". */
   label: string;
   rowSchema: z.ZodType<Row>;
-  /** `create temp table ingest_staging (...)` column list, after `row_index integer`. */
+  /** Column list of the temporary `ingest_staging` table (after `row_index integer` for unkeyed kinds). */
   stagingColumns: string;
   /** Values in staging column order; null for an absent value. */
   toStagingValues(row: Row): (string | number | boolean | null)[];
-  /** Checks the staged batch against the database, then upserts. Throw AppError with the row index on a bad row. */
-  apply(tx: Sql): Promise<IngestResult>;
+  /**
+   * Optional hot path: a hand-written check that accepts only rows rowSchema
+   * accepts and returns exactly what it would, or undefined to let rowSchema
+   * decide (and word any error). Unit tests hold it to that against rowSchema.
+   */
+  fastRow?(raw: unknown): Row | undefined;
+  key?: RowKey<Row>;
+  /** Keyed kinds: writes one batch of staging-format COPY text; `state` lives for the whole upload. */
+  writeBatch?(tx: Sql, batch: CopyBatch, state: Record<string, unknown>): Promise<WriteCounts>;
+  /** Keyed kinds: extra result fields from the upload's keys. */
+  summarise?(keys: RowKeys): Record<string, unknown>;
+  /** Unkeyed kinds: checks the staged rows against the database, then upserts. Throw AppError with the row index on a bad row. */
+  apply?(tx: Sql): Promise<IngestResult>;
   /** Runs after the transaction commits (e.g. refreshing continuous aggregates, which refuse to run inside one). */
   afterCommit?(sql: Sql, result: IngestResult): Promise<void>;
+}
+
+export interface RowKey<Row> {
+  /** The request field the time part comes from, for messages: "barDate". */
+  field: string;
+  instrumentId(row: Row): string;
+  /** An integer position in time: days or minutes since 1970-01-01. */
+  ordinal(row: Row): number;
+}
+
+export interface CopyBatch {
+  /** COPY text (tab-separated, \N for null), one line per row, in staging column order. */
+  text: string;
+  rows: number;
+}
+
+export interface WriteCounts {
+  inserted: number;
+  updated: number;
 }
 
 export interface IngestResult {
@@ -52,8 +87,9 @@ export function formatOf(contentType: string | undefined): BodyFormat {
 
 // A JSON array body is parsed whole; larger uploads should use NDJSON or CSV.
 const MAX_JSON_BYTES = 64 * 1024 * 1024;
+const ROWS_PER_BATCH = 5_000;
 
-async function* jsonRows(body: Readable): AsyncGenerator<unknown> {
+async function* jsonBatches(body: Readable): AsyncGenerator<unknown[]> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -68,83 +104,230 @@ async function* jsonRows(body: Readable): AsyncGenerator<unknown> {
     throw new AppError('invalid_request', 'request body is not valid JSON', { body: ['malformed JSON'] });
   }
   if (!Array.isArray(parsed)) throw new AppError('invalid_request', 'the body must be a JSON array of rows', { body: ['expected an array'] });
-  yield* parsed;
+  yield* batchesOf(parsed);
 }
 
-async function* ndjsonRows(body: Readable): AsyncGenerator<unknown> {
+async function* ndjsonBatches(body: Readable): AsyncGenerator<unknown[]> {
+  const decoder = new TextDecoder('utf-8');
   let index = 0;
-  for await (const line of createInterface({ input: body, crlfDelay: Infinity })) {
-    if (line.trim() === '') continue;
-    try {
-      yield JSON.parse(line);
-    } catch {
-      throw new AppError('invalid_request', `row ${index} is not valid JSON`, { [`rows[${index}]`]: ['malformed JSON line'] });
+  let pending = '';
+  const parseLines = (lines: string[]) => {
+    const batch: unknown[] = [];
+    for (const line of lines) {
+      if (line.trim() === '') continue;
+      try {
+        batch.push(JSON.parse(line));
+      } catch {
+        throw new AppError('invalid_request', `row ${index} is not valid JSON`, { [`rows[${index}]`]: ['malformed JSON line'] });
+      }
+      index++;
     }
-    index++;
+    return batch;
+  };
+  for await (const chunk of body) {
+    const lines = (pending + (typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }))).split('\n');
+    pending = lines.pop()!;
+    const batch = parseLines(lines);
+    if (batch.length) yield batch;
   }
+  const batch = parseLines([pending + decoder.decode()]);
+  if (batch.length) yield batch;
 }
 
-export function rowsOf(body: Readable, format: BodyFormat): AsyncGenerator<unknown> {
-  return format === 'json' ? jsonRows(body) : format === 'ndjson' ? ndjsonRows(body) : parseCsvRecords(body);
+/** Groups rows (an array, or any iterable) into ingest batches. */
+export function* batchesOf<T>(rows: Iterable<T>, size = ROWS_PER_BATCH): Generator<T[]> {
+  let batch: T[] = [];
+  for (const row of rows) {
+    batch.push(row);
+    if (batch.length === size) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length) yield batch;
 }
+
+export function batchesFrom(body: Readable, format: BodyFormat): AsyncGenerator<unknown[]> {
+  return format === 'json' ? jsonBatches(body) : format === 'ndjson' ? ndjsonBatches(body) : parseCsvBatches(body);
+}
+
+const NEEDS_COPY_ESCAPE = /[\\\t\n\r]/;
 
 function copyField(v: string | number | boolean | null): string {
   if (v === null) return '\\N';
   if (typeof v !== 'string') return String(v);
+  if (!NEEDS_COPY_ESCAPE.test(v)) return v;
   return v.replace(/[\\\t\n\r]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r'));
 }
 
-const COPY_CHUNK_BYTES = 256 * 1024;
+function copyLine(values: (string | number | boolean | null)[]): string {
+  let line = copyField(values[0]);
+  for (let i = 1; i < values.length; i++) line += `\t${copyField(values[i])}`;
+  return `${line}\n`;
+}
 
-export async function ingestRows<Row>(sql: Sql, kind: IngestKind<Row>, rows: AsyncIterable<unknown> | Iterable<unknown>): Promise<IngestResult> {
-  const result = await sql.begin(async (tx) => {
-    // The COPY lasts as long as the upload; the service-wide statement timeout
-    // is for queries, not for streaming a large batch.
-    await tx`set local statement_timeout = 0`;
-    await tx.unsafe(`create temp table ingest_staging (row_index integer not null, ${kind.stagingColumns}) on commit drop`);
-    const writable = await tx`copy ingest_staging from stdin`.writable();
-    // A refused batch destroys the stream; the transaction reports the failure.
-    writable.on('error', () => {});
-    let buffer = '';
-    let index = 0;
-    const flush = async () => {
-      if (!writable.write(buffer)) await new Promise((r) => writable.once('drain', r));
-      buffer = '';
+/**
+ * Sends COPY text into `target` (`table (columns)` or a table name) inside
+ * the transaction, and settles with the server's verdict.
+ *
+ * postgres.js resolves a COPY query with its stream as soon as the server
+ * accepts the data; an error the server raises after the end of the data
+ * (a unique violation, a constraint) goes to the query's own reject, which is
+ * then a no-op, and the stream's end callback never fires. Wrapping that
+ * reject surfaces the error (with its SQLSTATE) instead of waiting forever;
+ * test/integration/ingest-copy.test.ts holds this to the library's behaviour.
+ */
+export async function copyInto(tx: Sql, target: string, text: string): Promise<void> {
+  const query = tx.unsafe(`copy ${target} from stdin`) as unknown as { reject(err: unknown): void; writable(): Promise<Writable> };
+  if (typeof query.reject !== 'function') throw new Error('postgres.js no longer exposes Query.reject; copyInto needs revisiting');
+  const failed = new Promise<never>((_, reject) => {
+    const original = query.reject.bind(query);
+    query.reject = (err) => {
+      reject(err);
+      original(err);
     };
+  });
+  failed.catch(() => {}); // observed by the race below, or by the awaited writable()
+  const writable = await query.writable();
+  await Promise.race([
+    failed,
+    new Promise<void>((resolve, reject) => {
+      writable.once('error', reject);
+      writable.end(text, resolve);
+    }),
+  ]);
+}
+
+// A batch is written once its COPY text reaches this size: large enough that
+// the per-statement cost is noise, small enough that two batches in memory
+// stay a few MB.
+const COPY_BATCH_BYTES = 4 * 1024 * 1024;
+
+function invalidRow(kind: { label: string }, index: number, issues: readonly z.core.$ZodIssue[]) {
+  const details: Record<string, string[]> = {};
+  for (const issue of issues) {
+    const key = [`rows[${index}]`, ...issue.path.map(String)].join('.');
+    (details[key] ??= []).push(issue.message);
+  }
+  return new AppError('invalid_request', `row ${index} of the ${kind.label} batch is invalid; nothing was stored`, details);
+}
+
+/** Ingests batches of raw rows in one transaction; see IngestKind. */
+export async function ingestRows<Row>(sql: Sql, kind: IngestKind<Row>, batches: AsyncIterable<readonly unknown[]> | Iterable<readonly unknown[]>): Promise<IngestResult> {
+  const key = kind.key;
+  if (key ? !kind.writeBatch : !kind.apply) throw new Error(`ingest kind ${kind.label}: keyed kinds need writeBatch, others apply`);
+  const result = await sql.begin(async (tx) => {
+    // The upload lasts as long as the client sends; the service-wide statement
+    // timeout is for queries, not for streaming a large batch.
+    await tx`set local statement_timeout = 0`;
+    await tx.unsafe(`create temp table ingest_staging (${key ? '' : 'row_index integer not null, '}${kind.stagingColumns}) on commit drop`);
+    const keys = key ? new RowKeys() : null;
+    const counts: WriteCounts = { inserted: 0, updated: 0 };
+    const state: Record<string, unknown> = {};
+    let index = 0;
+    let text = '';
+    let batchRows = 0;
+    // The previous batch's write, running while the next batch is parsed.
+    let writing: Promise<void> = Promise.resolve();
+
+    const write = async (batch: CopyBatch) => {
+      if (!keys) return copyInto(tx as unknown as Sql, 'ingest_staging', batch.text);
+      await rejectUnknownInstruments(tx as unknown as Sql, keys);
+      const written = await kind.writeBatch!(tx as unknown as Sql, batch, state);
+      counts.inserted += written.inserted;
+      counts.updated += written.updated;
+    };
+    const flush = async () => {
+      await writing;
+      writing = write({ text, rows: batchRows });
+      writing.catch(() => {}); // observed by the next flush or the final await
+      text = '';
+      batchRows = 0;
+    };
+
     try {
-      for await (const raw of rows) {
-        const parsed = kind.rowSchema.safeParse(raw);
-        if (!parsed.success) {
-          const details: Record<string, string[]> = {};
-          for (const issue of parsed.error.issues) {
-            const key = [`rows[${index}]`, ...issue.path.map(String)].join('.');
-            (details[key] ??= []).push(issue.message);
+      for await (const batch of batches) {
+        for (const raw of batch) {
+          let row = kind.fastRow?.(raw);
+          if (row === undefined) {
+            const parsed = kind.rowSchema.safeParse(raw);
+            if (!parsed.success) throw invalidRow(kind, index, parsed.error.issues);
+            row = parsed.data;
           }
-          throw new AppError('invalid_request', `row ${index} of the ${kind.label} batch is invalid; nothing was stored`, details);
+          if (keys && !keys.add(key!.instrumentId(row), key!.ordinal(row), index)) {
+            throw new AppError('invalid_request', `row ${index}: duplicates an earlier row of this batch; nothing was stored`, {
+              [`rows[${index}].${key!.field}`]: ['duplicates an earlier row of this batch'],
+            });
+          }
+          const line = copyLine(kind.toStagingValues(row));
+          if (line.includes('\0')) {
+            throw new AppError('invalid_request', `row ${index} contains a NUL character; nothing was stored`, { [`rows[${index}]`]: ['text may not contain NUL (U+0000)'] });
+          }
+          text += keys ? line : `${index}\t${line}`;
+          index++;
+          batchRows++;
         }
-        buffer += `${index}\t${kind.toStagingValues(parsed.data).map(copyField).join('\t')}\n`;
-        index++;
-        if (buffer.length >= COPY_CHUNK_BYTES) await flush();
+        if (text.length >= COPY_BATCH_BYTES) await flush();
       }
       if (index === 0) throw new AppError('invalid_request', `the ${kind.label} batch is empty`, { body: ['no rows'] });
-      if (buffer) await flush();
+      if (batchRows) await flush();
+      await writing;
     } catch (err) {
-      writable.destroy(err as Error);
+      await writing.catch(() => {});
       throw err;
     }
-    await new Promise<void>((resolve, reject) => {
-      writable.once('error', reject);
-      writable.end(resolve);
-    });
+    if (keys) return { rows: index, ...counts, unchanged: index - counts.inserted - counts.updated, ...kind.summarise?.(keys) };
     await tx`analyze ingest_staging`;
-    return kind.apply(tx as unknown as Sql);
+    return kind.apply!(tx as unknown as Sql);
   });
   await kind.afterCommit?.(sql, result);
   return result;
 }
 
 export async function ingestRequest<Row>(sql: Sql, kind: IngestKind<Row>, req: Request): Promise<IngestResult> {
-  return ingestRows(sql, kind, rowsOf(req, formatOf(req.get('content-type'))));
+  return ingestRows(sql, kind, batchesFrom(req, formatOf(req.get('content-type'))));
+}
+
+/**
+ * The keys of a keyed upload: per instrument, the row it first appears on, and
+ * a bitmap of the time ordinals seen (pages of 4,096, so ten years of daily
+ * bars are one 512-byte page and a year of minutes 64 KB).
+ */
+export class RowKeys {
+  private readonly instruments = new Map<string, { firstRow: number; known: boolean; pages: Map<number, Uint32Array> }>();
+  first = Infinity;
+  last = -Infinity;
+
+  /** Records a key; false when the upload already had it. */
+  add(instrumentId: string, ordinal: number, row: number): boolean {
+    let entry = this.instruments.get(instrumentId);
+    if (!entry) {
+      entry = { firstRow: row, known: false, pages: new Map() };
+      this.instruments.set(instrumentId, entry);
+    }
+    const page = Math.floor(ordinal / 4096);
+    const offset = ordinal - page * 4096;
+    let bits = entry.pages.get(page);
+    if (!bits) {
+      bits = new Uint32Array(128);
+      entry.pages.set(page, bits);
+    }
+    const mask = 1 << (offset & 31);
+    if (bits[offset >>> 5] & mask) return false;
+    bits[offset >>> 5] |= mask;
+    if (ordinal < this.first) this.first = ordinal;
+    if (ordinal > this.last) this.last = ordinal;
+    return true;
+  }
+
+  /** Instruments not yet checked against the database, with the first row naming each. */
+  unchecked(): { id: string; firstRow: number }[] {
+    return [...this.instruments].filter(([, e]) => !e.known).map(([id, e]) => ({ id, firstRow: e.firstRow }));
+  }
+
+  markKnown(ids: string[]): void {
+    for (const id of ids) this.instruments.get(id)!.known = true;
+  }
 }
 
 /** Answers 400 naming the first staged row a check query returns (`row_index`), if any. */
@@ -157,29 +340,59 @@ export async function rejectFirstRow(check: PromiseLike<readonly Record<string, 
   }
 }
 
-/** 400 naming the first staged row whose instrument_id is not a known instrument. */
-export async function rejectUnknownInstruments(tx: Sql): Promise<void> {
-  await rejectFirstRow(
-    tx`
-      select s.row_index
-      from ingest_staging s
-      where not exists (select 1 from instruments i where i.id = s.instrument_id)
-      order by s.row_index
-      limit 1
-    `,
-    'instrumentId',
-    'unknown instrument',
+/**
+ * 400 naming the first row whose instrumentId is not a known instrument: from
+ * the staged rows, or for a keyed upload from the instruments not yet checked.
+ */
+export async function rejectUnknownInstruments(tx: Sql, keys?: RowKeys): Promise<void> {
+  if (!keys) {
+    return rejectFirstRow(
+      tx`
+        select s.row_index
+        from ingest_staging s
+        where not exists (select 1 from instruments i where i.id = s.instrument_id)
+        order by s.row_index
+        limit 1
+      `,
+      'instrumentId',
+      'unknown instrument',
+    );
+  }
+  const unchecked = keys.unchecked();
+  if (!unchecked.length) return;
+  const ids = unchecked.map((u) => u.id);
+  const unknown = new Set(
+    (await tx`select t.id::text as id from unnest(${ids}::uuid[]) as t (id) where not exists (select 1 from instruments i where i.id = t.id)`).map((r) => r.id as string),
   );
+  const firstUnknown = unchecked.filter((u) => unknown.has(u.id)).sort((a, b) => a.firstRow - b.firstRow)[0];
+  if (firstUnknown) {
+    throw new AppError('invalid_request', `row ${firstUnknown.firstRow}: unknown instrument; nothing was stored`, {
+      [`rows[${firstUnknown.firstRow}].instrumentId`]: ['unknown instrument'],
+    });
+  }
+  keys.markKnown(ids);
 }
 
 // Shared row-field schemas. Rows from CSV arrive as text, rows from JSON as
 // numbers; both are accepted, and NaN, Infinity and empty text are refused.
 const NUMERIC_TEXT = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 
-export const FiniteNumber = z.union([
-  z.number().refine(Number.isFinite, 'must be a finite number'),
-  z.string().regex(NUMERIC_TEXT, 'must be a number').transform(Number),
-]);
+/** FiniteNumber's test, for hand-written hot paths: the number, or undefined. */
+export function finiteNumber(v: unknown): number | undefined {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && NUMERIC_TEXT.test(v) ? Number(v) : undefined;
+  return n !== undefined && Number.isFinite(n) ? n : undefined;
+}
+
+// One transform rather than a union of number and numeric text: a union pays
+// for a failed branch on every CSV field.
+export const FiniteNumber = z.unknown().transform((v, ctx): number => {
+  const n = finiteNumber(v);
+  if (n !== undefined) return n;
+  const numeric = typeof v === 'number' || (typeof v === 'string' && NUMERIC_TEXT.test(v));
+  // "1e999" is numeric text but no finite number.
+  ctx.addIssue({ code: 'custom', message: v === undefined ? 'required' : numeric ? 'must be a finite number' : 'must be a number' });
+  return z.NEVER;
+});
 
 export const PositiveNumber = FiniteNumber.refine((n) => n > 0, 'must be greater than 0');
 export const NonNegativeNumber = FiniteNumber.refine((n) => n >= 0, 'must be 0 or greater');

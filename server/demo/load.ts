@@ -1,5 +1,5 @@
 import type { Sql } from '../db/sql.ts';
-import { ingestRows, type IngestResult } from '../admin/ingest.ts';
+import { batchesOf, ingestRows, type IngestResult } from '../admin/ingest.ts';
 import { instrumentIngest } from '../instruments/ingest.ts';
 import { dailyBarIngest, intradayBarIngest } from '../prices/ingest.ts';
 import { corporateActionIngest, coverageCheckIngest } from '../actions/ingest.ts';
@@ -20,11 +20,11 @@ export async function loadDemoData(sql: Sql): Promise<Record<string, IngestResul
     }
   }
   return {
-    instruments: await ingestRows(sql, instrumentIngest, instruments),
-    dailyBars: await ingestRows(sql, dailyBarIngest, dailyBars()),
-    intradayBars: await ingestRows(sql, intradayBarIngest, syntheticMinuteBars()),
-    corporateActions: await ingestRows(sql, corporateActionIngest, demoCorporateActions()),
-    coverageChecks: await ingestRows(sql, coverageCheckIngest, demoActionCoverage()),
+    instruments: await ingestRows(sql, instrumentIngest, batchesOf(instruments)),
+    dailyBars: await ingestRows(sql, dailyBarIngest, batchesOf(dailyBars())),
+    intradayBars: await ingestRows(sql, intradayBarIngest, batchesOf(syntheticMinuteBars())),
+    corporateActions: await ingestRows(sql, corporateActionIngest, batchesOf(demoCorporateActions())),
+    coverageChecks: await ingestRows(sql, coverageCheckIngest, batchesOf(demoActionCoverage())),
   };
 }
 

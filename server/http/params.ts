@@ -13,8 +13,19 @@ function isCalendarDate(s: string): boolean {
   const y = Number(s.slice(0, 4));
   const m = Number(s.slice(5, 7));
   const d = Number(s.slice(8, 10));
-  if (!(m >= 1 && m <= 12 && d >= 1 && d <= DAYS_IN_MONTH[m - 1])) return false;
+  // PostgreSQL has no year 0 (1 BC is year 0 in ISO 8601 but not in its input).
+  if (!(y >= 1 && m >= 1 && m <= 12 && d >= 1 && d <= DAYS_IN_MONTH[m - 1])) return false;
   return m !== 2 || d < 29 || (y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0));
+}
+
+/** The same test as DateSchema, for hand-written hot paths. */
+export function isDate(v: unknown): v is string {
+  return typeof v === 'string' && DATE_RE.test(v) && isCalendarDate(v);
+}
+
+/** The same test as InstantSchema, for hand-written hot paths. */
+export function isInstant(v: unknown): v is string {
+  return typeof v === 'string' && INSTANT_RE.test(v) && isCalendarDate(v.slice(0, 10)) && !Number.isNaN(Date.parse(v));
 }
 
 export const DateSchema = z

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { BooleanValue, FiniteNumber, NonNegativeNumber, PositiveNumber, rejectFirstRow, rejectUnknownInstruments, type IngestKind, type IngestResult } from '../admin/ingest.ts';
+import { BooleanValue, copyInto, finiteNumber, NonNegativeNumber, PositiveNumber, type IngestKind, type WriteCounts } from '../admin/ingest.ts';
 import type { Sql } from '../db/sql.ts';
-import { DateSchema, InstantSchema, UuidSchema } from '../http/params.ts';
+import { DateSchema, InstantSchema, isDate, isInstant, UuidSchema } from '../http/params.ts';
 import { INTRADAY_TABLES } from './repository.ts';
 
 const nullable = <T extends z.ZodType>(schema: T) => schema.nullable().optional().transform((v) => v ?? null);
@@ -57,77 +57,160 @@ export const IntradayBarRowSchema = z
 export type DailyBarRow = z.infer<typeof DailyBarRowSchema>;
 export type IntradayBarRow = z.infer<typeof IntradayBarRowSchema>;
 
-async function rejectDuplicates(tx: Sql, keyColumn: string, field: string) {
-  await rejectFirstRow(
-    tx`
-      select row_index
-      from (
-        select row_index, row_number() over (partition by instrument_id, ${tx(keyColumn)} order by row_index) as k
-        from ingest_staging
-      ) d
-      where k > 1
-      order by row_index
-      limit 1
-    `,
-    field,
-    'duplicates an earlier row of this batch',
-  );
+// ---- hot path: the common well-formed bar, checked by hand (see IngestKind.fastRow)
+
+// The RFC 9562 shape z.uuid() accepts, less its nil and max special cases.
+const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$/;
+const CURRENCY_RE = /^[A-Z]{3}$/;
+const BAR_KEYS = ['instrumentId', 'openPrice', 'highPrice', 'lowPrice', 'closePrice', 'volume', 'quoteCurrency', 'quoteUnit', 'source', 'asOf'];
+const DAILY_KEYS = new Set([...BAR_KEYS, 'barDate', 'stale', 'priceBasis', 'reflectsActionsThrough']);
+const INTRADAY_KEYS = new Set([...BAR_KEYS, 'barTimestamp']);
+
+function onlyKeys(raw: object, allowed: Set<string>): boolean {
+  for (const k in raw) if (!allowed.has(k)) return false;
+  return true;
 }
 
-function counted(row: Record<string, unknown>): IngestResult {
-  const rows = row.rows as number;
-  const inserted = row.inserted as number;
-  const updated = row.updated as number;
-  return { rows, inserted, updated, unchanged: rows - inserted - updated };
+/** A positive number, null for an absent one, undefined when rowSchema must decide. */
+function optionalPositive(v: unknown): number | null | undefined {
+  if (v === undefined || v === null) return null;
+  const n = finiteNumber(v);
+  return n !== undefined && n > 0 ? n : undefined;
+}
+
+/** Text already trimmed and within bounds (so rowSchema's trim would change nothing). */
+function plainText(v: unknown, max: number): string | undefined {
+  return typeof v === 'string' && v.length >= 1 && v.length <= max && v.trim() === v ? v : undefined;
+}
+
+type BarFields = Omit<DailyBarRow, 'barDate' | 'stale' | 'priceBasis' | 'reflectsActionsThrough'>;
+
+function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
+  const closePrice = finiteNumber(r.closePrice);
+  const openPrice = optionalPositive(r.openPrice);
+  const highPrice = optionalPositive(r.highPrice);
+  const lowPrice = optionalPositive(r.lowPrice);
+  const volumeRaw = r.volume;
+  const volume = volumeRaw === undefined || volumeRaw === null ? null : finiteNumber(volumeRaw);
+  const quoteUnit = plainText(r.quoteUnit, 50);
+  const source = plainText(r.source, 200);
+  if (
+    closePrice === undefined || !(closePrice > 0) || openPrice === undefined || highPrice === undefined || lowPrice === undefined ||
+    volume === undefined || (volume !== null && !(volume >= 0)) || quoteUnit === undefined || source === undefined ||
+    typeof r.instrumentId !== 'string' || !UUID_RE.test(r.instrumentId) ||
+    typeof r.quoteCurrency !== 'string' || !CURRENCY_RE.test(r.quoteCurrency) || !isInstant(r.asOf)
+  ) {
+    return undefined;
+  }
+  // checkOhlc's rules
+  if (highPrice !== null && (closePrice > highPrice || (openPrice !== null && openPrice > highPrice))) return undefined;
+  if (lowPrice !== null && (closePrice < lowPrice || (openPrice !== null && openPrice < lowPrice))) return undefined;
+  if (highPrice !== null && lowPrice !== null && lowPrice > highPrice) return undefined;
+  return { instrumentId: r.instrumentId, openPrice, highPrice, lowPrice, closePrice, volume, quoteCurrency: r.quoteCurrency, quoteUnit, source, asOf: r.asOf };
+}
+
+function fastDailyBar(raw: unknown): DailyBarRow | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || !onlyKeys(raw, DAILY_KEYS)) return undefined;
+  const r = raw as Record<string, unknown>;
+  const bar = fastBarFields(r);
+  if (!bar || !isDate(r.barDate)) return undefined;
+  const stale = r.stale === undefined || r.stale === false || r.stale === 'false' ? false : r.stale === true || r.stale === 'true' ? true : undefined;
+  const priceBasis = r.priceBasis === undefined ? 'raw' : r.priceBasis === 'raw' || r.priceBasis === 'vendor_adjusted' ? r.priceBasis : undefined;
+  const through = r.reflectsActionsThrough;
+  const reflectsActionsThrough = through === undefined || through === null ? null : isDate(through) ? through : undefined;
+  if (stale === undefined || priceBasis === undefined || reflectsActionsThrough === undefined) return undefined;
+  if ((priceBasis === 'vendor_adjusted') !== (reflectsActionsThrough !== null)) return undefined;
+  return {
+    instrumentId: bar.instrumentId, openPrice: bar.openPrice, highPrice: bar.highPrice, lowPrice: bar.lowPrice, closePrice: bar.closePrice,
+    volume: bar.volume, quoteCurrency: bar.quoteCurrency, quoteUnit: bar.quoteUnit, source: bar.source, asOf: bar.asOf,
+    barDate: r.barDate, stale, priceBasis, reflectsActionsThrough,
+  };
+}
+
+function fastIntradayBar(raw: unknown): IntradayBarRow | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || !onlyKeys(raw, INTRADAY_KEYS)) return undefined;
+  const r = raw as Record<string, unknown>;
+  const bar = fastBarFields(r);
+  if (!bar || bar.openPrice === null || bar.highPrice === null || bar.lowPrice === null) return undefined;
+  if (!isInstant(r.barTimestamp) || Date.parse(r.barTimestamp) % MINUTE_MS !== 0) return undefined;
+  return {
+    instrumentId: bar.instrumentId, openPrice: bar.openPrice, highPrice: bar.highPrice, lowPrice: bar.lowPrice, closePrice: bar.closePrice,
+    volume: bar.volume, quoteCurrency: bar.quoteCurrency, quoteUnit: bar.quoteUnit, source: bar.source, asOf: bar.asOf,
+    barTimestamp: r.barTimestamp,
+  };
+}
+
+const UNIQUE_VIOLATION = '23505';
+type Savepoints = { savepoint<T>(fn: (sp: Sql) => Promise<T>): Promise<T> };
+
+const DAY_MS = 86_400_000;
+const MINUTE_MS = 60_000;
+
+
+const DAILY_COLUMNS = [
+  'instrument_id', 'bar_date', 'open_price', 'high_price', 'low_price', 'close_price', 'volume',
+  'quote_currency', 'quote_unit', 'stale', 'price_basis', 'reflects_actions_through', 'source', 'as_of',
+];
+const INTRADAY_COLUMNS = [
+  'instrument_id', 'bar_ts', 'open_price', 'high_price', 'low_price', 'close_price', 'volume',
+  'quote_currency', 'quote_unit', 'source', 'as_of',
+];
+
+/**
+ * Upserts the staged batch into `table`, keyed by (instrument_id, the time
+ * column). A stored row is rewritten only when some value differs, so an
+ * unchanged re-post writes nothing; the counts tell inserted from updated.
+ * Table and column names are constants of this module.
+ */
+async function upsertStagedBars(tx: Sql, table: string, columns: string[]): Promise<WriteCounts> {
+  const [, time, ...values] = columns;
+  const list = columns.join(', ');
+  const [row] = await tx.unsafe(`
+    with upserted as (
+      insert into ${table} as b (${list})
+      select ${list} from ingest_staging
+      on conflict (instrument_id, ${time}) do update set ${values.map((c) => `${c} = excluded.${c}`).join(', ')}
+      where (${values.map((c) => `b.${c}`).join(', ')}) is distinct from (${values.map((c) => `excluded.${c}`).join(', ')})
+      returning (xmax = 0) as inserted
+    )
+    select count(*) filter (where inserted)::int as inserted, count(*) filter (where not inserted)::int as updated
+    from upserted
+  `);
+  return { inserted: row.inserted as number, updated: row.updated as number };
 }
 
 export const dailyBarIngest: IngestKind<DailyBarRow> = {
   label: 'daily bars',
   rowSchema: DailyBarRowSchema,
+  fastRow: fastDailyBar,
   stagingColumns: `instrument_id uuid, bar_date date, open_price float8, high_price float8, low_price float8, close_price float8,
     volume float8, quote_currency text, quote_unit text, stale boolean, price_basis text, reflects_actions_through date, source text, as_of timestamptz`,
   toStagingValues: (r) => [
     r.instrumentId.toLowerCase(), r.barDate, r.openPrice, r.highPrice, r.lowPrice, r.closePrice, r.volume,
     r.quoteCurrency, r.quoteUnit, r.stale, r.priceBasis, r.reflectsActionsThrough, r.source, r.asOf,
   ],
-  async apply(tx) {
-    await rejectUnknownInstruments(tx);
-    await rejectDuplicates(tx, 'bar_date', 'barDate');
-    const [row] = await tx`
-      with upserted as (
-        insert into daily_bars as b (instrument_id, bar_date, open_price, high_price, low_price, close_price, volume,
-          quote_currency, quote_unit, stale, price_basis, reflects_actions_through, source, as_of)
-        select instrument_id, bar_date, open_price, high_price, low_price, close_price, volume,
-          quote_currency, quote_unit, stale, price_basis, reflects_actions_through, source, as_of
-        from ingest_staging
-        on conflict (instrument_id, bar_date) do update set
-          open_price = excluded.open_price,
-          high_price = excluded.high_price,
-          low_price = excluded.low_price,
-          close_price = excluded.close_price,
-          volume = excluded.volume,
-          quote_currency = excluded.quote_currency,
-          quote_unit = excluded.quote_unit,
-          stale = excluded.stale,
-          price_basis = excluded.price_basis,
-          reflects_actions_through = excluded.reflects_actions_through,
-          source = excluded.source,
-          as_of = excluded.as_of
-        where (b.open_price, b.high_price, b.low_price, b.close_price, b.volume, b.quote_currency, b.quote_unit,
-               b.stale, b.price_basis, b.reflects_actions_through, b.source, b.as_of)
-          is distinct from
-              (excluded.open_price, excluded.high_price, excluded.low_price, excluded.close_price, excluded.volume,
-               excluded.quote_currency, excluded.quote_unit, excluded.stale, excluded.price_basis,
-               excluded.reflects_actions_through, excluded.source, excluded.as_of)
-        returning (xmax = 0) as inserted
-      )
-      select
-        (select count(*)::int from ingest_staging) as rows,
-        count(*) filter (where inserted)::int as inserted,
-        count(*) filter (where not inserted)::int as updated
-      from upserted
-    `;
-    return counted(row);
+  key: { field: 'barDate', instrumentId: (r) => r.instrumentId.toLowerCase(), ordinal: (r) => Date.parse(r.barDate) / DAY_MS },
+  /**
+   * A batch of bars none of which is stored yet (a backfill, a new listing)
+   * is copied straight into daily_bars, at the cost of a bare COPY. A stored
+   * bar makes that COPY fail on the primary key; the savepoint undoes it and
+   * the batch goes through staging and the upsert instead, as do the batches
+   * after it until one turns out all new again.
+   */
+  async writeBatch(tx, batch, state) {
+    if (state.copyStraight !== false) {
+      try {
+        await (tx as unknown as Savepoints).savepoint((sp) => copyInto(sp, `daily_bars (${DAILY_COLUMNS.join(', ')})`, batch.text));
+        return { inserted: batch.rows, updated: 0 };
+      } catch (err) {
+        if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
+      }
+    }
+    await tx`truncate ingest_staging`;
+    await copyInto(tx, 'ingest_staging', batch.text);
+    const written = await upsertStagedBars(tx, 'daily_bars', DAILY_COLUMNS);
+    state.copyStraight = written.inserted === batch.rows;
+    return written;
   },
 };
 
@@ -193,49 +276,30 @@ async function refreshRollups(tx: Sql) {
 export const intradayBarIngest: IngestKind<IntradayBarRow> = {
   label: 'intraday bars',
   rowSchema: IntradayBarRowSchema,
+  fastRow: fastIntradayBar,
   stagingColumns: `instrument_id uuid, bar_ts timestamptz, open_price float8, high_price float8, low_price float8, close_price float8,
     volume float8, quote_currency text, quote_unit text, source text, as_of timestamptz`,
   toStagingValues: (r) => [
     r.instrumentId.toLowerCase(), r.barTimestamp, r.openPrice, r.highPrice, r.lowPrice, r.closePrice, r.volume,
     r.quoteCurrency, r.quoteUnit, r.source, r.asOf,
   ],
-  async apply(tx) {
-    await rejectUnknownInstruments(tx);
-    await rejectDuplicates(tx, 'bar_ts', 'barTimestamp');
-    const [row] = await tx`
-      with upserted as (
-        insert into intraday_bars as b (instrument_id, bar_ts, open_price, high_price, low_price, close_price, volume,
-          quote_currency, quote_unit, source, as_of)
-        select instrument_id, bar_ts, open_price, high_price, low_price, close_price, volume,
-          quote_currency, quote_unit, source, as_of
-        from ingest_staging
-        on conflict (instrument_id, bar_ts) do update set
-          open_price = excluded.open_price,
-          high_price = excluded.high_price,
-          low_price = excluded.low_price,
-          close_price = excluded.close_price,
-          volume = excluded.volume,
-          quote_currency = excluded.quote_currency,
-          quote_unit = excluded.quote_unit,
-          source = excluded.source,
-          as_of = excluded.as_of
-        where (b.open_price, b.high_price, b.low_price, b.close_price, b.volume, b.quote_currency, b.quote_unit, b.source, b.as_of)
-          is distinct from
-              (excluded.open_price, excluded.high_price, excluded.low_price, excluded.close_price, excluded.volume,
-               excluded.quote_currency, excluded.quote_unit, excluded.source, excluded.as_of)
-        returning (xmax = 0) as inserted
-      )
-      select
-        (select count(*)::int from ingest_staging) as rows,
-        count(*) filter (where inserted)::int as inserted,
-        count(*) filter (where not inserted)::int as updated
-      from upserted
-    `;
-    const [range] = await tx`select min(bar_ts) as first, max(bar_ts) as last from ingest_staging`;
+  key: { field: 'barTimestamp', instrumentId: (r) => r.instrumentId.toLowerCase(), ordinal: (r) => Date.parse(r.barTimestamp) / MINUTE_MS },
+  async writeBatch(tx, batch, state) {
+    await tx`truncate ingest_staging`;
+    await copyInto(tx, 'ingest_staging', batch.text);
+    const written = await upsertStagedBars(tx, 'intraday_bars', INTRADAY_COLUMNS);
+    state.tier ??= await storageTier(tx);
     // Full TimescaleDB keeps the rollups as continuous aggregates, refreshed after commit.
-    if ((await storageTier(tx)) !== 'timescaledb') await refreshRollups(tx);
-    return { ...counted(row), firstBarTimestamp: (range.first as Date).toISOString(), lastBarTimestamp: (range.last as Date).toISOString() };
+    if (state.tier !== 'timescaledb') {
+      await tx`analyze ingest_staging`;
+      await refreshRollups(tx);
+    }
+    return written;
   },
+  summarise: (keys) => ({
+    firstBarTimestamp: new Date(keys.first * MINUTE_MS).toISOString(),
+    lastBarTimestamp: new Date(keys.last * MINUTE_MS).toISOString(),
+  }),
   async afterCommit(sql, result) {
     if ((await storageTier(sql)) !== 'timescaledb') return;
     // A continuous aggregate refresh cannot run inside a transaction. Real-time

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { parseCsvRecords } from '../../server/admin/csv.ts';
+import { parseCsvBatches } from '../../server/admin/csv.ts';
 
 async function parse(...chunks: string[]) {
   const out = [];
-  for await (const r of parseCsvRecords((async function* () { yield* chunks.map((c) => Buffer.from(c)); })())) out.push(r);
+  for await (const batch of parseCsvBatches((async function* () { yield* chunks.map((c) => Buffer.from(c)); })())) out.push(...batch);
   return out;
 }
 
@@ -21,6 +21,31 @@ describe('CSV ingest parser', () => {
     const whole = await parse(text);
     expect(whole).toEqual([{ id: '1', name: 'Say "hi", then, go' }, { id: '2', name: 'two' }]);
     for (let cut = 1; cut < text.length; cut++) expect(await parse(text.slice(0, cut), text.slice(cut))).toEqual(whole);
+  });
+
+  it('when plain and quoted records alternate and the input is cut anywhere, even inside a UTF-8 character, then the result is the same', async () => {
+    const text = 'a,b,c\r\n1,,"x\r\ny"\r\n2,€uro,3\r\n"q""",r,"s"\n4,5,6';
+    const expected = [
+      { a: '1', b: null, c: 'x\r\ny' },
+      { a: '2', b: '€uro', c: '3' },
+      { a: 'q"', b: 'r', c: 's' },
+      { a: '4', b: '5', c: '6' },
+    ];
+    const bytes = Buffer.from(text);
+    for (let cut = 0; cut <= bytes.length; cut++) {
+      const out = [];
+      for await (const batch of parseCsvBatches((async function* () { yield bytes.subarray(0, cut); yield bytes.subarray(cut); })())) out.push(...batch);
+      expect(out).toEqual(expected);
+    }
+  });
+
+  it('when a bad record follows a quoted field spanning lines, then the error names its physical line', async () => {
+    await expect(parse('a,b\n"1\n2",x\n3\n')).rejects.toMatchObject({ details: { body: ['line 4: expected 2 fields, found 1'] } });
+  });
+
+  it('when the body ends inside a UTF-8 character, then 400 says it is not UTF-8', async () => {
+    const batches = parseCsvBatches((async function* () { yield Buffer.from('a\n'); yield Buffer.from([0xe2, 0x82]); })());
+    await expect((async () => { for await (const _ of batches); })()).rejects.toMatchObject({ code: 'invalid_request', details: { body: ['line 2: the body is not valid UTF-8'] } });
   });
 
   it('when blank lines or a missing final newline occur, then records are still read', async () => {
