@@ -8,7 +8,8 @@ import type { WorkerPool } from '../../workers/pool.ts';
 import type { TechnicalsData } from '../../workers/technicals.ts';
 import type { CorrelationMatrixResult } from '../../workers/correlation.ts';
 import type { BetaResult } from '../../workers/beta.ts';
-import { dayToDate, lookbackWindow } from './series.ts';
+import { dayToDate } from '../prices/adjustment.ts';
+import { lookbackWindow } from './series.ts';
 
 const PRICE_ASSUMPTIONS = {
   prices: 'daily closes adjusted for splits, stock dividends and cash dividends known at the window end (backfilled actions excluded)',

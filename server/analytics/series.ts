@@ -17,4 +17,3 @@ export function lookbackWindow(lookbackDays: number, asOf: PointInTime | undefin
   return { from, to: end, lookbackDays };
 }
 
-export const dayToDate = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);

@@ -104,28 +104,60 @@ export interface RawBar {
   reflectsActionsThrough: string | null;
 }
 
+/** Days since 1970-01-01 of a yyyy-mm-dd date, by arithmetic (this runs per bar; no Date objects). */
+export function dayNumber(date: string): number {
+  let y = (date.charCodeAt(0) - 48) * 1000 + (date.charCodeAt(1) - 48) * 100 + (date.charCodeAt(2) - 48) * 10 + (date.charCodeAt(3) - 48);
+  const m = (date.charCodeAt(5) - 48) * 10 + (date.charCodeAt(6) - 48);
+  const d = (date.charCodeAt(8) - 48) * 10 + (date.charCodeAt(9) - 48);
+  // Howard Hinnant's days_from_civil.
+  if (m <= 2) y -= 1;
+  const era = Math.floor(y / 400);
+  const yoe = y - era * 400;
+  const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1;
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+  return era * 146_097 + doe - 719_468;
+}
+
+/** The yyyy-mm-dd date of a day number (the inverse of dayNumber). */
+export const dayToDate = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
+
+/** `reflectsActionsThrough` of a raw bar, in day-number form. */
+export const NOT_VENDOR_ADJUSTED = -2_147_483_648;
+
 /**
- * Adjusts bars one at a time in ascending date order (so a cursor can stream
- * them), tracking which actions changed something and which were already
- * reflected by the source.
+ * Adjusts bars in ascending date order (one at a time, so a cursor can
+ * stream them, or a whole series of arrays at once), tracking which actions
+ * changed something and which were already reflected by the source. Both
+ * forms go through `multipliersAt`, so they give bit-identical numbers.
  */
 export class BarAdjuster {
   readonly applied = new Set<string>();
   readonly alreadyReflected = new Set<string>();
   readonly bases = new Set<'raw' | 'vendor_adjusted'>();
   private readonly appliedProvenance = new Map<string, Provenance>();
+  private readonly effectiveDays: number[];
+  // Results of the last multipliersAt call (fields, not an object per bar).
+  private price = 1;
+  private volume = 1;
 
-  constructor(private readonly factors: Factor[]) {}
+  constructor(private readonly factors: Factor[]) {
+    this.effectiveDays = factors.map((f) => dayNumber(f.effectiveDate));
+  }
 
-  adjust<B extends RawBar>(bar: B): B {
-    this.bases.add(bar.priceBasis);
+  /**
+   * The price and volume multipliers of a bar dated `barDay` whose source
+   * reflects actions through `reflectsDay` (NOT_VENDOR_ADJUSTED for a raw
+   * bar). Multiplied in ascending effective-date order for every bar, so the
+   * same action set always yields bit-identical numbers.
+   */
+  private multipliersAt(barDay: number, reflectsDay: number): void {
     let price = 1;
     let volume = 1;
-    // Multiplied in ascending effective-date order for every bar, so the same
-    // action set always yields bit-identical numbers.
-    for (const f of this.factors) {
-      if (f.effectiveDate <= bar.barDate) continue;
-      if (bar.reflectsActionsThrough !== null && f.effectiveDate <= bar.reflectsActionsThrough) {
+    for (let i = 0; i < this.factors.length; i++) {
+      const effective = this.effectiveDays[i];
+      if (effective <= barDay) continue;
+      const f = this.factors[i];
+      if (effective <= reflectsDay) {
         this.alreadyReflected.add(f.actionId);
         continue;
       }
@@ -134,6 +166,15 @@ export class BarAdjuster {
       this.applied.add(f.actionId);
       this.appliedProvenance.set(f.actionId, f.provenance);
     }
+    this.price = price;
+    this.volume = volume;
+  }
+
+  adjust<B extends RawBar>(bar: B): B {
+    this.bases.add(bar.priceBasis);
+    if (this.factors.length === 0) return bar;
+    this.multipliersAt(dayNumber(bar.barDate), bar.reflectsActionsThrough === null ? NOT_VENDOR_ADJUSTED : dayNumber(bar.reflectsActionsThrough));
+    const { price, volume } = this;
     if (price === 1 && volume === 1) return bar;
     return {
       ...bar,
@@ -143,6 +184,22 @@ export class BarAdjuster {
       closePrice: bar.closePrice * price,
       volume: bar.volume === null ? null : bar.volume * volume,
     };
+  }
+
+  /**
+   * Adjusts a series in place: `days` and `reflects` in day-number form,
+   * `prices` the price arrays (NaN for an absent value stays NaN).
+   */
+  adjustSeries(days: Int32Array, reflects: Int32Array, prices: Float64Array[], volume: Float64Array | null): void {
+    for (let i = 0; i < days.length; i++) {
+      this.bases.add(reflects[i] === NOT_VENDOR_ADJUSTED ? 'raw' : 'vendor_adjusted');
+      if (this.factors.length === 0) continue;
+      this.multipliersAt(days[i], reflects[i]);
+      if (this.price !== 1 || this.volume !== 1) {
+        for (const p of prices) p[i] *= this.price;
+        if (volume) volume[i] *= this.volume;
+      }
+    }
   }
 
   provenanceCounts(): Record<Provenance, number> {

@@ -217,6 +217,7 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
 const ROLLUPS = (['5min', '15min', '30min', '1hour'] as const).map((interval) => ({
   table: INTRADAY_TABLES[interval],
   width: { '5min': '5 minutes', '15min': '15 minutes', '30min': '30 minutes', '1hour': '1 hour' }[interval],
+  ms: { '5min': 5, '15min': 15, '30min': 30, '1hour': 60 }[interval] * MINUTE_MS,
 }));
 
 // Bucket origin: a Monday midnight UTC, the same as TimescaleDB's time_bucket
@@ -231,19 +232,25 @@ async function storageTier(sql: Sql): Promise<string> {
 /**
  * Recomputes every rollup bucket the batch touched, from the stored 1-minute
  * bars (not just the batch), so a correction or a partial bucket is right.
+ *
+ * One pass over the stored minutes between the batch's first and last whole
+ * bucket (constants, so only those chunks are read), kept to the touched
+ * (instrument, bucket) pairs by a hash semi-join on equality. A join on the
+ * bucket range instead degenerates into comparing every stored minute of an
+ * instrument with every touched bucket (24 s for a 20-day batch, measured).
  */
-async function refreshRollups(tx: Sql) {
-  for (const { table, width } of ROLLUPS) {
+async function refreshRollups(tx: Sql, first: Date, last: Date) {
+  const origin = Date.parse(BUCKET_ORIGIN);
+  for (const { table, width, ms } of ROLLUPS) {
+    const lo = new Date(origin + Math.floor((first.getTime() - origin) / ms) * ms);
+    const hi = new Date(origin + (Math.floor((last.getTime() - origin) / ms) + 1) * ms);
+    const bucket = (column: string) => tx`date_bin(${width}::interval, ${tx(column)}, ${BUCKET_ORIGIN}::timestamptz)`;
     await tx`
-      with touched as (
-        select distinct instrument_id, date_bin(${width}::interval, bar_ts, ${BUCKET_ORIGIN}::timestamptz) as bucket
-        from ingest_staging
-      )
       insert into ${tx(table)} as r (instrument_id, bar_ts, open_price, high_price, low_price, close_price, volume,
         quote_currency, quote_unit, source, as_of)
       select
         m.instrument_id,
-        t.bucket,
+        ${bucket('bar_ts')},
         (array_agg(m.open_price order by m.bar_ts))[1],
         max(m.high_price),
         min(m.low_price),
@@ -253,12 +260,10 @@ async function refreshRollups(tx: Sql) {
         (array_agg(m.quote_unit order by m.bar_ts desc))[1],
         (array_agg(m.source order by m.bar_ts desc))[1],
         max(m.as_of)
-      from touched t
-      join intraday_bars m
-        on m.instrument_id = t.instrument_id
-       and m.bar_ts >= t.bucket
-       and m.bar_ts < t.bucket + ${width}::interval
-      group by m.instrument_id, t.bucket
+      from intraday_bars m
+      where m.bar_ts >= ${lo} and m.bar_ts < ${hi}
+        and (m.instrument_id, ${bucket('bar_ts')}) in (select instrument_id, ${bucket('bar_ts')} from ingest_staging)
+      group by 1, 2
       on conflict (instrument_id, bar_ts) do update set
         open_price = excluded.open_price,
         high_price = excluded.high_price,
@@ -292,7 +297,8 @@ export const intradayBarIngest: IngestKind<IntradayBarRow> = {
     // Full TimescaleDB keeps the rollups as continuous aggregates, refreshed after commit.
     if (state.tier !== 'timescaledb') {
       await tx`analyze ingest_staging`;
-      await refreshRollups(tx);
+      const [range] = await tx`select min(bar_ts) as first, max(bar_ts) as last from ingest_staging`;
+      await refreshRollups(tx, range.first as Date, range.last as Date);
     }
     return written;
   },

@@ -5,6 +5,7 @@ import type { Meta } from '../http/envelope.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import {
   BarAdjuster,
+  dayToDate,
   buildFactors,
   priceBasisOf,
   PROVENANCES,
@@ -328,7 +329,6 @@ export interface AdjustedSeries {
   lastDate: string | null;
 }
 
-const DAY_MS = 86_400_000;
 
 /**
  * Adjusted daily bars packed as typed arrays for the worker pool: compact,
@@ -343,45 +343,46 @@ export async function readAdjustedSeries(
 ): Promise<Map<string, AdjustedSeries>> {
   const q = { from: window.from, to: window.to, adjusted: true, asOf: window.asOf, includeBackfilled: false };
   const plans = await planAdjustments(sql, ids, q);
-  const rows = await timed('adjusted_series_bars', repo.selectSeriesBars(sql, ids, window.from, window.to, window.fields));
-  const grouped = new Map<string, RawBar[]>(ids.map((id) => [id, []]));
-  const adjusters = new Map(ids.map((id) => [id, new BarAdjuster(plans.get(id)!.factors)]));
-  for (const r of rows) {
-    const bar: RawBar = {
-      barDate: r.bar_date as string,
-      openPrice: (r.open_price as number | null | undefined) ?? null,
-      highPrice: (r.high_price as number | null | undefined) ?? null,
-      lowPrice: (r.low_price as number | null | undefined) ?? null,
-      closePrice: r.close_price as number,
-      volume: (r.volume as number | null | undefined) ?? null,
-      priceBasis: r.price_basis as 'raw' | 'vendor_adjusted',
-      reflectsActionsThrough: (r.reflects_actions_through as string | null) ?? null,
-    };
-    grouped.get(r.instrument_id as string)!.push(adjusters.get(r.instrument_id as string)!.adjust(bar));
-  }
+  const rows = await timed('adjusted_series_bars', repo.selectPackedSeries(sql, ids, window.from, window.to, window.fields));
+  const packed = new Map(rows.map((r) => [r.instrument_id as string, r]));
   const out = new Map<string, AdjustedSeries>();
-  for (const [id, bars] of grouped) {
-    const n = bars.length;
+  for (const id of ids) {
+    const r = packed.get(id);
+    const dates = int32s(r?.days);
+    const close = float64s(r?.close_price);
+    const ohlcv = window.fields === 'ohlcv';
     const s: AdjustedSeries = {
-      dates: new Int32Array(n),
-      open: new Float64Array(n),
-      high: new Float64Array(n),
-      low: new Float64Array(n),
-      close: new Float64Array(n),
-      volume: new Float64Array(n),
+      dates,
+      open: ohlcv ? float64s(r?.open_price) : new Float64Array(0),
+      high: ohlcv ? float64s(r?.high_price) : new Float64Array(0),
+      low: ohlcv ? float64s(r?.low_price) : new Float64Array(0),
+      close,
+      volume: ohlcv ? float64s(r?.volume) : new Float64Array(0),
       actionSetVersion: plans.get(id)!.version,
-      firstDate: bars[0]?.barDate ?? null,
-      lastDate: bars[n - 1]?.barDate ?? null,
+      firstDate: dates.length ? dayToDate(dates[0]) : null,
+      lastDate: dates.length ? dayToDate(dates[dates.length - 1]) : null,
     };
-    bars.forEach((b, i) => {
-      s.dates[i] = Date.parse(`${b.barDate}T00:00:00Z`) / DAY_MS;
-      s.open[i] = b.openPrice ?? NaN;
-      s.high[i] = b.highPrice ?? NaN;
-      s.low[i] = b.lowPrice ?? NaN;
-      s.close[i] = b.closePrice;
-      s.volume[i] = b.volume ?? NaN;
-    });
+    new BarAdjuster(plans.get(id)!.factors).adjustSeries(dates, int32s(r?.reflects), ohlcv ? [s.open, s.high, s.low, close] : [close], ohlcv ? s.volume : null);
     out.set(id, s);
   }
   return out;
 }
+
+/** Big-endian int4 values packed by PostgreSQL (int4send). */
+function int32s(buf: Buffer | undefined): Int32Array {
+  if (!buf) return new Int32Array(0);
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.length);
+  const out = new Int32Array(buf.length / 4);
+  for (let i = 0; i < out.length; i++) out[i] = view.getInt32(i * 4);
+  return out;
+}
+
+/** Big-endian float8 values packed by PostgreSQL (float8send). */
+function float64s(buf: Buffer | undefined): Float64Array {
+  if (!buf) return new Float64Array(0);
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.length);
+  const out = new Float64Array(buf.length / 8);
+  for (let i = 0; i < out.length; i++) out[i] = view.getFloat64(i * 8);
+  return out;
+}
+
