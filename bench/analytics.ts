@@ -68,6 +68,27 @@ async function check(service: Service, key: string, r: RouteSpec) {
   if (res.status !== 200) throw new Error(`${r.method} ${r.path.slice(0, 60)} answered ${res.status}: ${text.slice(0, 300)}`);
 }
 
+/**
+ * The service's event-loop delay over a window: prom-client's histogram
+ * (monitorEventLoopDelay) is reset by every scrape of /metrics, so scraping
+ * before and after a run reads that run alone.
+ */
+async function eventLoopDelay(service: Service) {
+  const text = await (await fetch(`${service.publicUrl}/metrics`)).text();
+  const read = (name: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+    return line ? round(Number(line.split(' ')[1]) * 1000, 2) : null;
+  };
+  return { p50Ms: read('nodejs_eventloop_lag_p50_seconds'), p99Ms: read('nodejs_eventloop_lag_p99_seconds'), maxMs: read('nodejs_eventloop_lag_max_seconds') };
+}
+
+/** Runs `fn` and reads the service's event-loop delay over exactly that run. */
+async function withEventLoopDelay<T>(service: Service, fn: () => Promise<T>): Promise<{ result: T; eventLoopDelay: Awaited<ReturnType<typeof eventLoopDelay>> }> {
+  await eventLoopDelay(service);
+  const result = await fn();
+  return { result, eventLoopDelay: await eventLoopDelay(service) };
+}
+
 /** The trivial route's latency while heavy requests keep `heavyConnections` connections busy on each heavy route. */
 async function underLoad(service: Service, key: string, r: ReturnType<typeof routes>, heavyConnections: number, durationSec: number) {
   const auth = { authorization: `Bearer ${key}` };
@@ -84,10 +105,13 @@ async function underLoad(service: Service, key: string, r: ReturnType<typeof rou
   );
   // Let the heavy load build up before measuring.
   await new Promise((res) => setTimeout(res, 1000));
-  const trivial = await load({ url: `${service.publicUrl}${r.probability.path}`, method: 'POST', headers: auth, body: r.probability.body, connections: 5, durationSec, warmupSec: 0 });
+  const { result: trivial, eventLoopDelay: delay } = await withEventLoopDelay(service, () =>
+    load({ url: `${service.publicUrl}${r.probability.path}`, method: 'POST', headers: auth, body: r.probability.body, connections: 5, durationSec, warmupSec: 0 }),
+  );
   const results = await Promise.all(heavy);
   return {
     trivial,
+    eventLoopDelay: delay,
     heavy: {
       strategyEv: { requests: results[0].requests.total, non2xx: results[0].non2xx, p50Ms: results[0].latency.p50, p99Ms: results[0].latency.p99 },
       correlations: { requests: results[1].requests.total, non2xx: results[1].non2xx, p50Ms: results[1].latency.p50, p99Ms: results[1].latency.p99 },
@@ -114,8 +138,11 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     }
 
     log('analytics: trivial route idle');
+    const idlePool = await withEventLoopDelay(pooled, () =>
+      load({ url: `${pooled.publicUrl}${r.probability.path}`, method: 'POST', headers: { authorization: `Bearer ${keyPool}` }, body: r.probability.body, connections: 5, durationSec, warmupSec: 1 }),
+    );
     const idle = {
-      pool: await load({ url: `${pooled.publicUrl}${r.probability.path}`, method: 'POST', headers: { authorization: `Bearer ${keyPool}` }, body: r.probability.body, connections: 5, durationSec, warmupSec: 1 }),
+      pool: idlePool.result,
       inline: await load({ url: `${inline.publicUrl}${r.probability.path}`, method: 'POST', headers: { authorization: `Bearer ${keyInline}` }, body: r.probability.body, connections: 5, durationSec, warmupSec: 1 }),
     };
     log('analytics: trivial route under heavy load (pool)');
@@ -147,6 +174,9 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         trivialRouteP99Ms: { idle: p99Idle, idleInline: idle.inline.latencyMs.p99, underLoadWithPool: p99Pool, underLoadInline: p99Inline },
         trivialRouteP50Ms: { idle: idle.pool.latencyMs.p50, underLoadWithPool: loadedPool.trivial.latencyMs.p50, underLoadInline: loadedInline.trivial.latencyMs.p50 },
         heavy: { pool: loadedPool.heavy, inline: loadedInline.heavy },
+        // Measured inside the service (monitorEventLoopDelay, 10 ms sampling): how long the event loop itself was held,
+        // apart from waiting on the database and on CPU shared with the workers, PostgreSQL and the load generator.
+        eventLoopDelayMs: { idle: idlePool.eventLoopDelay, underLoadWithPool: loadedPool.eventLoopDelay, underLoadInline: loadedInline.eventLoopDelay },
         p99InlineOverPool: ratio(p99Inline, p99Pool),
         p99PoolMinusIdleMs: round(p99Pool - p99Idle, 2),
       },

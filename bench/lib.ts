@@ -389,7 +389,8 @@ export async function startService(databaseUrl: string, opts: { nodeArgs?: strin
   const [port, adminPort] = [await freePort(), await freePort()];
   const adminToken = `bench-admin-${randomBytes(16).toString('hex')}`;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-bench-data-'));
-  const nodeArgs = opts.nodeArgs ?? [];
+  // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") reaches every service process, for diagnosis.
+  const nodeArgs = opts.nodeArgs ?? (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,

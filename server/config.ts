@@ -18,6 +18,7 @@ export const ConfigSchema = z.object({
   WORKER_THREADS: z.coerce.number().int().min(0).optional().describe('piscina pool size; default the number of cores; 0 computes on the main thread (benchmarks only)'),
   WORKER_MAX_QUEUE: positiveInt.default(64),
   WORKER_TASK_TIMEOUT_MS: positiveInt.default(10_000),
+  WORKER_NICE: z.coerce.number().int().min(0).max(19).default(10).describe('nice increment of each worker thread (Linux); 0 leaves them at the request thread\'s priority'),
   FRED_API_KEY: z.string().optional(),
   FRED_BASE_URL: z.string().url().default('https://api.stlouisfed.org/fred'),
   VENDOR_CODE_BROKER: z.string().default('ibkr').describe('broker whose code is echoed as Instrument.vendorCode'),

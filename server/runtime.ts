@@ -84,7 +84,7 @@ export async function startRuntime(
   }
 
   const adminToken = await resolveAdminToken(config, logger);
-  const pool = new WorkerPool({ threads: config.WORKER_THREADS, maxQueue: config.WORKER_MAX_QUEUE, taskTimeoutMs: config.WORKER_TASK_TIMEOUT_MS });
+  const pool = new WorkerPool({ threads: config.WORKER_THREADS, maxQueue: config.WORKER_MAX_QUEUE, taskTimeoutMs: config.WORKER_TASK_TIMEOUT_MS, niceIncrement: config.WORKER_NICE });
   const lastUsed = new LastUsedRecorder(authSql);
   const deps: AppDeps = { config, sql, authSql, readSql, logger, pool, lastUsed, adminToken, version: VERSION };
 

@@ -9,6 +9,8 @@ export interface WorkerPoolOptions {
   /** Tasks allowed to wait beyond one per thread before new ones are shed. */
   maxQueue: number;
   taskTimeoutMs: number;
+  /** Added to each worker thread's nice value (Linux: per thread), so the request thread and the database win the CPU from heavy analytics. */
+  niceIncrement?: number;
 }
 
 export type TaskName = keyof import('./tasks.ts').Tasks;
@@ -38,6 +40,7 @@ export class WorkerPool {
       // Our own admission cap decides; piscina's queue never refuses first.
       maxQueue: this.capacity,
       idleTimeout: 60_000,
+      niceIncrement: options.niceIncrement ?? 0,
     });
     workerQueueDepth.set(0);
   }
