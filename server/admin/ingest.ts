@@ -220,6 +220,11 @@ export async function ingestRows<Row>(sql: Sql, kind: IngestKind<Row>, batches: 
     // The upload lasts as long as the client sends; the service-wide statement
     // timeout is for queries, not for streaming a large batch.
     await tx`set local statement_timeout = 0`;
+    // Each batch repeats the same statements with new bounds. After five runs
+    // PostgreSQL may switch a prepared statement to a generic plan that cannot
+    // see the bounds (no chunk exclusion, guessed row counts); measured, one
+    // such plan turned a 3 s rollup refresh into 160 s. Plan every run afresh.
+    await tx`set local plan_cache_mode = force_custom_plan`;
     await tx.unsafe(`create temp table ingest_staging (${key ? '' : 'row_index integer not null, '}${kind.stagingColumns}) on commit drop`);
     const keys = key ? new RowKeys() : null;
     const counts: WriteCounts = { inserted: 0, updated: 0 };
