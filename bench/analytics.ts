@@ -90,8 +90,8 @@ async function withEventLoopDelay<T>(service: Service, fn: () => Promise<T>): Pr
 }
 
 /** The trivial route's latency while heavy requests keep `heavyConnections` connections busy on each heavy route. */
-async function underLoad(service: Service, key: string, r: ReturnType<typeof routes>, heavyConnections: number, durationSec: number) {
-  const auth = { authorization: `Bearer ${key}` };
+async function underLoad(service: Service, keys: { heavy: string; trivial: string }, r: ReturnType<typeof routes>, heavyConnections: number, durationSec: number) {
+  const auth = { authorization: `Bearer ${keys.heavy}` };
   const heavy = [r.strategyEv, r.correlations].map((h) =>
     autocannon({
       url: `${service.publicUrl}${h.path}`,
@@ -106,7 +106,7 @@ async function underLoad(service: Service, key: string, r: ReturnType<typeof rou
   // Let the heavy load build up before measuring.
   await new Promise((res) => setTimeout(res, 1000));
   const { result: trivial, eventLoopDelay: delay } = await withEventLoopDelay(service, () =>
-    load({ url: `${service.publicUrl}${r.probability.path}`, method: 'POST', headers: auth, body: r.probability.body, connections: 5, durationSec, warmupSec: 0 }),
+    load({ url: `${service.publicUrl}${r.probability.path}`, method: 'POST', headers: { authorization: `Bearer ${keys.trivial}` }, body: r.probability.body, connections: 5, durationSec, warmupSec: 0 }),
   );
   const results = await Promise.all(heavy);
   return {
@@ -145,10 +145,19 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       pool: idlePool.result,
       inline: await load({ url: `${inline.publicUrl}${r.probability.path}`, method: 'POST', headers: { authorization: `Bearer ${keyInline}` }, body: r.probability.body, connections: 5, durationSec, warmupSec: 1 }),
     };
-    log('analytics: trivial route under heavy load (pool)');
-    const loadedPool = await underLoad(pooled, keyPool, r, heavyConnections, durationSec);
-    log('analytics: trivial route under heavy load (inline)');
-    const loadedInline = await underLoad(inline, keyInline, r, heavyConnections, durationSec);
+    // The trivial route is measured twice under load: with the heavy clients' own key (every request of both then
+    // upserts the same usage-counter row, a database lock shared by one account), and with another account's key
+    // (a different customer's cheap request: what event-loop protection is for).
+    const otherPool = await pooled.admin.apiKey(SCOPES);
+    const otherInline = await inline.admin.apiKey(SCOPES);
+    log('analytics: trivial route under heavy load (pool, same account)');
+    const loadedPool = await underLoad(pooled, { heavy: keyPool, trivial: keyPool }, r, heavyConnections, durationSec);
+    log('analytics: trivial route under heavy load (inline, same account)');
+    const loadedInline = await underLoad(inline, { heavy: keyInline, trivial: keyInline }, r, heavyConnections, durationSec);
+    log('analytics: trivial route under heavy load (pool, another account)');
+    const loadedPoolOther = await underLoad(pooled, { heavy: keyPool, trivial: otherPool }, r, heavyConnections, durationSec);
+    log('analytics: trivial route under heavy load (inline, another account)');
+    const loadedInlineOther = await underLoad(inline, { heavy: keyInline, trivial: otherInline }, r, heavyConnections, durationSec);
 
     const throughput: Record<string, unknown> = {};
     for (const name of ['strategyEv', 'technicals', 'correlations'] as const) {
@@ -177,6 +186,13 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         // Measured inside the service (monitorEventLoopDelay, 10 ms sampling): how long the event loop itself was held,
         // apart from waiting on the database and on CPU shared with the workers, PostgreSQL and the load generator.
         eventLoopDelayMs: { idle: idlePool.eventLoopDelay, underLoadWithPool: loadedPool.eventLoopDelay, underLoadInline: loadedInline.eventLoopDelay },
+        anotherAccount: {
+          trivialRouteP99Ms: { underLoadWithPool: loadedPoolOther.trivial.latencyMs.p99, underLoadInline: loadedInlineOther.trivial.latencyMs.p99 },
+          trivialRouteP50Ms: { underLoadWithPool: loadedPoolOther.trivial.latencyMs.p50, underLoadInline: loadedInlineOther.trivial.latencyMs.p50 },
+          eventLoopDelayMs: { underLoadWithPool: loadedPoolOther.eventLoopDelay, underLoadInline: loadedInlineOther.eventLoopDelay },
+          p99PoolMinusIdleMs: round(loadedPoolOther.trivial.latencyMs.p99 - p99Idle, 2),
+          p99InlineOverPool: ratio(loadedInlineOther.trivial.latencyMs.p99, loadedPoolOther.trivial.latencyMs.p99),
+        },
         p99InlineOverPool: ratio(p99Inline, p99Pool),
         p99PoolMinusIdleMs: round(p99Pool - p99Idle, 2),
       },
