@@ -38,8 +38,8 @@ export interface IngestKind<Row> {
   key?: RowKey<Row>;
   /** Keyed kinds: writes one batch of staging-format COPY text; `state` lives for the whole upload. */
   writeBatch?(tx: Sql, batch: CopyBatch, state: Record<string, unknown>): Promise<WriteCounts>;
-  /** Keyed kinds: extra result fields from the upload's keys. */
-  summarise?(keys: RowKeys): Record<string, unknown>;
+  /** Keyed kinds: extra result fields from the upload's first and last time ordinal. */
+  summarise?(range: OrdinalRange): Record<string, unknown>;
   /** Unkeyed kinds: checks the staged rows against the database, then upserts. Throw AppError with the row index on a bad row. */
   apply?(tx: Sql): Promise<IngestResult>;
   /** Runs after the transaction commits (e.g. refreshing continuous aggregates, which refuse to run inside one). */
@@ -54,7 +54,12 @@ export interface RowKey<Row> {
   ordinal(row: Row): number;
 }
 
-export interface CopyBatch {
+export interface OrdinalRange {
+  first: number;
+  last: number;
+}
+
+export interface CopyBatch extends OrdinalRange {
   /** COPY text (tab-separated, \N for null), one line per row, in staging column order. */
   text: string;
   rows: number;
@@ -135,11 +140,11 @@ async function* ndjsonBatches(body: Readable): AsyncGenerator<unknown[]> {
 }
 
 /** Groups rows (an array, or any iterable) into ingest batches. */
-export function* batchesOf<T>(rows: Iterable<T>, size = ROWS_PER_BATCH): Generator<T[]> {
+export function* batchesOf<T>(rows: Iterable<T>): Generator<T[]> {
   let batch: T[] = [];
   for (const row of rows) {
     batch.push(row);
-    if (batch.length === size) {
+    if (batch.length === ROWS_PER_BATCH) {
       yield batch;
       batch = [];
     }
@@ -151,18 +156,22 @@ export function batchesFrom(body: Readable, format: BodyFormat): AsyncGenerator<
   return format === 'json' ? jsonBatches(body) : format === 'ndjson' ? ndjsonBatches(body) : parseCsvBatches(body);
 }
 
-const NEEDS_COPY_ESCAPE = /[\\\t\n\r]/;
+const NEEDS_COPY_ESCAPE = /[\\\t\n\r\0]/;
 
-function copyField(v: string | number | boolean | null): string {
+/** One COPY text field. Row `index` is for the message when text holds NUL, which PostgreSQL text cannot store. */
+function copyField(v: string | number | boolean | null, index: number): string {
   if (v === null) return '\\N';
   if (typeof v !== 'string') return String(v);
   if (!NEEDS_COPY_ESCAPE.test(v)) return v;
+  if (v.includes('\0')) {
+    throw new AppError('invalid_request', `row ${index} contains a NUL character; nothing was stored`, { [`rows[${index}]`]: ['text may not contain NUL (U+0000)'] });
+  }
   return v.replace(/[\\\t\n\r]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r'));
 }
 
-function copyLine(values: (string | number | boolean | null)[]): string {
-  let line = copyField(values[0]);
-  for (let i = 1; i < values.length; i++) line += `\t${copyField(values[i])}`;
+function copyLine(values: (string | number | boolean | null)[], index: number): string {
+  let line = copyField(values[0], index);
+  for (let i = 1; i < values.length; i++) line += `\t${copyField(values[i], index)}`;
   return `${line}\n`;
 }
 
@@ -175,7 +184,7 @@ function copyLine(values: (string | number | boolean | null)[]): string {
  * (a unique violation, a constraint) goes to the query's own reject, which is
  * then a no-op, and the stream's end callback never fires. Wrapping that
  * reject surfaces the error (with its SQLSTATE) instead of waiting forever;
- * test/integration/ingest-copy.test.ts holds this to the library's behaviour.
+ * test/integration/ingest.test.ts holds this to the library's behaviour.
  */
 export async function copyInto(tx: Sql, target: string, text: string): Promise<void> {
   const query = tx.unsafe(`copy ${target} from stdin`) as unknown as { reject(err: unknown): void; writable(): Promise<Writable> };
@@ -232,22 +241,28 @@ export async function ingestRows<Row>(sql: Sql, kind: IngestKind<Row>, batches: 
     let index = 0;
     let text = '';
     let batchRows = 0;
+    // Time ordinals of the batch being built and of the whole upload (keyed kinds).
+    let batchRange: OrdinalRange = { first: Infinity, last: -Infinity };
+    const uploadRange: OrdinalRange = { first: Infinity, last: -Infinity };
     // The previous batch's write, running while the next batch is parsed.
     let writing: Promise<void> = Promise.resolve();
 
     const write = async (batch: CopyBatch) => {
       if (!keys) return copyInto(tx as unknown as Sql, 'ingest_staging', batch.text);
-      await rejectUnknownInstruments(tx as unknown as Sql, keys);
+      await rejectNewUnknownInstruments(tx as unknown as Sql, keys);
       const written = await kind.writeBatch!(tx as unknown as Sql, batch, state);
       counts.inserted += written.inserted;
       counts.updated += written.updated;
     };
     const flush = async () => {
+      uploadRange.first = Math.min(uploadRange.first, batchRange.first);
+      uploadRange.last = Math.max(uploadRange.last, batchRange.last);
       await writing;
-      writing = write({ text, rows: batchRows });
+      writing = write({ text, rows: batchRows, ...batchRange });
       writing.catch(() => {}); // observed by the next flush or the final await
       text = '';
       batchRows = 0;
+      batchRange = { first: Infinity, last: -Infinity };
     };
 
     try {
@@ -259,15 +274,17 @@ export async function ingestRows<Row>(sql: Sql, kind: IngestKind<Row>, batches: 
             if (!parsed.success) throw invalidRow(kind, index, parsed.error.issues);
             row = parsed.data;
           }
-          if (keys && !keys.add(key!.instrumentId(row), key!.ordinal(row), index)) {
-            throw new AppError('invalid_request', `row ${index}: duplicates an earlier row of this batch; nothing was stored`, {
-              [`rows[${index}].${key!.field}`]: ['duplicates an earlier row of this batch'],
-            });
+          if (keys) {
+            const ordinal = key!.ordinal(row);
+            if (!keys.add(key!.instrumentId(row), ordinal, index)) {
+              throw new AppError('invalid_request', `row ${index}: duplicates an earlier row of this batch; nothing was stored`, {
+                [`rows[${index}].${key!.field}`]: ['duplicates an earlier row of this batch'],
+              });
+            }
+            if (ordinal < batchRange.first) batchRange.first = ordinal;
+            if (ordinal > batchRange.last) batchRange.last = ordinal;
           }
-          const line = copyLine(kind.toStagingValues(row));
-          if (line.includes('\0')) {
-            throw new AppError('invalid_request', `row ${index} contains a NUL character; nothing was stored`, { [`rows[${index}]`]: ['text may not contain NUL (U+0000)'] });
-          }
+          const line = copyLine(kind.toStagingValues(row), index);
           text += keys ? line : `${index}\t${line}`;
           index++;
           batchRows++;
@@ -281,7 +298,7 @@ export async function ingestRows<Row>(sql: Sql, kind: IngestKind<Row>, batches: 
       await writing.catch(() => {});
       throw err;
     }
-    if (keys) return { rows: index, ...counts, unchanged: index - counts.inserted - counts.updated, ...kind.summarise?.(keys) };
+    if (keys) return { rows: index, ...counts, unchanged: index - counts.inserted - counts.updated, ...kind.summarise?.(uploadRange) };
     await tx`analyze ingest_staging`;
     return kind.apply!(tx as unknown as Sql);
   });
@@ -294,44 +311,41 @@ export async function ingestRequest<Row>(sql: Sql, kind: IngestKind<Row>, req: R
 }
 
 /**
- * The keys of a keyed upload: per instrument, the row it first appears on, and
- * a bitmap of the time ordinals seen (pages of 4,096, so ten years of daily
- * bars are one 512-byte page and a year of minutes 64 KB).
+ * The keys of a keyed upload: per instrument, a bitmap of the time ordinals
+ * seen (pages of 4,096, so ten years of daily bars are one 512-byte page and a
+ * year of minutes 64 KB), and the instruments not yet looked up, each with the
+ * first row naming it.
  */
 export class RowKeys {
-  private readonly instruments = new Map<string, { firstRow: number; known: boolean; pages: Map<number, Uint32Array> }>();
-  first = Infinity;
-  last = -Infinity;
+  private readonly pages = new Map<string, Map<number, Uint32Array>>();
+  private unchecked: { id: string; firstRow: number }[] = [];
 
   /** Records a key; false when the upload already had it. */
   add(instrumentId: string, ordinal: number, row: number): boolean {
-    let entry = this.instruments.get(instrumentId);
-    if (!entry) {
-      entry = { firstRow: row, known: false, pages: new Map() };
-      this.instruments.set(instrumentId, entry);
+    let pages = this.pages.get(instrumentId);
+    if (!pages) {
+      pages = new Map();
+      this.pages.set(instrumentId, pages);
+      this.unchecked.push({ id: instrumentId, firstRow: row });
     }
     const page = Math.floor(ordinal / 4096);
     const offset = ordinal - page * 4096;
-    let bits = entry.pages.get(page);
+    let bits = pages.get(page);
     if (!bits) {
       bits = new Uint32Array(128);
-      entry.pages.set(page, bits);
+      pages.set(page, bits);
     }
     const mask = 1 << (offset & 31);
     if (bits[offset >>> 5] & mask) return false;
     bits[offset >>> 5] |= mask;
-    if (ordinal < this.first) this.first = ordinal;
-    if (ordinal > this.last) this.last = ordinal;
     return true;
   }
 
-  /** Instruments not yet checked against the database, with the first row naming each. */
-  unchecked(): { id: string; firstRow: number }[] {
-    return [...this.instruments].filter(([, e]) => !e.known).map(([id, e]) => ({ id, firstRow: e.firstRow }));
-  }
-
-  markKnown(ids: string[]): void {
-    for (const id of ids) this.instruments.get(id)!.known = true;
+  /** The instruments first seen since the last call. */
+  takeUnchecked(): { id: string; firstRow: number }[] {
+    const out = this.unchecked;
+    this.unchecked = [];
+    return out;
   }
 }
 
@@ -345,37 +359,34 @@ export async function rejectFirstRow(check: PromiseLike<readonly Record<string, 
   }
 }
 
-/**
- * 400 naming the first row whose instrumentId is not a known instrument: from
- * the staged rows, or for a keyed upload from the instruments not yet checked.
- */
-export async function rejectUnknownInstruments(tx: Sql, keys?: RowKeys): Promise<void> {
-  if (!keys) {
-    return rejectFirstRow(
-      tx`
-        select s.row_index
-        from ingest_staging s
-        where not exists (select 1 from instruments i where i.id = s.instrument_id)
-        order by s.row_index
-        limit 1
-      `,
-      'instrumentId',
-      'unknown instrument',
-    );
-  }
-  const unchecked = keys.unchecked();
-  if (!unchecked.length) return;
-  const ids = unchecked.map((u) => u.id);
-  const unknown = new Set(
-    (await tx`select t.id::text as id from unnest(${ids}::uuid[]) as t (id) where not exists (select 1 from instruments i where i.id = t.id)`).map((r) => r.id as string),
+/** 400 naming the first staged row whose instrument_id is not a known instrument. */
+export async function rejectUnknownInstruments(tx: Sql): Promise<void> {
+  await rejectFirstRow(
+    tx`
+      select s.row_index
+      from ingest_staging s
+      where not exists (select 1 from instruments i where i.id = s.instrument_id)
+      order by s.row_index
+      limit 1
+    `,
+    'instrumentId',
+    'unknown instrument',
   );
-  const firstUnknown = unchecked.filter((u) => unknown.has(u.id)).sort((a, b) => a.firstRow - b.firstRow)[0];
+}
+
+/** For a keyed upload: looks up the instruments first seen since the last call; 400 naming the first row of an unknown one. */
+async function rejectNewUnknownInstruments(tx: Sql, keys: RowKeys): Promise<void> {
+  const unchecked = keys.takeUnchecked();
+  if (!unchecked.length) return;
+  const unknown = new Set(
+    (await tx`select t.id::text as id from unnest(${unchecked.map((u) => u.id)}::uuid[]) as t (id) where not exists (select 1 from instruments i where i.id = t.id)`).map((r) => r.id as string),
+  );
+  const firstUnknown = unchecked.find((u) => unknown.has(u.id)); // in first-row order already
   if (firstUnknown) {
     throw new AppError('invalid_request', `row ${firstUnknown.firstRow}: unknown instrument; nothing was stored`, {
       [`rows[${firstUnknown.firstRow}].instrumentId`]: ['unknown instrument'],
     });
   }
-  keys.markKnown(ids);
 }
 
 // Shared row-field schemas. Rows from CSV arrive as text, rows from JSON as

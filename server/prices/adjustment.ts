@@ -50,7 +50,7 @@ export interface NotApplied {
 }
 
 const DAY_MS = 86_400_000;
-const daysBetween = (a: string, b: string) => (Date.parse(`${b}T00:00:00Z`) - Date.parse(`${a}T00:00:00Z`)) / DAY_MS;
+const daysBetween = (a: string, b: string) => dayNumber(b) - dayNumber(a);
 
 /** Turns the applicable actions into price/volume factors, ascending by effective date. */
 export function buildFactors(actions: ActionForAdjustment[], priorCloses: PriorClose[]): { factors: Factor[]; notApplied: NotApplied[] } {

@@ -1,19 +1,23 @@
 import { z } from 'zod';
 import { BooleanValue, copyInto, finiteNumber, NonNegativeNumber, PositiveNumber, type IngestKind, type WriteCounts } from '../admin/ingest.ts';
+import { dayNumber } from './adjustment.ts';
 import type { Sql } from '../db/sql.ts';
 import { DateSchema, InstantSchema, isDate, isInstant, UuidSchema } from '../http/params.ts';
 import { INTRADAY_TABLES } from './repository.ts';
 
 const nullable = <T extends z.ZodType>(schema: T) => schema.nullable().optional().transform((v) => v ?? null);
 
+const CURRENCY_RE = /^[A-Z]{3}$/;
+
 const barFields = {
-  instrumentId: UuidSchema,
+  // Lower-cased once here: the key check and the COPY text both use it.
+  instrumentId: UuidSchema.transform((s) => s.toLowerCase()),
   openPrice: nullable(PositiveNumber),
   highPrice: nullable(PositiveNumber),
   lowPrice: nullable(PositiveNumber),
   closePrice: PositiveNumber,
   volume: nullable(NonNegativeNumber),
-  quoteCurrency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code'),
+  quoteCurrency: z.string().regex(CURRENCY_RE, 'must be an ISO 4217 code'),
   quoteUnit: z.string().trim().min(1).max(50),
   source: z.string().trim().min(1).max(200),
   asOf: InstantSchema.describe('when the source published or we captured this bar'),
@@ -61,10 +65,8 @@ export type IntradayBarRow = z.infer<typeof IntradayBarRowSchema>;
 
 // The RFC 9562 shape z.uuid() accepts, less its nil and max special cases.
 const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$/;
-const CURRENCY_RE = /^[A-Z]{3}$/;
-const BAR_KEYS = ['instrumentId', 'openPrice', 'highPrice', 'lowPrice', 'closePrice', 'volume', 'quoteCurrency', 'quoteUnit', 'source', 'asOf'];
-const DAILY_KEYS = new Set([...BAR_KEYS, 'barDate', 'stale', 'priceBasis', 'reflectsActionsThrough']);
-const INTRADAY_KEYS = new Set([...BAR_KEYS, 'barTimestamp']);
+const DAILY_KEYS = new Set(Object.keys(DailyBarRowSchema.shape));
+const INTRADAY_KEYS = new Set(Object.keys(IntradayBarRowSchema.shape));
 
 function onlyKeys(raw: object, allowed: Set<string>): boolean {
   for (const k in raw) if (!allowed.has(k)) return false;
@@ -106,7 +108,7 @@ function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
   if (highPrice !== null && (closePrice > highPrice || (openPrice !== null && openPrice > highPrice))) return undefined;
   if (lowPrice !== null && (closePrice < lowPrice || (openPrice !== null && openPrice < lowPrice))) return undefined;
   if (highPrice !== null && lowPrice !== null && lowPrice > highPrice) return undefined;
-  return { instrumentId: r.instrumentId, openPrice, highPrice, lowPrice, closePrice, volume, quoteCurrency: r.quoteCurrency, quoteUnit, source, asOf: r.asOf };
+  return { instrumentId: r.instrumentId.toLowerCase(), openPrice, highPrice, lowPrice, closePrice, volume, quoteCurrency: r.quoteCurrency, quoteUnit, source, asOf: r.asOf };
 }
 
 function fastDailyBar(raw: unknown): DailyBarRow | undefined {
@@ -143,18 +145,21 @@ function fastIntradayBar(raw: unknown): IntradayBarRow | undefined {
 const UNIQUE_VIOLATION = '23505';
 type Savepoints = { savepoint<T>(fn: (sp: Sql) => Promise<T>): Promise<T> };
 
-const DAY_MS = 86_400_000;
 const MINUTE_MS = 60_000;
 
-
-const DAILY_COLUMNS = [
-  'instrument_id', 'bar_date', 'open_price', 'high_price', 'low_price', 'close_price', 'volume',
-  'quote_currency', 'quote_unit', 'stale', 'price_basis', 'reflects_actions_through', 'source', 'as_of',
+/** Table columns in COPY order, with their staging types; the staging table and the upsert both come from this. */
+type Columns = [name: string, type: string][];
+const DAILY_COLUMNS: Columns = [
+  ['instrument_id', 'uuid'], ['bar_date', 'date'], ['open_price', 'float8'], ['high_price', 'float8'], ['low_price', 'float8'],
+  ['close_price', 'float8'], ['volume', 'float8'], ['quote_currency', 'text'], ['quote_unit', 'text'], ['stale', 'boolean'],
+  ['price_basis', 'text'], ['reflects_actions_through', 'date'], ['source', 'text'], ['as_of', 'timestamptz'],
 ];
-const INTRADAY_COLUMNS = [
-  'instrument_id', 'bar_ts', 'open_price', 'high_price', 'low_price', 'close_price', 'volume',
-  'quote_currency', 'quote_unit', 'source', 'as_of',
+const INTRADAY_COLUMNS: Columns = [
+  ['instrument_id', 'uuid'], ['bar_ts', 'timestamptz'], ['open_price', 'float8'], ['high_price', 'float8'], ['low_price', 'float8'],
+  ['close_price', 'float8'], ['volume', 'float8'], ['quote_currency', 'text'], ['quote_unit', 'text'], ['source', 'text'], ['as_of', 'timestamptz'],
 ];
+const names = (columns: Columns) => columns.map(([name]) => name);
+const stagingColumns = (columns: Columns) => columns.map(([name, type]) => `${name} ${type}`).join(', ');
 
 /**
  * Upserts the staged batch into `table`, keyed by (instrument_id, the time
@@ -162,9 +167,9 @@ const INTRADAY_COLUMNS = [
  * unchanged re-post writes nothing; the counts tell inserted from updated.
  * Table and column names are constants of this module.
  */
-async function upsertStagedBars(tx: Sql, table: string, columns: string[]): Promise<WriteCounts> {
-  const [, time, ...values] = columns;
-  const list = columns.join(', ');
+async function upsertStagedBars(tx: Sql, table: string, columns: Columns): Promise<WriteCounts> {
+  const [, time, ...values] = names(columns);
+  const list = names(columns).join(', ');
   const [row] = await tx.unsafe(`
     with upserted as (
       insert into ${table} as b (${list})
@@ -183,13 +188,12 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
   label: 'daily bars',
   rowSchema: DailyBarRowSchema,
   fastRow: fastDailyBar,
-  stagingColumns: `instrument_id uuid, bar_date date, open_price float8, high_price float8, low_price float8, close_price float8,
-    volume float8, quote_currency text, quote_unit text, stale boolean, price_basis text, reflects_actions_through date, source text, as_of timestamptz`,
+  stagingColumns: stagingColumns(DAILY_COLUMNS),
   toStagingValues: (r) => [
-    r.instrumentId.toLowerCase(), r.barDate, r.openPrice, r.highPrice, r.lowPrice, r.closePrice, r.volume,
+    r.instrumentId, r.barDate, r.openPrice, r.highPrice, r.lowPrice, r.closePrice, r.volume,
     r.quoteCurrency, r.quoteUnit, r.stale, r.priceBasis, r.reflectsActionsThrough, r.source, r.asOf,
   ],
-  key: { field: 'barDate', instrumentId: (r) => r.instrumentId.toLowerCase(), ordinal: (r) => Date.parse(r.barDate) / DAY_MS },
+  key: { field: 'barDate', instrumentId: (r) => r.instrumentId, ordinal: (r) => dayNumber(r.barDate) },
   /**
    * A batch of bars none of which is stored yet (a backfill, a new listing)
    * is copied straight into daily_bars, at the cost of a bare COPY. A stored
@@ -200,7 +204,7 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
   async writeBatch(tx, batch, state) {
     if (state.copyStraight !== false) {
       try {
-        await (tx as unknown as Savepoints).savepoint((sp) => copyInto(sp, `daily_bars (${DAILY_COLUMNS.join(', ')})`, batch.text));
+        await (tx as unknown as Savepoints).savepoint((sp) => copyInto(sp, `daily_bars (${names(DAILY_COLUMNS).join(', ')})`, batch.text));
         return { inserted: batch.rows, updated: 0 };
       } catch (err) {
         if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
@@ -214,10 +218,10 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
   },
 };
 
-const ROLLUPS = (['5min', '15min', '30min', '1hour'] as const).map((interval) => ({
+const ROLLUPS = ([['5min', 5], ['15min', 15], ['30min', 30], ['1hour', 60]] as const).map(([interval, minutes]) => ({
   table: INTRADAY_TABLES[interval],
-  width: { '5min': '5 minutes', '15min': '15 minutes', '30min': '30 minutes', '1hour': '1 hour' }[interval],
-  ms: { '5min': 5, '15min': 15, '30min': 30, '1hour': 60 }[interval] * MINUTE_MS,
+  width: `${minutes} minutes`,
+  ms: minutes * MINUTE_MS,
 }));
 
 // Bucket origin: a Monday midnight UTC, the same as TimescaleDB's time_bucket
@@ -239,11 +243,11 @@ async function storageTier(sql: Sql): Promise<string> {
  * bucket range instead degenerates into comparing every stored minute of an
  * instrument with every touched bucket (24 s for a 20-day batch, measured).
  */
-async function refreshRollups(tx: Sql, first: Date, last: Date) {
+async function refreshRollups(tx: Sql, firstMinute: number, lastMinute: number) {
   const origin = Date.parse(BUCKET_ORIGIN);
   for (const { table, width, ms } of ROLLUPS) {
-    const lo = new Date(origin + Math.floor((first.getTime() - origin) / ms) * ms);
-    const hi = new Date(origin + (Math.floor((last.getTime() - origin) / ms) + 1) * ms);
+    const lo = new Date(origin + Math.floor((firstMinute * MINUTE_MS - origin) / ms) * ms);
+    const hi = new Date(origin + (Math.floor((lastMinute * MINUTE_MS - origin) / ms) + 1) * ms);
     const bucket = (column: string) => tx`date_bin(${width}::interval, ${tx(column)}, ${BUCKET_ORIGIN}::timestamptz)`;
     await tx`
       insert into ${tx(table)} as r (instrument_id, bar_ts, open_price, high_price, low_price, close_price, volume,
@@ -282,13 +286,12 @@ export const intradayBarIngest: IngestKind<IntradayBarRow> = {
   label: 'intraday bars',
   rowSchema: IntradayBarRowSchema,
   fastRow: fastIntradayBar,
-  stagingColumns: `instrument_id uuid, bar_ts timestamptz, open_price float8, high_price float8, low_price float8, close_price float8,
-    volume float8, quote_currency text, quote_unit text, source text, as_of timestamptz`,
+  stagingColumns: stagingColumns(INTRADAY_COLUMNS),
   toStagingValues: (r) => [
-    r.instrumentId.toLowerCase(), r.barTimestamp, r.openPrice, r.highPrice, r.lowPrice, r.closePrice, r.volume,
+    r.instrumentId, r.barTimestamp, r.openPrice, r.highPrice, r.lowPrice, r.closePrice, r.volume,
     r.quoteCurrency, r.quoteUnit, r.source, r.asOf,
   ],
-  key: { field: 'barTimestamp', instrumentId: (r) => r.instrumentId.toLowerCase(), ordinal: (r) => Date.parse(r.barTimestamp) / MINUTE_MS },
+  key: { field: 'barTimestamp', instrumentId: (r) => r.instrumentId, ordinal: (r) => Date.parse(r.barTimestamp) / MINUTE_MS },
   async writeBatch(tx, batch, state) {
     await tx`truncate ingest_staging`;
     await copyInto(tx, 'ingest_staging', batch.text);
@@ -297,14 +300,13 @@ export const intradayBarIngest: IngestKind<IntradayBarRow> = {
     // Full TimescaleDB keeps the rollups as continuous aggregates, refreshed after commit.
     if (state.tier !== 'timescaledb') {
       await tx`analyze ingest_staging`;
-      const [range] = await tx`select min(bar_ts) as first, max(bar_ts) as last from ingest_staging`;
-      await refreshRollups(tx, range.first as Date, range.last as Date);
+      await refreshRollups(tx, batch.first, batch.last);
     }
     return written;
   },
-  summarise: (keys) => ({
-    firstBarTimestamp: new Date(keys.first * MINUTE_MS).toISOString(),
-    lastBarTimestamp: new Date(keys.last * MINUTE_MS).toISOString(),
+  summarise: (range) => ({
+    firstBarTimestamp: new Date(range.first * MINUTE_MS).toISOString(),
+    lastBarTimestamp: new Date(range.last * MINUTE_MS).toISOString(),
   }),
   async afterCommit(sql, result) {
     if ((await storageTier(sql)) !== 'timescaledb') return;

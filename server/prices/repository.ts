@@ -1,7 +1,6 @@
-import { NOT_VENDOR_ADJUSTED } from './adjustment.ts';
 import type { Sql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
-import type { ActionForAdjustment, PriorClose, Provenance } from './adjustment.ts';
+import { NOT_VENDOR_ADJUSTED, type ActionForAdjustment, type PriorClose, type Provenance } from './adjustment.ts';
 
 export interface ActionSetQuery {
   instrumentIds: string[];
@@ -152,11 +151,6 @@ export function selectDailyBars(sql: Sql, instrumentIds: string[], from: string,
   `;
 }
 
-/**
- * Only what the analytics need: closes (and OHLCV for technicals) plus the
- * basis columns the adjuster reads. Correlations over 20 instruments fetch
- * ~7,000 rows, so every column left out is decoding saved on the request thread.
- */
 /**
  * Daily bars for analytics, one row per instrument, each column packed by
  * PostgreSQL into a bytea of big-endian values in date order: days since

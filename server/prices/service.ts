@@ -5,8 +5,8 @@ import type { Meta } from '../http/envelope.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import {
   BarAdjuster,
-  dayToDate,
   buildFactors,
+  dayToDate,
   priceBasisOf,
   PROVENANCES,
   type ActionForAdjustment,
@@ -328,7 +328,6 @@ export interface AdjustedSeries {
   firstDate: string | null;
   lastDate: string | null;
 }
-
 
 /**
  * Adjusted daily bars packed as typed arrays for the worker pool: compact,
