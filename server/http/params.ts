@@ -18,6 +18,11 @@ function isCalendarDate(s: string): boolean {
   return m !== 2 || d < 29 || (y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0));
 }
 
+/** An instant-shaped text that names a real day and a time Date can read. */
+function isRealInstant(s: string): boolean {
+  return isCalendarDate(s.slice(0, 10)) && !Number.isNaN(Date.parse(s));
+}
+
 /** The same test as DateSchema, for hand-written hot paths. */
 export function isDate(v: unknown): v is string {
   return typeof v === 'string' && DATE_RE.test(v) && isCalendarDate(v);
@@ -25,7 +30,7 @@ export function isDate(v: unknown): v is string {
 
 /** The same test as InstantSchema, for hand-written hot paths. */
 export function isInstant(v: unknown): v is string {
-  return typeof v === 'string' && INSTANT_RE.test(v) && isCalendarDate(v.slice(0, 10)) && !Number.isNaN(Date.parse(v));
+  return typeof v === 'string' && INSTANT_RE.test(v) && isRealInstant(v);
 }
 
 export const DateSchema = z
@@ -37,7 +42,7 @@ export const DateSchema = z
 export const InstantSchema = z
   .string()
   .regex(INSTANT_RE, 'must be an instant yyyy-mm-ddThh:mm:ss[.fff]Z')
-  .refine((s) => isCalendarDate(s.slice(0, 10)) && !Number.isNaN(Date.parse(s)), 'is not a valid instant')
+  .refine(isRealInstant, 'is not a valid instant')
   .describe('UTC instant');
 
 export interface PointInTime {
@@ -51,7 +56,7 @@ export interface PointInTime {
 export const AsOfSchema = z
   .string()
   .refine((s) => DATE_RE.test(s) || INSTANT_RE.test(s), 'must be yyyy-mm-dd or yyyy-mm-ddThh:mm:ss[.fff]Z')
-  .refine((s) => isCalendarDate(s.slice(0, 10)) && !Number.isNaN(Date.parse(s.length === 10 ? `${s}T00:00:00Z` : s)), 'is not a valid date or instant')
+  .refine((s) => (s.length === 10 ? isCalendarDate(s) : isRealInstant(s)), 'is not a valid date or instant')
   .transform((s): PointInTime => {
     const isDate = s.length === 10;
     return { input: s, isDate, instant: new Date(isDate ? `${s}T23:59:59.999Z` : s) };

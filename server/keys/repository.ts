@@ -68,19 +68,22 @@ export interface ResolvedKey {
   environment: Environment;
   scopes: string[];
   revoked: boolean;
-  /** True when the request was counted; false when the key is revoked, lacks the scope, or a window is full. */
-  admitted: boolean;
-  /** Requests admitted in the current minute and UTC day, this one included; null unless admitted. */
-  minuteCount: number | null;
-  dayCount: number | null;
+  /**
+   * Requests admitted in the current minute and UTC day, this one included;
+   * null when the request was not counted (the key is revoked, lacks the
+   * scope, or a window is full).
+   */
+  admitted: WindowCounts | null;
   /** Database clock, seconds since the epoch: windows are aligned to it. */
   nowEpoch: number;
 }
 
-export interface WindowLimits {
-  sandbox: { perMinute: number; perDay: number };
-  live: { perMinute: number; perDay: number };
+export interface WindowCounts {
+  minuteCount: number;
+  dayCount: number;
 }
+
+export type WindowLimits = Record<Environment, { perMinute: number; perDay: number }>;
 
 /**
  * One round trip per request: resolve the key by hash and, only when it is
@@ -127,7 +130,6 @@ export async function resolveKeyAndAdmit(sql: Sql, hash: Buffer, scope: Scope, l
         key.environment,
         key.scopes,
         key.revoked_at is not null as revoked,
-        exists (select 1 from admitted) as admitted,
         (select minute_admitted from admitted) as minute_count,
         (select admitted from admitted) as day_count,
         extract(epoch from now())::float8 as now_epoch
@@ -141,15 +143,13 @@ export async function resolveKeyAndAdmit(sql: Sql, hash: Buffer, scope: Scope, l
     environment: row.environment as Environment,
     scopes: row.scopes as string[],
     revoked: row.revoked as boolean,
-    admitted: row.admitted as boolean,
-    minuteCount: (row.minute_count as number | null) ?? null,
-    dayCount: (row.day_count as number | null) ?? null,
+    admitted: row.day_count === null ? null : { minuteCount: row.minute_count as number, dayCount: row.day_count as number },
     nowEpoch: row.now_epoch as number,
   };
 }
 
 /** Counts a request refused for rate and returns the windows as they stand. */
-export async function recordRefused(sql: Sql, accountId: string, environment: Environment) {
+export async function recordRefused(sql: Sql, accountId: string, environment: Environment): Promise<WindowCounts> {
   const [row] = await timed(
     'record_refused',
     sql`

@@ -83,9 +83,7 @@ export async function authorize(
   }
   const limit = limits[resolved.environment];
   const now = resolved.nowEpoch;
-  const counts = resolved.admitted
-    ? { minuteCount: resolved.minuteCount!, dayCount: resolved.dayCount! }
-    : await repo.recordRefused(sql, resolved.accountId, resolved.environment);
+  const counts = resolved.admitted ?? (await repo.recordRefused(sql, resolved.accountId, resolved.environment));
   const windows = [
     { name: 'minute', limit: limit.perMinute, used: counts.minuteCount, reset: 60 - (now % 60) },
     { name: 'day', limit: limit.perDay, used: counts.dayCount, reset: 86_400 - (now % 86_400) },
