@@ -9,7 +9,26 @@
 //     for one instrument over 1000 days, a 20 × 20 correlation over 504 days.
 import os from 'node:os';
 import autocannon from 'autocannon';
-import { benchUuid, dailyBarsCsv, envInt, load, log, ratio, round, startService, weekdays, type ScenarioContext, type ScenarioResult, type Service } from './lib.ts';
+import {
+  autocannonOptions,
+  benchUuid,
+  callRoute,
+  dailyBarsCsv,
+  envInt,
+  equity,
+  load,
+  log,
+  ratio,
+  resultHeader,
+  round,
+  sleep,
+  startService,
+  weekdays,
+  type ScenarioContext,
+  type ScenarioResult,
+  type Service,
+} from './lib.ts';
+import { PRIMARY_ROUTE } from './platform-overhead.ts';
 
 const AS_OF = '2021-01-01T00:00:00.000Z';
 const IRON_CONDOR = {
@@ -25,7 +44,6 @@ const IRON_CONDOR = {
   rate: 0.04,
   vol: 0.25,
 };
-const PROBABILITY = { spot: 100, target: 110, expiryDays: 30, rate: 0.05, vol: 0.2, direction: 'long' };
 const SCOPES = ['analytics:read', 'technicals:read', 'correlations:read'];
 
 async function loadData(service: Service) {
@@ -33,7 +51,7 @@ async function loadData(service: Service) {
   await service.admin.ok(
     'POST',
     '/instruments',
-    ids.map((id, i) => ({ id, assetClass: 'equity', displayName: `Analytics Bench ${i}`, quoteCurrency: 'USD', quoteUnit: 'USD per share', symbols: [{ symbol: `ANB${i}`, validFrom: '2000-01-01', validTo: null }] })),
+    ids.map((id, i) => equity(`Analytics Bench ${i}`, `ANB${i}`, id)),
   );
   // 1000 calendar days end on 2020-12-31; every instrument has each weekday.
   const dates = weekdays('2018-04-06', '2020-12-31');
@@ -48,25 +66,27 @@ interface RouteSpec {
   body?: string;
 }
 
+/** The trivial route: computed inline in both services. */
+const PROBABILITY: RouteSpec = { method: 'POST', path: PRIMARY_ROUTE.path, body: JSON.stringify(PRIMARY_ROUTE.body) };
+const TRIVIAL_CONNECTIONS = 5;
+
 function routes(ids: string[]): Record<'strategyEv' | 'technicals' | 'correlations' | 'probability', RouteSpec> {
   return {
     strategyEv: { method: 'POST', path: '/v1/analytics/strategy-ev', body: JSON.stringify(IRON_CONDOR) },
     technicals: { method: 'GET', path: `/v1/instruments/${ids[0]}/technicals?lookbackDays=1000&asOf=2020-12-31` },
     correlations: { method: 'GET', path: `/v1/correlations?instrumentIds=${ids.join(',')}&lookbackDays=504&asOf=2020-12-31` },
-    probability: { method: 'POST', path: '/v1/analytics/probability', body: JSON.stringify(PROBABILITY) },
+    probability: PROBABILITY,
   };
 }
 
-
 async function check(service: Service, key: string, r: RouteSpec) {
-  const res = await fetch(`${service.publicUrl}${r.path}`, {
-    method: r.method,
-    headers: { authorization: `Bearer ${key}`, ...(r.body ? { 'content-type': 'application/json' } : {}) },
-    body: r.body,
-  });
-  const text = await res.text();
-  if (res.status !== 200) throw new Error(`${r.method} ${r.path.slice(0, 60)} answered ${res.status}: ${text.slice(0, 300)}`);
+  const res = await callRoute(service.publicUrl, key, r);
+  if (res.status !== 200) throw new Error(`${r.method} ${r.path.slice(0, 60)} answered ${res.status}: ${res.text.slice(0, 300)}`);
 }
+
+/** The trivial route under `key`, TRIVIAL_CONNECTIONS connections. */
+const trivialLoad = (service: Service, key: string, durationSec: number, warmupSec: number) =>
+  load({ url: `${service.publicUrl}${PROBABILITY.path}`, method: PROBABILITY.method, headers: { authorization: `Bearer ${key}` }, body: PROBABILITY.body, connections: TRIVIAL_CONNECTIONS, durationSec, warmupSec });
 
 /**
  * The service's event-loop delay over a window: prom-client's histogram
@@ -91,23 +111,13 @@ async function withEventLoopDelay<T>(service: Service, fn: () => Promise<T>): Pr
 
 /** The trivial route's latency while heavy requests keep `heavyConnections` connections busy on each heavy route. */
 async function underLoad(service: Service, keys: { heavy: string; trivial: string }, r: ReturnType<typeof routes>, heavyConnections: number, durationSec: number) {
-  const auth = { authorization: `Bearer ${keys.heavy}` };
-  const heavy = [r.strategyEv, r.correlations].map((h) =>
-    autocannon({
-      url: `${service.publicUrl}${h.path}`,
-      method: h.method,
-      headers: { ...auth, ...(h.body ? { 'content-type': 'application/json' } : {}) },
-      body: h.body,
-      connections: heavyConnections,
-      duration: durationSec + 2,
-      timeout: 30,
-    }),
-  );
+  const heavy = [r.strategyEv, r.correlations].map((h) => {
+    const o = { url: `${service.publicUrl}${h.path}`, method: h.method, headers: { authorization: `Bearer ${keys.heavy}` }, body: h.body, connections: heavyConnections, durationSec: durationSec + 2, warmupSec: 0, timeoutSec: 30 };
+    return autocannon({ ...autocannonOptions(o), duration: o.durationSec });
+  });
   // Let the heavy load build up before measuring.
-  await new Promise((res) => setTimeout(res, 1000));
-  const { result: trivial, eventLoopDelay: delay } = await withEventLoopDelay(service, () =>
-    load({ url: `${service.publicUrl}${r.probability.path}`, method: 'POST', headers: { authorization: `Bearer ${keys.trivial}` }, body: r.probability.body, connections: 5, durationSec, warmupSec: 0 }),
-  );
+  await sleep(1000);
+  const { result: trivial, eventLoopDelay: delay } = await withEventLoopDelay(service, () => trivialLoad(service, keys.trivial, durationSec, 0));
   const results = await Promise.all(heavy);
   return {
     trivial,
@@ -138,13 +148,8 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     }
 
     log('analytics: trivial route idle');
-    const idlePool = await withEventLoopDelay(pooled, () =>
-      load({ url: `${pooled.publicUrl}${r.probability.path}`, method: 'POST', headers: { authorization: `Bearer ${keyPool}` }, body: r.probability.body, connections: 5, durationSec, warmupSec: 1 }),
-    );
-    const idle = {
-      pool: idlePool.result,
-      inline: await load({ url: `${inline.publicUrl}${r.probability.path}`, method: 'POST', headers: { authorization: `Bearer ${keyInline}` }, body: r.probability.body, connections: 5, durationSec, warmupSec: 1 }),
-    };
+    const idlePool = await withEventLoopDelay(pooled, () => trivialLoad(pooled, keyPool, durationSec, 1));
+    const idle = { pool: idlePool.result, inline: await trivialLoad(inline, keyInline, durationSec, 1) };
     // The trivial route is measured twice under load: with the heavy clients' own key (every request of both then
     // upserts the same usage-counter row, a database lock shared by one account), and with another account's key
     // (a different customer's cheap request: what event-loop protection is for).
@@ -173,12 +178,12 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const p99Idle = idle.pool.latencyMs.p99;
     const p99Pool = loadedPool.trivial.latencyMs.p99;
     const p99Inline = loadedInline.trivial.latencyMs.p99;
+    const p99InlineOverPool = ratio(p99Inline, p99Pool);
+    const p99PoolMinusIdle = p99Pool - p99Idle;
     return {
       scenario: 'analytics',
-      tier: status.storageTier,
-      database: { kind: ctx.db.kind, serverVersion: status.database.serverVersion, timescaledbVersion: status.timescaledbVersion },
-      service: { process: 'child', nodeArgs: [] },
-      config: { cores, workerThreads: { pool: cores, inline: 0 }, heavyConnectionsPerRoute: heavyConnections, trivialConnections: 5, durationSec, instruments: data.ids.length, barsPerInstrument: data.bars },
+      ...resultHeader(ctx, status, pooled),
+      config: { cores, workerThreads: { pool: cores, inline: 0 }, heavyConnectionsPerRoute: heavyConnections, trivialConnections: TRIVIAL_CONNECTIONS, durationSec, instruments: data.ids.length, barsPerInstrument: data.bars },
       eventLoop: {
         trivialRouteP99Ms: { idle: p99Idle, idleInline: idle.inline.latencyMs.p99, underLoadWithPool: p99Pool, underLoadInline: p99Inline },
         trivialRouteP50Ms: { idle: idle.pool.latencyMs.p50, underLoadWithPool: loadedPool.trivial.latencyMs.p50, underLoadInline: loadedInline.trivial.latencyMs.p50 },
@@ -193,13 +198,13 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
           p99PoolMinusIdleMs: round(loadedPoolOther.trivial.latencyMs.p99 - p99Idle, 2),
           p99InlineOverPool: ratio(loadedInlineOther.trivial.latencyMs.p99, loadedPoolOther.trivial.latencyMs.p99),
         },
-        p99InlineOverPool: ratio(p99Inline, p99Pool),
-        p99PoolMinusIdleMs: round(p99Pool - p99Idle, 2),
+        p99InlineOverPool,
+        p99PoolMinusIdleMs: round(p99PoolMinusIdle, 2),
       },
       throughput,
-      ratios: { trivialP99InlineOverPool: ratio(p99Inline, p99Pool) },
+      ratios: { trivialP99InlineOverPool: p99InlineOverPool },
       targets: { p99PoolMinusIdleMs: '<= a few ms' },
-      meetsTarget: { p99PoolWithinFewMsOfIdle: p99Pool - p99Idle <= 5 },
+      meetsTarget: { p99PoolWithinFewMsOfIdle: p99PoolMinusIdle <= 5 },
       serverIssues: [],
       notes: [
         'both services are child processes on the same database; the inline one runs every worker task on its main thread (WORKER_THREADS=0), the pooled one on piscina threads',
@@ -209,5 +214,6 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   } finally {
     await inline.stop();
     await pooled.stop();
+    await database.drop();
   }
 }

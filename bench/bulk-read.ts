@@ -10,13 +10,17 @@ import { pipeline } from 'node:stream/promises';
 import {
   benchSql,
   benchUuid,
+  callRoute,
+  DAILY_BARS_COLUMNS,
   dailyBarsCsv,
   envInt,
+  equity,
   log,
   MB,
   procStatus,
   ratio,
   resetPeakRss,
+  resultHeader,
   round,
   sampleRss,
   sleep,
@@ -26,7 +30,6 @@ import {
   weekdays,
   type ScenarioContext,
   type ScenarioResult,
-  type Service,
 } from './lib.ts';
 
 const SERIES_FROM = '2011-01-03';
@@ -40,6 +43,7 @@ const TARGET_GROWTH_MB = 100;
 export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const instruments = envInt('BENCH_BULK_INSTRUMENTS', 500);
   const runs = envInt('BENCH_RUNS', 7);
+  const batchSize = envInt('BENCH_BULK_LOAD_BATCH', 50);
   const serverIssues: string[] = [];
   const notes: string[] = [
     'the service is a child process; HTTP timings are from request start to the last body byte, the body then parsed and checked outside the timing',
@@ -49,26 +53,20 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const dates = weekdays(SERIES_FROM, SERIES_TO);
   const ids = Array.from({ length: instruments }, (_, i) => benchUuid(`bulk-${i}`));
   const sortedIds = [...ids].sort();
+  const expectedFull = instruments * dates.length;
 
   const database = await ctx.db.createDatabase(`${ctx.runId}_bulk`);
-  let service: Service = await startService(database.url);
+  const service = await startService(database.url);
   const sql = benchSql(database.url);
   try {
     const status = await service.admin.status();
 
     // ---- data set
-    log(`bulk-read: ${instruments} instruments × ${dates.length} weekdays = ${instruments * dates.length} daily bars`);
+    log(`bulk-read: ${instruments} instruments × ${dates.length} weekdays = ${expectedFull} daily bars`);
     const created = await service.admin.ok(
       'POST',
       '/instruments',
-      ids.map((id, i) => ({
-        id,
-        assetClass: 'equity',
-        displayName: `Bench Equity ${i}`,
-        quoteCurrency: 'USD',
-        quoteUnit: 'USD per share',
-        symbols: [{ symbol: `BN${String(i).padStart(4, '0')}`, validFrom: '2000-01-01', validTo: null }],
-      })),
+      ids.map((id, i) => equity(`Bench Equity ${i}`, `BN${String(i).padStart(4, '0')}`, id)),
     );
     if (JSON.stringify(created.data.ids) !== JSON.stringify(ids)) throw new Error('instrument ids came back different from those sent');
     const loadStarted = performance.now();
@@ -76,7 +74,6 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     if (loadMode === 'api') {
       // Batches of 50 instruments (130k rows), two in flight so one batch's
       // database apply overlaps the next one's parsing.
-      const batchSize = envInt('BENCH_BULK_LOAD_BATCH', 50);
       const batches: string[][] = [];
       for (let i = 0; i < ids.length; i += batchSize) batches.push(ids.slice(i, i + batchSize));
       let loaded = 0;
@@ -95,8 +92,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     } else {
       // Development shortcut: the same rows straight into daily_bars with COPY.
       notes.push('BENCH_BULK_LOAD=copy: daily bars were loaded with COPY into daily_bars, not through the admin API');
-      const writable = await sql`copy daily_bars (instrument_id, bar_date, open_price, high_price, low_price, close_price, volume,
-        quote_currency, quote_unit, source, as_of) from stdin with (format csv, header)`.writable();
+      const writable = await sql`copy daily_bars (${sql(DAILY_BARS_COLUMNS)}) from stdin with (format csv, header)`.writable();
       await pipeline(Readable.from(dailyBarsCsv(ids, dates, AS_OF)), writable);
     }
     const loadSec = (performance.now() - loadStarted) / 1000;
@@ -129,24 +125,8 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const bulkUrl = (span: { from: string; to: string }) =>
       `/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=${span.from}&to=${span.to}&adjusted=true`;
     const key = await service.admin.apiKey(['prices:read']);
-    const headers = { authorization: `Bearer ${key}` };
-    const get = async () => {
-      const res = await fetch(`${service.publicUrl}${bulkUrl(WINDOW)}`, { headers });
-      return { status: res.status, text: await res.text() };
-    };
-    let probe = await get();
-    if (probe.status === 431) {
-      serverIssues.push(
-        `GET /v1/prices/bulk with ${instruments} ids (a ${bulkUrl(WINDOW).length}-byte request line) is refused with 431: ` +
-          `Node's default 16 KiB max header size is smaller than a maximal instrumentIds list (500 UUIDs = 18.5 KB). ` +
-          `Measured with the service started with node --max-http-header-size=65536; the server should raise maxHeaderSize (http.createServer option) or accept POST.`,
-      );
-      await service.stop();
-      service = await startService(database.url, { nodeArgs: ['--max-http-header-size=65536'] });
-      const key2 = await service.admin.apiKey(['prices:read']);
-      headers.authorization = `Bearer ${key2}`;
-      probe = await get();
-    }
+    const get = () => callRoute(service.publicUrl, key, { path: bulkUrl(WINDOW) });
+    const probe = await get();
     if (probe.status !== 200) throw new Error(`GET /v1/prices/bulk answered ${probe.status}: ${probe.text.slice(0, 500)}`);
 
     let responseBytes = 0;
@@ -176,9 +156,8 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     });
 
     // ---- (c) memory, full span, slow reader
-    const httpMedian = summarise(httpSamples).medianMs;
-    const measuredRate = responseBytes / (httpMedian / 1000);
-    const expectedFull = instruments * dates.length;
+    const httpSummary = summarise(httpSamples);
+    const measuredRate = responseBytes / (httpSummary.medianMs / 1000);
     const expectedBytes = responseBytes * (expectedFull / expectedRows);
     // Slower than the server can write (half the rate it delivered in (a)), so
     // the socket backs up and the server must hold back rather than buffer;
@@ -186,16 +165,14 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     // (default 35 s: the service's 60 s statement_timeout also bounds a
     // streaming cursor). BENCH_SLOW_READ_MBPS overrides.
     const maxSec = envInt('BENCH_SLOW_READ_MAX_SEC', 35);
-    const paceBytesPerSec = process.env.BENCH_SLOW_READ_MBPS
-      ? envInt('BENCH_SLOW_READ_MBPS', 16) * MB
-      : Math.max(measuredRate / 2, expectedBytes / maxSec);
+    const paceBytesPerSec = envInt('BENCH_SLOW_READ_MBPS', 0) * MB || Math.max(measuredRate / 2, expectedBytes / maxSec);
     await sleep(1_000);
     const before = procStatus(service.pid);
     const hwmReset = resetPeakRss(service.pid);
     if (!hwmReset) notes.push('could not reset VmHWM via /proc/<pid>/clear_refs; peak is the sampled maximum VmRSS');
     const sampler = sampleRss(service.pid, 50);
     log(`bulk-read: (c) full ${FULL_SPAN.from}..${FULL_SPAN.to} span (~${(expectedBytes / MB).toFixed(0)} MB), reading at ${(paceBytesPerSec / MB).toFixed(1)} MB/s`);
-    const slow = await slowRead(`${service.publicUrl}${bulkUrl(FULL_SPAN)}`, headers, paceBytesPerSec);
+    const slow = await slowRead(`${service.publicUrl}${bulkUrl(FULL_SPAN)}`, { authorization: `Bearer ${key}` }, paceBytesPerSec);
     const sampled = sampler.stop();
     const after = procStatus(service.pid);
     const peakKb = hwmReset ? after.hwmKb : sampled.maxRssKb;
@@ -209,24 +186,21 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       );
     }
 
-    const httpSummary = summarise(httpSamples);
     const sqlSummary = summarise(sqlSamples);
     const readRatio = ratio(httpSummary.medianMs, sqlSummary.medianMs);
     return {
       scenario: 'bulk-read',
-      tier: status.storageTier,
-      database: { kind: ctx.db.kind, serverVersion: status.database.serverVersion, timescaledbVersion: status.timescaledbVersion },
-      service: { process: 'child', nodeArgs: service.nodeArgs },
+      ...resultHeader(ctx, status, service),
       config: {
         instruments,
-        series: { from: SERIES_FROM, to: SERIES_TO, weekdaysPerInstrument: dates.length, totalBars: instruments * dates.length },
+        series: { from: SERIES_FROM, to: SERIES_TO, weekdaysPerInstrument: dates.length, totalBars: expectedFull },
         corporateActionsPerInstrument: 2,
         window: { ...WINDOW, adjusted: true, bars: expectedRows },
         fullSpan: { ...FULL_SPAN, adjusted: true, bars: expectedFull },
         runs,
         warmups: 1,
       },
-      setup: { load: loadMode, ...(loadMode === 'api' ? { batchInstruments: envInt('BENCH_BULK_LOAD_BATCH', 50), concurrentUploads: 2 } : {}), loadSec: round(loadSec, 1), loadRowsPerSec: Math.round((instruments * dates.length) / loadSec) },
+      setup: { load: loadMode, ...(loadMode === 'api' ? { batchInstruments: batchSize, concurrentUploads: 2 } : {}), loadSec: round(loadSec, 1), loadRowsPerSec: Math.round(expectedFull / loadSec) },
       measured: { httpBulk: { ...httpSummary, responseBytes, barsPerSec: Math.round(expectedRows / (httpSummary.medianMs / 1000)) } },
       baseline: { postgresJs: { ...sqlSummary, rows: expectedRows } },
       ratios: { httpOverPostgresJs: readRatio },

@@ -13,23 +13,27 @@ import { Readable } from 'node:stream';
 import {
   benchSql,
   benchUuid,
+  DAILY_BARS_COLUMNS,
   dailyBarsCsv,
   envInt,
+  equity,
   log,
   MB,
   onCleanup,
   ratio,
+  resultHeader,
   round,
+  settleUpload,
   startService,
   weekdays,
   type ScenarioContext,
   type ScenarioResult,
-  UploadFailure,
+  type UploadOutcome,
 } from './lib.ts';
 
 const AS_OF = '2021-01-01T00:00:00.000Z';
 
-type Upload = { ok: true; ms: number; result: { rows: number; inserted: number; updated: number; unchanged: number } } | { ok: false; ms: number; failure: string };
+type Upload = UploadOutcome<{ rows: number; inserted: number; updated: number; unchanged: number }>;
 const TARGET_RATIO = 0.5;
 
 function findPsql(): string {
@@ -86,28 +90,13 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     await service.admin.ok(
       'POST',
       '/instruments',
-      ids.map((id, i) => ({
-        id,
-        assetClass: 'equity',
-        displayName: `Ingest Equity ${i}`,
-        quoteCurrency: 'USD',
-        quoteUnit: 'USD per share',
-        symbols: [{ symbol: `IN${String(i).padStart(4, '0')}`, validFrom: '2000-01-01', validTo: null }],
-      })),
+      ids.map((id, i) => equity(`Ingest Equity ${i}`, `IN${String(i).padStart(4, '0')}`, id)),
     );
 
     // ---- (a) ours, into an empty daily_bars
     const uploadOpts = { stallMs: envInt('BENCH_UPLOAD_STALL_SEC', 30) * 1000, timeoutMs: envInt('BENCH_UPLOAD_TIMEOUT_SEC', 900) * 1000 };
-    const upload = async (body: () => Readable | AsyncIterable<string>): Promise<Upload> => {
-      try {
-        const res = await service.admin.postStream('/bars/daily', 'text/csv', body(), uploadOpts);
-        if (res.status === 200) return { ok: true, ms: res.ms, result: res.body.data };
-        return { ok: false, ms: res.ms, failure: `answered ${res.status}: ${res.text.slice(0, 300)}` };
-      } catch (err) {
-        if (err instanceof UploadFailure) return { ok: false, ms: err.ms, failure: err.message };
-        throw err;
-      }
-    };
+    const upload = (body: () => Readable | AsyncIterable<string>): Promise<Upload> =>
+      settleUpload(service.admin.postStream('/bars/daily', 'text/csv', body(), uploadOpts));
     const fileBody = () => createReadStream(file, { highWaterMark: 256 * 1024 });
     await sql`checkpoint`;
     log(`ingest: (a) POST /admin/v1/bars/daily, ${(fileBytes / MB).toFixed(1)} MB CSV`);
@@ -173,7 +162,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const copy = await runPsql(
       psql,
       database.url,
-      `\\copy daily_bars (instrument_id, bar_date, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit, source, as_of) from '${file}' with (format csv, header)`,
+      `\\copy daily_bars (${DAILY_BARS_COLUMNS.join(', ')}) from '${file}' with (format csv, header)`,
     );
     const [{ n: copied }] = await sql`select count(*)::int as n from daily_bars`;
     if (copied !== rows) throw new Error(`baseline copied ${copied} rows, expected ${rows}`);
@@ -214,9 +203,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
           : { completed: false, secondsUntilFailure: round(u.ms / 1000, 1), failure: u.failure };
     return {
       scenario: 'ingest',
-      tier: status.storageTier,
-      database: { kind: ctx.db.kind, serverVersion: status.database.serverVersion, timescaledbVersion: status.timescaledbVersion },
-      service: { process: 'child', nodeArgs: service.nodeArgs },
+      ...resultHeader(ctx, status, service),
       config: { rows, instruments, weekdaysPerInstrument: days, fileBytes, fileMb: round(fileBytes / MB, 1), contentType: 'text/csv', psql },
       measured: {
         post: describe(first, oursRate),

@@ -5,18 +5,21 @@
 import {
   benchSql,
   benchUuid,
+  callRoute,
   envInt,
+  inPieces,
   log,
   nextBar,
   prng,
   ratio,
+  resultHeader,
   round,
+  settleUpload,
   startService,
   summarise,
   timeRuns,
   type ScenarioContext,
   type ScenarioResult,
-  UploadFailure,
 } from './lib.ts';
 
 const YEAR = { from: '2023-01-01', to: '2023-12-31' };
@@ -28,24 +31,21 @@ const TARGET_SPEEDUP = 1;
  * pieces. Each UTC day's bars depend only on the day, so any batching of the
  * span uploads the same rows.
  */
-async function* minuteBarsNdjson(instrumentId: string, fromMs: number, toMs: number): AsyncGenerator<string> {
-  let buffer = '';
-  for (let day = fromMs; day < toMs; day += 86_400_000) {
-    const rand = prng(Math.floor(day / 86_400_000));
-    let close = r2(16_500 * (0.9 + rand() * 0.2));
-    for (let t = day; t < Math.min(toMs, day + 86_400_000); t += 60_000) {
-      const b = nextBar(rand, close);
-      close = b.close;
-      buffer +=
-        `{"instrumentId":"${instrumentId}","barTimestamp":"${new Date(t).toISOString()}","openPrice":${b.open},"highPrice":${b.high},` +
-        `"lowPrice":${b.low},"closePrice":${b.close},"volume":${b.volume},"quoteCurrency":"USD","quoteUnit":"USD per BTC","source":"bench","asOf":"${AS_OF}"}\n`;
-      if (buffer.length >= 256 * 1024) {
-        yield buffer;
-        buffer = '';
+function minuteBarsNdjson(instrumentId: string, fromMs: number, toMs: number): AsyncGenerator<string> {
+  return inPieces(
+    (function* () {
+      for (let day = fromMs; day < toMs; day += 86_400_000) {
+        const rand = prng(Math.floor(day / 86_400_000));
+        let close = r2(16_500 * (0.9 + rand() * 0.2));
+        for (let t = day; t < Math.min(toMs, day + 86_400_000); t += 60_000) {
+          const b = nextBar(rand, close);
+          close = b.close;
+          yield `{"instrumentId":"${instrumentId}","barTimestamp":"${new Date(t).toISOString()}","openPrice":${b.open},"highPrice":${b.high},` +
+            `"lowPrice":${b.low},"closePrice":${b.close},"volume":${b.volume},"quoteCurrency":"USD","quoteUnit":"USD per BTC","source":"bench","asOf":"${AS_OF}"}\n`;
+        }
       }
-    }
-  }
-  if (buffer) yield buffer;
+    })(),
+  );
 }
 
 const r2 = (x: number) => Math.round(x * 100) / 100;
@@ -92,6 +92,8 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     'both SQL timings run in the bench process on postgres.js and select the same six columns (bucket, open, high, low, close, volume)',
   ];
   const fromMs = Date.parse(`${YEAR.from}T00:00:00Z`);
+  /** Whole days from the start of the year to `ms`. */
+  const daysTo = (ms: number) => Math.round((ms - fromMs) / 86_400_000);
   const id = benchUuid('intraday-0');
   const database = await ctx.db.createDatabase(`${ctx.runId}_intraday`);
   let service = await startService(database.url);
@@ -124,7 +126,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       const elapsedSec = (performance.now() - ingestStarted) / 1000;
       if (elapsedSec > budgetSec) {
         budgetExceeded = true;
-        span = Math.round((start - fromMs) / 86_400_000);
+        span = daysTo(start);
         const lastSec = batches.length ? batches[batches.length - 1].seconds : NaN;
         serverIssues.push(
           `intraday ingest: after ${round(elapsedSec, 0)} s (BENCH_INTRADAY_MAX_INGEST_SEC=${budgetSec}) only ${span} of ${days} days ` +
@@ -136,30 +138,21 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       const stop = Math.min(endMs, start + perBatch * 86_400_000);
       const label = `${new Date(start).toISOString().slice(0, 10)}..${new Date(stop - 1).toISOString().slice(0, 10)}`;
       const bars = (stop - start) / 60_000;
-      let failure: string | null = null;
-      let hung = false;
-      let ms = 0;
-      try {
-        const timeoutMs = Math.min(300, Math.max(60, budgetSec - elapsedSec)) * 1000;
-        const res = await service.admin.postStream('/bars/intraday', 'application/x-ndjson', minuteBarsNdjson(id, start, stop), { stallMs: 30_000, timeoutMs });
-        ms = res.ms;
-        if (res.status !== 200) failure = `answered ${res.status} after ${round(res.ms / 1000, 1)} s: ${res.text.slice(0, 300)}`;
-      } catch (err) {
-        if (!(err instanceof UploadFailure)) throw err;
-        failure = err.message;
-        hung = true;
-      }
-      if (failure) {
+      const timeoutMs = Math.min(300, Math.max(60, budgetSec - elapsedSec)) * 1000;
+      const upload = await settleUpload(service.admin.postStream('/bars/intraday', 'application/x-ndjson', minuteBarsNdjson(id, start, stop), { stallMs: 30_000, timeoutMs }));
+      const { ms } = upload;
+      if (!upload.ok) {
+        const { failure } = upload;
         if (perBatch === 1) {
           if (start === fromMs) throw new Error(`intraday ingest of the ${label} batch failed: ${failure}`);
           // Measure what is in; report the rest.
-          span = Math.round((start - fromMs) / 86_400_000);
+          span = daysTo(start);
           serverIssues.push(`intraday ingest: the one-day ${label} batch failed (${failure}); the reads cover the first ${span} days`);
           break;
         }
         serverIssues.push(`intraday ingest: the ${label} batch (${bars} 1-minute bars) failed: ${failure}`);
         switched = { after: label, reason: 'failed', seconds: round(ms / 1000, 1) };
-        if (hung) {
+        if (upload.hung) {
           await service.stop();
           service = await startService(database.url);
         }
@@ -180,22 +173,17 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       }
     }
     if (span < 1) throw new Error('intraday: not even one day of 1-minute bars was ingested within the budget');
-    const loaded = { seconds: (performance.now() - ingestStarted) / 1000, batches };
-    const fallback = switched;
+    const ingestSec = (performance.now() - ingestStarted) / 1000;
     const toMs = fromMs + span * 86_400_000;
     const toDate = new Date(toMs - 86_400_000).toISOString().slice(0, 10);
     const minutes = span * 1_440;
     const hours = span * 24;
-    const ingestSec = loaded.seconds;
     await sql`analyze`;
 
     // ---- (a) the rollup, over HTTP and in SQL
     const key = await service.admin.apiKey(['prices:read']);
-    const url = `${service.publicUrl}/v1/instruments/${id}/intraday?interval=1hour&from=${YEAR.from}&to=${toDate}`;
-    const httpGet = async () => {
-      const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
-      return { status: res.status, text: await res.text() };
-    };
+    const path = `/v1/instruments/${id}/intraday?interval=1hour&from=${YEAR.from}&to=${toDate}`;
+    const httpGet = () => callRoute(service.publicUrl, key, { path });
     let httpBars: HourBar[] = [];
     log(`intraday: (a) 1-hour bars from the rollup over HTTP, ${runs} runs after a warm-up`);
     const httpSamples = await timeRuns(runs, 1, httpGet, (r) => {
@@ -260,9 +248,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const httpSpeedUp = ratio(aggregateSummary.medianMs, httpSummary.medianMs, 2);
     return {
       scenario: 'intraday',
-      tier: status.storageTier,
-      database: { kind: ctx.db.kind, serverVersion: status.database.serverVersion, timescaledbVersion: status.timescaledbVersion },
-      service: { process: 'child', nodeArgs: service.nodeArgs },
+      ...resultHeader(ctx, status, service),
       config: {
         instrument: 'one crypto instrument, 24-hour market',
         span: { from: YEAR.from, to: toDate, days: span },
@@ -277,15 +263,15 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         rollup: status.storageTier === 'timescaledb' ? 'continuous aggregate intraday_bars_1hour' : 'table intraday_bars_1hour kept by the ingest path',
       },
       setup: {
-        configuredBatchesCompleted: fallback === null,
+        configuredBatchesCompleted: switched === null,
         requestedSpanLoaded: span === days,
         budgetExceeded,
-        ...(fallback ? { switchedToOneDayBatches: fallback } : {}),
+        ...(switched ? { switchedToOneDayBatches: switched } : {}),
         ingestSec: round(ingestSec, 1),
         ingestRowsPerSec: Math.round(minutes / ingestSec),
-        uploads: loaded.batches.length,
-        slowestUpload: loaded.batches.reduce((a, b) => (b.seconds > a.seconds ? b : a)),
-        monthlyUploads: loaded.batches.filter((b) => b.days > 1),
+        uploads: batches.length,
+        slowestUpload: batches.reduce((a, b) => (b.seconds > a.seconds ? b : a)),
+        monthlyUploads: batches.filter((b) => b.days > 1),
       },
       measured: {
         rollupSql: { ...rollupSummary, rows: rollupRows.length },

@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { startEmbeddedPostgres } from '../server/db/embedded.ts';
+import { mulberry32 } from '../server/demo/synthetic-intraday.ts';
 
 export const ROOT = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
 export const LOOPBACK = '127.0.0.1';
@@ -107,17 +108,8 @@ export function envInt(name: string, fallback: number): number {
 
 // ---------------------------------------------------------------- deterministic data
 
-/** mulberry32: a small, fast, seedable PRNG so every run generates identical data. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32 (the demo data's): a small, fast, seedable PRNG so every run generates identical data. */
+export { mulberry32 as prng };
 
 /** A deterministic RFC 9562-shaped (version 4, variant 10) UUID from a name. */
 export function benchUuid(name: string): string {
@@ -136,8 +128,10 @@ export function weekdays(from: string, to: string, limit = Infinity): string[] {
   return out;
 }
 
-export const DAILY_CSV_HEADER = 'instrumentId,barDate,openPrice,highPrice,lowPrice,closePrice,volume,quoteCurrency,quoteUnit,source,asOf\n';
-export const INTRADAY_CSV_HEADER = 'instrumentId,barTimestamp,openPrice,highPrice,lowPrice,closePrice,volume,quoteCurrency,quoteUnit,source,asOf\n';
+const DAILY_CSV_HEADER = 'instrumentId,barDate,openPrice,highPrice,lowPrice,closePrice,volume,quoteCurrency,quoteUnit,source,asOf\n';
+
+/** daily_bars' columns in the order of the daily-bar CSV's fields. */
+export const DAILY_BARS_COLUMNS = ['instrument_id', 'bar_date', 'open_price', 'high_price', 'low_price', 'close_price', 'volume', 'quote_currency', 'quote_unit', 'source', 'as_of'];
 
 const r4 = (x: number) => Math.round(x * 10_000) / 10_000;
 
@@ -154,27 +148,51 @@ export function nextBar(rand: () => number, prevClose: number) {
   return { open, high, low, close, volume };
 }
 
+/** Joins `lines` into ~256 KiB pieces, the way an upload body is sent. */
+export async function* inPieces(lines: Iterable<string>): AsyncGenerator<string> {
+  let buffer = '';
+  for (const line of lines) {
+    buffer += line;
+    if (buffer.length >= 256 * 1024) {
+      yield buffer;
+      buffer = '';
+    }
+  }
+  if (buffer) yield buffer;
+}
+
 /**
  * Daily-bar CSV for `ids` over `dates`, instrument by instrument, yielded in
  * ~256 KiB pieces (with the header first). Each instrument's series depends
  * only on its id and the dates, so any subset gives the same rows.
  */
-export async function* dailyBarsCsv(ids: string[], dates: string[], asOf: string): AsyncGenerator<string> {
-  let buffer = DAILY_CSV_HEADER;
-  for (let i = 0; i < ids.length; i++) {
-    const rand = prng(parseInt(ids[i].slice(0, 8), 16));
-    let close = 20 + rand() * 200;
-    for (const date of dates) {
-      const b = nextBar(rand, close);
-      close = b.close;
-      buffer += `${ids[i]},${date},${b.open},${b.high},${b.low},${b.close},${b.volume},USD,USD per share,bench,${asOf}\n`;
-      if (buffer.length >= 256 * 1024) {
-        yield buffer;
-        buffer = '';
+export function dailyBarsCsv(ids: string[], dates: string[], asOf: string): AsyncGenerator<string> {
+  return inPieces(
+    (function* () {
+      yield DAILY_CSV_HEADER;
+      for (const id of ids) {
+        const rand = mulberry32(parseInt(id.slice(0, 8), 16));
+        let close = 20 + rand() * 200;
+        for (const date of dates) {
+          const b = nextBar(rand, close);
+          close = b.close;
+          yield `${id},${date},${b.open},${b.high},${b.low},${b.close},${b.volume},USD,USD per share,bench,${asOf}\n`;
+        }
       }
-    }
-  }
-  if (buffer) yield buffer;
+    })(),
+  );
+}
+
+/** An equity instrument for POST /admin/v1/instruments, quoted in USD per share. */
+export function equity(displayName: string, symbol: string, id?: string) {
+  return {
+    ...(id === undefined ? {} : { id }),
+    assetClass: 'equity',
+    displayName,
+    quoteCurrency: 'USD',
+    quoteUnit: 'USD per share',
+    symbols: [{ symbol, validFrom: '2000-01-01', validTo: null }],
+  };
 }
 
 // ---------------------------------------------------------------- processes and ports
@@ -245,8 +263,8 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-/** Spawns a child whose output goes to our stderr, prefixed; stop() sends SIGTERM, then SIGKILL after `graceMs`. */
-export function spawnChild(name: string, args: string[], env: NodeJS.ProcessEnv, graceMs = 15_000): Child {
+/** Spawns a child whose output goes to our stderr, prefixed; stop() sends SIGTERM, then SIGKILL after 15 s. */
+export function spawnChild(name: string, args: string[], env: NodeJS.ProcessEnv): Child {
   const proc = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   if (proc.pid === undefined) throw new Error(`could not start ${name}`);
   const pid = proc.pid;
@@ -263,7 +281,7 @@ export function spawnChild(name: string, args: string[], env: NodeJS.ProcessEnv,
   const stop = onCleanup(`child ${name} (${pid})`, async () => {
     if (proc.exitCode !== null || proc.signalCode !== null) return;
     proc.kill('SIGTERM');
-    const timer = setTimeout(() => proc.kill('SIGKILL'), graceMs);
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000);
     await exited;
     clearTimeout(timer);
   });
@@ -299,6 +317,16 @@ function withDatabase(url: string, db: string): string {
   const u = new URL(url);
   u.pathname = `/${db}`;
   return u.toString();
+}
+
+/** Runs `fn` on a one-connection client of `url`, then closes it. */
+async function withClient<T>(url: string, fn: (sql: postgres.Sql) => Promise<T>): Promise<T> {
+  const client = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
 }
 
 function assertLoopback(url: string) {
@@ -337,19 +365,9 @@ export async function openDbServer(): Promise<DbServer> {
     url,
     async createDatabase(name: string) {
       if (!/^[a-z0-9_]+$/.test(name)) throw new Error(`bad database name ${name}`);
-      const admin = postgres(url, { max: 1, onnotice: () => {} });
-      try {
-        await admin.unsafe(`create database ${name}`);
-      } finally {
-        await admin.end();
-      }
+      await withClient(url, (sql) => sql.unsafe(`create database ${name}`));
       const drop = onCleanup(`database ${name}`, async () => {
-        const a = postgres(url, { max: 1, onnotice: () => {} });
-        try {
-          await a.unsafe(`drop database if exists ${name} with (force)`);
-        } finally {
-          await a.end();
-        }
+        await withClient(url, (sql) => sql.unsafe(`drop database if exists ${name} with (force)`));
       });
       return { url: withDatabase(url, name), name, drop };
     },
@@ -385,12 +403,15 @@ export interface Service {
  * ports, against `databaseUrl`, with the demo data off and the rate limits
  * raised out of the way (the limiter still runs on every request).
  */
-export async function startService(databaseUrl: string, opts: { nodeArgs?: string[]; env?: Record<string, string> } = {}): Promise<Service> {
+/** The application_name (a LIKE pattern) of every database session of the service process `pid`. */
+const serviceSessions = (pid: number) => `market-data-service/%/${pid}`;
+
+export async function startService(databaseUrl: string, opts: { env?: Record<string, string> } = {}): Promise<Service> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const adminToken = `bench-admin-${randomBytes(16).toString('hex')}`;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-bench-data-'));
   // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") reaches every service process, for diagnosis.
-  const nodeArgs = opts.nodeArgs ?? (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
@@ -420,7 +441,7 @@ export async function startService(databaseUrl: string, opts: { nodeArgs?: strin
     const [row] = await watch`
       select count(*)::int as n, max(now() - state_change) as since
       from pg_stat_activity
-      where application_name like ${`market-data-service/%/${child.pid}`} and state = 'idle in transaction (aborted)'
+      where application_name like ${serviceSessions(child.pid)} and state = 'idle in transaction (aborted)'
     `;
     return row.n > 0 ? `the service's database session is "idle in transaction (aborted)" (its statement failed) while the request is still unanswered` : null;
   };
@@ -444,7 +465,7 @@ export async function startService(databaseUrl: string, opts: { nodeArgs?: strin
     await watch`
       select pg_terminate_backend(pid)
       from pg_stat_activity
-      where application_name like ${`market-data-service/%/${child.pid}`}
+      where application_name like ${serviceSessions(child.pid)}
     `.catch(() => {});
     await watch.end();
     await rm(dataDir, { recursive: true, force: true });
@@ -479,6 +500,32 @@ export interface Reply {
   text: string;
 }
 
+/** A reply body: its JSON when it parses, else the text. */
+function parseBody(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** An authenticated request to a public route; a body is sent as JSON. */
+export async function callRoute(baseUrl: string, key: string, route: { method?: string; path: string; body?: string }): Promise<{ status: number; text: string }> {
+  const res = await fetch(`${baseUrl}${route.path}`, {
+    method: route.method ?? 'GET',
+    headers: { authorization: `Bearer ${key}`, ...(route.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    body: route.body,
+  });
+  return { status: res.status, text: await res.text() };
+}
+
+/** GET /admin/v1/status, the parts the results report. */
+export interface ServiceStatus {
+  storageTier: string;
+  timescaledbVersion: string | null;
+  database: { serverVersion: string };
+}
+
 export class Admin {
   constructor(
     readonly url: string,
@@ -490,26 +537,20 @@ export class Admin {
     return { authorization: `Bearer ${this.token}` };
   }
 
-  async request(method: string, route: string, body?: unknown, contentType = 'application/json'): Promise<Reply> {
+  async request(method: string, route: string, body?: unknown): Promise<Reply> {
     const res = await fetch(`${this.url}/admin/v1${route}`, {
       method,
-      headers: { ...this.auth, ...(body !== undefined ? { 'content-type': contentType } : {}) },
+      headers: { ...this.auth, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
     const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // not JSON
-    }
-    return { status: res.status, body: parsed, text };
+    return { status: res.status, body: parseBody(text), text };
   }
 
-  /** Like request(), but throws unless the status is `expect`. */
-  async ok(method: string, route: string, body?: unknown, expect = [200, 201]): Promise<any> {
+  /** Like request(), but throws unless the status is 200 or 201. */
+  async ok(method: string, route: string, body?: unknown): Promise<any> {
     const res = await this.request(method, route, body);
-    if (!expect.includes(res.status)) throw new Error(`${method} /admin/v1${route} answered ${res.status}: ${res.text.slice(0, 500)}`);
+    if (![200, 201].includes(res.status)) throw new Error(`${method} /admin/v1${route} answered ${res.status}: ${res.text.slice(0, 500)}`);
     return res.body;
   }
 
@@ -518,7 +559,7 @@ export class Admin {
     return postStream(`${this.url}/admin/v1${route}`, { ...this.auth, 'content-type': contentType }, body, { deadCheck: this.deadCheck, ...opts });
   }
 
-  async status(): Promise<{ storageTier: string; timescaledbVersion: string | null; database: { serverVersion: string } }> {
+  async status(): Promise<ServiceStatus> {
     return (await this.ok('GET', '/status')).data;
   }
 
@@ -533,6 +574,20 @@ export class Admin {
 export class UploadFailure extends Error {
   constructor(message: string, readonly bytesSent: number, readonly ms: number) {
     super(message);
+  }
+}
+
+/** An upload's outcome: answered 200 (with the reply's data), or not (another status, or an UploadFailure: hung). */
+export type UploadOutcome<T> = { ok: true; ms: number; result: T } | { ok: false; ms: number; failure: string; hung: boolean };
+
+export async function settleUpload<T>(upload: Promise<Reply & { ms: number }>): Promise<UploadOutcome<T>> {
+  try {
+    const res = await upload;
+    if (res.status === 200) return { ok: true, ms: res.ms, result: res.body.data };
+    return { ok: false, ms: res.ms, failure: `answered ${res.status} after ${round(res.ms / 1000, 1)} s: ${res.text.slice(0, 300)}`, hung: false };
+  } catch (err) {
+    if (err instanceof UploadFailure) return { ok: false, ms: err.ms, failure: err.message, hung: true };
+    throw err;
   }
 }
 
@@ -582,13 +637,7 @@ export function postStream(
       res.on('error', (err) => done(err));
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: unknown = text;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          // not JSON
-        }
-        done(null, { status: res.statusCode ?? 0, body: parsed, text, ms: performance.now() - started, bytesSent });
+        done(null, { status: res.statusCode ?? 0, body: parseBody(text), text, ms: performance.now() - started, bytesSent });
       });
     });
     let checking = false;
@@ -639,6 +688,8 @@ export interface LoadOptions {
   rotateHeaders?: Record<string, string>[];
   /** The server's pid: its CPU time (all threads) over the measured run is reported per request. */
   serverPid?: number;
+  /** autocannon's per-request timeout (default 10 s). */
+  timeoutSec?: number;
 }
 
 /** User + system CPU seconds a process has used so far (/proc/<pid>/stat, clock ticks of 1/100 s). */
@@ -654,14 +705,14 @@ function rotate(sets: Record<string, string>[]) {
   return (req: { headers?: Record<string, string> }) => ({ ...req, headers: { ...(req.headers ?? {}), ...sets[i++ % sets.length] } });
 }
 
-function autocannonOptions(o: LoadOptions) {
+export function autocannonOptions(o: LoadOptions) {
   return {
     url: o.url,
     method: o.method,
     headers: { ...(o.headers ?? {}), ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}) },
     body: o.body,
     connections: o.connections,
-    timeout: 10,
+    timeout: o.timeoutSec ?? 10,
     ...(o.rotateHeaders?.length ? { requests: [{ setupRequest: rotate(o.rotateHeaders) }] } : {}),
   };
 }
@@ -767,6 +818,15 @@ export interface ScenarioResult {
   meetsTarget: Record<string, boolean>;
   serverIssues: string[];
   notes: string[];
+}
+
+/** The head of every scenario's result: the storage tier, the database, how the service ran. */
+export function resultHeader(ctx: ScenarioContext, status: ServiceStatus, service: Pick<Service, 'nodeArgs'>) {
+  return {
+    tier: status.storageTier,
+    database: { kind: ctx.db.kind, serverVersion: status.database.serverVersion, timescaledbVersion: status.timescaledbVersion },
+    service: { process: 'child' as const, nodeArgs: service.nodeArgs },
+  };
 }
 
 export const MB = 1024 * 1024;

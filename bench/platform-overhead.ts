@@ -8,12 +8,15 @@
 // slower than it is; as children, each gets its own event loop and the
 // comparison is like for like.
 import {
+  callRoute,
   envInt,
+  equity,
   load,
   log,
   measureLoad,
   percentile,
   ratio,
+  resultHeader,
   startBareServer,
   startService,
   summariseLoad,
@@ -58,7 +61,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   // Diagnostic (off by default): a third run spreading the load over this
   // many keys of separate accounts, to tell per-key counter contention apart
   // from the per-request database round trip.
-  const spreadKeys = process.env.BENCH_PLATFORM_KEYS ? envInt('BENCH_PLATFORM_KEYS', 1) : 1;
+  const spreadKeys = envInt('BENCH_PLATFORM_KEYS', 1);
   const serverIssues: string[] = [];
   const notes: string[] = [
     'both servers are child processes (node --import tsx), loopback only; autocannon runs in the bench process',
@@ -72,20 +75,11 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   try {
     const status = await service.admin.status();
     // For the fallback route: one instrument to find.
-    await service.admin.ok('POST', '/instruments', [
-      { assetClass: 'equity', displayName: 'Microsoft Corporation', quoteCurrency: 'USD', quoteUnit: 'USD per share', symbols: [{ symbol: 'MSFT', validFrom: '2000-01-01', validTo: null }] },
-    ]);
+    await service.admin.ok('POST', '/instruments', [equity('Microsoft Corporation', 'MSFT')]);
     const key = await service.admin.apiKey([PRIMARY_ROUTE.scope, FALLBACK_ROUTE.scope]);
     const headers = { authorization: `Bearer ${key}` };
 
-    const call = async (r: RouteSpec) => {
-      const res = await fetch(`${service.publicUrl}${r.path}`, {
-        method: r.method,
-        headers: { ...headers, ...(r.body ? { 'content-type': 'application/json' } : {}) },
-        body: r.body ? JSON.stringify(r.body) : undefined,
-      });
-      return { status: res.status, text: await res.text() };
-    };
+    const call = (r: RouteSpec) => callRoute(service.publicUrl, key, { method: r.method, path: r.path, body: r.body ? JSON.stringify(r.body) : undefined });
 
     let route = PRIMARY_ROUTE;
     let probe = await call(PRIMARY_ROUTE);
@@ -143,9 +137,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const p50Ratio = ratio(authRun.latencyMs.p50, bareRun.latencyMs.p50);
     return {
       scenario: 'platform-overhead',
-      tier: status.storageTier,
-      database: { kind: ctx.db.kind, serverVersion: status.database.serverVersion, timescaledbVersion: status.timescaledbVersion },
-      service: { process: 'child', nodeArgs: service.nodeArgs },
+      ...resultHeader(ctx, status, service),
       config: {
         route: `${route.method} ${route.path}`,
         routeName: route.name,

@@ -32,6 +32,8 @@ const run = {
   database: null as string | null,
   results: {} as Record<string, ScenarioResult | { scenario: string; error: string }>,
 };
+/** The run's start as yyyymmddhhmmss (UTC), in its file and database names. */
+const STAMP = run.startedAt.toISOString().replace(/\D/g, '').slice(0, 14);
 
 async function writeSummary(aborted?: string) {
   const summary = {
@@ -46,11 +48,10 @@ async function writeSummary(aborted?: string) {
   const dir = path.join(ROOT, 'bench', 'results');
   await mkdir(dir, { recursive: true });
   // latest.json, plus a copy per run so concurrent or later runs don't erase it.
-  const stamp = run.startedAt.toISOString().replace(/\D/g, '').slice(0, 14);
   await writeFile(path.join(dir, 'latest.json'), `${json}\n`);
-  await writeFile(path.join(dir, `run-${stamp}-${process.pid}.json`), `${json}\n`);
+  await writeFile(path.join(dir, `run-${STAMP}-${process.pid}.json`), `${json}\n`);
   process.stdout.write(`${json}\n`);
-  log(`wrote bench/results/latest.json and run-${stamp}-${process.pid}.json${aborted ? ' (partial)' : ''}`);
+  log(`wrote bench/results/latest.json and run-${STAMP}-${process.pid}.json${aborted ? ' (partial)' : ''}`);
 }
 
 async function main(): Promise<number> {
@@ -66,8 +67,7 @@ async function main(): Promise<number> {
   }
   const selected = args.length ? Object.keys(SCENARIOS).filter((s) => args.includes(s)) : Object.keys(SCENARIOS);
 
-  const startedAt = run.startedAt;
-  const runId = `mds_bench_${startedAt.toISOString().replace(/\D/g, '').slice(0, 14)}`;
+  const runId = `mds_bench_${STAMP}`;
   const db = await openDbServer();
   run.database = db.kind;
   log(`database: ${db.kind}${db.kind === 'external' ? ` (${new URL(db.url).host})` : ''}; scenarios: ${selected.join(', ')}`);

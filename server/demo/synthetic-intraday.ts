@@ -62,7 +62,7 @@ const SERIES: SeriesSpec[] = [
 ];
 
 /** mulberry32: a tiny, well-known 32-bit PRNG; deterministic for a given seed. */
-function mulberry32(seed: number): () => number {
+export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
