@@ -245,6 +245,11 @@ async function storageTier(sql: Sql): Promise<string> {
  */
 async function refreshRollups(tx: Sql, firstMinute: number, lastMinute: number) {
   const origin = Date.parse(BUCKET_ORIGIN);
+  // The semi-join must be hashed. With statistics that lag a fast-growing
+  // table the planner can pick a nested loop that rescans the staged batch for
+  // every stored minute: measured once at 96 s for a monthly upload that
+  // otherwise takes 2 s. Only for these statements; restored below.
+  await tx`set local enable_nestloop = off`;
   for (const { table, width, ms } of ROLLUPS) {
     const lo = new Date(origin + Math.floor((firstMinute * MINUTE_MS - origin) / ms) * ms);
     const hi = new Date(origin + (Math.floor((lastMinute * MINUTE_MS - origin) / ms) + 1) * ms);
@@ -280,6 +285,7 @@ async function refreshRollups(tx: Sql, firstMinute: number, lastMinute: number) 
         as_of = excluded.as_of
     `;
   }
+  await tx`set local enable_nestloop = on`;
 }
 
 export const intradayBarIngest: IngestKind<IntradayBarRow> = {
