@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { timed, type Sql } from '../db/sql.ts';
 import { AppError, invalidRequest } from '../http/errors.ts';
 import type { PointInTime } from '../http/params.ts';
@@ -341,47 +342,71 @@ export async function readAdjustedSeries(
   window: { from: string; to: string; asOf?: PointInTime; fields: 'close' | 'ohlcv' },
 ): Promise<Map<string, AdjustedSeries>> {
   const q = { from: window.from, to: window.to, adjusted: true, asOf: window.asOf, includeBackfilled: false };
-  const plans = await planAdjustments(sql, ids, q);
-  const rows = await timed('adjusted_series_bars', repo.selectPackedSeries(sql, ids, window.from, window.to, window.fields));
+  const [plans, rows] = await Promise.all([planAdjustments(sql, ids, q), timed('adjusted_series_bars', repo.selectPackedSeries(sql, ids, window.from, window.to, window.fields))]);
   const packed = new Map(rows.map((r) => [r.instrument_id as string, r]));
   const out = new Map<string, AdjustedSeries>();
+  const ohlcv = window.fields === 'ohlcv';
   for (const id of ids) {
     const r = packed.get(id);
-    const dates = int32s(r?.days);
-    const close = float64s(r?.close_price);
-    const ohlcv = window.fields === 'ohlcv';
+    const days = int32s(r?.days);
+    const order = dateOrder(days);
+    const column = (buf: Buffer | undefined) => inOrder(float64s(buf), order);
+    const dates = inOrder(days, order);
+    const close = column(r?.close_price);
     const s: AdjustedSeries = {
       dates,
-      open: ohlcv ? float64s(r?.open_price) : new Float64Array(0),
-      high: ohlcv ? float64s(r?.high_price) : new Float64Array(0),
-      low: ohlcv ? float64s(r?.low_price) : new Float64Array(0),
+      open: ohlcv ? column(r?.open_price) : new Float64Array(0),
+      high: ohlcv ? column(r?.high_price) : new Float64Array(0),
+      low: ohlcv ? column(r?.low_price) : new Float64Array(0),
       close,
-      volume: ohlcv ? float64s(r?.volume) : new Float64Array(0),
+      volume: ohlcv ? column(r?.volume) : new Float64Array(0),
       actionSetVersion: plans.get(id)!.version,
       firstDate: dates.length ? dayToDate(dates[0]) : null,
       lastDate: dates.length ? dayToDate(dates[dates.length - 1]) : null,
     };
-    new BarAdjuster(plans.get(id)!.factors).adjustSeries(dates, int32s(r?.reflects), ohlcv ? [s.open, s.high, s.low, close] : [close], ohlcv ? s.volume : null);
+    new BarAdjuster(plans.get(id)!.factors).adjustSeries(dates, inOrder(int32s(r?.reflects), order), ohlcv ? [s.open, s.high, s.low, close] : [close], ohlcv ? s.volume : null);
     out.set(id, s);
   }
   return out;
 }
 
-/** Big-endian int4 values packed by PostgreSQL (int4send). */
-function int32s(buf: Buffer | undefined): Int32Array {
-  if (!buf) return new Int32Array(0);
-  const view = new DataView(buf.buffer, buf.byteOffset, buf.length);
-  const out = new Int32Array(buf.length / 4);
-  for (let i = 0; i < out.length; i++) out[i] = view.getInt32(i * 4);
+/**
+ * The permutation that puts `days` in ascending order, or null when they
+ * already are (the usual case: the rows arrive in index order, but SQL
+ * promises no order without ORDER BY).
+ */
+export function dateOrder(days: Int32Array): Uint32Array | null {
+  let sorted = true;
+  for (let i = 1; i < days.length && sorted; i++) sorted = days[i - 1] < days[i];
+  if (sorted) return null;
+  return Uint32Array.from(days.keys()).sort((a, b) => days[a] - days[b]);
+}
+
+/** `values` rearranged by `order` (from dateOrder), or as they are when order is null. */
+export function inOrder<T extends Int32Array | Float64Array>(values: T, order: Uint32Array | null): T {
+  if (!order) return values;
+  const out = new (values.constructor as new (n: number) => T)(values.length);
+  for (let i = 0; i < order.length; i++) out[i] = values[order[i]];
   return out;
 }
 
-/** Big-endian float8 values packed by PostgreSQL (float8send). */
+const LITTLE_ENDIAN = os.endianness() === 'LE';
+
+/** Big-endian int4 values packed by PostgreSQL (int4send), copied and byte-swapped natively. */
+function int32s(buf: Buffer | undefined): Int32Array {
+  const out = new Int32Array((buf?.length ?? 0) / 4);
+  const bytes = Buffer.from(out.buffer);
+  if (buf) bytes.set(buf);
+  if (LITTLE_ENDIAN) bytes.swap32();
+  return out;
+}
+
+/** Big-endian float8 values packed by PostgreSQL (float8send), copied and byte-swapped natively. */
 function float64s(buf: Buffer | undefined): Float64Array {
-  if (!buf) return new Float64Array(0);
-  const view = new DataView(buf.buffer, buf.byteOffset, buf.length);
-  const out = new Float64Array(buf.length / 8);
-  for (let i = 0; i < out.length; i++) out[i] = view.getFloat64(i * 8);
+  const out = new Float64Array((buf?.length ?? 0) / 8);
+  const bytes = Buffer.from(out.buffer);
+  if (buf) bytes.set(buf);
+  if (LITTLE_ENDIAN) bytes.swap64();
   return out;
 }
 

@@ -4,6 +4,8 @@ import { linearRegression, rSquared, sampleCorrelation } from 'simple-statistics
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Service, startService } from './harness.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
+import { selectPackedSeries } from '../../server/prices/repository.ts';
+import { readAdjustedSeries } from '../../server/prices/service.ts';
 
 let svc: Service;
 let key: string;
@@ -68,6 +70,42 @@ describe('correlations and beta on the real Dow 30 series', () => {
     }
     const again = await svc.get(url, key);
     expect(again.body.data).toEqual(res.body.data);
+  });
+
+  it('when bars were stored out of date order, then correlations, beta and technicals read them in date order: the same figures as the series stored in order', async () => {
+    const reversed = await loadCloses([...closes[0]].reverse());
+    // The packed read asks for no order. A sequential scan returns this series in storage order, newest first: the
+    // reordering is then exercised, and the read equals the one of the series stored in order.
+    const window = { from: '1998-07-01', to: '1999-06-30', fields: 'close' as const };
+    const session = await svc.sql.reserve();
+    let scanned;
+    try {
+      await session`set enable_indexscan = off`;
+      await session`set enable_bitmapscan = off`;
+      const [row] = await selectPackedSeries(session, [reversed], window.from, window.to, 'close');
+      const days = new DataView(row.days.buffer, row.days.byteOffset, row.days.length);
+      expect(days.getInt32(0)).toBeGreaterThan(days.getInt32(4));
+      scanned = (await readAdjustedSeries(session, [reversed], window)).get(reversed)!;
+    } finally {
+      await session`reset all`;
+      session.release();
+    }
+    const stored = (await readAdjustedSeries(svc.sql, [ids[0]], window)).get(ids[0])!;
+    expect(scanned.dates.length).toBeGreaterThan(200);
+    expect(scanned.dates).toEqual(stored.dates);
+    expect(scanned.close).toEqual(stored.close);
+    // End to end, the routes give the same figures for both.
+    const query = (a: string) => `/v1/correlations?instrumentIds=${a},${ids[1]},${ids[2]}&lookbackDays=365&asOf=1999-06-30`;
+    const [inOrder, outOfOrder] = [await svc.get(query(ids[0]), key), await svc.get(query(reversed), key)];
+    expect(outOfOrder.status).toBe(200);
+    expect(outOfOrder.body.data.pairs.map((p: any) => p.correlation)).toEqual(inOrder.body.data.pairs.map((p: any) => p.correlation));
+    const beta = (a: string) => svc.get(`/v1/instruments/${ids[2]}/beta?benchmarkId=${a}&lookbackDays=252&asOf=2000-06-30`, key);
+    expect((await beta(reversed)).body.data.beta).toBe((await beta(ids[0])).body.data.beta);
+    const technicals = async (a: string) => {
+      const { timestamp, symbol, ...figures } = (await svc.get(`/v1/instruments/${a}/technicals?lookbackDays=400&asOf=1999-06-30`, key)).body.data;
+      return figures;
+    };
+    expect(await technicals(reversed)).toEqual(await technicals(ids[0]));
   });
 
   it('when spearman is asked for, then ties get average ranks and the figure matches Pearson of average ranks', async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BarAdjuster, buildFactors, dayNumber, dayToDate, NOT_VENDOR_ADJUSTED, type RawBar } from '../../server/prices/adjustment.ts';
+import { dateOrder, inOrder } from '../../server/prices/service.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -90,5 +91,28 @@ describe('BarAdjuster: one bar at a time and a whole series give identical numbe
     new BarAdjuster(factors).adjustSeries(days, Int32Array.from([NOT_VENDOR_ADJUSTED, NOT_VENDOR_ADJUSTED]), [close], volume);
     expect([...close]).toEqual([50, 52]);
     expect([...volume]).toEqual([20, 20]);
+  });
+});
+
+describe('dateOrder and inOrder: packed columns put in date order', () => {
+  it('when days arrive shuffled, then every column is rearranged by the same permutation into ascending days; when already ascending, then nothing is copied', () => {
+    const rand = prng(7);
+    const days = Int32Array.from({ length: 500 }, (_, i) => 10_000 + i * 2);
+    const closes = Float64Array.from(days, (d) => d / 7);
+    // Fisher–Yates shuffle of the rows, keeping each day with its close.
+    const shuffledDays = Int32Array.from(days);
+    const shuffledCloses = Float64Array.from(closes);
+    for (let i = days.length - 1; i > 0; i--) {
+      const j = Math.floor(rand() * (i + 1));
+      [shuffledDays[i], shuffledDays[j]] = [shuffledDays[j], shuffledDays[i]];
+      [shuffledCloses[i], shuffledCloses[j]] = [shuffledCloses[j], shuffledCloses[i]];
+    }
+    const order = dateOrder(shuffledDays);
+    expect(order).not.toBeNull();
+    expect(inOrder(shuffledDays, order)).toEqual(days);
+    expect(inOrder(shuffledCloses, order)).toEqual(closes);
+    expect(dateOrder(days)).toBeNull();
+    expect(inOrder(closes, null)).toBe(closes);
+    expect(dateOrder(new Int32Array(0))).toBeNull();
   });
 });
