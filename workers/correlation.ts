@@ -69,36 +69,42 @@ export function alignOnCommonDates(series: readonly DatedCloses[]): AlignedClose
   series.forEach(checkSeries);
   const K = series.length;
   if (K === 0) return { dates: new Int32Array(0), closes: [] };
-  const pos = new Array<number>(K).fill(0);
-  const dates: number[] = [];
-  const rows: number[][] = series.map(() => []);
-  const advance = (k: number) => {
-    const s = series[k];
-    while (pos[k] < s.dates.length && !usable(s.close[pos[k]])) pos[k]++;
-  };
-  for (let k = 0; k < K; k++) advance(k);
-  outer: while (true) {
-    let max = -Infinity;
-    for (let k = 0; k < K; k++) {
-      if (pos[k] >= series[k].dates.length) break outer;
-      max = Math.max(max, series[k].dates[pos[k]]);
-    }
-    let all = true;
-    for (let k = 0; k < K; k++) {
-      const s = series[k];
-      while (pos[k] < s.dates.length && (s.dates[pos[k]] < max || !usable(s.close[pos[k]]))) pos[k]++;
-      if (pos[k] >= s.dates.length) break outer;
-      if (s.dates[pos[k]] !== max) all = false;
-    }
-    if (!all) continue;
-    dates.push(max);
-    for (let k = 0; k < K; k++) {
-      rows[k].push(series[k].close[pos[k]]);
-      pos[k]++;
-      advance(k);
-    }
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const s of series) {
+    if (s.dates.length === 0) continue;
+    lo = Math.min(lo, s.dates[0]);
+    hi = Math.max(hi, s.dates[s.dates.length - 1]);
   }
-  return { dates: Int32Array.from(dates), closes: rows.map((r) => Float64Array.from(r)) };
+  if (!(hi >= lo)) return { dates: new Int32Array(0), closes: series.map(() => new Float64Array(0)) };
+  // Per day of the span, how many series have a usable close on it (a series holds each date once).
+  const counts = new Uint16Array(hi - lo + 1);
+  for (const s of series) countUsableDays(s.dates, s.close, lo, counts);
+  const dates = daysCountedBy(counts, K, lo);
+  return { dates, closes: series.map((s) => closesOn(s.dates, s.close, dates)) };
+}
+
+function countUsableDays(dates: Int32Array, close: Float64Array, lo: number, counts: Uint16Array): void {
+  for (let i = 0; i < dates.length; i++) if (usable(close[i])) counts[dates[i] - lo]++;
+}
+
+/** The days (lo + offset) whose count is `k`, ascending. */
+function daysCountedBy(counts: Uint16Array, k: number, lo: number): Int32Array {
+  let n = 0;
+  for (let d = 0; d < counts.length; d++) if (counts[d] === k) n++;
+  const out = new Int32Array(n);
+  for (let d = 0, t = 0; d < counts.length; d++) if (counts[d] === k) out[t++] = lo + d;
+  return out;
+}
+
+/** The closes of a series on `days`, each of which the series holds (both ascending). */
+function closesOn(dates: Int32Array, close: Float64Array, days: Int32Array): Float64Array {
+  const out = new Float64Array(days.length);
+  for (let t = 0, i = 0; t < days.length; t++) {
+    while (dates[i] < days[t]) i++;
+    out[t] = close[i];
+  }
+  return out;
 }
 
 /** r_t = ln(c_t / c_{t−1}); length n − 1 (0 for n < 2). */
