@@ -1,23 +1,29 @@
 // analytics: what the worker pool buys. Two services on the same data, one
 // with the piscina pool (WORKER_THREADS = cores) and one computing the same
 // tasks on its main thread (WORKER_THREADS=0), measured in the same run:
-//  1. event-loop protection: p99 of a trivial authenticated route (POST
-//     /v1/analytics/probability, computed inline in both) idle, and while
-//     2 × cores concurrent strategy-EV and 2 × cores concurrent 20-instrument
-//     correlation requests run;
+//  1. event-loop protection: the latency of a trivial authenticated route
+//     (POST /v1/analytics/probability, computed inline in both), probed at a
+//     steady 100 requests a second (open loop: a slow answer never holds back
+//     the next request), idle and while 2 × cores concurrent strategy-EV and
+//     2 × cores concurrent 20-instrument correlation requests run. The heavy
+//     clients run in a process of their own, so handling their responses never
+//     delays the probe's clock. Where the CPU went during each loaded window is
+//     read from /proc: the request thread (and how long it waited for a CPU),
+//     the workers, the service's other threads, PostgreSQL;
 //  2. throughput with p50/p99: a 4-leg iron condor's strategy EV, technicals
 //     for one instrument over 1000 days, a 20 × 20 correlation over 504 days.
 import os from 'node:os';
-import autocannon from 'autocannon';
 import {
-  autocannonOptions,
   benchUuid,
   callRoute,
+  cpuAccount,
   dailyBarsCsv,
   envInt,
   equity,
+  heavyLoad,
   load,
   log,
+  probe,
   ratio,
   resultHeader,
   round,
@@ -68,7 +74,9 @@ interface RouteSpec {
 
 /** The trivial route: computed inline in both services. */
 const PROBABILITY: RouteSpec = { method: 'POST', path: PRIMARY_ROUTE.path, body: JSON.stringify(PRIMARY_ROUTE.body) };
-const TRIVIAL_CONNECTIONS = 5;
+const PROBE_RATE_PER_SEC = 100;
+/** The worker threads' nice increment: the service's default (WORKER_NICE). */
+const WORKER_NICE = 10;
 
 function routes(ids: string[]): Record<'strategyEv' | 'technicals' | 'correlations' | 'probability', RouteSpec> {
   return {
@@ -84,9 +92,9 @@ async function check(service: Service, key: string, r: RouteSpec) {
   if (res.status !== 200) throw new Error(`${r.method} ${r.path.slice(0, 60)} answered ${res.status}: ${res.text.slice(0, 300)}`);
 }
 
-/** The trivial route under `key`, TRIVIAL_CONNECTIONS connections. */
-const trivialLoad = (service: Service, key: string, durationSec: number, warmupSec: number) =>
-  load({ url: `${service.publicUrl}${PROBABILITY.path}`, method: PROBABILITY.method, headers: { authorization: `Bearer ${key}` }, body: PROBABILITY.body, connections: TRIVIAL_CONNECTIONS, durationSec, warmupSec });
+/** The trivial route under `key`, probed at PROBE_RATE_PER_SEC. */
+const probeTrivial = (service: Service, key: string, durationSec: number) =>
+  probe({ url: `${service.publicUrl}${PROBABILITY.path}`, method: PROBABILITY.method, headers: { authorization: `Bearer ${key}` }, body: PROBABILITY.body, ratePerSec: PROBE_RATE_PER_SEC, durationSec });
 
 /**
  * The service's event-loop delay over a window: prom-client's histogram
@@ -109,29 +117,33 @@ async function withEventLoopDelay<T>(service: Service, fn: () => Promise<T>): Pr
   return { result, eventLoopDelay: await eventLoopDelay(service) };
 }
 
+/** Seconds of heavy load before each probe: the steady state is measured, not the workers' JIT warm-up. */
+const HEAVY_WARMUP_SEC = 4;
+
 /** The trivial route's latency while heavy requests keep `heavyConnections` connections busy on each heavy route. */
 async function underLoad(service: Service, keys: { heavy: string; trivial: string }, r: ReturnType<typeof routes>, heavyConnections: number, durationSec: number) {
-  const heavy = [r.strategyEv, r.correlations].map((h) => {
-    const o = { url: `${service.publicUrl}${h.path}`, method: h.method, headers: { authorization: `Bearer ${keys.heavy}` }, body: h.body, connections: heavyConnections, durationSec: durationSec + 2, warmupSec: 0, timeoutSec: 30 };
-    return autocannon({ ...autocannonOptions(o), duration: o.durationSec });
-  });
-  // Let the heavy load build up before measuring.
-  await sleep(1000);
-  const { result: trivial, eventLoopDelay: delay } = await withEventLoopDelay(service, () => trivialLoad(service, keys.trivial, durationSec, 0));
-  const results = await Promise.all(heavy);
+  const heavy = heavyLoad(
+    [r.strategyEv, r.correlations].map((h) => ({ url: `${service.publicUrl}${h.path}`, method: h.method, headers: { authorization: `Bearer ${keys.heavy}` }, body: h.body, connections: heavyConnections, durationSec: HEAVY_WARMUP_SEC + durationSec + 1, warmupSec: 0, timeoutSec: 30 })),
+  );
+  await sleep(HEAVY_WARMUP_SEC * 1000);
+  const cpu = cpuAccount(service.pid, WORKER_NICE);
+  const { result: trivial, eventLoopDelay: delay } = await withEventLoopDelay(service, () => probeTrivial(service, keys.trivial, durationSec));
+  const cpuDuringProbe = cpu();
+  const [ev, corr] = await heavy;
   return {
     trivial,
     eventLoopDelay: delay,
+    cpuDuringProbe,
     heavy: {
-      strategyEv: { requests: results[0].requests.total, non2xx: results[0].non2xx, p50Ms: results[0].latency.p50, p99Ms: results[0].latency.p99 },
-      correlations: { requests: results[1].requests.total, non2xx: results[1].non2xx, p50Ms: results[1].latency.p50, p99Ms: results[1].latency.p99 },
+      strategyEv: { requests: ev.requests, non2xx: ev.non2xx, p50Ms: ev.p50Ms, p99Ms: ev.p99Ms },
+      correlations: { requests: corr.requests, non2xx: corr.non2xx, p50Ms: corr.p50Ms, p99Ms: corr.p99Ms },
     },
   };
 }
 
 export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const cores = os.availableParallelism();
-  const durationSec = envInt('BENCH_ANALYTICS_DURATION', 6);
+  const durationSec = envInt('BENCH_ANALYTICS_DURATION', 8);
   const heavyConnections = 2 * cores;
   const database = await ctx.db.createDatabase(`${ctx.runId}_analytics`);
   const pooled = await startService(database.url);
@@ -148,21 +160,23 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     }
 
     log('analytics: trivial route idle');
-    const idlePool = await withEventLoopDelay(pooled, () => trivialLoad(pooled, keyPool, durationSec, 1));
-    const idle = { pool: idlePool.result, inline: await trivialLoad(inline, keyInline, durationSec, 1) };
-    // The trivial route is measured twice under load: with the heavy clients' own key (every request of both then
-    // upserts the same usage-counter row, a database lock shared by one account), and with another account's key
-    // (a different customer's cheap request: what event-loop protection is for).
+    await probeTrivial(pooled, keyPool, 1); // warm-up
+    const idlePool = await withEventLoopDelay(pooled, () => probeTrivial(pooled, keyPool, durationSec));
+    await probeTrivial(inline, keyInline, 1);
+    const idle = { pool: idlePool.result, inline: await probeTrivial(inline, keyInline, durationSec) };
+    // The trivial route is probed twice under load: with another account's key (a different customer's cheap
+    // request: what event-loop protection is for), and with the heavy clients' own key (every request of both then
+    // upserts the same usage-counter row, a database lock shared by one account).
     const otherPool = await pooled.admin.apiKey(SCOPES);
     const otherInline = await inline.admin.apiKey(SCOPES);
-    log('analytics: trivial route under heavy load (pool, same account)');
-    const loadedPool = await underLoad(pooled, { heavy: keyPool, trivial: keyPool }, r, heavyConnections, durationSec);
-    log('analytics: trivial route under heavy load (inline, same account)');
-    const loadedInline = await underLoad(inline, { heavy: keyInline, trivial: keyInline }, r, heavyConnections, durationSec);
     log('analytics: trivial route under heavy load (pool, another account)');
-    const loadedPoolOther = await underLoad(pooled, { heavy: keyPool, trivial: otherPool }, r, heavyConnections, durationSec);
+    const loadedPool = await underLoad(pooled, { heavy: keyPool, trivial: otherPool }, r, heavyConnections, durationSec);
     log('analytics: trivial route under heavy load (inline, another account)');
-    const loadedInlineOther = await underLoad(inline, { heavy: keyInline, trivial: otherInline }, r, heavyConnections, durationSec);
+    const loadedInline = await underLoad(inline, { heavy: keyInline, trivial: otherInline }, r, heavyConnections, durationSec);
+    log('analytics: trivial route under heavy load (pool, same account)');
+    const samePool = await underLoad(pooled, { heavy: keyPool, trivial: keyPool }, r, heavyConnections, durationSec);
+    log('analytics: trivial route under heavy load (inline, same account)');
+    const sameInline = await underLoad(inline, { heavy: keyInline, trivial: keyInline }, r, heavyConnections, durationSec);
 
     const throughput: Record<string, unknown> = {};
     for (const name of ['strategyEv', 'technicals', 'correlations'] as const) {
@@ -179,27 +193,28 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const p99Pool = loadedPool.trivial.latencyMs.p99;
     const p99Inline = loadedInline.trivial.latencyMs.p99;
     const p99InlineOverPool = ratio(p99Inline, p99Pool);
-    const p99PoolMinusIdle = p99Pool - p99Idle;
+    // The target is judged on the worse of the two accounts.
+    const p99PoolMinusIdle = Math.max(p99Pool, samePool.trivial.latencyMs.p99) - p99Idle;
     return {
       scenario: 'analytics',
       ...resultHeader(ctx, status, pooled),
-      config: { cores, workerThreads: { pool: cores, inline: 0 }, heavyConnectionsPerRoute: heavyConnections, trivialConnections: TRIVIAL_CONNECTIONS, durationSec, instruments: data.ids.length, barsPerInstrument: data.bars },
+      config: { cores, workerThreads: { pool: cores, inline: 0 }, workerNice: WORKER_NICE, heavyConnectionsPerRoute: heavyConnections, heavyWarmupSec: HEAVY_WARMUP_SEC, probeRatePerSec: PROBE_RATE_PER_SEC, durationSec, instruments: data.ids.length, barsPerInstrument: data.bars },
       eventLoop: {
-        trivialRouteP99Ms: { idle: p99Idle, idleInline: idle.inline.latencyMs.p99, underLoadWithPool: p99Pool, underLoadInline: p99Inline },
-        trivialRouteP50Ms: { idle: idle.pool.latencyMs.p50, underLoadWithPool: loadedPool.trivial.latencyMs.p50, underLoadInline: loadedInline.trivial.latencyMs.p50 },
-        heavy: { pool: loadedPool.heavy, inline: loadedInline.heavy },
-        // Measured inside the service (monitorEventLoopDelay, 10 ms sampling): how long the event loop itself was held,
-        // apart from waiting on the database and on CPU shared with the workers, PostgreSQL and the load generator.
-        eventLoopDelayMs: { idle: idlePool.eventLoopDelay, underLoadWithPool: loadedPool.eventLoopDelay, underLoadInline: loadedInline.eventLoopDelay },
-        anotherAccount: {
-          trivialRouteP99Ms: { underLoadWithPool: loadedPoolOther.trivial.latencyMs.p99, underLoadInline: loadedInlineOther.trivial.latencyMs.p99 },
-          trivialRouteP50Ms: { underLoadWithPool: loadedPoolOther.trivial.latencyMs.p50, underLoadInline: loadedInlineOther.trivial.latencyMs.p50 },
-          eventLoopDelayMs: { underLoadWithPool: loadedPoolOther.eventLoopDelay, underLoadInline: loadedInlineOther.eventLoopDelay },
-          p99PoolMinusIdleMs: round(loadedPoolOther.trivial.latencyMs.p99 - p99Idle, 2),
-          p99InlineOverPool: ratio(loadedInlineOther.trivial.latencyMs.p99, loadedPoolOther.trivial.latencyMs.p99),
+        trivialRouteMs: {
+          idle: { pool: idle.pool.latencyMs, inline: idle.inline.latencyMs },
+          underLoad: { pool: loadedPool.trivial.latencyMs, inline: loadedInline.trivial.latencyMs },
+          underLoadSameAccount: { pool: samePool.trivial.latencyMs, inline: sameInline.trivial.latencyMs },
         },
-        p99InlineOverPool,
-        p99PoolMinusIdleMs: round(p99PoolMinusIdle, 2),
+        p99PoolMinusIdleMs: { anotherAccount: round(p99Pool - p99Idle, 2), sameAccount: round(samePool.trivial.latencyMs.p99 - p99Idle, 2) },
+        p99InlineOverPool: { anotherAccount: p99InlineOverPool, sameAccount: ratio(sameInline.trivial.latencyMs.p99, samePool.trivial.latencyMs.p99) },
+        probeErrors: [idle.pool, idle.inline, loadedPool.trivial, loadedInline.trivial, samePool.trivial, sameInline.trivial].reduce((n, t) => n + t.errors + t.requests - t.ok, 0),
+        // Measured inside the service (monitorEventLoopDelay, 10 ms sampling): how late its timers ran, which counts
+        // both a held event loop and a request thread waiting for a CPU it shares with the workers, PostgreSQL and
+        // the load generators.
+        eventLoopDelayMs: { idle: idlePool.eventLoopDelay, underLoadWithPool: loadedPool.eventLoopDelay, underLoadInline: loadedInline.eventLoopDelay },
+        // % of one core over the loaded probe window (another account), from /proc.
+        cpuDuringProbe: { pool: loadedPool.cpuDuringProbe, inline: loadedInline.cpuDuringProbe },
+        heavy: { pool: loadedPool.heavy, inline: loadedInline.heavy },
       },
       throughput,
       ratios: { trivialP99InlineOverPool: p99InlineOverPool },
@@ -208,7 +223,8 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       serverIssues: [],
       notes: [
         'both services are child processes on the same database; the inline one runs every worker task on its main thread (WORKER_THREADS=0), the pooled one on piscina threads',
-        'on 2 cores the pool threads, the database and autocannon share the CPU, so some of the loaded p99 is CPU contention rather than event-loop blocking',
+        `the trivial route is probed open loop at ${PROBE_RATE_PER_SEC} requests/s from the bench process; the heavy clients (autocannon, closed loop) run in a child process and load the service for ${HEAVY_WARMUP_SEC} s before each probe starts; their request counts cover the whole run`,
+        'on 2 cores the request thread, the workers, PostgreSQL and the load generators share the CPU: cpuDuringProbe shows how much of the loaded window the request thread spent waiting for a CPU',
       ],
     };
   } finally {

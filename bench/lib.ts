@@ -1,11 +1,12 @@
 // Shared benchmark helpers: the database server, the service as a child
-// process, admin calls, streaming uploads, autocannon, percentiles, RSS.
+// process, admin calls, streaming uploads, autocannon, an open-loop latency
+// probe, percentiles, RSS and per-thread CPU from /proc.
 //
 // Everything here targets loopback only, and everything it starts is
 // registered for cleanup so an interrupted run leaves nothing behind.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { createServer } from 'node:net';
@@ -254,6 +255,87 @@ export function sampleRss(pid: number, everyMs = 50) {
       tick();
       return { maxRssKb: maxKb, samples };
     },
+  };
+}
+
+interface ThreadTimes {
+  nice: number;
+  /** User + system CPU, seconds. */
+  cpuSec: number;
+  /** Time spent runnable but waiting for a CPU (schedstat), seconds. */
+  waitSec: number;
+}
+
+/** User + system CPU (clock ticks of 1/100 s) and nice value from a /proc stat file (a process's or a thread's). */
+function statTimes(file: string): { cpuSec: number; nice: number } {
+  const stat = readFileSync(file, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // After the command: utime and stime are fields 14 and 15, nice 19 (1-based over the whole line).
+  return { cpuSec: (Number(f[11]) + Number(f[12])) / 100, nice: Number(f[16]) };
+}
+
+/** Per-thread CPU and run-queue wait of a process, from /proc/<pid>/task/<tid>/{stat,schedstat}. */
+function threadTimes(pid: number): Map<number, ThreadTimes> {
+  const out = new Map<number, ThreadTimes>();
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out; // the process is gone
+  }
+  for (const tid of tids) {
+    try {
+      const sched = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ');
+      out.set(Number(tid), { ...statTimes(`/proc/${pid}/task/${tid}/stat`), waitSec: Number(sched[1]) / 1e9 });
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return out;
+}
+
+/** Pids of the local PostgreSQL server's processes (its backends included). */
+function postgresPids(): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        return readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'postgres';
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+/**
+ * Where the CPU went over a window, in % of one core: the service's request
+ * thread (with the share of the window it spent runnable but waiting for a
+ * CPU), its worker threads (those at `workerNice`), its other threads (V8's
+ * garbage-collection and compiler helpers), and the local PostgreSQL.
+ */
+export function cpuAccount(servicePid: number, workerNice: number) {
+  const snap = () => ({ at: performance.now(), service: threadTimes(servicePid), postgres: postgresPids().map((p) => threadTimes(p)) });
+  const before = snap();
+  return () => {
+    const after = snap();
+    const sec = (after.at - before.at) / 1000;
+    const pct = (n: number) => round((100 * n) / sec, 1);
+    const delta = (a: Map<number, ThreadTimes>, b: Map<number, ThreadTimes>, pick: (tid: number, t: ThreadTimes) => boolean, field: 'cpuSec' | 'waitSec') =>
+      [...a].filter(([tid, t]) => pick(tid, t)).reduce((n, [tid, t]) => n + t[field] - (b.get(tid)?.[field] ?? 0), 0);
+    const isWorker = (tid: number, t: ThreadTimes) => tid !== servicePid && workerNice > 0 && t.nice === workerNice;
+    const pgBefore = new Map(before.postgres.flatMap((m) => [...m]));
+    const pgAfter = new Map(after.postgres.flatMap((m) => [...m]));
+    return {
+      windowSec: round(sec, 2),
+      requestThread: {
+        cpuPct: pct(delta(after.service, before.service, (tid) => tid === servicePid, 'cpuSec')),
+        runQueueWaitPct: pct(delta(after.service, before.service, (tid) => tid === servicePid, 'waitSec')),
+      },
+      workerThreadsCpuPct: pct(delta(after.service, before.service, isWorker, 'cpuSec')),
+      otherServiceThreadsCpuPct: pct(delta(after.service, before.service, (tid, t) => tid !== servicePid && !isWorker(tid, t), 'cpuSec')),
+      postgresCpuPct: pct(delta(pgAfter, pgBefore, () => true, 'cpuSec')),
+    };
   };
 }
 
@@ -692,12 +774,9 @@ export interface LoadOptions {
   timeoutSec?: number;
 }
 
-/** User + system CPU seconds a process has used so far (/proc/<pid>/stat, clock ticks of 1/100 s). */
+/** User + system CPU seconds a process has used so far, all its threads. */
 export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // After the command: state is field 3, utime 14 and stime 15 (1-based over the whole line).
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  return statTimes(`/proc/${pid}/stat`).cpuSec;
 }
 
 function rotate(sets: Record<string, string>[]) {
@@ -798,6 +877,108 @@ export function summariseLoad(o: LoadOptions, parts: RawLoad[]) {
 export async function load(o: LoadOptions) {
   await warmUp(o);
   return summariseLoad(o, [await measureLoad(o)]);
+}
+
+/** What bench/heavy-load.ts reports for each of its loads. */
+export interface HeavyResult {
+  requests: number;
+  ok: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+/**
+ * Runs `loads` concurrently in a child process (bench/heavy-load.ts), at
+ * `nice` when given, and resolves with their results. A process of their own
+ * keeps their responses off the event loop of whoever measures beside them.
+ */
+export function heavyLoad(loads: LoadOptions[], opts: { nice?: number } = {}): Promise<HeavyResult[]> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'bench/heavy-load.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, HEAVY_LOAD: JSON.stringify(loads) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  if (proc.pid === undefined) throw new Error('could not start the heavy load');
+  if (opts.nice !== undefined) os.setPriority(proc.pid, opts.nice);
+  let out = '';
+  proc.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  return new Promise((resolve, reject) => {
+    proc.once('error', reject);
+    proc.once('exit', (code) => {
+      if (code === 0) resolve(JSON.parse(out) as HeavyResult[]);
+      else reject(new Error(`the heavy load exited with code ${code}`));
+    });
+  });
+}
+
+export interface ProbeOptions {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body?: string;
+  /** Requests a second, sent on schedule whether or not earlier ones have been answered (open loop). */
+  ratePerSec: number;
+  durationSec: number;
+}
+
+/**
+ * An open-loop latency probe: one request every 1/ratePerSec seconds over
+ * keep-alive connections (as many as are outstanding), each timed from its
+ * send to the end of its response. Unlike a closed loop, a slow answer does
+ * not hold back the next request, and the probe adds almost no load of its own.
+ */
+export async function probe(o: ProbeOptions) {
+  const agent = new http.Agent({ keepAlive: true });
+  const body = o.body === undefined ? undefined : Buffer.from(o.body);
+  const headers = { ...o.headers, ...(body ? { 'content-type': 'application/json', 'content-length': String(body.length) } : {}) };
+  const latencies: number[] = [];
+  const statuses = new Map<number, number>();
+  let errors = 0;
+  const one = () =>
+    new Promise<void>((resolve) => {
+      const start = process.hrtime.bigint();
+      const req = http.request(o.url, { method: o.method, headers, agent }, (res) => {
+        res.resume();
+        res.once('end', () => {
+          const status = res.statusCode ?? 0;
+          statuses.set(status, (statuses.get(status) ?? 0) + 1);
+          if (status >= 200 && status < 300) latencies.push(Number(process.hrtime.bigint() - start) / 1e6);
+          resolve();
+        });
+      });
+      req.once('error', () => {
+        errors += 1;
+        resolve();
+      });
+      req.end(body);
+    });
+  const intervalMs = 1000 / o.ratePerSec;
+  const total = Math.round(o.durationSec * o.ratePerSec);
+  const started = performance.now();
+  const pending: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const wait = started + i * intervalMs - performance.now();
+    if (wait > 0) await sleep(wait);
+    pending.push(one());
+  }
+  await Promise.all(pending);
+  agent.destroy();
+  return {
+    ratePerSec: o.ratePerSec,
+    requests: total,
+    ok: latencies.length,
+    errors,
+    statuses: Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])),
+    latencyMs: {
+      p50: round(percentile(latencies, 50), 3),
+      p90: round(percentile(latencies, 90), 3),
+      p99: round(percentile(latencies, 99), 3),
+      max: round(Math.max(...latencies), 3),
+    },
+  };
 }
 
 // ---------------------------------------------------------------- results
