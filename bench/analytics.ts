@@ -23,6 +23,7 @@ import {
   heavyLoad,
   load,
   log,
+  pooledProbe,
   probe,
   ratio,
   resultHeader,
@@ -31,6 +32,7 @@ import {
   startService,
   weekdays,
   type ScenarioContext,
+  type ProbeRun,
   type ScenarioResult,
   type Service,
 } from './lib.ts';
@@ -117,33 +119,47 @@ async function withEventLoopDelay<T>(service: Service, fn: () => Promise<T>): Pr
   return { result, eventLoopDelay: await eventLoopDelay(service) };
 }
 
-/** Seconds of heavy load before each probe: the steady state is measured, not the workers' JIT warm-up. */
-const HEAVY_WARMUP_SEC = 4;
+/** Unmeasured heavy load on each service before the first probe: the workers' (or the inline thread's) JIT warm-up. */
+const HEAVY_WARMUP_SEC = 6;
+/** Seconds of heavy load before each probe window starts. */
+const HEAVY_LEAD_IN_SEC = 2;
 
-/** The trivial route's latency while heavy requests keep `heavyConnections` connections busy on each heavy route. */
-async function underLoad(service: Service, keys: { heavy: string; trivial: string }, r: ReturnType<typeof routes>, heavyConnections: number, durationSec: number) {
-  const heavy = heavyLoad(
-    [r.strategyEv, r.correlations].map((h) => ({ url: `${service.publicUrl}${h.path}`, method: h.method, headers: { authorization: `Bearer ${keys.heavy}` }, body: h.body, connections: heavyConnections, durationSec: HEAVY_WARMUP_SEC + durationSec + 1, warmupSec: 0, timeoutSec: 30 })),
+type Routes = ReturnType<typeof routes>;
+
+/** The heavy clients: `connections` connections on each of strategy EV and correlations, for `durationSec`. */
+const heavyClients = (service: Service, key: string, r: Routes, connections: number, durationSec: number) =>
+  heavyLoad(
+    [r.strategyEv, r.correlations].map((h) => ({ url: `${service.publicUrl}${h.path}`, method: h.method, headers: { authorization: `Bearer ${key}` }, body: h.body, connections, durationSec, warmupSec: 0, timeoutSec: 30 })),
   );
-  await sleep(HEAVY_WARMUP_SEC * 1000);
+
+/** One probe window of the trivial route while the heavy clients run. */
+async function underLoad(service: Service, keys: { heavy: string; trivial: string }, r: Routes, heavyConnections: number, durationSec: number) {
+  const heavy = heavyClients(service, keys.heavy, r, heavyConnections, HEAVY_LEAD_IN_SEC + durationSec + 1);
+  await sleep(HEAVY_LEAD_IN_SEC * 1000);
   const cpu = cpuAccount(service.pid, WORKER_NICE);
   const { result: trivial, eventLoopDelay: delay } = await withEventLoopDelay(service, () => probeTrivial(service, keys.trivial, durationSec));
   const cpuDuringProbe = cpu();
   const [ev, corr] = await heavy;
+  return { trivial, eventLoopDelay: delay, cpuDuringProbe, heavyRequests: { strategyEv: ev.requests, correlations: corr.requests, non2xx: ev.non2xx + corr.non2xx + ev.errors + corr.errors } };
+}
+
+type LoadedRun = Awaited<ReturnType<typeof underLoad>>;
+
+/** The CPU accounts of several windows, averaged (each field in % of one core). */
+function meanCpu(runs: LoadedRun[]) {
+  const mean = (f: (c: LoadedRun['cpuDuringProbe']) => number) => round(runs.reduce((n, r) => n + f(r.cpuDuringProbe), 0) / runs.length, 1);
   return {
-    trivial,
-    eventLoopDelay: delay,
-    cpuDuringProbe,
-    heavy: {
-      strategyEv: { requests: ev.requests, non2xx: ev.non2xx, p50Ms: ev.p50Ms, p99Ms: ev.p99Ms },
-      correlations: { requests: corr.requests, non2xx: corr.non2xx, p50Ms: corr.p50Ms, p99Ms: corr.p99Ms },
-    },
+    requestThread: { cpuPct: mean((c) => c.requestThread.cpuPct), runQueueWaitPct: mean((c) => c.requestThread.runQueueWaitPct) },
+    workerThreadsCpuPct: mean((c) => c.workerThreadsCpuPct),
+    otherServiceThreadsCpuPct: mean((c) => c.otherServiceThreadsCpuPct),
+    postgresCpuPct: mean((c) => c.postgresCpuPct),
   };
 }
 
 export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const cores = os.availableParallelism();
   const durationSec = envInt('BENCH_ANALYTICS_DURATION', 8);
+  const rounds = envInt('BENCH_ANALYTICS_ROUNDS', 2);
   const heavyConnections = 2 * cores;
   const database = await ctx.db.createDatabase(`${ctx.runId}_analytics`);
   const pooled = await startService(database.url);
@@ -159,24 +175,40 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       await check(inline, keyInline, spec);
     }
 
+    // Conditions alternate between the two services, round after round, and each condition's windows are pooled:
+    // the machine's speed drifts over minutes, and alternation spreads that drift over both services alike.
     log('analytics: trivial route idle');
-    await probeTrivial(pooled, keyPool, 1); // warm-up
-    const idlePool = await withEventLoopDelay(pooled, () => probeTrivial(pooled, keyPool, durationSec));
+    await probeTrivial(pooled, keyPool, 1);
     await probeTrivial(inline, keyInline, 1);
-    const idle = { pool: idlePool.result, inline: await probeTrivial(inline, keyInline, durationSec) };
-    // The trivial route is probed twice under load: with another account's key (a different customer's cheap
-    // request: what event-loop protection is for), and with the heavy clients' own key (every request of both then
-    // upserts the same usage-counter row, a database lock shared by one account).
+    const idle = { pool: [] as ProbeRun[], inline: [] as ProbeRun[], eventLoopDelay: [] as Awaited<ReturnType<typeof eventLoopDelay>>[] };
+    for (let i = 0; i < rounds; i++) {
+      const pool = await withEventLoopDelay(pooled, () => probeTrivial(pooled, keyPool, durationSec));
+      idle.pool.push(pool.result);
+      idle.eventLoopDelay.push(pool.eventLoopDelay);
+      idle.inline.push(await probeTrivial(inline, keyInline, durationSec));
+    }
+    log(`analytics: heavy load warm-up, ${HEAVY_WARMUP_SEC} s per service`);
+    await heavyClients(pooled, keyPool, r, heavyConnections, HEAVY_WARMUP_SEC);
+    await heavyClients(inline, keyInline, r, heavyConnections, HEAVY_WARMUP_SEC);
+    // The trivial route is probed under load with another account's key (a different customer's cheap request: what
+    // event-loop protection is for), and with the heavy clients' own key (every request of both then upserts the
+    // same usage-counter row, a database lock shared by one account).
     const otherPool = await pooled.admin.apiKey(SCOPES);
     const otherInline = await inline.admin.apiKey(SCOPES);
-    log('analytics: trivial route under heavy load (pool, another account)');
-    const loadedPool = await underLoad(pooled, { heavy: keyPool, trivial: otherPool }, r, heavyConnections, durationSec);
-    log('analytics: trivial route under heavy load (inline, another account)');
-    const loadedInline = await underLoad(inline, { heavy: keyInline, trivial: otherInline }, r, heavyConnections, durationSec);
-    log('analytics: trivial route under heavy load (pool, same account)');
-    const samePool = await underLoad(pooled, { heavy: keyPool, trivial: keyPool }, r, heavyConnections, durationSec);
-    log('analytics: trivial route under heavy load (inline, same account)');
-    const sameInline = await underLoad(inline, { heavy: keyInline, trivial: keyInline }, r, heavyConnections, durationSec);
+    const loaded = { pool: [] as LoadedRun[], inline: [] as LoadedRun[], samePool: [] as LoadedRun[], sameInline: [] as LoadedRun[] };
+    for (let i = 0; i < rounds; i++) {
+      log(`analytics: trivial route under heavy load, round ${i + 1} of ${rounds}: pool, inline (another account), pool, inline (same account)`);
+      loaded.pool.push(await underLoad(pooled, { heavy: keyPool, trivial: otherPool }, r, heavyConnections, durationSec));
+      loaded.inline.push(await underLoad(inline, { heavy: keyInline, trivial: otherInline }, r, heavyConnections, durationSec));
+      loaded.samePool.push(await underLoad(pooled, { heavy: keyPool, trivial: keyPool }, r, heavyConnections, durationSec));
+      loaded.sameInline.push(await underLoad(inline, { heavy: keyInline, trivial: keyInline }, r, heavyConnections, durationSec));
+    }
+    const trivial = (runs: LoadedRun[]) => pooledProbe(runs.map((x) => x.trivial));
+    const probes = {
+      idle: { pool: pooledProbe(idle.pool), inline: pooledProbe(idle.inline) },
+      underLoad: { pool: trivial(loaded.pool), inline: trivial(loaded.inline) },
+      underLoadSameAccount: { pool: trivial(loaded.samePool), inline: trivial(loaded.sameInline) },
+    };
 
     const throughput: Record<string, unknown> = {};
     for (const name of ['strategyEv', 'technicals', 'correlations'] as const) {
@@ -189,32 +221,28 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       throughput[name] = { pool, inline: inl, rpsPoolOverInline: ratio(pool.rps, inl.rps) };
     }
 
-    const p99Idle = idle.pool.latencyMs.p99;
-    const p99Pool = loadedPool.trivial.latencyMs.p99;
-    const p99Inline = loadedInline.trivial.latencyMs.p99;
-    const p99InlineOverPool = ratio(p99Inline, p99Pool);
+    const p99Idle = probes.idle.pool.latencyMs.p99;
+    const p99Pool = probes.underLoad.pool.latencyMs.p99;
+    const p99SamePool = probes.underLoadSameAccount.pool.latencyMs.p99;
+    const p99InlineOverPool = ratio(probes.underLoad.inline.latencyMs.p99, p99Pool);
     // The target is judged on the worse of the two accounts.
-    const p99PoolMinusIdle = Math.max(p99Pool, samePool.trivial.latencyMs.p99) - p99Idle;
+    const p99PoolMinusIdle = Math.max(p99Pool, p99SamePool) - p99Idle;
+    const eld = (runs: LoadedRun[]) => runs.map((x) => x.eventLoopDelay);
     return {
       scenario: 'analytics',
       ...resultHeader(ctx, status, pooled),
-      config: { cores, workerThreads: { pool: cores, inline: 0 }, workerNice: WORKER_NICE, heavyConnectionsPerRoute: heavyConnections, heavyWarmupSec: HEAVY_WARMUP_SEC, probeRatePerSec: PROBE_RATE_PER_SEC, durationSec, instruments: data.ids.length, barsPerInstrument: data.bars },
+      config: { cores, workerThreads: { pool: cores, inline: 0 }, workerNice: WORKER_NICE, heavyConnectionsPerRoute: heavyConnections, heavyWarmupSec: HEAVY_WARMUP_SEC, heavyLeadInSec: HEAVY_LEAD_IN_SEC, probeRatePerSec: PROBE_RATE_PER_SEC, probeWindowSec: durationSec, rounds, instruments: data.ids.length, barsPerInstrument: data.bars },
       eventLoop: {
-        trivialRouteMs: {
-          idle: { pool: idle.pool.latencyMs, inline: idle.inline.latencyMs },
-          underLoad: { pool: loadedPool.trivial.latencyMs, inline: loadedInline.trivial.latencyMs },
-          underLoadSameAccount: { pool: samePool.trivial.latencyMs, inline: sameInline.trivial.latencyMs },
-        },
-        p99PoolMinusIdleMs: { anotherAccount: round(p99Pool - p99Idle, 2), sameAccount: round(samePool.trivial.latencyMs.p99 - p99Idle, 2) },
-        p99InlineOverPool: { anotherAccount: p99InlineOverPool, sameAccount: ratio(sameInline.trivial.latencyMs.p99, samePool.trivial.latencyMs.p99) },
-        probeErrors: [idle.pool, idle.inline, loadedPool.trivial, loadedInline.trivial, samePool.trivial, sameInline.trivial].reduce((n, t) => n + t.errors + t.requests - t.ok, 0),
-        // Measured inside the service (monitorEventLoopDelay, 10 ms sampling): how late its timers ran, which counts
-        // both a held event loop and a request thread waiting for a CPU it shares with the workers, PostgreSQL and
-        // the load generators.
-        eventLoopDelayMs: { idle: idlePool.eventLoopDelay, underLoadWithPool: loadedPool.eventLoopDelay, underLoadInline: loadedInline.eventLoopDelay },
-        // % of one core over the loaded probe window (another account), from /proc.
-        cpuDuringProbe: { pool: loadedPool.cpuDuringProbe, inline: loadedInline.cpuDuringProbe },
-        heavy: { pool: loadedPool.heavy, inline: loadedInline.heavy },
+        trivialRoute: probes,
+        p99PoolMinusIdleMs: { anotherAccount: round(p99Pool - p99Idle, 2), sameAccount: round(p99SamePool - p99Idle, 2) },
+        p99InlineOverPool: { anotherAccount: p99InlineOverPool, sameAccount: ratio(probes.underLoadSameAccount.inline.latencyMs.p99, p99SamePool) },
+        // Measured inside the service (monitorEventLoopDelay, 10 ms sampling), one reading per window: how late its
+        // timers ran, which counts both a held event loop and a request thread waiting for a CPU it shares with the
+        // workers, PostgreSQL and the load generators.
+        eventLoopDelayMs: { idle: idle.eventLoopDelay, underLoadWithPool: eld(loaded.pool), underLoadInline: eld(loaded.inline) },
+        // % of one core over the loaded probe windows (another account), averaged, from /proc.
+        cpuDuringProbe: { pool: meanCpu(loaded.pool), inline: meanCpu(loaded.inline) },
+        heavyRequestsPerWindow: { pool: loaded.pool.map((x) => x.heavyRequests), inline: loaded.inline.map((x) => x.heavyRequests) },
       },
       throughput,
       ratios: { trivialP99InlineOverPool: p99InlineOverPool },
@@ -223,7 +251,8 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       serverIssues: [],
       notes: [
         'both services are child processes on the same database; the inline one runs every worker task on its main thread (WORKER_THREADS=0), the pooled one on piscina threads',
-        `the trivial route is probed open loop at ${PROBE_RATE_PER_SEC} requests/s from the bench process; the heavy clients (autocannon, closed loop) run in a child process and load the service for ${HEAVY_WARMUP_SEC} s before each probe starts; their request counts cover the whole run`,
+        `the trivial route is probed open loop at ${PROBE_RATE_PER_SEC} requests/s from the bench process; the heavy clients (autocannon, closed loop) run in a child process, warm each service up for ${HEAVY_WARMUP_SEC} s, and load it for ${HEAVY_LEAD_IN_SEC} s before each probe window; their request counts cover whole windows, lead-in included`,
+        `each condition is probed in ${rounds} windows of ${durationSec} s, alternating between the services, and its latencies are pooled`,
         'on 2 cores the request thread, the workers, PostgreSQL and the load generators share the CPU: cpuDuringProbe shows how much of the loaded window the request thread spent waiting for a CPU',
       ],
     };

@@ -76,6 +76,17 @@ export const median = (values: number[]) => percentile(values, 50);
 /** Rounds for display, keeping `digits` decimals. */
 export const round = (n: number, digits = 2) => (Number.isFinite(n) ? Math.round(n * 10 ** digits) / 10 ** digits : n);
 
+/** p50, p90, p99, mean and max of request latencies (ms). */
+export function latencySummary(latencies: number[]) {
+  return {
+    p50: round(percentile(latencies, 50), 3),
+    p90: round(percentile(latencies, 90), 3),
+    p99: round(percentile(latencies, 99), 3),
+    mean: round(latencies.reduce((a, b) => a + b, 0) / latencies.length, 3),
+    max: round(Math.max(...latencies), 3),
+  };
+}
+
 export function summarise(samplesMs: number[]) {
   return {
     runs: samplesMs.length,
@@ -859,13 +870,7 @@ export function summariseLoad(o: LoadOptions, parts: RawLoad[]) {
     statuses: Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])),
     rps: round(ok / durationSec, 1),
     ...(o.serverPid ? { serverCpuSec: round(serverCpuSec, 2), serverCpuMsPerRequest: round((serverCpuSec * 1000) / requests, 3) } : {}),
-    latencyMs: {
-      p50: round(percentile(latencies, 50), 3),
-      p90: round(percentile(latencies, 90), 3),
-      p99: round(percentile(latencies, 99), 3),
-      mean: round(latencies.reduce((a, b) => a + b, 0) / latencies.length, 3),
-      max: round(Math.max(...latencies), 3),
-    },
+    latencyMs: latencySummary(latencies),
   };
 }
 
@@ -924,19 +929,27 @@ export interface ProbeOptions {
   durationSec: number;
 }
 
+/** One probe window: every 2xx latency, and how many requests were sent and failed. */
+export interface ProbeRun {
+  requests: number;
+  ok: number;
+  /** Connection errors and non-2xx answers. */
+  failed: number;
+  latencies: number[];
+}
+
 /**
  * An open-loop latency probe: one request every 1/ratePerSec seconds over
  * keep-alive connections (as many as are outstanding), each timed from its
  * send to the end of its response. Unlike a closed loop, a slow answer does
  * not hold back the next request, and the probe adds almost no load of its own.
  */
-export async function probe(o: ProbeOptions) {
+export async function probe(o: ProbeOptions): Promise<ProbeRun> {
   const agent = new http.Agent({ keepAlive: true });
   const body = o.body === undefined ? undefined : Buffer.from(o.body);
   const headers = { ...o.headers, ...(body ? { 'content-type': 'application/json', 'content-length': String(body.length) } : {}) };
   const latencies: number[] = [];
-  const statuses = new Map<number, number>();
-  let errors = 0;
+  let failed = 0;
   const one = () =>
     new Promise<void>((resolve) => {
       const start = process.hrtime.bigint();
@@ -944,13 +957,13 @@ export async function probe(o: ProbeOptions) {
         res.resume();
         res.once('end', () => {
           const status = res.statusCode ?? 0;
-          statuses.set(status, (statuses.get(status) ?? 0) + 1);
           if (status >= 200 && status < 300) latencies.push(Number(process.hrtime.bigint() - start) / 1e6);
+          else failed += 1;
           resolve();
         });
       });
       req.once('error', () => {
-        errors += 1;
+        failed += 1;
         resolve();
       });
       req.end(body);
@@ -966,19 +979,13 @@ export async function probe(o: ProbeOptions) {
   }
   await Promise.all(pending);
   agent.destroy();
-  return {
-    ratePerSec: o.ratePerSec,
-    requests: total,
-    ok: latencies.length,
-    errors,
-    statuses: Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])),
-    latencyMs: {
-      p50: round(percentile(latencies, 50), 3),
-      p90: round(percentile(latencies, 90), 3),
-      p99: round(percentile(latencies, 99), 3),
-      max: round(Math.max(...latencies), 3),
-    },
-  };
+  return { requests: total, ok: latencies.length, failed, latencies };
+}
+
+/** Probe windows of one condition pooled: percentiles over all their latencies. */
+export function pooledProbe(runs: ProbeRun[]) {
+  const sum = (f: (r: ProbeRun) => number) => runs.reduce((n, r) => n + f(r), 0);
+  return { rounds: runs.length, requests: sum((r) => r.requests), ok: sum((r) => r.ok), failed: sum((r) => r.failed), latencyMs: latencySummary(runs.flatMap((r) => r.latencies)) };
 }
 
 // ---------------------------------------------------------------- results
