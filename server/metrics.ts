@@ -98,6 +98,20 @@ export const workerRun = new client.Histogram({
 
 export const workerRejected = new client.Counter({
   name: 'worker_tasks_rejected_total',
-  help: 'Tasks refused because the worker queue was full (answered 503 overloaded)',
+  help: 'Analytics requests refused because the pool or its read slots were full (answered 503 overloaded)',
+  registers: [registry],
+});
+
+export const readSlotsWaiting = new client.Gauge({
+  name: 'worker_pool_reads_waiting',
+  help: 'Bar-reading analytics requests (technicals, correlations, beta) waiting for a read slot',
+  registers: [registry],
+});
+
+export const readSlotWait = new client.Histogram({
+  name: 'worker_read_slot_wait_seconds',
+  help: 'Time a bar-reading analytics request waited for a read slot',
+  labelNames: ['task'] as const,
+  buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
   registers: [registry],
 });

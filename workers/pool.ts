@@ -2,7 +2,7 @@ import os from 'node:os';
 import { Piscina } from 'piscina';
 import { dispatch } from './tasks.ts';
 import { AppError } from '../server/http/errors.ts';
-import { workerQueueDepth, workerRejected, workerRun, workerTasksInFlight, workerWait } from '../server/metrics.ts';
+import { readSlotsWaiting, readSlotWait, workerQueueDepth, workerRejected, workerRun, workerTasksInFlight, workerWait } from '../server/metrics.ts';
 
 export interface WorkerPoolOptions {
   threads?: number;
@@ -22,6 +22,14 @@ export type TaskName = keyof import('./tasks.ts').Tasks;
  * queue that grows without bound turns overload into timeouts for everyone.
  * Each task carries an AbortSignal timeout, so a pathological input cannot
  * hold a thread for ever.
+ *
+ * Requests that read bars before computing (technicals, correlations, beta)
+ * also take a read slot for their whole course, from the first query to the
+ * result: `threads` of them (the number of cores when tasks run inline) at a
+ * time, the rest waiting in line, at most maxQueue, then shed the same way.
+ * A bar read keeps a database backend busy for several milliseconds of CPU;
+ * more concurrent reads than threads could ever compute only crowd the
+ * database and the request thread, which every cheap request also needs.
  */
 export class WorkerPool {
   readonly threads: number;
@@ -29,10 +37,15 @@ export class WorkerPool {
   private readonly piscina: Piscina | null;
   private readonly capacity: number;
   private inFlight = 0;
+  /** Bar-reading requests served at once (see the class comment). */
+  readonly readSlots: number;
+  private reading = 0;
+  private readonly readWaiters: (() => void)[] = [];
 
   constructor(private readonly options: WorkerPoolOptions) {
     this.threads = options.threads ?? os.availableParallelism();
     this.capacity = this.threads + options.maxQueue;
+    this.readSlots = this.threads || os.availableParallelism();
     this.piscina = this.threads === 0 ? null : new Piscina({
       filename: new URL('./entry.mjs', import.meta.url).href,
       minThreads: this.threads,
@@ -49,11 +62,33 @@ export class WorkerPool {
     return this.piscina?.queueSize ?? 0;
   }
 
-  async run<T>(task: TaskName, input: unknown, transferList?: ArrayBuffer[]): Promise<T> {
-    if (this.inFlight >= this.capacity) {
-      workerRejected.inc();
-      throw new AppError('overloaded', 'the analytics workers are saturated; retry shortly', {}, { 'Retry-After': '1' });
+  /** Runs `fn`, a request that reads bars and then runs `task`, in a read slot (see the class comment). */
+  async withReadSlot<T>(task: TaskName, fn: () => Promise<T>): Promise<T> {
+    if (this.reading >= this.readSlots) {
+      if (this.readWaiters.length >= this.options.maxQueue) throw overloaded();
+      const queuedAt = performance.now();
+      await new Promise<void>((resolve) => {
+        this.readWaiters.push(resolve);
+        readSlotsWaiting.set(this.readWaiters.length);
+      });
+      readSlotWait.observe({ task }, (performance.now() - queuedAt) / 1000);
+    } else {
+      this.reading++;
+      readSlotWait.observe({ task }, 0);
     }
+    try {
+      return await fn();
+    } finally {
+      // The slot passes straight to the next in line, or is freed.
+      const next = this.readWaiters.shift();
+      readSlotsWaiting.set(this.readWaiters.length);
+      if (next) next();
+      else this.reading--;
+    }
+  }
+
+  async run<T>(task: TaskName, input: unknown, transferList?: ArrayBuffer[]): Promise<T> {
+    if (this.inFlight >= this.capacity) throw overloaded();
     this.inFlight++;
     workerTasksInFlight.set(this.inFlight);
     const queuedAt = performance.now();
@@ -84,4 +119,9 @@ export class WorkerPool {
   async destroy(): Promise<void> {
     await this.piscina?.destroy();
   }
+}
+
+function overloaded(): AppError {
+  workerRejected.inc();
+  return new AppError('overloaded', 'the analytics workers are saturated; retry shortly', {}, { 'Retry-After': '1' });
 }

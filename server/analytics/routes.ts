@@ -21,18 +21,21 @@ export const analyticsArea: Area = {
 
     router.get('/instruments/:id/technicals', 'technicals:read', async (req, res) => {
       const { id } = parse(InstrumentIdParamsSchema, req.params, 'params');
-      const data = await market.technicals(readSql, pool, id, parse(TechnicalsQuerySchema, req.query));
+      const q = parse(TechnicalsQuerySchema, req.query);
+      const data = await pool.withReadSlot('technicals', () => market.technicals(readSql, pool, id, q));
       sendData(res, data, { asOf: data.assumptions.asOf, source: 'computed from adjusted daily bars', stale: false });
     });
 
     router.get('/correlations', 'correlations:read', async (req, res) => {
-      const data = await market.correlations(readSql, pool, parse(CorrelationsQuerySchema, req.query));
+      const q = parse(CorrelationsQuerySchema, req.query);
+      const data = await pool.withReadSlot('correlations', () => market.correlations(readSql, pool, q));
       sendData(res, data, { asOf: data.assumptions.asOf, source: 'computed from adjusted daily bars', stale: false });
     });
 
     router.get('/instruments/:id/beta', 'correlations:read', async (req, res) => {
       const { id } = parse(InstrumentIdParamsSchema, req.params, 'params');
-      const data = await market.beta(readSql, pool, id, parse(BetaQuerySchema, req.query));
+      const q = parse(BetaQuerySchema, req.query);
+      const data = await pool.withReadSlot('beta', () => market.beta(readSql, pool, id, q));
       sendData(res, data, { asOf: data.assumptions.asOf, source: 'computed from adjusted daily bars', stale: false });
     });
   },
