@@ -121,8 +121,8 @@ async function withEventLoopDelay<T>(service: Service, fn: () => Promise<T>): Pr
 
 /** Unmeasured heavy load on each service before the first probe: the workers' (or the inline thread's) JIT warm-up. */
 const HEAVY_WARMUP_SEC = 6;
-/** Seconds of heavy load before each probe window starts. */
-const HEAVY_LEAD_IN_SEC = 2;
+/** Seconds of heavy load before each probe window starts: the child process starts (about 1 s of CPU) and its load settles. */
+const HEAVY_LEAD_IN_SEC = 3;
 
 type Routes = ReturnType<typeof routes>;
 
