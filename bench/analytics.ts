@@ -37,6 +37,7 @@ import {
   type Service,
 } from './lib.ts';
 import { PRIMARY_ROUTE } from './platform-overhead.ts';
+import { ConfigSchema } from '../server/config.ts';
 
 const AS_OF = '2021-01-01T00:00:00.000Z';
 const IRON_CONDOR = {
@@ -77,8 +78,8 @@ interface RouteSpec {
 /** The trivial route: computed inline in both services. */
 const PROBABILITY: RouteSpec = { method: 'POST', path: PRIMARY_ROUTE.path, body: JSON.stringify(PRIMARY_ROUTE.body) };
 const PROBE_RATE_PER_SEC = 100;
-/** The worker threads' nice increment: the service's default (WORKER_NICE). */
-const WORKER_NICE = 10;
+/** The worker threads' nice increment: the service's default (WORKER_NICE), which the bench leaves unset. */
+const WORKER_NICE = ConfigSchema.shape.WORKER_NICE.parse(undefined);
 
 function routes(ids: string[]): Record<'strategyEv' | 'technicals' | 'correlations' | 'probability', RouteSpec> {
   return {

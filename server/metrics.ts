@@ -68,6 +68,9 @@ new client.Gauge({
   },
 });
 
+/** Seconds, for the pool's queue waits (a task for a thread, a request for a read slot). */
+const WAIT_BUCKETS = [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5];
+
 export const workerQueueDepth = new client.Gauge({
   name: 'worker_pool_queue_depth',
   help: 'Tasks waiting for a worker thread',
@@ -84,7 +87,7 @@ export const workerWait = new client.Histogram({
   name: 'worker_task_wait_seconds',
   help: 'Time a task waited in the worker queue',
   labelNames: ['task'] as const,
-  buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+  buckets: WAIT_BUCKETS,
   registers: [registry],
 });
 
@@ -112,6 +115,6 @@ export const readSlotWait = new client.Histogram({
   name: 'worker_read_slot_wait_seconds',
   help: 'Time a bar-reading analytics request waited for a read slot',
   labelNames: ['task'] as const,
-  buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+  buckets: WAIT_BUCKETS,
   registers: [registry],
 });

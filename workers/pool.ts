@@ -87,7 +87,12 @@ export class WorkerPool {
     }
   }
 
-  async run<T>(task: TaskName, input: unknown, transferList?: ArrayBuffer[]): Promise<T> {
+  /**
+   * Runs `task` on a thread. Typed arrays in `input` that own their whole
+   * buffer are transferred, not copied: the caller hands them over and must
+   * not read them afterwards.
+   */
+  async run<T>(task: TaskName, input: unknown): Promise<T> {
     if (this.inFlight >= this.capacity) throw overloaded();
     this.inFlight++;
     workerTasksInFlight.set(this.inFlight);
@@ -96,7 +101,7 @@ export class WorkerPool {
       const message = { task, input, queuedAt: performance.timeOrigin + queuedAt };
       const { result, waitMs, runMs } = (
         this.piscina
-          ? await this.piscina.run(message, { name: 'dispatch', transferList, signal: AbortSignal.timeout(this.options.taskTimeoutMs) })
+          ? await this.piscina.run(message, { name: 'dispatch', transferList: ownedBuffers(input), signal: AbortSignal.timeout(this.options.taskTimeoutMs) })
           : dispatch(message)
       ) as { result: T; waitMs: number; runMs: number };
       workerWait.observe({ task }, waitMs / 1000);
@@ -124,4 +129,16 @@ export class WorkerPool {
 function overloaded(): AppError {
   workerRejected.inc();
   return new AppError('overloaded', 'the analytics workers are saturated; retry shortly', {}, { 'Retry-After': '1' });
+}
+
+/** The buffers of the typed arrays in `value` (plain objects and arrays, walked) that span their whole buffer. */
+function ownedBuffers(value: unknown, out = new Set<ArrayBuffer>()): ArrayBuffer[] {
+  if (ArrayBuffer.isView(value)) {
+    if (value.buffer instanceof ArrayBuffer && value.byteOffset === 0 && value.byteLength === value.buffer.byteLength) out.add(value.buffer);
+  } else if (Array.isArray(value)) {
+    for (const v of value) ownedBuffers(v, out);
+  } else if (value !== null && typeof value === 'object') {
+    for (const v of Object.values(value)) ownedBuffers(v, out);
+  }
+  return [...out];
 }

@@ -284,9 +284,7 @@ export async function ingestRows<Row>(sql: Sql, kind: IngestKind<Row>, batches: 
           if (keys) {
             const ordinal = key!.ordinal(row);
             if (!keys.add(key!.instrumentId(row), ordinal, index)) {
-              throw new AppError('invalid_request', `row ${index}: duplicates an earlier row of this batch; nothing was stored`, {
-                [`rows[${index}].${key!.field}`]: ['duplicates an earlier row of this batch'],
-              });
+              throw rowError(index, key!.field, 'duplicates an earlier row of this batch');
             }
             if (ordinal < batchRange.first) batchRange.first = ordinal;
             if (ordinal > batchRange.last) batchRange.last = ordinal;
@@ -356,14 +354,15 @@ export class RowKeys {
   }
 }
 
+/** The 400 for one bad field of one row, which leaves the whole upload unstored. */
+function rowError(index: unknown, field: string, message: string): AppError {
+  return new AppError('invalid_request', `row ${index}: ${message}; nothing was stored`, { [`rows[${index}].${field}`]: [message] });
+}
+
 /** Answers 400 naming the first staged row a check query returns (`row_index`), if any. */
 export async function rejectFirstRow(check: PromiseLike<readonly Record<string, unknown>[]>, field: string, message: string): Promise<void> {
   const [row] = await check;
-  if (row && row.row_index !== null && row.row_index !== undefined) {
-    throw new AppError('invalid_request', `row ${row.row_index}: ${message}; nothing was stored`, {
-      [`rows[${row.row_index}].${field}`]: [message],
-    });
-  }
+  if (row && row.row_index !== null && row.row_index !== undefined) throw rowError(row.row_index, field, message);
 }
 
 /** 400 naming the first staged row whose instrument_id is not a known instrument. */
@@ -389,11 +388,7 @@ async function rejectNewUnknownInstruments(tx: Sql, keys: RowKeys): Promise<void
     (await tx`select t.id::text as id from unnest(${unchecked.map((u) => u.id)}::uuid[]) as t (id) where not exists (select 1 from instruments i where i.id = t.id)`).map((r) => r.id as string),
   );
   const firstUnknown = unchecked.find((u) => unknown.has(u.id)); // in first-row order already
-  if (firstUnknown) {
-    throw new AppError('invalid_request', `row ${firstUnknown.firstRow}: unknown instrument; nothing was stored`, {
-      [`rows[${firstUnknown.firstRow}].instrumentId`]: ['unknown instrument'],
-    });
-  }
+  if (firstUnknown) throw rowError(firstUnknown.firstRow, 'instrumentId', 'unknown instrument');
 }
 
 // Shared row-field schemas. Rows from CSV arrive as text, rows from JSON as

@@ -25,7 +25,7 @@ export async function technicals(sql: Sql, pool: WorkerPool, id: string, q: { lo
     });
   }
   const { open, high, low, close, volume, dates } = series;
-  const result = await pool.run<TechnicalsData>('technicals', { open, high, low, close, volume }, [open.buffer, high.buffer, low.buffer, close.buffer, volume.buffer] as ArrayBuffer[]);
+  const result = await pool.run<TechnicalsData>('technicals', { open, high, low, close, volume });
   const barsUsed = dates.length;
   const patterns = result.chartPatterns.patterns.map((p) => ({ ...p, startDate: dayToDate(dates[p.startIndex]), endDate: dayToDate(dates[p.endIndex]) }));
   return {
@@ -59,8 +59,10 @@ export async function correlations(
   const ids = q.instrumentIds.filter((id) => known.has(id));
   const unknown = q.instrumentIds.filter((id) => !known.has(id));
   const series = await readAdjustedSeries(sql, ids, { from: window.from, to: window.to, asOf: q.asOf, fields: 'close' });
-  const inputs = ids.map((id) => ({ dates: series.get(id)!.dates, close: series.get(id)!.close }));
-  const result = await pool.run<CorrelationMatrixResult>('correlations', { series: inputs, method: q.method }, inputs.flatMap((s) => [s.dates.buffer, s.close.buffer]) as ArrayBuffer[]);
+  const result = await pool.run<CorrelationMatrixResult>('correlations', {
+    series: ids.map((id) => ({ dates: series.get(id)!.dates, close: series.get(id)!.close })),
+    method: q.method,
+  });
   const instruments = result.instruments.map((i) => ({ instrumentId: ids[i.index], observations: i.observations, usable: i.usable, reason: i.reason }));
   if (result.usableIndices.length < 2) {
     const details: Record<string, string[]> = { instrumentIds: ['fewer than two instruments have enough overlapping bars in the window'] };
@@ -99,11 +101,10 @@ export async function beta(sql: Sql, pool: WorkerPool, id: string, q: { benchmar
   const series = await readAdjustedSeries(sql, [id, q.benchmarkId], { from: window.from, to: window.to, asOf: q.asOf, fields: 'close' });
   const subject = series.get(id)!;
   const benchmark = series.get(q.benchmarkId)!;
-  const result = await pool.run<BetaResult>(
-    'beta',
-    { subject: { dates: subject.dates, close: subject.close }, benchmark: { dates: benchmark.dates, close: benchmark.close } },
-    [subject.dates.buffer, subject.close.buffer, benchmark.dates.buffer, benchmark.close.buffer] as ArrayBuffer[],
-  );
+  const result = await pool.run<BetaResult>('beta', {
+    subject: { dates: subject.dates, close: subject.close },
+    benchmark: { dates: benchmark.dates, close: benchmark.close },
+  });
   return {
     instrumentId: id,
     benchmarkId: q.benchmarkId,

@@ -392,21 +392,15 @@ export function inOrder<T extends Int32Array | Float64Array>(values: T, order: U
 
 const LITTLE_ENDIAN = os.endianness() === 'LE';
 
-/** Big-endian int4 values packed by PostgreSQL (int4send), copied and byte-swapped natively. */
-function int32s(buf: Buffer | undefined): Int32Array {
-  const out = new Int32Array((buf?.length ?? 0) / 4);
+/** Big-endian values packed by PostgreSQL (int4send, float8send), copied into a `Type` and byte-swapped natively. */
+function fromBigEndian<T extends Int32Array | Float64Array>(buf: Buffer | undefined, Type: { new (n: number): T; BYTES_PER_ELEMENT: number }): T {
+  const out = new Type((buf?.length ?? 0) / Type.BYTES_PER_ELEMENT);
   const bytes = Buffer.from(out.buffer);
   if (buf) bytes.set(buf);
-  if (LITTLE_ENDIAN) bytes.swap32();
+  if (LITTLE_ENDIAN) Type.BYTES_PER_ELEMENT === 8 ? bytes.swap64() : bytes.swap32();
   return out;
 }
 
-/** Big-endian float8 values packed by PostgreSQL (float8send), copied and byte-swapped natively. */
-function float64s(buf: Buffer | undefined): Float64Array {
-  const out = new Float64Array((buf?.length ?? 0) / 8);
-  const bytes = Buffer.from(out.buffer);
-  if (buf) bytes.set(buf);
-  if (LITTLE_ENDIAN) bytes.swap64();
-  return out;
-}
+const int32s = (buf: Buffer | undefined) => fromBigEndian(buf, Int32Array);
+const float64s = (buf: Buffer | undefined) => fromBigEndian(buf, Float64Array);
 
