@@ -220,6 +220,30 @@ describe('platform: quotas and rate limits', () => {
   });
 });
 
+describe('platform: migrations already applied', () => {
+  it('when a migration was applied with an earlier text that differs only in comments, then the service starts; any other changed checksum is refused', async () => {
+    const admin = postgres(databaseUrl(), { max: 1, onnotice: () => {} });
+    const name = `mds_checksum_${Date.now()}`;
+    await admin`create database ${admin(name)}`;
+    const url = new URL(databaseUrl());
+    url.pathname = `/${name}`;
+    const env = { DATABASE_URL: url.toString() };
+    const db = postgres(url.toString(), { max: 1, onnotice: () => {} });
+    try {
+      await (await startService(env)).stop();
+      // 003 as first landed (364dd90), before its header comment was corrected.
+      await db`update schema_migrations set checksum = 'a5370e530de989f565472baa70d2c96a37b709570f83f524d4aa4e3b9bbf309b' where version = 3`;
+      await (await startService(env)).stop();
+      await db`update schema_migrations set checksum = ${'0'.repeat(64)} where version = 3`;
+      await expect(startService(env)).rejects.toThrow('was changed after it was applied');
+    } finally {
+      await db.end();
+      await admin`drop database if exists ${admin(name)} with (force)`;
+      await admin.end();
+    }
+  });
+});
+
 describe('platform: two processes on one database', () => {
   it('when two services start at once on a fresh database, then each migration runs once and they enforce one shared limit', async () => {
     const admin = postgres(databaseUrl(), { max: 1, onnotice: () => {} });
