@@ -220,58 +220,63 @@ describe('platform: quotas and rate limits', () => {
   });
 });
 
+/** Runs `fn` with the URL of a fresh database on the test server, dropped afterwards. */
+async function withFreshDatabase(prefix: string, fn: (url: string) => Promise<void>) {
+  const admin = postgres(databaseUrl(), { max: 1, onnotice: () => {} });
+  const name = `${prefix}_${Date.now()}`;
+  await admin`create database ${admin(name)}`;
+  const url = new URL(databaseUrl());
+  url.pathname = `/${name}`;
+  try {
+    await fn(url.toString());
+  } finally {
+    await admin`drop database if exists ${admin(name)} with (force)`;
+    await admin.end();
+  }
+}
+
 describe('platform: migrations already applied', () => {
   it('when a migration was applied with an earlier text that differs only in comments, then the service starts; any other changed checksum is refused', async () => {
-    const admin = postgres(databaseUrl(), { max: 1, onnotice: () => {} });
-    const name = `mds_checksum_${Date.now()}`;
-    await admin`create database ${admin(name)}`;
-    const url = new URL(databaseUrl());
-    url.pathname = `/${name}`;
-    const env = { DATABASE_URL: url.toString() };
-    const db = postgres(url.toString(), { max: 1, onnotice: () => {} });
-    try {
-      await (await startService(env)).stop();
-      // 003 as first landed (364dd90), before its header comment was corrected.
-      await db`update schema_migrations set checksum = 'a5370e530de989f565472baa70d2c96a37b709570f83f524d4aa4e3b9bbf309b' where version = 3`;
-      await (await startService(env)).stop();
-      await db`update schema_migrations set checksum = ${'0'.repeat(64)} where version = 3`;
-      await expect(startService(env)).rejects.toThrow('was changed after it was applied');
-    } finally {
-      await db.end();
-      await admin`drop database if exists ${admin(name)} with (force)`;
-      await admin.end();
-    }
+    await withFreshDatabase('mds_checksum', async (url) => {
+      const env = { DATABASE_URL: url };
+      const db = postgres(url, { max: 1, onnotice: () => {} });
+      try {
+        await (await startService(env)).stop();
+        // 003 as first landed (364dd90), before its header comment was corrected.
+        await db`update schema_migrations set checksum = 'a5370e530de989f565472baa70d2c96a37b709570f83f524d4aa4e3b9bbf309b' where version = 3`;
+        await (await startService(env)).stop();
+        await db`update schema_migrations set checksum = ${'0'.repeat(64)} where version = 3`;
+        await expect(startService(env)).rejects.toThrow('was changed after it was applied');
+      } finally {
+        await db.end();
+      }
+    });
   });
 });
 
 describe('platform: two processes on one database', () => {
   it('when two services start at once on a fresh database, then each migration runs once and they enforce one shared limit', async () => {
-    const admin = postgres(databaseUrl(), { max: 1, onnotice: () => {} });
-    const name = `mds_two_${Date.now()}`;
-    await admin`create database ${admin(name)}`;
-    const url = new URL(databaseUrl());
-    url.pathname = `/${name}`;
-    const env = { DATABASE_URL: url.toString(), RATE_LIMIT_LIVE_PER_MINUTE: '4' };
-    const [a, b] = await Promise.all([startService(env), startService(env)]);
-    try {
-      const ran = [...a.runtime.migration.ranNow, ...b.runtime.migration.ranNow].sort();
-      const applied = a.runtime.migration.applied.map((m) => m.name).sort();
-      expect(ran).toEqual(applied);
-      const [count] = await a.sql`select count(*)::int as n, count(distinct version)::int as d from schema_migrations`;
-      expect(count.n).toBe(count.d);
+    await withFreshDatabase('mds_two', async (url) => {
+      const env = { DATABASE_URL: url, RATE_LIMIT_LIVE_PER_MINUTE: '4' };
+      const [a, b] = await Promise.all([startService(env), startService(env)]);
+      try {
+        const ran = [...a.runtime.migration.ranNow, ...b.runtime.migration.ranNow].sort();
+        const applied = a.runtime.migration.applied.map((m) => m.name).sort();
+        expect(ran).toEqual(applied);
+        const [count] = await a.sql`select count(*)::int as n, count(distinct version)::int as d from schema_migrations`;
+        expect(count.n).toBe(count.d);
 
-      const key = await a.keyWith(['instruments:read']);
-      const secondsIntoMinute = new Date().getUTCSeconds();
-      if (secondsIntoMinute > 50) await sleep((61 - secondsIntoMinute) * 1000);
-      const statuses = [];
-      for (const svc of [a, b, a, b, a]) statuses.push((await svc.get('/v1/instruments?query=x', key)).status);
-      expect(statuses).toEqual([200, 200, 200, 200, 429]);
-    } finally {
-      await a.stop();
-      await b.stop();
-      await admin`drop database if exists ${admin(name)} with (force)`;
-      await admin.end();
-    }
+        const key = await a.keyWith(['instruments:read']);
+        const secondsIntoMinute = new Date().getUTCSeconds();
+        if (secondsIntoMinute > 50) await sleep((61 - secondsIntoMinute) * 1000);
+        const statuses = [];
+        for (const svc of [a, b, a, b, a]) statuses.push((await svc.get('/v1/instruments?query=x', key)).status);
+        expect(statuses).toEqual([200, 200, 200, 200, 429]);
+      } finally {
+        await a.stop();
+        await b.stop();
+      }
+    });
   });
 });
 
