@@ -30,6 +30,25 @@ async function loadCloses(series: { barDate: string; close: number }[]) {
   return id;
 }
 
+/**
+ * readAdjustedSeries through a sequential scan, which returns the rows in storage order: for a series stored newest
+ * first, that is out of date order (asserted), so the read's own reordering is exercised.
+ */
+async function readBySequentialScan(id: string, window: { from: string; to: string; fields: 'close' }) {
+  const session = await svc.sql.reserve();
+  try {
+    await session`set enable_indexscan = off`;
+    await session`set enable_bitmapscan = off`;
+    const [row] = await selectPackedSeries(session, [id], window.from, window.to, 'close');
+    const days = new DataView(row.days.buffer, row.days.byteOffset, row.days.length);
+    expect(days.getInt32(0)).toBeGreaterThan(days.getInt32(4));
+    return (await readAdjustedSeries(session, [id], window)).get(id)!;
+  } finally {
+    await session`reset all`;
+    session.release();
+  }
+}
+
 function alignedLogReturns(a: { barDate: string; close: number }[], b: { barDate: string; close: number }[], from: string, to: string) {
   const inB = new Map(b.map((x) => [x.barDate, x.close]));
   const common = a.filter((x) => x.barDate >= from && x.barDate <= to && inB.has(x.barDate));
@@ -77,19 +96,7 @@ describe('correlations and beta on the real Dow 30 series', () => {
     // The packed read asks for no order. A sequential scan returns this series in storage order, newest first: the
     // reordering is then exercised, and the read equals the one of the series stored in order.
     const window = { from: '1998-07-01', to: '1999-06-30', fields: 'close' as const };
-    const session = await svc.sql.reserve();
-    let scanned;
-    try {
-      await session`set enable_indexscan = off`;
-      await session`set enable_bitmapscan = off`;
-      const [row] = await selectPackedSeries(session, [reversed], window.from, window.to, 'close');
-      const days = new DataView(row.days.buffer, row.days.byteOffset, row.days.length);
-      expect(days.getInt32(0)).toBeGreaterThan(days.getInt32(4));
-      scanned = (await readAdjustedSeries(session, [reversed], window)).get(reversed)!;
-    } finally {
-      await session`reset all`;
-      session.release();
-    }
+    const scanned = await readBySequentialScan(reversed, window);
     const stored = (await readAdjustedSeries(svc.sql, [ids[0]], window)).get(ids[0])!;
     expect(scanned.dates.length).toBeGreaterThan(200);
     expect(scanned.dates).toEqual(stored.dates);
@@ -171,6 +178,44 @@ describe('correlations and beta on the real Dow 30 series', () => {
     expect(short.body.data).toMatchObject({ beta: null, alpha: null, rSquared: null, observations: 0, reason: 'insufficient_overlap' });
     expect((await svc.get(`/v1/instruments/${randomUUID()}/beta?benchmarkId=${ids[0]}`, key)).status).toBe(404);
     expect((await svc.get(`/v1/instruments/${ids[0]}/beta?benchmarkId=${randomUUID()}`, key)).status).toBe(400);
+  });
+});
+
+describe('the packed bar read', () => {
+  it('when some bars are vendor-adjusted, then each keeps its own reflects-through date: actions it already reflects are not applied again, in any storage order', async () => {
+    // Two 2-for-1 splits, on 2010-02-01 and 2010-03-01. Every third bar comes from a vendor-adjusted source that
+    // already reflects actions through 2010-02-15 (the first split, not the second); the rest are raw. Expected
+    // adjusted closes, by hand: a raw bar is divided by 2 for each split after it; a vendor bar only by 2 for the
+    // March split when it lies before it.
+    const days = weekdays('2010-01-04', '2010-03-31');
+    const close = (i: number) => 100 + i;
+    const isVendor = (i: number) => i % 3 === 0;
+    const expected = days.map((d, i) => {
+      const splitsAfter = isVendor(i) ? (d < '2010-03-01' ? 1 : 0) : (d < '2010-02-01' ? 2 : d < '2010-03-01' ? 1 : 0);
+      return close(i) / 2 ** splitsAfter;
+    });
+    const bars = (id: string) =>
+      days.map((d, i) =>
+        dailyBar(id, { barDate: d, close: close(i) }, {
+          openPrice: null, highPrice: null, lowPrice: null, volume: null,
+          ...(isVendor(i) ? { priceBasis: 'vendor_adjusted', reflectsActionsThrough: '2010-02-15' } : {}),
+        }),
+      );
+    const splits = (id: string) =>
+      ['2010-02-01', '2010-03-01'].map((effectiveDate) => ({
+        instrumentId: id, kind: 'split', effectiveDate, knowledgeDate: '2020-01-01', knowledgeProvenance: 'announced', params: { ratio: 2 }, source: 'test-fixture',
+      }));
+    const inOrder = (await createInstrument(svc)).id;
+    const newestFirst = (await createInstrument(svc)).id;
+    await ingest(svc, '/bars/daily', bars(inOrder));
+    await ingest(svc, '/bars/daily', bars(newestFirst).reverse());
+    for (const id of [inOrder, newestFirst]) await ingest(svc, '/corporate-actions', splits(id));
+    const window = { from: '2010-01-01', to: '2010-03-31', fields: 'close' as const };
+    const reads = [(await readAdjustedSeries(svc.sql, [inOrder], window)).get(inOrder)!, await readBySequentialScan(newestFirst, window)];
+    for (const read of reads) {
+      expect([...read.close]).toEqual(expected);
+      expect(read.dates.length).toBe(days.length);
+    }
   });
 });
 
