@@ -1,6 +1,6 @@
 import type { Sql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
-import { NOT_VENDOR_ADJUSTED, type ActionForAdjustment, type PriorClose, type Provenance } from './adjustment.ts';
+import { type ActionForAdjustment, type PriorClose, type Provenance } from './adjustment.ts';
 
 export interface ActionSetQuery {
   instrumentIds: string[];
@@ -153,11 +153,14 @@ export function selectDailyBars(sql: Sql, instrumentIds: string[], from: string,
 
 /**
  * Daily bars for analytics, one row per instrument, each column packed by
- * PostgreSQL into a bytea of big-endian values: days since 1970-01-01 and
- * reflects-through days as int4 (NOT_VENDOR_ADJUSTED for a raw bar), prices
- * and volume as float8 (NaN where absent). postgres.js hands a bytea over as
- * one Buffer, so the request thread decodes a few buffers per instrument
- * instead of an object per bar.
+ * PostgreSQL into a bytea of big-endian values: days since 1970-01-01 as int4,
+ * prices and volume as float8 (NaN where absent). postgres.js hands a bytea
+ * over as one Buffer, so the request thread decodes a few buffers per
+ * instrument instead of an object per bar. Vendor-adjusted bars are the
+ * exception, so their reflects-through dates come apart, as (day,
+ * reflects-through day) int4 pairs, and the column is null when the window
+ * holds none: a column for every bar was a quarter of a close-only read's
+ * bytes, which the database encodes and the request thread receives.
  *
  * The aggregates carry no ORDER BY: each one would sort its input again
  * (PostgreSQL 15 sorts per ordered aggregate), which doubled the query's cost.
@@ -170,7 +173,8 @@ export function selectPackedSeries(sql: Sql, instrumentIds: string[], from: stri
     select
       instrument_id,
       string_agg(int4send(bar_date - date '1970-01-01'), ''::bytea) as days,
-      string_agg(int4send(coalesce(reflects_actions_through - date '1970-01-01', ${NOT_VENDOR_ADJUSTED}::int4)), ''::bytea) as reflects,
+      string_agg(int4send(bar_date - date '1970-01-01') || int4send(reflects_actions_through - date '1970-01-01'), ''::bytea)
+        filter (where reflects_actions_through is not null) as vendor_adjusted,
       ${fields === 'ohlcv' ? sql`${packedFloat('open_price')} ${packedFloat('high_price')} ${packedFloat('low_price')} ${packedFloat('volume')}` : sql``}
       string_agg(float8send(close_price), ''::bytea) as close_price
     from daily_bars

@@ -8,6 +8,7 @@ import {
   BarAdjuster,
   buildFactors,
   dayToDate,
+  NOT_VENDOR_ADJUSTED,
   priceBasisOf,
   PROVENANCES,
   type ActionForAdjustment,
@@ -364,8 +365,29 @@ export async function readAdjustedSeries(
       firstDate: dates.length ? dayToDate(dates[0]) : null,
       lastDate: dates.length ? dayToDate(dates[dates.length - 1]) : null,
     };
-    new BarAdjuster(plans.get(id)!.factors).adjustSeries(dates, inOrder(int32s(r?.reflects), order), ohlcv ? [s.open, s.high, s.low, close] : [close], ohlcv ? s.volume : null);
+    new BarAdjuster(plans.get(id)!.factors).adjustSeries(dates, reflectsThrough(dates, int32s(r?.vendor_adjusted)), ohlcv ? [s.open, s.high, s.low, close] : [close], ohlcv ? s.volume : null);
     out.set(id, s);
+  }
+  return out;
+}
+
+/**
+ * Each bar's reflects-through day (NOT_VENDOR_ADJUSTED for a raw bar), from
+ * the (day, reflects-through day) pairs of the vendor-adjusted bars; `days`
+ * ascending, one bar per day.
+ */
+export function reflectsThrough(days: Int32Array, vendorAdjusted: Int32Array): Int32Array {
+  const out = new Int32Array(days.length).fill(NOT_VENDOR_ADJUSTED);
+  for (let k = 0; k < vendorAdjusted.length; k += 2) {
+    let lo = 0;
+    let hi = days.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (days[mid] < vendorAdjusted[k]) lo = mid + 1;
+      else hi = mid;
+    }
+    if (days[lo] !== vendorAdjusted[k]) throw new Error(`vendor-adjusted bar on day ${vendorAdjusted[k]} is not among the series' days`);
+    out[lo] = vendorAdjusted[k + 1];
   }
   return out;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BarAdjuster, buildFactors, dayNumber, dayToDate, NOT_VENDOR_ADJUSTED, type RawBar } from '../../server/prices/adjustment.ts';
-import { dateOrder, inOrder } from '../../server/prices/service.ts';
+import { dateOrder, inOrder, reflectsThrough } from '../../server/prices/service.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -114,5 +114,19 @@ describe('dateOrder and inOrder: packed columns put in date order', () => {
     expect(dateOrder(days)).toBeNull();
     expect(inOrder(closes, null)).toBe(closes);
     expect(dateOrder(new Int32Array(0))).toBeNull();
+  });
+});
+
+describe('reflectsThrough: the vendor-adjusted bars of a packed read', () => {
+  it('when (day, reflects-through) pairs arrive in any order, then each lands on its own day and every other bar is raw; a day outside the series is refused', () => {
+    const days = Int32Array.from({ length: 300 }, (_, i) => 14_000 + i + Math.floor(i / 5) * 2);
+    const vendorDays = [days[0], days[17], days[150], days[299]];
+    const pairs = Int32Array.from([...vendorDays].reverse().flatMap((d) => [d, d + 30]));
+    const out = reflectsThrough(days, pairs);
+    for (let i = 0; i < days.length; i++) {
+      expect(out[i]).toBe(vendorDays.includes(days[i]) ? days[i] + 30 : NOT_VENDOR_ADJUSTED);
+    }
+    expect([...reflectsThrough(days, new Int32Array(0))].every((r) => r === NOT_VENDOR_ADJUSTED)).toBe(true);
+    expect(() => reflectsThrough(days, Int32Array.from([days[4] + 1, 0]))).toThrow(/not among/);
   });
 });
