@@ -34,20 +34,25 @@ interface InstrumentPlan {
   version: number;
   factors: Factor[];
   notApplied: NotApplied[];
-  coverage: repo.CoverageCheck | undefined;
 }
 
-/** Everything needed to adjust each instrument's bars, fetched in four queries whatever the instrument count. */
+/**
+ * Everything needed to adjust each instrument's bars, fetched in three
+ * queries whatever the instrument count: the versions and the actions at
+ * once, then the closes before the dividends that touch the window.
+ */
 async function planAdjustments(sql: Sql, ids: string[], q: AdjustmentOptions): Promise<Map<string, InstrumentPlan>> {
-  const [versions, coverage] = await Promise.all([repo.actionSetVersions(sql, ids), repo.latestCoverageChecks(sql, ids, q.asOf?.instant)]);
-  const actions = q.adjusted
-    ? await repo.actionsForAdjustment(sql, {
-        instrumentIds: ids,
-        pinnedVersion: q.actionSetVersion,
-        asOf: q.asOf?.instant,
-        includeBackfilled: q.includeBackfilled,
-      })
-    : new Map<string, ActionForAdjustment[]>();
+  const [versions, actions] = await Promise.all([
+    repo.actionSetVersions(sql, ids),
+    q.adjusted
+      ? repo.actionsForAdjustment(sql, {
+          instrumentIds: ids,
+          pinnedVersion: q.actionSetVersion,
+          asOf: q.asOf?.instant,
+          includeBackfilled: q.includeBackfilled,
+        })
+      : new Map<string, ActionForAdjustment[]>(),
+  ]);
   // Only dividends that can touch the window need a prior close.
   const dividends = [...actions].flatMap(([instrumentId, list]) =>
     list.filter((a) => a.kind === 'cash_dividend' && a.effectiveDate > q.from).map((a) => ({ instrumentId, effectiveDate: a.effectiveDate })),
@@ -59,7 +64,7 @@ async function planAdjustments(sql: Sql, ids: string[], q: AdjustmentOptions): P
       (actions.get(id) ?? []).filter((a) => a.effectiveDate > q.from),
       closes.get(id) ?? [],
     );
-    plans.set(id, { version: q.actionSetVersion ?? versions.get(id) ?? 0, factors, notApplied, coverage: coverage.get(id) });
+    plans.set(id, { version: q.actionSetVersion ?? versions.get(id) ?? 0, factors, notApplied });
   }
   return plans;
 }
@@ -145,7 +150,8 @@ export async function readDailyPrices(sql: Sql, id: string, q: DailyPricesQuery)
       actionSetVersion: [`the latest version is ${current}`],
     });
   }
-  const plan = (await planAdjustments(sql, [id], q)).get(id)!;
+  const [plans, coverage] = await Promise.all([planAdjustments(sql, [id], q), repo.latestCoverageChecks(sql, [id], q.asOf?.instant)]);
+  const plan = plans.get(id)!;
   const adjuster = new BarAdjuster(q.adjusted ? plan.factors : []);
   const rows = await repo.selectDailyBars(sql, [id], q.from, q.to);
   const sources = new Set<string>();
@@ -166,7 +172,7 @@ export async function readDailyPrices(sql: Sql, id: string, q: DailyPricesQuery)
     includeBackfilled: q.includeBackfilled,
     provenance: provenanceOf(adjuster.provenanceCounts()),
     priceBasis: priceBasis(q, adjuster, plan, readAt),
-    actionCoverage: actionCoverage(plan.coverage, (rows[0]?.bar_date as string | undefined) ?? q.from),
+    actionCoverage: actionCoverage(coverage.get(id), (rows[0]?.bar_date as string | undefined) ?? q.from),
   };
   return { dataJson: `[${bars.join(',')}]`, meta };
 }
@@ -184,7 +190,9 @@ const FLUSH_BYTES = 64 * 1024;
 export async function streamBulkPrices(sql: Sql, q: BulkPricesQuery, write: (chunk: string) => Promise<void>): Promise<Meta> {
   const readAt = new Date();
   const known = [...(await repo.existingInstruments(sql, q.instrumentIds)).keys()].sort();
-  const plans = known.length ? await planAdjustments(sql, known, q) : new Map<string, InstrumentPlan>();
+  const [plans, coverage] = known.length
+    ? await Promise.all([planAdjustments(sql, known, q), repo.latestCoverageChecks(sql, known, q.asOf?.instant)])
+    : [new Map<string, InstrumentPlan>(), new Map<string, repo.CoverageCheck>()];
   const adjusters = new Map(known.map((id) => [id, new BarAdjuster(q.adjusted ? plans.get(id)!.factors : [])]));
   const firstBar = new Map<string, string>();
   const sources = new Set<string>();
@@ -244,7 +252,7 @@ export async function streamBulkPrices(sql: Sql, q: BulkPricesQuery, write: (chu
     const adjuster = adjusters.get(id)!;
     actionSetVersions[id] = plan.version;
     priceBases[id] = priceBasis(q, adjuster, plan, readAt);
-    actionCoverages[id] = actionCoverage(plan.coverage, firstBar.get(id) ?? q.from);
+    actionCoverages[id] = actionCoverage(coverage.get(id), firstBar.get(id) ?? q.from);
     const counts = adjuster.provenanceCounts();
     for (const p of PROVENANCES) provenance[p] += counts[p];
   }
