@@ -21,7 +21,7 @@ async function listCorporateActions(sql: Sql, id: string, q: ActionsQuery) {
   }
   const rows = await selectActionSet(sql, {
     instrumentIds: [id],
-    pinnedVersion: q.actionSetVersion,
+    versions: [q.actionSetVersion ?? current],
     asOf: q.asOf?.instant,
     includeBackfilled: q.includeBackfilled,
     effectiveFrom: q.from,

@@ -4,8 +4,14 @@ import { type ActionForAdjustment, type PriorClose, type Provenance } from './ad
 
 export interface ActionSetQuery {
   instrumentIds: string[];
-  /** Pin to this version for every instrument; latest when absent. */
-  pinnedVersion?: number;
+  /**
+   * The action-set version to read for each instrument, in the order of
+   * instrumentIds: the version the caller reports. Revisions are append-only
+   * and a version is bumped in the transaction that appends its revisions, so
+   * the set at a version the caller has seen never changes, whatever commits
+   * between the caller's statements.
+   */
+  versions: number[];
   /** Knowledge cut-off: actions whose knowledgeDate is after it are excluded. */
   asOf?: Date;
   includeBackfilled: boolean;
@@ -30,8 +36,8 @@ export async function actionSetVersions(sql: Sql, instrumentIds: string[]): Prom
 }
 
 /**
- * The action set as of a version: for each action, its latest revision at or
- * below the version. Then the knowledge filter: with a cut-off, only actions
+ * The action set as of each instrument's version: for each action, its latest
+ * revision at or below that version. Then the knowledge filter: with a cut-off, only actions
  * whose knowledgeDate is on or before it. Backfilled actions (no knowledge
  * date) cannot be placed in time, so they count only when asked for.
  */
@@ -40,10 +46,8 @@ export function selectActionSet(sql: Sql, q: ActionSetQuery) {
     select *
     from (
       select distinct on (r.action_id) r.*
-      from corporate_action_revisions r
-      left join action_set_versions v on v.instrument_id = r.instrument_id
-      where r.instrument_id = any (${q.instrumentIds}::uuid[])
-        and r.action_set_version <= coalesce(${q.pinnedVersion ?? null}::int, v.version)
+      from unnest(${q.instrumentIds}::uuid[], ${q.versions}::int[]) as v (instrument_id, version)
+      join corporate_action_revisions r on r.instrument_id = v.instrument_id and r.action_set_version <= v.version
       order by r.action_id, r.action_set_version desc
     ) a
     where true

@@ -38,21 +38,22 @@ interface InstrumentPlan {
 
 /**
  * Everything needed to adjust each instrument's bars, fetched in three
- * queries whatever the instrument count: the versions and the actions at
- * once, then the closes before the dividends that touch the window.
+ * queries whatever the instrument count: the versions, the actions at exactly
+ * those versions (so a read applies the set it reports, even when an action
+ * set changes between the two), then the closes before the dividends that
+ * touch the window.
  */
 async function planAdjustments(sql: Sql, ids: string[], q: AdjustmentOptions): Promise<Map<string, InstrumentPlan>> {
-  const [versions, actions] = await Promise.all([
-    repo.actionSetVersions(sql, ids),
-    q.adjusted
-      ? repo.actionsForAdjustment(sql, {
-          instrumentIds: ids,
-          pinnedVersion: q.actionSetVersion,
-          asOf: q.asOf?.instant,
-          includeBackfilled: q.includeBackfilled,
-        })
-      : new Map<string, ActionForAdjustment[]>(),
-  ]);
+  const latest = await repo.actionSetVersions(sql, ids);
+  const versions = new Map(ids.map((id) => [id, q.actionSetVersion ?? latest.get(id) ?? 0]));
+  const actions = q.adjusted
+    ? await repo.actionsForAdjustment(sql, {
+        instrumentIds: ids,
+        versions: ids.map((id) => versions.get(id)!),
+        asOf: q.asOf?.instant,
+        includeBackfilled: q.includeBackfilled,
+      })
+    : new Map<string, ActionForAdjustment[]>();
   // Only dividends that can touch the window need a prior close.
   const dividends = [...actions].flatMap(([instrumentId, list]) =>
     list.filter((a) => a.kind === 'cash_dividend' && a.effectiveDate > q.from).map((a) => ({ instrumentId, effectiveDate: a.effectiveDate })),
@@ -64,7 +65,7 @@ async function planAdjustments(sql: Sql, ids: string[], q: AdjustmentOptions): P
       (actions.get(id) ?? []).filter((a) => a.effectiveDate > q.from),
       closes.get(id) ?? [],
     );
-    plans.set(id, { version: q.actionSetVersion ?? versions.get(id) ?? 0, factors, notApplied });
+    plans.set(id, { version: versions.get(id)!, factors, notApplied });
   }
   return plans;
 }

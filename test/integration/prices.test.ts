@@ -164,6 +164,46 @@ describe('daily bars and the adjustment engine', () => {
     expect(history.map((h) => [h.action_set_version, (h.params as any).ratio])).toEqual([[1, 2], [2, 3]]);
   });
 
+  it('when the action set changes while a read stands between its version and its actions, then the read applies exactly the version it reports', async () => {
+    const { id } = await createInstrument(svc);
+    await ingest(svc, '/bars/daily', weekdays('2023-01-02', '2023-01-31').map((d, i) => dailyBar(id, { barDate: d, close: 100 + i })));
+    await ingest(svc, '/corporate-actions', [split(id, '2023-01-16', 2)]);
+    const query = 'from=2023-01-01&to=2023-01-31&adjusted=true';
+    // A writer holds the revisions table while it makes version 2 (a second split), the way the ingest does: one
+    // transaction bumps the version and appends the revision. The read finds version 1, then waits for the
+    // revisions, and the writer commits before the read gets them.
+    let read: ReturnType<typeof prices> | undefined;
+    await svc.sql.begin(async (tx) => {
+      await tx`lock table corporate_action_revisions in access exclusive mode`;
+      await tx`
+        insert into corporate_action_revisions (action_id, instrument_id, action_set_version, kind, effective_date,
+          knowledge_date, knowledge_provenance, params, source, created_at)
+        values (${randomUUID()}, ${id}, 2, 'split', '2023-01-23', '2020-01-01', 'announced', '{"ratio": 2}', 'test-fixture', now())
+      `;
+      await tx`update action_set_versions set version = 2, changed_at = now() where instrument_id = ${id}`;
+      read = prices(id, query);
+      for (let waited = 0; ; waited += 10) {
+        const [w] = await svc.sql`
+          select count(*)::int as n from pg_stat_activity
+          where wait_event_type = 'Lock' and query like '%corporate_action_revisions%' and pid <> pg_backend_pid()
+        `;
+        if (w.n > 0) break;
+        if (waited > 10_000) throw new Error('the read never waited for the revisions');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    });
+    const res = await read!;
+    expect(res.status).toBe(200);
+    expect(res.body.meta.actionSetVersion).toBe(1);
+    // Version 1 holds the first split only: closes before 2023-01-16 halved, none quartered.
+    expect(res.body.data[0].closePrice).toBe(50);
+    const pinned = await prices(id, `${query}&actionSetVersion=1`);
+    expect(res.body.data).toEqual(pinned.body.data);
+    const latest = await prices(id, query);
+    expect(latest.body.meta.actionSetVersion).toBe(2);
+    expect(latest.body.data[0].closePrice).toBe(25);
+  });
+
   it('when bars come from a vendor-adjusted source, then actions the source already reflects are counted, not applied twice', async () => {
     const { id } = await createInstrument(svc);
     const vendor = { priceBasis: 'vendor_adjusted', reflectsActionsThrough: '2010-12-31', openPrice: null, highPrice: null, lowPrice: null, volume: null };
