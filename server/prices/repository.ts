@@ -36,9 +36,9 @@ export async function actionSetVersions(sql: Sql, instrumentIds: string[]): Prom
 }
 
 /**
- * The action set as of each instrument's version: for each action, its latest
- * revision at or below that version. Then the knowledge filter: with a cut-off, only actions
- * whose knowledgeDate is on or before it. Backfilled actions (no knowledge
+ * The action set as of each instrument's version: for each action, its
+ * latest revision at or below that version. Then the knowledge filter: with a
+ * cut-off, only actions whose knowledgeDate is on or before it. Backfilled actions (no knowledge
  * date) cannot be placed in time, so they count only when asked for.
  */
 export function selectActionSet(sql: Sql, q: ActionSetQuery) {
@@ -160,10 +160,10 @@ export function selectDailyBars(sql: Sql, instrumentIds: string[], from: string,
  * PostgreSQL into a bytea of big-endian values: days since 1970-01-01 as int4,
  * prices and volume as float8 (NaN where absent). postgres.js hands a bytea
  * over as one Buffer, so the request thread decodes a few buffers per
- * instrument instead of an object per bar. Vendor-adjusted bars are the
- * exception, so their reflects-through dates come apart, as (day,
- * reflects-through day) int4 pairs, and the column is null when the window
- * holds none: a column for every bar was a quarter of a close-only read's
+ * instrument instead of an object per bar. Only vendor-adjusted bars carry
+ * a reflects-through date, so those come in a column of their own as (day,
+ * reflects-through day) int4 pairs, null when the window holds none: a
+ * reflects-through value for every bar was a quarter of a close-only read's
  * bytes, which the database encodes and the request thread receives.
  *
  * The aggregates carry no ORDER BY: each one would sort its input again
