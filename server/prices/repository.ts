@@ -38,8 +38,9 @@ export async function actionSetVersions(sql: Sql, instrumentIds: string[]): Prom
 /**
  * The action set as of each instrument's version: for each action, its
  * latest revision at or below that version. Then the knowledge filter: with a
- * cut-off, only actions whose knowledgeDate is on or before it. Backfilled actions (no knowledge
- * date) cannot be placed in time, so they count only when asked for.
+ * cut-off, only actions whose knowledgeDate is on or before it. Backfilled
+ * actions (no knowledge date) cannot be placed in time, so they count only
+ * when asked for.
  */
 export function selectActionSet(sql: Sql, q: ActionSetQuery) {
   return sql`
