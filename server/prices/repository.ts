@@ -162,10 +162,12 @@ export function selectDailyBars(sql: Sql, instrumentIds: string[], from: string,
  * prices and volume as float8 (NaN where absent). postgres.js hands a bytea
  * over as one Buffer, so the request thread decodes a few buffers per
  * instrument instead of an object per bar. Only vendor-adjusted bars carry
- * a reflects-through date, so those come in a column of their own as (day,
- * reflects-through day) int4 pairs, null when the window holds none: a
- * reflects-through value for every bar was a quarter of a close-only read's
- * bytes, which the database encodes and the request thread receives.
+ * a reflects-through date (days since 1970-01-01, int4), so `reflects` holds
+ * theirs alone and is null when the window holds none, the common case: a
+ * value for every raw bar was a quarter of a close-only read's bytes, which
+ * the database encodes and the request thread receives. When some bars are
+ * vendor-adjusted and some raw, `reflects_days` names the days the values
+ * belong to; when all are, it is null and `reflects` runs beside `days`.
  *
  * The aggregates carry no ORDER BY: each one would sort its input again
  * (PostgreSQL 15 sorts per ordered aggregate), which doubled the query's cost.
@@ -178,8 +180,11 @@ export function selectPackedSeries(sql: Sql, instrumentIds: string[], from: stri
     select
       instrument_id,
       string_agg(int4send(bar_date - date '1970-01-01'), ''::bytea) as days,
-      string_agg(int4send(bar_date - date '1970-01-01') || int4send(reflects_actions_through - date '1970-01-01'), ''::bytea)
-        filter (where reflects_actions_through is not null) as vendor_adjusted,
+      string_agg(int4send(reflects_actions_through - date '1970-01-01'), ''::bytea)
+        filter (where reflects_actions_through is not null) as reflects,
+      case when count(reflects_actions_through) < count(*) then
+        string_agg(int4send(bar_date - date '1970-01-01'), ''::bytea) filter (where reflects_actions_through is not null)
+      end as reflects_days,
       ${fields === 'ohlcv' ? sql`${packedFloat('open_price')} ${packedFloat('high_price')} ${packedFloat('low_price')} ${packedFloat('volume')}` : sql``}
       string_agg(float8send(close_price), ''::bytea) as close_price
     from daily_bars

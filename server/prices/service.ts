@@ -374,29 +374,34 @@ export async function readAdjustedSeries(
       firstDate: dates.length ? dayToDate(dates[0]) : null,
       lastDate: dates.length ? dayToDate(dates[dates.length - 1]) : null,
     };
-    new BarAdjuster(plans.get(id)!.factors).adjustSeries(dates, reflectsThrough(dates, int32s(r?.vendor_adjusted)), ohlcv ? [s.open, s.high, s.low, close] : [close], ohlcv ? s.volume : null);
+    const reflects = reflectsThrough(dates, order, int32s(r?.reflects), int32s(r?.reflects_days));
+    new BarAdjuster(plans.get(id)!.factors).adjustSeries(dates, reflects, ohlcv ? [s.open, s.high, s.low, close] : [close], ohlcv ? s.volume : null);
     out.set(id, s);
   }
   return out;
 }
 
 /**
- * Each bar's reflects-through day (NOT_VENDOR_ADJUSTED for a raw bar), from
- * the (day, reflects-through day) pairs of the vendor-adjusted bars; `days`
- * ascending, one bar per day.
+ * Each bar's reflects-through day (NOT_VENDOR_ADJUSTED for a raw bar), for
+ * `days` in ascending order (one bar per day), from a packed read's columns
+ * (see selectPackedSeries): `reflects` empty when every bar is raw; beside
+ * the unsorted days, put in order by `order`, when every bar is
+ * vendor-adjusted; otherwise one value per day of `reflectsDays`.
  */
-export function reflectsThrough(days: Int32Array, vendorAdjusted: Int32Array): Int32Array {
+export function reflectsThrough(days: Int32Array, order: Uint32Array | null, reflects: Int32Array, reflectsDays: Int32Array): Int32Array {
+  if (reflects.length === days.length && reflectsDays.length === 0) return inOrder(reflects, order);
+  if (reflectsDays.length !== reflects.length) throw new Error(`${reflects.length} reflects-through values for ${reflectsDays.length} days`);
   const out = new Int32Array(days.length).fill(NOT_VENDOR_ADJUSTED);
-  for (let k = 0; k < vendorAdjusted.length; k += 2) {
+  for (let k = 0; k < reflects.length; k++) {
     let lo = 0;
     let hi = days.length - 1;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (days[mid] < vendorAdjusted[k]) lo = mid + 1;
+      if (days[mid] < reflectsDays[k]) lo = mid + 1;
       else hi = mid;
     }
-    if (days[lo] !== vendorAdjusted[k]) throw new Error(`vendor-adjusted bar on day ${vendorAdjusted[k]} is not among the series' days`);
-    out[lo] = vendorAdjusted[k + 1];
+    if (days[lo] !== reflectsDays[k]) throw new Error(`vendor-adjusted bar on day ${reflectsDays[k]} is not among the series' days`);
+    out[lo] = reflects[k];
   }
   return out;
 }

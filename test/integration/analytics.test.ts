@@ -182,39 +182,39 @@ describe('correlations and beta on the real Dow 30 series', () => {
 });
 
 describe('the packed bar read', () => {
-  it('when some bars are vendor-adjusted, then each keeps its own reflects-through date: actions it already reflects are not applied again, in any storage order', async () => {
-    // Two 2-for-1 splits, on 2010-02-01 and 2010-03-01. Every third bar comes from a vendor-adjusted source that
-    // already reflects actions through 2010-02-15 (the first split, not the second); the rest are raw. Expected
-    // adjusted closes, by hand: a raw bar is divided by 2 for each split after it; a vendor bar only by 2 for the
-    // March split when it lies before it.
+  it('when none, some or all bars are vendor-adjusted, then each keeps its own reflects-through date: actions it already reflects are not applied again, in any storage order', async () => {
+    // Two 2-for-1 splits, on 2010-02-01 and 2010-03-01. A vendor-adjusted bar among the first 20 reflects actions
+    // through 2010-02-15 (the first split), a later one through 2010-01-20 (neither), so a January bar given the
+    // date of a bar from the other end of the window changes. Expected adjusted closes, by hand: each bar is divided
+    // by 2 for every split after its date that its source does not already reflect (a raw bar reflects none).
     const days = weekdays('2010-01-04', '2010-03-31');
+    const splitDates = ['2010-02-01', '2010-03-01'];
     const close = (i: number) => 100 + i;
-    const isVendor = (i: number) => i % 3 === 0;
-    const expected = days.map((d, i) => {
-      const splitsAfter = isVendor(i) ? (d < '2010-03-01' ? 1 : 0) : (d < '2010-02-01' ? 2 : d < '2010-03-01' ? 1 : 0);
-      return close(i) / 2 ** splitsAfter;
-    });
-    const bars = (id: string) =>
-      days.map((d, i) =>
-        dailyBar(id, { barDate: d, close: close(i) }, {
-          openPrice: null, highPrice: null, lowPrice: null, volume: null,
-          ...(isVendor(i) ? { priceBasis: 'vendor_adjusted', reflectsActionsThrough: '2010-02-15' } : {}),
-        }),
-      );
-    const splits = (id: string) =>
-      ['2010-02-01', '2010-03-01'].map((effectiveDate) => ({
-        instrumentId: id, kind: 'split', effectiveDate, knowledgeDate: '2020-01-01', knowledgeProvenance: 'announced', params: { ratio: 2 }, source: 'test-fixture',
-      }));
-    const inOrder = (await createInstrument(svc)).id;
-    const newestFirst = (await createInstrument(svc)).id;
-    await ingest(svc, '/bars/daily', bars(inOrder));
-    await ingest(svc, '/bars/daily', bars(newestFirst).reverse());
-    for (const id of [inOrder, newestFirst]) await ingest(svc, '/corporate-actions', splits(id));
+    const reflectsOf = (i: number) => (i < 20 ? '2010-02-15' : '2010-01-20');
+    const cases: Record<string, (i: number) => boolean> = { none: () => false, some: (i) => i % 3 === 0, all: () => true };
     const window = { from: '2010-01-01', to: '2010-03-31', fields: 'close' as const };
-    const reads = [(await readAdjustedSeries(svc.sql, [inOrder], window)).get(inOrder)!, await readBySequentialScan(newestFirst, window)];
-    for (const read of reads) {
-      expect([...read.close]).toEqual(expected);
-      expect(read.dates.length).toBe(days.length);
+    for (const [name, isVendor] of Object.entries(cases)) {
+      const expected = days.map((d, i) => close(i) / 2 ** splitDates.filter((s) => d < s && !(isVendor(i) && s <= reflectsOf(i))).length);
+      const bars = (id: string) =>
+        days.map((d, i) =>
+          dailyBar(id, { barDate: d, close: close(i) }, {
+            openPrice: null, highPrice: null, lowPrice: null, volume: null,
+            ...(isVendor(i) ? { priceBasis: 'vendor_adjusted', reflectsActionsThrough: reflectsOf(i) } : {}),
+          }),
+        );
+      const splits = (id: string) =>
+        splitDates.map((effectiveDate) => ({
+          instrumentId: id, kind: 'split', effectiveDate, knowledgeDate: '2020-01-01', knowledgeProvenance: 'announced', params: { ratio: 2 }, source: 'test-fixture',
+        }));
+      const inOrder = (await createInstrument(svc)).id;
+      const newestFirst = (await createInstrument(svc)).id;
+      await ingest(svc, '/bars/daily', bars(inOrder));
+      await ingest(svc, '/bars/daily', bars(newestFirst).reverse());
+      for (const id of [inOrder, newestFirst]) await ingest(svc, '/corporate-actions', splits(id));
+      const reads = [(await readAdjustedSeries(svc.sql, [inOrder], window)).get(inOrder)!, await readBySequentialScan(newestFirst, window)];
+      for (const read of reads) {
+        expect({ name, close: [...read.close] }).toEqual({ name, close: expected });
+      }
     }
   });
 });

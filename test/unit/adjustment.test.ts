@@ -118,15 +118,25 @@ describe('dateOrder and inOrder: packed columns put in date order', () => {
 });
 
 describe('reflectsThrough: the vendor-adjusted bars of a packed read', () => {
-  it('when (day, reflects-through) pairs arrive in any order, then each lands on its own day and every other bar is raw; a day outside the series is refused', () => {
-    const days = Int32Array.from({ length: 300 }, (_, i) => 14_000 + i + Math.floor(i / 5) * 2);
-    const vendorDays = [days[0], days[17], days[150], days[299]];
-    const pairs = Int32Array.from([...vendorDays].reverse().flatMap((d) => [d, d + 30]));
-    const out = reflectsThrough(days, pairs);
-    for (let i = 0; i < days.length; i++) {
-      expect(out[i]).toBe(vendorDays.includes(days[i]) ? days[i] + 30 : NOT_VENDOR_ADJUSTED);
-    }
-    expect([...reflectsThrough(days, new Int32Array(0))].every((r) => r === NOT_VENDOR_ADJUSTED)).toBe(true);
-    expect(() => reflectsThrough(days, Int32Array.from([days[4] + 1, 0]))).toThrow(/not among/);
+  const days = Int32Array.from({ length: 300 }, (_, i) => 14_000 + i + Math.floor(i / 5) * 2);
+  const raw = () => new Int32Array(0);
+
+  it('when some bars are vendor-adjusted, then each value lands on its own day, in whatever order the pairs arrive, and every other bar is raw', () => {
+    const vendorDays = [days[0], days[17], days[150], days[299]].reverse();
+    const out = reflectsThrough(days, null, Int32Array.from(vendorDays, (d) => d + 30), Int32Array.from(vendorDays));
+    for (let i = 0; i < days.length; i++) expect(out[i]).toBe(vendorDays.includes(days[i]) ? days[i] + 30 : NOT_VENDOR_ADJUSTED);
+  });
+
+  it('when every bar is vendor-adjusted, then the values run beside the unsorted days and are put in order with them', () => {
+    const shuffled = Int32Array.from(days).reverse();
+    const reflects = Int32Array.from(shuffled, (d) => d - 7);
+    const out = reflectsThrough(days, dateOrder(shuffled), reflects, raw());
+    expect([...out]).toEqual([...days].map((d) => d - 7));
+  });
+
+  it('when every bar is raw, then all are NOT_VENDOR_ADJUSTED; inconsistent columns or a day outside the series are refused', () => {
+    expect([...reflectsThrough(days, null, raw(), raw())].every((r) => r === NOT_VENDOR_ADJUSTED)).toBe(true);
+    expect(() => reflectsThrough(days, null, Int32Array.from([1, 2]), Int32Array.from([days[3]]))).toThrow(/2 reflects-through values for 1 days/);
+    expect(() => reflectsThrough(days, null, Int32Array.from([0]), Int32Array.from([days[4] + 1]))).toThrow(/not among/);
   });
 });
