@@ -1,12 +1,12 @@
 import type { Area } from '../app.ts';
 import type { Sql } from '../db/sql.ts';
 import { sendData } from '../http/envelope.ts';
-import { invalidRequest } from '../http/errors.ts';
 import { UuidSchema } from '../http/params.ts';
 import { parse } from '../http/validate.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { PROVENANCES, type Provenance } from '../prices/adjustment.ts';
 import { actionSetVersions, selectActionSet } from '../prices/repository.ts';
+import { versionToRead } from '../prices/service.ts';
 import { z } from 'zod';
 import { corporateActionIngest, coverageCheckIngest } from './ingest.ts';
 import { CorporateActionsQuerySchema } from './schema.ts';
@@ -15,13 +15,11 @@ type ActionsQuery = z.infer<typeof CorporateActionsQuerySchema>;
 
 async function listCorporateActions(sql: Sql, id: string, q: ActionsQuery) {
   await requireInstrument(sql, id);
-  const [current] = (await actionSetVersions(sql, [id])).values();
-  if (q.actionSetVersion !== undefined && q.actionSetVersion > current) {
-    throw invalidRequest(`actionSetVersion ${q.actionSetVersion} does not exist for this instrument`, { actionSetVersion: [`the latest version is ${current}`] });
-  }
+  const [latest] = (await actionSetVersions(sql, [id])).values();
+  const version = versionToRead(q.actionSetVersion, latest);
   const rows = await selectActionSet(sql, {
     instrumentIds: [id],
-    versions: [q.actionSetVersion ?? current],
+    versions: [version],
     asOf: q.asOf?.instant,
     includeBackfilled: q.includeBackfilled,
     effectiveFrom: q.from,
@@ -52,7 +50,7 @@ async function listCorporateActions(sql: Sql, id: string, q: ActionsQuery) {
       asOf: q.asOf?.input ?? new Date().toISOString(),
       source: sources.size ? [...sources].sort().join(', ') : 'none',
       stale: false,
-      actionSetVersion: q.actionSetVersion ?? current,
+      actionSetVersion: version,
       includeBackfilled: q.includeBackfilled,
       provenance: { ...counts, pitValid: counts.backfilled === 0 },
     },

@@ -45,11 +45,11 @@ interface InstrumentPlan {
  */
 async function planAdjustments(sql: Sql, ids: string[], q: AdjustmentOptions): Promise<Map<string, InstrumentPlan>> {
   const latest = await repo.actionSetVersions(sql, ids);
-  const versions = new Map(ids.map((id) => [id, q.actionSetVersion ?? latest.get(id) ?? 0]));
+  const versions = ids.map((id) => versionToRead(q.actionSetVersion, latest.get(id)!));
   const actions = q.adjusted
     ? await repo.actionsForAdjustment(sql, {
         instrumentIds: ids,
-        versions: ids.map((id) => versions.get(id)!),
+        versions,
         asOf: q.asOf?.instant,
         includeBackfilled: q.includeBackfilled,
       })
@@ -60,14 +60,24 @@ async function planAdjustments(sql: Sql, ids: string[], q: AdjustmentOptions): P
   );
   const closes = await repo.priorCloses(sql, dividends);
   const plans = new Map<string, InstrumentPlan>();
-  for (const id of ids) {
+  ids.forEach((id, i) => {
     const { factors, notApplied } = buildFactors(
       (actions.get(id) ?? []).filter((a) => a.effectiveDate > q.from),
       closes.get(id) ?? [],
     );
-    plans.set(id, { version: versions.get(id)!, factors, notApplied });
-  }
+    plans.set(id, { version: versions[i], factors, notApplied });
+  });
   return plans;
+}
+
+/** The action-set version a read uses: the pinned one, refused when the instrument has not reached it, else the latest. */
+export function versionToRead(pinned: number | undefined, latest: number): number {
+  if (pinned !== undefined && pinned > latest) {
+    throw invalidRequest(`actionSetVersion ${pinned} does not exist for this instrument`, {
+      actionSetVersion: [`the latest version is ${latest}`],
+    });
+  }
+  return pinned ?? latest;
 }
 
 export type CoverageGap = 'none' | 'never_checked' | 'starts_after_series';
@@ -145,12 +155,7 @@ function sourcesOf(sources: Set<string>): string {
 export async function readDailyPrices(sql: Sql, id: string, q: DailyPricesQuery): Promise<{ dataJson: string; meta: Meta }> {
   await requireInstrument(sql, id);
   const readAt = new Date();
-  const [current] = (await repo.actionSetVersions(sql, [id])).values();
-  if (q.actionSetVersion !== undefined && q.actionSetVersion > current) {
-    throw invalidRequest(`actionSetVersion ${q.actionSetVersion} does not exist for this instrument`, {
-      actionSetVersion: [`the latest version is ${current}`],
-    });
-  }
+  // planAdjustments refuses a pinned version the instrument has not reached.
   const [plans, coverage] = await Promise.all([planAdjustments(sql, [id], q), repo.latestCoverageChecks(sql, [id], q.asOf?.instant)]);
   const plan = plans.get(id)!;
   const adjuster = new BarAdjuster(q.adjusted ? plan.factors : []);
