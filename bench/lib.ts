@@ -491,20 +491,28 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-/**
- * Runs `node --import tsx server/main.ts` as a child process on loopback
- * ports, against `databaseUrl`, with the demo data off and the rate limits
- * raised out of the way (the limiter still runs on every request).
- */
 /** The application_name (a LIKE pattern) of every database session of the service process `pid`. */
 const serviceSessions = (pid: number) => `market-data-service/%/${pid}`;
 
+/** The node arguments of package.json's start script: the bench runs the service exactly as `npm start` does. */
+function startArgs(): string[] {
+  const start = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const [command, ...args] = start.trim().split(/\s+/);
+  if (command !== 'node') throw new Error(`package.json's start script does not run node: ${start}`);
+  return args;
+}
+
+/**
+ * Runs the service as `npm start` does (see startArgs) in a child process on
+ * loopback ports, against `databaseUrl`, with the demo data off and the rate
+ * limits raised out of the way (the limiter still runs on every request).
+ */
 export async function startService(databaseUrl: string, opts: { env?: Record<string, string> } = {}): Promise<Service> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const adminToken = `bench-admin-${randomBytes(16).toString('hex')}`;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-bench-data-'));
   // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") reaches every service process, for diagnosis.
-  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const nodeArgs = [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), ...startArgs()];
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
@@ -523,7 +531,7 @@ export async function startService(databaseUrl: string, opts: { env?: Record<str
     RATE_LIMIT_SANDBOX_PER_DAY: '1000000000',
     ...opts.env,
   };
-  const child = spawnChild('service', [...nodeArgs, '--import', 'tsx', 'server/main.ts'], env);
+  const child = spawnChild('service', nodeArgs, env);
   const publicUrl = `http://${LOOPBACK}:${port}`;
   const adminUrl = `http://${LOOPBACK}:${adminPort}`;
   // Watches the service's own sessions (their application_name ends in its

@@ -365,7 +365,7 @@ export async function readAdjustedSeries(
     const r = packed.get(id);
     const days = int32s(r?.days);
     const order = dateOrder(days);
-    const column = (buf: Buffer | undefined) => inOrder(float64s(buf), order);
+    const column = (base64: string | null | undefined) => inOrder(float64s(base64), order);
     const dates = inOrder(days, order);
     const close = column(r?.close_price);
     const s: AdjustedSeries = {
@@ -433,15 +433,16 @@ export function inOrder<T extends Int32Array | Float64Array>(values: T, order: U
 
 const LITTLE_ENDIAN = os.endianness() === 'LE';
 
-/** Big-endian values packed by PostgreSQL (int4send, float8send), copied into a `Type` and byte-swapped natively. */
-function fromBigEndian<T extends Int32Array | Float64Array>(buf: Buffer | undefined, Type: { new (n: number): T; BYTES_PER_ELEMENT: number }): T {
-  const out = new Type((buf?.length ?? 0) / Type.BYTES_PER_ELEMENT);
+/** Big-endian values packed by PostgreSQL (int4send, float8send) and sent as base64, decoded into a `Type` and byte-swapped natively. */
+function fromBigEndian<T extends Int32Array | Float64Array>(base64: string | null | undefined, Type: { new (n: number): T; BYTES_PER_ELEMENT: number }): T {
+  const packed = base64 ? Buffer.from(base64, 'base64') : null;
+  const out = new Type((packed?.length ?? 0) / Type.BYTES_PER_ELEMENT);
   const bytes = Buffer.from(out.buffer);
-  if (buf) bytes.set(buf);
+  if (packed) bytes.set(packed);
   if (LITTLE_ENDIAN) Type.BYTES_PER_ELEMENT === 8 ? bytes.swap64() : bytes.swap32();
   return out;
 }
 
-const int32s = (buf: Buffer | undefined) => fromBigEndian(buf, Int32Array);
-const float64s = (buf: Buffer | undefined) => fromBigEndian(buf, Float64Array);
+const int32s = (base64: string | null | undefined) => fromBigEndian(base64, Int32Array);
+const float64s = (base64: string | null | undefined) => fromBigEndian(base64, Float64Array);
 

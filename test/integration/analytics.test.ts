@@ -40,7 +40,8 @@ async function readBySequentialScan(id: string, window: { from: string; to: stri
     await session`set enable_indexscan = off`;
     await session`set enable_bitmapscan = off`;
     const [row] = await selectPackedSeries(session, [id], window.from, window.to, 'close');
-    const days = new DataView(row.days.buffer, row.days.byteOffset, row.days.length);
+    const packed = Buffer.from(row.days as string, 'base64');
+    const days = new DataView(packed.buffer, packed.byteOffset, packed.length);
     expect(days.getInt32(0)).toBeGreaterThan(days.getInt32(4));
     return (await readAdjustedSeries(session, [id], window)).get(id)!;
   } finally {
