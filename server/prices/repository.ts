@@ -180,21 +180,19 @@ export function selectDailyBars(sql: Sql, instrumentIds: string[], from: string,
  * columns stay aligned with each other; the caller puts them in date order.
  */
 export function selectPackedSeries(sql: Sql, instrumentIds: string[], from: string, to: string, fields: 'close' | 'ohlcv') {
-  const packed = (values: postgres.Fragment, name: string) => sql`encode(${values}, 'base64') as ${sql(name)}`;
-  const packedFloat = (column: string) => sql`${packed(sql`string_agg(float8send(coalesce(${sql(column)}, 'NaN'::float8)), ''::bytea)`, column)},`;
+  const base64 = (values: postgres.Fragment, name: string) => sql`encode(${values}, 'base64') as ${sql(name)}`;
+  const days = (column: string) => sql`string_agg(int4send(${sql(column)} - date '1970-01-01'), ''::bytea)`;
+  const floats = (value: postgres.Fragment) => sql`string_agg(float8send(${value}), ''::bytea)`;
+  const orNaN = (column: string) => base64(floats(sql`coalesce(${sql(column)}, 'NaN'::float8)`), column);
+  const vendorAdjusted = sql`filter (where reflects_actions_through is not null)`;
   return sql`
     select
       instrument_id,
-      ${packed(sql`string_agg(int4send(bar_date - date '1970-01-01'), ''::bytea)`, 'days')},
-      ${packed(sql`string_agg(int4send(reflects_actions_through - date '1970-01-01'), ''::bytea) filter (where reflects_actions_through is not null)`, 'reflects')},
-      ${packed(
-        sql`case when count(reflects_actions_through) < count(*) then
-          string_agg(int4send(bar_date - date '1970-01-01'), ''::bytea) filter (where reflects_actions_through is not null)
-        end`,
-        'reflects_days',
-      )},
-      ${fields === 'ohlcv' ? sql`${packedFloat('open_price')} ${packedFloat('high_price')} ${packedFloat('low_price')} ${packedFloat('volume')}` : sql``}
-      ${packed(sql`string_agg(float8send(close_price), ''::bytea)`, 'close_price')}
+      ${base64(days('bar_date'), 'days')},
+      ${base64(sql`${days('reflects_actions_through')} ${vendorAdjusted}`, 'reflects')},
+      ${base64(sql`case when count(reflects_actions_through) < count(*) then ${days('bar_date')} ${vendorAdjusted} end`, 'reflects_days')},
+      ${fields === 'ohlcv' ? sql`${orNaN('open_price')}, ${orNaN('high_price')}, ${orNaN('low_price')}, ${orNaN('volume')},` : sql``}
+      ${base64(floats(sql`close_price`), 'close_price')}
     from daily_bars
     where instrument_id = any (${instrumentIds}::uuid[])
       and bar_date between ${from}::date and ${to}::date
