@@ -5,7 +5,10 @@ import { loadConfigOrExit } from './config.ts';
 import { ingestKinds } from './app.ts';
 import { openDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
-import { createSql, type Sql } from './db/sql.ts';
+import { Database } from './db/database.ts';
+import { DatabaseHealth } from './db/health.ts';
+import { createSql } from './db/sql.ts';
+import { createLogger } from './logger.ts';
 import { AppError } from './http/errors.ts';
 import { parse } from './http/validate.ts';
 import { UuidSchema } from './http/params.ts';
@@ -36,7 +39,7 @@ function formatOfFile(file: string): BodyFormat {
   throw new AppError('invalid_request', 'the file must end in .csv, .ndjson, .jsonl or .json', { file: [file] });
 }
 
-async function run(sql: Sql, argv: string[]): Promise<unknown> {
+async function run(db: Database, url: string, argv: string[]): Promise<unknown> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -45,10 +48,10 @@ async function run(sql: Sql, argv: string[]): Promise<unknown> {
   const [group, action, ...rest] = positionals;
   switch (`${group} ${action ?? ''}`.trim()) {
     case 'accounts create':
-      return accounts.insertAccount(sql, parse(z.string().trim().min(1), values.name, 'body'));
+      return db.run((sql) => accounts.insertAccount(sql, parse(z.string().trim().min(1), values.name, 'body')));
     case 'keys create':
       return keys.createKey(
-        sql,
+        db,
         parse(
           z.strictObject({
             accountId: UuidSchema,
@@ -61,23 +64,23 @@ async function run(sql: Sql, argv: string[]): Promise<unknown> {
         ),
       );
     case 'keys list':
-      return keys.listKeys(sql, values.account ? parse(UuidSchema, values.account, 'body') : undefined);
+      return keys.listKeys(db, values.account ? parse(UuidSchema, values.account, 'body') : undefined);
     case 'keys revoke':
-      return keys.revokeKey(sql, parse(UuidSchema, rest[0], 'body'));
+      return keys.revokeKey(db, parse(UuidSchema, rest[0], 'body'));
     case 'demo load': {
       const { loadDemoData } = await import('./demo/load.ts');
-      return loadDemoData(sql);
+      return db.run((sql) => loadDemoData(sql));
     }
     case 'migrate':
-      return migrate(sql, (m) => process.stderr.write(`${m}\n`));
+      return migrate(url, (m) => process.stderr.write(`${m}\n`));
     case 'status':
-      return readStatus(sql, { threads: 0, queueDepth: 0 }, VERSION);
+      return db.run((sql) => readStatus(sql, { threads: 0, queueDepth: 0 }, VERSION));
     default:
       if (group === 'ingest' && action && rest[0]) {
         const kinds = ingestKinds();
         const kind = kinds[action];
         if (!kind) throw new AppError('invalid_request', `unknown ingest kind ${action}`, { kind: [`one of ${Object.keys(kinds).join(', ')}`] });
-        return ingestRows(sql, kind, batchesFrom(createReadStream(rest[0]), formatOfFile(rest[0])));
+        return db.run((sql) => ingestRows(sql, kind, batchesFrom(createReadStream(rest[0]), formatOfFile(rest[0]))));
       }
       process.stderr.write(`${USAGE}\n`);
       process.exit(2);
@@ -86,12 +89,14 @@ async function run(sql: Sql, argv: string[]): Promise<unknown> {
 
 const config = loadConfigOrExit();
 const database = await openDatabase(config);
-const sql = createSql(database.url, { max: 2, name: 'cli' });
+// An operator's command: statements get no timeout, and a busy pool is waited for.
+const sql = createSql(database.url, { max: 2, name: 'cli', statementTimeoutMs: 0 });
+const db = new Database('cli', sql, new DatabaseHealth(database.url, 'cli', createLogger('silent')), { connections: 2, acquireTimeoutMs: 60_000, maxWaiting: 10 });
 let exitCode = 0;
 try {
   const argv = process.argv.slice(2);
-  if (argv[0] !== 'migrate') await migrate(sql);
-  const result = await run(sql, argv);
+  if (argv[0] !== 'migrate') await migrate(database.url);
+  const result = await run(db, database.url, argv);
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 } catch (err) {
   if (err instanceof AppError) {
@@ -101,7 +106,8 @@ try {
     throw err;
   }
 } finally {
-  await sql.end({ timeout: 5 });
+  db.health.stop();
+  await db.end(5);
   await database.stop();
 }
 process.exit(exitCode);

@@ -1,12 +1,13 @@
 import { loadConfigOrExit } from './config.ts';
 import { createLogger } from './logger.ts';
-import { startRuntime } from './runtime.ts';
+import { Runtime } from './runtime.ts';
 
 const config = loadConfigOrExit();
-const logger = createLogger(config.LOG_LEVEL);
-const runtime = await startRuntime(config, logger);
-logger.info({ public: runtime.publicUrl, admin: runtime.adminUrl, tier: runtime.migration.tier }, 'market-data-service listening');
+const logger = createLogger(config.LOG_LEVEL, [config.ADMIN_TOKEN, config.FRED_API_KEY]);
+const runtime = new Runtime(config, logger);
 
+// Installed before start, so a signal while the service waits for its
+// database stops it as promptly as one while it serves.
 let signalled = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
@@ -24,4 +25,16 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       },
     );
   });
+}
+
+try {
+  await runtime.start();
+  logger.info({ public: runtime.publicUrl, admin: runtime.adminUrl, tier: runtime.migration?.tier }, 'market-data-service ready');
+} catch (err) {
+  // A signal during start stops it; the handler above exits.
+  if (!signalled) {
+    logger.fatal({ err }, 'start failed');
+    process.stderr.write(`market-data-service could not start: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
 }

@@ -48,24 +48,61 @@ export const dbPoolMax = new client.Gauge({
   registers: [registry],
 });
 
-const openConnectionProbes = new Map<string, () => Promise<number>>();
-
-export function registerOpenConnectionsProbe(pool: string, probe: () => Promise<number>): void {
-  openConnectionProbes.set(pool, probe);
-}
-
-new client.Gauge({
-  name: 'db_pool_open_connections',
-  help: 'Connections this process holds open per pool (read from pg_stat_activity at scrape time; absent when the database is unreachable)',
+export const dbConnectionsInUse = new client.Gauge({
+  name: 'db_pool_connections_in_use',
+  help: 'Units of database work running per pool, each holding one connection permit (at most db_pool_max_connections)',
   labelNames: ['pool'] as const,
   registers: [registry],
-  async collect() {
-    this.reset();
-    for (const [pool, probe] of openConnectionProbes) {
-      const open = await Promise.race([probe(), new Promise<null>((r) => setTimeout(() => r(null), 500).unref())]).catch(() => null);
-      if (open !== null) this.set({ pool }, open);
-    }
-  },
+});
+
+export const dbUnitsWaiting = new client.Gauge({
+  name: 'db_pool_waiting',
+  help: 'Units of database work waiting for a connection permit per pool',
+  labelNames: ['pool'] as const,
+  registers: [registry],
+});
+
+export const dbAcquireWait = new client.Histogram({
+  name: 'db_pool_acquire_wait_seconds',
+  help: 'Time a unit of database work waited for a connection permit',
+  labelNames: ['pool'] as const,
+  buckets: [0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  registers: [registry],
+});
+
+export const dbRefused = new client.Counter({
+  name: 'db_pool_refused_total',
+  help: 'Units of database work refused with 503 before running: the server was marked down (unavailable), too many were waiting (queue_full), or none got a permit in time (timeout)',
+  labelNames: ['pool', 'reason'] as const,
+  registers: [registry],
+});
+
+export const dbAvailable = new client.Gauge({
+  name: 'db_available',
+  help: '1 while the database server is taken as reachable, 0 from a connection failure until a probe succeeds',
+  labelNames: ['server'] as const,
+  registers: [registry],
+});
+
+export const streamsOpen = new client.Gauge({
+  name: 'http_streams_open',
+  help: 'Streamed responses being written (bulk price downloads)',
+  labelNames: ['route'] as const,
+  registers: [registry],
+});
+
+export const streamsRefused = new client.Counter({
+  name: 'http_streams_refused_total',
+  help: 'Streamed requests refused at admission: the account already had its share open (account, 429) or the service had its maximum open (service, 503)',
+  labelNames: ['route', 'limit'] as const,
+  registers: [registry],
+});
+
+export const streamsIdleClosed = new client.Counter({
+  name: 'http_streams_idle_closed_total',
+  help: 'Streamed responses closed because the client read nothing for STREAM_IDLE_TIMEOUT_MS',
+  labelNames: ['route'] as const,
+  registers: [registry],
 });
 
 /** Seconds, for the pool's queue waits (a task for a thread, a request for a read slot). */

@@ -1,30 +1,25 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer, STATUS_CODES, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import path from 'node:path';
+import type { Express } from 'express';
 import type { Config } from './config.ts';
-import { buildAdminApp, buildPublicApp, type AppDeps } from './app.ts';
+import { buildAdminApp, buildPublicApp, buildStartingApp, type AppDeps } from './app.ts';
+import { Database } from './db/database.ts';
 import { openDatabase } from './db/embedded.ts';
+import { DatabaseHealth, isConnectionFailure } from './db/health.ts';
 import { migrate, type MigrationReport } from './db/migrate.ts';
-import { loadDemoDataIfEmpty } from './demo/load.ts';
 import { createSql, type Sql } from './db/sql.ts';
+import { loadDemoDataIfEmpty } from './demo/load.ts';
+import { AppError, errorBody } from './http/errors.ts';
 import { LastUsedRecorder } from './keys/service.ts';
 import type { Logger } from './logger.ts';
+import { httpRequests } from './metrics.ts';
 import { WorkerPool } from '../workers/pool.ts';
 
 export const VERSION = '0.1.0';
-
-export interface Runtime {
-  publicUrl: string;
-  adminUrl: string;
-  adminToken: string;
-  databaseUrl: string;
-  migration: MigrationReport;
-  deps: AppDeps;
-  /** Ordered shutdown: stop accepting, drain in-flight requests (bounded), destroy the workers, close the database. */
-  stop(): Promise<void>;
-}
 
 async function resolveAdminToken(config: Config, logger: Logger): Promise<string> {
   if (config.ADMIN_TOKEN) return config.ADMIN_TOKEN;
@@ -47,82 +42,194 @@ const MAX_HEADER_BYTES = 64 * 1024;
 // admin uploads may stream for up to an hour.
 const ADMIN_REQUEST_TIMEOUT_MS = 3_600_000;
 
-function listen(app: ReturnType<typeof buildPublicApp>, port: number, host: string, requestTimeout?: number): Promise<Server> {
-  return new Promise((resolve, reject) => {
-    const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, ...(requestTimeout ? { requestTimeout } : {}) }, app);
-    server.once('error', reject);
-    server.listen(port, host, () => resolve(server));
-  });
+// Waits between attempts to reach the database at start: 0.5 s doubling to 5 s.
+const START_RETRY_FIRST_MS = 500;
+const START_RETRY_MAX_MS = 5_000;
+
+/** After the drain, what is left closes within this budget (pools, the embedded cluster). */
+const CLOSE_BUDGET_S = 0.5;
+
+const CLIENT_ERRORS: Record<string, { status: number; error: () => AppError }> = {
+  HPE_HEADER_OVERFLOW: { status: 431, error: () => new AppError('request_header_too_large', `the request line and headers exceed ${MAX_HEADER_BYTES} bytes`) },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, error: () => new AppError('request_timeout', 'the request was not received in time') },
+};
+
+/**
+ * Node answers a request it cannot parse (bad syntax, headers over the limit,
+ * a request that never finishes arriving) itself, with a bare status line.
+ * This answers with the error envelope and an X-Request-Id instead, and
+ * counts and logs it like any other request.
+ */
+function answerClientError(listener: 'public' | 'admin', docsBaseUrl: string, logger: Logger) {
+  return (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const known = CLIENT_ERRORS[err.code ?? ''];
+    const status = known?.status ?? 400;
+    const appError = known?.error() ?? new AppError('invalid_request', 'the request is not valid HTTP', { request: [err.code ?? 'unparseable'] });
+    const requestId = randomUUID();
+    const body = JSON.stringify(errorBody(appError, docsBaseUrl));
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    httpRequests.inc({ listener, method: 'unparsed', route: 'unparsed', status: String(status) });
+    logger.info({ requestId, listener, route: 'unparsed', status, errorCode: appError.code, reason: err.code }, 'request');
+  };
 }
 
-function urlOf(server: Server): string {
-  const addr = server.address() as { address: string; port: number };
-  return `http://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`;
-}
+/**
+ * The service's process-wide parts and their order. `start` listens at once
+ * (so /healthz answers and /readyz says 503 while the rest starts), then
+ * opens the database, retrying with backoff while it is unreachable, runs the
+ * migrations, loads the demo set on first start, and only then serves the
+ * API. `stop` works at any point, during start included: stop accepting,
+ * drain in-flight requests within SHUTDOWN_GRACE_MS, then close the workers,
+ * the pools and the embedded cluster within a further CLOSE_BUDGET_S.
+ */
+export class Runtime {
+  publicUrl = '';
+  adminUrl = '';
+  adminToken = '';
+  databaseUrl = '';
+  migration: MigrationReport | null = null;
+  deps: AppDeps | null = null;
 
-export async function startRuntime(
-  config: Config,
-  logger: Logger,
-  hooks: { afterMigrate?: (sql: Sql, report: MigrationReport) => Promise<void> } = {},
-): Promise<Runtime> {
-  const database = await openDatabase(config, (m) => logger.debug({ postgres: m.trim() }, 'embedded postgres'));
-  const databaseUrl = database.url;
-  if (database.embedded) logger.info({ dir: path.join(config.DATA_DIR, 'pg') }, 'using embedded PostgreSQL');
-  const sql = createSql(databaseUrl, { max: config.DATABASE_POOL_SIZE, name: 'primary' });
-  // Key resolution and request counting run on every /v1 request. Their commits
-  // skip the WAL flush wait (synchronous_commit=off): a crash can lose the last
-  // fraction of a second of counter increments and lastUsedAt times, never data.
-  const authSql = createSql(databaseUrl, { max: config.DATABASE_POOL_SIZE, name: 'auth', synchronousCommit: 'off' });
-  const readSql = config.DATABASE_READ_URL ? createSql(config.DATABASE_READ_URL, { max: config.DATABASE_POOL_SIZE, name: 'replica' }) : sql;
-  const migration = await migrate(sql, (m) => logger.info(m));
-  logger.info({ tier: migration.tier, timescaledb: migration.timescaledbVersion }, 'storage tier');
-  await hooks.afterMigrate?.(sql, migration);
-  if (config.DEMO_DATA === 'auto') {
-    const started = Date.now();
-    const loaded = await loadDemoDataIfEmpty(sql);
-    if (loaded) logger.info({ ms: Date.now() - started, rows: Object.fromEntries(Object.entries(loaded).map(([k, v]) => [k, v.rows])) }, 'demo data set loaded');
+  private readonly servers: Server[] = [];
+  private readonly apps: Record<'public' | 'admin', Express>;
+  private readonly stopped = new AbortController();
+  private database: Awaited<ReturnType<typeof openDatabase>> | null = null;
+  private primarySql: Sql | null = null;
+  private stopping: Promise<void> | null = null;
+
+  constructor(
+    readonly config: Config,
+    readonly logger: Logger,
+  ) {
+    this.apps = { public: buildStartingApp('public', config, logger), admin: buildStartingApp('admin', config, logger) };
   }
 
-  const adminToken = await resolveAdminToken(config, logger);
-  const pool = new WorkerPool({ threads: config.WORKER_THREADS, maxQueue: config.WORKER_MAX_QUEUE, taskTimeoutMs: config.WORKER_TASK_TIMEOUT_MS, niceIncrement: config.WORKER_NICE });
-  const lastUsed = new LastUsedRecorder(authSql);
-  const deps: AppDeps = { config, sql, authSql, readSql, logger, pool, lastUsed, adminToken, version: VERSION };
+  /** The primary pool without its gate, for tests and tools; request paths use deps.db. */
+  get sql(): Sql {
+    if (!this.primarySql) throw new Error('the runtime has not opened its database');
+    return this.primarySql;
+  }
 
-  const publicServer = await listen(buildPublicApp(deps), config.PORT, '0.0.0.0');
-  const adminServer = await listen(buildAdminApp(deps), config.ADMIN_PORT, config.ADMIN_HOST, ADMIN_REQUEST_TIMEOUT_MS);
+  async start(): Promise<void> {
+    const { config, logger } = this;
+    try {
+      this.adminToken = await resolveAdminToken(config, logger);
+      this.publicUrl = await this.listen('public', config.PORT, '0.0.0.0');
+      this.adminUrl = await this.listen('admin', config.ADMIN_PORT, config.ADMIN_HOST, ADMIN_REQUEST_TIMEOUT_MS);
+      logger.info({ public: this.publicUrl, admin: this.adminUrl }, 'listening; starting');
 
-  let stopping: Promise<void> | null = null;
-  const stop = () =>
-    (stopping ??= (async () => {
-      const closed = Promise.all(
-        [publicServer, adminServer].map((s) => new Promise<void>((resolve) => s.close(() => resolve()))),
-      );
-      // Keep-alive connections become idle as their last response ends; close
-      // them as they do rather than waiting out the keep-alive timeout.
-      const sweep = setInterval(() => [publicServer, adminServer].forEach((s) => s.closeIdleConnections()), 50);
-      for (const s of [publicServer, adminServer]) s.closeIdleConnections();
-      const grace = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), config.SHUTDOWN_GRACE_MS).unref());
-      if ((await Promise.race([closed, grace])) === 'timeout') {
-        logger.warn({ graceMs: config.SHUTDOWN_GRACE_MS }, 'in-flight requests outlived the grace period; closing their connections');
-        for (const s of [publicServer, adminServer]) s.closeAllConnections();
-        await closed;
+      this.database = await openDatabase(config, (m) => logger.debug({ postgres: m.trim() }, 'embedded postgres'));
+      this.databaseUrl = this.database.url;
+      if (this.database.embedded) logger.info({ dir: path.join(config.DATA_DIR, 'pg') }, 'using embedded PostgreSQL');
+      this.migration = await this.untilReachable('migrate', () => migrate(this.databaseUrl, (m) => logger.info(m)));
+      logger.info({ tier: this.migration.tier, timescaledb: this.migration.timescaledbVersion }, 'storage tier');
+
+      const deps = (this.deps = this.openPools());
+      if (config.DEMO_DATA === 'auto') {
+        const started = Date.now();
+        const loaded = await deps.db.run((sql) => loadDemoDataIfEmpty(sql));
+        if (loaded) logger.info({ ms: Date.now() - started, rows: Object.fromEntries(Object.entries(loaded).map(([k, v]) => [k, v.rows])) }, 'demo data set loaded');
       }
-      clearInterval(sweep);
-      await pool.destroy();
-      await lastUsed.flush();
-      await authSql.end({ timeout: 5 });
-      await sql.end({ timeout: 5 });
-      if (readSql !== sql) await readSql.end({ timeout: 5 });
-      await database.stop();
-    })());
+      this.stopped.signal.throwIfAborted();
+      this.apps.public = buildPublicApp(deps);
+      this.apps.admin = buildAdminApp(deps);
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+  }
 
-  return {
-    publicUrl: urlOf(publicServer),
-    adminUrl: urlOf(adminServer),
-    adminToken,
-    databaseUrl,
-    migration,
-    deps,
-    stop,
-  };
+  stop(): Promise<void> {
+    return (this.stopping ??= this.shutDown());
+  }
+
+  private async shutDown(): Promise<void> {
+    this.stopped.abort(new Error('the service is stopping'));
+    const closed = Promise.all(this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+    // Keep-alive connections become idle as their last response ends; close
+    // them as they do rather than waiting out the keep-alive timeout.
+    const sweep = setInterval(() => this.servers.forEach((s) => s.closeIdleConnections()), 50);
+    for (const s of this.servers) s.closeIdleConnections();
+    const grace = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), this.config.SHUTDOWN_GRACE_MS).unref());
+    if ((await Promise.race([closed, grace])) === 'timeout') {
+      this.logger.warn({ graceMs: this.config.SHUTDOWN_GRACE_MS }, 'in-flight requests outlived the grace period; closing their connections');
+      for (const s of this.servers) s.closeAllConnections();
+      await closed;
+    }
+    clearInterval(sweep);
+    const deps = this.deps;
+    if (deps) {
+      await deps.pool.destroy();
+      await deps.lastUsed.flush();
+      deps.db.health.stop();
+      deps.readDb.health.stop();
+      await Promise.all([...new Set([deps.authDb, deps.db, deps.readDb])].map((db) => db.end(CLOSE_BUDGET_S)));
+    }
+    await this.database?.stop();
+  }
+
+  private listen(listener: 'public' | 'admin', port: number, host: string, requestTimeout?: number): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, ...(requestTimeout ? { requestTimeout } : {}) }, (req, res) => this.apps[listener](req, res));
+      server.on('clientError', answerClientError(listener, this.config.DOCS_BASE_URL, this.logger));
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        this.servers.push(server);
+        const addr = server.address() as { address: string; port: number };
+        resolve(`http://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`);
+      });
+    });
+  }
+
+  /** Runs `step`, retrying with backoff (one log line per attempt) while the database is unreachable, until it succeeds or the runtime stops. */
+  private async untilReachable<T>(name: string, step: () => Promise<T>): Promise<T> {
+    for (let attempt = 1, waitMs = START_RETRY_FIRST_MS; ; attempt++, waitMs = Math.min(waitMs * 2, START_RETRY_MAX_MS)) {
+      this.stopped.signal.throwIfAborted();
+      try {
+        return await step();
+      } catch (err) {
+        const failure = isConnectionFailure(err) ? err : isConnectionFailure((err as Error)?.cause) ? (err as Error).cause : null;
+        if (!failure) throw err;
+        const { code, message } = failure as { code?: string; message?: string };
+        this.logger.warn({ step: name, attempt, retryInMs: waitMs, code, reason: message }, 'database unreachable at start; retrying');
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, waitMs);
+          this.stopped.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+        });
+      }
+    }
+  }
+
+  private openPools(): AppDeps {
+    const { config, logger } = this;
+    const gate = { connections: config.DATABASE_POOL_SIZE, acquireTimeoutMs: config.DATABASE_ACQUIRE_TIMEOUT_MS, maxWaiting: config.DATABASE_MAX_WAITING };
+    const pool = (url: string, name: string, synchronousCommit?: 'off') =>
+      createSql(url, { max: config.DATABASE_POOL_SIZE, name, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS, synchronousCommit });
+    const primaryHealth = new DatabaseHealth(this.databaseUrl, 'primary', logger);
+    this.primarySql = pool(this.databaseUrl, 'primary');
+    const db = new Database('primary', this.primarySql, primaryHealth, gate);
+    // Key resolution and request counting run on every /v1 request. Their commits
+    // skip the WAL flush wait (synchronous_commit=off): a crash can lose the last
+    // fraction of a second of counter increments and lastUsedAt times, never data.
+    const authDb = new Database('auth', pool(this.databaseUrl, 'auth', 'off'), primaryHealth, gate);
+    const readDb = config.DATABASE_READ_URL
+      ? new Database('replica', pool(config.DATABASE_READ_URL, 'replica'), new DatabaseHealth(config.DATABASE_READ_URL, 'replica', logger), gate)
+      : db;
+    const workers = new WorkerPool({ threads: config.WORKER_THREADS, maxQueue: config.WORKER_MAX_QUEUE, taskTimeoutMs: config.WORKER_TASK_TIMEOUT_MS, niceIncrement: config.WORKER_NICE });
+    return { config, db, authDb, readDb, logger, pool: workers, lastUsed: new LastUsedRecorder(authDb), adminToken: this.adminToken, version: VERSION };
+  }
+}
+
+/** Creates and starts a runtime; resolves once it serves the API. */
+export async function startRuntime(config: Config, logger: Logger): Promise<Runtime> {
+  const runtime = new Runtime(config, logger);
+  await runtime.start();
+  return runtime;
 }

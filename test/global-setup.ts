@@ -5,7 +5,6 @@ import type { TestProject } from 'vitest/node';
 import postgres from 'postgres';
 import { startEmbeddedPostgres } from '../server/db/embedded.ts';
 import { migrate } from '../server/db/migrate.ts';
-import { createSql } from '../server/db/sql.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -66,9 +65,7 @@ export default async function setup(project: TestProject) {
       await rm(dir, { recursive: true, force: true });
     });
   }
-  const sql = createSql(url, { max: 1, name: 'test-setup' });
-  const report = await migrate(sql);
-  await sql.end();
+  const report = await migrate(url);
   process.stdout.write(
     `\n[test database] ${source}\n[test database] storage tier: ${report.tier}${report.timescaledbVersion ? ` (timescaledb ${report.timescaledbVersion})` : ''}\n\n`,
   );

@@ -1,5 +1,5 @@
 import type { Area } from '../app.ts';
-import type { Sql } from '../db/sql.ts';
+import type { Database } from '../db/database.ts';
 import { sendData } from '../http/envelope.ts';
 import { UuidSchema } from '../http/params.ts';
 import { parse } from '../http/validate.ts';
@@ -13,17 +13,20 @@ import { CorporateActionsQuerySchema } from './schema.ts';
 
 type ActionsQuery = z.infer<typeof CorporateActionsQuerySchema>;
 
-async function listCorporateActions(sql: Sql, id: string, q: ActionsQuery) {
-  await requireInstrument(sql, id);
-  const [latest] = (await actionSetVersions(sql, [id])).values();
-  const version = versionToRead(q.actionSetVersion, latest);
-  const rows = await selectActionSet(sql, {
-    instrumentIds: [id],
-    versions: [version],
-    asOf: q.asOf?.instant,
-    includeBackfilled: q.includeBackfilled,
-    effectiveFrom: q.from,
-    effectiveTo: q.to,
+async function listCorporateActions(db: Database, id: string, q: ActionsQuery) {
+  const { version, rows } = await db.run(async (sql) => {
+    await requireInstrument(sql, id);
+    const [latest] = (await actionSetVersions(sql, [id])).values();
+    const version = versionToRead(q.actionSetVersion, latest);
+    const rows = await selectActionSet(sql, {
+      instrumentIds: [id],
+      versions: [version],
+      asOf: q.asOf?.instant,
+      includeBackfilled: q.includeBackfilled,
+      effectiveFrom: q.from,
+      effectiveTo: q.to,
+    });
+    return { version, rows };
   });
   const counts = Object.fromEntries(PROVENANCES.map((p) => [p, 0])) as Record<Provenance, number>;
   const sources = new Set<string>();
@@ -58,11 +61,11 @@ async function listCorporateActions(sql: Sql, id: string, q: ActionsQuery) {
 }
 
 export const actionsArea: Area = {
-  routes(router, { readSql }) {
+  routes(router, { readDb }) {
     router.get('/instruments/:id/corporate-actions', 'actions:read', async (req, res) => {
       const { id } = parse(z.strictObject({ id: UuidSchema }), req.params, 'params');
       const q = parse(CorporateActionsQuerySchema, req.query);
-      const { data, meta } = await listCorporateActions(readSql, id.toLowerCase(), q);
+      const { data, meta } = await listCorporateActions(readDb, id.toLowerCase(), q);
       sendData(res, data, meta);
     });
   },

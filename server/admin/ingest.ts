@@ -1,5 +1,4 @@
-import type { Readable, Writable } from 'node:stream';
-import type { Request } from 'express';
+import type { Writable } from 'node:stream';
 import { z } from 'zod';
 import type { Sql } from '../db/sql.ts';
 import { AppError } from '../http/errors.ts';
@@ -94,13 +93,13 @@ export function formatOf(contentType: string | undefined): BodyFormat {
 const MAX_JSON_BYTES = 64 * 1024 * 1024;
 const ROWS_PER_BATCH = 5_000;
 
-async function* jsonBatches(body: Readable): AsyncGenerator<unknown[]> {
+async function* jsonBatches(body: AsyncIterable<Buffer | string>): AsyncGenerator<unknown[]> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
     size += chunk.length;
     if (size > MAX_JSON_BYTES) throw new AppError('payload_too_large', `JSON bodies are limited to ${MAX_JSON_BYTES / 1024 / 1024} MiB; send NDJSON or CSV for larger batches`);
-    chunks.push(chunk);
+    chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
   }
   let parsed: unknown;
   try {
@@ -112,7 +111,7 @@ async function* jsonBatches(body: Readable): AsyncGenerator<unknown[]> {
   yield* batchesOf(parsed);
 }
 
-async function* ndjsonBatches(body: Readable): AsyncGenerator<unknown[]> {
+async function* ndjsonBatches(body: AsyncIterable<Buffer | string>): AsyncGenerator<unknown[]> {
   const decoder = new TextDecoder('utf-8');
   let index = 0;
   let pending = '';
@@ -152,7 +151,7 @@ export function* batchesOf<T>(rows: Iterable<T>): Generator<T[]> {
   if (batch.length) yield batch;
 }
 
-export function batchesFrom(body: Readable, format: BodyFormat): AsyncGenerator<unknown[]> {
+export function batchesFrom(body: AsyncIterable<Buffer | string>, format: BodyFormat): AsyncGenerator<unknown[]> {
   return format === 'json' ? jsonBatches(body) : format === 'ndjson' ? ndjsonBatches(body) : parseCsvBatches(body);
 }
 
@@ -309,10 +308,6 @@ export async function ingestRows<Row>(sql: Sql, kind: IngestKind<Row>, batches: 
   });
   await kind.afterCommit?.(sql, result);
   return result;
-}
-
-export async function ingestRequest<Row>(sql: Sql, kind: IngestKind<Row>, req: Request): Promise<IngestResult> {
-  return ingestRows(sql, kind, batchesFrom(req, formatOf(req.get('content-type'))));
 }
 
 /**

@@ -1,7 +1,7 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import express, { type RequestHandler, type Router } from 'express';
 import { z } from 'zod';
-import type { Sql } from '../db/sql.ts';
+import type { Database } from '../db/database.ts';
 import { AppError, notFound } from '../http/errors.ts';
 import { parse } from '../http/validate.ts';
 import { routePrefix } from '../http/observe.ts';
@@ -10,7 +10,8 @@ import * as accounts from '../accounts/repository.ts';
 import * as keys from '../keys/service.ts';
 import { usageByAccount } from '../keys/repository.ts';
 import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
-import { ingestRequest, type IngestKind } from './ingest.ts';
+import { batchesFrom, formatOf, ingestRows, type IngestKind } from './ingest.ts';
+import { UploadSlots, type UploadLimits } from './uploads.ts';
 import type { StatusReport } from './status.ts';
 
 const AccountCreateSchema = z.strictObject({ name: z.string().trim().min(1).max(200).describe('account display name') });
@@ -44,9 +45,10 @@ export function requireAdminToken(token: string): RequestHandler {
 }
 
 export interface AdminDeps {
-  sql: Sql;
+  db: Database;
   status: () => Promise<StatusReport>;
   ingestKinds: Record<string, IngestKind<unknown>>;
+  uploads: UploadLimits;
   /** Routes an area adds beyond plain ingest (e.g. coverage checks). */
   extraRoutes?: (router: Router) => void;
 }
@@ -55,7 +57,7 @@ export function adminRouter(deps: AdminDeps): Router {
   const router = express.Router();
   router.use(routePrefix('/admin/v1'));
   const json = express.json({ limit: '1mb' });
-  const { sql } = deps;
+  const { db } = deps;
 
   router.get('/status', async (_req, res) => {
     res.json({ data: await deps.status() });
@@ -63,33 +65,35 @@ export function adminRouter(deps: AdminDeps): Router {
 
   router.post('/accounts', json, async (req, res) => {
     const body = parse(AccountCreateSchema, req.body, 'body');
-    res.status(201).json({ data: await accounts.insertAccount(sql, body.name) });
+    res.status(201).json({ data: await db.run((sql) => accounts.insertAccount(sql, body.name)) });
   });
 
   router.get('/accounts', async (_req, res) => {
-    res.json({ data: await accounts.listAccounts(sql) });
+    res.json({ data: await db.run((sql) => accounts.listAccounts(sql)) });
   });
 
   router.post('/keys', json, async (req, res) => {
     const body = parse(KeyCreateSchema, req.body, 'body');
-    res.status(201).json({ data: await keys.createKey(sql, body) });
+    res.status(201).json({ data: await keys.createKey(db, body) });
   });
 
   router.get('/keys', async (req, res) => {
     const query = parse(KeyListSchema, req.query);
-    res.json({ data: await keys.listKeys(sql, query.accountId) });
+    res.json({ data: await keys.listKeys(db, query.accountId) });
   });
 
   router.post('/keys/:id/revoke', async (req, res) => {
     const { id } = parse(z.object({ id: UuidSchema }), req.params, 'params');
-    res.json({ data: await keys.revokeKey(sql, id) });
+    res.json({ data: await keys.revokeKey(db, id) });
   });
 
   router.get('/usage', async (req, res) => {
     const query = parse(UsageSchema, req.query);
-    if (!(await accounts.accountExists(sql, query.accountId))) throw notFound('account');
     const sinceDay = new Date(Date.now() - (query.days - 1) * 86_400_000).toISOString().slice(0, 10);
-    const rows = await usageByAccount(sql, query.accountId, sinceDay);
+    const rows = await db.run(async (sql) => {
+      if (!(await accounts.accountExists(sql, query.accountId))) throw notFound('account');
+      return usageByAccount(sql, query.accountId, sinceDay);
+    });
     const usage = Object.fromEntries(
       ENVIRONMENTS.map((env) => {
         const own = rows.filter((r) => r.environment === env);
@@ -105,9 +109,11 @@ export function adminRouter(deps: AdminDeps): Router {
     res.json({ data: { accountId: query.accountId, billable: ['live'], usage } });
   });
 
+  const uploads = new UploadSlots(deps.uploads);
   for (const [path, kind] of Object.entries(deps.ingestKinds)) {
     router.post(`/${path}`, async (req, res) => {
-      res.json({ data: await ingestRequest(sql, kind, req) });
+      const format = formatOf(req.get('content-type'));
+      res.json({ data: await uploads.run(req, res, (body) => db.run((sql) => ingestRows(sql, kind, batchesFrom(body, format)))) });
     });
   }
   deps.extraRoutes?.(router);

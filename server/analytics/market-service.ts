@@ -1,4 +1,4 @@
-import type { Sql } from '../db/sql.ts';
+import type { Database } from '../db/database.ts';
 import { AppError } from '../http/errors.ts';
 import type { PointInTime } from '../http/params.ts';
 import { requireInstrument } from '../instruments/service.ts';
@@ -15,10 +15,13 @@ const PRICE_ASSUMPTIONS = {
   prices: 'daily closes adjusted for splits, stock dividends and cash dividends known at the window end (backfilled actions excluded)',
 };
 
-export async function technicals(sql: Sql, pool: WorkerPool, id: string, q: { lookbackDays: number; asOf?: PointInTime }) {
-  const instrument = await requireInstrument(sql, id, q.asOf);
+export async function technicals(db: Database, pool: WorkerPool, id: string, q: { lookbackDays: number; asOf?: PointInTime }) {
   const window = lookbackWindow(q.lookbackDays, q.asOf);
-  const series = (await readAdjustedSeries(sql, [id], { from: window.from, to: window.to, asOf: q.asOf, fields: 'ohlcv' })).get(id)!;
+  const { instrument, series } = await db.run(async (sql) => {
+    const instrument = await requireInstrument(sql, id, q.asOf);
+    const series = (await readAdjustedSeries(sql, [id], { from: window.from, to: window.to, asOf: q.asOf, fields: 'ohlcv' })).get(id)!;
+    return { instrument, series };
+  });
   if (series.close.length === 0) {
     throw new AppError('not_found', `no stored bars for this instrument between ${window.from} and ${window.to}`, {
       lookbackDays: [`the window ${window.from}..${window.to} holds no bars`],
@@ -50,15 +53,17 @@ export async function technicals(sql: Sql, pool: WorkerPool, id: string, q: { lo
 }
 
 export async function correlations(
-  sql: Sql,
+  db: Database,
   pool: WorkerPool,
   q: { instrumentIds: string[]; lookbackDays: number; method: 'pearson' | 'spearman'; asOf?: PointInTime },
 ) {
   const window = lookbackWindow(q.lookbackDays, q.asOf);
-  const known = await existingInstruments(sql, q.instrumentIds);
-  const ids = q.instrumentIds.filter((id) => known.has(id));
-  const unknown = q.instrumentIds.filter((id) => !known.has(id));
-  const series = await readAdjustedSeries(sql, ids, { from: window.from, to: window.to, asOf: q.asOf, fields: 'close' });
+  const { ids, unknown, series } = await db.run(async (sql) => {
+    const known = await existingInstruments(sql, q.instrumentIds);
+    const ids = q.instrumentIds.filter((id) => known.has(id));
+    const unknown = q.instrumentIds.filter((id) => !known.has(id));
+    return { ids, unknown, series: await readAdjustedSeries(sql, ids, { from: window.from, to: window.to, asOf: q.asOf, fields: 'close' }) };
+  });
   const result = await pool.run<CorrelationMatrixResult>('correlations', {
     series: ids.map((id) => ({ dates: series.get(id)!.dates, close: series.get(id)!.close })),
     method: q.method,
@@ -91,14 +96,16 @@ export async function correlations(
   };
 }
 
-export async function beta(sql: Sql, pool: WorkerPool, id: string, q: { benchmarkId: string; lookbackDays: number; asOf?: PointInTime }) {
-  await requireInstrument(sql, id);
-  if (!(await existingInstruments(sql, [q.benchmarkId])).has(q.benchmarkId)) {
-    throw new AppError('invalid_request', 'unknown benchmark instrument', { benchmarkId: ['unknown instrument'] });
-  }
-  if (q.benchmarkId === id) throw new AppError('invalid_request', 'an instrument is its own benchmark', { benchmarkId: ['must differ from the instrument'] });
+export async function beta(db: Database, pool: WorkerPool, id: string, q: { benchmarkId: string; lookbackDays: number; asOf?: PointInTime }) {
   const window = lookbackWindow(q.lookbackDays, q.asOf);
-  const series = await readAdjustedSeries(sql, [id, q.benchmarkId], { from: window.from, to: window.to, asOf: q.asOf, fields: 'close' });
+  const series = await db.run(async (sql) => {
+    await requireInstrument(sql, id);
+    if (!(await existingInstruments(sql, [q.benchmarkId])).has(q.benchmarkId)) {
+      throw new AppError('invalid_request', 'unknown benchmark instrument', { benchmarkId: ['unknown instrument'] });
+    }
+    if (q.benchmarkId === id) throw new AppError('invalid_request', 'an instrument is its own benchmark', { benchmarkId: ['must differ from the instrument'] });
+    return readAdjustedSeries(sql, [id, q.benchmarkId], { from: window.from, to: window.to, asOf: q.asOf, fields: 'close' });
+  });
   const subject = series.get(id)!;
   const benchmark = series.get(q.benchmarkId)!;
   const result = await pool.run<BetaResult>('beta', {

@@ -8,7 +8,7 @@ import * as service from './service.ts';
 const meta = () => ({ asOf: new Date().toISOString(), source: 'computed', stale: false });
 
 export const analyticsArea: Area = {
-  routes(router, { pool, readSql }) {
+  routes(router, { pool, readDb }) {
     router.post('/analytics/option-price', 'analytics:read', (req, res) => {
       sendData(res, service.optionPrice(parse(OptionPriceSchema, req.body, 'body')), meta());
     });
@@ -22,20 +22,20 @@ export const analyticsArea: Area = {
     router.get('/instruments/:id/technicals', 'technicals:read', async (req, res) => {
       const { id } = parse(InstrumentIdParamsSchema, req.params, 'params');
       const q = parse(TechnicalsQuerySchema, req.query);
-      const data = await pool.withReadSlot('technicals', () => market.technicals(readSql, pool, id, q));
+      const data = await pool.withReadSlot('technicals', () => market.technicals(readDb, pool, id, q));
       sendData(res, data, { asOf: data.assumptions.asOf, source: 'computed from adjusted daily bars', stale: false });
     });
 
     router.get('/correlations', 'correlations:read', async (req, res) => {
       const q = parse(CorrelationsQuerySchema, req.query);
-      const data = await pool.withReadSlot('correlations', () => market.correlations(readSql, pool, q));
+      const data = await pool.withReadSlot('correlations', () => market.correlations(readDb, pool, q));
       sendData(res, data, { asOf: data.assumptions.asOf, source: 'computed from adjusted daily bars', stale: false });
     });
 
     router.get('/instruments/:id/beta', 'correlations:read', async (req, res) => {
       const { id } = parse(InstrumentIdParamsSchema, req.params, 'params');
       const q = parse(BetaQuerySchema, req.query);
-      const data = await pool.withReadSlot('beta', () => market.beta(readSql, pool, id, q));
+      const data = await pool.withReadSlot('beta', () => market.beta(readDb, pool, id, q));
       sendData(res, data, { asOf: data.assumptions.asOf, source: 'computed from adjusted daily bars', stale: false });
     });
   },

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
-import type { Sql } from './sql.ts';
+import { createSql, type Sql } from './sql.ts';
 
 export type StorageTier = 'timescaledb' | 'timescaledb-apache' | 'postgresql';
 
@@ -79,12 +79,16 @@ async function detectTier(sql: Sql): Promise<{ tier: StorageTier; version: strin
 }
 
 /**
- * Runs the forward-only migrations in sql/ once each. An advisory lock makes
- * concurrent starts safe: the second process waits, then finds nothing to do.
+ * Runs the forward-only migrations in sql/ once each, on a connection of its
+ * own (the advisory lock and the transactions below are per session; a
+ * one-connection client keeps them on one session without postgres.js's
+ * reserve()). The lock makes concurrent starts safe: the second process
+ * waits, then finds nothing to do. Statements have no timeout here: a
+ * migration over a large table may take minutes.
  */
-export async function migrate(sql: Sql, log: (msg: string) => void = () => {}): Promise<MigrationReport> {
+export async function migrate(url: string, log: (msg: string) => void = () => {}): Promise<MigrationReport> {
   const files = await readMigrationFiles();
-  const conn = await sql.reserve();
+  const conn = createSql(url, { max: 1, name: 'migrate', statementTimeoutMs: 0 });
   try {
     await conn`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
     await conn`
@@ -105,7 +109,7 @@ export async function migrate(sql: Sql, log: (msg: string) => void = () => {}): 
     `;
     let [tierRow] = await conn`select tier, timescaledb_version from storage_tier`;
     if (!tierRow) {
-      const detected = await detectTier(conn as unknown as Sql);
+      const detected = await detectTier(conn);
       [tierRow] = await conn`
         insert into storage_tier (tier, timescaledb_version)
         values (${detected.tier}, ${detected.version})
@@ -127,20 +131,17 @@ export async function migrate(sql: Sql, log: (msg: string) => void = () => {}): 
         }
         continue;
       }
-      const record = (q: typeof conn) => q`
-        insert into schema_migrations (version, name, checksum)
-        values (${file.version}, ${file.name}, ${file.checksum})
-      `;
-      // A reserved connection has no begin(); the transaction is spelled out so
-      // it runs on the same session that holds the advisory lock.
-      const transactional = !file.text.startsWith(NO_TRANSACTION);
-      if (transactional) await conn.unsafe('begin');
+      const apply = async (q: Sql) => {
+        await q.unsafe(file.text);
+        await q`
+          insert into schema_migrations (version, name, checksum)
+          values (${file.version}, ${file.name}, ${file.checksum})
+        `;
+      };
       try {
-        await conn.unsafe(file.text);
-        await record(conn);
-        if (transactional) await conn.unsafe('commit');
+        if (file.text.startsWith(NO_TRANSACTION)) await apply(conn);
+        else await conn.begin((tx) => apply(tx as unknown as Sql));
       } catch (err) {
-        if (transactional) await conn.unsafe('rollback').catch(() => {});
         throw new Error(`migration ${file.name} failed: ${(err as Error).message}`, { cause: err });
       }
       ranNow.push(file.name);
@@ -158,8 +159,8 @@ export async function migrate(sql: Sql, log: (msg: string) => void = () => {}): 
       ranNow,
     };
   } finally {
-    await conn`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.catch(() => {});
-    conn.release();
+    // Ending the session releases the advisory lock.
+    await conn.end({ timeout: 5 });
   }
 }
 

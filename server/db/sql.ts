@@ -1,26 +1,42 @@
 import postgres from 'postgres';
-import { dbPoolMax, dbQueriesInFlight, dbQueryDuration, registerOpenConnectionsProbe } from '../metrics.ts';
+import { dbPoolMax, dbQueriesInFlight, dbQueryDuration } from '../metrics.ts';
 
 export type Sql = postgres.Sql<{ date: string }>;
 
 const DATE_OID = 1082;
 
+export interface SqlOptions {
+  max: number;
+  name: string;
+  statementTimeoutMs: number;
+  synchronousCommit?: 'on' | 'off';
+}
+
 /**
  * Creates a postgres.js pool. Dates stay `yyyy-mm-dd` strings end to end (a JS
  * Date would shift them by the local offset); float8 prices arrive as numbers;
  * bigint and numeric stay strings, so queries cast counts to int deliberately.
+ *
+ * The service never opens a cursor: postgres.js 3.4.9 answers a failed Close
+ * of an abandoned cursor with a second Sync, after which the connection's next
+ * query reads the previous query's reply. Long reads are paged instead
+ * (prices/service.ts, streamBulkPrices).
+ *
+ * Reconnection is not left to postgres.js's backoff (which grows to 20 s a
+ * try while queries wait behind it): the gate in database.ts refuses work while
+ * the server is down, so a connection is retried at once when work arrives.
  */
-export function createSql(url: string, options: { max: number; name: string; synchronousCommit?: 'on' | 'off' }): Sql {
-  const applicationName = `market-data-service/${options.name}/${process.pid}`;
+export function createSql(url: string, options: SqlOptions): Sql {
   const sql = postgres(url, {
     max: options.max,
     connect_timeout: 5,
     idle_timeout: 60,
     max_lifetime: 60 * 30,
+    backoff: () => 0,
     onnotice: () => {},
     connection: {
-      application_name: applicationName,
-      statement_timeout: 60_000,
+      application_name: `market-data-service/${options.name}/${process.pid}`,
+      statement_timeout: options.statementTimeoutMs,
       ...(options.synchronousCommit ? { synchronous_commit: options.synchronousCommit } : {}),
     },
     types: {
@@ -33,16 +49,6 @@ export function createSql(url: string, options: { max: number; name: string; syn
     },
   });
   dbPoolMax.set({ pool: options.name }, options.max);
-  registerOpenConnectionsProbe(options.name, async () => {
-    // postgres.js exposes no pool counters, so the server is asked at scrape
-    // time; application_name carries the pid, so other processes don't count.
-    const [row] = await sql`
-      select count(*)::int as open
-      from pg_stat_activity
-      where application_name = ${applicationName}
-    `;
-    return row.open as number;
-  });
   return sql;
 }
 

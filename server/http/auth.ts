@@ -1,12 +1,12 @@
 import type { RequestHandler } from 'express';
-import type { Sql } from '../db/sql.ts';
+import type { Database } from '../db/database.ts';
 import { authFailures } from '../metrics.ts';
 import { AppError } from './errors.ts';
 import { authorize, type AuthContext, type LastUsedRecorder, type WindowLimits } from '../keys/service.ts';
 import type { Scope } from '../keys/scopes.ts';
 
 export interface AuthDeps {
-  sql: Sql;
+  db: Database;
   limits: WindowLimits;
   lastUsed: LastUsedRecorder;
 }
@@ -16,7 +16,7 @@ export function requireScope(deps: AuthDeps, scope: Scope): RequestHandler {
   return async (req, res, next) => {
     let auth: AuthContext;
     try {
-      auth = await authorize(deps.sql, req.get('authorization'), scope, deps.limits);
+      auth = await authorize(deps.db, req.get('authorization'), scope, deps.limits);
     } catch (err) {
       if (err instanceof AppError) authFailures.inc({ code: err.code });
       throw err;

@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { z } from 'zod';
+import { isConnectionFailure } from '../db/health.ts';
 
 export type ErrorCode =
   | 'invalid_request'
@@ -9,7 +10,9 @@ export type ErrorCode =
   | 'insufficient_scope'
   | 'not_found'
   | 'options_unavailable'
+  | 'request_timeout'
   | 'payload_too_large'
+  | 'request_header_too_large'
   | 'unsupported_media_type'
   | 'unsupported_structure'
   | 'rate_limited'
@@ -25,7 +28,9 @@ const STATUS: Record<ErrorCode, number> = {
   insufficient_scope: 403,
   not_found: 404,
   options_unavailable: 404,
+  request_timeout: 408,
   payload_too_large: 413,
+  request_header_too_large: 431,
   unsupported_media_type: 415,
   unsupported_structure: 422,
   rate_limited: 429,
@@ -33,6 +38,14 @@ const STATUS: Record<ErrorCode, number> = {
   overloaded: 503,
   internal_error: 500,
 };
+
+/** A streamed response's client went away or stopped reading: nothing to answer, nothing to report as a fault. */
+export class ClientGoneError extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'ClientGoneError';
+  }
+}
 
 export type ErrorDetails = Record<string, string[]>;
 
@@ -66,17 +79,14 @@ export function zodDetails(error: z.ZodError, prefix = ''): ErrorDetails {
   return details;
 }
 
-// Connection-level failures mean the database is unreachable or shutting down:
-// the request is shed with 503 rather than reported as a bug.
-const DATABASE_UNAVAILABLE = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN',
-  'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT',
-  '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006',
-]);
+// Besides an unreachable server: a server out of connection slots (53300),
+// and this process's own pools closing during shutdown. All are shed with 503
+// rather than reported as bugs.
+const DATABASE_BUSY_OR_CLOSING = new Set(['53300', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED']);
 
 export function isDatabaseUnavailable(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && DATABASE_UNAVAILABLE.has(code);
+  return isConnectionFailure(err) || (typeof code === 'string' && DATABASE_BUSY_OR_CLOSING.has(code));
 }
 
 export function toAppError(err: unknown): AppError {
@@ -112,7 +122,7 @@ export function errorBody(err: AppError, docsBaseUrl: string) {
 export function errorMiddleware(docsBaseUrl: string, onInternal: (err: unknown, req: Parameters<RequestHandler>[0]) => void): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const appError = toAppError(err);
-    if (appError.code === 'internal_error' || appError.code === 'overloaded') onInternal(err, req);
+    if (!(err instanceof ClientGoneError) && (appError.code === 'internal_error' || appError.code === 'overloaded')) onInternal(err, req);
     res.locals.errorCode = appError.code;
     if (res.headersSent) {
       // A streamed response failed midway: the status is gone, so cut the

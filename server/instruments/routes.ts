@@ -9,24 +9,24 @@ import * as service from './service.ts';
 const SOURCE = 'mds-reference';
 
 export const instrumentsArea: Area = {
-  routes(router, { readSql, config }) {
+  routes(router, { readDb, config }) {
     router.get('/instruments', 'instruments:read', async (req, res) => {
       const q = parse(InstrumentSearchSchema, req.query);
-      const data = await service.searchInstruments(readSql, q, config.VENDOR_CODE_BROKER);
+      const data = await service.searchInstruments(readDb, q, config.VENDOR_CODE_BROKER);
       sendData(res, data, { asOf: q.asOf?.input ?? new Date().toISOString(), source: SOURCE, stale: false, mode: q.query !== undefined ? 'search' : 'reverse_lookup' });
     });
 
     // Registered before /instruments/:id so "bulk" is never read as an id.
     router.get('/instruments/bulk', 'instruments:read', async (req, res) => {
       const q = parse(InstrumentBulkSchema, req.query);
-      const data = await service.getInstruments(readSql, q.ids, config.VENDOR_CODE_BROKER);
+      const data = await service.getInstruments(readDb, q.ids, config.VENDOR_CODE_BROKER);
       sendData(res, data, { asOf: new Date().toISOString(), source: SOURCE, stale: false, requested: q.ids.length, found: data.length });
     });
 
     router.get('/instruments/:id', 'instruments:read', async (req, res) => {
       const { id } = parse(InstrumentIdSchema, req.params, 'params');
       parse(NoQuerySchema, req.query);
-      const data = await service.getInstrument(readSql, id.toLowerCase(), config.VENDOR_CODE_BROKER);
+      const data = await service.getInstrument(readDb, id.toLowerCase(), config.VENDOR_CODE_BROKER);
       sendData(res, data, { asOf: new Date().toISOString(), source: SOURCE, stale: false });
     });
   },

@@ -1,3 +1,4 @@
+import type { Database } from '../db/database.ts';
 import type { Sql } from '../db/sql.ts';
 import { notFound } from '../http/errors.ts';
 import type { PointInTime } from '../http/params.ts';
@@ -10,26 +11,27 @@ export function dayOf(asOf: PointInTime | undefined, now = new Date()): string {
 }
 
 export async function searchInstruments(
-  sql: Sql,
+  db: Database,
   q: { query?: string; brokerCode?: string; broker?: string; assetClass?: string; asOf?: PointInTime; limit: number },
   vendorBroker: string,
 ): Promise<Instrument[]> {
   const day = dayOf(q.asOf);
-  if (q.query !== undefined) {
-    return repo.searchInstruments(sql, { text: q.query, day, assetClass: q.assetClass, limit: q.limit, vendorBroker });
-  }
-  return repo.findByBrokerCode(sql, { broker: q.broker!, code: q.brokerCode!, day, assetClass: q.assetClass, limit: q.limit, vendorBroker });
+  return db.run((sql) =>
+    q.query !== undefined
+      ? repo.searchInstruments(sql, { text: q.query, day, assetClass: q.assetClass, limit: q.limit, vendorBroker })
+      : repo.findByBrokerCode(sql, { broker: q.broker!, code: q.brokerCode!, day, assetClass: q.assetClass, limit: q.limit, vendorBroker }),
+  );
 }
 
-export const getInstruments = (sql: Sql, ids: string[], vendorBroker: string) => repo.findByIds(sql, ids, dayOf(undefined), vendorBroker);
+export const getInstruments = (db: Database, ids: string[], vendorBroker: string) => db.run((sql) => repo.findByIds(sql, ids, dayOf(undefined), vendorBroker));
 
-export async function getInstrument(sql: Sql, id: string, vendorBroker: string): Promise<Instrument> {
-  const [instrument] = await repo.findByIds(sql, [id], dayOf(undefined), vendorBroker);
+export async function getInstrument(db: Database, id: string, vendorBroker: string): Promise<Instrument> {
+  const [instrument] = await db.run((sql) => repo.findByIds(sql, [id], dayOf(undefined), vendorBroker));
   if (!instrument) throw notFound('instrument');
   return instrument;
 }
 
-/** Resolves an instrument for a data route, or 404 not_found. */
+/** Resolves an instrument for a data route, or 404 not_found (inside the caller's unit of work). */
 export async function requireInstrument(sql: Sql, id: string, asOf?: PointInTime) {
   const header = await repo.findInstrumentHeader(sql, id, dayOf(asOf));
   if (!header) throw notFound('instrument');

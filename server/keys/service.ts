@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { AppError, notFound } from '../http/errors.ts';
-import type { Sql } from '../db/sql.ts';
+import type { Database } from '../db/database.ts';
 import * as accounts from '../accounts/repository.ts';
 import * as repo from './repository.ts';
 import { KEY_PREFIX, type Environment, type Scope } from './scopes.ts';
@@ -19,25 +19,27 @@ export function generateApiKey(environment: Environment): { key: string; hash: B
 }
 
 export async function createKey(
-  sql: Sql,
+  db: Database,
   input: { accountId: string; environment: Environment; scopes: Scope[]; name: string },
 ) {
-  if (!(await accounts.accountExists(sql, input.accountId))) throw notFound('account');
   const generated = generateApiKey(input.environment);
-  const row = await repo.insertKey(sql, {
-    ...input,
-    scopes: [...new Set(input.scopes)],
-    hash: generated.hash,
-    prefix: generated.prefix,
+  const row = await db.run(async (sql) => {
+    if (!(await accounts.accountExists(sql, input.accountId))) throw notFound('account');
+    return repo.insertKey(sql, {
+      ...input,
+      scopes: [...new Set(input.scopes)],
+      hash: generated.hash,
+      prefix: generated.prefix,
+    });
   });
   // The full key leaves the service exactly once, here.
   return { id: row.id, key: generated.key, prefix: row.prefix, environment: row.environment, scopes: row.scopes, name: row.name, createdAt: row.createdAt };
 }
 
-export const listKeys = (sql: Sql, accountId?: string) => repo.listKeys(sql, accountId);
+export const listKeys = (db: Database, accountId?: string) => db.run((sql) => repo.listKeys(sql, accountId));
 
-export async function revokeKey(sql: Sql, id: string) {
-  const row = await repo.revokeKey(sql, id);
+export async function revokeKey(db: Database, id: string) {
+  const row = await db.run((sql) => repo.revokeKey(sql, id));
   if (!row) throw notFound('key');
   return row;
 }
@@ -63,7 +65,7 @@ export function parseBearer(header: string | undefined): string | null {
  * effective on the next request), checks the scope, then the quota windows.
  */
 export async function authorize(
-  sql: Sql,
+  db: Database,
   authorization: string | undefined,
   scope: Scope,
   limits: repo.WindowLimits,
@@ -75,7 +77,7 @@ export async function authorize(
     });
   }
   // A token that cannot be a key of ours is unknown without asking the database.
-  const resolved = KEY_PATTERN.test(key) ? await repo.resolveKeyAndAdmit(sql, hashApiKey(key), scope, limits) : null;
+  const resolved = KEY_PATTERN.test(key) ? await db.run((sql) => repo.resolveKeyAndAdmit(sql, hashApiKey(key), scope, limits)) : null;
   if (!resolved) throw new AppError('invalid_api_key', 'the API key is not recognised');
   if (resolved.revoked) throw new AppError('revoked_api_key', 'the API key has been revoked; use its replacement');
   if (!resolved.scopes.includes(scope)) {
@@ -83,7 +85,7 @@ export async function authorize(
   }
   const limit = limits[resolved.environment];
   const now = resolved.nowEpoch;
-  const counts = resolved.admitted ?? (await repo.recordRefused(sql, resolved.accountId, resolved.environment));
+  const counts = resolved.admitted ?? (await db.run((sql) => repo.recordRefused(sql, resolved.accountId, resolved.environment)));
   const windows = [
     { name: 'minute', limit: limit.perMinute, used: counts.minuteCount, reset: 60 - (now % 60) },
     { name: 'day', limit: limit.perDay, used: counts.dayCount, reset: 86_400 - (now % 86_400) },
@@ -121,7 +123,7 @@ export class LastUsedRecorder {
   private pending = new Map<string, Date>();
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly sql: Sql, private readonly intervalMs = 1000) {}
+  constructor(private readonly db: Database, private readonly intervalMs = 1000) {}
 
   record(keyId: string, at = new Date()): void {
     this.pending.set(keyId, at);
@@ -134,7 +136,7 @@ export class LastUsedRecorder {
     const batch = this.pending;
     this.pending = new Map();
     try {
-      await repo.recordLastUsed(this.sql, [...batch.keys()], [...batch.values()].map((d) => d.toISOString()));
+      await this.db.run((sql) => repo.recordLastUsed(sql, [...batch.keys()], [...batch.values()].map((d) => d.toISOString())));
     } catch {
       // The database is away: keep the newest times for the next flush.
       for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);

@@ -1,4 +1,5 @@
 import os from 'node:os';
+import type { Database } from '../db/database.ts';
 import { timed, type Sql } from '../db/sql.ts';
 import { AppError, invalidRequest } from '../http/errors.ts';
 import type { PointInTime } from '../http/params.ts';
@@ -152,14 +153,15 @@ function sourcesOf(sources: Set<string>): string {
   return sources.size ? [...sources].sort().join(', ') : 'none';
 }
 
-export async function readDailyPrices(sql: Sql, id: string, q: DailyPricesQuery): Promise<{ dataJson: string; meta: Meta }> {
-  await requireInstrument(sql, id);
+export async function readDailyPrices(db: Database, id: string, q: DailyPricesQuery): Promise<{ dataJson: string; meta: Meta }> {
   const readAt = new Date();
-  // planAdjustments refuses a pinned version the instrument has not reached.
-  const [plans, coverage] = await Promise.all([planAdjustments(sql, [id], q), repo.latestCoverageChecks(sql, [id], q.asOf?.instant)]);
-  const plan = plans.get(id)!;
+  const { plan, coverage, rows } = await db.run(async (sql) => {
+    await requireInstrument(sql, id);
+    // planAdjustments refuses a pinned version the instrument has not reached.
+    const [plans, coverage] = await Promise.all([planAdjustments(sql, [id], q), repo.latestCoverageChecks(sql, [id], q.asOf?.instant)]);
+    return { plan: plans.get(id)!, coverage, rows: await repo.selectDailyBars(sql, [id], q.from, q.to) };
+  });
   const adjuster = new BarAdjuster(q.adjusted ? plan.factors : []);
-  const rows = await repo.selectDailyBars(sql, [id], q.from, q.to);
   const sources = new Set<string>();
   let stale = false;
   const bars = rows.map((r) => {
@@ -183,22 +185,49 @@ export async function readDailyPrices(sql: Sql, id: string, q: DailyPricesQuery)
   return { dataJson: `[${bars.join(',')}]`, meta };
 }
 
-const CURSOR_ROWS = 2000;
+// One page statement returns at most this many bars (~2 MB of JSON, a few
+// MB of row objects) unless a single instrument's window holds more; see
+// instrumentsPerPage.
+const PAGE_ROWS = 10_000;
 const FLUSH_BYTES = 64 * 1024;
 
 /**
- * Streams a bulk read: a database cursor feeds the adjuster, which feeds the
- * response in ~64 KiB chunks, awaiting the socket's drain between them, so
- * memory stays bounded whatever the request size. Instruments appear in
- * ascending id order (the index order); known instruments without bars in the
- * window map to an empty array, unknown ids are absent.
+ * How many instruments one page statement reads: as many whole series as
+ * fit in PAGE_ROWS, counting the most a series can hold (one bar per calendar
+ * day of the window, the table's key), and at least one.
  */
-export async function streamBulkPrices(sql: Sql, q: BulkPricesQuery, write: (chunk: string) => Promise<void>): Promise<Meta> {
+export function instrumentsPerPage(from: string, to: string): number {
+  const windowDays = Math.round((Date.parse(to) - Date.parse(from)) / 86_400_000) + 1;
+  return Math.max(1, Math.floor(PAGE_ROWS / windowDays));
+}
+
+/**
+ * Streams a bulk read with bounded memory, holding no database connection
+ * while it waits for its client. One unit of work reads the instruments and
+ * their adjustment plans (action-set versions, the actions at exactly those
+ * versions, prior closes, coverage); then pages of whole series, each read by
+ * one short statement on a pooled connection that is released before the
+ * page is written. The next page is read while this one is written, so at
+ * most two pages are held; a stalled client costs a socket and those pages,
+ * and nothing in the database.
+ *
+ * What a reader can rely on while corrections land during the stream: each
+ * instrument's series comes from one statement, so it never mixes bars from
+ * before and after a correction; each is adjusted with exactly the action set
+ * at the version meta.actionSetVersions reports, read before the first byte.
+ * Different instruments may be read moments apart.
+ *
+ * Instruments appear in ascending id order; known instruments without bars in
+ * the window map to an empty array, unknown ids are absent.
+ */
+export async function streamBulkPrices(db: Database, q: BulkPricesQuery, write: (chunk: string) => Promise<void>): Promise<Meta> {
   const readAt = new Date();
-  const known = [...(await repo.existingInstruments(sql, q.instrumentIds)).keys()].sort();
-  const [plans, coverage] = known.length
-    ? await Promise.all([planAdjustments(sql, known, q), repo.latestCoverageChecks(sql, known, q.asOf?.instant)])
-    : [new Map<string, InstrumentPlan>(), new Map<string, repo.CoverageCheck>()];
+  const { known, plans, coverage } = await db.run(async (sql) => {
+    const known = [...(await repo.existingInstruments(sql, q.instrumentIds)).keys()].sort();
+    if (!known.length) return { known, plans: new Map<string, InstrumentPlan>(), coverage: new Map<string, repo.CoverageCheck>() };
+    const [plans, coverage] = await Promise.all([planAdjustments(sql, known, q), repo.latestCoverageChecks(sql, known, q.asOf?.instant)]);
+    return { known, plans, coverage };
+  });
   const adjusters = new Map(known.map((id) => [id, new BarAdjuster(q.adjusted ? plans.get(id)!.factors : [])]));
   const firstBar = new Map<string, string>();
   const sources = new Set<string>();
@@ -206,11 +235,9 @@ export async function streamBulkPrices(sql: Sql, q: BulkPricesQuery, write: (chu
 
   let buffer = '{';
   let written = 0;
-  const flush = async (force = false) => {
-    if (force || buffer.length >= FLUSH_BYTES) {
-      await write(buffer);
-      buffer = '';
-    }
+  const flush = async () => {
+    await write(buffer);
+    buffer = '';
   };
   let pending = 0;
   let current: string | null = null;
@@ -229,22 +256,27 @@ export async function streamBulkPrices(sql: Sql, q: BulkPricesQuery, write: (chu
     if (id !== null && known[pending] === id) pending++;
   };
 
-  if (known.length) {
-    for await (const rows of repo.selectDailyBars(sql, known, q.from, q.to).cursor(CURSOR_ROWS)) {
-      for (const r of rows) {
-        const id = r.instrument_id as string;
-        if (id !== current) {
-          closeUpTo(id);
-          open(id);
-          firstBar.set(id, r.bar_date as string);
-        }
-        const bar = adjusters.get(id)!.adjust(toRawBar(r));
-        sources.add(bar.source);
-        stale ||= bar.stale;
-        buffer += `${first ? '' : ','}${barJson(bar)}`;
-        first = false;
+  const perPage = instrumentsPerPage(q.from, q.to);
+  const readPage = (start: number) => db.run((sql) => timed('bulk_bars_page', repo.selectDailyBars(sql, known.slice(start, start + perPage), q.from, q.to)));
+  let next = known.length ? readPage(0) : null;
+  for (let start = 0; next; start += perPage) {
+    const rows = await next;
+    next = start + perPage < known.length ? readPage(start + perPage) : null;
+    // Awaited on the next round; when this page's writes fail first, it settles unobserved.
+    next?.catch(() => {});
+    for (const r of rows) {
+      const id = r.instrument_id as string;
+      if (id !== current) {
+        closeUpTo(id);
+        open(id);
+        firstBar.set(id, r.bar_date as string);
       }
-      await flush();
+      const bar = adjusters.get(id)!.adjust(toRawBar(r));
+      sources.add(bar.source);
+      stale ||= bar.stale;
+      buffer += `${first ? '' : ','}${barJson(bar)}`;
+      first = false;
+      if (buffer.length >= FLUSH_BYTES) await flush();
     }
   }
   closeUpTo(null);
@@ -282,22 +314,24 @@ export async function streamBulkPrices(sql: Sql, q: BulkPricesQuery, write: (chu
     provenance: provenanceOf(provenance),
   };
   buffer += '}';
-  await flush(true);
+  await flush();
   return meta;
 }
 
 export async function readIntradayBars(
-  sql: Sql,
+  db: Database,
   id: string,
   q: { from: string; to: string; interval: (typeof INTERVALS)[number] },
 ) {
-  const instrument = await requireInstrument(sql, id);
-  if (!(INTRADAY_ASSET_CLASSES as readonly string[]).includes(instrument.assetClass)) {
-    throw new AppError('invalid_request', `intraday bars are served for ${INTRADAY_ASSET_CLASSES.join(', ')} only`, {
-      id: [`asset class ${instrument.assetClass} has no intraday bars`],
-    });
-  }
-  const rows = await repo.intradayBars(sql, id, q.interval, new Date(`${q.from}T00:00:00.000Z`), new Date(`${q.to}T23:59:59.999Z`));
+  const rows = await db.run(async (sql) => {
+    const instrument = await requireInstrument(sql, id);
+    if (!(INTRADAY_ASSET_CLASSES as readonly string[]).includes(instrument.assetClass)) {
+      throw new AppError('invalid_request', `intraday bars are served for ${INTRADAY_ASSET_CLASSES.join(', ')} only`, {
+        id: [`asset class ${instrument.assetClass} has no intraday bars`],
+      });
+    }
+    return repo.intradayBars(sql, id, q.interval, new Date(`${q.from}T00:00:00.000Z`), new Date(`${q.to}T23:59:59.999Z`));
+  });
   const sources = new Set<string>();
   let latest = '';
   const bars = rows.map((r) => {

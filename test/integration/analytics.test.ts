@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { linearRegression, rSquared, sampleCorrelation } from 'simple-statistics';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Service, startService } from './harness.ts';
+import { databaseUrl, Service, startService } from './harness.ts';
+import { createSql } from '../../server/db/sql.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
 import { selectPackedSeries } from '../../server/prices/repository.ts';
 import { readAdjustedSeries } from '../../server/prices/service.ts';
@@ -35,18 +36,20 @@ async function loadCloses(series: { barDate: string; close: number }[]) {
  * first, that is out of date order (asserted), so the read's own reordering is exercised.
  */
 async function readBySequentialScan(id: string, window: { from: string; to: string; fields: 'close' }) {
-  const session = await svc.sql.reserve();
+  const session = createSql(databaseUrl(), { max: 1, name: 'test-seqscan', statementTimeoutMs: 60_000 });
   try {
     await session`set enable_indexscan = off`;
     await session`set enable_bitmapscan = off`;
+    // A scan of a table over a quarter of shared_buffers may otherwise start
+    // where another session's scan of it is, not at the first page.
+    await session`set synchronize_seqscans = off`;
     const [row] = await selectPackedSeries(session, [id], window.from, window.to, 'close');
     const packed = Buffer.from(row.days as string, 'base64');
     const days = new DataView(packed.buffer, packed.byteOffset, packed.length);
     expect(days.getInt32(0)).toBeGreaterThan(days.getInt32(4));
     return (await readAdjustedSeries(session, [id], window)).get(id)!;
   } finally {
-    await session`reset all`;
-    session.release();
+    await session.end();
   }
 }
 

@@ -50,7 +50,7 @@ export class Service {
   constructor(readonly runtime: Runtime) {}
 
   get sql() {
-    return this.runtime.deps.sql;
+    return this.runtime.sql;
   }
 
   stop() {

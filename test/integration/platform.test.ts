@@ -134,9 +134,10 @@ describe('platform: keys, scopes, errors, metrics', () => {
     });
   });
 
-  it('when /metrics is scraped, then it parses as Prometheus text and carries the request, database, worker, event-loop and auth families', async () => {
+  it('when /metrics is scraped on the admin listener, then it parses as Prometheus text and carries the request, database, worker, event-loop and auth families; the public listener has none', async () => {
     await svc.get('/v1/instruments?query=x');
-    const res = await fetch(`${svc.runtime.publicUrl}/metrics`);
+    expect((await svc.get('/metrics')).status).toBe(404);
+    const res = await fetch(`${svc.runtime.adminUrl}/metrics`);
     const text = await res.text();
     const families = new Map<string, string>();
     for (const line of text.split('\n')) {
@@ -155,7 +156,10 @@ describe('platform: keys, scopes, errors, metrics', () => {
       ['db_query_duration_seconds', 'histogram'],
       ['db_queries_in_flight', 'gauge'],
       ['db_pool_max_connections', 'gauge'],
-      ['db_pool_open_connections', 'gauge'],
+      ['db_pool_connections_in_use', 'gauge'],
+      ['db_pool_waiting', 'gauge'],
+      ['db_pool_acquire_wait_seconds', 'histogram'],
+      ['db_available', 'gauge'],
       ['worker_pool_queue_depth', 'gauge'],
       ['worker_task_wait_seconds', 'histogram'],
       ['worker_task_run_seconds', 'histogram'],
@@ -260,8 +264,8 @@ describe('platform: two processes on one database', () => {
       const env = { DATABASE_URL: url, RATE_LIMIT_LIVE_PER_MINUTE: '4' };
       const [a, b] = await Promise.all([startService(env), startService(env)]);
       try {
-        const ran = [...a.runtime.migration.ranNow, ...b.runtime.migration.ranNow].sort();
-        const applied = a.runtime.migration.applied.map((m) => m.name).sort();
+        const ran = [...a.runtime.migration!.ranNow, ...b.runtime.migration!.ranNow].sort();
+        const applied = a.runtime.migration!.applied.map((m) => m.name).sort();
         expect(ran).toEqual(applied);
         const [count] = await a.sql`select count(*)::int as n, count(distinct version)::int as d from schema_migrations`;
         expect(count.n).toBe(count.d);

@@ -1,0 +1,72 @@
+import type { Request, Response } from 'express';
+import { AppError } from '../http/errors.ts';
+import { PermitRefused, Semaphore } from '../semaphore.ts';
+
+export interface UploadLimits {
+  /** Uploads running at once; more wait for a slot. */
+  maxConcurrent: number;
+  /** How long an upload may wait for a slot before it gets 503 overloaded. */
+  waitTimeoutMs: number;
+  /** Uploads allowed to wait at once; one more gets 503 at once. */
+  maxWaiting: number;
+  /** An upload that sends nothing for this long is aborted (408) and nothing is stored. */
+  idleTimeoutMs: number;
+}
+
+/**
+ * Admission for admin uploads. Each upload is one transaction on a pooled
+ * connection for as long as its client sends, so only `maxConcurrent` run at
+ * once and the rest of the pool stays free for reads; the others wait for a
+ * slot within a deadline. A client that stops sending is cut off after
+ * `idleTimeoutMs` rather than holding its transaction open.
+ */
+export class UploadSlots {
+  private readonly slots: Semaphore;
+
+  constructor(private readonly limits: UploadLimits) {
+    this.slots = new Semaphore(limits.maxConcurrent, limits.maxWaiting);
+  }
+
+  async run<T>(req: Request, res: Response, upload: (body: AsyncIterable<Buffer>) => Promise<T>): Promise<T> {
+    try {
+      await this.slots.acquire(this.limits.waitTimeoutMs);
+    } catch (err) {
+      if (!(err instanceof PermitRefused)) throw err;
+      throw new AppError('overloaded', `${this.limits.maxConcurrent} uploads are running, the most allowed at once, and no slot freed in time; retry shortly`, {}, { 'Retry-After': '5' });
+    }
+    try {
+      return await upload(withIdleTimeout(req, this.limits.idleTimeoutMs));
+    } catch (err) {
+      // The rest of the body will not be read: close the connection after the answer.
+      if (err instanceof AppError && err.code === 'request_timeout') res.setHeader('Connection', 'close');
+      throw err;
+    } finally {
+      this.slots.release();
+    }
+  }
+}
+
+/** The request body's chunks; throws request_timeout (and stops reading) when none arrives for `idleMs`. */
+async function* withIdleTimeout(body: Request, idleMs: number): AsyncGenerator<Buffer> {
+  const chunks = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  for (;;) {
+    let timer: NodeJS.Timeout | undefined;
+    const idle = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(new AppError('request_timeout', `the upload sent nothing for ${idleMs} ms; nothing was stored`, { body: [`no data for ${idleMs} ms`] }));
+      }, idleMs);
+    });
+    const next = chunks.next();
+    try {
+      const { done, value } = await Promise.race([next, idle]);
+      if (done) return;
+      yield value;
+    } catch (err) {
+      next.catch(() => {}); // the body is abandoned; its pending read may still reject
+      body.pause();
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

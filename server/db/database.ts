@@ -1,0 +1,89 @@
+import { AppError } from '../http/errors.ts';
+import { dbAcquireWait, dbConnectionsInUse, dbRefused, dbUnitsWaiting } from '../metrics.ts';
+import { PermitRefused, Semaphore } from '../semaphore.ts';
+import { isConnectionFailure, type DatabaseHealth } from './health.ts';
+import type { Sql } from './sql.ts';
+
+export interface DatabaseOptions {
+  /** The pool's size: at most this many units of work run at once. */
+  connections: number;
+  /** How long a unit may wait for a free connection before it is refused. */
+  acquireTimeoutMs: number;
+  /** Units allowed to wait at once; one more is refused without waiting. */
+  maxWaiting: number;
+}
+
+/**
+ * One postgres.js pool behind a gate. All database work goes through `run`:
+ * a unit of work (a few queries: one request's reads, one page of a bulk
+ * stream, one ingest transaction) holds one of `connections` permits while it
+ * runs and gives it back before anything waits on a client.
+ *
+ * postgres.js has no deadline on waiting for a connection: a query that finds
+ * every connection busy is pipelined behind another's statement, however long
+ * that takes, and while the server is down it waits out a reconnect backoff
+ * that grows to 20 s a try. The gate puts the deadlines in front of it:
+ * - more than `maxWaiting` waiting, or a wait longer than `acquireTimeoutMs`:
+ *   503 `overloaded` with Retry-After;
+ * - the server marked down (DatabaseHealth): 503 at once, for those waiting
+ *   too, until a probe finds it back.
+ * With at most `connections` units at once, a unit's queries never queue
+ * behind another unit's on the client side.
+ */
+export class Database {
+  private readonly permits: Semaphore;
+
+  constructor(
+    readonly name: string,
+    private readonly sql: Sql,
+    readonly health: DatabaseHealth,
+    private readonly options: DatabaseOptions,
+  ) {
+    this.permits = new Semaphore(options.connections, options.maxWaiting, (inUse, waiting) => {
+      dbConnectionsInUse.set({ pool: name }, inUse);
+      dbUnitsWaiting.set({ pool: name }, waiting);
+    });
+    health.onDown(() => this.permits.refuseWaiting(this.refused('unavailable')));
+    dbConnectionsInUse.set({ pool: name }, 0);
+    dbUnitsWaiting.set({ pool: name }, 0);
+  }
+
+  /** Runs one unit of work with the pool, holding one connection permit for its duration. */
+  async run<T>(unit: (sql: Sql) => Promise<T>): Promise<T> {
+    await this.acquire();
+    try {
+      return await unit(this.sql);
+    } catch (err) {
+      if (isConnectionFailure(err)) this.health.markDown(err);
+      throw err;
+    } finally {
+      this.permits.release();
+    }
+  }
+
+  /** Closes the pool's connections, waiting at most `timeoutSeconds` for running queries. */
+  end(timeoutSeconds: number): Promise<void> {
+    return this.sql.end({ timeout: timeoutSeconds });
+  }
+
+  private async acquire(): Promise<void> {
+    if (!this.health.available) throw this.refused('unavailable');
+    const queuedAt = performance.now();
+    try {
+      await this.permits.acquire(this.options.acquireTimeoutMs);
+    } catch (err) {
+      throw err instanceof PermitRefused ? this.refused(err.reason) : err;
+    }
+    dbAcquireWait.observe({ pool: this.name }, (performance.now() - queuedAt) / 1000);
+  }
+
+  private refused(reason: 'unavailable' | 'queue_full' | 'timeout'): AppError {
+    dbRefused.inc({ pool: this.name, reason });
+    const message = {
+      unavailable: 'the database is unavailable',
+      queue_full: `all ${this.options.connections} database connections are busy and ${this.options.maxWaiting} requests are waiting`,
+      timeout: `no database connection became free within ${this.options.acquireTimeoutMs} ms`,
+    }[reason];
+    return new AppError('overloaded', `${message}; retry shortly`, {}, { 'Retry-After': '1' });
+  }
+}

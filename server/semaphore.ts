@@ -1,0 +1,79 @@
+/** Why a permit was not granted. */
+export class PermitRefused extends Error {
+  constructor(readonly reason: 'queue_full' | 'timeout') {
+    super(reason === 'queue_full' ? 'too many waiting' : 'no permit within the deadline');
+  }
+}
+
+interface Waiter {
+  grant(): void;
+  refuse(err: Error): void;
+}
+
+/**
+ * Counting semaphore whose waiters have deadlines and whose queue has a
+ * bound: the building block for every "at most N at once, and nobody waits
+ * for ever" limit in the service. Permits pass straight from a releaser to the
+ * first waiter (FIFO), so a burst cannot starve an early waiter.
+ */
+export class Semaphore {
+  private used = 0;
+  private readonly queue: Waiter[] = [];
+
+  constructor(
+    readonly permits: number,
+    readonly maxWaiting: number,
+    /** Called after every change, for gauges. */
+    private readonly onChange: (inUse: number, waiting: number) => void = () => {},
+  ) {}
+
+  get inUse(): number {
+    return this.used;
+  }
+
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  /** Resolves with a permit (the caller must `release` it), or rejects with PermitRefused. */
+  acquire(timeoutMs: number): Promise<void> {
+    if (this.used < this.permits) {
+      this.used++;
+      this.onChange(this.used, this.queue.length);
+      return Promise.resolve();
+    }
+    if (this.queue.length >= this.maxWaiting) return Promise.reject(new PermitRefused('queue_full'));
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        grant: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        refuse: (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.queue.splice(this.queue.indexOf(waiter), 1);
+        this.onChange(this.used, this.queue.length);
+        reject(new PermitRefused('timeout'));
+      }, timeoutMs);
+      this.queue.push(waiter);
+      this.onChange(this.used, this.queue.length);
+    });
+  }
+
+  release(): void {
+    const next = this.queue.shift();
+    if (next) next.grant();
+    else this.used--;
+    this.onChange(this.used, this.queue.length);
+  }
+
+  /** Rejects every waiter with `err` (permits in use are unaffected). */
+  refuseWaiting(err: Error): void {
+    for (const waiter of this.queue.splice(0)) waiter.refuse(err);
+    this.onChange(this.used, 0);
+  }
+}

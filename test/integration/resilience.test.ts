@@ -1,0 +1,273 @@
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import postgres from 'postgres';
+import { databaseUrl, Service, startService } from './harness.ts';
+import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
+
+// Clients that stall, pause, vanish or crowd the service, against the real
+// app and database. The statement timeout is 1 s here (60 s by default) so
+// that a stall outlives it within a test's time.
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const CSV_COLUMNS = ['instrumentId', 'barDate', 'openPrice', 'highPrice', 'lowPrice', 'closePrice', 'volume', 'quoteCurrency', 'quoteUnit', 'source', 'asOf'];
+const csvOf = (rows: Record<string, unknown>[]) =>
+  [CSV_COLUMNS.join(','), ...rows.map((r) => CSV_COLUMNS.map((c) => (r[c] === null ? '' : String(r[c]))).join(','))].join('\n');
+
+// 8 instruments × 7,826 weekdays ≈ 62,600 bars, a ~14 MB bulk response: far
+// more than a paused reader's socket buffers take in (~4-5 MB here), so the
+// server really waits for the reader.
+const DAYS = weekdays('1991-01-01', '2020-12-31');
+const BULK_INSTRUMENTS = 8;
+
+interface Held {
+  /** Resolves with the status once the response head arrives. */
+  status: Promise<number>;
+  /** Starts reading; resolves with the whole body. */
+  readAll(): Promise<string>;
+  /** Resolves when the connection closes. */
+  closed: Promise<void>;
+  drop(): void;
+}
+
+/** A GET whose response is not read until `readAll` (the socket fills and the server must wait). */
+function holdGet(url: string, key: string): Held {
+  let resolveStatus!: (s: number) => void;
+  let rejectStatus!: (e: unknown) => void;
+  const status = new Promise<number>((res, rej) => ((resolveStatus = res), (rejectStatus = rej)));
+  let response: http.IncomingMessage | null = null;
+  const req = http.get(url, { headers: { authorization: `Bearer ${key}` } }, (res) => {
+    response = res;
+    res.pause();
+    resolveStatus(res.statusCode!);
+  });
+  req.on('error', rejectStatus);
+  const closed = new Promise<void>((resolve) => req.on('close', () => resolve()));
+  return {
+    status,
+    closed,
+    async readAll() {
+      await status;
+      const chunks: Buffer[] = [];
+      for await (const chunk of response!) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks).toString('utf8');
+    },
+    drop: () => req.destroy(),
+  };
+}
+
+let svc: Service;
+let key: string;
+let bulkIds: string[];
+const small: { id: string; symbol: string; displayName: string }[] = [];
+
+const bulkUrl = (ids: string[], extra = '') => `${svc.runtime.publicUrl}/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=1991-01-01&to=2020-12-31${extra}`;
+
+beforeAll(async () => {
+  svc = await startService({
+    DATABASE_STATEMENT_TIMEOUT_MS: '1000',
+    DATABASE_POOL_SIZE: '4',
+    BULK_STREAMS_PER_ACCOUNT: '6',
+    BULK_STREAMS_MAX: '6',
+    RATE_LIMIT_LIVE_PER_MINUTE: '100000',
+  });
+  key = await svc.keyWith(['instruments:read', 'prices:read']);
+  bulkIds = await Promise.all(Array.from({ length: BULK_INSTRUMENTS }, async () => (await createInstrument(svc)).id));
+  const rows = bulkIds.flatMap((id, k) => DAYS.map((barDate, i) => dailyBar(id, { barDate, close: 50 + k + i / 100 })));
+  const loaded = await svc.admin('POST', '/bars/daily', csvOf(rows), 'text/csv');
+  expect(loaded.status).toBe(200);
+  for (let i = 0; i < 30; i++) {
+    const displayName = `Reader Check ${i} Corp`;
+    const created = await createInstrument(svc, { displayName });
+    small.push({ ...created, displayName });
+  }
+}, 120_000);
+afterAll(() => svc.stop());
+
+/** Reads each instrument by id and checks that the answer is that instrument, field by field. */
+async function readsAreOwnInstruments(count: number) {
+  const picks = Array.from({ length: count }, (_, i) => small[i % small.length]);
+  const replies = await Promise.all(picks.map((p) => svc.get(`/v1/instruments/${p.id}`, key)));
+  replies.forEach((reply, i) => {
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(reply.body.data).toMatchObject({
+      id: picks[i].id,
+      displayName: picks[i].displayName,
+      currentSymbol: picks[i].symbol,
+      quoteCurrency: 'USD',
+      quoteUnit: 'USD per share',
+      assetClass: 'equity',
+      isActive: true,
+    });
+  });
+}
+
+describe('resilience: stalled, paused and vanished readers', () => {
+  it('when as many bulk downloads as pooled connections stall past the statement timeout and are then dropped, then every read made during and after the stall answers with its own instrument', async () => {
+    // As in the reproduction, as many stalled downloads as the pool has
+    // connections (4 here): had the downloads held connections, the reads
+    // below would queue behind them and go out the moment the downloads are
+    // dropped, which is when a connection that lost its place in the protocol
+    // answers them with another statement's reply. Three rounds, since that
+    // moment is a race.
+    for (let round = 0; round < 3; round++) {
+      // One after another, so that each download gets to its bars before the next starts.
+      const stalled: Held[] = [];
+      for (let i = 0; i < 4; i++) {
+        stalled.push(holdGet(bulkUrl(bulkIds), key));
+        expect(await stalled[i].status).toBe(200);
+        await sleep(150);
+      }
+      await sleep(1200); // the readers' buffers are full and the 1 s statement timeout has passed
+
+      const during = readsAreOwnInstruments(30);
+      const keysDuring = svc.admin('GET', '/keys');
+      await sleep(100);
+      for (const s of stalled) s.drop();
+      await Promise.all(stalled.map((s) => s.closed));
+      await during;
+      const keys = await keysDuring;
+      expect(keys.status).toBe(200);
+      expect(keys.body.data.length).toBeGreaterThan(0);
+
+      await readsAreOwnInstruments(165);
+      const again = await svc.admin('GET', '/keys');
+      expect(again.status).toBe(200);
+      expect(again.body.data.map((k: any) => [k.id, k.name, k.prefix])).toEqual(keys.body.data.map((k: any) => [k.id, k.name, k.prefix]));
+    }
+  }, 90_000);
+
+  it('when a reader pauses past the statement timeout and then resumes, then it receives the whole body, the same bars as an uninterrupted read', async () => {
+    const reference = await svc.get(bulkUrl(bulkIds).slice(svc.runtime.publicUrl.length), key);
+    expect(reference.status).toBe(200);
+    const paused = holdGet(bulkUrl(bulkIds), key);
+    expect(await paused.status).toBe(200);
+    await sleep(2500);
+    const body = JSON.parse(await paused.readAll());
+    expect(Object.keys(body.data)).toEqual([...bulkIds].sort());
+    expect(body.data).toEqual(reference.body.data);
+    expect(Object.values(body.data).reduce((n: number, bars: any) => n + bars.length, 0)).toBe(BULK_INSTRUMENTS * DAYS.length);
+  }, 60_000);
+});
+
+describe('resilience: admission and deadlines', () => {
+  it('when an account has its bulk downloads open, then one more gets 429 with Retry-After, while another account is served', async () => {
+    const capped = await startService({ BULK_STREAMS_PER_ACCOUNT: '1', BULK_STREAMS_MAX: '2' });
+    try {
+      const [a, b, c] = [await capped.keyWith(['prices:read']), await capped.keyWith(['prices:read']), await capped.keyWith(['prices:read'])];
+      const url = (k: string) => holdGet(`${capped.runtime.publicUrl}/v1/prices/bulk?instrumentIds=${bulkIds.join(',')}&from=1991-01-01&to=2020-12-31`, k);
+      const first = url(a);
+      expect(await first.status).toBe(200);
+      const second = await capped.get(`/v1/prices/bulk?instrumentIds=${bulkIds[0]}&from=2020-01-01&to=2020-01-31`, a);
+      expect(second.status).toBe(429);
+      expect(second.body.error).toMatchObject({ code: 'rate_limited', details: { concurrentStreams: [expect.any(String)] } });
+      expect(second.headers.get('retry-after')).toMatch(/^\d+$/);
+
+      const other = url(b);
+      expect(await other.status).toBe(200);
+      // The service-wide cap (2) is reached: a third account is shed with 503.
+      const third = await capped.get(`/v1/prices/bulk?instrumentIds=${bulkIds[0]}&from=2020-01-01&to=2020-01-31`, c);
+      expect(third.status).toBe(503);
+      expect(third.body.error.code).toBe('overloaded');
+      expect(third.headers.get('retry-after')).toMatch(/^\d+$/);
+
+      first.drop();
+      other.drop();
+      await Promise.all([first.closed, other.closed]);
+      let status = 0;
+      for (let i = 0; i < 50 && status !== 200; i++) {
+        status = (await capped.get(`/v1/prices/bulk?instrumentIds=${bulkIds[0]}&from=2020-01-01&to=2020-01-31`, a)).status;
+        if (status !== 200) await sleep(100);
+      }
+      expect(status).toBe(200);
+    } finally {
+      await capped.stop();
+    }
+  }, 60_000);
+
+  it('when every pooled connection is busy past the acquire deadline, then the next request gets 503 overloaded with Retry-After, and service resumes once they free', async () => {
+    const tight = await startService({ DATABASE_POOL_SIZE: '2', DATABASE_ACQUIRE_TIMEOUT_MS: '300' });
+    const k = await tight.keyWith(['instruments:read']);
+    const lock = postgres(databaseUrl(), { max: 1, onnotice: () => {} });
+    try {
+      await lock`begin`;
+      await lock`lock table instruments in access exclusive mode`;
+      // Two reads take both primary connections and wait on the lock.
+      const blocked = [tight.get(`/v1/instruments/${small[0].id}`, k), tight.get(`/v1/instruments/${small[1].id}`, k)];
+      await sleep(200);
+      const shed = await tight.get(`/v1/instruments/${small[2].id}`, k);
+      expect(shed.status).toBe(503);
+      expect(shed.body.error).toMatchObject({ code: 'overloaded', message: expect.stringContaining('no database connection became free') });
+      expect(shed.headers.get('retry-after')).toMatch(/^\d+$/);
+      await lock`rollback`;
+      for (const reply of await Promise.all(blocked)) expect(reply.status).toBe(200);
+      expect((await tight.get(`/v1/instruments/${small[2].id}`, k)).status).toBe(200);
+    } finally {
+      await lock.end();
+      await tight.stop();
+    }
+  }, 30_000);
+
+  it('when a reader takes nothing for the idle timeout, then the server closes its stream and counts it', async () => {
+    const idle = await startService({ STREAM_IDLE_TIMEOUT_MS: '500' });
+    try {
+      const k = await idle.keyWith(['prices:read']);
+      const before = await idleClosedCount(idle);
+      const stalled = holdGet(`${idle.runtime.publicUrl}/v1/prices/bulk?instrumentIds=${bulkIds.join(',')}&from=1991-01-01&to=2020-12-31`, k);
+      expect(await stalled.status).toBe(200);
+      // The paused client does not see the close; the server's count does.
+      let closed = before;
+      for (let i = 0; i < 100 && closed === before; i++) {
+        await sleep(100);
+        closed = await idleClosedCount(idle);
+      }
+      expect(closed).toBe(before + 1);
+      stalled.drop();
+    } finally {
+      await idle.stop();
+    }
+  }, 30_000);
+});
+
+async function idleClosedCount(s: Service): Promise<number> {
+  const text = await (await fetch(`${s.runtime.adminUrl}/metrics`)).text();
+  const m = /^http_streams_idle_closed_total\{route="\/v1\/prices\/bulk"\} (\d+)$/m.exec(text);
+  return m ? Number(m[1]) : 0;
+}
+
+describe('resilience: what a bulk read guarantees while corrections land', () => {
+  it('when an action and a bar correction land while a download is paused, then each series is all old or all new, adjusted with the version meta reports', async () => {
+    const ids = await Promise.all(Array.from({ length: BULK_INSTRUMENTS }, async () => (await createInstrument(svc)).id));
+    const base = ids.flatMap((id) => DAYS.map((barDate, i) => dailyBar(id, { barDate, close: 100 + i / 100 }, { source: 'generation-1' })));
+    expect((await svc.admin('POST', '/bars/daily', csvOf(base), 'text/csv')).status).toBe(200);
+    const url = `${svc.runtime.publicUrl}/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=1991-01-01&to=2020-12-31&adjusted=true`;
+    const paused = holdGet(url, key);
+    expect(await paused.status).toBe(200);
+    await sleep(500); // the plan (versions and actions) is read and the reader's buffers are full
+
+    // A 2-for-1 split in 2000 (bumps each version to 1) and new closes for every bar of every instrument.
+    await ingest(svc, '/corporate-actions', ids.map((id) => ({ instrumentId: id, kind: 'split', effectiveDate: '2000-01-03', knowledgeDate: '1999-12-01T00:00:00Z', knowledgeProvenance: 'announced', params: { ratio: 2 }, source: 'test-fixture' })));
+    const corrected = ids.flatMap((id) => DAYS.map((barDate, i) => dailyBar(id, { barDate, close: 200 + i / 100 }, { source: 'generation-2' })));
+    expect((await svc.admin('POST', '/bars/daily', csvOf(corrected), 'text/csv')).status).toBe(200);
+
+    const body = JSON.parse(await paused.readAll());
+    expect(body.meta.actionSetVersions).toEqual(Object.fromEntries(ids.map((id) => [id, 0])));
+    let generations = new Set<string>();
+    for (const id of ids) {
+      const bars = body.data[id];
+      expect(bars).toHaveLength(DAYS.length);
+      const sources = new Set(bars.map((b: any) => b.source));
+      expect(sources.size, `instrument ${id} mixes ${[...sources].join(' and ')}`).toBe(1);
+      generations = new Set([...generations, ...sources] as string[]);
+      // Version 0 has no split: nothing before 2000 is halved.
+      const offset = sources.has('generation-1') ? 100 : 200;
+      expect(bars[0].closePrice).toBe(offset);
+    }
+    // The first instruments were read before the correction: the guarantee is per series.
+    expect(generations.has('generation-1')).toBe(true);
+
+    const fresh = await svc.get(url.slice(svc.runtime.publicUrl.length), key);
+    expect(fresh.body.meta.actionSetVersions).toEqual(Object.fromEntries(ids.map((id) => [id, 1])));
+    for (const id of ids) expect(fresh.body.data[id][0].closePrice).toBe(100);
+  }, 120_000);
+});
