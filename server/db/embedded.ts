@@ -193,16 +193,15 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
     return { initdb: path.join(bin.nativeDir, bin.initdb), postgres: path.join(bin.nativeDir, bin.postgres), dataDir: dir, removeOnStop: dir };
   }
   const user = postgresUser();
-  const moves: string[] = [];
-  let blocked: string | undefined;
+  const moves: { blocked: string; move: string }[] = [];
   let nativeDir = bin.nativeDir;
   if (!binariesRunAs(user, nativeDir, bin)) {
-    blocked = blockingFolder(user, path.join(nativeDir, bin.postgres));
+    const blocked = blockingFolder(user, path.join(nativeDir, bin.postgres));
     nativeDir = await cachedBinaries(nativeDir, bin.name);
     if (!binariesRunAs(user, nativeDir, bin)) {
       throw new EmbeddedPostgresError(`embedded PostgreSQL: the '${PG_USER}' user cannot run the binaries in ${nativeDir} either (is /var/lib mounted noexec?): ${OR_DATABASE_URL}`);
     }
-    moves.push(`runs its binaries from ${nativeDir}`);
+    moves.push({ blocked, move: `runs its binaries from ${nativeDir}` });
   }
   let dataDir = dir;
   let removeOnStop = dir;
@@ -211,7 +210,6 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
     if (existsSync(path.join(dir, 'PG_VERSION'))) {
       throw new EmbeddedPostgresError(`embedded PostgreSQL: the cluster in ${dir} is out of the '${PG_USER}' user's reach at ${folder}: let it in (chmod o+x on that folder), ${OR_DATABASE_URL}`);
     }
-    blocked ??= folder;
     removeOnStop = path.join(CACHE_ROOT, 'clusters', createHash('sha256').update(dir).digest('hex').slice(0, 16));
     await rootOnlyDir(path.join(CACHE_ROOT, 'clusters'));
     await rootOnlyDir(removeOnStop);
@@ -220,9 +218,13 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
     if (!(await usableClusterDir(dataDir, user))) {
       throw new EmbeddedPostgresError(`embedded PostgreSQL: the '${PG_USER}' user can reach neither ${dir} (blocked at ${folder}) nor ${dataDir}: ${OR_DATABASE_URL}`);
     }
-    moves.push(`keeps the cluster for ${dir} in ${dataDir}`);
+    moves.push({ blocked: folder, move: `keeps the cluster for ${dir} in ${dataDir}` });
   }
-  if (moves.length) onNotice(`embedded PostgreSQL runs as the '${PG_USER}' user, which cannot reach ${blocked}: it ${moves.join(' and ')}`);
+  if (moves.length === 2 && moves[0].blocked === moves[1].blocked) {
+    onNotice(`embedded PostgreSQL runs as the '${PG_USER}' user, which cannot reach ${moves[0].blocked}: it ${moves[0].move} and ${moves[1].move}`);
+  } else if (moves.length) {
+    onNotice(`embedded PostgreSQL runs as the '${PG_USER}' user: ${moves.map((m) => `it cannot reach ${m.blocked}, so it ${m.move}`).join('; ')}`);
+  }
   return { initdb: path.join(nativeDir, bin.initdb), postgres: path.join(nativeDir, bin.postgres), dataDir, user, removeOnStop };
 }
 
