@@ -121,7 +121,7 @@ async function rootOnlyDir(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true });
   const st = await lstat(dir);
   if (!st.isDirectory() || st.uid !== 0 || (st.mode & 0o022) !== 0) {
-    throw new EmbeddedPostgresError(`embedded PostgreSQL: ${dir} must be a directory owned by root and writable by nobody else: remove it (it is recreated), ${OR_DATABASE_URL}`);
+    throw new EmbeddedPostgresError(`embedded PostgreSQL: ${dir} must be a directory owned by root and writable by nobody else: chown root ${dir} && chmod go-w ${dir}, ${OR_DATABASE_URL}`);
   }
   if ((st.mode & 0o777) !== 0o755) await chmod(dir, 0o755);
 }
