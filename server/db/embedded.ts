@@ -137,7 +137,8 @@ async function* walk(dir: string): AsyncGenerator<string> {
 
 /**
  * The native tree copied once into the cache. The copy's modes are set
- * explicitly (npm under umask 077 leaves the originals private); on every reuse
+ * explicitly (npm under umask 077 leaves the originals private, and an unpacker
+ * may drop the binaries' execute bits); on every reuse
  * each entry must be root's and writable by root only, and the library
  * symlinks (libpq.so -> libpq.so.5.15) must stay within their folder.
  */
@@ -149,7 +150,8 @@ async function cachedBinaries(nativeDir: string, name: string): Promise<string> 
     await cp(nativeDir, partial, { recursive: true, verbatimSymlinks: true });
     for await (const p of walk(partial)) {
       const st = await lstat(p);
-      if (!st.isSymbolicLink()) await chmod(p, st.isDirectory() || st.mode & 0o100 ? 0o755 : 0o644);
+      const executable = st.isDirectory() || st.mode & 0o100 || path.basename(path.dirname(p)) === 'bin';
+      if (!st.isSymbolicLink()) await chmod(p, executable ? 0o755 : 0o644);
     }
     // Another process may have placed the same copy meanwhile; either copy is complete.
     await rename(partial, dest).catch(async (err) => {
@@ -258,7 +260,7 @@ function run(cluster: Cluster, file: string, args: string[], onLog: (msg: string
   const ended = new Promise<string>((resolve) => {
     child.on('error', (err) => {
       onLog(String(err));
-      resolve(`could not run ${file}: ${(err as NodeJS.ErrnoException).code ?? err.message}`);
+      resolve(`could not run ${file} (${(err as NodeJS.ErrnoException).code ?? err.message}; may this user execute it?)`);
     });
     // 'close', not 'exit': the last lines of output (a FATAL, say) may still be in the pipe at exit.
     child.once('close', (code, signal) => resolve(`${path.basename(file)} exited (${signal ?? `code ${code}`}): ${lastLine(output)}`));
