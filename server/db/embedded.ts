@@ -29,7 +29,7 @@ const READY = 'database system is ready to accept connections';
  */
 const CACHE_ROOT = '/var/lib/market-data-service';
 
-// A fast shutdown of an idle cluster takes ~0.1 s here; the shutdown checkpoint
+// A fast shutdown took 0.1-0.5 s here after the demo load; the shutdown checkpoint
 // after a large ingest can take seconds. Past this the cluster is killed and
 // its next start replays the WAL: nothing committed is lost.
 const STOP_DEADLINE_MS = 5_000;
