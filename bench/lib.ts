@@ -494,10 +494,14 @@ export interface Service {
 /** The application_name (a LIKE pattern) of every database session of the service process `pid`. */
 const serviceSessions = (pid: number) => `market-data-service/%/${pid}`;
 
-/** The node arguments of package.json's start script: the bench runs the service exactly as `npm start` does. */
+/**
+ * The node arguments of package.json's start script: the bench runs the service
+ * exactly as `npm start` does. The script's `exec` (the shell hands its process
+ * to node, so signals reach the service) has no part in a direct spawn.
+ */
 function startArgs(): string[] {
   const start = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
-  const [command, ...args] = start.trim().split(/\s+/);
+  const [command, ...args] = start.trim().replace(/^exec\s+/, '').split(/\s+/);
   if (command !== 'node') throw new Error(`package.json's start script does not run node: ${start}`);
   return args;
 }

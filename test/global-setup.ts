@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import postgres from 'postgres';
-import { startEmbeddedPostgres } from '../server/db/embedded.ts';
+import { EmbeddedPostgresError, startEmbeddedPostgres } from '../server/db/embedded.ts';
 import { migrate } from '../server/db/migrate.ts';
 
 declare module 'vitest' {
@@ -57,7 +57,12 @@ export default async function setup(project: TestProject) {
   } else {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'mds-test-pg-'));
     await chmod(dir, 0o755); // as root, the cluster runs as the postgres user
-    const db = await startEmbeddedPostgres(path.join(dir, 'pg'), { persistent: false });
+    const db = await startEmbeddedPostgres(path.join(dir, 'pg'), { persistent: false }).catch(async (err) => {
+      if (!(err instanceof EmbeddedPostgresError)) throw err;
+      await rm(dir, { recursive: true, force: true });
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    });
     url = db.url;
     source = 'embedded PostgreSQL (no TEST_DATABASE_URL, no Docker engine)';
     cleanups.push(async () => {

@@ -1,0 +1,45 @@
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { placeCluster } from '../../server/db/embedded.ts';
+
+// The decision is the OS's answer for the postgres user, so it is only observable as root.
+const asRoot = process.getuid?.() === 0;
+
+describe.skipIf(!asRoot)('embedded PostgreSQL placement as root', () => {
+  it('when the data directory is under a folder the postgres user can enter, then the cluster stays there and nothing is announced', async () => {
+    const open = await mkdtemp(path.join(os.tmpdir(), 'mds-place-open-'));
+    await chmod(open, 0o755);
+    const notices: string[] = [];
+    try {
+      const cluster = await placeCluster(path.join(open, 'data', 'pg'), (m) => notices.push(m));
+      expect(cluster.dataDir).toBe(path.join(open, 'data', 'pg'));
+      expect(notices.filter((n) => n.includes('cluster'))).toEqual([]);
+    } finally {
+      await rm(open, { recursive: true, force: true });
+    }
+  });
+
+  it('when the data directory is under a 0700 folder, then the cluster moves to a postgres-owned directory outside it and one line names the folder', async () => {
+    const hidden = await mkdtemp(path.join(os.tmpdir(), 'mds-place-private-'));
+    await chmod(hidden, 0o700);
+    const notices: string[] = [];
+    const dir = path.join(hidden, 'data', 'pg');
+    try {
+      const cluster = await placeCluster(dir, (m) => notices.push(m));
+      try {
+        expect(cluster.dataDir.startsWith('/var/lib/market-data-service/clusters/')).toBe(true);
+        expect(existsSync(dir)).toBe(false);
+        expect(notices).toHaveLength(1);
+        expect(notices[0]).toContain(`cannot reach ${hidden} (mode 0700), so it keeps the cluster for ${dir} in ${cluster.dataDir}`);
+        expect((await placeCluster(dir, () => {})).dataDir).toBe(cluster.dataDir);
+      } finally {
+        await rm(cluster.removeOnStop, { recursive: true, force: true });
+      }
+    } finally {
+      await rm(hidden, { recursive: true, force: true });
+    }
+  });
+});
