@@ -105,7 +105,7 @@ const probeTrivial = (service: Service, key: string, durationSec: number) =>
  * before and after a run reads that run alone.
  */
 async function eventLoopDelay(service: Service) {
-  const text = await (await fetch(`${service.publicUrl}/metrics`)).text();
+  const text = await (await fetch(`${service.adminUrl}/metrics`)).text();
   const read = (name: string) => {
     const line = text.split('\n').find((l) => l.startsWith(`${name} `));
     return line ? round(Number(line.split(' ')[1]) * 1000, 2) : null;

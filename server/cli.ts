@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { loadConfigOrExit } from './config.ts';
 import { ingestKinds } from './app.ts';
-import { openDatabase } from './db/embedded.ts';
+import { EmbeddedPostgresError, openDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { Database } from './db/database.ts';
 import { DatabaseHealth } from './db/health.ts';
@@ -88,7 +88,11 @@ async function run(db: Database, url: string, argv: string[]): Promise<unknown> 
 }
 
 const config = loadConfigOrExit();
-const database = await openDatabase(config);
+const database = await openDatabase(config).catch((err) => {
+  if (!(err instanceof EmbeddedPostgresError)) throw err;
+  process.stderr.write(`${err.message}\n`);
+  process.exit(1);
+});
 // An operator's command: statements get no timeout, and a busy pool is waited for.
 const sql = createSql(database.url, { max: 2, name: 'cli', statementTimeoutMs: 0 });
 const db = new Database('cli', sql, new DatabaseHealth(database.url, 'cli', createLogger('silent')), { connections: 2, acquireTimeoutMs: 60_000, maxWaiting: 10 });

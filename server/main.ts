@@ -1,4 +1,5 @@
 import { loadConfigOrExit } from './config.ts';
+import { EmbeddedPostgresError } from './db/embedded.ts';
 import { createLogger } from './logger.ts';
 import { Runtime } from './runtime.ts';
 
@@ -33,7 +34,8 @@ try {
 } catch (err) {
   // A signal during start stops it; the handler above exits.
   if (!signalled) {
-    logger.fatal({ err }, 'start failed');
+    // A refusal the user can act on is its one line; anything else is logged whole.
+    if (!(err instanceof EmbeddedPostgresError)) logger.fatal({ err }, 'start failed');
     process.stderr.write(`market-data-service could not start: ${(err as Error).message}\n`);
     process.exit(1);
   }

@@ -125,9 +125,13 @@ export class Runtime {
       this.adminUrl = await this.listen('admin', config.ADMIN_PORT, config.ADMIN_HOST, ADMIN_REQUEST_TIMEOUT_MS);
       logger.info({ public: this.publicUrl, admin: this.adminUrl }, 'listening; starting');
 
-      this.database = await openDatabase(config, (m) => logger.debug({ postgres: m.trim() }, 'embedded postgres'));
+      this.database = await openDatabase(
+        config,
+        (m) => logger.debug({ postgres: m.trim() }, 'embedded postgres'),
+        (notice) => logger.info(notice),
+      );
       this.databaseUrl = this.database.url;
-      if (this.database.embedded) logger.info({ dir: path.join(config.DATA_DIR, 'pg') }, 'using embedded PostgreSQL');
+      if (this.database.embedded) logger.info({ dir: this.database.dataDir }, 'using embedded PostgreSQL');
       this.migration = await this.untilReachable('migrate', () => migrate(this.databaseUrl, (m) => logger.info(m)));
       logger.info({ tier: this.migration.tier, timescaledb: this.migration.timescaledbVersion }, 'storage tier');
 

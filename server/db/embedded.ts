@@ -403,30 +403,24 @@ function writeLine(msg: string): void {
 /**
  * The database for this process: DATABASE_URL when set; else the embedded
  * cluster under the data directory, joining it when another process (a running
- * `npm start`, say, while the CLI works) already has it up. Both callers are
- * entry points, so, like loadConfigOrExit, a cluster that cannot run here ends
- * the process with its one line on stderr (exit 1) rather than a stack trace.
+ * `npm start`, say, while the CLI works) already has it up. A cluster that
+ * cannot run here is an EmbeddedPostgresError, which entry points print as its
+ * one line.
  */
 export async function openDatabase(
   config: { DATABASE_URL?: string; DATA_DIR: string },
   onLog?: (msg: string) => void,
   onNotice: (msg: string) => void = writeLine,
-): Promise<EmbeddedDatabase & { embedded: boolean }> {
+): Promise<EmbeddedDatabase & { embedded: boolean; dataDir?: string }> {
   if (config.DATABASE_URL) return { url: config.DATABASE_URL, stop: async () => {}, embedded: false };
   const dir = path.resolve(config.DATA_DIR, 'pg');
-  try {
-    const cluster = await placeCluster(dir, onNotice).catch((err) => Promise.reject(asRefusal(err, dir)));
-    const running = runningEmbeddedPort(cluster.dataDir);
-    if (running !== null) {
-      return { url: `postgres://${PG_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${running}/mds`, stop: async () => {}, embedded: true };
-    }
-    const db = await launch(cluster, { persistent: true, onLog });
-    return { ...db, embedded: true };
-  } catch (err) {
-    if (!(err instanceof EmbeddedPostgresError)) throw err;
-    writeLine(err.message);
-    process.exit(1);
+  const cluster = await placeCluster(dir, onNotice).catch((err) => Promise.reject(asRefusal(err, dir)));
+  const running = runningEmbeddedPort(cluster.dataDir);
+  if (running !== null) {
+    return { url: `postgres://${PG_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${running}/mds`, stop: async () => {}, embedded: true, dataDir: cluster.dataDir };
   }
+  const db = await launch(cluster, { persistent: true, onLog });
+  return { ...db, embedded: true, dataDir: cluster.dataDir };
 }
 
 // postmaster.pid: line 1 is the pid, line 4 the port.
