@@ -122,7 +122,10 @@ export function errorBody(err: AppError, docsBaseUrl: string) {
 export function errorMiddleware(docsBaseUrl: string, onInternal: (err: unknown, req: Parameters<RequestHandler>[0]) => void): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const appError = toAppError(err);
-    if (!(err instanceof ClientGoneError) && (appError.code === 'internal_error' || appError.code === 'overloaded')) onInternal(err, req);
+    // An AppError is an expected outcome, already in the request's log line as
+    // its errorCode (a request shed while the database is down is one of many);
+    // anything else is a fault, or the database failure behind a 503, and is logged whole.
+    if (!(err instanceof AppError) && !(err instanceof ClientGoneError) && (appError.code === 'internal_error' || appError.code === 'overloaded')) onInternal(err, req);
     res.locals.errorCode = appError.code;
     if (res.headersSent) {
       // A streamed response failed midway: the status is gone, so cut the

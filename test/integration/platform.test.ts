@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import { connect, createServer } from 'node:net';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import pino from 'pino';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.ts';
+import { createLogger } from '../../server/logger.ts';
 import { startEmbeddedPostgres } from '../../server/db/embedded.ts';
-import { startRuntime } from '../../server/runtime.ts';
+import { Runtime, startRuntime } from '../../server/runtime.ts';
 import { databaseUrl, Service, startService } from './harness.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -301,6 +302,10 @@ describe('platform: database outage', () => {
       expectErrorEnvelope(down.body, 'overloaded');
       expect(down.headers.get('retry-after')).toMatch(/^\d+$/);
       expect(JSON.stringify(down.body)).not.toMatch(/ECONNREFUSED|at .*\.ts/);
+      // From the first failure on, requests are refused without trying the database.
+      const refusedBefore = await refusedUnavailable(svc);
+      for (let i = 0; i < 5; i++) expect((await svc.get('/v1/instruments?query=x', key)).status).toBe(503);
+      expect(await refusedUnavailable(svc)).toBeGreaterThanOrEqual(refusedBefore + 5);
 
       // Same data directory, same port: the service's URL stays valid.
       const port = new URL(db.url).port;
@@ -323,6 +328,114 @@ async function startEmbeddedPostgresOnPort(dir: string, port: number) {
   return startEmbeddedPostgres(dir, { persistent: true, port });
 }
 
+/** db_pool_refused_total{reason="unavailable"} summed over the pools. */
+async function refusedUnavailable(svc: Service): Promise<number> {
+  const text = await (await fetch(`${svc.runtime.adminUrl}/metrics`)).text();
+  return [...text.matchAll(/^db_pool_refused_total\{[^}]*reason="unavailable"[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+describe('platform: start', () => {
+  const configFor = async (databaseUrl: string) =>
+    loadConfig({
+      DATABASE_URL: databaseUrl,
+      DATA_DIR: await mkdtemp(path.join(os.tmpdir(), 'mds-start-')),
+      PORT: '0',
+      ADMIN_PORT: '0',
+      ADMIN_TOKEN: `test-admin-token-${randomUUID()}`,
+      LOG_LEVEL: 'silent',
+      DEMO_DATA: 'off',
+      WORKER_THREADS: '1',
+    });
+
+  it('when the database is unreachable at start, then /healthz answers, /readyz and the API say 503 with Retry-After, and the service becomes ready once the database is up', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'mds-late-'));
+    await chmod(dir, 0o755); // as root, the cluster runs as the postgres user
+    const port = await freePort();
+    const runtime = new Runtime(await configFor(`postgres://postgres:embedded@127.0.0.1:${port}/mds`), createLogger('silent'));
+    const started = runtime.start();
+    let db: Awaited<ReturnType<typeof startEmbeddedPostgres>> | null = null;
+    try {
+      while (!runtime.publicUrl) await sleep(20);
+      expect((await fetch(`${runtime.publicUrl}/healthz`)).status).toBe(200);
+      const ready = await fetch(`${runtime.publicUrl}/readyz`);
+      expect(ready.status).toBe(503);
+      expectErrorEnvelope(await ready.json(), 'overloaded');
+      const api = await fetch(`${runtime.publicUrl}/v1/instruments?query=x`);
+      expect(api.status).toBe(503);
+      expect(api.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(api.headers.get('x-request-id')).toBeTruthy();
+
+      db = await startEmbeddedPostgres(path.join(dir, 'pg'), { persistent: true, port });
+      await started;
+      expect((await fetch(`${runtime.publicUrl}/readyz`)).status).toBe(200);
+    } finally {
+      await runtime.stop();
+      await db?.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('when stopped while waiting for an unreachable database, then start gives up and stop completes', async () => {
+    const runtime = new Runtime(await configFor(`postgres://postgres:embedded@127.0.0.1:${await freePort()}/mds`), createLogger('silent'));
+    const started = runtime.start();
+    while (!runtime.publicUrl) await sleep(20);
+    await sleep(300);
+    await runtime.stop();
+    await expect(started).rejects.toThrow('the service is stopping');
+    await expect(fetch(`${runtime.publicUrl}/healthz`)).rejects.toThrow();
+  });
+});
+
+describe('platform: requests Node refuses to parse', () => {
+  let svc: Service;
+  beforeAll(async () => {
+    svc = await startService();
+  });
+  afterAll(() => svc.stop());
+
+  /** Sends raw bytes and returns the raw response. */
+  function raw(url: string, bytes: string): Promise<string> {
+    const { hostname, port } = new URL(url);
+    return new Promise((resolve, reject) => {
+      const socket = connect(Number(port), hostname, () => socket.end(bytes));
+      let out = '';
+      socket.on('data', (d) => (out += d));
+      socket.on('end', () => resolve(out));
+      socket.on('error', reject);
+    });
+  }
+
+  function parseRaw(response: string) {
+    const [head, body] = response.split('\r\n\r\n');
+    return { statusLine: head.split('\r\n')[0], head, body: JSON.parse(body) };
+  }
+
+  it('when the headers exceed the limit, then the answer is 431 with the error envelope and a request id', async () => {
+    const reply = parseRaw(await raw(svc.runtime.publicUrl, `GET /v1/instruments HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`));
+    expect(reply.statusLine).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+    expectErrorEnvelope(reply.body, 'request_header_too_large');
+    expect(reply.head).toMatch(/\r\nX-Request-Id: [0-9a-f-]{36}\r\n/i);
+  });
+
+  it('when the request is not HTTP, then the answer is 400 with the error envelope and a request id, on both listeners', async () => {
+    for (const url of [svc.runtime.publicUrl, svc.runtime.adminUrl]) {
+      const reply = parseRaw(await raw(url, 'NOT HTTP AT ALL\r\n\r\n'));
+      expect(reply.statusLine).toBe('HTTP/1.1 400 Bad Request');
+      expectErrorEnvelope(reply.body, 'invalid_request');
+      expect(reply.head).toMatch(/\r\nX-Request-Id: [0-9a-f-]{36}\r\n/i);
+    }
+  });
+});
+
 describe('platform: logs', () => {
   it('when requests carry keys and tokens, then no log line contains them', async () => {
     const lines: string[] = [];
@@ -334,13 +447,23 @@ describe('platform: logs', () => {
     });
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-log-'));
     const config = loadConfig({ DATABASE_URL: databaseUrl(), DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', ADMIN_TOKEN: `tok-${randomUUID()}`, LOG_LEVEL: 'info', DEMO_DATA: 'off' });
-    const runtime = await startRuntime(config, pino({ level: 'info' }, sink));
+    const runtime = await startRuntime(config, createLogger('info', [config.ADMIN_TOKEN], sink));
     const svc = new Service(runtime);
     try {
       const key = await svc.keyWith(['instruments:read']);
+      const other = await svc.keyWith(['instruments:read'], 'sandbox');
       await svc.get(`/v1/instruments?query=${encodeURIComponent(key)}`, key);
       await svc.get('/v1/instruments?query=x&apiKey=secret-in-query', key);
+      // Keys pasted into the path, as sent and percent-encoded; the admin token too.
+      await svc.get(`/v1/instruments/${key}`, key);
+      await svc.get(`/v1/${other}`);
+      await svc.get(`/v1/${other.replaceAll('_', '%5F')}`);
+      await svc.get(`/v1/instruments/${runtime.adminToken}`);
       const all = lines.join('');
+      for (const secret of [key.slice('pk_live_'.length), other.slice('pk_test_'.length), other.slice('pk_test_'.length, 'pk_test_'.length + 20)]) {
+        expect(all).not.toContain(secret);
+      }
+      expect(all).toContain('"path":"/v1/instruments/pk_live_[redacted]"');
       expect(all).toContain('"route":"/v1/instruments"');
       expect(all).not.toContain(key);
       expect(all).not.toContain(runtime.adminToken);
