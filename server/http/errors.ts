@@ -93,7 +93,7 @@ export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   if (err instanceof z.ZodError) return invalidRequest('request validation failed', zodDetails(err));
   if (isDatabaseUnavailable(err)) {
-    return new AppError('overloaded', 'the database is unavailable; retry shortly', {}, { 'Retry-After': '2' });
+    return new AppError('overloaded', 'the database is unavailable; retry shortly', {}, { 'Retry-After': '1' });
   }
   const e = err as { type?: string; status?: number; expose?: boolean };
   // body-parser errors carry a status and a type; they are the client's fault.
