@@ -3,22 +3,38 @@ import { AppError } from '../http/errors.ts';
 export type CsvRecord = Record<string, string | null>;
 
 /**
+ * The longest record accepted, in characters (UTF-16 code units), not
+ * counting its line ending: one CSV record here, one line in ndjson.ts.
+ *
+ * A daily bar row is ~140 characters and an instrument row with a long
+ * symbol history a few thousand, so 1 MiB is hundreds of times what a real
+ * record needs. It bounds what a malformed body costs before it is refused:
+ * an unclosed quote would otherwise take the whole rest of the body into one
+ * field. Reading 1 MiB into an unclosed quoted field and refusing it takes
+ * ~5 ms of parsing, however large the body.
+ */
+export const MAX_RECORD_CHARS = 1024 * 1024;
+
+/**
  * Streaming RFC 4180 CSV: a header row, then one record per line. Fields may
  * be quoted ("a, b", "say ""hi""", embedded newlines); LF or CRLF ends a
  * record and a UTF-8 BOM is accepted. An empty unquoted field is an absent
  * value (null), never zero or an empty string. Records are yielded in
- * batches, one per input chunk, as objects keyed by header.
+ * batches, one per input chunk, as objects keyed by header. A record longer
+ * than MAX_RECORD_CHARS is refused as soon as it passes the limit.
  *
  * Hand-written because it sits on the ingest hot path: csv-parse with a cast
  * callback measured ~200 µs per 11-field row here. A line without a quote
- * (almost every line of a price file) is cut with String.split; only a record
- * that contains a quote goes through the character-level state machine.
+ * that ends inside its chunk (almost every line of a price file) is cut with
+ * String.split; a record that contains a quote or runs on into the next chunk
+ * goes through RecordScanner, which keeps its place between chunks, so every
+ * character is examined a bounded number of times however the body is cut.
  */
 export async function* parseCsvBatches(chunks: AsyncIterable<Buffer | string>): AsyncGenerator<CsvRecord[]> {
   const decoder = new TextDecoder('utf-8', { fatal: true });
+  const scanner = new RecordScanner();
   let header: string[] | null = null;
-  let pending = ''; // unconsumed input; always starts at a record boundary
-  let line = 1; // the physical line `pending` starts on
+  let line = 1; // the physical line the next record starts on
   let first = true;
 
   const decode = (chunk?: Buffer | string) => {
@@ -29,45 +45,53 @@ export async function* parseCsvBatches(chunks: AsyncIterable<Buffer | string>): 
     }
   };
 
-  // Consumes every complete record of `text` (all of it when `final`), pushing them to `out`.
-  const consume = (text: string, final: boolean, out: CsvRecord[]): number => {
+  // A record's fields become the header or a record in `out`; `lastLine` is the physical line it ends on.
+  const take = (fields: (string | null)[], lastLine: number, out: CsvRecord[]) => {
+    if (fields.length === 1 && fields[0] === null) return; // blank line
+    if (!header) {
+      header = fields.map((h, i) => {
+        if (!h) throw csvError(lastLine, `header column ${i + 1} is empty`);
+        return h.trim();
+      });
+      return;
+    }
+    if (fields.length !== header.length) throw csvError(lastLine, `expected ${header.length} fields, found ${fields.length}`);
+    const record: CsvRecord = {};
+    for (let i = 0; i < header.length; i++) record[header[i]] = fields[i];
+    out.push(record);
+  };
+
+  const takeScanned = (out: CsvRecord[]) => {
+    take(scanner.fields, line + scanner.lines, out);
+    line += scanner.lines + 1;
+  };
+
+  // Takes the records of `text`, first ending the one the previous text left open; a record the text ends inside is left open.
+  const consume = (text: string, out: CsvRecord[]) => {
     let pos = 0;
-    let nextQuote = text.indexOf('"');
+    if (scanner.open) {
+      pos = scanner.scan(text, 0, line);
+      if (pos === -1) return;
+      takeScanned(out);
+    }
+    let nextQuote = text.indexOf('"', pos);
     while (pos < text.length) {
-      let nl = text.indexOf('\n', pos);
-      if (nl === -1) {
-        if (!final) break;
-        nl = text.length;
-      }
-      if (nextQuote !== -1 && nextQuote < pos) nextQuote = text.indexOf('"', pos);
-      let fields: (string | null)[];
-      if (nextQuote === -1 || nextQuote > nl) {
+      const nl = text.indexOf('\n', pos);
+      if (nl !== -1 && (nextQuote === -1 || nextQuote > nl)) {
         const end = nl > pos && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
-        fields = text.slice(pos, end).split(',');
+        if (end - pos > MAX_RECORD_CHARS) throw recordTooLong(line, false);
+        const fields: (string | null)[] = text.slice(pos, end).split(',');
         for (let i = 0; i < fields.length; i++) if (fields[i] === '') fields[i] = null;
+        take(fields, line, out);
         pos = nl + 1;
         line++;
-      } else {
-        const quoted = parseQuotedRecord(text, pos, line, final);
-        if (!quoted) break;
-        fields = quoted.fields;
-        pos = quoted.end;
-        line += quoted.lines;
-      }
-      if (fields.length === 1 && fields[0] === null) continue; // blank line
-      if (!header) {
-        header = fields.map((h, i) => {
-          if (!h) throw csvError(line - 1, `header column ${i + 1} is empty`);
-          return h.trim();
-        });
         continue;
       }
-      if (fields.length !== header.length) throw csvError(line - 1, `expected ${header.length} fields, found ${fields.length}`);
-      const record: CsvRecord = {};
-      for (let i = 0; i < header.length; i++) record[header[i]] = fields[i];
-      out.push(record);
+      pos = scanner.scan(text, pos, line);
+      if (pos === -1) return;
+      takeScanned(out);
+      if (nextQuote !== -1 && nextQuote < pos) nextQuote = text.indexOf('"', pos);
     }
-    return Math.min(pos, text.length);
   };
 
   for await (const chunk of chunks) {
@@ -76,72 +100,167 @@ export async function* parseCsvBatches(chunks: AsyncIterable<Buffer | string>): 
       first = false;
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
-    text = pending + text;
     const batch: CsvRecord[] = [];
-    pending = text.slice(consume(text, false, batch));
+    consume(text, batch);
     if (batch.length) yield batch;
   }
-  const rest = pending + decode();
   const batch: CsvRecord[] = [];
-  if (rest) consume(rest, true, batch);
+  consume(decode(), batch);
+  if (scanner.open) {
+    scanner.finish(line);
+    takeScanned(batch);
+  }
   if (batch.length) yield batch;
 }
 
 /**
- * One record that contains a quote, from `start`. Returns null when the text
- * ends inside the record and more input may follow.
+ * The character-level state machine for one record, resumable: `scan` reads
+ * as far as the text goes and keeps its state (the fields so far, the pieces
+ * of the current field, whether it is inside quotes, a quote or CR waiting
+ * for the next character) until the next chunk continues the record. Field
+ * text is kept as slices and joined once, when the field ends.
  */
-function parseQuotedRecord(text: string, start: number, line: number, final: boolean) {
-  const fields: (string | null)[] = [];
-  let field = '';
-  let quoted = false; // the current field was quoted
-  let inQuotes = false;
-  let lines = 0;
-  let runStart = start; // start of the plain run not yet appended to `field`
-  const endField = () => {
-    fields.push(field === '' && !quoted ? null : field);
-    field = '';
-    quoted = false;
-  };
-  for (let i = start; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inQuotes) {
-      if (c === 10) lines++;
-      if (c !== 34) continue;
-      field += text.slice(runStart, i);
-      if (i + 1 >= text.length && !final) return null; // an escape or the closing quote: the next character decides
-      if (text.charCodeAt(i + 1) === 34) {
-        field += '"';
+class RecordScanner {
+  /** A record has been started and not ended. */
+  open = false;
+  /** The ended record's fields, valid until the next record is started. */
+  fields: (string | null)[] = [];
+  /** Line feeds inside quoted fields of the record so far. */
+  lines = 0;
+  private readonly fieldParts: string[] = [];
+  private quoted = false; // the current field was quoted
+  private inQuotes = false;
+  private quoteEndedText = false; // inside quotes, the text ended on a quote: an escape or the closing quote, the next character decides
+  private crEndedText = false; // outside quotes, the text ended on a CR, which ends the record if an LF follows
+  private chars = 0; // characters of the record in earlier texts, not counting a CR held back by crEndedText
+
+  /**
+   * Reads the record from `start` (continuing the open one, if any) and
+   * returns the index just past its line ending, or -1 when the text ends
+   * inside it. `line` is the physical line the record starts on.
+   */
+  scan(text: string, start: number, line: number): number {
+    if (!this.open) {
+      this.open = true;
+      this.fields = [];
+      this.lines = 0;
+      this.chars = 0;
+    }
+    const parts = this.fieldParts;
+    let i = start;
+    if (i < text.length && this.quoteEndedText) {
+      this.quoteEndedText = false;
+      if (text.charCodeAt(i) === 34) {
+        parts.push('"');
         i++;
       } else {
-        inQuotes = false;
+        this.inQuotes = false;
       }
-      runStart = i + 1;
-      continue;
+    } else if (i < text.length && this.crEndedText) {
+      this.crEndedText = false;
+      if (text.charCodeAt(i) === 10) {
+        this.endField(text, i, i);
+        return this.endRecord(i + 1);
+      }
+      if (this.quoted) throw csvError(line + this.lines, 'text after a closing quote');
+      parts.push('\r');
+      this.chars++;
     }
-    if (c === 13 && i + 1 >= text.length && !final) return null; // CR LF may straddle the chunk boundary
-    if (c === 44) {
-      field += text.slice(runStart, i);
-      endField();
-      runStart = i + 1;
-    } else if (c === 10 || (c === 13 && text.charCodeAt(i + 1) === 10)) {
-      field += text.slice(runStart, i);
-      endField();
-      return { fields, end: c === 13 ? i + 2 : i + 1, lines: lines + 1 };
-    } else if (c === 34) {
-      if (field !== '' || i > runStart) throw csvError(line + lines, 'a quote may only open a field');
-      inQuotes = true;
-      quoted = true;
-      runStart = i + 1;
-    } else if (quoted) {
-      throw csvError(line + lines, 'text after a closing quote');
+    // The record may not reach index `limit`; nothing past it needs reading.
+    const limit = start + MAX_RECORD_CHARS - this.chars;
+    const scanEnd = Math.min(text.length, limit + 1);
+    let runStart = i; // start of the text not yet added to the field
+    while (i < scanEnd) {
+      if (this.inQuotes) {
+        const quote = text.indexOf('"', i);
+        const runEnd = quote === -1 ? text.length : quote;
+        if ((quote === -1 ? text.length : quote + 1) > limit) throw recordTooLong(line, true);
+        for (let nl = text.indexOf('\n', i); nl !== -1 && nl < runEnd; nl = text.indexOf('\n', nl + 1)) this.lines++;
+        if (quote === -1) {
+          i = text.length;
+          break;
+        }
+        if (quote > runStart) parts.push(text.slice(runStart, quote));
+        if (quote + 1 === text.length) {
+          this.quoteEndedText = true;
+          i = runStart = text.length;
+          break;
+        }
+        if (text.charCodeAt(quote + 1) === 34) {
+          parts.push('"');
+          i = quote + 2;
+        } else {
+          this.inQuotes = false;
+          i = quote + 1;
+        }
+        runStart = i;
+        continue;
+      }
+      const c = text.charCodeAt(i);
+      if (c === 44) {
+        this.endField(text, runStart, i);
+        runStart = ++i;
+      } else if (c === 10) {
+        this.endField(text, runStart, i);
+        return this.endRecord(i + 1);
+      } else if (c === 13) {
+        if (i + 1 === text.length) {
+          if (i > runStart) parts.push(text.slice(runStart, i));
+          this.crEndedText = true;
+          i = runStart = text.length;
+          break;
+        }
+        if (text.charCodeAt(i + 1) === 10) {
+          this.endField(text, runStart, i);
+          return this.endRecord(i + 2);
+        }
+        if (this.quoted) throw csvError(line + this.lines, 'text after a closing quote');
+        i++;
+      } else if (c === 34) {
+        if (parts.length > 0 || i > runStart) throw csvError(line + this.lines, 'a quote may only open a field');
+        this.inQuotes = true;
+        this.quoted = true;
+        runStart = ++i;
+      } else if (this.quoted) {
+        throw csvError(line + this.lines, 'text after a closing quote');
+      } else {
+        i++;
+      }
     }
+    if (i < text.length) throw recordTooLong(line, false); // stopped at scanEnd with the record still going
+    if (runStart < text.length) parts.push(text.slice(runStart));
+    this.chars += text.length - start - (this.crEndedText ? 1 : 0);
+    if (this.chars > MAX_RECORD_CHARS) throw recordTooLong(line, this.inQuotes || this.quoteEndedText);
+    return -1;
   }
-  if (!final) return null;
-  if (inQuotes) throw csvError(line + lines, 'a quoted field is not closed');
-  field += text.slice(runStart);
-  endField();
-  return { fields, end: text.length, lines };
+
+  /** Ends the open record at the end of the body. */
+  finish(line: number) {
+    if (this.quoteEndedText) this.inQuotes = false; // it was the closing quote
+    if (this.inQuotes) throw csvError(line + this.lines, 'a quoted field is not closed');
+    this.quoteEndedText = false;
+    this.crEndedText = false; // a CR ending the body is dropped, as before an LF
+    this.endField('', 0, 0);
+    this.open = false;
+  }
+
+  private endField(text: string, runStart: number, runEnd: number) {
+    const parts = this.fieldParts;
+    if (runEnd > runStart) parts.push(text.slice(runStart, runEnd));
+    this.fields.push(parts.length === 0 ? (this.quoted ? '' : null) : parts.length === 1 ? parts[0] : parts.join(''));
+    parts.length = 0;
+    this.quoted = false;
+  }
+
+  private endRecord(next: number): number {
+    this.open = false;
+    return next;
+  }
+}
+
+function recordTooLong(line: number, inQuotes: boolean) {
+  const hint = inQuotes ? ' (it passed the limit inside a quoted field: is a quote not closed?)' : '';
+  return csvError(line, `the record is longer than ${MAX_RECORD_CHARS} characters${hint}`);
 }
 
 function csvError(line: number, message: string) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseCsvBatches } from '../../server/admin/csv.ts';
+import { MAX_RECORD_CHARS, parseCsvBatches } from '../../server/admin/csv.ts';
 
 async function parse(...chunks: string[]) {
   const out = [];
@@ -57,5 +57,138 @@ describe('CSV ingest parser', () => {
     await expect(parse('a,b\n1,"open\n')).rejects.toMatchObject({ code: 'invalid_request' });
     await expect(parse('a,b\n"x"y,2\n')).rejects.toMatchObject({ code: 'invalid_request' });
     await expect(parse('a,b\nx"y",2\n')).rejects.toMatchObject({ code: 'invalid_request' });
+  });
+});
+
+const CHUNK = 64 * 1024;
+
+/** The text's UTF-8 bytes in pieces of `size` bytes. */
+function* inChunks(text: string, size: number): Generator<Buffer> {
+  const bytes = Buffer.from(text);
+  for (let off = 0; off < bytes.length; off += size) yield bytes.subarray(off, off + size);
+}
+
+async function parseAll(chunks: Iterable<Buffer> | AsyncIterable<Buffer>) {
+  const out = [];
+  for await (const batch of parseCsvBatches((async function* () { yield* chunks; })())) out.push(...batch);
+  return out;
+}
+
+/**
+ * Runs `work` while counting the characters the String methods a parser
+ * searches with examine (charCodeAt: one; indexOf and lastIndexOf: the span
+ * searched; split: the whole string), and fails it once the count passes
+ * `budget`. A parser that rescans its unconsumed input on every chunk passes
+ * any budget proportional to the input after a few dozen chunks, so it fails
+ * here on the count, quickly, not on a timeout.
+ */
+async function examinedWithin<T>(budget: number, work: () => Promise<T>): Promise<T> {
+  const proto = String.prototype;
+  const { charCodeAt, indexOf, lastIndexOf, split } = proto;
+  let examined = 0;
+  const spend = (chars: number) => {
+    examined += chars;
+    if (examined > budget) throw new Error(`the parser examined more than ${budget} characters`);
+  };
+  proto.charCodeAt = function (this: string, index: number) {
+    spend(1);
+    return charCodeAt.call(this, index);
+  };
+  proto.indexOf = function (this: string, search: string, from = 0) {
+    const found = indexOf.call(this, search, from);
+    spend((found === -1 ? this.length : found + 1) - Math.max(0, from));
+    return found;
+  };
+  proto.lastIndexOf = function (this: string, search: string, from?: number) {
+    const found = lastIndexOf.call(this, search, from);
+    spend(found === -1 ? this.length : this.length - found);
+    return found;
+  };
+  proto.split = function (this: string, ...args: unknown[]) {
+    spend(this.length);
+    return (split as (...a: unknown[]) => string[]).apply(this, args);
+  } as typeof split;
+  try {
+    return await work();
+  } finally {
+    Object.assign(proto, { charCodeAt, indexOf, lastIndexOf, split });
+  }
+}
+
+describe('CSV ingest parser, whatever the chunking', () => {
+  it('when the input arrives one byte per chunk, then quotes, escapes, CRs and UTF-8 characters left open at every chunk end give the same result', async () => {
+    const text = '\ufeffid,name,note\r\n1,"Say ""hi""","a\r\nb"\r\n2,,""\r\n"3","€, ""q""",x\r\n4,"""",\r\n5,y,z';
+    const whole = await parseAll([Buffer.from(text)]);
+    expect(whole).toEqual([
+      { id: '1', name: 'Say "hi"', note: 'a\r\nb' },
+      { id: '2', name: null, note: '' },
+      { id: '3', name: '€, "q"', note: 'x' },
+      { id: '4', name: '"', note: null },
+      { id: '5', name: 'y', note: 'z' },
+    ]);
+    expect(await parseAll(inChunks(text, 1))).toEqual(whole);
+  });
+
+  it('when a quoted record just under the limit arrives in 1 KiB chunks, then each character is examined a bounded number of times, not again on every chunk', async () => {
+    const field = ('x'.repeat(99) + '\n').repeat(10_000);
+    const text = `a,b\n1,"${field}"\n2,3\n`;
+    const records = await examinedWithin(4 * text.length, () => parseAll(inChunks(text, 1024)));
+    expect(records).toEqual([{ a: '1', b: field }, { a: '2', b: '3' }]);
+  });
+});
+
+describe('CSV record length limit', () => {
+  // The b field as written, for a record `length` characters long, and as parsed.
+  const cases = [
+    { kind: 'an unquoted', written: (length: number) => 'x'.repeat(length - 2), parsed: (length: number) => 'x'.repeat(length - 2), hint: '' },
+    { kind: 'a quoted', written: (length: number) => `"${'x'.repeat(length - 4)}"`, parsed: (length: number) => 'x'.repeat(length - 4), hint: ' (it passed the limit inside a quoted field: is a quote not closed?)' },
+  ];
+  for (const { kind, written, parsed, hint } of cases) {
+    for (const [ending, eol] of [['LF', '\n'], ['CRLF', '\r\n']]) {
+      it(`when ${kind} record ending in ${ending} is exactly MAX_RECORD_CHARS long, then it is accepted; when one character longer, then 400 names its line`, async () => {
+        const body = (length: number) => `a,b${eol}0,0${eol}1,${written(length)}${eol}2,2${eol}`;
+        for (const size of [CHUNK, 1000, Infinity]) {
+          expect(await parseAll(inChunks(body(MAX_RECORD_CHARS), size))).toEqual([{ a: '0', b: '0' }, { a: '1', b: parsed(MAX_RECORD_CHARS) }, { a: '2', b: '2' }]);
+          await expect(parseAll(inChunks(body(MAX_RECORD_CHARS + 1), size))).rejects.toMatchObject({
+            code: 'invalid_request',
+            details: { body: [`line 3: the record is longer than ${MAX_RECORD_CHARS} characters${hint}`] },
+          });
+        }
+      });
+    }
+  }
+
+  /**
+   * 40 MB in 64 KiB chunks after `head`, counting the chunks the parser
+   * pulls. Past twice the chunks the limit needs it throws, so a parser that
+   * reads on fails at once on that error instead of grinding through 40 MB.
+   */
+  function fortyMegabytes(head: string, filler: string) {
+    const chunksForLimit = Math.ceil(MAX_RECORD_CHARS / CHUNK) + 1;
+    const fill = Buffer.from(filler.repeat(Math.ceil(CHUNK / filler.length))).subarray(0, CHUNK);
+    const source = {
+      pulled: 0,
+      chunksForLimit,
+      async *[Symbol.asyncIterator]() {
+        for (let sent = 0; sent < 40e6; sent += CHUNK) {
+          if (++source.pulled > 2 * chunksForLimit) throw new Error(`the parser pulled ${source.pulled} chunks of a body it should have refused`);
+          yield source.pulled === 1 ? Buffer.concat([Buffer.from(head), fill]).subarray(0, CHUNK) : fill;
+        }
+      },
+    };
+    return source;
+  }
+  const barRow = '0b7c0001-1f2e-4d3c-8b9a-000000000001,2011-01-03,101.5,103.2,99.8,102.4,1250000,USD,USD per share,vendor,2021-01-01T00:00:00.000Z\n';
+
+  it('when a quote is left open and 40 MB of rows follow, then 400 names the line it opened on after reading no more than the limit', async () => {
+    const body = fortyMegabytes('instrumentId,barDate,openPrice,highPrice,lowPrice,closePrice,volume,quoteCurrency,quoteUnit,source,asOf\n"', barRow);
+    await expect(parseAll(body)).rejects.toMatchObject({ code: 'invalid_request', details: { body: [expect.stringMatching(/^line 2: the record is longer than 1048576 characters \(it passed the limit inside a quoted field/)] } });
+    expect(body.pulled).toBeLessThanOrEqual(body.chunksForLimit);
+  });
+
+  it('when 40 MB hold no line feed (CR-only line endings), then 400 names line 1 after reading no more than the limit', async () => {
+    const body = fortyMegabytes('', barRow.replace('\n', '\r'));
+    await expect(parseAll(body)).rejects.toMatchObject({ code: 'invalid_request', details: { body: [`line 1: the record is longer than ${MAX_RECORD_CHARS} characters`] } });
+    expect(body.pulled).toBeLessThanOrEqual(body.chunksForLimit);
   });
 });
