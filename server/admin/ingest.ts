@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Sql } from '../db/sql.ts';
 import { AppError } from '../http/errors.ts';
 import { parseCsvBatches } from './csv.ts';
+import { ndjsonBatches } from './ndjson.ts';
 
 /**
  * Batch ingest shared by every admin upload route, the CLI and the demo load.
@@ -109,33 +110,6 @@ async function* jsonBatches(body: AsyncIterable<Buffer | string>): AsyncGenerato
   }
   if (!Array.isArray(parsed)) throw new AppError('invalid_request', 'the body must be a JSON array of rows', { body: ['expected an array'] });
   yield* batchesOf(parsed);
-}
-
-async function* ndjsonBatches(body: AsyncIterable<Buffer | string>): AsyncGenerator<unknown[]> {
-  const decoder = new TextDecoder('utf-8');
-  let index = 0;
-  let pending = '';
-  const parseLines = (lines: string[]) => {
-    const batch: unknown[] = [];
-    for (const line of lines) {
-      if (line.trim() === '') continue;
-      try {
-        batch.push(JSON.parse(line));
-      } catch {
-        throw new AppError('invalid_request', `row ${index} is not valid JSON`, { [`rows[${index}]`]: ['malformed JSON line'] });
-      }
-      index++;
-    }
-    return batch;
-  };
-  for await (const chunk of body) {
-    const lines = (pending + (typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }))).split('\n');
-    pending = lines.pop()!;
-    const batch = parseLines(lines);
-    if (batch.length) yield batch;
-  }
-  const batch = parseLines([pending + decoder.decode()]);
-  if (batch.length) yield batch;
 }
 
 /** Groups rows (an array, or any iterable) into ingest batches. */
