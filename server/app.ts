@@ -68,7 +68,7 @@ function metricsRoute(app: Express): void {
  */
 export function buildPublicApp(deps: AppDeps): Express {
   const app = baseApp();
-  app.use(observeRequests('public', deps.logger));
+  app.use(observeRequests('public', deps.logger, deps.config.CLIENT_IDLE_TIMEOUT_MS));
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -110,7 +110,7 @@ export function buildAdminApp(deps: AppDeps): Express {
         maxConcurrent: deps.config.INGEST_MAX_CONCURRENT,
         waitTimeoutMs: deps.config.DATABASE_ACQUIRE_TIMEOUT_MS,
         maxWaiting: deps.config.DATABASE_MAX_WAITING,
-        idleTimeoutMs: deps.config.STREAM_IDLE_TIMEOUT_MS,
+        idleTimeoutMs: deps.config.CLIENT_IDLE_TIMEOUT_MS,
       },
       status: () => deps.db.run((sql) => readStatus(sql, { threads: deps.pool.threads, queueDepth: deps.pool.queueDepth }, deps.version)),
       extraRoutes: (router) => AREAS.forEach((a) => a.adminRoutes?.(router, deps)),

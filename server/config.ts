@@ -28,7 +28,7 @@ export const ConfigSchema = z.object({
   DOCS_BASE_URL: z.string().url().default('https://github.com/market-data-service/market-data-service/blob/main/README.md'),
   DEMO_DATA: z.enum(['auto', 'off']).default('auto').describe('auto: load the bundled demo set on first start'),
   SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
-  STREAM_IDLE_TIMEOUT_MS: positiveInt.default(120_000).describe('a streamed download whose client reads nothing for this long is closed; an upload that sends nothing for this long is aborted'),
+  CLIENT_IDLE_TIMEOUT_MS: positiveInt.default(120_000).describe('a public request whose connection carries nothing either way for this long (a reader that stopped reading) is closed; an admin upload that sends nothing for this long is refused with 408'),
   BULK_STREAMS_PER_ACCOUNT: positiveInt.default(2).describe('concurrent bulk price downloads per account; more get 429 rate_limited'),
   BULK_STREAMS_MAX: positiveInt.optional().describe('concurrent bulk price downloads for the whole service; more get 503 overloaded (default: half of DATABASE_POOL_SIZE, at least 1)'),
   INGEST_MAX_CONCURRENT: positiveInt.default(4).describe('admin uploads running at once (each holds a connection for its duration); more wait up to DATABASE_ACQUIRE_TIMEOUT_MS, then get 503 overloaded'),

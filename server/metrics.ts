@@ -98,10 +98,10 @@ export const streamsRefused = new client.Counter({
   registers: [registry],
 });
 
-export const streamsIdleClosed = new client.Counter({
-  name: 'http_streams_idle_closed_total',
-  help: 'Streamed responses closed because the client read nothing for STREAM_IDLE_TIMEOUT_MS',
-  labelNames: ['route'] as const,
+export const idleClosed = new client.Counter({
+  name: 'http_idle_closed_total',
+  help: 'Public requests whose connection was closed because it carried nothing either way for CLIENT_IDLE_TIMEOUT_MS (a reader that stopped reading)',
+  labelNames: ['listener', 'route'] as const,
   registers: [registry],
 });
 

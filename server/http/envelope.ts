@@ -21,50 +21,30 @@ export function sendSerialisedData(res: Response, dataJson: string, meta: Meta):
   res.status(200).type('application/json').send(`{"data":${dataJson},"meta":${JSON.stringify(meta)}}`);
 }
 
-export interface StreamOptions {
-  /** Whenever a write waits for the client, it must accept more within this long or the response is closed. */
-  idleTimeoutMs: number;
-  /** Called when the response is closed for idleness (log it, count it). */
-  onIdleClose(idleMs: number, bytesWritten: number): void;
-}
-
 /**
  * The envelope streamed: `produce` writes the data value in chunks and
  * returns the meta, which can only be known at the end. Nothing is sent until
  * the first chunk, so a failure before it still gets a status and an error
  * envelope. Each write waits for the socket to drain, so a slow reader slows
- * the producer instead of growing a buffer; a reader that takes nothing for
- * `idleTimeoutMs` has its connection closed (the producer's write rejects).
+ * the producer instead of growing a buffer. A reader that takes nothing at all
+ * is closed by the idle timeout every public request has (http/observe.ts),
+ * and the producer's next write rejects.
  */
-export async function streamData(
-  res: Response,
-  options: StreamOptions,
-  produce: (write: (chunk: string) => Promise<void>) => Promise<Meta>,
-): Promise<void> {
-  let bytes = 0;
+export async function streamData(res: Response, produce: (write: (chunk: string) => Promise<void>) => Promise<Meta>): Promise<void> {
   const send = (chunk: string, end: boolean) =>
     new Promise<void>((resolve, reject) => {
       if (res.destroyed) return reject(new ClientGoneError('the client went away'));
-      bytes += chunk.length;
-      const flushed = end ? (res.end(chunk), res.writableFinished) : res.write(chunk);
-      if (flushed) return resolve();
-      const waitingSince = performance.now();
+      if (end ? (res.end(chunk), false) : res.write(chunk)) return resolve();
+      const progress = end ? 'finish' : 'drain';
       const done = (err?: Error) => {
-        clearTimeout(timer);
-        res.off(end ? 'finish' : 'drain', onProgress);
+        res.off(progress, onProgress);
         res.off('close', onClose);
         if (err) reject(err);
         else resolve();
       };
       const onProgress = () => done();
       const onClose = () => done(new ClientGoneError('the client went away'));
-      const timer = setTimeout(() => {
-        const idleMs = Math.round(performance.now() - waitingSince);
-        options.onIdleClose(idleMs, bytes);
-        res.destroy();
-        done(new ClientGoneError(`the client read nothing for ${idleMs} ms`));
-      }, options.idleTimeoutMs);
-      res.once(end ? 'finish' : 'drain', onProgress);
+      res.once(progress, onProgress);
       res.once('close', onClose);
     });
   let started = false;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { httpDuration, httpRequests } from '../metrics.ts';
+import { httpDuration, httpRequests, idleClosed } from '../metrics.ts';
 
 const INCOMING_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -9,14 +9,35 @@ const INCOMING_ID = /^[A-Za-z0-9._-]{1,128}$/;
  * Request id, one structured log line per request, and the HTTP metrics.
  * The log carries the path without its query string and never a header, so
  * neither API keys nor admin tokens nor secret-bearing parameters reach it.
+ *
+ * With `idleTimeoutMs`, a request whose connection carries nothing either way
+ * for that long is closed, logged and counted: a client that stopped reading
+ * holds a socket and its unsent bytes, and nothing else, until then. The
+ * server's own work on a public request is bounded well below it (a second
+ * for a connection, DATABASE_STATEMENT_TIMEOUT_MS per statement, the worker
+ * task timeout). The socket counts as active whenever a write completes, and
+ * the kernel frees send-buffer space in large steps (buffers grow to 4 MB
+ * here), so a reader is taken as idle when it reads less than about 1.5 MB
+ * per idle period: with a 3 s timeout, 500 KB/s readers received a 20 MB body
+ * and 300 KB/s ones were cut. At the 120 s default that is about 12 KB/s.
  */
-export function observeRequests(listener: 'public' | 'admin', logger: Logger): RequestHandler {
+export function observeRequests(listener: 'public' | 'admin', logger: Logger, idleTimeoutMs?: number): RequestHandler {
   return (req, res, next) => {
     const incoming = req.get('x-request-id');
     const requestId = incoming && INCOMING_ID.test(incoming) ? incoming : randomUUID();
     res.locals.requestId = requestId;
     res.setHeader('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
+    // baseUrl is reset when an error leaves a router, so routers record their mount point.
+    const routeOf = () => (req.route ? `${res.locals.routePrefix ?? req.baseUrl}${req.route.path}` : 'unmatched');
+    if (idleTimeoutMs) {
+      res.setTimeout(idleTimeoutMs, () => {
+        const route = routeOf();
+        idleClosed.inc({ listener, route });
+        logger.warn({ requestId, listener, route, idleMs: idleTimeoutMs, bytesWritten: res.socket?.bytesWritten }, 'connection closed: it carried nothing either way for the idle timeout');
+        res.destroy();
+      });
+    }
     res.on('finish', () => finish(false));
     res.on('close', () => finish(true));
     let done = false;
@@ -24,8 +45,7 @@ export function observeRequests(listener: 'public' | 'admin', logger: Logger): R
       if (done) return;
       done = true;
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      // baseUrl is reset when an error leaves a router, so routers record their mount point.
-      const route = req.route ? `${res.locals.routePrefix ?? req.baseUrl}${req.route.path}` : 'unmatched';
+      const route = routeOf();
       const status = closed && !res.writableFinished ? 'aborted' : String(res.statusCode);
       const labels = { listener, method: req.method, route, status };
       httpRequests.inc(labels);

@@ -1,14 +1,13 @@
 import type { Area } from '../app.ts';
 import { sendData, sendSerialisedData, streamData } from '../http/envelope.ts';
 import { StreamSlots } from '../http/stream-slots.ts';
-import { streamsIdleClosed } from '../metrics.ts';
 import { parse } from '../http/validate.ts';
 import { dailyBarIngest, intradayBarIngest } from './ingest.ts';
 import { BulkPricesQuerySchema, DailyPricesQuerySchema, InstrumentPathSchema, IntradayQuerySchema } from './schema.ts';
 import * as service from './service.ts';
 
 export const pricesArea: Area = {
-  routes(router, { readDb, config, logger }) {
+  routes(router, { readDb, config }) {
     router.get('/instruments/:id/prices', 'prices:read', async (req, res) => {
       const { id } = parse(InstrumentPathSchema, req.params, 'params');
       const q = parse(DailyPricesQuerySchema, req.query);
@@ -23,15 +22,8 @@ export const pricesArea: Area = {
     router.get('/prices/bulk', 'prices:read', async (req, res) => {
       const q = parse(BulkPricesQuerySchema, req.query);
       const release = bulkSlots.admit(res.locals.auth.accountId);
-      const stream = {
-        idleTimeoutMs: config.STREAM_IDLE_TIMEOUT_MS,
-        onIdleClose(idleMs: number, bytesWritten: number) {
-          streamsIdleClosed.inc({ route: '/v1/prices/bulk' });
-          logger.warn({ requestId: res.locals.requestId, route: '/v1/prices/bulk', idleMs, bytesWritten }, 'stream closed: the client read nothing');
-        },
-      };
       try {
-        await streamData(res, stream, (write) => service.streamBulkPrices(readDb, q, write));
+        await streamData(res, (write) => service.streamBulkPrices(readDb, q, write));
       } finally {
         release();
       }

@@ -209,7 +209,7 @@ describe('resilience: admission and deadlines', () => {
   }, 30_000);
 
   it('when a reader takes nothing for the idle timeout, then the server closes its stream and counts it', async () => {
-    const idle = await startService({ STREAM_IDLE_TIMEOUT_MS: '500' });
+    const idle = await startService({ CLIENT_IDLE_TIMEOUT_MS: '500' });
     try {
       const k = await idle.keyWith(['prices:read']);
       const before = await idleClosedCount(idle);
@@ -231,7 +231,7 @@ describe('resilience: admission and deadlines', () => {
 
 async function idleClosedCount(s: Service): Promise<number> {
   const text = await (await fetch(`${s.runtime.adminUrl}/metrics`)).text();
-  const m = /^http_streams_idle_closed_total\{route="\/v1\/prices\/bulk"\} (\d+)$/m.exec(text);
+  const m = /^http_idle_closed_total\{listener="public",route="\/v1\/prices\/bulk"\} (\d+)$/m.exec(text);
   return m ? Number(m[1]) : 0;
 }
 
