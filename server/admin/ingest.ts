@@ -2,6 +2,7 @@ import type { Writable } from 'node:stream';
 import { z } from 'zod';
 import type { Sql } from '../db/sql.ts';
 import { AppError } from '../http/errors.ts';
+import { hasNestedValue, mayHoldUnstorableText, unstorableText } from '../http/validate.ts';
 import { parseCsvBatches } from './csv.ts';
 import { ndjsonBatches } from './ndjson.ts';
 
@@ -129,16 +130,13 @@ export function batchesFrom(body: AsyncIterable<Buffer | string>, format: BodyFo
   return format === 'json' ? jsonBatches(body) : format === 'ndjson' ? ndjsonBatches(body) : parseCsvBatches(body);
 }
 
-const NEEDS_COPY_ESCAPE = /[\\\t\n\r\0]/;
+const NEEDS_COPY_ESCAPE = /[\\\t\n\r]/;
 
-/** One COPY text field. Row `index` is for the message when text holds NUL, which PostgreSQL text cannot store. */
-function copyField(v: string | number | boolean | null, index: number): string {
+/** One COPY text field. Text never holds NUL here: ingestRows refuses such a row before encoding it. */
+function copyField(v: string | number | boolean | null): string {
   if (v === null) return '\\N';
   if (typeof v !== 'string') return String(v);
   if (!NEEDS_COPY_ESCAPE.test(v)) return v;
-  if (v.includes('\0')) {
-    throw new AppError('invalid_request', `row ${index} contains a NUL character; nothing was stored`, { [`rows[${index}]`]: ['text may not contain NUL (U+0000)'] });
-  }
   return v.replace(/[\\\t\n\r]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r'));
 }
 
@@ -147,9 +145,9 @@ function copyField(v: string | number | boolean | null, index: number): string {
  * concatenation would leave a rope of ~30 pieces per row alive until the
  * batch is sent, which the garbage collector then promotes and scans.
  */
-function copyLine(values: (string | number | boolean | null)[], index: number): string {
+function copyLine(values: (string | number | boolean | null)[]): string {
   const fields = new Array<string>(values.length);
-  for (let i = 0; i < values.length; i++) fields[i] = copyField(values[i], index);
+  for (let i = 0; i < values.length; i++) fields[i] = copyField(values[i]);
   return fields.join('\t');
 }
 
@@ -197,6 +195,14 @@ function invalidRow(kind: { label: string }, index: number, issues: readonly z.c
     (details[key] ??= []).push(issue.message);
   }
   return new AppError('invalid_request', `row ${index} of the ${kind.label} batch is invalid; nothing was stored`, details);
+}
+
+/** Throws the 400 naming each field of the row PostgreSQL could not store (see unstorableText), if any. */
+function refuseUnstorable(kind: { label: string }, index: number, row: unknown) {
+  const problems = unstorableText(row);
+  if (!problems) return;
+  const details = Object.fromEntries(Object.entries(problems).map(([path, messages]) => [path === '_' ? `rows[${index}]` : `rows[${index}].${path}`, messages]));
+  throw new AppError('invalid_request', `row ${index} of the ${kind.label} batch holds text PostgreSQL cannot store; nothing was stored`, details);
 }
 
 /** Ingests batches of raw rows in one transaction; see IngestKind. */
@@ -262,7 +268,16 @@ export async function ingestRows<Row>(sql: Sql, kind: IngestKind<Row>, batches: 
             if (ordinal < batchRange.first) batchRange.first = ordinal;
             if (ordinal > batchRange.last) batchRange.last = ordinal;
           }
-          const line = copyLine(kind.toStagingValues(row), index);
+          // Text PostgreSQL cannot store is refused by field, on the parsed row,
+          // so a NUL in a CSV cell's JSON text (brokerCodes, symbols, params)
+          // is seen too. A row with nested values is scanned before they are
+          // serialised (JSON.stringify overflows on 10,000 levels). For the
+          // rest, every text column is in the COPY line, and one test of it
+          // stands in for the scan: on the daily-bar CSV path 0.3 s per
+          // million rows against 3.0 s for the scan (7.2 s without either).
+          if (hasNestedValue(row as object)) refuseUnstorable(kind, index, row);
+          const line = copyLine(kind.toStagingValues(row));
+          if (mayHoldUnstorableText(line)) refuseUnstorable(kind, index, row);
           lines.push(keys ? line : `${index}\t${line}`);
           bytes += line.length + 1;
           index++;

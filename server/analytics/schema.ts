@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { AsOfSchema, UuidSchema, idListSchema } from '../http/params.ts';
+import { AsOfSchema, UuidSchema, idListSchema, type PointInTime } from '../http/params.ts';
+import { FIRST_DAY, startsBeforeFirstDay } from './series.ts';
 import { STRUCTURE_NAMES } from '../../workers/strategy-ev.ts';
 
 // Bounds keep every computation meaningful: σ√T stays at most 5 × √10 ≈ 16,
@@ -7,7 +8,13 @@ import { STRUCTURE_NAMES } from '../../workers/strategy-ev.ts';
 const finite = (description: string) => z.number({ error: 'must be a finite number' }).describe(description);
 const Spot = finite('underlying price').positive('must be greater than 0');
 const Strike = finite('strike').positive('must be greater than 0');
-const ExpiryDays = finite('calendar days to expiry (ACT/365F)').positive('must be greater than 0').max(3650, 'at most 3650 days');
+// One minute. Below it the Greeks mean nothing: at the money (spot 100, vol
+// 0.2) gamma is 14.5 at one minute but 3.8e149 at 1e-300 days, and 5e-324
+// days underflows to a year fraction of 0, which cannot be priced at all.
+export const MIN_EXPIRY_DAYS = 1 / 1440;
+const ExpiryDays = finite('calendar days to expiry (ACT/365F), at least one minute (1/1440)')
+  .min(MIN_EXPIRY_DAYS, 'must be at least 1/1440 (one minute): below that the Greeks are meaningless')
+  .max(3650, 'at most 3650 days');
 const Rate = finite('continuously compounded annual risk-free rate, decimal').min(-0.2, 'at least -0.2').max(1, 'at most 1');
 const Vol = finite('annualised volatility, decimal').positive('must be greater than 0').max(5, 'at most 5 (500%)');
 const DividendYield = finite('continuous annual dividend yield, decimal').min(-0.2).max(1).default(0);
@@ -71,22 +78,36 @@ const lookback = (min: number, max: number, fallback: number) =>
     .default(fallback)
     .describe('calendar days: the window is (end - lookbackDays, end]');
 
-export const TechnicalsQuerySchema = z.strictObject({
-  lookbackDays: lookback(1, 1000, 200),
-  asOf: AsOfSchema.optional().describe('only bars on or before it are used; the window ends here'),
-});
+/** 400 naming both parameters when the window would start before the first storable day, rather than clamping it. */
+function windowWithinCalendar(q: { lookbackDays: number; asOf?: PointInTime }, ctx: z.RefinementCtx) {
+  if (!startsBeforeFirstDay(q.lookbackDays, q.asOf)) return;
+  const message = `the window (asOf - lookbackDays, asOf] would start before ${FIRST_DAY}; use a later asOf or fewer lookbackDays`;
+  ctx.addIssue({ code: 'custom', path: ['asOf'], message });
+  ctx.addIssue({ code: 'custom', path: ['lookbackDays'], message });
+}
 
-export const CorrelationsQuerySchema = z.strictObject({
-  instrumentIds: idListSchema(20, 2),
-  lookbackDays: lookback(20, 504, 90),
-  method: z.enum(['pearson', 'spearman']).default('pearson'),
-  asOf: AsOfSchema.optional(),
-});
+export const TechnicalsQuerySchema = z
+  .strictObject({
+    lookbackDays: lookback(1, 1000, 200),
+    asOf: AsOfSchema.optional().describe('only bars on or before it are used; the window ends here'),
+  })
+  .superRefine(windowWithinCalendar);
 
-export const BetaQuerySchema = z.strictObject({
-  benchmarkId: UuidSchema.transform((s) => s.toLowerCase()),
-  lookbackDays: lookback(20, 504, 252),
-  asOf: AsOfSchema.optional(),
-});
+export const CorrelationsQuerySchema = z
+  .strictObject({
+    instrumentIds: idListSchema(20, 2),
+    lookbackDays: lookback(20, 504, 90),
+    method: z.enum(['pearson', 'spearman']).default('pearson'),
+    asOf: AsOfSchema.optional(),
+  })
+  .superRefine(windowWithinCalendar);
+
+export const BetaQuerySchema = z
+  .strictObject({
+    benchmarkId: UuidSchema.transform((s) => s.toLowerCase()),
+    lookbackDays: lookback(20, 504, 252),
+    asOf: AsOfSchema.optional(),
+  })
+  .superRefine(windowWithinCalendar);
 
 export const InstrumentIdParamsSchema = z.strictObject({ id: UuidSchema.transform((s) => s.toLowerCase()) });

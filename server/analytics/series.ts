@@ -10,10 +10,25 @@ export interface LookbackWindow {
   lookbackDays: number;
 }
 
+// The earliest day a window may start. PostgreSQL's date input has no year 0,
+// and JavaScript writes the days before year 1 as "0000-…" or "-000001-…",
+// which it refuses.
+export const FIRST_DAY = '0001-01-01';
+const FIRST_DAY_MS = Date.parse(`${FIRST_DAY}T00:00:00Z`);
+
+function windowMs(lookbackDays: number, asOf: PointInTime | undefined, now: Date) {
+  const end = (asOf?.instant ?? now).toISOString().slice(0, 10);
+  return { end, fromMs: Date.parse(`${end}T00:00:00Z`) - (lookbackDays - 1) * DAY_MS };
+}
+
 /** The calendar window (end − lookbackDays, end] shared by technicals, correlations and beta. */
 export function lookbackWindow(lookbackDays: number, asOf: PointInTime | undefined, now = new Date()): LookbackWindow {
-  const end = (asOf?.instant ?? now).toISOString().slice(0, 10);
-  const from = new Date(Date.parse(`${end}T00:00:00Z`) - (lookbackDays - 1) * DAY_MS).toISOString().slice(0, 10);
-  return { from, to: end, lookbackDays };
+  const { end, fromMs } = windowMs(lookbackDays, asOf, now);
+  return { from: new Date(fromMs).toISOString().slice(0, 10), to: end, lookbackDays };
+}
+
+/** Whether the window would start before FIRST_DAY (asOf 0001-01-01 with any lookback beyond one day, say). */
+export function startsBeforeFirstDay(lookbackDays: number, asOf: PointInTime | undefined, now = new Date()): boolean {
+  return windowMs(lookbackDays, asOf, now).fromMs < FIRST_DAY_MS;
 }
 

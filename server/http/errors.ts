@@ -102,6 +102,14 @@ export function toAppError(err: unknown): AppError {
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
     return new AppError('unsupported_media_type', 'unsupported body encoding');
   }
+  // The router decodes each path parameter with decodeURIComponent and marks
+  // the URIError 400 (without `expose`): "%FF", "%" or a cut-off "%E0%A4%A".
+  if (err instanceof URIError && e.status === 400) {
+    const segment = /^Failed to decode param '(.*)'$/s.exec(err.message)?.[1];
+    return invalidRequest('the path is not valid percent-encoded UTF-8', {
+      path: [segment === undefined ? 'malformed percent-encoding' : `segment "${segment}" is not valid percent-encoded UTF-8`],
+    });
+  }
   if (e?.expose && typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
     return invalidRequest(String((err as Error).message));
   }

@@ -1,11 +1,97 @@
 import { z } from 'zod';
-import { AppError, zodDetails } from './errors.ts';
+import { AppError, zodDetails, type ErrorDetails } from './errors.ts';
 
 /** Parses one part of a request; every failing field is named in `details`. */
 export function parse<S extends z.ZodType>(schema: S, value: unknown, part: 'query' | 'params' | 'body' | 'row' = 'query'): z.infer<S> {
+  const what = `invalid ${part === 'params' ? 'path parameters' : part}`;
+  const unstorable = unstorableText(value);
+  if (unstorable) throw new AppError('invalid_request', what, unstorable);
   const result = schema.safeParse(value);
-  if (!result.success) {
-    throw new AppError('invalid_request', `invalid ${part === 'params' ? 'path parameters' : part}`, zodDetails(result.error));
-  }
+  if (!result.success) throw new AppError('invalid_request', what, zodDetails(result.error));
   return result.data;
+}
+
+// PostgreSQL text cannot hold NUL (U+0000); jsonb refuses the escape \u0000
+// and a UTF-16 surrogate without its pair, which plain text would store
+// silently as U+FFFD. Both are refused at the input boundary, naming the
+// field, rather than failing in the database as a 500. The first pattern is
+// a quick test (it also matches a well-formed pair); the second is exact.
+const NUL_OR_SURROGATE = /[\0\uD800-\uDFFF]/;
+const UNPAIRED_SURROGATE = /\p{Cs}/u;
+
+// The deepest legitimate input, an instrument row's symbols[i].validFrom, is
+// three levels down. Deeper values reach recursive code: JSON.stringify
+// overflows its stack at 10,000 levels (60 KB of JSON, well inside the 1 MB
+// body limit), and PostgreSQL's jsonb parser recurses too.
+export const MAX_DEPTH = 32;
+
+// Enough to show what is wrong without echoing a whole hostile body.
+const MAX_REPORTED = 10;
+
+function problemOf(text: string): string | null {
+  if (!NUL_OR_SURROGATE.test(text)) return null;
+  if (text.includes('\0')) return 'must not contain NUL (U+0000)';
+  return UNPAIRED_SURROGATE.test(text) ? 'must not contain an unpaired UTF-16 surrogate' : null;
+}
+
+/** Whether `text` may hold what unstorableText reports: false is certain, true means look closer. */
+export function mayHoldUnstorableText(text: string): boolean {
+  return NUL_OR_SURROGATE.test(text);
+}
+
+/** Whether any enumerable value of `value` is an object or array. */
+export function hasNestedValue(value: object): boolean {
+  for (const key in value) {
+    const v = (value as Record<string, unknown>)[key];
+    if (v !== null && typeof v === 'object') return true;
+  }
+  return false;
+}
+
+/**
+ * What PostgreSQL could not store in `value`: each string (object keys too)
+ * holding NUL or an unpaired surrogate, and nesting deeper than MAX_DEPTH, by
+ * field path (keys and indexes joined by dots, as zod issues are reported;
+ * "_" for `value` itself), or null when there is nothing. Iterative, so a
+ * hostile depth cannot overflow the scan itself.
+ */
+export function unstorableText(value: unknown): ErrorDetails | null {
+  let details: ErrorDetails | null = null;
+  let reported = 0;
+  const report = (path: string, message: string) => {
+    // No prototype: a field named "__proto__" is a key like any other.
+    details ??= Object.create(null) as ErrorDetails;
+    const key = path || '_';
+    if (!details[key] && reported++ >= MAX_REPORTED) return;
+    (details[key] ??= []).push(message);
+  };
+  const join = (path: string, step: string | number) => (path ? `${path}.${step}` : String(step));
+  if (typeof value === 'string') {
+    const problem = problemOf(value);
+    if (problem) report('', problem);
+    return details;
+  }
+  const stack: [object, string, number][] = value !== null && typeof value === 'object' ? [[value, '', 1]] : [];
+  while (stack.length) {
+    const [container, path, depth] = stack.pop()!;
+    if (depth > MAX_DEPTH) {
+      report(path, `must not be nested more than ${MAX_DEPTH} levels deep`);
+      continue;
+    }
+    const isArray = Array.isArray(container);
+    for (const key of Object.keys(container)) {
+      if (!isArray) {
+        const problem = problemOf(key);
+        if (problem) report(path, `a key ${problem.replace('must not contain', 'contains')}`);
+      }
+      const v = (container as Record<string, unknown>)[key];
+      if (typeof v === 'string') {
+        const problem = problemOf(v);
+        if (problem) report(join(path, key), problem);
+      } else if (v !== null && typeof v === 'object') {
+        stack.push([v, join(path, key), depth + 1]);
+      }
+    }
+  }
+  return details;
 }

@@ -252,7 +252,12 @@ async function refreshRollups(tx: Sql, firstMinute: number, lastMinute: number) 
   await tx`set local enable_nestloop = off`;
   for (const { table, width, ms } of ROLLUPS) {
     const lo = new Date(origin + Math.floor((firstMinute * MINUTE_MS - origin) / ms) * ms);
-    const hi = new Date(origin + (Math.floor((lastMinute * MINUTE_MS - origin) / ms) + 1) * ms);
+    // The last minute of the last touched bucket, not the instant the bucket
+    // ends: for the bucket that ends year 9999 that instant is in year 10000,
+    // which a Date sends as "+010000-01-01T00:00:00.000Z" and PostgreSQL
+    // refuses. Stored bars are whole minutes (the row schema), so `<=` this
+    // selects exactly what `<` the end would, and the bound stays a constant.
+    const hi = new Date(origin + (Math.floor((lastMinute * MINUTE_MS - origin) / ms) + 1) * ms - MINUTE_MS);
     const bucket = (column: string) => tx`date_bin(${width}::interval, ${tx(column)}, ${BUCKET_ORIGIN}::timestamptz)`;
     await tx`
       insert into ${tx(table)} as r (instrument_id, bar_ts, open_price, high_price, low_price, close_price, volume,
@@ -270,7 +275,7 @@ async function refreshRollups(tx: Sql, firstMinute: number, lastMinute: number) 
         (array_agg(m.source order by m.bar_ts desc))[1],
         max(m.as_of)
       from intraday_bars m
-      where m.bar_ts >= ${lo} and m.bar_ts < ${hi}
+      where m.bar_ts >= ${lo} and m.bar_ts <= ${hi}
         and (m.instrument_id, ${bucket('bar_ts')}) in (select instrument_id, ${bucket('bar_ts')} from ingest_staging)
       group by 1, 2
       on conflict (instrument_id, bar_ts) do update set
@@ -319,12 +324,14 @@ export const intradayBarIngest: IngestKind<IntradayBarRow> = {
     // A continuous aggregate refresh cannot run inside a transaction. Real-time
     // aggregation already serves unmaterialised buckets; this re-materialises
     // buckets a correction touched.
-    // Whole hours, a boundary of every rollup width, so no touched bucket is cut off.
+    // Whole hours, a boundary of every rollup width, so no touched bucket is
+    // cut off. The end hour is added in SQL: after the last hour of year 9999
+    // it is in year 10000, which a Date cannot send (see refreshRollups).
     const hour = 3_600_000;
     const first = new Date(Math.floor(Date.parse(result.firstBarTimestamp as string) / hour) * hour);
-    const last = new Date((Math.floor(Date.parse(result.lastBarTimestamp as string) / hour) + 1) * hour);
+    const lastHour = new Date(Math.floor(Date.parse(result.lastBarTimestamp as string) / hour) * hour);
     for (const { table } of ROLLUPS) {
-      await sql`call refresh_continuous_aggregate(${table}, ${first}, ${last})`;
+      await sql`call refresh_continuous_aggregate(${table}, ${first}, ${lastHour}::timestamptz + interval '1 hour')`;
     }
   },
 };

@@ -84,7 +84,7 @@ describe('batch ingest across several COPY batches', () => {
     const { id } = await createInstrument(svc);
     const res = await svc.admin('POST', '/bars/daily', [dailyBar(id, { barDate: '2020-01-02', close: 5 }), dailyBar(id, { barDate: '2020-01-03', close: 5 }, { source: 'a\u0000b' })]);
     expect(res.status).toBe(400);
-    expect(res.body.error.details).toEqual({ 'rows[1]': ['text may not contain NUL (U+0000)'] });
+    expect(res.body.error.details).toEqual({ 'rows[1].source': ['must not contain NUL (U+0000)'] });
     expect((await stored([id])).n).toBe(0);
   });
 
