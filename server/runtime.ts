@@ -61,8 +61,11 @@ const CLIENT_ERRORS: Record<string, { status: number; error: () => AppError }> =
  * counts and logs it like any other request.
  */
 function answerClientError(listener: 'public' | 'admin', docsBaseUrl: string, logger: Logger) {
-  return (err: NodeJS.ErrnoException, socket: Duplex) => {
-    if (err.code === 'ECONNRESET' || !socket.writable) {
+  return (err: NodeJS.ErrnoException, socket: Duplex & { bytesWritten?: number }) => {
+    // As Node does: answer only on a connection nothing was written to yet.
+    // Otherwise the bytes are what follows a response already sent (the unread
+    // rest of a refused upload, after Connection: close, say).
+    if (err.code === 'ECONNRESET' || !socket.writable || socket.bytesWritten) {
       socket.destroy();
       return;
     }

@@ -113,7 +113,7 @@ export function adminRouter(deps: AdminDeps): Router {
   for (const [path, kind] of Object.entries(deps.ingestKinds)) {
     router.post(`/${path}`, async (req, res) => {
       const format = formatOf(req.get('content-type'));
-      res.json({ data: await uploads.run(req, res, (body) => db.run((sql) => ingestRows(sql, kind, batchesFrom(body, format)))) });
+      res.json({ data: await uploads.run(req, (body) => db.run((sql) => ingestRows(sql, kind, batchesFrom(body, format)))) });
     });
   }
   deps.extraRoutes?.(router);

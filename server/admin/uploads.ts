@@ -1,4 +1,4 @@
-import type { Request, Response } from 'express';
+import type { Request } from 'express';
 import { AppError } from '../http/errors.ts';
 import { PermitRefused, Semaphore } from '../semaphore.ts';
 
@@ -27,7 +27,7 @@ export class UploadSlots {
     this.slots = new Semaphore(limits.maxConcurrent, limits.maxWaiting);
   }
 
-  async run<T>(req: Request, res: Response, upload: (body: AsyncIterable<Buffer>) => Promise<T>): Promise<T> {
+  async run<T>(req: Request, upload: (body: AsyncIterable<Buffer>) => Promise<T>): Promise<T> {
     try {
       await this.slots.acquire(this.limits.waitTimeoutMs);
     } catch (err) {
@@ -36,10 +36,6 @@ export class UploadSlots {
     }
     try {
       return await upload(withIdleTimeout(req, this.limits.idleTimeoutMs));
-    } catch (err) {
-      // The rest of the body will not be read: close the connection after the answer.
-      if (err instanceof AppError && err.code === 'request_timeout') res.setHeader('Connection', 'close');
-      throw err;
     } finally {
       this.slots.release();
     }

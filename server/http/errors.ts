@@ -141,6 +141,10 @@ export function errorMiddleware(docsBaseUrl: string, onInternal: (err: unknown, 
       res.destroy();
       return;
     }
+    // Refused before its body was read to the end (an upload cut short, say):
+    // the rest would be taken for the next request on this connection, so the
+    // connection closes after the answer.
+    if (!req.complete) res.setHeader('Connection', 'close');
     res.status(appError.status).set(appError.headers).json(errorBody(appError, docsBaseUrl));
   };
 }

@@ -230,14 +230,12 @@ const stats = { requests: 0, byClass: {} as Record<string, number>, okByRoute: n
 
 function sendOnce(req: Req): Promise<Reply & { reusedSocket: boolean }> {
   const base = req.to === 'public' ? publicBase : adminBase;
-  // Reads share kept-alive connections. Each admin write gets its own: an
-  // upload refused before its body is read to the end leaves the rest of the
-  // body unread on its connection, and the next request there is never
-  // answered (the server drops the socket after its 5 s keep-alive timeout).
-  const connection = req.to === 'admin' && req.method !== 'GET' ? false : agent;
+  // All requests share kept-alive connections: a request refused before its
+  // body was read to the end is answered with Connection: close, so the agent
+  // does not reuse that connection.
   return new Promise((resolve, reject) => {
     const request = http.request(
-      { agent: connection, hostname: base.hostname, port: base.port, method: req.method, path: req.path, headers: { ...authorization(req.auth), ...req.headers } },
+      { agent, hostname: base.hostname, port: base.port, method: req.method, path: req.path, headers: { ...authorization(req.auth), ...req.headers } },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

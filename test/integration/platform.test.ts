@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import { connect, createServer } from 'node:net';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -359,6 +360,10 @@ describe('platform: start', () => {
   it('when the database is unreachable at start, then /healthz answers, /readyz and the API say 503 with Retry-After, and the service becomes ready once the database is up', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'mds-late-'));
     await chmod(dir, 0o755); // as root, the cluster runs as the postgres user
+    // The cluster and its database exist before the service looks for them;
+    // only the server is missing (else the service could find the server up
+    // before the database is created, which is a different, fatal, error).
+    await (await startEmbeddedPostgres(path.join(dir, 'pg'), { persistent: true })).stop();
     const port = await freePort();
     const runtime = new Runtime(await configFor(`postgres://postgres:embedded@127.0.0.1:${port}/mds`), createLogger('silent'));
     const started = runtime.start();
@@ -424,6 +429,31 @@ describe('platform: requests Node refuses to parse', () => {
     expect(reply.statusLine).toBe('HTTP/1.1 431 Request Header Fields Too Large');
     expectErrorEnvelope(reply.body, 'request_header_too_large');
     expect(reply.head).toMatch(/\r\nX-Request-Id: [0-9a-f-]{36}\r\n/i);
+  });
+
+  it('when an upload is refused before its body is read to the end, then the answer closes the connection, and the same keep-alive client is answered next', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const { hostname, port } = new URL(svc.runtime.adminUrl);
+    const call = (method: string, route: string, body?: string) =>
+      new Promise<{ status: number; connection?: string }>((resolve, reject) => {
+        const req = http.request(
+          { agent, hostname, port, method, path: `/admin/v1${route}`, headers: { authorization: `Bearer ${svc.runtime.adminToken}`, 'content-type': 'text/csv' } },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection }));
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    try {
+      // A bad header column: refused at the first line, 160 KB of body unread.
+      const refused = await call('POST', '/bars/daily', `instrumentId,,barDate\n${'x,y,z\n'.repeat(32_000)}`);
+      expect(refused).toEqual({ status: 400, connection: 'close' });
+      expect((await call('GET', '/status')).status).toBe(200);
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('when the request is not HTTP, then the answer is 400 with the error envelope and a request id, on both listeners', async () => {
