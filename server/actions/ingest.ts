@@ -1,5 +1,4 @@
 import { rejectFirstRow, rejectUnknownInstruments, type IngestKind, type IngestResult } from '../admin/ingest.ts';
-import type { Sql } from '../db/sql.ts';
 import { CorporateActionRowSchema, CoverageCheckRowSchema, type CorporateActionRow, type CoverageCheckRow } from './schema.ts';
 
 // Any constant: serialises action ingests so two batches cannot both read

@@ -84,7 +84,7 @@ export function zodDetails(error: z.ZodError, prefix = ''): ErrorDetails {
 // rather than reported as bugs.
 const DATABASE_BUSY_OR_CLOSING = new Set(['53300', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED']);
 
-export function isDatabaseUnavailable(err: unknown): boolean {
+function isDatabaseUnavailable(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code;
   return isConnectionFailure(err) || (typeof code === 'string' && DATABASE_BUSY_OR_CLOSING.has(code));
 }

@@ -196,7 +196,7 @@ const FLUSH_BYTES = 64 * 1024;
  * fit in PAGE_ROWS, counting the most a series can hold (one bar per calendar
  * day of the window, the table's key), and at least one.
  */
-export function instrumentsPerPage(from: string, to: string): number {
+function instrumentsPerPage(from: string, to: string): number {
   const windowDays = Math.round((Date.parse(to) - Date.parse(from)) / 86_400_000) + 1;
   return Math.max(1, Math.floor(PAGE_ROWS / windowDays));
 }
