@@ -356,18 +356,30 @@ export interface Child {
   stop(): Promise<void>;
 }
 
+/** What to do with each line a child writes. */
+export interface OutputOptions {
+  /** Receives every non-blank line, with the stream it came on. */
+  onLine?: (line: string, stream: 'stdout' | 'stderr') => void;
+  /** Whether a line is copied to our stderr (default: every line). */
+  echo?: (line: string) => boolean;
+}
+
 /** Spawns a child whose output goes to our stderr, prefixed; stop() sends SIGTERM, then SIGKILL after 15 s. */
-export function spawnChild(name: string, args: string[], env: NodeJS.ProcessEnv): Child {
+export function spawnChild(name: string, args: string[], env: NodeJS.ProcessEnv, output: OutputOptions = {}): Child {
   const proc = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   if (proc.pid === undefined) throw new Error(`could not start ${name}`);
   const pid = proc.pid;
-  for (const stream of [proc.stdout!, proc.stderr!]) {
+  for (const [stream, which] of [[proc.stdout!, 'stdout'], [proc.stderr!, 'stderr']] as const) {
     let partial = '';
     stream.setEncoding('utf8');
     stream.on('data', (chunk: string) => {
       const lines = (partial + chunk).split('\n');
       partial = lines.pop()!;
-      for (const line of lines) if (line.trim()) process.stderr.write(`  [${name}] ${line}\n`);
+      for (const line of lines) {
+        if (!line.trim()) continue;
+        output.onLine?.(line, which);
+        if (output.echo?.(line) ?? true) process.stderr.write(`  [${name}] ${line}\n`);
+      }
     });
   }
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
@@ -511,7 +523,7 @@ function startArgs(): string[] {
  * loopback ports, against `databaseUrl`, with the demo data off and the rate
  * limits raised out of the way (the limiter still runs on every request).
  */
-export async function startService(databaseUrl: string, opts: { env?: Record<string, string> } = {}): Promise<Service> {
+export async function startService(databaseUrl: string, opts: { env?: Record<string, string>; output?: OutputOptions } = {}): Promise<Service> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const adminToken = `bench-admin-${randomBytes(16).toString('hex')}`;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-bench-data-'));
@@ -535,7 +547,7 @@ export async function startService(databaseUrl: string, opts: { env?: Record<str
     RATE_LIMIT_SANDBOX_PER_DAY: '1000000000',
     ...opts.env,
   };
-  const child = spawnChild('service', nodeArgs, env);
+  const child = spawnChild('service', nodeArgs, env, opts.output);
   const publicUrl = `http://${LOOPBACK}:${port}`;
   const adminUrl = `http://${LOOPBACK}:${adminPort}`;
   // Watches the service's own sessions (their application_name ends in its

@@ -19,6 +19,7 @@ const SCENARIOS: Record<string, () => Promise<Scenario>> = {
   ingest: async () => (await import('./ingest.ts')).run,
   intraday: async () => (await import('./intraday.ts')).run,
   analytics: async () => (await import('./analytics.ts')).run,
+  resilience: async () => (await import('./resilience.ts')).run,
 };
 
 // A hard stop for the whole run, whatever happens: children and databases are
