@@ -316,7 +316,7 @@ function kernelQueues(port: number) {
   return { connections, serverSendMb: round(serverSend / MB, 1), clientReceiveMb: round(clientReceive / MB, 1) };
 }
 
-const STREAM_METRICS = ['http_streams_open', 'db_pool_connections_in_use', 'db_pool_waiting', 'db_pool_refused_total', 'http_streams_idle_closed_total', 'db_available'];
+const STREAM_METRICS = ['http_streams_open', 'db_pool_connections_in_use', 'db_pool_waiting', 'db_pool_refused_total', 'http_idle_closed_total', 'db_available'];
 
 // ---------------------------------------------------------------- instrument reads
 
@@ -483,7 +483,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         instruments: INSTRUMENTS,
         series: { ...SERIES, weekdaysPerInstrument: dates.length, totalBars: INSTRUMENTS * dates.length },
         bulkRequest: `all ${INSTRUMENTS} instruments, ${SERIES.from}..${SERIES.to}, unadjusted`,
-        serviceA: { ...streamEnv, DATABASE_STATEMENT_TIMEOUT_MS: 'default (60000)', STREAM_IDLE_TIMEOUT_MS: 'default (120000)' },
+        serviceA: { ...streamEnv, DATABASE_STATEMENT_TIMEOUT_MS: 'default (60000)', CLIENT_IDLE_TIMEOUT_MS: 'default (120000)' },
         stalledDownloads: STALLED,
         stallMs: STALL_MS,
         readsDuring: READS_DURING,

@@ -48,9 +48,9 @@ export class Database {
     dbUnitsWaiting.set({ pool: name }, 0);
   }
 
-  /** Runs one unit of work with the pool, holding one connection permit for its duration. */
-  async run<T>(unit: (sql: Sql) => Promise<T>): Promise<T> {
-    await this.acquire();
+  /** Runs one unit of work with the pool, holding one connection permit for its duration; waits at most `waitMs` for it. */
+  async run<T>(unit: (sql: Sql) => Promise<T>, waitMs = this.options.acquireTimeoutMs): Promise<T> {
+    await this.acquire(waitMs);
     try {
       return await unit(this.sql);
     } catch (err) {
@@ -66,24 +66,61 @@ export class Database {
     return this.sql.end({ timeout: timeoutSeconds });
   }
 
-  private async acquire(): Promise<void> {
+  /**
+   * A share of this pool: units run through it hold one of its `permits` as
+   * well as a connection permit, so together they never hold more than
+   * `permits` connections, and the rest of the pool stays free for other work.
+   */
+  lane(name: string, permits: number): DatabaseLane {
+    return new DatabaseLane(this, name, new Semaphore(permits, this.options.maxWaiting), this.options);
+  }
+
+  private async acquire(waitMs: number): Promise<void> {
     if (!this.health.available) throw this.refused('unavailable');
     const queuedAt = performance.now();
     try {
-      await this.permits.acquire(this.options.acquireTimeoutMs);
+      await this.permits.acquire(waitMs);
     } catch (err) {
-      throw err instanceof PermitRefused ? this.refused(err.reason) : err;
+      throw err instanceof PermitRefused ? this.refused(err.reason, waitMs) : err;
     }
     dbAcquireWait.observe({ pool: this.name }, (performance.now() - queuedAt) / 1000);
   }
 
-  private refused(reason: 'unavailable' | 'queue_full' | 'timeout'): AppError {
-    dbRefused.inc({ pool: this.name, reason });
+  /** The 503 for a unit refused before it ran (counted under `pool`). */
+  refused(reason: 'unavailable' | 'queue_full' | 'timeout', waitMs = this.options.acquireTimeoutMs, pool = this.name, connections = this.options.connections): AppError {
+    dbRefused.inc({ pool, reason });
     const message = {
       unavailable: 'the database is unavailable',
-      queue_full: `all ${this.options.connections} database connections are busy and ${this.options.maxWaiting} requests are waiting`,
-      timeout: `no database connection became free within ${this.options.acquireTimeoutMs} ms`,
+      queue_full: `all ${connections} database connections of ${pool} are busy and ${this.options.maxWaiting} requests are waiting`,
+      timeout: `no database connection of ${pool} became free within ${waitMs} ms`,
     }[reason];
     return new AppError('overloaded', `${message}; retry shortly`, {}, { 'Retry-After': '1' });
   }
 }
+
+/** A share of a Database's pool (see Database.lane). */
+export class DatabaseLane {
+  constructor(
+    private readonly db: Database,
+    readonly name: string,
+    private readonly permits: Semaphore,
+    private readonly options: DatabaseOptions,
+  ) {}
+
+  async run<T>(unit: (sql: Sql) => Promise<T>, waitMs = this.options.acquireTimeoutMs): Promise<T> {
+    if (!this.db.health.available) throw this.db.refused('unavailable', waitMs, this.name);
+    try {
+      await this.permits.acquire(waitMs);
+    } catch (err) {
+      throw err instanceof PermitRefused ? this.db.refused(err.reason, waitMs, this.name, this.permits.permits) : err;
+    }
+    try {
+      return await this.db.run(unit, waitMs);
+    } finally {
+      this.permits.release();
+    }
+  }
+}
+
+/** What a service needs to run units of work: a Database or a lane of one. */
+export type Units = Pick<Database, 'run'>;

@@ -26,7 +26,8 @@ export function sendSerialisedData(res: Response, dataJson: string, meta: Meta):
  * returns the meta, which can only be known at the end. Nothing is sent until
  * the first chunk, so a failure before it still gets a status and an error
  * envelope. Each write waits for the socket to drain, so a slow reader slows
- * the producer instead of growing a buffer. A reader that takes nothing at all
+ * the producer instead of growing a buffer, and for the next turn of the
+ * event loop, so downloads take turns with other requests. A reader that takes nothing at all
  * is closed by the idle timeout every public request has (http/observe.ts),
  * and the producer's next write rejects.
  */
@@ -34,7 +35,10 @@ export async function streamData(res: Response, produce: (write: (chunk: string)
   const send = (chunk: string, end: boolean) =>
     new Promise<void>((resolve, reject) => {
       if (res.destroyed) return reject(new ClientGoneError('the client went away'));
-      if (end ? (res.end(chunk), false) : res.write(chunk)) return resolve();
+      // One chunk per turn of the event loop even while the socket takes
+      // everything: a download filling empty socket buffers (megabytes each)
+      // would otherwise render page after page while other requests wait.
+      if (end ? (res.end(chunk), false) : res.write(chunk)) return void setImmediate(resolve);
       const progress = end ? 'finish' : 'drain';
       const done = (err?: Error) => {
         res.off(progress, onProgress);

@@ -9,9 +9,8 @@ const RETRY_AFTER_SECONDS = '5';
  * Admission for long streamed responses: at most `perAccount` open at once
  * per account (more: 429 rate_limited) and `total` for the whole service
  * (more: 503 overloaded). A stream holds no database connection while it
- * waits for its client, only while it reads its next page, so `total` also
- * caps the connections streams can hold at once and leaves the rest of the
- * pool to other requests.
+ * waits for its client; the connections streams hold while they read their
+ * pages are capped by their area's lane of the pool (Database.lane).
  */
 export class StreamSlots {
   private open = 0;

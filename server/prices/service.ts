@@ -1,5 +1,5 @@
 import os from 'node:os';
-import type { Database } from '../db/database.ts';
+import type { Database, Units } from '../db/database.ts';
 import { timed, type Sql } from '../db/sql.ts';
 import { AppError, invalidRequest } from '../http/errors.ts';
 import type { PointInTime } from '../http/params.ts';
@@ -209,7 +209,8 @@ function instrumentsPerPage(from: string, to: string): number {
  * one short statement on a pooled connection that is released before the
  * page is written. The next page is read while this one is written, so at
  * most two pages are held; a stalled client costs a socket and those pages,
- * and nothing in the database.
+ * and nothing in the database. `db` is a lane of the pool (prices/routes.ts):
+ * however many downloads run, their reads leave the rest of the pool free.
  *
  * What a reader can rely on while corrections land during the stream: each
  * instrument's series comes from one statement, so it never mixes bars from
@@ -220,7 +221,12 @@ function instrumentsPerPage(from: string, to: string): number {
  * Instruments appear in ascending id order; known instruments without bars in
  * the window map to an empty array, unknown ids are absent.
  */
-export async function streamBulkPrices(db: Database, q: BulkPricesQuery, write: (chunk: string) => Promise<void>): Promise<Meta> {
+export async function streamBulkPrices(
+  db: Units,
+  q: BulkPricesQuery,
+  write: (chunk: string) => Promise<void>,
+  options: { nextPageWaitMs: number },
+): Promise<Meta> {
   const readAt = new Date();
   const { known, plans, coverage } = await db.run(async (sql) => {
     const known = [...(await repo.existingInstruments(sql, q.instrumentIds)).keys()].sort();
@@ -257,7 +263,11 @@ export async function streamBulkPrices(db: Database, q: BulkPricesQuery, write: 
   };
 
   const perPage = instrumentsPerPage(q.from, q.to);
-  const readPage = (start: number) => db.run((sql) => timed('bulk_bars_page', repo.selectDailyBars(sql, known.slice(start, start + perPage), q.from, q.to)));
+  // The first page is read before anything is sent, so waiting too long for
+  // it is a 503; once the response has begun, a stream waits for its next page
+  // as long as it would for an idle reader before it is cut.
+  const readPage = (start: number) =>
+    db.run((sql) => timed('bulk_bars_page', repo.selectDailyBars(sql, known.slice(start, start + perPage), q.from, q.to)), start === 0 ? undefined : options.nextPageWaitMs);
   let next = known.length ? readPage(0) : null;
   for (let start = 0; next; start += perPage) {
     const rows = await next;

@@ -197,7 +197,7 @@ describe('resilience: admission and deadlines', () => {
       await sleep(200);
       const shed = await tight.get(`/v1/instruments/${small[2].id}`, k);
       expect(shed.status).toBe(503);
-      expect(shed.body.error).toMatchObject({ code: 'overloaded', message: expect.stringContaining('no database connection became free') });
+      expect(shed.body.error).toMatchObject({ code: 'overloaded', message: expect.stringContaining('no database connection of primary became free') });
       expect(shed.headers.get('retry-after')).toMatch(/^\d+$/);
       await lock`rollback`;
       for (const reply of await Promise.all(blocked)) expect(reply.status).toBe(200);
