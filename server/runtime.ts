@@ -64,7 +64,7 @@ function answerClientError(listener: 'public' | 'admin', docsBaseUrl: string, lo
   return (err: NodeJS.ErrnoException, socket: Duplex & { bytesWritten?: number }) => {
     // As Node does: answer only on a connection nothing was written to yet.
     // Otherwise the bytes are what follows a response already sent (the unread
-    // rest of a refused upload, after Connection: close, say).
+    // rest of a request on a connection the client asked to close, say).
     if (err.code === 'ECONNRESET' || !socket.writable || socket.bytesWritten) {
       socket.destroy();
       return;

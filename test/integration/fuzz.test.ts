@@ -230,9 +230,8 @@ const stats = { requests: 0, byClass: {} as Record<string, number>, okByRoute: n
 
 function sendOnce(req: Req): Promise<Reply & { reusedSocket: boolean }> {
   const base = req.to === 'public' ? publicBase : adminBase;
-  // All requests share kept-alive connections: a request refused before its
-  // body was read to the end is answered with Connection: close, so the agent
-  // does not reuse that connection.
+  // All requests share kept-alive connections: the server reads and drops the
+  // unread rest of a refused request's body, so its connection serves the next.
   return new Promise((resolve, reject) => {
     const request = http.request(
       { agent, hostname: base.hostname, port: base.port, method: req.method, path: req.path, headers: { ...authorization(req.auth), ...req.headers } },
