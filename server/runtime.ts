@@ -136,6 +136,7 @@ export class Runtime {
       this.databaseUrl = this.database.url;
       if (this.database.embedded) logger.info({ dir: this.database.dataDir }, 'using embedded PostgreSQL');
       this.migration = await this.untilReachable('migrate', () => migrate(this.databaseUrl, (m) => logger.info(m)));
+      this.stopped.signal.throwIfAborted();
       logger.info({ tier: this.migration.tier, timescaledb: this.migration.timescaledbVersion }, 'storage tier');
 
       const deps = (this.deps = this.openPools());
@@ -149,6 +150,8 @@ export class Runtime {
       this.apps.admin = buildAdminApp(deps);
     } catch (err) {
       await this.stop();
+      // What this start opened after a stop had already run.
+      await this.closeResources();
       throw err;
     }
   }
@@ -171,7 +174,14 @@ export class Runtime {
       await closed;
     }
     clearInterval(sweep);
-    const deps = this.deps;
+    await this.closeResources();
+  }
+
+  /** Workers, pools and the embedded cluster, whichever are open; each is closed once. */
+  private async closeResources(): Promise<void> {
+    const { deps, database } = this;
+    this.deps = null;
+    this.database = null;
     if (deps) {
       await deps.pool.destroy();
       await deps.lastUsed.flush();
@@ -179,7 +189,7 @@ export class Runtime {
       deps.readDb.health.stop();
       await Promise.all([...new Set([deps.authDb, deps.db, deps.readDb])].map((db) => db.end(CLOSE_BUDGET_S)));
     }
-    await this.database?.stop();
+    await database?.stop();
   }
 
   private listen(listener: 'public' | 'admin', port: number, host: string, requestTimeout?: number): Promise<string> {
