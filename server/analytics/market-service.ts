@@ -3,7 +3,7 @@ import { AppError } from '../http/errors.ts';
 import type { PointInTime } from '../http/params.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { existingInstruments } from '../prices/repository.ts';
-import { readAdjustedSeries } from '../prices/service.ts';
+import { readAdjustedSeries } from '../prices/adjusted-series.ts';
 import type { WorkerPool } from '../../workers/pool.ts';
 import type { TechnicalsData } from '../../workers/technicals.ts';
 import type { CorrelationMatrixResult } from '../../workers/correlation.ts';

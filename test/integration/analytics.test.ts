@@ -6,7 +6,7 @@ import { databaseUrl, Service, startService } from './harness.ts';
 import { createSql } from '../../server/db/sql.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
 import { selectPackedSeries } from '../../server/prices/repository.ts';
-import { readAdjustedSeries } from '../../server/prices/service.ts';
+import { readAdjustedSeries } from '../../server/prices/adjusted-series.ts';
 
 let svc: Service;
 let key: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BarAdjuster, buildFactors, dayNumber, dayToDate, NOT_VENDOR_ADJUSTED, type RawBar } from '../../server/prices/adjustment.ts';
-import { dateOrder, inOrder, reflectsThrough } from '../../server/prices/service.ts';
+import { dateOrder, inOrder, reflectsThrough } from '../../server/prices/adjusted-series.ts';
 
 const DAY_MS = 86_400_000;
 

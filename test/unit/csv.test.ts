@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { examinedWithin, inChunks } from '../fixtures/parser-work.ts';
 import { MAX_RECORD_CHARS, parseCsvBatches } from '../../server/admin/csv.ts';
 
 async function parse(...chunks: string[]) {
@@ -62,57 +63,10 @@ describe('CSV ingest parser', () => {
 
 const CHUNK = 64 * 1024;
 
-/** The text's UTF-8 bytes in pieces of `size` bytes. */
-function* inChunks(text: string, size: number): Generator<Buffer> {
-  const bytes = Buffer.from(text);
-  for (let off = 0; off < bytes.length; off += size) yield bytes.subarray(off, off + size);
-}
-
 async function parseAll(chunks: Iterable<Buffer> | AsyncIterable<Buffer>) {
   const out = [];
   for await (const batch of parseCsvBatches((async function* () { yield* chunks; })())) out.push(...batch);
   return out;
-}
-
-/**
- * Runs `work` while counting the characters the String methods a parser
- * searches with examine (charCodeAt: one; indexOf and lastIndexOf: the span
- * searched; split: the whole string), and fails it once the count passes
- * `budget`. A parser that rescans its unconsumed input on every chunk passes
- * any budget proportional to the input after a few dozen chunks, so it fails
- * here on the count, quickly, not on a timeout.
- */
-async function examinedWithin<T>(budget: number, work: () => Promise<T>): Promise<T> {
-  const proto = String.prototype;
-  const { charCodeAt, indexOf, lastIndexOf, split } = proto;
-  let examined = 0;
-  const spend = (chars: number) => {
-    examined += chars;
-    if (examined > budget) throw new Error(`the parser examined more than ${budget} characters`);
-  };
-  proto.charCodeAt = function (this: string, index: number) {
-    spend(1);
-    return charCodeAt.call(this, index);
-  };
-  proto.indexOf = function (this: string, search: string, from = 0) {
-    const found = indexOf.call(this, search, from);
-    spend((found === -1 ? this.length : found + 1) - Math.max(0, from));
-    return found;
-  };
-  proto.lastIndexOf = function (this: string, search: string, from?: number) {
-    const found = lastIndexOf.call(this, search, from);
-    spend(found === -1 ? this.length : this.length - found);
-    return found;
-  };
-  proto.split = function (this: string, ...args: unknown[]) {
-    spend(this.length);
-    return (split as (...a: unknown[]) => string[]).apply(this, args);
-  } as typeof split;
-  try {
-    return await work();
-  } finally {
-    Object.assign(proto, { charCodeAt, indexOf, lastIndexOf, split });
-  }
 }
 
 describe('CSV ingest parser, whatever the chunking', () => {

@@ -1,60 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_RECORD_CHARS } from '../../server/admin/csv.ts';
 import { ndjsonBatches } from '../../server/admin/ndjson.ts';
+import { examinedWithin, inChunks } from '../fixtures/parser-work.ts';
 
 const CHUNK = 64 * 1024;
-
-/** The text's UTF-8 bytes in pieces of `size` bytes. */
-function* inChunks(text: string, size: number): Generator<Buffer> {
-  const bytes = Buffer.from(text);
-  for (let off = 0; off < bytes.length; off += size) yield bytes.subarray(off, off + size);
-}
 
 async function parseAll(chunks: Iterable<Buffer | string> | AsyncIterable<Buffer | string>) {
   const out = [];
   for await (const batch of ndjsonBatches((async function* () { yield* chunks; })())) out.push(...batch);
   return out;
-}
-
-/**
- * Runs `work` while counting the characters the String methods a parser
- * searches with examine (charCodeAt: one; indexOf and lastIndexOf: the span
- * searched; split: the whole string), and fails it once the count passes
- * `budget`. A parser that re-splits its unconsumed input on every chunk
- * passes any budget proportional to the input after a few dozen chunks, so it
- * fails here on the count, quickly, not on a timeout.
- */
-async function examinedWithin<T>(budget: number, work: () => Promise<T>): Promise<T> {
-  const proto = String.prototype;
-  const { charCodeAt, indexOf, lastIndexOf, split } = proto;
-  let examined = 0;
-  const spend = (chars: number) => {
-    examined += chars;
-    if (examined > budget) throw new Error(`the parser examined more than ${budget} characters`);
-  };
-  proto.charCodeAt = function (this: string, index: number) {
-    spend(1);
-    return charCodeAt.call(this, index);
-  };
-  proto.indexOf = function (this: string, search: string, from = 0) {
-    const found = indexOf.call(this, search, from);
-    spend((found === -1 ? this.length : found + 1) - Math.max(0, from));
-    return found;
-  };
-  proto.lastIndexOf = function (this: string, search: string, from?: number) {
-    const found = lastIndexOf.call(this, search, from);
-    spend(found === -1 ? this.length : this.length - found);
-    return found;
-  };
-  proto.split = function (this: string, ...args: unknown[]) {
-    spend(this.length);
-    return (split as (...a: unknown[]) => string[]).apply(this, args);
-  } as typeof split;
-  try {
-    return await work();
-  } finally {
-    Object.assign(proto, { charCodeAt, indexOf, lastIndexOf, split });
-  }
 }
 
 describe('NDJSON ingest parser', () => {
