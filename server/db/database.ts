@@ -32,6 +32,8 @@ export interface DatabaseOptions {
  */
 export class Database {
   private readonly permits: Semaphore;
+  // Label children resolved once: every unit updates them twice.
+  private readonly acquireWait;
 
   constructor(
     readonly name: string,
@@ -39,13 +41,16 @@ export class Database {
     readonly health: DatabaseHealth,
     private readonly options: DatabaseOptions,
   ) {
-    this.permits = new Semaphore(options.connections, options.maxWaiting, (inUse, waiting) => {
-      dbConnectionsInUse.set({ pool: name }, inUse);
-      dbUnitsWaiting.set({ pool: name }, waiting);
+    const inUse = dbConnectionsInUse.labels({ pool: name });
+    const waiting = dbUnitsWaiting.labels({ pool: name });
+    this.acquireWait = dbAcquireWait.labels({ pool: name });
+    this.permits = new Semaphore(options.connections, options.maxWaiting, (used, queued) => {
+      inUse.set(used);
+      waiting.set(queued);
     });
     health.onDown(() => this.permits.refuseWaiting(this.refused('unavailable')));
-    dbConnectionsInUse.set({ pool: name }, 0);
-    dbUnitsWaiting.set({ pool: name }, 0);
+    inUse.set(0);
+    waiting.set(0);
   }
 
   /** Runs one unit of work with the pool, holding one connection permit for its duration; waits at most `waitMs` for it. */
@@ -83,7 +88,7 @@ export class Database {
     } catch (err) {
       throw err instanceof PermitRefused ? this.refused(err.reason, waitMs) : err;
     }
-    dbAcquireWait.observe({ pool: this.name }, (performance.now() - queuedAt) / 1000);
+    this.acquireWait.observe((performance.now() - queuedAt) / 1000);
   }
 
   /** The 503 for a unit refused before it ran (counted under `pool`). */
