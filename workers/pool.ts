@@ -47,7 +47,7 @@ export class WorkerPool {
     this.capacity = this.threads + options.maxQueue;
     this.readSlots = this.threads || os.availableParallelism();
     this.piscina = this.threads === 0 ? null : new Piscina({
-      filename: new URL('./entry.mjs', import.meta.url).href,
+      filename: new URL('./entry.cjs', import.meta.url).href,
       minThreads: this.threads,
       maxThreads: this.threads,
       // Our own admission cap decides; piscina's queue never refuses first.
