@@ -518,6 +518,22 @@ function startArgs(): string[] {
   return args;
 }
 
+/** The environment of a service process of the bench: loopback ports, its own data dir and token, no demo data. */
+export function serviceEnv(o: { port: number; adminPort: number; adminToken: string; dataDir: string; logLevel: string }): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NODE_ENV: 'production',
+    PORT: String(o.port),
+    ADMIN_PORT: String(o.adminPort),
+    ADMIN_HOST: LOOPBACK,
+    ADMIN_TOKEN: o.adminToken,
+    DATA_DIR: o.dataDir,
+    DEMO_DATA: 'off',
+    LOG_LEVEL: o.logLevel,
+  };
+}
+
 /**
  * Runs the service as `npm start` does (see startArgs) in a child process on
  * loopback ports, against `databaseUrl`, with the demo data off and the rate
@@ -530,17 +546,8 @@ export async function startService(databaseUrl: string, opts: { env?: Record<str
   // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") reaches every service process, for diagnosis.
   const nodeArgs = [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), ...startArgs()];
   const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    NODE_ENV: 'production',
-    PORT: String(port),
-    ADMIN_PORT: String(adminPort),
-    ADMIN_HOST: LOOPBACK,
+    ...serviceEnv({ port, adminPort, adminToken, dataDir, logLevel: 'warn' }),
     DATABASE_URL: databaseUrl,
-    ADMIN_TOKEN: adminToken,
-    DEMO_DATA: 'off',
-    LOG_LEVEL: 'warn',
-    DATA_DIR: dataDir,
     RATE_LIMIT_LIVE_PER_MINUTE: '1000000000',
     RATE_LIMIT_LIVE_PER_DAY: '1000000000',
     RATE_LIMIT_SANDBOX_PER_MINUTE: '1000000000',

@@ -41,6 +41,7 @@ import {
   ratio,
   resultHeader,
   ROOT,
+  serviceEnv,
   round,
   sleep,
   startService,
@@ -168,34 +169,59 @@ interface ReadOutcome {
   endedAt: number;
 }
 
+/** A response body read into a ReadOutcome, settled once: at its end, when it is cut, or after `timeoutMs` (then `onTimeout` cuts it). */
+class BodyReader {
+  readonly done: Promise<ReadOutcome>;
+  bytes = 0;
+  status = 0;
+  private readonly started = performance.now();
+  private readonly chunks: Buffer[] = [];
+  private settle!: (outcome: ReadOutcome) => void;
+  private settled = false;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(timeoutMs: number, onTimeout: () => void) {
+    this.done = new Promise((resolve) => (this.settle = resolve));
+    this.timer = setTimeout(() => {
+      this.finish(false, `not finished after ${timeoutMs / 1000} s`);
+      onTimeout();
+    }, timeoutMs);
+  }
+
+  /** Collects `res` to its end; `onChunk` runs after each chunk (to pace the reading). */
+  follow(res: http.IncomingMessage, onChunk?: () => void): void {
+    this.status = res.statusCode ?? 0;
+    res.on('data', (c: Buffer) => {
+      this.chunks.push(c);
+      this.bytes += c.length;
+      onChunk?.();
+    });
+    res.on('end', () => this.finish(true));
+    res.on('aborted', () => this.finish(false, 'aborted by the server'));
+    res.on('error', (err) => this.finish(false, err.message));
+  }
+
+  finish(ended: boolean, cut?: string): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    const endedAt = performance.now();
+    const text = ended ? Buffer.concat(this.chunks).toString('utf8') : '';
+    this.settle({ status: this.status, bytes: this.bytes, ms: endedAt - this.started, ended, cut, text, endedAt });
+  }
+}
+
 /** Reads what is left of a paused download as fast as it comes. */
 function drain(d: PausedDownload, timeoutMs = 120_000): Promise<ReadOutcome> {
-  return new Promise((resolve) => {
-    const started = performance.now();
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    let settled = false;
-    const finish = (ended: boolean, cut?: string) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      const endedAt = performance.now();
-      resolve({ status: d.status, bytes, ms: endedAt - started, ended, cut, text: ended ? Buffer.concat(chunks).toString('utf8') : '', endedAt });
-    };
-    const timer = setTimeout(() => {
-      finish(false, `not finished after ${timeoutMs / 1000} s`);
-      d.req.destroy();
-    }, timeoutMs);
-    if (d.cut) return finish(false, d.cut);
-    d.res.on('data', (c: Buffer) => {
-      chunks.push(c);
-      bytes += c.length;
-    });
-    d.res.on('end', () => finish(true));
-    d.res.on('aborted', () => finish(false, 'aborted by the server'));
-    d.res.on('error', (err) => finish(false, err.message));
+  const reader = new BodyReader(timeoutMs, () => d.req.destroy());
+  reader.status = d.status;
+  if (d.cut) {
+    reader.finish(false, d.cut);
+  } else {
+    reader.follow(d.res);
     d.res.resume();
-  });
+  }
+  return reader.done;
 }
 
 /**
@@ -204,41 +230,19 @@ function drain(d: PausedDownload, timeoutMs = 120_000): Promise<ReadOutcome> {
  * writes wait on a full socket between chunks, as with a slow client.
  */
 function throttledRead(url: string, headers: Record<string, string>, bytesPerSec: number, timeoutMs = 240_000) {
-  let bytes = 0;
-  const done = new Promise<ReadOutcome>((resolve) => {
-    const started = performance.now();
-    const chunks: Buffer[] = [];
-    let status = 0;
-    let settled = false;
-    const finish = (ended: boolean, cut?: string) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      const endedAt = performance.now();
-      resolve({ status, bytes, ms: endedAt - started, ended, cut, text: ended ? Buffer.concat(chunks).toString('utf8') : '', endedAt });
-    };
-    const req = http.get(url, { headers, agent: false }, (res) => {
-      status = res.statusCode ?? 0;
-      res.on('data', (c: Buffer) => {
-        chunks.push(c);
-        bytes += c.length;
-        const ahead = (bytes / bytesPerSec) * 1000 - (performance.now() - started);
-        if (ahead > 5) {
-          res.pause();
-          setTimeout(() => res.resume(), ahead);
-        }
-      });
-      res.on('end', () => finish(true));
-      res.on('aborted', () => finish(false, 'aborted by the server'));
-      res.on('error', (err) => finish(false, err.message));
-    });
-    req.on('error', (err) => finish(false, err.message));
-    const timer = setTimeout(() => {
-      finish(false, `not finished after ${timeoutMs / 1000} s`);
-      req.destroy();
-    }, timeoutMs);
-  });
-  return { done, bytes: () => bytes };
+  const reader = new BodyReader(timeoutMs, () => req.destroy());
+  const started = performance.now();
+  const req = http.get(url, { headers, agent: false }, (res) =>
+    reader.follow(res, () => {
+      const ahead = (reader.bytes / bytesPerSec) * 1000 - (performance.now() - started);
+      if (ahead > 5) {
+        res.pause();
+        setTimeout(() => res.resume(), ahead);
+      }
+    }),
+  );
+  req.on('error', (err) => reader.finish(false, err.message));
+  return { done: reader.done, bytes: () => reader.bytes };
 }
 
 /** Whether a bulk body is whole: valid JSON, every instrument, every bar. */
@@ -885,19 +889,7 @@ async function npmStartAndTerm(dataDir: string, withDownload: boolean) {
   const [port, adminPort] = [await freePort(), await freePort()];
   const adminToken = `bench-admin-${benchUuid(`${dataDir}-${port}`)}`;
   const publicUrl = `http://${LOOPBACK}:${port}`;
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    NODE_ENV: 'production',
-    PORT: String(port),
-    ADMIN_PORT: String(adminPort),
-    ADMIN_HOST: LOOPBACK,
-    ADMIN_TOKEN: adminToken,
-    DATA_DIR: dataDir,
-    DEMO_DATA: 'off',
-    LOG_LEVEL: 'info',
-    npm_config_update_notifier: 'false',
-  };
+  const env: NodeJS.ProcessEnv = { ...serviceEnv({ port, adminPort, adminToken, dataDir, logLevel: 'info' }), npm_config_update_notifier: 'false' };
   const lines: string[] = [];
   const npm = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   if (npm.pid === undefined) throw new Error('could not start npm');

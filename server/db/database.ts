@@ -13,6 +13,52 @@ export interface DatabaseOptions {
   maxWaiting: number;
 }
 
+type Refusal = 'unavailable' | 'queue_full' | 'timeout';
+
+/**
+ * Connection permits in front of a pool, or a share of one: a bounded,
+ * deadlined semaphore that also refuses at once, waiters included, while the
+ * server is marked down. Every refusal is a 503 `overloaded`, counted under
+ * the permits' name.
+ */
+class Permits {
+  private readonly semaphore: Semaphore;
+
+  constructor(
+    readonly name: string,
+    readonly count: number,
+    private readonly maxWaiting: number,
+    private readonly health: DatabaseHealth,
+    onChange?: (inUse: number, waiting: number) => void,
+  ) {
+    this.semaphore = new Semaphore(count, maxWaiting, onChange);
+    health.onDown(() => this.semaphore.refuseWaiting(this.refused('unavailable', 0)));
+  }
+
+  async take(waitMs: number): Promise<void> {
+    if (!this.health.available) throw this.refused('unavailable', waitMs);
+    try {
+      await this.semaphore.acquire(waitMs);
+    } catch (err) {
+      throw err instanceof PermitRefused ? this.refused(err.reason, waitMs) : err;
+    }
+  }
+
+  release(): void {
+    this.semaphore.release();
+  }
+
+  private refused(reason: Refusal, waitMs: number): AppError {
+    dbRefused.inc({ pool: this.name, reason });
+    const message = {
+      unavailable: 'the database is unavailable',
+      queue_full: `all ${this.count} database connections of ${this.name} are busy and ${this.maxWaiting} requests are waiting`,
+      timeout: `no database connection of ${this.name} became free within ${waitMs} ms`,
+    }[reason];
+    return new AppError('overloaded', `${message}; retry shortly`, {}, { 'Retry-After': '1' });
+  }
+}
+
 /**
  * One postgres.js pool behind a gate. All database work goes through `run`:
  * a unit of work (a few queries: one request's reads, one page of a bulk
@@ -31,7 +77,7 @@ export interface DatabaseOptions {
  * behind another unit's on the client side.
  */
 export class Database {
-  private readonly permits: Semaphore;
+  private readonly permits: Permits;
   // Label children resolved once: every unit updates them twice.
   private readonly acquireWait;
 
@@ -44,18 +90,19 @@ export class Database {
     const inUse = dbConnectionsInUse.labels({ pool: name });
     const waiting = dbUnitsWaiting.labels({ pool: name });
     this.acquireWait = dbAcquireWait.labels({ pool: name });
-    this.permits = new Semaphore(options.connections, options.maxWaiting, (used, queued) => {
+    this.permits = new Permits(name, options.connections, options.maxWaiting, health, (used, queued) => {
       inUse.set(used);
       waiting.set(queued);
     });
-    health.onDown(() => this.permits.refuseWaiting(this.refused('unavailable')));
     inUse.set(0);
     waiting.set(0);
   }
 
   /** Runs one unit of work with the pool, holding one connection permit for its duration; waits at most `waitMs` for it. */
   async run<T>(unit: (sql: Sql) => Promise<T>, waitMs = this.options.acquireTimeoutMs): Promise<T> {
-    await this.acquire(waitMs);
+    const queuedAt = performance.now();
+    await this.permits.take(waitMs);
+    this.acquireWait.observe((performance.now() - queuedAt) / 1000);
     try {
       return await unit(this.sql);
     } catch (err) {
@@ -76,54 +123,18 @@ export class Database {
    * well as a connection permit, so together they never hold more than
    * `permits` connections, and the rest of the pool stays free for other work.
    */
-  lane(name: string, permits: number): DatabaseLane {
-    return new DatabaseLane(this, name, new Semaphore(permits, this.options.maxWaiting), this.options);
-  }
-
-  private async acquire(waitMs: number): Promise<void> {
-    if (!this.health.available) throw this.refused('unavailable');
-    const queuedAt = performance.now();
-    try {
-      await this.permits.acquire(waitMs);
-    } catch (err) {
-      throw err instanceof PermitRefused ? this.refused(err.reason, waitMs) : err;
-    }
-    this.acquireWait.observe((performance.now() - queuedAt) / 1000);
-  }
-
-  /** The 503 for a unit refused before it ran (counted under `pool`). */
-  refused(reason: 'unavailable' | 'queue_full' | 'timeout', waitMs = this.options.acquireTimeoutMs, pool = this.name, connections = this.options.connections): AppError {
-    dbRefused.inc({ pool, reason });
-    const message = {
-      unavailable: 'the database is unavailable',
-      queue_full: `all ${connections} database connections of ${pool} are busy and ${this.options.maxWaiting} requests are waiting`,
-      timeout: `no database connection of ${pool} became free within ${waitMs} ms`,
-    }[reason];
-    return new AppError('overloaded', `${message}; retry shortly`, {}, { 'Retry-After': '1' });
-  }
-}
-
-/** A share of a Database's pool (see Database.lane). */
-export class DatabaseLane {
-  constructor(
-    private readonly db: Database,
-    readonly name: string,
-    private readonly permits: Semaphore,
-    private readonly options: DatabaseOptions,
-  ) {}
-
-  async run<T>(unit: (sql: Sql) => Promise<T>, waitMs = this.options.acquireTimeoutMs): Promise<T> {
-    if (!this.db.health.available) throw this.db.refused('unavailable', waitMs, this.name);
-    try {
-      await this.permits.acquire(waitMs);
-    } catch (err) {
-      throw err instanceof PermitRefused ? this.db.refused(err.reason, waitMs, this.name, this.permits.permits) : err;
-    }
-    try {
-      return await this.db.run(unit, waitMs);
-    } finally {
-      this.permits.release();
-    }
+  lane(name: string, permits: number): Units {
+    const share = new Permits(name, permits, this.options.maxWaiting, this.health);
+    return {
+      run: async (unit, waitMs = this.options.acquireTimeoutMs) => {
+        await share.take(waitMs);
+        try {
+          return await this.run(unit, waitMs);
+        } finally {
+          share.release();
+        }
+      },
+    };
   }
 }
 

@@ -17,7 +17,8 @@ export const pricesArea: Area = {
 
     const halfThePool = Math.max(1, Math.floor(config.DATABASE_POOL_SIZE / 2));
     const bulkSlots = new StreamSlots('/v1/prices/bulk', { perAccount: config.BULK_STREAMS_PER_ACCOUNT, total: config.BULK_STREAMS_MAX ?? halfThePool });
-    // All downloads together read at most two pages at once. Each download
+    // All downloads together read at most two pages at once (a download's
+    // plan, one short read, takes the pool like any request). Each download
     // reads a page while it writes the previous one, so without a lane five
     // downloads could hold all ten connections of the default pool; and a
     // page (one 30-year series is 7,800 rows) is parsed on the request thread
@@ -26,12 +27,12 @@ export const pricesArea: Area = {
     // reads meanwhile, lanes of 1, 2 and 5: reads took 150-375, 340-490 and
     // 540-615 ms on average; three concurrent downloads took 9.2, 9.0 and
     // 10.0-11.9 s, one alone 3.6-4.4, 3.1-3.3 and 3.2 s.
-    const bulkReads = readDb.lane('bulk', Math.min(2, halfThePool));
+    const bulkPages = readDb.lane('bulk', Math.min(2, halfThePool));
     router.get('/prices/bulk', 'prices:read', async (req, res) => {
       const q = parse(BulkPricesQuerySchema, req.query);
       const release = bulkSlots.admit(res.locals.auth.accountId);
       try {
-        await streamData(res, (write) => service.streamBulkPrices(bulkReads, q, write, { nextPageWaitMs: config.CLIENT_IDLE_TIMEOUT_MS }));
+        await streamData(res, (write) => service.streamBulkPrices(readDb, q, write, { lane: bulkPages, nextPageWaitMs: config.CLIENT_IDLE_TIMEOUT_MS }));
       } finally {
         release();
       }

@@ -206,8 +206,9 @@ function instrumentsPerPage(from: string, to: string): number {
  * one short statement on a pooled connection that is released before the
  * page is written. The next page is read while this one is written, so at
  * most two pages are held; a stalled client costs a socket and those pages,
- * and nothing in the database. `db` is a lane of the pool (prices/routes.ts):
- * however many downloads run, their reads leave the rest of the pool free.
+ * and nothing in the database. The plan is read with `db`, the pages through
+ * `pages`, a lane of the pool (prices/routes.ts): however many downloads run,
+ * their page reads leave the rest of the pool free.
  *
  * What a reader can rely on while corrections land during the stream: each
  * instrument's series comes from one statement, so it never mixes bars from
@@ -222,7 +223,7 @@ export async function streamBulkPrices(
   db: Units,
   q: BulkPricesQuery,
   write: (chunk: string) => Promise<void>,
-  options: { nextPageWaitMs: number },
+  pages: { lane: Units; nextPageWaitMs: number },
 ): Promise<Meta> {
   const readAt = new Date();
   const { known, plans, coverage } = await db.run(async (sql) => {
@@ -264,7 +265,7 @@ export async function streamBulkPrices(
   // it is a 503; once the response has begun, a stream waits for its next page
   // as long as it would for an idle reader before it is cut.
   const readPage = (start: number) =>
-    db.run((sql) => timed('bulk_bars_page', repo.selectDailyBars(sql, known.slice(start, start + perPage), q.from, q.to)), start === 0 ? undefined : options.nextPageWaitMs);
+    pages.lane.run((sql) => timed('bulk_bars_page', repo.selectDailyBars(sql, known.slice(start, start + perPage), q.from, q.to)), start === 0 ? undefined : pages.nextPageWaitMs);
   let next = known.length ? readPage(0) : null;
   for (let start = 0; next; start += perPage) {
     const rows = await next;
