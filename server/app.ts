@@ -1,50 +1,15 @@
 import express, { type Express } from 'express';
-import type { Config } from './config.ts';
-import type { Database } from './db/database.ts';
+import { publicBaseUrl, type Config } from './config.ts';
 import type { Logger } from './logger.ts';
-import type { WorkerPool } from '../workers/pool.ts';
+import type { AppDeps } from './area.ts';
+import { AREAS, ingestKinds, NOT_YET_SERVED } from './areas.ts';
+import { adminDocument, publicDocument, referencePage } from './api-reference.ts';
 import { AppError, errorMiddleware, routeNotFound } from './http/errors.ts';
 import { observeRequests } from './http/observe.ts';
-import { createPublicRouter, type PublicRouter } from './http/router.ts';
-import type { LastUsedRecorder } from './keys/service.ts';
+import { publicRoutes } from './http/router.ts';
 import { registry } from './metrics.ts';
 import { adminRouter, requireAdminToken } from './admin/routes.ts';
 import { readStatus } from './admin/status.ts';
-import type { IngestKind } from './admin/ingest.ts';
-import { instrumentsArea } from './instruments/routes.ts';
-import { pricesArea } from './prices/routes.ts';
-import { actionsArea } from './actions/routes.ts';
-import { analyticsArea } from './analytics/routes.ts';
-
-export interface AppDeps {
-  config: Config;
-  /** Writes, admin work, and reads that must see them. */
-  db: Database;
-  /** Key resolution and request counting (its own pool, committing without waiting for the WAL flush). */
-  authDb: Database;
-  /** Read-only queries; the replica when DATABASE_READ_URL is set, else `db`. */
-  readDb: Database;
-  logger: Logger;
-  pool: WorkerPool;
-  lastUsed: LastUsedRecorder;
-  adminToken: string;
-  version: string;
-}
-
-/** One API area: its public routes and the admin ingest kinds it adds. */
-export interface Area {
-  routes?(router: PublicRouter, deps: AppDeps): void;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own row type
-  ingest?: Record<string, IngestKind<any>>;
-  adminRoutes?(router: express.Router, deps: AppDeps): void;
-}
-
-const AREAS: Area[] = [instrumentsArea, pricesArea, actionsArea, analyticsArea];
-
-/** Admin upload routes by path (e.g. `bars/daily`), shared by the admin API and the CLI. */
-export function ingestKinds(): Record<string, IngestKind<unknown>> {
-  return Object.assign({}, ...AREAS.map((a) => a.ingest ?? {}));
-}
 
 function baseApp(): Express {
   const app = express();
@@ -77,7 +42,7 @@ export function buildPublicApp(deps: AppDeps): Express {
     if (deps.readDb !== deps.db) await deps.db.run((sql) => sql`select 1`);
     res.json({ status: 'ready' });
   });
-  const v1 = createPublicRouter(
+  const v1 = publicRoutes(
     {
       db: deps.authDb,
       lastUsed: deps.lastUsed,
@@ -87,11 +52,17 @@ export function buildPublicApp(deps: AppDeps): Express {
       },
     },
     deps.config.REQUEST_BODY_LIMIT,
+    NOT_YET_SERVED,
   );
-  for (const area of AREAS) area.routes?.(v1, deps);
-  app.use('/v1', v1.router);
+  for (const area of AREAS) area.mount(v1, deps);
+  const document = JSON.stringify(publicDocument(deps.version));
+  app.get('/v1/openapi.json', (_req, res) => {
+    res.type('json').send(document);
+  });
+  app.use(referencePage());
+  app.use('/v1', v1.build(AREAS.flatMap((a) => a.routes)));
   app.use(routeNotFound);
-  app.use(errorMiddleware(deps.config.DOCS_BASE_URL, (err, req) => deps.logger.error({ err, requestId: req.res?.locals.requestId }, 'request failed')));
+  app.use(errorMiddleware(publicBaseUrl(deps.config), (err, req) => deps.logger.error({ err, requestId: req.res?.locals.requestId }, 'request failed')));
   return app;
 }
 
@@ -101,6 +72,10 @@ export function buildAdminApp(deps: AppDeps): Express {
   app.use(observeRequests('admin', deps.logger));
   metricsRoute(app);
   app.use(requireAdminToken(deps.adminToken));
+  const document = JSON.stringify(adminDocument(deps.version));
+  app.get('/admin/v1/openapi.json', (_req, res) => {
+    res.type('json').send(document);
+  });
   app.use(
     '/admin/v1',
     adminRouter({
@@ -113,11 +88,11 @@ export function buildAdminApp(deps: AppDeps): Express {
         idleTimeoutMs: deps.config.CLIENT_IDLE_TIMEOUT_MS,
       },
       status: () => deps.db.run((sql) => readStatus(sql, { threads: deps.pool.threads, queueDepth: deps.pool.queueDepth }, deps.version)),
-      extraRoutes: (router) => AREAS.forEach((a) => a.adminRoutes?.(router, deps)),
+      bodyLimit: '1mb',
     }),
   );
   app.use(routeNotFound);
-  app.use(errorMiddleware(deps.config.DOCS_BASE_URL, (err, req) => deps.logger.error({ err, requestId: req.res?.locals.requestId }, 'admin request failed')));
+  app.use(errorMiddleware(publicBaseUrl(deps.config), (err, req) => deps.logger.error({ err, requestId: req.res?.locals.requestId }, 'admin request failed')));
   return app;
 }
 
@@ -140,6 +115,6 @@ export function buildStartingApp(listener: 'public' | 'admin', config: Config, l
   app.use(() => {
     throw new AppError('overloaded', 'the service is starting; retry shortly', {}, { 'Retry-After': '1' });
   });
-  app.use(errorMiddleware(config.DOCS_BASE_URL, () => {}));
+  app.use(errorMiddleware(publicBaseUrl(config), () => {}));
   return app;
 }

@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { loadConfigOrExit } from './config.ts';
-import { ingestKinds } from './app.ts';
+import { ingestKinds } from './areas.ts';
 import { EmbeddedPostgresError, openDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { Database } from './db/database.ts';

@@ -25,7 +25,12 @@ export const ConfigSchema = z.object({
   FRED_API_KEY: z.string().optional(),
   FRED_BASE_URL: z.string().url().default('https://api.stlouisfed.org/fred'),
   VENDOR_CODE_BROKER: z.string().default('ibkr').describe('broker whose code is echoed as Instrument.vendorCode'),
-  DOCS_BASE_URL: z.string().url().default('https://github.com/market-data-service/market-data-service/blob/main/README.md'),
+  PUBLIC_BASE_URL: z
+    .string()
+    .url()
+    .transform((u) => u.replace(/\/+$/, ''))
+    .optional()
+    .describe("the public listener's address as clients reach it, for the reference links in error answers (default http://localhost:PORT)"),
   DEMO_DATA: z.enum(['auto', 'off']).default('auto').describe('auto: load the bundled demo set on first start'),
   SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   CLIENT_IDLE_TIMEOUT_MS: positiveInt.default(120_000).describe('a public request whose connection carries nothing either way for this long (a reader that stopped reading) is closed; an admin upload that sends nothing for this long is refused with 408'),
@@ -40,6 +45,11 @@ export const ConfigSchema = z.object({
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
+
+/** Where clients reach the public listener. */
+export function publicBaseUrl(config: Config): string {
+  return config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`;
+}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = ConfigSchema.safeParse(env);

@@ -5,8 +5,9 @@ import { createServer, STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import type { Express } from 'express';
-import type { Config } from './config.ts';
-import { buildAdminApp, buildPublicApp, buildStartingApp, type AppDeps } from './app.ts';
+import { publicBaseUrl, type Config } from './config.ts';
+import { buildAdminApp, buildPublicApp, buildStartingApp } from './app.ts';
+import type { AppDeps } from './area.ts';
 import { Database } from './db/database.ts';
 import { openDatabase } from './db/embedded.ts';
 import { DatabaseHealth, isConnectionFailure } from './db/health.ts';
@@ -60,7 +61,7 @@ const CLIENT_ERRORS: Record<string, { status: number; error: () => AppError }> =
  * This answers with the error envelope and an X-Request-Id instead, and
  * counts and logs it like any other request.
  */
-function answerClientError(listener: 'public' | 'admin', docsBaseUrl: string, logger: Logger) {
+function answerClientError(listener: 'public' | 'admin', baseUrl: string, logger: Logger) {
   return (err: NodeJS.ErrnoException, socket: Duplex & { bytesWritten?: number }) => {
     // As Node does: answer only on a connection nothing was written to yet.
     // Otherwise the bytes are what follows a response already sent (the unread
@@ -73,7 +74,7 @@ function answerClientError(listener: 'public' | 'admin', docsBaseUrl: string, lo
     const status = known?.status ?? 400;
     const appError = known?.error() ?? new AppError('invalid_request', 'the request is not valid HTTP', { request: [err.code ?? 'unparseable'] });
     const requestId = randomUUID();
-    const body = JSON.stringify(errorBody(appError, docsBaseUrl));
+    const body = JSON.stringify(errorBody(appError, baseUrl));
     socket.end(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
         `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
@@ -160,6 +161,11 @@ export class Runtime {
     return (this.stopping ??= this.shutDown());
   }
 
+  /** The Express app serving a listener at this moment (the starting app until the service is ready). */
+  app(listener: 'public' | 'admin'): Express {
+    return this.apps[listener];
+  }
+
   private async shutDown(): Promise<void> {
     this.stopped.abort(new Error('the service is stopping'));
     const closed = Promise.all(this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
@@ -195,7 +201,7 @@ export class Runtime {
   private listen(listener: 'public' | 'admin', port: number, host: string, requestTimeout?: number): Promise<string> {
     return new Promise((resolve, reject) => {
       const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, ...(requestTimeout ? { requestTimeout } : {}) }, (req, res) => this.apps[listener](req, res));
-      server.on('clientError', answerClientError(listener, this.config.DOCS_BASE_URL, this.logger));
+      server.on('clientError', answerClientError(listener, publicBaseUrl(this.config), this.logger));
       server.once('error', reject);
       server.listen(port, host, () => {
         this.servers.push(server);

@@ -1,4 +1,5 @@
-import { rejectFirstRow, rejectUnknownInstruments, type IngestKind, type IngestResult } from '../admin/ingest.ts';
+import { z } from 'zod';
+import { ingestCounts, rejectFirstRow, rejectUnknownInstruments, type IngestKind, type IngestResult } from '../admin/ingest.ts';
 import { CorporateActionRowSchema, CoverageCheckRowSchema, type CorporateActionRow, type CoverageCheckRow } from './schema.ts';
 
 // Any constant: serialises action ingests so two batches cannot both read
@@ -14,6 +15,7 @@ const ACTION_INGEST_LOCK = 7_311_020_002;
 export const corporateActionIngest: IngestKind<CorporateActionRow> = {
   label: 'corporate actions',
   rowSchema: CorporateActionRowSchema,
+  resultSchema: z.strictObject({ ...ingestCounts, actionSetVersions: z.record(z.string(), z.int()).describe('instrument id → its new action-set version, for each instrument whose actions changed') }),
   stagingColumns: `action_id uuid, instrument_id uuid, kind text, effective_date date, announcement_date date,
     knowledge_date timestamptz, knowledge_provenance text, params jsonb, source text`,
   toStagingValues: (r) => [
@@ -97,6 +99,7 @@ export const corporateActionIngest: IngestKind<CorporateActionRow> = {
 export const coverageCheckIngest: IngestKind<CoverageCheckRow> = {
   label: 'action coverage checks',
   rowSchema: CoverageCheckRowSchema,
+  resultSchema: z.strictObject(ingestCounts),
   stagingColumns: 'instrument_id uuid, checked_at timestamptz, source text, covered_from date, actions_found integer',
   toStagingValues: (r) => [r.instrumentId.toLowerCase(), r.checkedAt, r.source, r.coveredFrom, r.actionsFound],
   async apply(tx) {

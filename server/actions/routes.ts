@@ -1,15 +1,15 @@
-import type { Area } from '../app.ts';
+import type { Area } from '../area.ts';
 import type { Database } from '../db/database.ts';
 import { sendData } from '../http/envelope.ts';
 import { UuidSchema } from '../http/params.ts';
-import { parse } from '../http/validate.ts';
+import { defineRoute } from '../http/route.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { PROVENANCES, type Provenance } from '../prices/adjustment.ts';
 import { actionSetVersions, selectActionSet } from '../prices/repository.ts';
 import { versionToRead } from '../prices/service.ts';
 import { z } from 'zod';
 import { corporateActionIngest, coverageCheckIngest } from './ingest.ts';
-import { CorporateActionsQuerySchema } from './schema.ts';
+import { CorporateActionSchema, CorporateActionsMetaSchema, CorporateActionsQuerySchema } from './schema.ts';
 
 type ActionsQuery = z.infer<typeof CorporateActionsQuerySchema>;
 
@@ -60,12 +60,24 @@ async function listCorporateActions(db: Database, id: string, q: ActionsQuery) {
   };
 }
 
+export const corporateActionsRoute = defineRoute({
+  method: 'get',
+  path: '/instruments/:id/corporate-actions',
+  operationId: 'getCorporateActions',
+  tag: 'Corporate actions',
+  summary: "An instrument's corporate actions, as known at a point in time",
+  scope: 'actions:read',
+  params: z.strictObject({ id: UuidSchema }),
+  query: CorporateActionsQuerySchema,
+  response: { status: 200, description: 'the actions by effective date', data: z.array(CorporateActionSchema), meta: CorporateActionsMetaSchema },
+  errors: ['not_found'],
+});
+
 export const actionsArea: Area = {
-  routes(router, { readDb }) {
-    router.get('/instruments/:id/corporate-actions', 'actions:read', async (req, res) => {
-      const { id } = parse(z.strictObject({ id: UuidSchema }), req.params, 'params');
-      const q = parse(CorporateActionsQuerySchema, req.query);
-      const { data, meta } = await listCorporateActions(readDb, id.toLowerCase(), q);
+  routes: [corporateActionsRoute],
+  mount(routes, { readDb }) {
+    routes.handle(corporateActionsRoute, async ({ params, query }, res) => {
+      const { data, meta } = await listCorporateActions(readDb, params.id.toLowerCase(), query);
       sendData(res, data, meta);
     });
   },

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { FiniteNumber } from '../admin/ingest.ts';
-import { AsOfSchema, BooleanFlagSchema, DateSchema, InstantSchema, UuidSchema } from '../http/params.ts';
+import { AsOfSchema, BooleanFlagSchema, DateSchema, InstantSchema, UuidSchema, isDate } from '../http/params.ts';
 
 export const ACTION_KINDS = ['split', 'cash_dividend', 'stock_dividend', 'spinoff', 'merger', 'symbol_change', 'delisting'] as const;
 export const KNOWLEDGE_PROVENANCES = ['observed', 'vendor_pit', 'announced', 'backfilled'] as const;
@@ -14,7 +14,7 @@ export const CorporateActionsQuerySchema = z
     includeBackfilled: BooleanFlagSchema.default(false),
     actionSetVersion: z.coerce.number({ error: 'must be an integer' }).int('must be an integer').min(0).optional(),
   })
-  .refine((q) => q.from <= q.to, { path: ['to'], message: 'must be on or after from' });
+  .refine((q) => !isDate(q.from) || !isDate(q.to) || q.from <= q.to, { path: ['to'], message: 'must be on or after from' });
 
 const params = z.record(z.string(), z.unknown());
 
@@ -97,3 +97,34 @@ export const CoverageCheckRowSchema = z.strictObject({
 
 export type CorporateActionRow = z.infer<typeof CorporateActionRowSchema>;
 export type CoverageCheckRow = z.infer<typeof CoverageCheckRowSchema>;
+
+export const CorporateActionSchema = z
+  .strictObject({
+    id: z.string(),
+    instrumentId: z.string(),
+    kind: z.enum(ACTION_KINDS),
+    effectiveDate: z.string(),
+    announcementDate: z.string().nullable(),
+    knowledgeDate: z.string().nullable().describe('when it became knowable; null for backfilled actions'),
+    knowledgeProvenance: z.enum(KNOWLEDGE_PROVENANCES),
+    createdAt: z.string().describe('when the service stored it'),
+    params: z.record(z.string(), z.unknown()).describe('ratio for splits and stock dividends; amount and currency for cash dividends'),
+    source: z.string(),
+    actionSetVersion: z.int().describe("the instrument's action-set version that added or last changed it"),
+  })
+  .meta({ id: 'CorporateAction' });
+
+export const CorporateActionsMetaSchema = z.strictObject({
+  asOf: z.string(),
+  source: z.string(),
+  stale: z.boolean(),
+  actionSetVersion: z.int(),
+  includeBackfilled: z.boolean(),
+  provenance: z.strictObject({
+    observed: z.int(),
+    vendor_pit: z.int(),
+    announced: z.int(),
+    backfilled: z.int(),
+    pitValid: z.boolean(),
+  }),
+});

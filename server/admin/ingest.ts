@@ -26,6 +26,8 @@ export interface IngestKind<Row> {
   /** Used in messages: "daily bars". */
   label: string;
   rowSchema: z.ZodType<Row>;
+  /** The answer's `data`: the counts (ingestCounts) and what the kind adds. */
+  resultSchema: z.ZodType;
   /** Column list of the temporary `ingest_staging` table (after `row_index integer` for unkeyed kinds). */
   stagingColumns: string;
   /** Values in staging column order; null for an absent value. */
@@ -70,6 +72,14 @@ export interface WriteCounts {
   inserted: number;
   updated: number;
 }
+
+/** The counts every upload answers with. */
+export const ingestCounts = {
+  rows: z.int().describe('rows in the upload'),
+  inserted: z.int(),
+  updated: z.int().describe('rows that replaced a stored row with different values'),
+  unchanged: z.int().describe('rows equal to the stored row'),
+};
 
 export interface IngestResult {
   rows: number;

@@ -1,11 +1,11 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
-import express, { type RequestHandler, type Router } from 'express';
+import type { RequestHandler, Router } from 'express';
 import { z } from 'zod';
 import type { Database } from '../db/database.ts';
 import { AppError, notFound } from '../http/errors.ts';
-import { parse } from '../http/validate.ts';
-import { routePrefix } from '../http/observe.ts';
-import { UuidSchema } from '../http/params.ts';
+import { NoQuerySchema, UuidSchema } from '../http/params.ts';
+import { defineRoute } from '../http/route.ts';
+import { adminRoutes } from '../http/router.ts';
 import * as accounts from '../accounts/repository.ts';
 import * as keys from '../keys/service.ts';
 import { usageByAccount } from '../keys/repository.ts';
@@ -44,51 +44,194 @@ export function requireAdminToken(token: string): RequestHandler {
   };
 }
 
+const TAG_ACCESS = 'Accounts and keys';
+
+const AccountSchema = z.strictObject({ id: z.string(), name: z.string(), createdAt: z.string() });
+const KeySchema = z.strictObject({
+  id: z.string(),
+  accountId: z.string(),
+  name: z.string(),
+  prefix: z.string().describe('the first characters of the key, for telling keys apart'),
+  environment: z.enum(ENVIRONMENTS),
+  scopes: z.array(z.enum(SCOPES)),
+  createdAt: z.string(),
+  lastUsedAt: z.string().nullable(),
+  revokedAt: z.string().nullable(),
+});
+const CreatedKeySchema = z.strictObject({
+  id: z.string(),
+  key: z.string().describe('the full key: shown here only, once; the service keeps its hash'),
+  prefix: z.string(),
+  environment: z.enum(ENVIRONMENTS),
+  scopes: z.array(z.enum(SCOPES)),
+  name: z.string(),
+  createdAt: z.string(),
+});
+const UsageWindowSchema = z.strictObject({
+  days: z.array(z.strictObject({ day: z.string(), admitted: z.int(), refused: z.int() })),
+  latestMinute: z.strictObject({ minuteStart: z.string(), admitted: z.int() }).nullable(),
+});
+const UsageReportSchema = z.strictObject({
+  accountId: z.string(),
+  billable: z.array(z.enum(ENVIRONMENTS)),
+  usage: z.strictObject(Object.fromEntries(ENVIRONMENTS.map((e) => [e, UsageWindowSchema])) as Record<(typeof ENVIRONMENTS)[number], typeof UsageWindowSchema>),
+});
+const StatusSchema = z.strictObject({
+  storageTier: z.string(),
+  timescaledbVersion: z.string().nullable(),
+  tierDetectedAt: z.string(),
+  migrations: z.array(z.strictObject({ version: z.int(), name: z.string(), appliedAt: z.string() })),
+  database: z.strictObject({ serverVersion: z.string() }),
+  workerPool: z.strictObject({ threads: z.int(), queueDepth: z.int() }),
+  uptimeSeconds: z.int(),
+  version: z.string(),
+});
+
+export const statusRoute = defineRoute({
+  method: 'get',
+  path: '/status',
+  operationId: 'getStatus',
+  tag: 'Service',
+  summary: 'Storage tier, migrations applied, worker pool and version',
+  query: NoQuerySchema,
+  response: { status: 200, description: 'the status', data: StatusSchema },
+  errors: [],
+});
+
+export const createAccountRoute = defineRoute({
+  method: 'post',
+  path: '/accounts',
+  operationId: 'createAccount',
+  tag: TAG_ACCESS,
+  summary: 'Create an account',
+  query: NoQuerySchema,
+  body: AccountCreateSchema,
+  response: { status: 201, description: 'the account', data: AccountSchema },
+  errors: [],
+});
+
+export const listAccountsRoute = defineRoute({
+  method: 'get',
+  path: '/accounts',
+  operationId: 'listAccounts',
+  tag: TAG_ACCESS,
+  summary: 'List accounts',
+  query: NoQuerySchema,
+  response: { status: 200, description: 'every account, oldest first', data: z.array(AccountSchema) },
+  errors: [],
+});
+
+export const createKeyRoute = defineRoute({
+  method: 'post',
+  path: '/keys',
+  operationId: 'createKey',
+  tag: TAG_ACCESS,
+  summary: 'Create an API key; the full key is in this answer only',
+  query: NoQuerySchema,
+  body: KeyCreateSchema,
+  response: { status: 201, description: 'the key', data: CreatedKeySchema },
+  errors: ['not_found'],
+});
+
+export const listKeysRoute = defineRoute({
+  method: 'get',
+  path: '/keys',
+  operationId: 'listKeys',
+  tag: TAG_ACCESS,
+  summary: 'List keys, without their secrets',
+  query: KeyListSchema,
+  response: { status: 200, description: 'the keys', data: z.array(KeySchema) },
+  errors: [],
+});
+
+export const revokeKeyRoute = defineRoute({
+  method: 'post',
+  path: '/keys/:id/revoke',
+  operationId: 'revokeKey',
+  tag: TAG_ACCESS,
+  summary: 'Revoke a key, effective on its next request',
+  params: z.strictObject({ id: UuidSchema }),
+  query: NoQuerySchema,
+  response: { status: 200, description: 'the revoked key', data: KeySchema },
+  errors: ['not_found'],
+});
+
+export const usageRoute = defineRoute({
+  method: 'get',
+  path: '/usage',
+  operationId: 'getUsage',
+  tag: TAG_ACCESS,
+  summary: "An account's request counts per environment, by UTC day, and its latest minute",
+  query: UsageSchema,
+  response: { status: 200, description: 'the counts', data: UsageReportSchema },
+  errors: ['not_found'],
+});
+
+/** The admin upload route of one ingest kind. */
+function ingestRoute(path: string, kind: IngestKind<unknown>) {
+  return defineRoute({
+    method: 'post',
+    path: `/${path}`,
+    operationId: `ingest_${path.replace(/[^A-Za-z0-9]+/g, '_')}`,
+    tag: 'Ingest',
+    summary: `Upload ${kind.label}`,
+    description: 'One transaction: every row is stored, or none is and the answer names the first bad row. A row already stored with the same values counts as unchanged.',
+    query: NoQuerySchema,
+    upload: {
+      rows: kind.rowSchema,
+      description: 'a JSON array, NDJSON (application/x-ndjson) or CSV (text/csv) of rows; each record at most 1 MiB',
+    },
+    response: { status: 200, description: 'what was stored', data: kind.resultSchema },
+    errors: ['request_timeout', 'payload_too_large'],
+  });
+}
+
+const ACCESS_ROUTES = [statusRoute, createAccountRoute, listAccountsRoute, createKeyRoute, listKeysRoute, revokeKeyRoute, usageRoute];
+
+/** Every admin route: the service's own, then each ingest kind's upload. */
+export function adminRouteDefinitions(ingestKinds: Record<string, IngestKind<unknown>>) {
+  const ingest = Object.fromEntries(Object.entries(ingestKinds).map(([path, kind]) => [path, ingestRoute(path, kind)]));
+  return { all: [...ACCESS_ROUTES, ...Object.values(ingest)], ingest };
+}
+
 export interface AdminDeps {
   db: Database;
   status: () => Promise<StatusReport>;
   ingestKinds: Record<string, IngestKind<unknown>>;
   uploads: UploadLimits;
-  /** Routes an area adds beyond plain ingest (e.g. coverage checks). */
-  extraRoutes?: (router: Router) => void;
+  bodyLimit: string;
 }
 
 export function adminRouter(deps: AdminDeps): Router {
-  const router = express.Router();
-  router.use(routePrefix('/admin/v1'));
-  const json = express.json({ limit: '1mb' });
   const { db } = deps;
+  const routes = adminRoutes(deps.bodyLimit);
+  const definitions = adminRouteDefinitions(deps.ingestKinds);
 
-  router.get('/status', async (_req, res) => {
+  routes.handle(statusRoute, async (_input, res) => {
     res.json({ data: await deps.status() });
   });
 
-  router.post('/accounts', json, async (req, res) => {
-    const body = parse(AccountCreateSchema, req.body, 'body');
+  routes.handle(createAccountRoute, async ({ body }, res) => {
     res.status(201).json({ data: await db.run((sql) => accounts.insertAccount(sql, body.name)) });
   });
 
-  router.get('/accounts', async (_req, res) => {
+  routes.handle(listAccountsRoute, async (_input, res) => {
     res.json({ data: await db.run((sql) => accounts.listAccounts(sql)) });
   });
 
-  router.post('/keys', json, async (req, res) => {
-    const body = parse(KeyCreateSchema, req.body, 'body');
+  routes.handle(createKeyRoute, async ({ body }, res) => {
     res.status(201).json({ data: await keys.createKey(db, body) });
   });
 
-  router.get('/keys', async (req, res) => {
-    const query = parse(KeyListSchema, req.query);
+  routes.handle(listKeysRoute, async ({ query }, res) => {
     res.json({ data: await keys.listKeys(db, query.accountId) });
   });
 
-  router.post('/keys/:id/revoke', async (req, res) => {
-    const { id } = parse(z.object({ id: UuidSchema }), req.params, 'params');
-    res.json({ data: await keys.revokeKey(db, id) });
+  routes.handle(revokeKeyRoute, async ({ params }, res) => {
+    res.json({ data: await keys.revokeKey(db, params.id) });
   });
 
-  router.get('/usage', async (req, res) => {
-    const query = parse(UsageSchema, req.query);
+  routes.handle(usageRoute, async ({ query }, res) => {
     const sinceDay = new Date(Date.now() - (query.days - 1) * 86_400_000).toISOString().slice(0, 10);
     const rows = await db.run(async (sql) => {
       if (!(await accounts.accountExists(sql, query.accountId))) throw notFound('account');
@@ -111,11 +254,10 @@ export function adminRouter(deps: AdminDeps): Router {
 
   const uploads = new UploadSlots(deps.uploads);
   for (const [path, kind] of Object.entries(deps.ingestKinds)) {
-    router.post(`/${path}`, async (req, res) => {
+    routes.handle(definitions.ingest[path], async (_input, res, req) => {
       const format = formatOf(req.get('content-type'));
       res.json({ data: await uploads.run(req, (body) => db.run((sql) => ingestRows(sql, kind, batchesFrom(body, format)))) });
     });
   }
-  deps.extraRoutes?.(router);
-  return router;
+  return routes.build(definitions.all);
 }

@@ -1,42 +1,130 @@
-import type { Area } from '../app.ts';
+import { z } from 'zod';
+import type { Area } from '../area.ts';
 import { sendData } from '../http/envelope.ts';
-import { parse } from '../http/validate.ts';
-import { BetaQuerySchema, CorrelationsQuerySchema, InstrumentIdParamsSchema, OptionPriceSchema, ProbabilitySchema, StrategyEvSchema, TechnicalsQuerySchema } from './schema.ts';
+import { NoQuerySchema } from '../http/params.ts';
+import { defineRoute } from '../http/route.ts';
+import {
+  BetaQuerySchema,
+  CorrelationsQuerySchema,
+  InstrumentIdParamsSchema,
+  OptionPriceSchema,
+  ProbabilitySchema,
+  StrategyEvSchema,
+  TechnicalsQuerySchema,
+} from './schema.ts';
 import * as market from './market-service.ts';
 import * as service from './service.ts';
 
+const TAG = 'Analytics';
+const computedMeta = z.strictObject({ asOf: z.string(), source: z.string(), stale: z.boolean() });
 const meta = () => ({ asOf: new Date().toISOString(), source: 'computed', stale: false });
+const fromBars = (asOf: string) => ({ asOf, source: 'computed from adjusted daily bars', stale: false });
+// TODO(schemas): each figure's schema
+const Computed = z.record(z.string(), z.unknown());
+
+export const optionPriceRoute = defineRoute({
+  method: 'post',
+  path: '/analytics/option-price',
+  operationId: 'priceOption',
+  tag: TAG,
+  summary: 'Black-Scholes-Merton price and Greeks of a European option',
+  scope: 'analytics:read',
+  query: NoQuerySchema,
+  body: OptionPriceSchema,
+  response: { status: 200, description: 'the price, the Greeks and the assumptions', data: Computed, meta: computedMeta },
+  errors: [],
+});
+
+export const probabilityRoute = defineRoute({
+  method: 'post',
+  path: '/analytics/probability',
+  operationId: 'probabilityOfTarget',
+  tag: TAG,
+  summary: 'Probability of finishing beyond, and of touching, a target price',
+  scope: 'analytics:read',
+  query: NoQuerySchema,
+  body: ProbabilitySchema,
+  response: { status: 200, description: 'the probabilities and the assumptions', data: Computed, meta: computedMeta },
+  errors: [],
+});
+
+export const strategyEvRoute = defineRoute({
+  method: 'post',
+  path: '/analytics/strategy-ev',
+  operationId: 'strategyExpectedValue',
+  tag: TAG,
+  summary: 'Expected value, probability of profit and risk of an option structure',
+  scope: 'analytics:read',
+  query: NoQuerySchema,
+  body: StrategyEvSchema,
+  response: { status: 200, description: 'the valuation and the assumptions', data: Computed, meta: computedMeta },
+  errors: ['unsupported_structure'],
+});
+
+export const technicalsRoute = defineRoute({
+  method: 'get',
+  path: '/instruments/:id/technicals',
+  operationId: 'getTechnicals',
+  tag: TAG,
+  summary: 'Technical indicators, patterns and their consensus over a lookback of adjusted daily bars',
+  scope: 'technicals:read',
+  params: InstrumentIdParamsSchema,
+  query: TechnicalsQuerySchema,
+  response: { status: 200, description: 'the indicators and the assumptions', data: Computed, meta: computedMeta },
+  errors: ['not_found'],
+});
+
+export const correlationsRoute = defineRoute({
+  method: 'get',
+  path: '/correlations',
+  operationId: 'getCorrelations',
+  tag: TAG,
+  summary: 'Pairwise correlations of daily log returns',
+  scope: 'correlations:read',
+  query: CorrelationsQuerySchema,
+  response: { status: 200, description: 'each pair and the assumptions', data: Computed, meta: computedMeta },
+  errors: [],
+});
+
+export const betaRoute = defineRoute({
+  method: 'get',
+  path: '/instruments/:id/beta',
+  operationId: 'getBeta',
+  tag: TAG,
+  summary: 'Beta, alpha and R² of an instrument against a benchmark',
+  scope: 'correlations:read',
+  params: InstrumentIdParamsSchema,
+  query: BetaQuerySchema,
+  response: { status: 200, description: 'the regression and the assumptions', data: Computed, meta: computedMeta },
+  errors: ['not_found'],
+});
 
 export const analyticsArea: Area = {
-  routes(router, { pool, readDb }) {
-    router.post('/analytics/option-price', 'analytics:read', (req, res) => {
-      sendData(res, service.optionPrice(parse(OptionPriceSchema, req.body, 'body')), meta());
+  routes: [optionPriceRoute, probabilityRoute, strategyEvRoute, technicalsRoute, correlationsRoute, betaRoute],
+  mount(routes, { pool, readDb }) {
+    routes.handle(optionPriceRoute, ({ body }, res) => {
+      sendData(res, service.optionPrice(body), meta());
     });
-    router.post('/analytics/probability', 'analytics:read', (req, res) => {
-      sendData(res, service.probability(parse(ProbabilitySchema, req.body, 'body')), meta());
+    routes.handle(probabilityRoute, ({ body }, res) => {
+      sendData(res, service.probability(body), meta());
     });
-    router.post('/analytics/strategy-ev', 'analytics:read', async (req, res) => {
-      sendData(res, await service.strategyEv(pool, parse(StrategyEvSchema, req.body, 'body')), meta());
-    });
-
-    router.get('/instruments/:id/technicals', 'technicals:read', async (req, res) => {
-      const { id } = parse(InstrumentIdParamsSchema, req.params, 'params');
-      const q = parse(TechnicalsQuerySchema, req.query);
-      const data = await pool.withReadSlot('technicals', () => market.technicals(readDb, pool, id, q));
-      sendData(res, data, { asOf: data.assumptions.asOf, source: 'computed from adjusted daily bars', stale: false });
+    routes.handle(strategyEvRoute, async ({ body }, res) => {
+      sendData(res, await service.strategyEv(pool, body), meta());
     });
 
-    router.get('/correlations', 'correlations:read', async (req, res) => {
-      const q = parse(CorrelationsQuerySchema, req.query);
-      const data = await pool.withReadSlot('correlations', () => market.correlations(readDb, pool, q));
-      sendData(res, data, { asOf: data.assumptions.asOf, source: 'computed from adjusted daily bars', stale: false });
+    routes.handle(technicalsRoute, async ({ params, query }, res) => {
+      const data = await pool.withReadSlot('technicals', () => market.technicals(readDb, pool, params.id, query));
+      sendData(res, data, fromBars(data.assumptions.asOf));
     });
 
-    router.get('/instruments/:id/beta', 'correlations:read', async (req, res) => {
-      const { id } = parse(InstrumentIdParamsSchema, req.params, 'params');
-      const q = parse(BetaQuerySchema, req.query);
-      const data = await pool.withReadSlot('beta', () => market.beta(readDb, pool, id, q));
-      sendData(res, data, { asOf: data.assumptions.asOf, source: 'computed from adjusted daily bars', stale: false });
+    routes.handle(correlationsRoute, async ({ query }, res) => {
+      const data = await pool.withReadSlot('correlations', () => market.correlations(readDb, pool, query));
+      sendData(res, data, fromBars(data.assumptions.asOf));
+    });
+
+    routes.handle(betaRoute, async ({ params, query }, res) => {
+      const data = await pool.withReadSlot('beta', () => market.beta(readDb, pool, params.id, query));
+      sendData(res, data, fromBars(data.assumptions.asOf));
     });
   },
 };

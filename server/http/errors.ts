@@ -2,42 +2,35 @@ import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import { z } from 'zod';
 import { isConnectionFailure } from '../db/health.ts';
 
-export type ErrorCode =
-  | 'invalid_request'
-  | 'missing_api_key'
-  | 'invalid_api_key'
-  | 'revoked_api_key'
-  | 'insufficient_scope'
-  | 'not_found'
-  | 'options_unavailable'
-  | 'request_timeout'
-  | 'payload_too_large'
-  | 'request_header_too_large'
-  | 'unsupported_media_type'
-  | 'unsupported_structure'
-  | 'rate_limited'
-  | 'upstream_unavailable'
-  | 'overloaded'
-  | 'internal_error';
+/**
+ * Every error code with its HTTP status and what it means; the reference page
+ * (/docs) shows this table, and each answer's `docsUrl` points at its row.
+ */
+export const ERRORS = {
+  invalid_request: [400, 'a parameter, path segment or body field is missing or invalid; `details` names each'],
+  missing_api_key: [401, 'no `Authorization: Bearer <key>` header, or one that cannot be parsed'],
+  invalid_api_key: [401, 'the key (or admin token) is not recognised'],
+  revoked_api_key: [401, 'the key was revoked'],
+  insufficient_scope: [403, "the key lacks the route's scope"],
+  not_found: [404, 'the instrument, contract, date or route does not exist'],
+  options_unavailable: [404, 'no options are served for the instrument'],
+  method_not_allowed: [405, 'the path does not serve the method; `Allow` lists those it does'],
+  request_timeout: [408, 'the request did not arrive in time'],
+  payload_too_large: [413, 'the body, or one of its records, is over the limit'],
+  unsupported_media_type: [415, 'the body is not in a content type the route reads'],
+  unsupported_structure: [422, 'the option structure is not one the strategy EV can price'],
+  rate_limited: [429, "the key's account is over a request window or its concurrent-stream limit; wait `Retry-After` seconds"],
+  request_header_too_large: [431, 'the request headers are over the limit'],
+  internal_error: [500, 'a fault in the service; the request id finds it in the log'],
+  upstream_unavailable: [503, 'an outside provider did not answer'],
+  overloaded: [503, 'the service is shedding load (database, worker pool or stream slots busy, or starting); wait `Retry-After` seconds'],
+} as const satisfies Record<string, readonly [number, string]>;
 
-const STATUS: Record<ErrorCode, number> = {
-  invalid_request: 400,
-  missing_api_key: 401,
-  invalid_api_key: 401,
-  revoked_api_key: 401,
-  insufficient_scope: 403,
-  not_found: 404,
-  options_unavailable: 404,
-  request_timeout: 408,
-  payload_too_large: 413,
-  request_header_too_large: 431,
-  unsupported_media_type: 415,
-  unsupported_structure: 422,
-  rate_limited: 429,
-  upstream_unavailable: 503,
-  overloaded: 503,
-  internal_error: 500,
-};
+export type ErrorCode = keyof typeof ERRORS;
+
+export const ERROR_CODES = Object.keys(ERRORS) as ErrorCode[];
+
+export const STATUS = Object.fromEntries(ERROR_CODES.map((code) => [code, ERRORS[code][0]])) as Record<ErrorCode, number>;
 
 /** A streamed response's client went away or stopped reading: nothing to answer, nothing to report as a fault. */
 export class ClientGoneError extends Error {
@@ -71,7 +64,8 @@ export function invalidRequest(message: string, details: ErrorDetails = {}) {
 
 /** zod issues → `details`, keyed by the dotted field path ("_" for the whole input). */
 export function zodDetails(error: z.ZodError, prefix = ''): ErrorDetails {
-  const details: ErrorDetails = {};
+  // No prototype: an unknown field named "constructor" or "__proto__" is a key like any other.
+  const details = Object.create(null) as ErrorDetails;
   for (const issue of error.issues) {
     const key = [prefix, ...issue.path.map(String)].filter(Boolean).join('.') || '_';
     (details[key] ??= []).push(issue.message);
@@ -116,18 +110,23 @@ export function toAppError(err: unknown): AppError {
   return new AppError('internal_error', 'internal error');
 }
 
-export function errorBody(err: AppError, docsBaseUrl: string) {
+/** Where the reference page explains an error code: its anchor on /docs. */
+export function docsUrlOf(publicBaseUrl: string, code: ErrorCode): string {
+  return `${publicBaseUrl}/docs#${code}`;
+}
+
+export function errorBody(err: AppError, publicBaseUrl: string) {
   return {
     error: {
       code: err.code,
       message: err.message,
-      docsUrl: `${docsBaseUrl}#${err.code}`,
+      docsUrl: docsUrlOf(publicBaseUrl, err.code),
       details: err.details,
     },
   };
 }
 
-export function errorMiddleware(docsBaseUrl: string, onInternal: (err: unknown, req: Parameters<RequestHandler>[0]) => void): ErrorRequestHandler {
+export function errorMiddleware(publicBaseUrl: string, onInternal: (err: unknown, req: Parameters<RequestHandler>[0]) => void): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const appError = toAppError(err);
     // An AppError is an expected outcome, already in the request's log line as
@@ -142,7 +141,7 @@ export function errorMiddleware(docsBaseUrl: string, onInternal: (err: unknown, 
       return;
     }
     if (!req.complete) discardUnreadBody(req);
-    res.status(appError.status).set(appError.headers).json(errorBody(appError, docsBaseUrl));
+    res.status(appError.status).set(appError.headers).json(errorBody(appError, publicBaseUrl));
   };
 }
 

@@ -35,13 +35,13 @@ export function isInstant(v: unknown): v is string {
 
 export const DateSchema = z
   .string()
-  .regex(DATE_RE, 'must be a date yyyy-mm-dd')
+  .regex(DATE_RE, { message: 'must be a date yyyy-mm-dd', abort: true })
   .refine(isCalendarDate, 'is not a calendar date')
   .describe('calendar date yyyy-mm-dd');
 
 export const InstantSchema = z
   .string()
-  .regex(INSTANT_RE, 'must be an instant yyyy-mm-ddThh:mm:ss[.fff]Z')
+  .regex(INSTANT_RE, { message: 'must be an instant yyyy-mm-ddThh:mm:ss[.fff]Z', abort: true })
   .refine(isRealInstant, 'is not a valid instant')
   .describe('UTC instant');
 
@@ -55,7 +55,7 @@ export interface PointInTime {
 
 export const AsOfSchema = z
   .string()
-  .refine((s) => DATE_RE.test(s) || INSTANT_RE.test(s), 'must be yyyy-mm-dd or yyyy-mm-ddThh:mm:ss[.fff]Z')
+  .refine((s) => DATE_RE.test(s) || INSTANT_RE.test(s), { message: 'must be yyyy-mm-dd or yyyy-mm-ddThh:mm:ss[.fff]Z', abort: true })
   .refine((s) => (s.length === 10 ? isCalendarDate(s) : isRealInstant(s)), 'is not a valid date or instant')
   .transform((s): PointInTime => {
     const isDate = s.length === 10;

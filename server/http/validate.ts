@@ -1,14 +1,65 @@
 import { z } from 'zod';
 import { AppError, zodDetails, type ErrorDetails } from './errors.ts';
 
+type Part = 'query' | 'params' | 'body' | 'row';
+
 /** Parses one part of a request; every failing field is named in `details`. */
-export function parse<S extends z.ZodType>(schema: S, value: unknown, part: 'query' | 'params' | 'body' | 'row' = 'query'): z.infer<S> {
+export function parse<S extends z.ZodType>(schema: S, value: unknown, part: Part = 'query'): z.infer<S> {
   const what = `invalid ${part === 'params' ? 'path parameters' : part}`;
   const unstorable = unstorableText(value);
   if (unstorable) throw new AppError('invalid_request', what, unstorable);
   const result = schema.safeParse(value);
-  if (!result.success) throw new AppError('invalid_request', what, zodDetails(result.error));
+  if (!result.success) throw new AppError('invalid_request', what, zodDetails(teaching(result.error, schema, value, part)));
   return result.data;
+}
+
+/**
+ * zod's issues reworded for the caller: a field that is absent is "required"
+ * (not "expected string, received undefined"), and an unknown field is
+ * named by itself with the fields the schema accepts.
+ */
+function teaching(error: z.ZodError, schema: z.ZodType, value: unknown, part: Part): z.ZodError {
+  const issues = error.issues.flatMap((issue): z.core.$ZodIssue[] => {
+    if ((issue.code === 'invalid_type' || issue.code === 'invalid_value' || issue.code === 'invalid_union') && isAbsent(value, issue.path)) return [{ ...issue, message: 'required' }];
+    if (issue.code === 'unrecognized_keys') {
+      const accepted = acceptedKeys(schema, issue.path);
+      const noun = part === 'query' ? 'parameter' : 'field';
+      const message = accepted ? `unknown ${noun}; accepted: ${accepted.length ? accepted.join(', ') : 'none'}` : `unknown ${noun}`;
+      return issue.keys.map((key) => ({ ...issue, path: [...issue.path, key], message }));
+    }
+    return [issue];
+  });
+  return new z.ZodError(issues);
+}
+
+function isAbsent(value: unknown, path: PropertyKey[]): boolean {
+  if (path.length === 0) return value === undefined;
+  let container = value;
+  for (const step of path.slice(0, -1)) {
+    if (container === null || typeof container !== 'object') return false;
+    container = (container as Record<PropertyKey, unknown>)[step];
+  }
+  return container !== null && typeof container === 'object' && !Object.prototype.hasOwnProperty.call(container, path[path.length - 1]);
+}
+
+/** The keys of the object schema at `path` (through arrays, optionals and pipes), or null when it cannot be told. */
+function acceptedKeys(schema: z.ZodType, path: PropertyKey[]): string[] | null {
+  let current: z.ZodType | undefined = schema;
+  const unwrap = (s: z.ZodType): z.ZodType => {
+    const def = (s as unknown as { def: { type: string; innerType?: z.ZodType; in?: z.ZodType } }).def;
+    if (def.innerType) return unwrap(def.innerType);
+    if (def.type === 'pipe' && def.in) return unwrap(def.in);
+    return s;
+  };
+  for (const step of path) {
+    if (!current) return null;
+    const s = unwrap(current);
+    if (s instanceof z.ZodObject) current = s.shape[String(step)] as z.ZodType | undefined;
+    else if (s instanceof z.ZodArray) current = s.element as z.ZodType;
+    else return null;
+  }
+  const target = current && unwrap(current);
+  return target instanceof z.ZodObject ? Object.keys(target.shape) : null;
 }
 
 // PostgreSQL text cannot hold NUL (U+0000); jsonb refuses the escape \u0000

@@ -1,5 +1,6 @@
+import { z } from 'zod';
 import { randomUUID } from 'node:crypto';
-import { rejectFirstRow, type IngestKind } from '../admin/ingest.ts';
+import { ingestCounts, rejectFirstRow, type IngestKind } from '../admin/ingest.ts';
 import { InstrumentIngestSchema, type InstrumentIngestRow } from './schema.ts';
 
 /**
@@ -9,6 +10,7 @@ import { InstrumentIngestSchema, type InstrumentIngestRow } from './schema.ts';
 export const instrumentIngest: IngestKind<InstrumentIngestRow> = {
   label: 'instruments',
   rowSchema: InstrumentIngestSchema,
+  resultSchema: z.strictObject({ ...ingestCounts, ids: z.array(z.string()).describe('the id of each row, in upload order (the first 10,000)') }),
   stagingColumns: `id uuid, asset_class text, display_name text, exchange text, region text, isin text, cusip text,
     distribution_policy text, quote_currency text, quote_unit text, is_active boolean, broker_codes jsonb, symbols jsonb`,
   toStagingValues: (r) => [

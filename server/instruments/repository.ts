@@ -39,13 +39,13 @@ function selectInstruments(sql: Sql, day: string, vendorBroker: string) {
 export function toInstrument(r: Record<string, unknown>): Instrument {
   return {
     id: r.id as string,
-    assetClass: r.asset_class as string,
+    assetClass: r.asset_class as Instrument['assetClass'],
     displayName: r.display_name as string,
     exchange: (r.exchange as string | null) ?? null,
     region: (r.region as string | null) ?? null,
     isin: (r.isin as string | null) ?? null,
     cusip: (r.cusip as string | null) ?? null,
-    distributionPolicy: (r.distribution_policy as string | null) ?? null,
+    distributionPolicy: (r.distribution_policy as Instrument['distributionPolicy']) ?? null,
     quoteCurrency: (r.quote_currency as string | null) ?? null,
     quoteUnit: (r.quote_unit as string | null) ?? null,
     isActive: r.is_active as boolean,

@@ -1,32 +1,77 @@
-import type { Area } from '../app.ts';
+import { z } from 'zod';
+import type { Area } from '../area.ts';
 import { sendData } from '../http/envelope.ts';
-import { parse } from '../http/validate.ts';
 import { NoQuerySchema } from '../http/params.ts';
+import { defineRoute } from '../http/route.ts';
 import { instrumentIngest } from './ingest.ts';
-import { InstrumentBulkSchema, InstrumentIdSchema, InstrumentSearchSchema } from './schema.ts';
+import {
+  InstrumentBulkMetaSchema,
+  InstrumentBulkSchema,
+  InstrumentIdSchema,
+  InstrumentMetaSchema,
+  InstrumentSchema,
+  InstrumentSearchMetaSchema,
+  InstrumentSearchSchema,
+} from './schema.ts';
 import * as service from './service.ts';
 
 const SOURCE = 'mds-reference';
+const TAG = 'Instruments';
+
+export const searchInstrumentsRoute = defineRoute({
+  method: 'get',
+  path: '/instruments',
+  operationId: 'searchInstruments',
+  tag: TAG,
+  summary: 'Search instruments by text, or look one up by broker code',
+  description: 'Exactly one mode: `query` (free text over symbols and names, ranked), or `brokerCode` with `broker` (exact). Symbols are those valid on the `asOf` day.',
+  scope: 'instruments:read',
+  query: InstrumentSearchSchema,
+  response: { status: 200, description: 'the matching instruments, best first', data: z.array(InstrumentSchema), meta: InstrumentSearchMetaSchema },
+  errors: [],
+});
+
+export const instrumentsBulkRoute = defineRoute({
+  method: 'get',
+  path: '/instruments/bulk',
+  operationId: 'getInstrumentsBulk',
+  tag: TAG,
+  summary: 'Instruments by id, up to 500',
+  description: 'Unknown ids are absent from `data`; `meta.requested` and `meta.found` count them.',
+  scope: 'instruments:read',
+  query: InstrumentBulkSchema,
+  response: { status: 200, description: 'the instruments found, in the order asked', data: z.array(InstrumentSchema), meta: InstrumentBulkMetaSchema },
+  errors: [],
+});
+
+export const instrumentRoute = defineRoute({
+  method: 'get',
+  path: '/instruments/:id',
+  operationId: 'getInstrument',
+  tag: TAG,
+  summary: 'One instrument',
+  scope: 'instruments:read',
+  params: InstrumentIdSchema,
+  query: NoQuerySchema,
+  response: { status: 200, description: 'the instrument', data: InstrumentSchema, meta: InstrumentMetaSchema },
+  errors: ['not_found'],
+});
 
 export const instrumentsArea: Area = {
-  routes(router, { readDb, config }) {
-    router.get('/instruments', 'instruments:read', async (req, res) => {
-      const q = parse(InstrumentSearchSchema, req.query);
+  routes: [searchInstrumentsRoute, instrumentsBulkRoute, instrumentRoute],
+  mount(routes, { readDb, config }) {
+    routes.handle(searchInstrumentsRoute, async ({ query: q }, res) => {
       const data = await service.searchInstruments(readDb, q, config.VENDOR_CODE_BROKER);
       sendData(res, data, { asOf: q.asOf?.input ?? new Date().toISOString(), source: SOURCE, stale: false, mode: q.query !== undefined ? 'search' : 'reverse_lookup' });
     });
 
-    // Registered before /instruments/:id so "bulk" is never read as an id.
-    router.get('/instruments/bulk', 'instruments:read', async (req, res) => {
-      const q = parse(InstrumentBulkSchema, req.query);
+    routes.handle(instrumentsBulkRoute, async ({ query: q }, res) => {
       const data = await service.getInstruments(readDb, q.ids, config.VENDOR_CODE_BROKER);
       sendData(res, data, { asOf: new Date().toISOString(), source: SOURCE, stale: false, requested: q.ids.length, found: data.length });
     });
 
-    router.get('/instruments/:id', 'instruments:read', async (req, res) => {
-      const { id } = parse(InstrumentIdSchema, req.params, 'params');
-      parse(NoQuerySchema, req.query);
-      const data = await service.getInstrument(readDb, id.toLowerCase(), config.VENDOR_CODE_BROKER);
+    routes.handle(instrumentRoute, async ({ params }, res) => {
+      const data = await service.getInstrument(readDb, params.id.toLowerCase(), config.VENDOR_CODE_BROKER);
       sendData(res, data, { asOf: new Date().toISOString(), source: SOURCE, stale: false });
     });
   },

@@ -79,19 +79,33 @@ export const InstrumentIngestSchema = z
 
 export type InstrumentIngestRow = z.infer<typeof InstrumentIngestSchema>;
 
-export interface Instrument {
-  id: string;
-  assetClass: string;
-  displayName: string;
-  exchange: string | null;
-  region: string | null;
-  isin: string | null;
-  cusip: string | null;
-  distributionPolicy: string | null;
-  quoteCurrency: string | null;
-  quoteUnit: string | null;
-  isActive: boolean;
-  currentSymbol: string | null;
-  brokerCodes: Record<string, string>;
-  vendorCode: string | null;
-}
+export const InstrumentSchema = z
+  .strictObject({
+    id: z.string(),
+    assetClass: AssetClassSchema,
+    displayName: z.string(),
+    exchange: z.string().nullable(),
+    region: z.string().nullable(),
+    isin: z.string().nullable(),
+    cusip: z.string().nullable(),
+    distributionPolicy: z.enum(['accumulating', 'distributing']).nullable(),
+    quoteCurrency: z.string().nullable(),
+    quoteUnit: z.string().nullable(),
+    isActive: z.boolean(),
+    currentSymbol: z.string().nullable().describe('the symbol valid on the day read (the asOf day for a search); null when no period covers it'),
+    brokerCodes: z.record(z.string(), z.string()).describe('broker name → code'),
+    vendorCode: z.string().nullable().describe("the code of the broker configured as VENDOR_CODE_BROKER, if the instrument has one"),
+  })
+  .meta({ id: 'Instrument' });
+
+export type Instrument = z.infer<typeof InstrumentSchema>;
+
+const referenceMeta = {
+  asOf: z.string().describe('when the answer was read, or the asOf asked for'),
+  source: z.string(),
+  stale: z.boolean(),
+};
+
+export const InstrumentSearchMetaSchema = z.strictObject({ ...referenceMeta, mode: z.enum(['search', 'reverse_lookup']) });
+export const InstrumentBulkMetaSchema = z.strictObject({ ...referenceMeta, requested: z.int(), found: z.int() });
+export const InstrumentMetaSchema = z.strictObject(referenceMeta);

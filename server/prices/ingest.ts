@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BooleanValue, copyInto, finiteNumber, NonNegativeNumber, PositiveNumber, type IngestKind, type WriteCounts } from '../admin/ingest.ts';
+import { BooleanValue, copyInto, finiteNumber, ingestCounts, NonNegativeNumber, PositiveNumber, type IngestKind, type WriteCounts } from '../admin/ingest.ts';
 import { dayNumber } from './adjustment.ts';
 import type { Sql } from '../db/sql.ts';
 import { DateSchema, InstantSchema, isDate, isInstant, UuidSchema } from '../http/params.ts';
@@ -187,6 +187,7 @@ async function upsertStagedBars(tx: Sql, table: string, columns: Columns): Promi
 export const dailyBarIngest: IngestKind<DailyBarRow> = {
   label: 'daily bars',
   rowSchema: DailyBarRowSchema,
+  resultSchema: z.strictObject(ingestCounts),
   fastRow: fastDailyBar,
   stagingColumns: stagingColumns(DAILY_COLUMNS),
   toStagingValues: (r) => [
@@ -296,6 +297,7 @@ async function refreshRollups(tx: Sql, firstMinute: number, lastMinute: number) 
 export const intradayBarIngest: IngestKind<IntradayBarRow> = {
   label: 'intraday bars',
   rowSchema: IntradayBarRowSchema,
+  resultSchema: z.strictObject({ ...ingestCounts, firstBarTimestamp: z.string().optional(), lastBarTimestamp: z.string().optional() }),
   fastRow: fastIntradayBar,
   stagingColumns: stagingColumns(INTRADAY_COLUMNS),
   toStagingValues: (r) => [

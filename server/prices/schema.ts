@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AsOfSchema, BooleanFlagSchema, DateSchema, UuidSchema, idListSchema } from '../http/params.ts';
+import { AsOfSchema, BooleanFlagSchema, DateSchema, UuidSchema, idListSchema, isDate } from '../http/params.ts';
 
 export const MAX_BULK_INSTRUMENTS = 500;
 // One request may span at most this many calendar days: 30 years of daily
@@ -22,6 +22,8 @@ const spanDays = (from: string, to: string) => (Date.parse(to) - Date.parse(from
 
 function dateRange<T extends { from: string; to: string }>(maxDays: number) {
   return (q: T, ctx: z.RefinementCtx) => {
+    // A bad from or to is reported as itself; the range between them is not also wrong.
+    if (!isDate(q.from) || !isDate(q.to)) return;
     if (q.from > q.to) ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be on or after from' });
     else if (spanDays(q.from, q.to) > maxDays) ctx.addIssue({ code: 'custom', path: ['to'], message: `the range may span at most ${maxDays} days` });
   };
@@ -60,9 +62,109 @@ export const IntradayQuerySchema = z
     to: DateSchema,
     interval: z.enum(INTERVALS, { error: `must be one of ${INTERVALS.join(', ')}` }),
   })
-  .superRefine((q, ctx) => dateRange(MAX_INTRADAY_SPAN_DAYS[q.interval])(q, ctx));
+  .superRefine((q, ctx) => {
+    if (MAX_INTRADAY_SPAN_DAYS[q.interval] !== undefined) dateRange(MAX_INTRADAY_SPAN_DAYS[q.interval])(q, ctx);
+  });
 
 export const InstrumentPathSchema = z.strictObject({ id: UuidSchema });
 
 export type DailyPricesQuery = z.infer<typeof DailyPricesQuerySchema>;
 export type BulkPricesQuery = z.infer<typeof BulkPricesQuerySchema>;
+
+const PriceSchema = z.number().describe('in quoteUnit of quoteCurrency');
+
+export const DailyBarSchema = z
+  .strictObject({
+    barDate: z.string().describe('session date yyyy-mm-dd'),
+    openPrice: PriceSchema.nullable(),
+    highPrice: PriceSchema.nullable(),
+    lowPrice: PriceSchema.nullable(),
+    closePrice: PriceSchema,
+    volume: z.number().nullable().describe('shares (adjusted by split factors when adjusted=true); null when the source has none'),
+    quoteCurrency: z.string(),
+    quoteUnit: z.string(),
+    stale: z.boolean(),
+    asOf: z.string().describe('when the stored bar was written'),
+    source: z.string(),
+  })
+  .meta({ id: 'DailyBar' });
+
+const ProvenanceCountsSchema = z.strictObject({
+  observed: z.int(),
+  vendor_pit: z.int(),
+  announced: z.int(),
+  backfilled: z.int(),
+  pitValid: z.boolean().describe('false when a backfilled action (not knowable at the time) entered the figures'),
+});
+
+const PriceBasisSchema = z.strictObject({
+  priceBasis: z.enum(['raw', 'adjusted', 'vendor_adjusted', 'mixed']),
+  adjustedThrough: z.string().nullable().describe('the cut-off of the actions applied; null for raw prices'),
+  actionsApplied: z.int(),
+  actionsAlreadyReflected: z.int().describe('actions a vendor-adjusted bar already reflects, not applied again'),
+  actionsNotApplied: z.array(
+    z.strictObject({ actionId: z.string(), reason: z.enum(['invalid_params', 'no_prior_close', 'prior_close_gap', 'currency_mismatch', 'not_a_price_action']) }),
+  ),
+});
+
+const ActionCoverageSchema = z.strictObject({
+  checked: z.boolean(),
+  lastCheckedAt: z.string().nullable(),
+  source: z.string().nullable(),
+  coveredFrom: z.string().nullable(),
+  actionsFound: z.int().nullable(),
+  coversSeries: z.boolean(),
+  gap: z.enum(['none', 'never_checked', 'starts_after_series']),
+});
+
+const priceMeta = {
+  asOf: z.string().describe('the asOf asked for, else when the answer was read'),
+  source: z.string().describe("the bars' sources, comma-separated; none when there are no bars"),
+  stale: z.boolean(),
+  adjusted: z.boolean(),
+  includeBackfilled: z.boolean(),
+  provenance: ProvenanceCountsSchema,
+};
+
+export const DailyPricesMetaSchema = z.strictObject({
+  ...priceMeta,
+  actionSetVersion: z.int(),
+  actionSetVersionPinned: z.boolean(),
+  priceBasis: PriceBasisSchema,
+  actionCoverage: ActionCoverageSchema,
+});
+
+export const BulkPricesDataSchema = z.record(z.string(), z.array(DailyBarSchema)).describe('instrument id → its bars; unknown ids are absent');
+
+export const BulkPricesMetaSchema = z.strictObject({
+  ...priceMeta,
+  requested: z.int(),
+  found: z.int(),
+  actionSetVersions: z.record(z.string(), z.int()),
+  priceBases: z.record(z.string(), PriceBasisSchema),
+  actionCoverages: z.record(z.string(), ActionCoverageSchema),
+  actionCoverage: z.strictObject({ checked: z.boolean(), coversSeries: z.boolean(), actionsFound: z.int().nullable() }),
+});
+
+export const IntradayBarSchema = z.strictObject({
+  barTimestamp: z.string().describe('start of the bucket, UTC'),
+  openPrice: PriceSchema,
+  highPrice: PriceSchema,
+  lowPrice: PriceSchema,
+  closePrice: PriceSchema,
+  volume: z.number().nullable(),
+  quoteCurrency: z.string(),
+  quoteUnit: z.string(),
+  source: z.string(),
+});
+
+export const IntradayMetaSchema = z.strictObject({
+  asOf: z.string(),
+  source: z.string(),
+  stale: z.boolean(),
+  interval: z.enum(INTERVALS),
+  adjusted: z.literal(false),
+  from: z.string(),
+  to: z.string(),
+  bucketing: z.string(),
+});

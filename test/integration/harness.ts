@@ -7,6 +7,7 @@ import { loadConfig, type Config } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
 import { startRuntime, type Runtime } from '../../server/runtime.ts';
 import type { Scope } from '../../server/keys/scopes.ts';
+import { apiContract } from '../support/contract.ts';
 
 export const databaseUrl = () => inject('databaseUrl');
 
@@ -34,6 +35,7 @@ export interface Reply<T = any> {
   body: T;
 }
 
+/** Every answer is checked against the OpenAPI document of its route (test/support/contract.ts). */
 async function request(url: string, init: RequestInit): Promise<Reply> {
   const res = await fetch(url, init);
   const text = await res.text();
@@ -43,6 +45,7 @@ async function request(url: string, init: RequestInit): Promise<Reply> {
   } catch {
     // non-JSON bodies (metrics) stay text
   }
+  apiContract().check(init.method ?? 'GET', url, res.status, res.headers.get('content-type'), body);
   return { status: res.status, headers: res.headers, body };
 }
 

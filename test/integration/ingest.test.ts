@@ -32,9 +32,16 @@ const postCsv = (rows: Record<string, unknown>[]) => svc.admin('POST', '/bars/da
 const stored = async (ids: string[]) =>
   (await svc.sql`select count(*)::int as n, sum(close_price)::float8 as total from daily_bars where instrument_id in ${svc.sql(ids)}`)[0];
 
+/** One upload after another: six at once would queue behind INGEST_MAX_CONCURRENT (4) and, on a busy machine, outwait its one-second slot deadline. */
+async function createInstruments(n: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) ids.push((await createInstrument(svc)).id);
+  return ids;
+}
+
 describe('batch ingest across several COPY batches', () => {
   it('when a large upload is new, then partly stored, then corrected, then counts are exact and the stored bars match each time', async () => {
-    const ids = await Promise.all([1, 2, 3, 4, 5, 6].map(async () => (await createInstrument(svc)).id));
+    const ids = await createInstruments(6);
     const first = bars(ids.slice(0, 4), 10_000); // 40,000 new rows: copied straight in
     let res = await postCsv(first);
     expect(res.status).toBe(200);
@@ -56,7 +63,7 @@ describe('batch ingest across several COPY batches', () => {
   });
 
   it('when a bad row, a repeated key or an unknown instrument comes after whole batches were written, then 400 names it and nothing is stored', async () => {
-    const ids = await Promise.all([1, 2, 3, 4].map(async () => (await createInstrument(svc)).id));
+    const ids = await createInstruments(4);
     const rows = bars(ids, 10_000);
     const lastRow = rows.length - 1;
 

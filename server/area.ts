@@ -1,0 +1,35 @@
+import type { Config } from './config.ts';
+import type { Database } from './db/database.ts';
+import type { Logger } from './logger.ts';
+import type { WorkerPool } from '../workers/pool.ts';
+import type { IngestKind } from './admin/ingest.ts';
+import type { RouteDefinition } from './http/route.ts';
+import type { RouteTable } from './http/router.ts';
+import type { LastUsedRecorder } from './keys/service.ts';
+
+export interface AppDeps {
+  config: Config;
+  /** Writes, admin work, and reads that must see them. */
+  db: Database;
+  /** Key resolution and request counting (its own pool, committing without waiting for the WAL flush). */
+  authDb: Database;
+  /** Read-only queries; the replica when DATABASE_READ_URL is set, else `db`. */
+  readDb: Database;
+  logger: Logger;
+  pool: WorkerPool;
+  lastUsed: LastUsedRecorder;
+  adminToken: string;
+  version: string;
+}
+
+/**
+ * One API area: the public routes it declares, their handlers, and the admin
+ * ingest kinds it adds. `mount` must attach a handler to each of `routes` and
+ * to nothing else (RouteTable.build checks).
+ */
+export interface Area {
+  routes: readonly RouteDefinition[];
+  mount(routes: RouteTable, deps: AppDeps): void;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own row type
+  ingest?: Record<string, IngestKind<any>>;
+}

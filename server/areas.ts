@@ -1,0 +1,42 @@
+import type { Area } from './area.ts';
+import type { IngestKind } from './admin/ingest.ts';
+import { adminRouteDefinitions } from './admin/routes.ts';
+import { actionsArea } from './actions/routes.ts';
+import { analyticsArea } from './analytics/routes.ts';
+import { instrumentsArea } from './instruments/routes.ts';
+import { pricesArea } from './prices/routes.ts';
+
+export const AREAS: readonly Area[] = [instrumentsArea, pricesArea, actionsArea, analyticsArea];
+
+/**
+ * Public paths of the API that this version does not serve yet. They answer
+ * 404 before authorization, and being mounted most-specific first they keep
+ * `/instruments/implied-volatility` from being read as an instrument id.
+ */
+export const NOT_YET_SERVED = [
+  '/instruments/implied-volatility',
+  '/instruments/event-reaction-coverage',
+  '/instruments/:id/options',
+  '/instruments/:id/options/expiries',
+  '/options/:id',
+  '/fx/:base/:quote',
+  '/macro/series/:seriesId',
+  '/rates/risk-free',
+  '/earnings',
+  '/instruments/:id/earnings',
+  '/instruments/:id/news',
+  '/instruments/:id/events',
+  '/instruments/:id/event-reactions',
+  '/economic-events',
+  '/instruments/:id/sentiment',
+  '/sentiment/source-leads',
+] as const;
+
+/** Admin upload routes by path (e.g. `bars/daily`), shared by the admin API and the CLI. */
+export function ingestKinds(): Record<string, IngestKind<unknown>> {
+  return Object.assign({}, ...AREAS.map((a) => a.ingest ?? {}));
+}
+
+export const publicRouteDefinitions = () => AREAS.flatMap((a) => a.routes);
+
+export const adminRoutes = () => adminRouteDefinitions(ingestKinds()).all;

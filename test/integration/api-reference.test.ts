@@ -1,0 +1,155 @@
+import { existsSync } from 'node:fs';
+import type { Express } from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminDocument, publicDocument } from '../../server/api-reference.ts';
+import { NOT_YET_SERVED } from '../../server/areas.ts';
+import { VERSION } from '../../server/runtime.ts';
+import { Service, startService } from './harness.ts';
+
+let svc: Service;
+beforeAll(async () => {
+  svc = await startService();
+});
+afterAll(() => svc.stop());
+
+interface Layer {
+  route?: { path: string; methods: Record<string, boolean> };
+  handle?: { stack?: Layer[] };
+}
+
+/**
+ * `METHOD /path` of every route an Express app serves: its own routes as they
+ * are, those of the router mounted at `prefix` with the prefix (405 catch-alls
+ * and reserved paths, which answer every method, excluded).
+ */
+function servedRoutes(app: Express, prefix: string): string[] {
+  const out: string[] = [];
+  const walk = (stack: Layer[], mount: string) => {
+    for (const layer of stack) {
+      if (layer.route) {
+        if (layer.route.methods._all) continue;
+        for (const method of Object.keys(layer.route.methods)) out.push(`${method} ${mount}${layer.route.path}`);
+      } else if (layer.handle?.stack) {
+        walk(layer.handle.stack, prefix);
+      }
+    }
+  };
+  walk((app as unknown as { router: { stack: Layer[] } }).router.stack, '');
+  return out.filter((r) => r.split(' ')[1].startsWith(`${prefix}/`));
+}
+
+const documented = (document: ReturnType<typeof publicDocument>) =>
+  Object.entries(document.paths ?? {}).flatMap(([p, ops]) => Object.keys(ops as object).map((m) => `${m} ${p.replace(/\{(\w+)\}/g, ':$1')}`));
+
+describe('the API describes itself', () => {
+  it('when the apps are built, then every route they serve is in their OpenAPI document, and every documented route is served', () => {
+    // The routes of the /v1 and /admin/v1 routers; the apps' own routes (/healthz, /readyz, /docs, the documents, /metrics) are outside the API.
+    const publicServed = servedRoutes(svc.runtime.app('public'), '/v1').filter((r) => !r.endsWith('/openapi.json') && !r.includes('/docs'));
+    const adminServed = servedRoutes(svc.runtime.app('admin'), '/admin/v1').filter((r) => !r.endsWith('/openapi.json') && !r.endsWith('/metrics'));
+    expect(new Set(publicServed)).toEqual(new Set(documented(publicDocument(VERSION))));
+    expect(new Set(adminServed)).toEqual(new Set(documented(adminDocument(VERSION))));
+    expect(publicServed.length).toBe(13);
+  });
+
+  it('when /v1/openapi.json is fetched without a key, then it is the public document; the admin document needs the admin token', async () => {
+    const open = await svc.get('/v1/openapi.json');
+    expect(open.status).toBe(200);
+    expect(open.body).toEqual(JSON.parse(JSON.stringify(publicDocument(VERSION))));
+    const admin = await svc.admin('GET', '/openapi.json');
+    expect(admin.status).toBe(200);
+    expect(admin.body).toEqual(JSON.parse(JSON.stringify(adminDocument(VERSION))));
+    const anonymous = await fetch(`${svc.runtime.adminUrl}/admin/v1/openapi.json`);
+    expect(anonymous.status).toBe(401);
+  });
+
+  it('when /docs is fetched, then the page and every asset it names come from this server, under a policy that refuses any other origin', async () => {
+    const res = await fetch(`${svc.runtime.publicUrl}/docs`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-security-policy')).toMatch(/default-src 'self'/);
+    const html = await res.text();
+    const refs = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
+    expect(refs.length).toBeGreaterThanOrEqual(4);
+    for (const ref of refs) {
+      expect(ref, 'a same-origin path').toMatch(/^\/(?!\/)/);
+      expect((await fetch(`${svc.runtime.publicUrl}${ref}`)).status, ref).toBe(200);
+    }
+    for (const code of ['not_found', 'invalid_request', 'rate_limited', 'overloaded']) expect(html).toContain(`id="${code}"`);
+  });
+});
+
+describe('errors that teach', () => {
+  let key: string;
+  beforeAll(async () => {
+    key = await svc.keyWith(['prices:read', 'instruments:read', 'analytics:read']);
+  });
+
+  it("when an error is answered, then docsUrl is the reference page's anchor for its code", async () => {
+    const res = await svc.get('/v1/instruments/00000000-0000-4000-8000-00000000abcd', key);
+    expect(res.status).toBe(404);
+    expect(res.body.error.docsUrl).toMatch(/\/docs#not_found$/);
+  });
+
+  it('when a query parameter is unknown, then it is named with the accepted ones; a missing one is "required"; a bad from is reported alone', async () => {
+    const id = '00000000-0000-4000-8000-00000000abcd';
+    const unknown = await svc.get(`/v1/instruments/${id}/prices?from=2020-01-01&to=2020-02-01&form=x`, key);
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.details).toEqual({ form: ['unknown parameter; accepted: from, to, adjusted, asOf, includeBackfilled, actionSetVersion'] });
+    const missing = await svc.get(`/v1/instruments/${id}/prices?from=2020-01-01`, key);
+    expect(missing.body.error.details).toEqual({ to: ['required'] });
+    const badFrom = await svc.get(`/v1/instruments/${id}/prices?from=2020-13-01&to=2020-02-01`, key);
+    expect(badFrom.body.error.details).toEqual({ from: ['is not a calendar date'] });
+    const body = await svc.post('/v1/analytics/option-price', key, { spot: 100, strike: 100, expiryDays: 30, rate: 0.01, type: 'call' });
+    expect(body.status).toBe(400);
+    expect(body.body.error.details).toEqual({ vol: ['required'] });
+  });
+
+  it('when a path is served for other methods, then 405 with Allow; OPTIONS answers 204 with Allow', async () => {
+    const res = await fetch(`${svc.runtime.publicUrl}/v1/instruments/bulk`, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
+    expect((await res.json()).error.code).toBe('method_not_allowed');
+    const get = await fetch(`${svc.runtime.publicUrl}/v1/analytics/option-price`);
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST, OPTIONS');
+    const options = await fetch(`${svc.runtime.publicUrl}/v1/prices/bulk`, { method: 'OPTIONS' });
+    expect(options.status).toBe(204);
+    expect(options.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
+    const admin = await fetch(`${svc.runtime.adminUrl}/admin/v1/status`, { method: 'POST', headers: { authorization: `Bearer ${svc.runtime.adminToken}` } });
+    expect(admin.status).toBe(405);
+    expect(admin.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
+  });
+
+  it('when a route the API reserves for a later version is called, then 404 before authorization, never read as an instrument id', async () => {
+    const concrete = (p: string) => p.replace(/:\w+/g, '00000000-0000-4000-8000-00000000abcd');
+    for (const path of NOT_YET_SERVED) {
+      const res = await svc.get(`/v1${concrete(path)}`);
+      expect(res.status, path).toBe(404);
+      expect(res.body.error.code, path).toBe('not_found');
+      expect(res.body.error.message, path).toMatch(/not served by this version/);
+    }
+  });
+});
+
+const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
+
+// .ci/run installs chromium, so in CI (CI=true) this runs and a missing browser fails it.
+describe.skipIf(!CHROMIUM && !process.env.CI)('the reference page in a browser', () => {
+  it('when /docs is opened, then it renders every public operation and requests nothing from any other origin', async () => {
+    const { chromium } = await import('playwright-core');
+    const browser = await chromium.launch({ executablePath: CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+    try {
+      const page = await browser.newPage();
+      const origin = new URL(svc.runtime.publicUrl).origin;
+      const requested: string[] = [];
+      page.on('request', (r) => requested.push(r.url()));
+      await page.goto(`${svc.runtime.publicUrl}/docs`);
+      await page.waitForSelector('.opblock', { timeout: 20_000 });
+      const operations = await page.locator('.opblock').count();
+      expect(operations).toBe(13);
+      const elsewhere = requested.filter((u) => !u.startsWith(origin) && !u.startsWith('data:'));
+      expect(elsewhere).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  });
+});

@@ -1,0 +1,92 @@
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { adminDocument, publicDocument } from '../../server/api-reference.ts';
+import { bySpecificity } from '../../server/http/router.ts';
+import { VERSION } from '../../server/runtime.ts';
+
+// ajv-formats is CommonJS with a default export.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+
+interface Operation {
+  documentId: string;
+  template: string;
+  method: string;
+  pattern: RegExp;
+  statuses: Set<string>;
+}
+
+/**
+ * The OpenAPI documents as a contract for real answers: `check` validates a
+ * response's status and body against the document's schema for its route,
+ * method and status, with ajv (JSON Schema 2020-12, the dialect of OpenAPI 3.1).
+ */
+class Contract {
+  private readonly ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
+  private readonly operations: Operation[] = [];
+  private readonly validators = new Map<string, ValidateFunction>();
+
+  constructor(documents: Record<string, ReturnType<typeof publicDocument>>) {
+    addFormats(this.ajv);
+    for (const [documentId, document] of Object.entries(documents)) {
+      this.ajv.addSchema(document as object, documentId);
+      for (const [template, item] of Object.entries(document.paths ?? {})) {
+        for (const method of ['get', 'post', 'put', 'patch', 'delete'] as const) {
+          const op = (item as Record<string, { responses?: Record<string, unknown> }>)[method];
+          if (!op) continue;
+          const pattern = new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`);
+          this.operations.push({ documentId, template, method: method.toUpperCase(), pattern, statuses: new Set(Object.keys(op.responses ?? {})) });
+        }
+      }
+    }
+    // Most specific first, as the router matches.
+    const express = (t: string) => t.replace(/\{([^}]+)\}/g, ':$1');
+    this.operations.sort((a, b) => bySpecificity(express(a.template), express(b.template)));
+  }
+
+  /** The documented operation serving `method path`, if any. */
+  operationOf(method: string, path: string): Operation | undefined {
+    return this.operations.find((o) => o.method === method.toUpperCase() && o.pattern.test(path));
+  }
+
+  /**
+   * Throws, naming the route and the differences, when a JSON answer of a
+   * documented operation is not one the document allows. Answers on paths
+   * the document does not describe (/healthz, /metrics, unknown routes) are
+   * not its business and pass.
+   */
+  check(method: string, url: string, status: number, contentType: string | null, body: unknown): void {
+    const path = new URL(url, 'http://x').pathname;
+    const op = this.operationOf(method, path);
+    if (!op) return;
+    const where = `${method.toUpperCase()} ${path} (${op.template}) answered ${status}`;
+    if (!op.statuses.has(String(status))) throw new Error(`${where}, a status the OpenAPI document does not list for it (it lists ${[...op.statuses].join(', ')})`);
+    if (!contentType?.startsWith('application/json')) throw new Error(`${where} with content type ${contentType}, not application/json`);
+    const validate = this.validatorFor(op, String(status));
+    if (!validate(body)) {
+      const problems = (validate.errors ?? []).slice(0, 10).map((e) => `${e.instancePath || '/'} ${e.message}${e.params ? ` ${JSON.stringify(e.params)}` : ''}`);
+      throw new Error(`${where} with a body the OpenAPI document does not allow:\n  ${problems.join('\n  ')}`);
+    }
+  }
+
+  private validatorFor(op: Operation, status: string): ValidateFunction {
+    const key = `${op.documentId} ${op.method} ${op.template} ${status}`;
+    let validate = this.validators.get(key);
+    if (!validate) {
+      const pointer = ['paths', op.template, op.method.toLowerCase(), 'responses', status, 'content', 'application/json', 'schema']
+        .map((s) => encodeURIComponent(s.replace(/~/g, '~0').replace(/\//g, '~1')))
+        .join('/');
+      validate = this.ajv.getSchema(`${op.documentId}#/${pointer}`);
+      if (!validate) throw new Error(`no schema at ${key}`);
+      this.validators.set(key, validate);
+    }
+    return validate;
+  }
+}
+
+let contract: Contract | null = null;
+
+/** The contract of both listeners' documents, as the code generates them. */
+export function apiContract(): Contract {
+  contract ??= new Contract({ public: publicDocument(VERSION), admin: adminDocument(VERSION) });
+  return contract;
+}

@@ -1,0 +1,87 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { compileErrors, validate } from '@readme/openapi-parser';
+import { describe, expect, it } from 'vitest';
+import { AREAS, NOT_YET_SERVED } from '../../server/areas.ts';
+import { SCOPES } from '../../server/keys/scopes.ts';
+import { OPENAPI_DIR, openApiFiles } from '../../server/write-openapi.ts';
+import { apiContract } from '../support/contract.ts';
+
+const generated = openApiFiles();
+
+describe('the OpenAPI documents', () => {
+  it('when the code is built, then docs/openapi/ holds exactly the documents it generates (run `npm run openapi` after changing a route)', async () => {
+    for (const [name, text] of Object.entries(generated)) {
+      expect(await readFile(path.join(OPENAPI_DIR, name), 'utf8'), `docs/openapi/${name} is stale: run npm run openapi`).toBe(text);
+    }
+  });
+
+  it.each(Object.keys(generated))('when %s is checked by an OpenAPI 3.1 validator, then it is valid', async (name) => {
+    const document = JSON.parse(generated[name as keyof typeof generated]);
+    expect(document.openapi).toBe('3.1.0');
+    const result = await validate(document);
+    expect(result.valid, result.valid ? '' : compileErrors(result)).toBe(true);
+  });
+
+  it('when a public route is declared, then the document lists it with its one scope on the bearer scheme, its parameters and its error answers', () => {
+    const document = JSON.parse(generated['public.json']);
+    const declared = AREAS.flatMap((a) => a.routes).map((r) => `${r.method} /v1${r.path.replace(/:(\w+)/g, '{$1}')}`);
+    const listed = Object.entries(document.paths).flatMap(([p, ops]) => Object.keys(ops as object).map((m) => `${m} ${p}`));
+    expect(new Set(listed)).toEqual(new Set(declared));
+    for (const [p, ops] of Object.entries(document.paths)) {
+      for (const [method, op] of Object.entries(ops as Record<string, any>)) {
+        const where = `${method} ${p}`;
+        expect(op.security, where).toHaveLength(1);
+        const scopes = op.security[0].apiKey;
+        expect(scopes, where).toHaveLength(1);
+        expect(SCOPES, where).toContain(scopes[0]);
+        for (const name of p.match(/\{(\w+)\}/g) ?? []) {
+          expect(op.parameters.some((x: any) => x.in === 'path' && `{${x.name}}` === name && x.required), `${where} path parameter ${name}`).toBe(true);
+        }
+        for (const status of ['400', '401', '403', '429', '503']) expect(Object.keys(op.responses), where).toContain(status);
+        const success = Object.keys(op.responses).filter((s) => s.startsWith('2'));
+        expect(success, where).toHaveLength(1);
+        const envelope = op.responses[success[0]].content['application/json'].schema;
+        expect(Object.keys(envelope.properties), where).toEqual(['data', 'meta']);
+      }
+    }
+    expect(document.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer' });
+  });
+
+  it('when a path is reserved for a route this version does not serve, then the document does not list it', () => {
+    const document = JSON.parse(generated['public.json']);
+    for (const reserved of NOT_YET_SERVED) expect(Object.keys(document.paths)).not.toContain(`/v1${reserved.replace(/:(\w+)/g, '{$1}')}`);
+  });
+});
+
+describe('the contract check used by the integration tests', () => {
+  const instrument = {
+    id: '00000000-0000-4000-8000-000000000001',
+    assetClass: 'equity',
+    displayName: 'Example',
+    exchange: null,
+    region: null,
+    isin: null,
+    cusip: null,
+    distributionPolicy: null,
+    quoteCurrency: 'USD',
+    quoteUnit: 'unit',
+    isActive: true,
+    currentSymbol: 'EX',
+    brokerCodes: {},
+    vendorCode: null,
+  };
+  const body = { data: instrument, meta: { asOf: '2020-01-01T00:00:00.000Z', source: 'mds-reference', stale: false } };
+  const check = (b: unknown, status = 200) => () => apiContract().check('GET', `http://h/v1/instruments/${instrument.id}`, status, 'application/json', b);
+
+  it('when an answer matches its route schema, then it passes; one renamed field, a number for a string, or an undeclared status fails', () => {
+    expect(check(body)).not.toThrow();
+    const { displayName, ...rest } = instrument;
+    expect(check({ ...body, data: { ...rest, name: displayName } })).toThrow(/does not allow/);
+    expect(check({ ...body, data: { ...instrument, quoteCurrency: 840 } })).toThrow(/does not allow/);
+    expect(check({ ...body, meta: { ...body.meta, extra: 1 } })).toThrow(/does not allow/);
+    expect(check({ error: { code: 'not_found', message: 'instrument not found', docsUrl: 'x', details: {} } }, 404)).not.toThrow();
+    expect(check({ error: { code: 'payload_too_large', message: 'x', docsUrl: 'x', details: {} } }, 404)).toThrow(/does not allow/);
+    expect(check({ error: { code: 'request_timeout', message: 'x', docsUrl: 'x', details: {} } }, 408)).toThrow(/status the OpenAPI document does not list/);
+  });
+});
