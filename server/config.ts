@@ -1,3 +1,5 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
 // The only reader of process.env. Parsed once at start; a bad value stops the
@@ -5,14 +7,17 @@ import { z } from 'zod';
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 
+/** The folder holding this project's package.json; a relative DATA_DIR is resolved from it, so the CLI finds the same data from any working directory. */
+export const PROJECT_ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+
 export const ConfigSchema = z.object({
-  DATABASE_URL: z.string().url().optional().describe('PostgreSQL/TimescaleDB URL; embedded PostgreSQL under ./.data/ when absent'),
+  DATABASE_URL: z.string().url().optional().describe('PostgreSQL/TimescaleDB URL; embedded PostgreSQL under DATA_DIR when absent'),
   DATABASE_READ_URL: z.string().url().optional().describe('optional read replica for read-only queries'),
   DATABASE_POOL_SIZE: positiveInt.default(10).describe('connections per pool (primary, auth, and the replica when set)'),
   DATABASE_ACQUIRE_TIMEOUT_MS: positiveInt.default(1000).describe('a request waiting longer than this for a database connection gets 503 overloaded'),
   DATABASE_MAX_WAITING: positiveInt.default(200).describe('requests allowed to wait for a connection per pool; the next one gets 503 overloaded at once'),
   DATABASE_STATEMENT_TIMEOUT_MS: positiveInt.default(60_000).describe('PostgreSQL statement_timeout of every pooled connection (ingest transactions lift it)'),
-  DATA_DIR: z.string().default('.data').describe('embedded PostgreSQL data and the generated admin token live here'),
+  DATA_DIR: z.string().default('.data').describe('embedded PostgreSQL data and the generated admin token live here; a relative path is resolved from the project folder, not the working directory'),
   PORT: port.default(8080),
   ADMIN_PORT: port.default(8081),
   ADMIN_HOST: z.string().default('127.0.0.1'),
@@ -57,7 +62,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
-  return parsed.data;
+  return { ...parsed.data, DATA_DIR: path.resolve(PROJECT_ROOT, parsed.data.DATA_DIR) };
 }
 
 export class ConfigError extends Error {}

@@ -1,7 +1,7 @@
 import { loadConfigOrExit } from './config.ts';
 import { EmbeddedPostgresError } from './db/embedded.ts';
 import { createLogger } from './logger.ts';
-import { Runtime } from './runtime.ts';
+import { ListenError, Runtime } from './runtime.ts';
 
 const config = loadConfigOrExit();
 const logger = createLogger(config.LOG_LEVEL, [config.ADMIN_TOKEN, config.FRED_API_KEY]);
@@ -35,7 +35,7 @@ try {
   // A signal during start stops it; the handler above exits.
   if (!signalled) {
     // A refusal the user can act on is its one line; anything else is logged whole.
-    if (!(err instanceof EmbeddedPostgresError)) logger.fatal({ err }, 'start failed');
+    if (!(err instanceof EmbeddedPostgresError || err instanceof ListenError)) logger.fatal({ err }, 'start failed');
     process.stderr.write(`market-data-service could not start: ${(err as Error).message}\n`);
     process.exit(1);
   }

@@ -50,6 +50,18 @@ const START_RETRY_MAX_MS = 5_000;
 /** After the drain, what is left closes within this budget (pools, the embedded cluster). */
 const CLOSE_BUDGET_S = 0.5;
 
+/** A listener that cannot bind, as one line naming the port and the variable that sets it. */
+export class ListenError extends Error {}
+
+function listenRefusal(listener: 'public' | 'admin', host: string, port: number, err: NodeJS.ErrnoException): ListenError {
+  const variable = listener === 'public' ? 'PORT' : 'ADMIN_PORT';
+  if (err.code === 'EADDRINUSE') {
+    return new ListenError(`port ${port} (${variable}) is already in use on ${host}: stop the process using it or set ${variable} to a free port`, { cause: err });
+  }
+  const variables = listener === 'public' ? variable : `ADMIN_HOST, ${variable}`;
+  return new ListenError(`cannot listen on ${host}:${port} (${variables}): ${err.message}`, { cause: err });
+}
+
 const CLIENT_ERRORS: Record<string, { status: number; error: () => AppError }> = {
   HPE_HEADER_OVERFLOW: { status: 431, error: () => new AppError('request_header_too_large', `the request line and headers exceed ${MAX_HEADER_BYTES} bytes`) },
   ERR_HTTP_REQUEST_TIMEOUT: { status: 408, error: () => new AppError('request_timeout', 'the request was not received in time') },
@@ -129,11 +141,11 @@ export class Runtime {
       this.adminUrl = await this.listen('admin', config.ADMIN_PORT, config.ADMIN_HOST, ADMIN_REQUEST_TIMEOUT_MS);
       logger.info({ public: this.publicUrl, admin: this.adminUrl }, 'listening; starting');
 
-      this.database = await openDatabase(
-        config,
-        (m) => logger.debug({ postgres: m.trim() }, 'embedded postgres'),
-        (notice) => logger.info(notice),
-      );
+      this.database = await openDatabase(config, {
+        create: true,
+        onLog: (m) => logger.debug({ postgres: m.trim() }, 'embedded postgres'),
+        onNotice: (notice) => logger.info(notice),
+      });
       this.databaseUrl = this.database.url;
       if (this.database.embedded) logger.info({ dir: this.database.dataDir }, 'using embedded PostgreSQL');
       this.migration = await this.untilReachable('migrate', () => migrate(this.databaseUrl, (m) => logger.info(m)));
@@ -202,7 +214,7 @@ export class Runtime {
     return new Promise((resolve, reject) => {
       const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, ...(requestTimeout ? { requestTimeout } : {}) }, (req, res) => this.apps[listener](req, res));
       server.on('clientError', answerClientError(listener, publicBaseUrl(this.config), this.logger));
-      server.once('error', reject);
+      server.once('error', (err) => reject(listenRefusal(listener, host, port, err)));
       server.listen(port, host, () => {
         this.servers.push(server);
         const addr = server.address() as { address: string; port: number };

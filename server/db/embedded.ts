@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import postgres from 'postgres';
+import { PROJECT_ROOT } from '../config.ts';
 
 export interface EmbeddedDatabase {
   url: string;
@@ -212,7 +213,7 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
     if (existsSync(path.join(dir, 'PG_VERSION'))) {
       throw new EmbeddedPostgresError(`embedded PostgreSQL: the cluster in ${dir} is out of the '${PG_USER}' user's reach at ${folder}: let it in (chmod o+x on that folder), ${OR_DATABASE_URL}`);
     }
-    removeOnStop = path.join(CACHE_ROOT, 'clusters', createHash('sha256').update(dir).digest('hex').slice(0, 16));
+    removeOnStop = movedClusterHome(dir);
     await rootOnlyDir(path.join(CACHE_ROOT, 'clusters'));
     await rootOnlyDir(removeOnStop);
     await writeFile(path.join(removeOnStop, 'source'), `${dir}\n`);
@@ -228,6 +229,16 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
     onNotice(`embedded PostgreSQL runs as the '${PG_USER}' user: ${moves.map((m) => `it cannot reach ${m.blocked}, so it ${m.move}`).join('; ')}`);
   }
   return { initdb: path.join(nativeDir, bin.initdb), postgres: path.join(nativeDir, bin.postgres), dataDir, user, removeOnStop };
+}
+
+/** Where placeCluster keeps the cluster for `dir` when the postgres user cannot reach `dir`. */
+function movedClusterHome(dir: string): string {
+  return path.join(CACHE_ROOT, 'clusters', createHash('sha256').update(dir).digest('hex').slice(0, 16));
+}
+
+/** Whether a cluster for `dir` exists, where placeCluster would put it; looks without creating anything. */
+function clusterExists(dir: string): boolean {
+  return [dir, path.join(movedClusterHome(dir), 'pg')].some((d) => existsSync(path.join(d, 'PG_VERSION')));
 }
 
 /** The most telling line of a child's output: its last error line, else its last line. */
@@ -400,20 +411,30 @@ function writeLine(msg: string): void {
   process.stderr.write(`${msg}\n`);
 }
 
+export interface OpenOptions {
+  /** Whether a missing embedded cluster is created (true) or refused with an EmbeddedPostgresError (false). */
+  create: boolean;
+  onLog?: (msg: string) => void;
+  onNotice?: (msg: string) => void;
+}
+
 /**
  * The database for this process: DATABASE_URL when set; else the embedded
  * cluster under the data directory, joining it when another process (a running
- * `npm start`, say, while the CLI works) already has it up. A cluster that
- * cannot run here is an EmbeddedPostgresError, which entry points print as its
- * one line.
+ * `npm start`, say, while the CLI works) already has it up, starting it when
+ * it exists, and creating it only when `create` says so. A cluster that
+ * cannot run here, or is missing and not to be created, is an
+ * EmbeddedPostgresError, which entry points print as its one line.
  */
 export async function openDatabase(
   config: { DATABASE_URL?: string; DATA_DIR: string },
-  onLog?: (msg: string) => void,
-  onNotice: (msg: string) => void = writeLine,
+  { create, onLog, onNotice = writeLine }: OpenOptions,
 ): Promise<EmbeddedDatabase & { embedded: boolean; dataDir?: string }> {
   if (config.DATABASE_URL) return { url: config.DATABASE_URL, stop: async () => {}, embedded: false };
   const dir = path.resolve(config.DATA_DIR, 'pg');
+  if (!create && !clusterExists(dir)) {
+    throw new EmbeddedPostgresError(`no database found: DATABASE_URL is not set and DATA_DIR (${config.DATA_DIR}) holds no embedded PostgreSQL cluster; create it with npm start or npm run cli -- migrate in ${PROJECT_ROOT}, or set DATABASE_URL`);
+  }
   const cluster = await placeCluster(dir, onNotice).catch((err) => Promise.reject(asRefusal(err, dir)));
   const running = runningEmbeddedPort(cluster.dataDir);
   if (running !== null) {

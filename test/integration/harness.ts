@@ -1,4 +1,4 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -25,8 +25,12 @@ export async function startService(env: Record<string, string> = {}): Promise<Se
     DEMO_DATA: 'off',
     ...env,
   });
-  const runtime = await startRuntime(config, createLogger(config.LOG_LEVEL));
-  return new Service(runtime);
+  const removeDataDir = () => rm(dataDir, { recursive: true, force: true });
+  const runtime = await startRuntime(config, createLogger(config.LOG_LEVEL)).catch(async (err) => {
+    await removeDataDir();
+    throw err;
+  });
+  return new Service(runtime, removeDataDir);
 }
 
 export interface Reply<T = any> {
@@ -50,14 +54,19 @@ async function request(url: string, init: RequestInit): Promise<Reply> {
 }
 
 export class Service {
-  constructor(readonly runtime: Runtime) {}
+  /** `removeDataDir` deletes the temporary DATA_DIR this service was given, once it has stopped. */
+  constructor(
+    readonly runtime: Runtime,
+    private readonly removeDataDir: () => Promise<void>,
+  ) {}
 
   get sql() {
     return this.runtime.sql;
   }
 
-  stop() {
-    return this.runtime.stop();
+  async stop() {
+    await this.runtime.stop();
+    await this.removeDataDir();
   }
 
   admin(method: string, route: string, body?: unknown, contentType = 'application/json'): Promise<Reply> {

@@ -385,6 +385,7 @@ describe('platform: start', () => {
       await runtime.stop();
       await db?.stop();
       await rm(dir, { recursive: true, force: true });
+      await rm(runtime.config.DATA_DIR, { recursive: true, force: true });
     }
   }, 60_000);
 
@@ -396,6 +397,7 @@ describe('platform: start', () => {
     await runtime.stop();
     await expect(started).rejects.toThrow('the service is stopping');
     await expect(fetch(`${runtime.publicUrl}/healthz`)).rejects.toThrow();
+    await rm(runtime.config.DATA_DIR, { recursive: true, force: true });
   });
 });
 
@@ -480,7 +482,7 @@ describe('platform: logs', () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-log-'));
     const config = loadConfig({ DATABASE_URL: databaseUrl(), DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', ADMIN_TOKEN: `tok-${randomUUID()}`, LOG_LEVEL: 'info', DEMO_DATA: 'off' });
     const runtime = await startRuntime(config, createLogger('info', [config.ADMIN_TOKEN], sink));
-    const svc = new Service(runtime);
+    const svc = new Service(runtime, () => rm(dataDir, { recursive: true, force: true }));
     try {
       const key = await svc.keyWith(['instruments:read']);
       const other = await svc.keyWith(['instruments:read'], 'sandbox');

@@ -1,0 +1,118 @@
+import { createReadStream } from 'node:fs';
+import postgres from 'postgres';
+import { z } from 'zod';
+import type { Config } from './config.ts';
+import { ingestKinds } from './areas.ts';
+import { EmbeddedPostgresError, openDatabase } from './db/embedded.ts';
+import { migrate } from './db/migrate.ts';
+import { Database } from './db/database.ts';
+import { DatabaseHealth, isConnectionFailure } from './db/health.ts';
+import { createSql } from './db/sql.ts';
+import { createLogger } from './logger.ts';
+import { AppError } from './http/errors.ts';
+import { parse } from './http/validate.ts';
+import { UuidSchema } from './http/params.ts';
+import { batchesFrom, ingestRows, type BodyFormat } from './admin/ingest.ts';
+import { readStatus } from './admin/status.ts';
+import * as accounts from './accounts/repository.ts';
+import * as keys from './keys/service.ts';
+import { ENVIRONMENTS, SCOPES } from './keys/scopes.ts';
+import { VERSION } from './runtime.ts';
+
+export type CommandName = 'accounts create' | 'keys create' | 'keys list' | 'keys revoke' | 'ingest' | 'demo load' | 'migrate' | 'status';
+
+export interface Invocation {
+  name: CommandName;
+  options: { name?: string; account?: string; env?: string; scopes?: string };
+  /** The positional arguments after the command's words. */
+  args: string[];
+  /** Whether the command may create the embedded cluster when there is none. */
+  createsDatabase: boolean;
+}
+
+type Run = (db: Database, url: string, options: Invocation['options'], args: string[]) => Promise<unknown>;
+
+const RUNS: Record<CommandName, Run> = {
+  'accounts create': (db, _url, o) => db.run((sql) => accounts.insertAccount(sql, parse(z.string().trim().min(1), o.name, 'body'))),
+  'keys create': (db, _url, o) =>
+    keys.createKey(
+      db,
+      parse(
+        z.strictObject({
+          accountId: UuidSchema,
+          environment: z.enum(ENVIRONMENTS),
+          scopes: z.array(z.enum(SCOPES)).min(1),
+          name: z.string().trim().min(1),
+        }),
+        { accountId: o.account, environment: o.env, scopes: o.scopes === 'all' ? [...SCOPES] : o.scopes?.split(',').map((s) => s.trim()), name: o.name },
+        'body',
+      ),
+    ),
+  'keys list': (db, _url, o) => keys.listKeys(db, o.account ? parse(UuidSchema, o.account, 'body') : undefined),
+  'keys revoke': (db, _url, _o, [keyId]) => keys.revokeKey(db, parse(UuidSchema, keyId, 'body')),
+  ingest: (db, _url, _o, [kindName, file]) => {
+    const kinds = ingestKinds();
+    const kind = kinds[kindName];
+    if (!kind) throw new AppError('invalid_request', `unknown ingest kind ${kindName}`, { kind: [`one of ${Object.keys(kinds).join(', ')}`] });
+    return db.run((sql) => ingestRows(sql, kind, batchesFrom(createReadStream(file), formatOfFile(file))));
+  },
+  'demo load': async (db) => {
+    const { loadDemoData } = await import('./demo/load.ts');
+    return db.run((sql) => loadDemoData(sql));
+  },
+  migrate: (_db, url) => migrate(url, (m) => process.stderr.write(`${m}\n`)),
+  status: (db) => db.run((sql) => readStatus(sql, { threads: 0, queueDepth: 0 }, VERSION)),
+};
+
+function formatOfFile(file: string): BodyFormat {
+  if (file.endsWith('.csv')) return 'csv';
+  if (file.endsWith('.ndjson') || file.endsWith('.jsonl')) return 'ndjson';
+  if (file.endsWith('.json')) return 'json';
+  throw new AppError('invalid_request', 'the file must end in .csv, .ndjson, .jsonl or .json', { file: [file] });
+}
+
+/**
+ * One line for a failure the operator can act on: a refusal of ours, an
+ * unreachable or refusing database, a file that cannot be read. Null for
+ * anything else, which is a defect and keeps its stack.
+ */
+function operatorMessage(err: unknown, databaseUrl: string | undefined): string | null {
+  if (err instanceof AppError) return `${err.code}: ${err.message}${Object.keys(err.details).length ? `\n${JSON.stringify(err.details, null, 2)}` : ''}`;
+  if (err instanceof EmbeddedPostgresError) return err.message;
+  if (isConnectionFailure(err)) {
+    const where = databaseUrl ? `${new URL(databaseUrl).host} (DATABASE_URL)` : 'the embedded PostgreSQL';
+    return `cannot reach the database at ${where}: ${(err as Error).message}`;
+  }
+  if (err instanceof postgres.PostgresError) return `database error ${err.code}: ${err.message}`;
+  if (err instanceof Error && typeof (err as NodeJS.ErrnoException).syscall === 'string') return err.message;
+  return null;
+}
+
+/**
+ * Runs one command against the database (migrating it first, except for
+ * `migrate` itself), prints its result as JSON on stdout, and returns the exit
+ * code: 0, or 1 with a message on stderr.
+ */
+export async function runCommand(config: Config, invocation: Invocation): Promise<number> {
+  let database: Awaited<ReturnType<typeof openDatabase>> | null = null;
+  let db: Database | null = null;
+  try {
+    database = await openDatabase(config, { create: invocation.createsDatabase });
+    // An operator's command: statements get no timeout, and a busy pool is waited for.
+    const sql = createSql(database.url, { max: 2, name: 'cli', statementTimeoutMs: 0 });
+    db = new Database('cli', sql, new DatabaseHealth(database.url, 'cli', createLogger('silent')), { connections: 2, acquireTimeoutMs: 60_000, maxWaiting: 10 });
+    if (invocation.name !== 'migrate') await migrate(database.url);
+    const result = await RUNS[invocation.name](db, database.url, invocation.options, invocation.args);
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    return 0;
+  } catch (err) {
+    const message = operatorMessage(err, config.DATABASE_URL);
+    if (message === null) throw err;
+    process.stderr.write(`${message}\n`);
+    return 1;
+  } finally {
+    db?.health.stop();
+    await db?.end(5);
+    await database?.stop();
+  }
+}

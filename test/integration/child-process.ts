@@ -1,0 +1,29 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const PROJECT_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
+
+export interface Exit {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+// The service's own variables are left out of what a child inherits, so each
+// test sets exactly the ones it means.
+const SERVICE_VARIABLES = ['DATABASE_URL', 'DATABASE_READ_URL', 'DATA_DIR', 'PORT', 'ADMIN_PORT', 'ADMIN_HOST', 'ADMIN_TOKEN', 'LOG_LEVEL', 'DEMO_DATA'];
+
+/** Runs `node <args>` from `cwd` with this environment, less the service's variables, plus `env`; resolves when it has exited. */
+export function runNode(args: string[], options: { cwd: string; env: Record<string, string> }): Promise<Exit> {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !SERVICE_VARIABLES.includes(name)));
+  const child = spawn(process.execPath, args, { cwd: options.cwd, env: { ...inherited, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
