@@ -7,6 +7,7 @@ import { MAX_DEPTH } from '../../server/http/validate.ts';
 import { SCOPES } from '../../server/keys/scopes.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
 import { startService, type Service } from './harness.ts';
+import { apiContract } from '../support/contract.ts';
 
 // Hostile input against every route of both listeners: no response may be a
 // 5xx, every error must be the envelope with a request id, and an admin write
@@ -286,6 +287,19 @@ function problemsOf(req: Req, reply: Reply): string[] {
       details !== null && typeof details === 'object' && !Array.isArray(details) &&
       Object.values(details as object).every((m) => Array.isArray(m) && m.every((s) => typeof s === 'string'));
     if (body !== undefined && !exact) problems.push('error body is not exactly { error: { code, message, docsUrl, details: { field: string[] } } }');
+  }
+  if (req.method !== 'HEAD') {
+    let body: unknown = reply.text;
+    try {
+      body = JSON.parse(reply.text);
+    } catch {
+      // checked above for errors; a success body that is not JSON fails the contract below
+    }
+    try {
+      apiContract().check(req.method, req.path, reply.status, String(reply.headers['content-type'] ?? ''), body);
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
   }
   return problems.length ? [`${describeReq(req)} → ${reply.status} ${reply.text.slice(0, 400)}\n    ${problems.join('; ')}`] : [];
 }
