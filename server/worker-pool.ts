@@ -1,10 +1,10 @@
 import os from 'node:os';
 import { Piscina } from 'piscina';
-import { dispatch } from './tasks.ts';
-import { AppError } from '../server/http/errors.ts';
-import { readSlotsWaiting, readSlotWait, workerQueueDepth, workerRejected, workerRun, workerTasksInFlight, workerWait } from '../server/metrics.ts';
+import { dispatch, type Tasks } from '../workers/tasks.ts';
+import { AppError } from './http/errors.ts';
+import { readSlotsWaiting, readSlotWait, workerQueueDepth, workerRejected, workerRun, workerTasksInFlight, workerWait } from './metrics.ts';
 
-export interface WorkerPoolOptions {
+interface WorkerPoolOptions {
   threads?: number;
   /** Tasks allowed to wait beyond one per thread before new ones are shed. */
   maxQueue: number;
@@ -13,11 +13,13 @@ export interface WorkerPoolOptions {
   niceIncrement?: number;
 }
 
-export type TaskName = keyof import('./tasks.ts').Tasks;
+type TaskName = keyof Tasks;
 
 /**
- * The one piscina pool. Heavy analytics run here so the event loop keeps
- * answering cheap requests. Admission is capped: past threads + maxQueue tasks
+ * The one piscina pool. Heavy analytics run on its threads (workers/entry.cjs
+ * loads the pure task modules of workers/) so the event loop keeps answering
+ * cheap requests. The pool itself is request-side admission control, so it
+ * lives in server/ with the errors and metrics it reports through. Admission is capped: past threads + maxQueue tasks
  * in flight a request is shed with 503 overloaded and Retry-After, because a
  * queue that grows without bound turns overload into timeouts for everyone.
  * Each task carries an AbortSignal timeout, so a pathological input cannot
@@ -47,7 +49,7 @@ export class WorkerPool {
     this.capacity = this.threads + options.maxQueue;
     this.readSlots = this.threads || os.availableParallelism();
     this.piscina = this.threads === 0 ? null : new Piscina({
-      filename: new URL('./entry.cjs', import.meta.url).href,
+      filename: new URL('../workers/entry.cjs', import.meta.url).href,
       minThreads: this.threads,
       maxThreads: this.threads,
       // Our own admission cap decides; piscina's queue never refuses first.
