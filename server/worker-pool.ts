@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { Piscina } from 'piscina';
-import { dispatch, type Tasks } from '../workers/tasks.ts';
+import type { Tasks } from '../workers/tasks.ts';
 import { AppError } from './http/errors.ts';
 import { readSlotsWaiting, readSlotWait, workerQueueDepth, workerRejected, workerRun, workerTasksInFlight, workerWait } from './metrics.ts';
 
@@ -35,7 +35,11 @@ type TaskName = keyof Tasks;
  */
 export class WorkerPool {
   readonly threads: number;
-  /** null when threads is 0: tasks then run on the main thread (for benchmarks and diagnosis only). */
+  /**
+   * null when threads is 0: tasks then run on the main thread (for benchmarks
+   * and diagnosis only), which loads the task modules at the first task. With
+   * threads the main thread never loads them: only the pool's threads do.
+   */
   private readonly piscina: Piscina | null;
   private readonly capacity: number;
   private inFlight = 0;
@@ -104,7 +108,7 @@ export class WorkerPool {
       const { result, waitMs, runMs } = (
         this.piscina
           ? await this.piscina.run(message, { name: 'dispatch', transferList: ownedBuffers(input), signal: AbortSignal.timeout(this.options.taskTimeoutMs) })
-          : dispatch(message)
+          : (await import('../workers/tasks.ts')).dispatch(message)
       ) as { result: T; waitMs: number; runMs: number };
       workerWait.observe({ task }, waitMs / 1000);
       workerRun.observe({ task, outcome: 'ok' }, runMs / 1000);

@@ -27,6 +27,15 @@ function reachesServer(fromDir: string, specifier: string): boolean {
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
+/** Specifiers of the imports in `source` that load a module at run time (not `import type`). */
+function runtimeImports(source: string): string[] {
+  const file = ts.createSourceFile('module.ts', source, ts.ScriptTarget.ES2022);
+  return file.statements
+    .filter((s): s is ts.ImportDeclaration | ts.ExportDeclaration => ts.isImportDeclaration(s) || ts.isExportDeclaration(s))
+    .filter((s) => !(ts.isImportDeclaration(s) ? s.importClause?.isTypeOnly : s.isTypeOnly) && s.moduleSpecifier !== undefined)
+    .map((s) => (s.moduleSpecifier as ts.StringLiteral).text);
+}
+
 /** "file: specifier" for each import under `dir` (recursively) that names a path under server/. */
 function serverImports(dir: string): string[] {
   const found: string[] = [];
@@ -65,5 +74,13 @@ describe('workers/ imports nothing from server/', () => {
     // The scan reads the CommonJS bootstrap too: it finds the task modules it loads.
     expect(specifiers(readFileSync(path.join(workersDir, 'entry.cjs'), 'utf8'))).toContain('./tasks.ts');
     expect(serverImports(workersDir)).toEqual([]);
+  });
+});
+
+describe('the structure table runs on the request thread', () => {
+  it('when the server imports workers/option-structures.ts, then it loads no other module', () => {
+    const source = "import type { A } from './a.ts';\nimport { b } from './b.ts';\nexport { c } from './c.ts';\nexport type { D } from './d.ts';\nimport './e.ts';";
+    expect(new Set(runtimeImports(source))).toEqual(new Set(['./b.ts', './c.ts', './e.ts']));
+    expect(runtimeImports(readFileSync(path.join(workersDir, 'option-structures.ts'), 'utf8'))).toEqual([]);
   });
 });
