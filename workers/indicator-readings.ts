@@ -69,32 +69,32 @@ export const RSI_OVERSOLD = 30;
 /** A crossover counts as recent when the histogram changed sign into one of the last N bars. */
 export const MACD_CROSSOVER_LOOKBACK = 3;
 /** |histogram| <= this × |close| is "neutral" (floating-point noise only). */
-export const MACD_NEUTRAL_EPSILON = 1e-9;
+const MACD_NEUTRAL_EPSILON = 1e-9;
 
-export const STOCH_OVERBOUGHT = 80;
-export const STOCH_OVERSOLD = 20;
+const STOCH_OVERBOUGHT = 80;
+const STOCH_OVERSOLD = 20;
 
-export const EMA_PERIODS = [12, 20, 50, 200] as const;
-export const SMA_PERIODS = [20, 50, 200] as const;
-export const WMA_PERIODS = [20, 50, 100] as const;
+const EMA_PERIODS = [12, 20, 50, 200] as const;
+const SMA_PERIODS = [20, 50, 200] as const;
+const WMA_PERIODS = [20, 50, 100] as const;
 /** Moving-average stack score at or beyond ±this gives bullish / bearish. */
-export const MA_TREND_THRESHOLD = 0.5;
+const MA_TREND_THRESHOLD = 0.5;
 
-export const ICHIMOKU_TENKAN = 9;
-export const ICHIMOKU_KIJUN = 26;
-export const ICHIMOKU_SENKOU_B = 52;
-export const ICHIMOKU_DISPLACEMENT = 26;
+const ICHIMOKU_TENKAN = 9;
+const ICHIMOKU_KIJUN = 26;
+const ICHIMOKU_SENKOU_B = 52;
+const ICHIMOKU_DISPLACEMENT = 26;
 
 /** ATR / close at or above this is high volatility. */
 export const ATR_HIGH_VOLATILITY = 0.03;
 /** ATR / close at or below this is low volatility. */
-export const ATR_LOW_VOLATILITY = 0.01;
+const ATR_LOW_VOLATILITY = 0.01;
 
 /** |close − vwap| / vwap at or below this is `at`. */
-export const VWAP_AT_TOLERANCE = 0.001;
+const VWAP_AT_TOLERANCE = 0.001;
 
 /** Bars each indicator needs before it is non-null. */
-export const MIN_BARS = {
+const MIN_BARS = {
   rsi: RSI_PERIOD + 1,
   macd: MACD_SLOW + MACD_SIGNAL - 1,
   stochastic: STOCH_K_PERIOD + STOCH_D_PERIOD - 1,

@@ -31,13 +31,13 @@
  */
 
 export const RSI_PERIOD = 14;
-export const MACD_FAST = 12;
+const MACD_FAST = 12;
 export const MACD_SLOW = 26;
 export const MACD_SIGNAL = 9;
 export const STOCH_K_PERIOD = 14;
 export const STOCH_D_PERIOD = 3;
 export const BOLLINGER_PERIOD = 20;
-export const BOLLINGER_STDDEV = 2;
+const BOLLINGER_STDDEV = 2;
 export const ATR_PERIOD = 14;
 
 /** Simple moving average; value at i is the mean of values[i−N+1..i]. */
@@ -113,7 +113,7 @@ export function rsiSeries(close: ArrayLike<number>, period = RSI_PERIOD): Float6
   return out;
 }
 
-export interface MacdSeries { macd: Float64Array; signal: Float64Array; histogram: Float64Array }
+interface MacdSeries { macd: Float64Array; signal: Float64Array; histogram: Float64Array }
 
 /** MACD line, signal and histogram (EMA-based, see the module comment for seeding). */
 export function macdSeries(close: ArrayLike<number>, fast = MACD_FAST, slow = MACD_SLOW, signalPeriod = MACD_SIGNAL): MacdSeries {
@@ -186,7 +186,7 @@ export function bollingerSeries(
 }
 
 /** True range; index 0 is NaN (no previous close). */
-export function trueRangeSeries(high: ArrayLike<number>, low: ArrayLike<number>, close: ArrayLike<number>): Float64Array {
+function trueRangeSeries(high: ArrayLike<number>, low: ArrayLike<number>, close: ArrayLike<number>): Float64Array {
   const n = close.length;
   const tr = new Float64Array(n).fill(NaN);
   for (let i = 1; i < n; i++) {

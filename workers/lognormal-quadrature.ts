@@ -91,7 +91,7 @@ export function lognormalIntervalProbability(t: Terminal, a: number, b: number):
   return za >= 0 ? normCdf(-za) - normCdf(-zb) : normCdf(zb) - normCdf(za);
 }
 
-export interface Grid {
+interface Grid {
   /** S_T at each node. */
   s: Float64Array;
   /** Quadrature weight × density at each node (sums to ≈ 1). */

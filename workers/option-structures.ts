@@ -6,7 +6,7 @@
  */
 import type { OptionType } from './black-scholes.ts';
 
-export type LegAction = 'buy' | 'sell';
+type LegAction = 'buy' | 'sell';
 
 export interface OptionLeg {
   action: LegAction;
@@ -37,11 +37,11 @@ export const STRUCTURE_NAMES = [
 
 export type StructureName = (typeof STRUCTURE_NAMES)[number];
 
-export function isStructureName(name: string): name is StructureName {
+function isStructureName(name: string): name is StructureName {
   return (STRUCTURE_NAMES as readonly string[]).includes(name);
 }
 
-export interface StructureSpec {
+interface StructureSpec {
   name: StructureName;
   /** Human-readable shape, e.g. "buy put K1, sell put K2, sell call K3, buy call K4; K1 < K2 < K3 < K4; equal quantities". */
   shape: string;

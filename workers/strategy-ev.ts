@@ -71,7 +71,7 @@ export interface StrategyInput {
   contractMultiplier?: number;
 }
 
-export interface LegValuation extends OptionLeg {
+interface LegValuation extends OptionLeg {
   /** Closed-form BSM fair value per share. */
   fairValuePerShare: number;
   /** fairValuePerShare × quantity × multiplier (always >= 0). */
@@ -80,7 +80,7 @@ export interface LegValuation extends OptionLeg {
   cashFlow: number;
 }
 
-export interface RiskMetrics {
+interface RiskMetrics {
   /** Standard deviation of the present-value P&L X. */
   standardDeviation: number;
   /** sqrt(E[min(X, 0)²]) (target 0). */
@@ -98,7 +98,7 @@ export interface RiskMetrics {
    */
   kellyFraction: number | null;
 }
-export interface StrategyAssumptions {
+interface StrategyAssumptions {
   measure: 'risk_neutral' | 'real_world';
   /** μ used for the terminal distribution (r − q when risk-neutral). */
   driftUsed: number;
@@ -148,7 +148,7 @@ function signedQty(leg: OptionLeg, multiplier: number): number {
 }
 
 /** Expiry payoff of the legs (no premium), whole position. */
-export function payoffAtExpiry(legs: readonly OptionLeg[], multiplier: number, sT: number): number {
+function payoffAtExpiry(legs: readonly OptionLeg[], multiplier: number, sT: number): number {
   let v = 0;
   for (const leg of legs) {
     const intrinsic = leg.type === 'call' ? Math.max(sT - leg.strike, 0) : Math.max(leg.strike - sT, 0);

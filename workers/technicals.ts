@@ -52,14 +52,14 @@ export interface OhlcvBars {
   volume: Float64Array;
 }
 
-export interface CandlestickResult {
+interface CandlestickResult {
   signal: CandlestickSignal | null;
   confidence: number | null;
   patterns: { name: string; confidence: number }[];
   description: string;
 }
 
-export interface ChartPatternsResult {
+interface ChartPatternsResult {
   patterns: ChartPattern[];
   dominantPattern: {
     type: ChartPatternType;

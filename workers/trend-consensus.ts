@@ -13,12 +13,12 @@
  */
 
 /** RSI at or above this votes bullish in the consensus trend. */
-export const CONSENSUS_RSI_BULLISH = 55;
+const CONSENSUS_RSI_BULLISH = 55;
 /** RSI at or below this votes bearish in the consensus trend. */
-export const CONSENSUS_RSI_BEARISH = 45;
+const CONSENSUS_RSI_BEARISH = 45;
 /** Weighted vote S at or beyond ±this sets the consensus direction. */
-export const CONSENSUS_THRESHOLD = 0.2;
-export const CONSENSUS_WEIGHTS = {
+const CONSENSUS_THRESHOLD = 0.2;
+const CONSENSUS_WEIGHTS = {
   ema: 1,
   sma: 1,
   wma: 1,
@@ -31,7 +31,7 @@ export const CONSENSUS_WEIGHTS = {
   /** multiplied by the candlestick confidence */
   candlestick: 0.5,
 } as const;
-export const CONSENSUS_MAX_WEIGHT = Object.values(CONSENSUS_WEIGHTS).reduce((a, b) => a + b, 0);
+const CONSENSUS_MAX_WEIGHT = Object.values(CONSENSUS_WEIGHTS).reduce((a, b) => a + b, 0);
 
 type TrendDirection = 'bullish' | 'bearish' | 'neutral';
 
@@ -43,7 +43,7 @@ export interface ConsensusTrend {
 }
 
 /** The parts of the readings that vote. */
-export interface TrendVoters {
+interface TrendVoters {
   ema: { trend: string | null };
   sma: { trend: string | null };
   wma: { trend: string | null };
