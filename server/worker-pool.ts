@@ -19,9 +19,11 @@ type TaskName = keyof Tasks;
  * The one piscina pool. Heavy analytics run on its threads (workers/entry.cjs
  * loads the pure task modules of workers/) so the event loop keeps answering
  * cheap requests. The pool itself is request-side admission control, so it
- * lives in server/ with the errors and metrics it reports through. Admission is capped: past threads + maxQueue tasks
- * in flight a request is shed with 503 overloaded and Retry-After, because a
- * queue that grows without bound turns overload into timeouts for everyone.
+ * lives in server/ with the errors and metrics it reports through.
+ *
+ * Admission is capped: past threads + maxQueue tasks in flight a request is
+ * shed with 503 overloaded and Retry-After, because a queue that grows
+ * without bound turns overload into timeouts for everyone.
  * Each task carries an AbortSignal timeout, so a pathological input cannot
  * hold a thread for ever.
  *
@@ -37,8 +39,8 @@ export class WorkerPool {
   readonly threads: number;
   /**
    * null when threads is 0: tasks then run on the main thread (for benchmarks
-   * and diagnosis only), which loads the task modules at the first task. With
-   * threads the main thread never loads them: only the pool's threads do.
+   * and diagnosis only), which imports workers/tasks.ts at the first task.
+   * With threads, only the pool's threads load it.
    */
   private readonly piscina: Piscina | null;
   private readonly capacity: number;
