@@ -18,7 +18,7 @@ import { AppError, errorBody } from './http/errors.ts';
 import { LastUsedRecorder } from './keys/service.ts';
 import type { Logger } from './logger.ts';
 import { httpRequests } from './metrics.ts';
-import { WorkerPool } from '../workers/pool.ts';
+import { WorkerPool } from './worker-pool.ts';
 
 export const VERSION = '0.1.0';
 

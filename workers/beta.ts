@@ -23,8 +23,7 @@
 import { alignOnCommonDates, logReturns, type DatedCloses } from './correlation.ts';
 
 export const BETA_MIN_OBSERVATIONS = 3;
-export const BETA_REASONS = ['insufficient_overlap', 'zero_benchmark_variance', 'zero_subject_variance'] as const;
-export type BetaReason = (typeof BETA_REASONS)[number];
+type BetaReason = 'insufficient_overlap' | 'zero_benchmark_variance' | 'zero_subject_variance';
 
 export interface BetaResult {
   beta: number | null;
@@ -37,7 +36,7 @@ export interface BetaResult {
   reason: BetaReason | null;
 }
 
-export interface OlsResult {
+interface OlsResult {
   beta: number | null;
   alpha: number | null;
   rSquared: number | null;

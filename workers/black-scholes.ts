@@ -150,7 +150,7 @@ export interface Greeks {
   rho: number;
 }
 
-export interface OptionPriceResult {
+interface OptionPriceResult {
   /** Fair value per share (one underlying unit). */
   price: number;
   greeks: Greeks;

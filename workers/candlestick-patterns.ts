@@ -76,21 +76,21 @@ export const CANDLESTICK_PATTERNS = {
 
 export type CandlestickPatternName = keyof typeof CANDLESTICK_PATTERNS;
 
-export const DOJI_MAX_BODY = 0.1;
-export const LONG_BODY_MIN = 0.5;
-export const HAMMER_MIN_SHADOW_TO_BODY = 2;
-export const HAMMER_MAX_OTHER_SHADOW = 0.15;
-export const HAMMER_MAX_BODY = 0.35;
-export const HARAMI_MAX_BODY_RATIO = 0.5;
-export const STAR_MAX_BODY_RATIO = 0.3;
-export const SOLDIERS_MIN_BODY = 0.5;
-export const SOLDIERS_MAX_SHADOW = 0.25;
-export const TREND_CONTEXT_BARS = 5;
-export const TREND_CONTEXT_MIN_MOVE = 0.01;
-export const TREND_CONTEXT_FULL_MOVE = 0.05;
-export const CONFIDENCE_BASE = 0.5;
-export const CONFIDENCE_SHAPE_WEIGHT = 0.3;
-export const CONFIDENCE_TREND_WEIGHT = 0.2;
+const DOJI_MAX_BODY = 0.1;
+const LONG_BODY_MIN = 0.5;
+const HAMMER_MIN_SHADOW_TO_BODY = 2;
+const HAMMER_MAX_OTHER_SHADOW = 0.15;
+const HAMMER_MAX_BODY = 0.35;
+const HARAMI_MAX_BODY_RATIO = 0.5;
+const STAR_MAX_BODY_RATIO = 0.3;
+const SOLDIERS_MIN_BODY = 0.5;
+const SOLDIERS_MAX_SHADOW = 0.25;
+const TREND_CONTEXT_BARS = 5;
+const TREND_CONTEXT_MIN_MOVE = 0.01;
+const TREND_CONTEXT_FULL_MOVE = 0.05;
+const CONFIDENCE_BASE = 0.5;
+const CONFIDENCE_SHAPE_WEIGHT = 0.3;
+const CONFIDENCE_TREND_WEIGHT = 0.2;
 
 export interface CandleBars {
   open: ArrayLike<number>;
@@ -99,7 +99,7 @@ export interface CandleBars {
   close: ArrayLike<number>;
 }
 
-export interface CandlestickMatch {
+interface CandlestickMatch {
   name: CandlestickPatternName;
   signal: CandlestickSignal;
   confidence: number;
@@ -126,7 +126,7 @@ function candle(b: CandleBars, i: number): Candle | null {
 }
 
 /** Prior trend before the candle at index s: +1 up, −1 down, 0 flat, null unknown; with magnitude. */
-export function priorTrend(b: CandleBars, s: number): { dir: -1 | 0 | 1; move: number } | null {
+function priorTrend(b: CandleBars, s: number): { dir: -1 | 0 | 1; move: number } | null {
   const a = s - 1 - TREND_CONTEXT_BARS;
   if (a < 0) return null;
   const c0 = b.close[a];

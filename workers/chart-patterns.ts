@@ -52,22 +52,22 @@
  * (descending), then endIndex (descending); dominantPattern is the first.
  */
 
-export const PIVOT_WINDOW = 5;
+const PIVOT_WINDOW = 5;
 export const DOUBLE_PEAK_TOLERANCE = 0.03;
-export const DOUBLE_MIN_DEPTH = 0.03;
-export const DOUBLE_MIN_SEPARATION = 10;
-export const HS_MIN_HEAD_PROMINENCE = 0.02;
-export const HS_SHOULDER_TOLERANCE = 0.05;
-export const HS_NECKLINE_TOLERANCE = 0.05;
-export const TRIANGLE_MIN_PIVOTS = 4;
-export const TRIANGLE_MAX_PIVOTS = 6;
-export const TRIANGLE_MIN_BARS = 15;
-export const TRIANGLE_FIT_TOLERANCE = 0.015;
-export const TRIANGLE_FLAT_TOLERANCE = 0.015;
+const DOUBLE_MIN_DEPTH = 0.03;
+const DOUBLE_MIN_SEPARATION = 10;
+const HS_MIN_HEAD_PROMINENCE = 0.02;
+const HS_SHOULDER_TOLERANCE = 0.05;
+const HS_NECKLINE_TOLERANCE = 0.05;
+const TRIANGLE_MIN_PIVOTS = 4;
+const TRIANGLE_MAX_PIVOTS = 6;
+const TRIANGLE_MIN_BARS = 15;
+const TRIANGLE_FIT_TOLERANCE = 0.015;
+const TRIANGLE_FLAT_TOLERANCE = 0.015;
 /** A breakout is a close beyond a triangle line by more than this (relative), the same as the fit tolerance. */
-export const TRIANGLE_BREAKOUT_MARGIN = TRIANGLE_FIT_TOLERANCE;
+const TRIANGLE_BREAKOUT_MARGIN = TRIANGLE_FIT_TOLERANCE;
 /** A triangle is a consolidation: neither line may move more than this (relative) across the span. */
-export const TRIANGLE_MAX_DRIFT = 0.1;
+const TRIANGLE_MAX_DRIFT = 0.1;
 
 export const CHART_PATTERN_TYPES = [
   'double_top',
@@ -92,9 +92,9 @@ export interface ChartPattern {
   description: string;
 }
 
-export interface Pivot { index: number; price: number; kind: 'high' | 'low' }
+interface Pivot { index: number; price: number; kind: 'high' | 'low' }
 
-export interface ChartPatternsDetection {
+interface ChartPatternsDetection {
   patterns: ChartPattern[];
   dominantPattern: ChartPattern | null;
   pivots: Pivot[];

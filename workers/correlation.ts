@@ -29,8 +29,7 @@
  */
 
 export const CORRELATION_MIN_OBSERVATIONS = 3;
-export const CORRELATION_METHODS = ['pearson', 'spearman'] as const;
-export type CorrelationMethod = (typeof CORRELATION_METHODS)[number];
+export type CorrelationMethod = 'pearson' | 'spearman';
 
 export interface DatedCloses {
   /** Days since 1970-01-01 (UTC), strictly ascending. */
@@ -38,7 +37,7 @@ export interface DatedCloses {
   close: Float64Array;
 }
 
-export interface AlignedCloses {
+interface AlignedCloses {
   /** Dates present (with a usable close) in every series, ascending. */
   dates: Int32Array;
   /** closes[k][t] = close of series k on dates[t]. */
@@ -55,7 +54,7 @@ function checkSeries(s: DatedCloses, k: number): void {
 }
 
 /** Number of usable closes in a series. */
-export function usableCloseCount(s: DatedCloses): number {
+function usableCloseCount(s: DatedCloses): number {
   let m = 0;
   for (let i = 0; i < s.close.length; i++) if (usable(s.close[i])) m++;
   return m;
@@ -158,7 +157,7 @@ export function spearman(x: ArrayLike<number>, y: ArrayLike<number>): number | n
   return pearson(averageRanks(x), averageRanks(y));
 }
 
-export interface CorrelationPair {
+interface CorrelationPair {
   /** Index into the input series (a < b). */
   a: number;
   b: number;
@@ -166,7 +165,7 @@ export interface CorrelationPair {
   correlation: number | null;
 }
 
-export interface CorrelationInstrument {
+interface CorrelationInstrument {
   index: number;
   /** Log returns in the instrument's own series (usable closes − 1). */
   observations: number;

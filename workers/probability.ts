@@ -20,7 +20,7 @@
 
 import { assertMarketInputs, bsmD1D2, normCdf } from './black-scholes.ts';
 
-export type Direction = 'long' | 'short';
+type Direction = 'long' | 'short';
 
 export interface ProbabilityInput {
   spot: number;
@@ -35,7 +35,7 @@ export interface ProbabilityInput {
   direction: Direction;
 }
 
-export interface ProbabilityResult {
+interface ProbabilityResult {
   /** Risk-neutral P(S_T >= target) (long) or P(S_T <= target) (short). */
   probabilityInTheMoneyAtExpiry: number;
   /** max(driftlessTouchProbability, probabilityInTheMoneyAtExpiry). */

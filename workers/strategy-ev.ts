@@ -7,7 +7,7 @@
  * upstream (422 unsupported_structure); every leg here is a European call or
  * put on the same underlying with the same expiry.
  *
- * ── Conventions (also in the README) ────────────────────────────────────────
+ * Conventions (also in the README):
  * Quantities and money
  *   - `quantity` is a number of contracts (> 0; the sign comes from `action`);
  *     one contract is `contractMultiplier` shares (default 100). All dollar
@@ -47,31 +47,15 @@
  *   (only the S_T → ∞ side can be unbounded: net long calls → unbounded
  *   profit, net short calls → unbounded loss).
  *
- * Integration: see `integrationGrid` below. Gauss–Legendre, 32 points per
- *   panel, panels at most 1 standard deviation wide in z = (ln S_T − m)/(σ√T),
- *   split at every strike and at every zero of the present-value P&L so each
- *   integrand is smooth (analytic) on each panel; z truncated to
- *   [−12, 12 + 2σ√T]. For any integrand bounded by (A + B·S_T)^p, p <= 2,
- *   the truncation error is at most 2Φ(−12)·E[(A + B·S_T)^p] ≈ 3.6e-33 of that
- *   envelope (the upper limit is shifted by 2σ√T so the S_T- and
- *   S_T²-weighted densities, which are normal densities centred at σ√T and
- *   2σ√T, are also cut 12 of their standard deviations out).
+ * Integration: Gauss–Legendre over ln S_T, split at every strike and at every
+ *   zero of the present-value P&L (see lognormal-quadrature.ts).
  */
-
-import { assertMarketInputs, normCdf, priceOption, type OptionType } from './black-scholes.ts';
-
-export type LegAction = 'buy' | 'sell';
-
-export interface OptionLeg {
-  action: LegAction;
-  type: OptionType;
-  strike: number;
-  /** Number of contracts, > 0. */
-  quantity: number;
-}
+import { assertMarketInputs, priceOption } from './black-scholes.ts';
+import { integrationGrid, lognormalIntervalProbability, terminalDistribution, type IntegrationInfo } from './lognormal-quadrature.ts';
+import type { OptionLeg } from './option-structures.ts';
 
 export interface StrategyInput {
-  /** Structure name (see STRUCTURES); echoed, not enforced here. */
+  /** Structure name (see option-structures.ts); echoed, not enforced here. */
   structure: string;
   legs: readonly OptionLeg[];
   spot: number;
@@ -87,7 +71,7 @@ export interface StrategyInput {
   contractMultiplier?: number;
 }
 
-export interface LegValuation extends OptionLeg {
+interface LegValuation extends OptionLeg {
   /** Closed-form BSM fair value per share. */
   fairValuePerShare: number;
   /** fairValuePerShare × quantity × multiplier (always >= 0). */
@@ -96,7 +80,7 @@ export interface LegValuation extends OptionLeg {
   cashFlow: number;
 }
 
-export interface RiskMetrics {
+interface RiskMetrics {
   /** Standard deviation of the present-value P&L X. */
   standardDeviation: number;
   /** sqrt(E[min(X, 0)²]) (target 0). */
@@ -114,23 +98,7 @@ export interface RiskMetrics {
    */
   kellyFraction: number | null;
 }
-
-export interface IntegrationInfo {
-  method: 'gauss-legendre';
-  variable: 'z = (ln S_T - m) / (vol * sqrt(T))';
-  pointsPerPanel: number;
-  maxPanelWidth: number;
-  panels: number;
-  lowerLimitZ: number;
-  upperLimitZ: number;
-  splitAt: ['strikes', 'present_value_pnl_zero_crossings'];
-  /** Bound on the truncation error relative to E[(A + B·S_T)^p], p <= 2. */
-  truncationRelativeErrorBound: number;
-  /** False only when the upper limit had to be lowered to avoid overflow (absurd σ√T). */
-  truncationBoundHonoured: boolean;
-}
-
-export interface StrategyAssumptions {
+interface StrategyAssumptions {
   measure: 'risk_neutral' | 'real_world';
   /** μ used for the terminal distribution (r − q when risk-neutral). */
   driftUsed: number;
@@ -162,145 +130,6 @@ export interface StrategyResult {
   riskMetrics: RiskMetrics;
   assumptions: StrategyAssumptions;
 }
-
-// ── Gauss–Legendre nodes ─────────────────────────────────────────────────────
-
-/** Nodes and weights of the n-point Gauss–Legendre rule on [−1, 1] (Newton on P_n). */
-export function gaussLegendre(n: number): { nodes: Float64Array; weights: Float64Array } {
-  const nodes = new Float64Array(n);
-  const weights = new Float64Array(n);
-  const m = Math.floor((n + 1) / 2);
-  for (let i = 0; i < m; i += 1) {
-    let x = Math.cos((Math.PI * (i + 0.75)) / (n + 0.5));
-    let dp = 0;
-    for (let iter = 0; iter < 100; iter += 1) {
-      let p0 = 1;
-      let p1 = x;
-      for (let k = 2; k <= n; k += 1) {
-        const p2 = ((2 * k - 1) * x * p1 - (k - 1) * p0) / k;
-        p0 = p1;
-        p1 = p2;
-      }
-      dp = (n * (x * p1 - p0)) / (x * x - 1);
-      const dx = p1 / dp;
-      x -= dx;
-      if (Math.abs(dx) < 1e-16) break;
-    }
-    // Recompute the derivative at the converged node for the weight.
-    let p0 = 1;
-    let p1 = x;
-    for (let k = 2; k <= n; k += 1) {
-      const p2 = ((2 * k - 1) * x * p1 - (k - 1) * p0) / k;
-      p0 = p1;
-      p1 = p2;
-    }
-    dp = (n * (x * p1 - p0)) / (x * x - 1);
-    const w = 2 / ((1 - x * x) * dp * dp);
-    nodes[i] = -x;
-    nodes[n - 1 - i] = x;
-    weights[i] = w;
-    weights[n - 1 - i] = w;
-  }
-  return { nodes, weights };
-}
-
-const GL_POINTS = 32;
-const GL = gaussLegendre(GL_POINTS);
-const MAX_PANEL_WIDTH = 1; // in standard deviations of ln S_T
-const TRUNCATION_Z = 12;
-const PHI_MINUS_12 = 1.7764821120776e-33; // Φ(−12)
-const MAX_LOG_S = 700; // keep S_T (and P&L²) finite in double precision
-const INV_SQRT_2PI = 0.398942280401432677939946059934;
-
-/** Lognormal terminal distribution: ln S_T = m + s·Z. */
-export interface Terminal {
-  m: number;
-  s: number;
-}
-
-export function terminalDistribution(spot: number, timeYears: number, mu: number, vol: number): Terminal {
-  return { m: Math.log(spot) + (mu - 0.5 * vol * vol) * timeYears, s: vol * Math.sqrt(timeYears) };
-}
-
-/** P(a < S_T < b) for 0 <= a < b <= ∞, without cancellation in either tail. */
-export function lognormalIntervalProbability(t: Terminal, a: number, b: number): number {
-  const za = a <= 0 ? -Infinity : (Math.log(a) - t.m) / t.s;
-  const zb = b === Infinity ? Infinity : (Math.log(b) - t.m) / t.s;
-  if (!(zb > za)) return 0;
-  return za >= 0 ? normCdf(-za) - normCdf(-zb) : normCdf(zb) - normCdf(za);
-}
-
-export interface Grid {
-  /** S_T at each node. */
-  s: Float64Array;
-  /** Quadrature weight × density at each node (sums to ≈ 1). */
-  w: Float64Array;
-  info: IntegrationInfo;
-}
-
-/**
- * Quadrature grid for E[h(S_T)]: Gauss–Legendre on panels in z, split at the
- * given S-values (strikes, zero crossings) so h is smooth on each panel.
- */
-export function integrationGrid(t: Terminal, splitPointsS: readonly number[]): Grid {
-  const lower = -TRUNCATION_Z;
-  let upper = TRUNCATION_Z + 2 * t.s;
-  let honoured = true;
-  const zMaxFinite = (MAX_LOG_S - t.m) / t.s;
-  if (upper > zMaxFinite) {
-    upper = zMaxFinite;
-    honoured = false;
-  }
-  const cuts = [lower, upper];
-  for (const x of splitPointsS) {
-    if (!(x > 0) || !Number.isFinite(x)) continue;
-    const z = (Math.log(x) - t.m) / t.s;
-    if (z > lower && z < upper) cuts.push(z);
-  }
-  cuts.sort((a, b) => a - b);
-  const panels: Array<[number, number]> = [];
-  for (let i = 0; i + 1 < cuts.length; i += 1) {
-    const a = cuts[i];
-    const b = cuts[i + 1];
-    if (!(b > a)) continue;
-    const k = Math.max(1, Math.ceil((b - a) / MAX_PANEL_WIDTH));
-    const h = (b - a) / k;
-    for (let j = 0; j < k; j += 1) panels.push([a + j * h, j === k - 1 ? b : a + (j + 1) * h]);
-  }
-  const n = panels.length * GL_POINTS;
-  const s = new Float64Array(n);
-  const w = new Float64Array(n);
-  let idx = 0;
-  for (const [a, b] of panels) {
-    const half = 0.5 * (b - a);
-    const mid = 0.5 * (a + b);
-    for (let j = 0; j < GL_POINTS; j += 1) {
-      const z = mid + half * GL.nodes[j];
-      s[idx] = Math.exp(t.m + t.s * z);
-      w[idx] = half * GL.weights[j] * INV_SQRT_2PI * Math.exp(-0.5 * z * z);
-      idx += 1;
-    }
-  }
-  return {
-    s,
-    w,
-    info: {
-      method: 'gauss-legendre',
-      variable: 'z = (ln S_T - m) / (vol * sqrt(T))',
-      pointsPerPanel: GL_POINTS,
-      maxPanelWidth: MAX_PANEL_WIDTH,
-      panels: panels.length,
-      lowerLimitZ: lower,
-      upperLimitZ: upper,
-      splitAt: ['strikes', 'present_value_pnl_zero_crossings'],
-      truncationRelativeErrorBound: 2 * PHI_MINUS_12,
-      truncationBoundHonoured: honoured,
-    },
-  };
-}
-
-// ── Piecewise-linear P&L ─────────────────────────────────────────────────────
-
 interface PiecewiseLinear {
   /** Sorted distinct knots, starting at 0. */
   knots: number[];
@@ -319,7 +148,7 @@ function signedQty(leg: OptionLeg, multiplier: number): number {
 }
 
 /** Expiry payoff of the legs (no premium), whole position. */
-export function payoffAtExpiry(legs: readonly OptionLeg[], multiplier: number, sT: number): number {
+function payoffAtExpiry(legs: readonly OptionLeg[], multiplier: number, sT: number): number {
   let v = 0;
   for (const leg of legs) {
     const intrinsic = leg.type === 'call' ? Math.max(sT - leg.strike, 0) : Math.max(leg.strike - sT, 0);
@@ -386,8 +215,6 @@ function positiveSet(f: PiecewiseLinear): { intervals: Array<[number, number]>; 
   if (tailSlope > 0 || (tailSlope === 0 && f.at(end) > tol)) push(end, Infinity);
   return { intervals, crossings };
 }
-
-// ── Evaluation ───────────────────────────────────────────────────────────────
 
 function assertLegs(legs: readonly OptionLeg[]): void {
   if (!Array.isArray(legs) || legs.length === 0) throw new RangeError('at least one leg is required');
@@ -552,219 +379,4 @@ function kelly(x: Float64Array, w: Float64Array, mass: number, capital: number, 
     else hi = mid;
   }
   return 0.5 * (lo + hi);
-}
-
-// ── Structure table ──────────────────────────────────────────────────────────
-
-export const STRUCTURE_NAMES = [
-  'long_call',
-  'long_put',
-  'short_call',
-  'short_put',
-  'bull_call_spread',
-  'bear_put_spread',
-  'bull_put_spread',
-  'bear_call_spread',
-  'long_straddle',
-  'short_straddle',
-  'long_strangle',
-  'short_strangle',
-  'iron_condor',
-  'iron_butterfly',
-  'butterfly',
-  'custom',
-] as const;
-
-export type StructureName = (typeof STRUCTURE_NAMES)[number];
-
-export function isStructureName(name: string): name is StructureName {
-  return (STRUCTURE_NAMES as readonly string[]).includes(name);
-}
-
-export interface StructureSpec {
-  name: StructureName;
-  /** Human-readable shape, e.g. "buy put K1, sell put K2, sell call K3, buy call K4; K1 < K2 < K3 < K4; equal quantities". */
-  shape: string;
-  /** Problems with the legs for this structure; empty when they match. `custom` accepts any option legs. */
-  check: (legs: readonly OptionLeg[]) => string[];
-}
-
-interface Slot {
-  action: LegAction;
-  type: OptionType;
-  /** Strike label, e.g. 'K1'; equal labels must have equal strikes. */
-  k: string;
-  /** Quantity as a multiple of the first slot's quantity. */
-  ratio: number;
-}
-
-const eqTol = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
-
-function describeLeg(l: { action: string; type: string; strike: number; quantity: number }): string {
-  return `${l.action} ${l.quantity} ${l.type} ${l.strike}`;
-}
-
-/** Merges legs with the same action, type and strike (quantities add). */
-function aggregate(legs: readonly OptionLeg[]): OptionLeg[] {
-  const out: OptionLeg[] = [];
-  for (const leg of legs) {
-    const same = out.find((o) => o.action === leg.action && o.type === leg.type && eqTol(o.strike, leg.strike));
-    if (same) same.quantity += leg.quantity;
-    else out.push({ action: leg.action, type: leg.type, strike: leg.strike, quantity: leg.quantity });
-  }
-  return out;
-}
-
-/**
- * Matches legs against slots (listed in ascending strike order). Slots that
- * share action and type take the matching legs in ascending strike order.
- * `order` lists strike labels that must be strictly increasing.
- */
-function matchShape(name: string, shape: string, slots: Slot[], order: string[], extra?: (k: Record<string, number>) => string[]) {
-  return (rawLegs: readonly OptionLeg[]): string[] => {
-    const legs = aggregate(rawLegs);
-    const problems: string[] = [];
-    const wanted = slots.map((s) => `${s.action} ${s.type}`);
-    if (legs.length !== slots.length) {
-      problems.push(
-        `${name} needs ${slots.length} distinct leg${slots.length > 1 ? 's' : ''} (${shape}); got ${legs.length}: ${legs.map(describeLeg).join(', ') || 'none'}`,
-      );
-      return problems;
-    }
-    const assigned: OptionLeg[] = new Array(slots.length);
-    const groups = new Map<string, number[]>();
-    slots.forEach((s, i) => {
-      const key = `${s.action} ${s.type}`;
-      groups.set(key, [...(groups.get(key) ?? []), i]);
-    });
-    for (const [key, idxs] of groups) {
-      const cands = legs.filter((l) => `${l.action} ${l.type}` === key).sort((a, b) => a.strike - b.strike);
-      if (cands.length !== idxs.length) {
-        problems.push(`${name} needs ${idxs.length} × "${key}" leg${idxs.length > 1 ? 's' : ''}; got ${cands.length}`);
-        continue;
-      }
-      idxs.forEach((slotIdx, j) => (assigned[slotIdx] = cands[j]));
-    }
-    if (problems.length) {
-      const extraLegs = legs.filter((l) => !wanted.includes(`${l.action} ${l.type}`));
-      if (extraLegs.length) problems.push(`${name} has no place for: ${extraLegs.map(describeLeg).join(', ')}`);
-      problems.push(`expected shape: ${shape}`);
-      return problems;
-    }
-    const k: Record<string, number> = {};
-    slots.forEach((s, i) => {
-      const strike = assigned[i].strike;
-      if (s.k in k) {
-        if (!eqTol(k[s.k], strike)) problems.push(`${name}: the ${s.action} ${s.type} and the other ${s.k} leg must share one strike; got ${k[s.k]} and ${strike}`);
-      } else k[s.k] = strike;
-    });
-    for (let i = 0; i + 1 < order.length; i += 1) {
-      const a = order[i];
-      const b = order[i + 1];
-      if (a in k && b in k && !(k[a] < k[b])) problems.push(`${name}: strikes must satisfy ${order.join(' < ')}; got ${a} = ${k[a]}, ${b} = ${k[b]}`);
-    }
-    const base = assigned[0].quantity;
-    slots.forEach((s, i) => {
-      const want = s.ratio * base;
-      if (!eqTol(assigned[i].quantity, want)) {
-        problems.push(`${name}: the ${s.action} ${s.type} ${assigned[i].strike} quantity must be ${s.ratio === 1 ? 'equal to the others' : `${s.ratio} × the wing quantity`} (${want}); got ${assigned[i].quantity}`);
-      }
-    });
-    if (!problems.length && extra) problems.push(...extra(k));
-    return problems;
-  };
-}
-
-function single(name: StructureName, action: LegAction, type: OptionType): StructureSpec {
-  const shape = `${action} ${type}`;
-  return { name, shape, check: matchShape(name, shape, [{ action, type, k: 'K', ratio: 1 }], []) };
-}
-
-function spec(name: StructureName, shape: string, slots: Slot[], order: string[], extra?: (k: Record<string, number>) => string[]): StructureSpec {
-  return { name, shape, check: matchShape(name, shape, slots, order, extra) };
-}
-
-const butterflyShape = 'buy 1 K1, sell 2 K2, buy 1 K3, all calls or all puts; K1 < K2 < K3; K2 − K1 = K3 − K2';
-function butterflyCheck(legs: readonly OptionLeg[]): string[] {
-  const types = new Set(legs.map((l) => l.type));
-  if (types.size !== 1) return [`butterfly legs must be all calls or all puts; got ${legs.map(describeLeg).join(', ')}`, `expected shape: ${butterflyShape}`];
-  const type = legs[0].type;
-  return matchShape(
-    'butterfly',
-    butterflyShape,
-    [
-      { action: 'buy', type, k: 'K1', ratio: 1 },
-      { action: 'sell', type, k: 'K2', ratio: 2 },
-      { action: 'buy', type, k: 'K3', ratio: 1 },
-    ],
-    ['K1', 'K2', 'K3'],
-    (k) => (eqTol(k.K2 - k.K1, k.K3 - k.K2) ? [] : [`butterfly wings must be equally spaced (K2 − K1 = K3 − K2); got ${k.K2 - k.K1} and ${k.K3 - k.K2} — use custom for a broken-wing butterfly`]),
-  )(legs);
-}
-
-/**
- * The 16 structure names of CONTRACT §3 with a leg-shape checker each.
- * Leg order does not matter; legs with the same action, type and strike are
- * merged first. Quantities must be in the stated ratios (equal unless stated).
- * Only the conventional orientation is accepted for the multi-leg names
- * (iron_condor and iron_butterfly are the short/credit versions, butterfly the
- * long/debit version); anything else is `custom`.
- */
-export const STRUCTURES: Readonly<Record<StructureName, StructureSpec>> = {
-  long_call: single('long_call', 'buy', 'call'),
-  long_put: single('long_put', 'buy', 'put'),
-  short_call: single('short_call', 'sell', 'call'),
-  short_put: single('short_put', 'sell', 'put'),
-  bull_call_spread: spec('bull_call_spread', 'buy call K1, sell call K2; K1 < K2; equal quantities', [
-    { action: 'buy', type: 'call', k: 'K1', ratio: 1 },
-    { action: 'sell', type: 'call', k: 'K2', ratio: 1 },
-  ], ['K1', 'K2']),
-  bear_put_spread: spec('bear_put_spread', 'sell put K1, buy put K2; K1 < K2; equal quantities', [
-    { action: 'sell', type: 'put', k: 'K1', ratio: 1 },
-    { action: 'buy', type: 'put', k: 'K2', ratio: 1 },
-  ], ['K1', 'K2']),
-  bull_put_spread: spec('bull_put_spread', 'buy put K1, sell put K2; K1 < K2; equal quantities', [
-    { action: 'buy', type: 'put', k: 'K1', ratio: 1 },
-    { action: 'sell', type: 'put', k: 'K2', ratio: 1 },
-  ], ['K1', 'K2']),
-  bear_call_spread: spec('bear_call_spread', 'sell call K1, buy call K2; K1 < K2; equal quantities', [
-    { action: 'sell', type: 'call', k: 'K1', ratio: 1 },
-    { action: 'buy', type: 'call', k: 'K2', ratio: 1 },
-  ], ['K1', 'K2']),
-  long_straddle: spec('long_straddle', 'buy put K, buy call K (same strike); equal quantities', [
-    { action: 'buy', type: 'put', k: 'K', ratio: 1 },
-    { action: 'buy', type: 'call', k: 'K', ratio: 1 },
-  ], []),
-  short_straddle: spec('short_straddle', 'sell put K, sell call K (same strike); equal quantities', [
-    { action: 'sell', type: 'put', k: 'K', ratio: 1 },
-    { action: 'sell', type: 'call', k: 'K', ratio: 1 },
-  ], []),
-  long_strangle: spec('long_strangle', 'buy put K1, buy call K2; K1 < K2; equal quantities', [
-    { action: 'buy', type: 'put', k: 'K1', ratio: 1 },
-    { action: 'buy', type: 'call', k: 'K2', ratio: 1 },
-  ], ['K1', 'K2']),
-  short_strangle: spec('short_strangle', 'sell put K1, sell call K2; K1 < K2; equal quantities', [
-    { action: 'sell', type: 'put', k: 'K1', ratio: 1 },
-    { action: 'sell', type: 'call', k: 'K2', ratio: 1 },
-  ], ['K1', 'K2']),
-  iron_condor: spec('iron_condor', 'buy put K1, sell put K2, sell call K3, buy call K4; K1 < K2 < K3 < K4; equal quantities', [
-    { action: 'buy', type: 'put', k: 'K1', ratio: 1 },
-    { action: 'sell', type: 'put', k: 'K2', ratio: 1 },
-    { action: 'sell', type: 'call', k: 'K3', ratio: 1 },
-    { action: 'buy', type: 'call', k: 'K4', ratio: 1 },
-  ], ['K1', 'K2', 'K3', 'K4']),
-  iron_butterfly: spec('iron_butterfly', 'buy put K1, sell put K2, sell call K2, buy call K3; K1 < K2 < K3; equal quantities', [
-    { action: 'buy', type: 'put', k: 'K1', ratio: 1 },
-    { action: 'sell', type: 'put', k: 'K2', ratio: 1 },
-    { action: 'sell', type: 'call', k: 'K2', ratio: 1 },
-    { action: 'buy', type: 'call', k: 'K3', ratio: 1 },
-  ], ['K1', 'K2', 'K3']),
-  butterfly: { name: 'butterfly', shape: butterflyShape, check: butterflyCheck },
-  custom: { name: 'custom', shape: 'any number of call/put legs on one expiry', check: () => [] },
-};
-
-/** Problems for a structure name and its legs; an unknown name is itself a problem. */
-export function checkStructure(name: string, legs: readonly OptionLeg[]): string[] {
-  if (!isStructureName(name)) return [`unknown structure "${name}"; expected one of ${STRUCTURE_NAMES.join(', ')}`];
-  return STRUCTURES[name].check(legs);
 }

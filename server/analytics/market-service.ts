@@ -4,7 +4,7 @@ import type { PointInTime } from '../http/params.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { existingInstruments } from '../prices/repository.ts';
 import { readAdjustedSeries } from '../prices/adjusted-series.ts';
-import type { WorkerPool } from '../../workers/pool.ts';
+import type { WorkerPool } from '../worker-pool.ts';
 import type { TechnicalsData } from '../../workers/technicals.ts';
 import type { CorrelationMatrixResult } from '../../workers/correlation.ts';
 import type { BetaResult } from '../../workers/beta.ts';

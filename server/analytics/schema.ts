@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AsOfSchema, UuidSchema, idListSchema, type PointInTime } from '../http/params.ts';
 import { FIRST_DAY, startsBeforeFirstDay } from './series.ts';
-import { STRUCTURE_NAMES } from '../../workers/strategy-ev.ts';
+import { STRUCTURE_NAMES } from '../../workers/option-structures.ts';
 
 // Bounds keep every computation meaningful: σ√T stays at most 5 × √10 ≈ 16,
 // inside the range where the integration's truncation bound holds.

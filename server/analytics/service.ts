@@ -1,7 +1,8 @@
 import { DAY_COUNT_CONVENTION, priceOption, yearsFromDays } from '../../workers/black-scholes.ts';
 import { probabilityOfTarget } from '../../workers/probability.ts';
-import { checkStructure, type OptionLeg, type StrategyResult } from '../../workers/strategy-ev.ts';
-import type { WorkerPool } from '../../workers/pool.ts';
+import { checkStructure, type OptionLeg } from '../../workers/option-structures.ts';
+import type { StrategyResult } from '../../workers/strategy-ev.ts';
+import type { WorkerPool } from '../worker-pool.ts';
 import { AppError } from '../http/errors.ts';
 import type { z } from 'zod';
 import type { OptionPriceSchema, ProbabilitySchema, StrategyEvBody } from './schema.ts';

@@ -1,15 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { normCdf, priceOption } from '../../workers/black-scholes.ts';
-import {
-  STRUCTURES,
-  STRUCTURE_NAMES,
-  checkStructure,
-  evaluateStrategy,
-  gaussLegendre,
-  type OptionLeg,
-  type StrategyInput,
-  type StructureName,
-} from '../../workers/strategy-ev.ts';
+import { gaussLegendre } from '../../workers/lognormal-quadrature.ts';
+import { STRUCTURES, STRUCTURE_NAMES, checkStructure, type OptionLeg, type StructureName } from '../../workers/option-structures.ts';
+import { evaluateStrategy, type StrategyInput } from '../../workers/strategy-ev.ts';
 
 // Independent references used here:
 //  - closed-form lognormal partial expectations written out in this file

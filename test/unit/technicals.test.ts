@@ -7,7 +7,7 @@
 //      RSI we use its unrounded Wilder averages (AverageGain / AverageLoss)
 //      and check its published RSI only to that rounding;
 //   2. direct textbook re-implementations written below, in a different
-//      style from workers/technicals.ts (plain arrays, window slices, the
+//      style from workers/indicator-series.ts (plain arrays, window slices, the
 //      k·x + (1−k)·prev form of the EMA, Welford variance, α = 1/N Wilder
 //      smoothing): SMA, EMA, WMA, RSI, MACD (EMA12 − EMA26, signal = EMA9 of
 //      that line), Stochastic, Bollinger, ATR and the Ichimoku midpoints.
@@ -17,23 +17,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ATR, AverageGain, AverageLoss, BollingerBands, EMA, IchimokuCloud, MACD, RSI, SMA, Stochastic, WMA } from 'technicalindicators';
-import {
-  ATR_HIGH_VOLATILITY,
-  MACD_CROSSOVER_LOOKBACK,
-  RSI_OVERBOUGHT,
-  RSI_OVERSOLD,
-  atrSeries,
-  bollingerSeries,
-  computeTechnicals,
-  emaSeries,
-  macdSeries,
-  maStackScore,
-  rsiSeries,
-  smaSeries,
-  stochasticSeries,
-  wmaSeries,
-  type OhlcvBars,
-} from '../../workers/technicals.ts';
+import { ATR_HIGH_VOLATILITY, MACD_CROSSOVER_LOOKBACK, RSI_OVERBOUGHT, RSI_OVERSOLD, maStackScore } from '../../workers/indicator-readings.ts';
+import { atrSeries, bollingerSeries, emaSeries, macdSeries, rsiSeries, smaSeries, stochasticSeries, wmaSeries } from '../../workers/indicator-series.ts';
+import { computeTechnicals, type OhlcvBars } from '../../workers/technicals.ts';
 
 const TOL = 1e-8;
 

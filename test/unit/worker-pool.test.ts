@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WorkerPool } from '../../workers/pool.ts';
+import { WorkerPool } from '../../server/worker-pool.ts';
 
 /** A promise and the function that settles it. */
 function latch() {

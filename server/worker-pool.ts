@@ -1,10 +1,10 @@
 import os from 'node:os';
 import { Piscina } from 'piscina';
-import { dispatch } from './tasks.ts';
-import { AppError } from '../server/http/errors.ts';
-import { readSlotsWaiting, readSlotWait, workerQueueDepth, workerRejected, workerRun, workerTasksInFlight, workerWait } from '../server/metrics.ts';
+import type { Tasks } from '../workers/tasks.ts';
+import { AppError } from './http/errors.ts';
+import { readSlotsWaiting, readSlotWait, workerQueueDepth, workerRejected, workerRun, workerTasksInFlight, workerWait } from './metrics.ts';
 
-export interface WorkerPoolOptions {
+interface WorkerPoolOptions {
   threads?: number;
   /** Tasks allowed to wait beyond one per thread before new ones are shed. */
   maxQueue: number;
@@ -13,13 +13,17 @@ export interface WorkerPoolOptions {
   niceIncrement?: number;
 }
 
-export type TaskName = keyof import('./tasks.ts').Tasks;
+type TaskName = keyof Tasks;
 
 /**
- * The one piscina pool. Heavy analytics run here so the event loop keeps
- * answering cheap requests. Admission is capped: past threads + maxQueue tasks
- * in flight a request is shed with 503 overloaded and Retry-After, because a
- * queue that grows without bound turns overload into timeouts for everyone.
+ * The one piscina pool. Heavy analytics run on its threads (workers/entry.cjs
+ * loads the pure task modules of workers/) so the event loop keeps answering
+ * cheap requests. The pool itself is request-side admission control, so it
+ * lives in server/ with the errors and metrics it reports through.
+ *
+ * Admission is capped: past threads + maxQueue tasks in flight a request is
+ * shed with 503 overloaded and Retry-After, because a queue that grows
+ * without bound turns overload into timeouts for everyone.
  * Each task carries an AbortSignal timeout, so a pathological input cannot
  * hold a thread for ever.
  *
@@ -33,7 +37,11 @@ export type TaskName = keyof import('./tasks.ts').Tasks;
  */
 export class WorkerPool {
   readonly threads: number;
-  /** null when threads is 0: tasks then run on the main thread (for benchmarks and diagnosis only). */
+  /**
+   * null when threads is 0: tasks then run on the main thread (for benchmarks
+   * and diagnosis only), which imports workers/tasks.ts at the first task.
+   * With threads, only the pool's threads load it.
+   */
   private readonly piscina: Piscina | null;
   private readonly capacity: number;
   private inFlight = 0;
@@ -47,7 +55,7 @@ export class WorkerPool {
     this.capacity = this.threads + options.maxQueue;
     this.readSlots = this.threads || os.availableParallelism();
     this.piscina = this.threads === 0 ? null : new Piscina({
-      filename: new URL('./entry.cjs', import.meta.url).href,
+      filename: new URL('../workers/entry.cjs', import.meta.url).href,
       minThreads: this.threads,
       maxThreads: this.threads,
       // Our own admission cap decides; piscina's queue never refuses first.
@@ -102,7 +110,7 @@ export class WorkerPool {
       const { result, waitMs, runMs } = (
         this.piscina
           ? await this.piscina.run(message, { name: 'dispatch', transferList: ownedBuffers(input), signal: AbortSignal.timeout(this.options.taskTimeoutMs) })
-          : dispatch(message)
+          : (await import('../workers/tasks.ts')).dispatch(message)
       ) as { result: T; waitMs: number; runMs: number };
       workerWait.observe({ task }, waitMs / 1000);
       workerRun.observe({ task, outcome: 'ok' }, runMs / 1000);

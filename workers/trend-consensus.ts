@@ -1,0 +1,100 @@
+/**
+ * The consensus trend of the technicals snapshot, voted by its readings.
+ *
+ * Votes v in {+1, 0, −1} with weights w: ema.trend, sma.trend, wma.trend,
+ * macd.trend, ichimoku.signal (w = 1 each); RSI momentum (+1 if RSI >= 55,
+ * −1 if <= 45, else 0; w = 1); vwap.signal (w = 0.5); dominant chart pattern
+ * signal (w = its confidence); candlestick signal (w = 0.5·confidence). Null
+ * components do not vote. S = Σw·v / Σw. direction = `bullish` if S >= 0.2,
+ * `bearish` if S <= −0.2, else `neutral`; strength = |S| in [0, 1];
+ * confidence = agreement · coverage, where agreement = weight of votes whose
+ * sign equals the direction (0 for neutral) / Σw, and coverage = Σw / maximum
+ * possible weight (8). With no votes at all every field is null.
+ */
+
+/** RSI at or above this votes bullish in the consensus trend. */
+const CONSENSUS_RSI_BULLISH = 55;
+/** RSI at or below this votes bearish in the consensus trend. */
+const CONSENSUS_RSI_BEARISH = 45;
+/** Weighted vote S at or beyond ±this sets the consensus direction. */
+const CONSENSUS_THRESHOLD = 0.2;
+const CONSENSUS_WEIGHTS = {
+  ema: 1,
+  sma: 1,
+  wma: 1,
+  macd: 1,
+  ichimoku: 1,
+  rsi: 1,
+  vwap: 0.5,
+  /** multiplied by the dominant chart pattern's confidence */
+  chartPattern: 1,
+  /** multiplied by the candlestick confidence */
+  candlestick: 0.5,
+} as const;
+const CONSENSUS_MAX_WEIGHT = Object.values(CONSENSUS_WEIGHTS).reduce((a, b) => a + b, 0);
+
+type TrendDirection = 'bullish' | 'bearish' | 'neutral';
+
+export interface ConsensusTrend {
+  direction: TrendDirection | null;
+  strength: number | null;
+  confidence: number | null;
+  description: string;
+}
+
+/** The parts of the readings that vote. */
+interface TrendVoters {
+  ema: { trend: string | null };
+  sma: { trend: string | null };
+  wma: { trend: string | null };
+  macd: { trend: string | null };
+  ichimoku: { signal: string | null };
+  rsi: { value: number | null };
+  vwap: { signal: string | null };
+  chartPatterns: { dominantPattern: { signal: string; confidence: number } | null };
+  candlestick: { signal: string | null; confidence: number | null };
+}
+
+interface Vote { name: string; v: number; w: number }
+
+function consensus(votes: Vote[]): ConsensusTrend {
+  const cast = votes.filter((x) => x.w > 0);
+  const W = cast.reduce((a, x) => a + x.w, 0);
+  if (W === 0) {
+    return { direction: null, strength: null, confidence: null, description: 'no indicator had enough data to vote on the trend' };
+  }
+  const S = cast.reduce((a, x) => a + x.w * x.v, 0) / W;
+  const direction: TrendDirection = S >= CONSENSUS_THRESHOLD ? 'bullish' : S <= -CONSENSUS_THRESHOLD ? 'bearish' : 'neutral';
+  const dir = direction === 'bullish' ? 1 : direction === 'bearish' ? -1 : 0;
+  const agree = cast.filter((x) => Math.sign(x.v) === dir).reduce((a, x) => a + x.w, 0) / W;
+  const coverage = Math.min(1, W / CONSENSUS_MAX_WEIGHT);
+  const label = (x: Vote) => `${x.name} ${x.v > 0 ? '+' : x.v < 0 ? '−' : '0'}`;
+  return {
+    direction,
+    strength: Math.abs(S),
+    confidence: agree * coverage,
+    description: `weighted vote ${S.toFixed(3)} over ${cast.length} indicator(s) [${cast.map(label).join(', ')}]: ${direction}; agreement ${(agree * 100).toFixed(0)}%, coverage ${(coverage * 100).toFixed(0)}%`,
+  };
+}
+
+const signVote = (s: string | null | undefined): number | null =>
+  s === 'bullish' || s === 'above' ? 1 : s === 'bearish' || s === 'below' ? -1 : s == null ? null : 0;
+
+export function trendConsensus({ ema, sma, wma, macd, ichimoku, rsi, vwap, chartPatterns, candlestick }: TrendVoters): ConsensusTrend {
+  const votes: Vote[] = [];
+  const push = (name: string, v: number | null, w: number) => { if (v !== null) votes.push({ name, v, w }); };
+  push('ema', signVote(ema.trend), CONSENSUS_WEIGHTS.ema);
+  push('sma', signVote(sma.trend), CONSENSUS_WEIGHTS.sma);
+  push('wma', signVote(wma.trend), CONSENSUS_WEIGHTS.wma);
+  push('macd', signVote(macd.trend), CONSENSUS_WEIGHTS.macd);
+  push('ichimoku', signVote(ichimoku.signal), CONSENSUS_WEIGHTS.ichimoku);
+  if (rsi.value !== null) push('rsi', rsi.value >= CONSENSUS_RSI_BULLISH ? 1 : rsi.value <= CONSENSUS_RSI_BEARISH ? -1 : 0, CONSENSUS_WEIGHTS.rsi);
+  push('vwap', signVote(vwap.signal), CONSENSUS_WEIGHTS.vwap);
+  if (chartPatterns.dominantPattern) {
+    push('chartPattern', signVote(chartPatterns.dominantPattern.signal), CONSENSUS_WEIGHTS.chartPattern * chartPatterns.dominantPattern.confidence);
+  }
+  if (candlestick.signal !== null && candlestick.confidence !== null && candlestick.confidence > 0) {
+    push('candlestick', signVote(candlestick.signal), CONSENSUS_WEIGHTS.candlestick * candlestick.confidence);
+  }
+  return consensus(votes);
+}
