@@ -9,6 +9,10 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          // A deadline, not a timing check: the property tests (thousands of
+          // generated cases) take 4-6 s on a 2-core machine under a load
+          // average of 12, past vitest's 5 s default.
+          testTimeout: 60_000,
         },
       },
       {
