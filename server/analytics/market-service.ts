@@ -6,14 +6,17 @@ import { existingInstruments } from '../prices/repository.ts';
 import { readAdjustedSeries } from '../prices/adjusted-series.ts';
 import type { WorkerPool } from '../worker-pool.ts';
 import type { TechnicalsData } from '../../workers/technicals.ts';
-import type { CorrelationMatrixResult } from '../../workers/correlation.ts';
-import type { BetaResult } from '../../workers/beta.ts';
+import { CORRELATION_MIN_OBSERVATIONS, type CorrelationMatrixResult } from '../../workers/correlation.ts';
+import { BETA_MIN_OBSERVATIONS, type BetaResult } from '../../workers/beta.ts';
 import { dayToDate } from '../prices/adjustment.ts';
 import { lookbackWindow } from './series.ts';
 
 const PRICE_ASSUMPTIONS = {
   prices: 'daily closes adjusted for splits, stock dividends and cash dividends known at the window end (backfilled actions excluded)',
 };
+
+const NULL_CORRELATION =
+  'null, never 0, when either instrument is unusable in the window (reason unusable_instrument; instruments[].reason says why) or either aligned return series is constant (reason constant_returns)';
 
 export async function technicals(db: Database, pool: WorkerPool, id: string, q: { lookbackDays: number; asOf?: PointInTime }) {
   const window = lookbackWindow(q.lookbackDays, q.asOf);
@@ -47,7 +50,6 @@ export async function technicals(db: Database, pool: WorkerPool, id: string, q: 
       lastBarDate: series.lastDate,
       actionSetVersion: series.actionSetVersion,
       ...PRICE_ASSUMPTIONS,
-
     },
   };
 }
@@ -69,6 +71,7 @@ export async function correlations(
     method: q.method,
   });
   const instruments = result.instruments.map((i) => ({ instrumentId: ids[i.index], observations: i.observations, usable: i.usable, reason: i.reason }));
+  // The spec fixes this case: fewer than two instruments with usable data is invalid_request.
   if (result.usableIndices.length < 2) {
     const details: Record<string, string[]> = { instrumentIds: ['fewer than two instruments have enough overlapping bars in the window'] };
     for (const i of instruments) if (!i.usable) details[i.instrumentId] = [`${i.observations} return observations (${i.reason})`];
@@ -76,7 +79,7 @@ export async function correlations(
     throw new AppError('invalid_request', 'a correlation needs at least two instruments with usable data', details);
   }
   return {
-    pairs: result.pairs.map((p) => ({ assetA: ids[p.a], assetB: ids[p.b], correlation: p.correlation })),
+    pairs: allPairs(ids, result),
     instruments,
     unknownInstrumentIds: unknown,
     assumptions: {
@@ -85,7 +88,8 @@ export async function correlations(
       alignedObservations: result.alignedObservations,
       returnType: 'log',
       alignment: 'closes aligned on the dates every usable instrument shares; log returns between consecutive common dates',
-      minimumObservations: 3,
+      minimumObservations: CORRELATION_MIN_OBSERVATIONS,
+      nullCorrelation: NULL_CORRELATION,
       asOf: q.asOf?.input ?? window.to,
       windowStart: window.from,
       windowEnd: window.to,
@@ -94,6 +98,25 @@ export async function correlations(
       ...PRICE_ASSUMPTIONS,
     },
   };
+}
+
+/**
+ * Every pair of known instruments, in input order. A pair with an unusable
+ * instrument is listed with a null correlation rather than dropped, so a
+ * client sees each pair it asked for and why it has no figure.
+ */
+function allPairs(ids: string[], result: CorrelationMatrixResult) {
+  const computed = new Map(result.pairs.map((p) => [`${p.a},${p.b}`, p.correlation]));
+  const pairs: { assetA: string; assetB: string; correlation: number | null; reason: 'unusable_instrument' | 'constant_returns' | null }[] = [];
+  for (let a = 0; a < ids.length; a++) {
+    for (let b = a + 1; b < ids.length; b++) {
+      const usable = result.instruments[a].usable && result.instruments[b].usable;
+      const correlation = usable ? (computed.get(`${a},${b}`) ?? null) : null;
+      const reason = !usable ? 'unusable_instrument' : correlation === null ? 'constant_returns' : null;
+      pairs.push({ assetA: ids[a], assetB: ids[b], correlation, reason });
+    }
+  }
+  return pairs;
 }
 
 export async function beta(db: Database, pool: WorkerPool, id: string, q: { benchmarkId: string; lookbackDays: number; asOf?: PointInTime }) {
@@ -126,7 +149,7 @@ export async function beta(db: Database, pool: WorkerPool, id: string, q: { benc
       alignedObservations: result.observations,
       regression: 'OLS of the instrument\'s daily log returns on the benchmark\'s, with intercept',
       alphaUnit: 'daily log return (intercept)',
-      minimumObservations: 3,
+      minimumObservations: BETA_MIN_OBSERVATIONS,
       asOf: q.asOf?.input ?? window.to,
       windowStart: window.from,
       windowEnd: window.to,

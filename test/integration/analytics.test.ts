@@ -147,7 +147,11 @@ describe('correlations and beta on the real Dow 30 series', () => {
     const mixed = await svc.get(`/v1/correlations?instrumentIds=${ids[0]},${ids[1]},${sparse.id}&asOf=1999-06-30`, key);
     expect(mixed.status).toBe(200);
     expect(mixed.body.data.instruments[2]).toEqual({ instrumentId: sparse.id, observations: 1, usable: false, reason: 'insufficient_observations' });
-    expect(mixed.body.data.pairs).toHaveLength(1);
+    expect(mixed.body.data.pairs.map((p: any) => [p.assetA, p.assetB, p.correlation === null, p.reason])).toEqual([
+      [ids[0], ids[1], false, null],
+      [ids[0], sparse.id, true, 'unusable_instrument'],
+      [ids[1], sparse.id, true, 'unusable_instrument'],
+    ]);
     const one = await svc.get(`/v1/correlations?instrumentIds=${ids[0]},${sparse.id}&asOf=1999-06-30`, key);
     expect(one.status).toBe(400);
     expect(one.body.error.code).toBe('invalid_request');
@@ -184,6 +188,65 @@ describe('correlations and beta on the real Dow 30 series', () => {
     expect(short.body.data).toMatchObject({ beta: null, alpha: null, rSquared: null, observations: 0, reason: 'insufficient_overlap' });
     expect((await svc.get(`/v1/instruments/${randomUUID()}/beta?benchmarkId=${ids[0]}`, key)).status).toBe(404);
     expect((await svc.get(`/v1/instruments/${ids[0]}/beta?benchmarkId=${randomUUID()}`, key)).status).toBe(400);
+  });
+});
+
+describe('a known instrument with too little data in the window', () => {
+  // Closes on every weekday of the first half of 2019, and one instrument whose only bars are in 2015: with asOf
+  // 2019-06-28 and a 90-day lookback, it is known but has no bar in the window.
+  const days = weekdays('2019-01-01', '2019-06-28');
+  const wave = (phase: number) => days.map((barDate, i) => ({ barDate, close: 100 + 10 * Math.sin(i / 5 + phase) + i / 10 }));
+  const outside = weekdays('2015-03-02', '2015-03-31').map((barDate, i) => ({ barDate, close: 20 + i }));
+  const window = 'lookbackDays=90&asOf=2019-06-28';
+
+  it('when technicals has no bar in the window, then 404 not_found; with two bars, then 200, each indicator that needs more is null and says how many it needs', async () => {
+    const empty = await loadCloses(outside);
+    const none = await svc.get(`/v1/instruments/${empty}/technicals?${window}`, key);
+    expect(none.status).toBe(404);
+    expect(none.body.error.code).toBe('not_found');
+    const two = await loadCloses([...outside, { barDate: '2019-06-27', close: 30 }, { barDate: '2019-06-28', close: 31 }]);
+    const res = await svc.get(`/v1/instruments/${two}/technicals?${window}`, key);
+    expect(res.status).toBe(200);
+    expect(res.body.data.assumptions).toMatchObject({ barsUsed: 2, firstBarDate: '2019-06-27', lastBarDate: '2019-06-28' });
+    expect(res.body.data.rsi).toMatchObject({ value: null, signal: null });
+    expect(res.body.data.rsi.description).toMatch(/needs 15 bars/);
+    expect(res.body.data.macd).toMatchObject({ value: null, signal: null, histogram: null });
+    expect(res.body.data.macd.description).toMatch(/needs 34 bars/);
+    expect(res.body.data.sma).toMatchObject({ sma20: null, sma50: null, sma200: null });
+  });
+
+  it('when one of three correlated instruments has no bar in the window, then 200: its pairs are listed with a null correlation and the reason, its observations are 0, and the other pair is as if it were absent', async () => {
+    const [a, b, empty] = [await loadCloses(wave(0)), await loadCloses(wave(2)), await loadCloses(outside)];
+    const res = await svc.get(`/v1/correlations?instrumentIds=${a},${b},${empty}&${window}`, key);
+    expect(res.status).toBe(200);
+    expect(res.body.data.instruments[2]).toEqual({ instrumentId: empty, observations: 0, usable: false, reason: 'insufficient_observations' });
+    const [ab, aEmpty, bEmpty] = res.body.data.pairs;
+    expect(aEmpty).toEqual({ assetA: a, assetB: empty, correlation: null, reason: 'unusable_instrument' });
+    expect(bEmpty).toEqual({ assetA: b, assetB: empty, correlation: null, reason: 'unusable_instrument' });
+    expect(res.body.data.assumptions.nullCorrelation).toEqual(expect.stringContaining('unusable_instrument'));
+    const alone = await svc.get(`/v1/correlations?instrumentIds=${a},${b}&${window}`, key);
+    expect(ab).toEqual({ ...alone.body.data.pairs[0], reason: null });
+    expect(typeof ab.correlation).toBe('number');
+    expect(res.body.data.assumptions.alignedObservations).toBe(alone.body.data.assumptions.alignedObservations);
+  });
+
+  it('when fewer than two correlated instruments have data in the window, then 400 invalid_request naming each with its count (the spec fixes this case)', async () => {
+    const [a, empty] = [await loadCloses(wave(0)), await loadCloses(outside)];
+    const res = await svc.get(`/v1/correlations?instrumentIds=${a},${empty}&${window}`, key);
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+    expect(res.body.error.details[empty]).toEqual(['0 return observations (insufficient_observations)']);
+    expect(res.body.error.details[a]).toBeUndefined();
+  });
+
+  it('when the beta subject, or the benchmark, has no bar in the window, then 200 with beta, alpha and R² null, 0 observations and the reason', async () => {
+    const [withBars, empty] = [await loadCloses(wave(0)), await loadCloses(outside)];
+    for (const [subject, benchmark] of [[empty, withBars], [withBars, empty]]) {
+      const res = await svc.get(`/v1/instruments/${subject}/beta?benchmarkId=${benchmark}&${window}`, key);
+      expect(res.status).toBe(200);
+      expect(res.body.data).toMatchObject({ instrumentId: subject, benchmarkId: benchmark, beta: null, alpha: null, rSquared: null, observations: 0, reason: 'insufficient_overlap' });
+      expect(res.body.data.assumptions).toMatchObject({ alignedObservations: 0, minimumObservations: 3 });
+    }
   });
 });
 

@@ -237,7 +237,9 @@ describe('daily bars and the adjustment engine', () => {
     expect(Object.keys(reversed.body.error.details)).toEqual(['to']);
     const bad = await prices(id, 'from=2020-02-30&adjusted=yes');
     expect(Object.keys(bad.body.error.details).sort()).toEqual(['adjusted', 'from', 'to']);
-    expect((await svc.get(`/v1/instruments/not-a-uuid/prices?from=2020-01-01&to=2020-01-02`, key)).status).toBe(400);
+    const notAnId = await svc.get(`/v1/instruments/not-a-uuid/prices?from=2020-01-01&to=2020-01-02`, key);
+    expect(notAnId.status).toBe(400);
+    expect(Object.keys(notAnId.body.error.details)).toEqual(['id']);
   });
 });
 

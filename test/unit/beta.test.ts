@@ -2,7 +2,7 @@
 // sampleCovariance / sampleVariance) on returns aligned independently in
 // this file, using real data: Dow 30 stocks regressed on the S&P 500 over
 // their overlap (2000-01-03 .. 2001-01-02).
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { linearRegression, linearRegressionLine, rSquared, sampleCovariance, sampleVariance } from 'simple-statistics';
 import { describe, expect, it } from 'vitest';
 import { BETA_MIN_OBSERVATIONS, computeBeta, olsBeta } from '../../workers/beta.ts';
@@ -11,8 +11,7 @@ import type { DatedCloses } from '../../workers/correlation.ts';
 const day = (iso: string) => Date.UTC(Number(iso.slice(0, 4)), Number(iso.slice(5, 7)) - 1, Number(iso.slice(8, 10))) / 86_400_000;
 const series = (dates: number[], close: number[]): DatedCloses => ({ dates: Int32Array.from(dates), close: Float64Array.from(close) });
 const csv = (file: string) => {
-  const project = new URL(`../../server/demo/data/${file}`, import.meta.url);
-  const lines = readFileSync(existsSync(project) ? project : `/work/shared/data/real/${file}`, 'utf8').trim().split('\n');
+  const lines = readFileSync(new URL(`../../server/demo/data/${file}`, import.meta.url), 'utf8').trim().split('\n');
   return { header: lines[0].split(','), rows: lines.slice(1).map((l) => l.split(',')) };
 };
 

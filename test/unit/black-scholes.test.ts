@@ -45,7 +45,7 @@ describe('normCdf against high-precision references', () => {
     expect(Math.abs(normCdf(x) - want)).toBeLessThanOrEqual(1e-15);
   });
 
-  it('published values quoted in the brief', () => {
+  it('published 16-digit values of Φ(1), Φ(−3) and Φ(0.5)', () => {
     expect(Math.abs(normCdf(1) - 0.8413447460685429)).toBeLessThan(1e-15);
     expect(Math.abs(normCdf(-3) - 0.0013498980316301)).toBeLessThan(1e-15);
     expect(Math.abs(normCdf(0.5) - 0.6914624612740131)).toBeLessThan(1e-15);

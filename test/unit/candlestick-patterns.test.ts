@@ -1,6 +1,6 @@
 // Candlestick patterns: each is detected on a hand-built fixture that has it
 // and NOT on a near-miss fixture that breaks one of its documented rules.
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   CANDLESTICK_PATTERNS,
@@ -194,15 +194,20 @@ describe('robustness', () => {
   });
 
   it('too little context: hammer/hanging man need 6 bars before the candle', () => {
-    const b = fixture('down', [[99.8, 100.3, 98, 100.2]]);
-    const short: CandleBars = { open: b.open.slice(4), high: b.high.slice(4), low: b.low.slice(4), close: b.close.slice(4) };
-    expect(names(short)).not.toContain('hammer');
+    // The fixture has 8 context bars; keeping the last `context` of them before the candle.
+    const withContext = (b: Bars, context: number): CandleBars => {
+      const from = b.close.length - 1 - context;
+      return { open: b.open.slice(from), high: b.high.slice(from), low: b.low.slice(from), close: b.close.slice(from) };
+    };
+    for (const [trend, name] of [['down', 'hammer'], ['up', 'hanging_man']] as const) {
+      const b = fixture(trend, [[99.8, 100.3, 98, 100.2]]);
+      expect(names(withContext(b, 6)), `${name} with 6 bars before it`).toContain(name);
+      expect(names(withContext(b, 5)), `${name} with 5 bars before it`).not.toContain(name);
+    }
   });
 
   it('real S&P 500 bars: every detection is well formed', () => {
-    const project = new URL('../../server/demo/data/sp500_daily_2000_2020.csv', import.meta.url);
-    const path = existsSync(project) ? project : '/work/shared/data/real/sp500_daily_2000_2020.csv';
-    const rows = readFileSync(path, 'utf8').trim().split('\n').slice(1).map((l) => l.split(',').map(Number));
+    const rows = readFileSync(new URL('../../server/demo/data/sp500_daily_2000_2020.csv', import.meta.url), 'utf8').trim().split('\n').slice(1).map((l) => l.split(',').map(Number));
     const b: CandleBars = {
       open: Float64Array.from(rows.map((r) => r[1])),
       high: Float64Array.from(rows.map((r) => r[2])),

@@ -1,7 +1,7 @@
 // Chart patterns: each is detected on a constructed close series that has it
 // (expected pivots, neckline, confirmation bar and measured-move target are
 // worked out by hand from the waypoints) and NOT on a near miss.
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   CHART_PATTERN_TYPES,
@@ -32,6 +32,18 @@ const firstIdx = (a: Float64Array, from: number, pred: (v: number, i: number) =>
   return -1;
 };
 
+// The fixture each pattern type is detected on; near misses sit beside them in the tests.
+// H1 (20, 100), trough (35, 92), H2 (50, 100.5), then down through the neckline.
+const top = path([[0, 85], [20, 100], [35, 92], [50, 100.5], [60, 90], [66, 89]]);
+// LS (15, 100), T1 (28, 92), head (42, 108), T2 (56, 92.5), RS (70, 100.5), break down.
+const hs = path([[0, 85], [15, 100], [28, 92], [42, 108], [56, 92.5], [70, 100.5], [82, 86], [88, 85]]);
+// flat resistance ~100, rising support 92 → 95 → 97.5, then an upside breakout
+const asc = path([[0, 88], [12, 100], [24, 92], [36, 100], [48, 95], [60, 100.2], [72, 97.5], [80, 104], [86, 105]]);
+const desc = mirror(asc); // flat support ~100, falling resistance, downside breakout
+// converging highs 110, 107, 104, 101 and lows 92, 95, 98 (the lines are in the triangle tests)
+const symPts: [number, number][] = [[0, 100], [12, 110], [24, 92], [36, 107], [48, 95], [60, 104], [72, 98], [84, 101]];
+const symmetric = path([...symPts, [88, 100], [91, 100.2]]);
+
 describe('pivots', () => {
   it('swing highs/lows need k = 5 bars on each side and alternate', () => {
     const c = path([[0, 10], [10, 20], [20, 12], [30, 18], [40, 11], [45, 13]]);
@@ -54,9 +66,6 @@ describe('pivots', () => {
 });
 
 describe('double top / double bottom', () => {
-  // H1 (20, 100), trough (35, 92), H2 (50, 100.5), then down through the neckline.
-  const top = path([[0, 85], [20, 100], [35, 92], [50, 100.5], [60, 90], [66, 89]]);
-
   it('double top: pivots, confirmation, measured-move target, confidence', () => {
     const p = find(top, 'double_top')!;
     expect(p).toBeDefined();
@@ -96,8 +105,6 @@ describe('double top / double bottom', () => {
 });
 
 describe('head and shoulders', () => {
-  // LS (15, 100), T1 (28, 92), head (42, 108), T2 (56, 92.5), RS (70, 100.5), break down.
-  const hs = path([[0, 85], [15, 100], [28, 92], [42, 108], [56, 92.5], [70, 100.5], [82, 86], [88, 85]]);
   const neck = (i: number) => 92 + (0.5 * (i - 28)) / 28;
 
   it('head and shoulders: neckline through the troughs, target = neckline − height', () => {
@@ -136,9 +143,6 @@ describe('head and shoulders', () => {
 });
 
 describe('triangles', () => {
-  // flat resistance ~100, rising support 92 → 95 → 97.5, then an upside breakout
-  const asc = path([[0, 88], [12, 100], [24, 92], [36, 100], [48, 95], [60, 100.2], [72, 97.5], [80, 104], [86, 105]]);
-
   it('ascending triangle: bullish, target = resistance at breakout + first swing height', () => {
     const p = find(asc, 'ascending_triangle')!;
     expect(p).toBeDefined();
@@ -167,8 +171,6 @@ describe('triangles', () => {
     expect(find(c, 'ascending_triangle')).toBeUndefined();
   });
 
-  const desc = mirror(asc); // flat support ~100, falling resistance, downside breakout
-
   it('descending triangle: bearish', () => {
     const p = find(desc, 'descending_triangle')!;
     expect(p).toBeDefined();
@@ -187,11 +189,9 @@ describe('triangles', () => {
   // L(i) = 92 + 0.125·(i − 24) through lows 92, 95, 98 (bars 24, 48, 72).
   const U = (i: number) => 110 - 0.125 * (i - 12);
   const L = (i: number) => 92 + 0.125 * (i - 24);
-  const symPts: [number, number][] = [[0, 100], [12, 110], [24, 92], [36, 107], [48, 95], [60, 104], [72, 98], [84, 101]];
 
   it('symmetric triangle before a breakout: neutral, no target', () => {
-    const c = path([...symPts, [88, 100], [91, 100.2]]);
-    const p = find(c, 'symmetric_triangle')!;
+    const p = find(symmetric, 'symmetric_triangle')!;
     expect(p).toBeDefined();
     expect(p.signal).toBe('neutral');
     expect(p.priceTarget).toBeNull();
@@ -224,11 +224,15 @@ describe('triangles', () => {
 
 describe('detection result', () => {
   it('every type is exercised by a fixture above', () => {
-    expect(CHART_PATTERN_TYPES.length).toBe(7);
+    const fixtures: [ChartPatternType, Float64Array][] = [
+      ['double_top', top], ['double_bottom', mirror(top)], ['head_and_shoulders', hs], ['inverse_head_and_shoulders', mirror(hs)],
+      ['ascending_triangle', asc], ['descending_triangle', desc], ['symmetric_triangle', symmetric],
+    ];
+    expect(new Set(fixtures.map(([type]) => type))).toEqual(new Set(CHART_PATTERN_TYPES));
+    for (const [type, close] of fixtures) expect(find(close, type), type).toBeDefined();
   });
 
   it('dominantPattern is the highest-confidence pattern; null when none', () => {
-    const hs = path([[0, 85], [15, 100], [28, 92], [42, 108], [56, 92.5], [70, 100.5], [82, 86], [88, 85]]);
     const r = detectChartPatterns(hs);
     expect(r.dominantPattern).toEqual(r.patterns.reduce((a, b) => (b.confidence > a.confidence ? b : a)));
     const straight = path([[0, 100], [60, 130]]);
@@ -237,9 +241,7 @@ describe('detection result', () => {
   });
 
   it('real S&P 500 windows: well-formed patterns (signal matches type, target on the right side)', () => {
-    const project = new URL('../../server/demo/data/sp500_daily_2000_2020.csv', import.meta.url);
-    const p = existsSync(project) ? project : '/work/shared/data/real/sp500_daily_2000_2020.csv';
-    const close = Float64Array.from(readFileSync(p, 'utf8').trim().split('\n').slice(1).map((l) => Number(l.split(',')[4])));
+    const close = Float64Array.from(readFileSync(new URL('../../server/demo/data/sp500_daily_2000_2020.csv', import.meta.url), 'utf8').trim().split('\n').slice(1).map((l) => Number(l.split(',')[4])));
     const seen = new Set<string>();
     for (let end = 140; end <= close.length; end += 20) {
       const w = close.subarray(end - 140, end);
@@ -257,6 +259,6 @@ describe('detection result', () => {
       }
       if (r.dominantPattern) expect(r.dominantPattern.confidence).toBe(Math.max(...r.patterns.map((x) => x.confidence)));
     }
-    expect(seen.size).toBe(7);
+    expect(new Set(seen)).toEqual(new Set(CHART_PATTERN_TYPES));
   });
 });

@@ -2,7 +2,7 @@
 // sampleRankCorrelation) and hand-computed cases, on returns aligned
 // INDEPENDENTLY in this file (a Map keyed by date), plus the real Dow 30
 // adjusted closes 1990-2001.
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { sampleCorrelation, sampleRankCorrelation } from 'simple-statistics';
 import { describe, expect, it } from 'vitest';
 import {
@@ -20,9 +20,7 @@ const day = (iso: string) => Date.UTC(Number(iso.slice(0, 4)), Number(iso.slice(
 const series = (dates: number[], close: number[]): DatedCloses => ({ dates: Int32Array.from(dates), close: Float64Array.from(close) });
 
 function loadDow(): { names: string[]; series: DatedCloses[] } {
-  const project = new URL('../../server/demo/data/dowjones30_adjclose_1990_2001.csv', import.meta.url);
-  const path = existsSync(project) ? project : '/work/shared/data/real/dowjones30_adjclose_1990_2001.csv';
-  const lines = readFileSync(path, 'utf8').trim().split('\n');
+  const lines = readFileSync(new URL('../../server/demo/data/dowjones30_adjclose_1990_2001.csv', import.meta.url), 'utf8').trim().split('\n');
   const names = lines[0].split(',').slice(1);
   const rows = lines.slice(1).map((l) => l.split(','));
   const dates = rows.map((r) => day(r[0]));

@@ -1,5 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -31,6 +32,8 @@ describe.skipIf(!asRoot)('embedded PostgreSQL placement as root', () => {
       const cluster = await placeCluster(dir, (m) => notices.push(m));
       try {
         expect(cluster.dataDir.startsWith('/var/lib/market-data-service/clusters/')).toBe(true);
+        expect(cluster.dataDir.startsWith(`${hidden}${path.sep}`)).toBe(false);
+        expect((await stat(cluster.dataDir)).uid).toBe(Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout));
         expect(existsSync(dir)).toBe(false);
         expect(notices).toHaveLength(1);
         expect(notices[0]).toContain(`cannot reach ${hidden} (mode 0700), so it keeps the cluster for ${dir} in ${cluster.dataDir}`);

@@ -67,9 +67,14 @@ describe('lookback windows before year 1', () => {
 
   it('when correlations or beta end at 0001-01-01, then they are refused the same way; without asOf the window ends today and is accepted', () => {
     const ids = '5f0c2b9e-8a1d-4c3e-9b7a-1e2d3c4b5a69,6f0c2b9e-8a1d-4c3e-9b7a-1e2d3c4b5a69';
+    const benchmarkId = ids.slice(0, 36);
     expect(CorrelationsQuerySchema.safeParse({ instrumentIds: ids, asOf: '0001-01-01' }).error?.issues.map((i) => i.path[0])).toEqual(['asOf', 'lookbackDays']);
-    expect(BetaQuerySchema.safeParse({ benchmarkId: ids.slice(0, 36), asOf: '0002-05-01', lookbackDays: '504' }).success).toBe(false);
-    expect(BetaQuerySchema.safeParse({ benchmarkId: ids.slice(0, 36), asOf: '0002-06-01', lookbackDays: '504' }).success).toBe(true);
+    expect(BetaQuerySchema.safeParse({ benchmarkId, asOf: '0001-01-01' }).error?.issues.map((i) => i.path[0])).toEqual(['asOf', 'lookbackDays']);
+    // 504 days back from 0002-05-01 is before year 1; from 0002-06-01 it is not.
+    expect(BetaQuerySchema.safeParse({ benchmarkId, asOf: '0002-05-01', lookbackDays: '504' }).success).toBe(false);
+    expect(BetaQuerySchema.safeParse({ benchmarkId, asOf: '0002-06-01', lookbackDays: '504' }).success).toBe(true);
+    expect(CorrelationsQuerySchema.safeParse({ instrumentIds: ids, lookbackDays: '504' }).success).toBe(true);
+    expect(BetaQuerySchema.safeParse({ benchmarkId, lookbackDays: '504' }).success).toBe(true);
     expect(TechnicalsQuerySchema.safeParse({ lookbackDays: '1000' }).success).toBe(true);
   });
 });

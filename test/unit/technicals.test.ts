@@ -14,8 +14,8 @@
 // Every comparison is element-wise over the full series to 1e-8 absolute,
 // over a range that is asserted to be non-empty (the one looser tolerance,
 // for the 2-decimal RSI of technicalindicators, is justified where it is used).
-import { existsSync, readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ATR, AverageGain, AverageLoss, BollingerBands, EMA, IchimokuCloud, MACD, RSI, SMA, Stochastic, WMA } from 'technicalindicators';
 import { ATR_HIGH_VOLATILITY, MACD_CROSSOVER_LOOKBACK, RSI_OVERBOUGHT, RSI_OVERSOLD, maStackScore } from '../../workers/indicator-readings.ts';
 import { atrSeries, bollingerSeries, emaSeries, macdSeries, rsiSeries, smaSeries, stochasticSeries, wmaSeries } from '../../workers/indicator-series.ts';
@@ -24,9 +24,7 @@ import { computeTechnicals, type OhlcvBars } from '../../workers/technicals.ts';
 const TOL = 1e-8;
 
 function loadSp500(): OhlcvBars & { dates: string[] } {
-  const project = new URL('../../server/demo/data/sp500_daily_2000_2020.csv', import.meta.url);
-  const path = existsSync(project) ? project : '/work/shared/data/real/sp500_daily_2000_2020.csv';
-  const lines = readFileSync(path, 'utf8').trim().split('\n');
+  const lines = readFileSync(new URL('../../server/demo/data/sp500_daily_2000_2020.csv', import.meta.url), 'utf8').trim().split('\n');
   const header = lines[0].split(',');
   const rows = lines.slice(1).map((l) => l.split(','));
   const col = (name: string) => Float64Array.from(rows.map((r) => Number(r[header.indexOf(name)])));
@@ -38,8 +36,16 @@ const N = sp.close.length;
 const closeArr = Array.from(sp.close);
 const highArr = Array.from(sp.high);
 const lowArr = Array.from(sp.low);
-/** Largest deviation seen per comparison, with the tolerance it was asserted against. */
+/**
+ * Largest deviation seen per comparison, with the tolerance it was asserted
+ * against: each test asserts its own, and the deviations of the tests that ran
+ * are printed after the file, for the record.
+ */
 const deviations: Record<string, { dev: number; tol: number }> = {};
+afterAll(() => {
+  const rows = Object.entries(deviations);
+  if (rows.length) console.log(`max |deviation| vs references:\n${rows.map(([k, v]) => `  ${k}: ${v.dev.toExponential(2)} (tol ${v.tol.toExponential(0)})`).join('\n')}`);
+});
 
 /**
  * Max |mine[i] − ref[i − begIndex]| over the reference's range (from `from`
@@ -194,10 +200,10 @@ function midpoint(h: number[], l: number[], end: number, p: number): number {
 
 describe('indicator series vs independent references (S&P 500 daily, 5,105 bars)', () => {
   it('the data set is the real one', () => {
-    expect(N).toBe(5105); // SOURCES.md says 5,104 rows; the file holds 5,105 distinct dates
+    expect(N).toBe(5105); // server/demo/data/SOURCES.md: the upstream note says 5,104 rows; the file holds 5,105 distinct dates
     expect(sp.dates[0]).toBe('2000-01-03');
     expect(sp.dates[N - 1]).toBe('2020-04-17');
-    // spot check quoted in SOURCES.md: S&P 500 closed at 1106.42 on 2008-09-29
+    // spot check: the S&P 500 closed at 1106.42 on 2008-09-29
     expect(sp.close[sp.dates.indexOf('2008-09-29')]).toBeCloseTo(1106.42, 2);
   });
 
@@ -414,14 +420,6 @@ describe('computeTechnicals snapshot on real windows', () => {
     });
   }
 
-  it('reports the measured deviations', () => {
-    // printed for the record (see the report); each asserted above against its
-    // tolerance (1e-8 everywhere except the 2-decimal RSI of technicalindicators)
-    const rows = Object.entries(deviations);
-    console.log(`max |deviation| vs references:\n${rows.map(([k, v]) => `  ${k}: ${v.dev.toExponential(2)} (tol ${v.tol.toExponential(0)})`).join('\n')}`);
-    expect(rows.length).toBeGreaterThan(0);
-    for (const [k, v] of rows) expect(v.dev, k).toBeLessThan(v.tol);
-  });
 });
 
 describe('nulls when data is insufficient or missing', () => {
@@ -439,6 +437,12 @@ describe('nulls when data is insufficient or missing', () => {
     expect(t.ichimoku.tenkan).toBeNull();
     expect(t.ichimoku.description).toMatch(/needs 78 bars/);
     expect(t.chartPatterns).toMatchObject({ patterns: [], dominantPattern: null });
+    expect(t.sma).toMatchObject({ sma20: null, sma50: null, sma200: null, trend: null });
+    expect(t.wma).toMatchObject({ wma20: null, wma50: null, wma100: null, trend: null });
+    // Every indicator that needs more than the 10 bars says what it needs and that 10 are available.
+    for (const [name, section] of Object.entries({ rsi: t.rsi, macd: t.macd, stochastic: t.stochastic, ema: t.ema, sma: t.sma, wma: t.wma, ichimoku: t.ichimoku, bollingerBands: t.bollingerBands, atr: t.atr, chartPatterns: t.chartPatterns })) {
+      expect(section.description, name).toMatch(/needs? .*\b10 available/);
+    }
     expect(t.vwap.value).not.toBeNull(); // one bar suffices
   });
 
