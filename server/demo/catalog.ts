@@ -4,6 +4,7 @@ import {
   DEMO_DATA_DIR,
   readCatalogFiles,
   type ActionEntry,
+  type CatalogFiles,
   type CloseOnlySource,
   type DailySourceEntry,
   type InstrumentEntry,
@@ -70,8 +71,6 @@ export interface DemoActionCoverage {
 /** A real daily source and the price basis an adjustment engine needs (fields documented in catalog-files.ts). */
 export type DemoDailySource = Pick<DailySourceEntry, 'source' | 'file' | 'origin' | 'licence' | 'asOf' | 'priceBasis' | 'reflectsActionsThrough' | 'fields'>;
 
-const FILES = readCatalogFiles();
-
 // Fixed namespace for the demo's name-based (version 5) UUIDs; any change here
 // would re-key every demo row, so it never changes.
 const DEMO_NAMESPACE = '3f6e1c52-8d0a-4b7e-9a61-5c2f0e4d7b18';
@@ -87,12 +86,28 @@ export function uuidV5(name: string, namespace: string = DEMO_NAMESPACE): string
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-const INSTRUMENT_BY_KEY = new Map(FILES.instruments.map((i) => [i.key, i]));
-const ID_BY_KEY = new Map(FILES.instruments.map((i) => [i.key, uuidV5(`instrument:${i.key}`)]));
+interface Catalog extends CatalogFiles {
+  instrumentByKey: Map<string, InstrumentEntry>;
+  idByKey: Map<string, string>;
+}
+
+let catalog: Catalog | null = null;
+
+/** The data files, read and checked on first use: a service start that loads no demo data never reads them. */
+function demoCatalog(): Catalog {
+  if (catalog) return catalog;
+  const files = readCatalogFiles();
+  catalog = {
+    ...files,
+    instrumentByKey: new Map(files.instruments.map((i) => [i.key, i])),
+    idByKey: new Map(files.instruments.map((i) => [i.key, uuidV5(`instrument:${i.key}`)])),
+  };
+  return catalog;
+}
 
 /** The demo UUID of an instrument by its key in instruments.json (`MSFT`, `GOOGL`, `SPY`, `index:SPX`, `dow:IBM`, ...). */
 export function demoInstrumentId(key: string): string {
-  const id = ID_BY_KEY.get(key);
+  const id = demoCatalog().idByKey.get(key);
   if (!id) throw new Error(`unknown demo instrument key: ${key}`);
   return id;
 }
@@ -102,7 +117,7 @@ function currentSymbolOf(symbols: SymbolPeriod[]): string {
 }
 
 export function demoInstruments(): DemoInstrument[] {
-  return FILES.instruments.map(({ key, note: _note, ...entry }) => ({
+  return demoCatalog().instruments.map(({ key, note: _note, ...entry }) => ({
     id: demoInstrumentId(key),
     assetClass: entry.assetClass,
     displayName: entry.displayName,
@@ -122,7 +137,7 @@ export function demoInstruments(): DemoInstrument[] {
 
 /** The four real daily sources, with the price basis an adjustment engine needs. */
 export function demoDailySources(): DemoDailySource[] {
-  return FILES.dailySources.map((s) => ({
+  return demoCatalog().dailySources.map((s) => ({
     source: s.source,
     file: s.file,
     origin: s.origin,
@@ -168,7 +183,7 @@ function cell(record: Record<string, string>, column: string, file: string): str
 }
 
 function* ohlcvBars(src: OhlcvSource): Generator<DemoDailyBar> {
-  const instrument = INSTRUMENT_BY_KEY.get(src.instrumentKey)!;
+  const instrument = demoCatalog().instrumentByKey.get(src.instrumentKey)!;
   const instrumentId = demoInstrumentId(src.instrumentKey);
   const cols = src.columns;
   for (const r of csvRecords(src.file)) {
@@ -194,7 +209,7 @@ function* ohlcvBars(src: OhlcvSource): Generator<DemoDailyBar> {
 /** Closes only; a bar is skipped where `taken` (instrumentId|barDate) already has one from an OHLCV source. */
 function* closeOnlyBars(src: CloseOnlySource, taken: Set<string>): Generator<DemoDailyBar> {
   const dropped = new Set(src.droppedDates);
-  const columns = Object.entries(src.instrumentByColumn).map(([column, key]) => ({ column, instrument: INSTRUMENT_BY_KEY.get(key)!, id: demoInstrumentId(key) }));
+  const columns = Object.entries(src.instrumentByColumn).map(([column, key]) => ({ column, instrument: demoCatalog().instrumentByKey.get(key)!, id: demoInstrumentId(key) }));
   for (const r of csvRecords(src.file)) {
     const barDate = cell(r, src.dateColumn, src.file);
     if (dropped.has(barDate)) continue;
@@ -229,15 +244,16 @@ function* closeOnlyBars(src: CloseOnlySource, taken: Set<string>): Generator<Dem
  * price).
  */
 export function* demoDailyBars(): Generator<DemoDailyBar> {
+  const { dailySources } = demoCatalog();
   const taken = new Set<string>();
-  for (const src of FILES.dailySources) {
+  for (const src of dailySources) {
     if (src.fields !== 'ohlcv') continue;
     for (const bar of ohlcvBars(src)) {
       taken.add(`${bar.instrumentId}|${bar.barDate}`);
       yield bar;
     }
   }
-  for (const src of FILES.dailySources) if (src.fields === 'close_only') yield* closeOnlyBars(src, taken);
+  for (const src of dailySources) if (src.fields === 'close_only') yield* closeOnlyBars(src, taken);
 }
 
 /** End of the declaration day in UTC; the curated releases came after the New York close (21:00 UTC), so this is never earlier than the news. */
@@ -246,7 +262,7 @@ function endOfDayUtc(date: string): string {
 }
 
 export function demoCorporateActions(): DemoCorporateAction[] {
-  return FILES.actions.map((a) => ({
+  return demoCatalog().actions.map((a) => ({
     id: uuidV5(`action:${a.key}`),
     instrumentId: demoInstrumentId(a.instrumentKey),
     kind: a.kind,
@@ -264,11 +280,12 @@ export function demoCorporateActions(): DemoCorporateAction[] {
  * curated actions of each. Every other instrument has no row (`never_checked`).
  */
 export function demoActionCoverage(): DemoActionCoverage[] {
-  return FILES.coverage.map((c) => ({
+  const { coverage, actions } = demoCatalog();
+  return coverage.map((c) => ({
     instrumentId: demoInstrumentId(c.instrumentKey),
     checkedAt: c.checkedAt,
     source: c.source,
     coveredFrom: c.coveredFrom,
-    actionsFound: FILES.actions.filter((a) => a.instrumentKey === c.instrumentKey).length,
+    actionsFound: actions.filter((a) => a.instrumentKey === c.instrumentKey).length,
   }));
 }
