@@ -13,29 +13,14 @@
 //  2. throughput with p50/p99: a 4-leg iron condor's strategy EV, technicals
 //     for one instrument over 1000 days, a 20 × 20 correlation over 504 days.
 import os from 'node:os';
-import {
-  benchUuid,
-  callRoute,
-  cpuAccount,
-  dailyBarsCsv,
-  envInt,
-  equity,
-  heavyLoad,
-  load,
-  log,
-  pooledProbe,
-  probe,
-  ratio,
-  resultHeader,
-  round,
-  sleep,
-  startService,
-  weekdays,
-  type ScenarioContext,
-  type ProbeRun,
-  type ScenarioResult,
-  type Service,
-} from './lib.ts';
+import { benchUuid, dailyBarsCsv, equity, weekdays } from './lib/data.ts';
+import { envInt, log, sleep } from './lib/harness.ts';
+import { callRoute } from './lib/http.ts';
+import { heavyLoad, load, pooledProbe, probe, type ProbeRun } from './lib/load.ts';
+import { cpuAccount } from './lib/proc.ts';
+import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
+import { startService, type Service } from './lib/service.ts';
+import { ratio, round } from './lib/stats.ts';
 import { PRIMARY_ROUTE } from './platform-overhead.ts';
 import { ConfigSchema } from '../server/config.ts';
 

@@ -5,7 +5,7 @@
 // service's own middleware and handler. A POST route parses its JSON body, as
 // any Express JSON endpoint would.
 //
-// Started by bench/lib.ts startBareServer() as a child process, like the
+// Started by startBareServer() in bench/lib/service.ts as a child process, like the
 // service, with BARE_PORT, BARE_METHOD, BARE_PATH and BARE_BODY.
 import express from 'express';
 

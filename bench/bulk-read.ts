@@ -7,30 +7,14 @@
 import http from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import {
-  benchSql,
-  benchUuid,
-  callRoute,
-  DAILY_BARS_COLUMNS,
-  dailyBarsCsv,
-  envInt,
-  equity,
-  log,
-  MB,
-  procStatus,
-  ratio,
-  resetPeakRss,
-  resultHeader,
-  round,
-  sampleRss,
-  sleep,
-  startService,
-  summarise,
-  timeRuns,
-  weekdays,
-  type ScenarioContext,
-  type ScenarioResult,
-} from './lib.ts';
+import { benchUuid, DAILY_BARS_COLUMNS, dailyBarsCsv, equity, weekdays } from './lib/data.ts';
+import { benchSql } from './lib/database.ts';
+import { envInt, log, sleep } from './lib/harness.ts';
+import { callRoute } from './lib/http.ts';
+import { procStatus, resetPeakRss, sampleRss } from './lib/proc.ts';
+import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
+import { startService } from './lib/service.ts';
+import { MB, ratio, round, summarise, timeRuns } from './lib/stats.ts';
 
 const SERIES_FROM = '2011-01-03';
 const SERIES_TO = '2020-12-31';

@@ -10,26 +10,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
-import {
-  benchSql,
-  benchUuid,
-  DAILY_BARS_COLUMNS,
-  dailyBarsCsv,
-  envInt,
-  equity,
-  log,
-  MB,
-  onCleanup,
-  ratio,
-  resultHeader,
-  round,
-  settleUpload,
-  startService,
-  weekdays,
-  type ScenarioContext,
-  type ScenarioResult,
-  type UploadOutcome,
-} from './lib.ts';
+import { benchUuid, DAILY_BARS_COLUMNS, dailyBarsCsv, equity, weekdays } from './lib/data.ts';
+import { benchSql } from './lib/database.ts';
+import { envInt, log, onCleanup } from './lib/harness.ts';
+import { settleUpload, type UploadOutcome } from './lib/http.ts';
+import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
+import { startService } from './lib/service.ts';
+import { MB, ratio, round } from './lib/stats.ts';
 
 const AS_OF = '2021-01-01T00:00:00.000Z';
 

@@ -2,25 +2,13 @@
 // through the admin API (which also builds the rollups); then a year of
 // 1-hour bars read from the rollup (over HTTP and in SQL) against the same
 // bars aggregated on the fly from the 1-minute table, in the same run.
-import {
-  benchSql,
-  benchUuid,
-  callRoute,
-  envInt,
-  inPieces,
-  log,
-  nextBar,
-  prng,
-  ratio,
-  resultHeader,
-  round,
-  settleUpload,
-  startService,
-  summarise,
-  timeRuns,
-  type ScenarioContext,
-  type ScenarioResult,
-} from './lib.ts';
+import { benchUuid, inPieces, nextBar, prng } from './lib/data.ts';
+import { benchSql } from './lib/database.ts';
+import { envInt, log } from './lib/harness.ts';
+import { callRoute, settleUpload } from './lib/http.ts';
+import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
+import { startService } from './lib/service.ts';
+import { ratio, round, summarise, timeRuns } from './lib/stats.ts';
 
 const YEAR = { from: '2023-01-01', to: '2023-12-31' };
 const AS_OF = '2024-01-01T00:00:00.000Z';

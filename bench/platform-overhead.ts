@@ -7,23 +7,13 @@
 // bench process would share one event loop with autocannon and be measured
 // slower than it is; as children, each gets its own event loop and the
 // comparison is like for like.
-import {
-  callRoute,
-  envInt,
-  equity,
-  load,
-  log,
-  measureLoad,
-  percentile,
-  ratio,
-  resultHeader,
-  startBareServer,
-  startService,
-  summariseLoad,
-  warmUp,
-  type ScenarioContext,
-  type ScenarioResult,
-} from './lib.ts';
+import { equity } from './lib/data.ts';
+import { envInt, log } from './lib/harness.ts';
+import { callRoute } from './lib/http.ts';
+import { load, measureLoad, summariseLoad, warmUp } from './lib/load.ts';
+import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
+import { startBareServer, startService } from './lib/service.ts';
+import { percentile, ratio } from './lib/stats.ts';
 
 interface RouteSpec {
   name: string;

@@ -9,7 +9,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { cleanupAll, log, openDbServer, ROOT, round, type ScenarioContext, type ScenarioResult } from './lib.ts';
+import { openDbServer } from './lib/database.ts';
+import { cleanupAll, log, ROOT } from './lib/harness.ts';
+import type { ScenarioContext, ScenarioResult } from './lib/results.ts';
+import { round } from './lib/stats.ts';
 
 type Scenario = (ctx: ScenarioContext) => Promise<ScenarioResult>;
 

@@ -1,4 +1,9 @@
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { CatalogFileError, DEMO_DATA_DIR, readCatalogFiles } from '../../server/demo/catalog-files.ts';
 import {
   demoActionCoverage,
   demoCorporateActions,
@@ -18,6 +23,13 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[89ab][0-9a-f]{3}-[0-9a-f]{12
 const bars: DemoDailyBar[] = [...demoDailyBars()];
 const instruments = demoInstruments();
 const byId = new Map(instruments.map((i) => [i.id, i]));
+
+/** A price file of the demo set read on its own, as rows of cells by column name. */
+function csvRows(file: string): Record<string, string>[] {
+  const [header, ...lines] = readFileSync(new URL(file, DEMO_DATA_DIR), 'utf8').trim().split('\n');
+  const columns = header.split(',');
+  return lines.map((line) => Object.fromEntries(line.split(',').map((cell, i) => [columns[i], cell])));
+}
 
 function isinCheckDigitOk(isin: string): boolean {
   const digits = [...isin.slice(0, -1)].map((c) => parseInt(c, 36).toString()).join('');
@@ -58,7 +70,7 @@ describe('demo instruments', () => {
       }
     }
     const t = periods.filter((p) => p.symbol === 'T');
-    expect(new Set(t.map((p) => p.id)).size).toBe(2);
+    expect(new Set(t.map((p) => p.id))).toEqual(new Set([demoInstrumentId('dow:T'), demoInstrumentId('dow:SBC')]));
   });
 
   it('when an ISIN is given, its check digit is right and it embeds the CUSIP', () => {
@@ -100,9 +112,14 @@ describe('demo daily bars', () => {
     expect(keys.size).toBe(bars.length);
   });
 
-  it('when the Dow file repeats its first row, 1990-12-31 is dropped and 1991-01-02 kept', () => {
+  it('when the Dow file repeats its first row, 1990-12-31 is dropped and 1991-01-02 kept for all 30 columns', () => {
     expect(bars.some((b) => b.barDate === '1990-12-31')).toBe(false);
-    expect(bars.filter((b) => b.source === DOW_SOURCE && b.barDate === '1991-01-02')).toHaveLength(30);
+    const kept = bars.filter((b) => b.source === DOW_SOURCE && b.barDate === '1991-01-02');
+    const { date: _date, ...row } = csvRows('dowjones30_adjclose_1990_2001.csv').find((r) => r.date === '1991-01-02')!;
+    expect(new Set(kept.map((b) => b.instrumentId)).size).toBe(30);
+    expect(kept.map((b) => b.closePrice).sort((a, b) => a - b)).toEqual(Object.values(row).map(Number).sort((a, b) => a - b));
+    expect(kept.find((b) => b.instrumentId === demoInstrumentId('MSFT'))?.closePrice).toBe(Number(row.MSFT));
+    expect(kept.find((b) => b.instrumentId === demoInstrumentId('dow:IBM'))?.closePrice).toBe(Number(row.IBM));
   });
 
   it('when MSFT has both sources on a date, the raw OHLCV bar wins', () => {
@@ -111,6 +128,10 @@ describe('demo daily bars', () => {
     expect(onOverlap?.source).toBe('r-cran-timeseries/MSFT');
     expect(msft.find((b) => b.barDate === '2000-09-26')?.source).toBe(DOW_SOURCE);
     expect(msft).toHaveLength(2528 - 67 + 249);
+    const ohlcvDates = new Set(csvRows('msft_daily_2000_2001.csv').map((r) => r.time.slice(0, 10)));
+    const dowDates = csvRows('dowjones30_adjclose_1990_2001.csv').map((r) => r.date).filter((d) => d !== '1990-12-31');
+    expect(new Set(msft.map((b) => b.barDate))).toEqual(new Set([...dowDates, ...ohlcvDates]));
+    expect(msft.filter((b) => b.source === DOW_SOURCE && ohlcvDates.has(b.barDate))).toEqual([]);
   });
 
   it('when a bar has OHLC, low <= open, close <= high', () => {
@@ -127,9 +148,11 @@ describe('demo daily bars', () => {
     expect(spx?.closePrice).toBeCloseTo(1106.42, 2);
   });
 
-  it('when every source is listed, each bar source is among them', () => {
-    const tags = new Set<string>(demoDailySources().map((s) => s.source));
-    expect(bars.filter((b) => !tags.has(b.source))).toEqual([]);
+  it('when every source is listed, the bars come from exactly those sources', () => {
+    expect(new Set(bars.map((b) => b.source))).toEqual(new Set(demoDailySources().map((s) => s.source)));
+    expect(new Set(demoDailySources().map((s) => s.source))).toEqual(
+      new Set(['vega-datasets/sp500-2000', 'debian-matplotlib/goog.npz', 'r-cran-timeseries/MSFT', DOW_SOURCE]),
+    );
   });
 });
 
@@ -163,6 +186,48 @@ describe('demo corporate actions and coverage', () => {
       );
       expect(found).toHaveLength(c.actionsFound);
     }
+    // SOURCES.md: MSFT 10 actions, GOOGL 2; GOOG (Class C) has no coverage row.
+    const found = new Map(demoActionCoverage().map((c) => [c.instrumentId, c.actionsFound]));
+    expect(found).toEqual(new Map([[demoInstrumentId('MSFT'), 10], [demoInstrumentId('GOOGL'), 2]]));
+  });
+});
+
+describe('demo data files', () => {
+  /** The data files copied to a temporary folder, `edit` applied to one of them, then read. */
+  function readEdited(file: string, edit: (value: any) => void) {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'mds-demo-files-'));
+    try {
+      for (const f of ['instruments.json', 'daily-sources.json', 'corporate-actions.json']) copyFileSync(new URL(f, DEMO_DATA_DIR), path.join(dir, f));
+      const value = JSON.parse(readFileSync(path.join(dir, file), 'utf8'));
+      edit(value);
+      writeFileSync(path.join(dir, file), JSON.stringify(value));
+      return readCatalogFiles(pathToFileURL(`${dir}/`));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  it('when the files are copied unchanged, they read as the bundled catalog does', () => {
+    expect(readEdited('instruments.json', () => {})).toEqual(readCatalogFiles());
+  });
+
+  it('when an instrument has a field of the wrong type, the read names the file and the field', () => {
+    expect(() => readEdited('instruments.json', (list) => (list[3].isActive = 'yes'))).toThrow(CatalogFileError);
+    expect(() => readEdited('instruments.json', (list) => (list[3].isActive = 'yes'))).toThrow(/instruments\.json[\s\S]*\[3\]\.isActive/);
+  });
+
+  it('when an action names an instrument key that no instrument has, the read names the action and the key', () => {
+    expect(() => readEdited('corporate-actions.json', (file) => (file.actions[0].instrumentKey = 'MSFTX'))).toThrow(
+      /corporate-actions\.json action MSFT:split:1987-09-21: unknown instrument key "MSFTX"/,
+    );
+  });
+
+  it('when two instruments share a key, the read refuses it', () => {
+    expect(() => readEdited('instruments.json', (list) => (list[1].key = list[0].key))).toThrow(/key "dow:AA" is used twice/);
+  });
+
+  it('when a close-only source maps a column to an unknown instrument, the read names the column', () => {
+    expect(() => readEdited('daily-sources.json', (list) => (list.at(-1).instrumentByColumn.IBM = 'dow:IBMX'))).toThrow(/column IBM: unknown instrument key "dow:IBMX"/);
   });
 });
 
