@@ -35,7 +35,9 @@ export interface ScenarioRun {
 /** Every scenario result in the JSON files of `dir` (latest.json, a copy of the last run, excepted); failed scenarios are left out. */
 export function readResults(dir = RESULTS_DIR): ScenarioRun[] {
   const runs: ScenarioRun[] = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.json') && f !== 'latest.json').sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.json') && f !== 'latest.json')
+    .sort()) {
     const summary = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as Json;
     for (const [scenario, result] of Object.entries((summary.scenarios ?? {}) as Record<string, Json>)) {
       if (result.error !== undefined) continue;
@@ -89,9 +91,23 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
     const bare = 'baseline.bareExpress';
     const load = `${fmt(at(r, 'config.connections'), 0)} connections, ${fmt(at(r, 'config.rounds'), 0)} interleaved rounds`;
     return [
-      [`\`${text(at(r, 'config.route'))}\` against a bare Express route: p50 latency, ${load}`, `${ms(at(r, `${ours}.latencyMs.p50`))} (${fmt(at(r, `${ours}.rps`), 0)} req/s)`, `${ms(at(r, `${bare}.latencyMs.p50`))} (${fmt(at(r, `${bare}.rps`), 0)} req/s)`, times(at(r, 'ratios.p50')), text(at(r, 'targets.p50Ratio')), met(at(r, 'meetsTarget.p50Ratio'))],
+      [
+        `\`${text(at(r, 'config.route'))}\` against a bare Express route: p50 latency, ${load}`,
+        `${ms(at(r, `${ours}.latencyMs.p50`))} (${fmt(at(r, `${ours}.rps`), 0)} req/s)`,
+        `${ms(at(r, `${bare}.latencyMs.p50`))} (${fmt(at(r, `${bare}.rps`), 0)} req/s)`,
+        times(at(r, 'ratios.p50')),
+        text(at(r, 'targets.p50Ratio')),
+        met(at(r, 'meetsTarget.p50Ratio')),
+      ],
       ['the same, p99 latency', ms(at(r, `${ours}.latencyMs.p99`)), ms(at(r, `${bare}.latencyMs.p99`)), times(at(r, 'ratios.p99')), '', ''],
-      ['the same, server CPU per request', ms(at(r, `${ours}.serverCpuMsPerRequest`), 3), ms(at(r, `${bare}.serverCpuMsPerRequest`), 3), times(at(r, 'ratios.serverCpuPerRequest')), '', ''],
+      [
+        'the same, server CPU per request',
+        ms(at(r, `${ours}.serverCpuMsPerRequest`), 3),
+        ms(at(r, `${bare}.serverCpuMsPerRequest`), 3),
+        times(at(r, 'ratios.serverCpuPerRequest')),
+        '',
+        '',
+      ],
     ];
   },
   'bulk-read': (r) => [
@@ -151,7 +167,8 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
   ],
   analytics: (r) => {
     const probe = 'eventLoop.trivialRoute';
-    const p = (cond: string, side: string) => `p50 ${ms(at(r, `${probe}.${cond}.${side}.latencyMs.p50`))}, p99 ${ms(at(r, `${probe}.${cond}.${side}.latencyMs.p99`))}`;
+    const p = (cond: string, side: string) =>
+      `p50 ${ms(at(r, `${probe}.${cond}.${side}.latencyMs.p50`))}, p99 ${ms(at(r, `${probe}.${cond}.${side}.latencyMs.p99`))}`;
     const throughput = (name: string, what: string): Row => [
       what,
       `${fmt(at(r, `throughput.${name}.pool.rps`), 0)} req/s, p99 ${ms(at(r, `throughput.${name}.pool.latencyMs.p99`))}`,
@@ -163,7 +180,7 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
     return [
       ['trivial route probed at 100 requests/s, idle', p('idle', 'pool'), `inline (\`WORKER_THREADS=0\`): ${p('idle', 'inline')}`, '', '', ''],
       [
-        'the same while strategy-EV and correlation clients load the service (the probe on another account\'s key)',
+        "the same while strategy-EV and correlation clients load the service (the probe on another account's key)",
         p('underLoad', 'pool'),
         `inline: ${p('underLoad', 'inline')}`,
         `inline/pool p99 ${times(at(r, 'eventLoop.p99InlineOverPool.anotherAccount'))}`,
@@ -179,7 +196,14 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
     const phases = (at(r, 'phases') ?? {}) as Record<string, Json>;
     const a = 'phases.A_stalledDownloads';
     return [
-      ['phases that met their checks', `${Object.values(phases).filter((p) => p.pass === true).length} of ${Object.keys(phases).length}`, '', '', 'all', met(Object.values(phases).every((p) => p.pass === true))],
+      [
+        'phases that met their checks',
+        `${Object.values(phases).filter((p) => p.pass === true).length} of ${Object.keys(phases).length}`,
+        '',
+        '',
+        'all',
+        met(Object.values(phases).every((p) => p.pass === true)),
+      ],
       [
         `instrument reads while ${fmt(at(r, 'config.stalledDownloads'), 0)} bulk downloads stall, 3 s in: p50 / p99`,
         `${ms(at(r, `${a}.duringStall.latencyMs.p50`), 0)} / ${ms(at(r, `${a}.duringStall.latencyMs.p99`), 0)}`,
@@ -205,7 +229,14 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
         '',
         '',
       ],
-      ['SIGTERM to `npm start`: every process gone after, idle / with a download open', `${fmt(at(r, 'phases.D_shutdown.idle.exitSec'), 2)} s / ${fmt(at(r, 'phases.D_shutdown.withDownload.exitSec'), 2)} s`, '', '', '', ''],
+      [
+        'SIGTERM to `npm start`: every process gone after, idle / with a download open',
+        `${fmt(at(r, 'phases.D_shutdown.idle.exitSec'), 2)} s / ${fmt(at(r, 'phases.D_shutdown.withDownload.exitSec'), 2)} s`,
+        '',
+        '',
+        '',
+        '',
+      ],
     ];
   },
 };
@@ -243,10 +274,7 @@ function commit(r: Json): string {
 /** The generated part of docs/benchmarks.md (without the markers). */
 export function renderReport(newest: Map<string, ScenarioRun>): string {
   const known = [...SCENARIOS, ...[...newest.keys()].filter((s) => !(SCENARIOS as readonly string[]).includes(s)).sort()];
-  const lines = [
-    '| Scenario | Measure | Ours | Baseline (same run) | Ratio | Target | Met |',
-    '|---|---|---|---|---|---|---|',
-  ];
+  const lines = ['| Scenario | Measure | Ours | Baseline (same run) | Ratio | Target | Met |', '|---|---|---|---|---|---|---|'];
   for (const scenario of known) {
     const run = newest.get(scenario);
     if (!run) {
@@ -260,7 +288,9 @@ export function renderReport(newest: Map<string, ScenarioRun>): string {
     const run = newest.get(scenario);
     if (!run) continue;
     const started = run.startedAt.replace('T', ' ').replace(/:\d\d(\.\d+)?Z$/, '');
-    lines.push(`| \`${scenario}\` | [${run.file}](../bench/results/${run.file}) | ${commit(run.result)} | ${started} | ${machine(run)} | ${database(run.result)} |`);
+    lines.push(
+      `| \`${scenario}\` | [${run.file}](../bench/results/${run.file}) | ${commit(run.result)} | ${started} | ${machine(run)} | ${database(run.result)} |`,
+    );
   }
   return lines.join('\n');
 }

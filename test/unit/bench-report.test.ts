@@ -17,7 +17,13 @@ import {
 const machine = { node: 'v20.0.0', platform: 'linux 6.1', cpus: 4, cpuModel: 'Test CPU', memGiB: 8 };
 
 function run(scenario: string, file: string, startedAt: string, result: Record<string, unknown>): ScenarioRun {
-  return { scenario, file, startedAt, machine, result: { scenario, tier: 'postgresql', database: { kind: 'embedded', serverVersion: '15.1', timescaledbVersion: null }, ...result } };
+  return {
+    scenario,
+    file,
+    startedAt,
+    machine,
+    result: { scenario, tier: 'postgresql', database: { kind: 'embedded', serverVersion: '15.1', timescaledbVersion: null }, ...result },
+  };
 }
 
 const bulkRead = (commit: string, medianMs: number) => ({
@@ -51,10 +57,17 @@ describe('bench report', () => {
   });
 
   it('every bench/results file the README and docs/ link to is committed', () => {
-    const docs = ['README.md', ...readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const docs = [
+      'README.md',
+      ...readdirSync(path.join(ROOT, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
     // latest.json is the last run's summary, never committed.
     const committed = new Set(readdirSync(path.join(ROOT, 'bench', 'results')).filter((f) => f !== 'latest.json'));
-    const linked = docs.flatMap((d) => [...readFileSync(path.join(ROOT, d), 'utf8').matchAll(/bench\/results\/([\w.-]+\.json)/g)].map((m) => ({ doc: d, file: m[1] }))).filter((l) => l.file !== 'latest.json');
+    const linked = docs
+      .flatMap((d) => [...readFileSync(path.join(ROOT, d), 'utf8').matchAll(/bench\/results\/([\w.-]+\.json)/g)].map((m) => ({ doc: d, file: m[1] })))
+      .filter((l) => l.file !== 'latest.json');
     expect(linked.length).toBeGreaterThan(0);
     expect(linked.filter((l) => !committed.has(l.file))).toEqual([]);
   });
@@ -62,7 +75,10 @@ describe('bench report', () => {
   it('when a scenario has two results, the later run is reported and the earlier file is superseded, whatever the file order', () => {
     const older = run('bulk-read', 'z-older.json', '2026-01-01T00:00:00.000Z', bulkRead('aaaaaaa', 300));
     const newer = run('bulk-read', 'a-newer.json', '2026-02-01T00:00:00.000Z', bulkRead('bbbbbbb', 150));
-    for (const runs of [[older, newer], [newer, older]]) {
+    for (const runs of [
+      [older, newer],
+      [newer, older],
+    ]) {
       expect(newestPerScenario(runs).get('bulk-read')?.file).toBe('a-newer.json');
       expect(supersededFiles(runs)).toEqual(['z-older.json']);
     }
@@ -79,7 +95,9 @@ describe('bench report', () => {
 
   it('the table shows the newest figures with their commit and machine, and names scenarios without a result', () => {
     const table = renderReport(newestPerScenario([run('bulk-read', 'bulk-read-bbbbbbb-1.json', '2026-02-01T10:20:30.000Z', bulkRead('bbbbbbb', 1500))]));
-    expect(table).toContain('| `bulk-read` | `GET /v1/prices/bulk`, 10 instruments × 2020-01-01..2020-12-31 (2,620 bars), adjusted, to the last byte; median of 3 | 1,500 ms | postgres.js fetching the same rows: 100 ms | 15.00× | <= 2 | no |');
+    expect(table).toContain(
+      '| `bulk-read` | `GET /v1/prices/bulk`, 10 instruments × 2020-01-01..2020-12-31 (2,620 bars), adjusted, to the last byte; median of 3 | 1,500 ms | postgres.js fetching the same rows: 100 ms | 15.00× | <= 2 | no |',
+    );
     expect(table).toContain('| +12.3 MB (peak 200.0 MB) |');
     expect(table).toContain('| `ingest` | no committed result |');
     expect(table).toContain(
@@ -88,7 +106,10 @@ describe('bench report', () => {
   });
 
   it('a result measured with uncommitted changes says so beside its commit', () => {
-    const dirty = run('bulk-read', 'f.json', '2026-02-01T00:00:00.000Z', { ...bulkRead('ccccccc', 150), code: { commit: 'ccccccc', uncommitted: ['server/app.ts'] } });
+    const dirty = run('bulk-read', 'f.json', '2026-02-01T00:00:00.000Z', {
+      ...bulkRead('ccccccc', 150),
+      code: { commit: 'ccccccc', uncommitted: ['server/app.ts'] },
+    });
     expect(renderReport(newestPerScenario([dirty]))).toContain('`ccccccc` with uncommitted changes to `server/app.ts`');
   });
 
