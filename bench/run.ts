@@ -4,7 +4,9 @@
 // fresh database mds_bench_<ts>_<scenario> on one server: BENCH_DATABASE_URL's
 // (loopback only) or a throwaway embedded PostgreSQL. Prints the combined
 // JSON summary on stdout (progress goes to stderr) and writes it to
-// bench/results/latest.json. Exits non-zero when a scenario failed.
+// bench/results/latest.json, and each measured scenario's result to
+// bench/results/<scenario>-<commit>-<start>.json (see bench/report.ts).
+// Exits non-zero when a scenario failed.
 import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -34,7 +36,7 @@ const MAX_RUN_SECONDS = Number(process.env.BENCH_MAX_SECONDS ?? 1800);
 const run = {
   startedAt: new Date(),
   database: null as string | null,
-  results: {} as Record<string, ScenarioResult | { scenario: string; error: string }>,
+  results: {} as Record<string, (ScenarioResult & { code: CodeVersion; elapsedSec: number }) | { scenario: string; error: string }>,
 };
 /** The run's start as yyyymmddhhmmss (UTC), in its file and database names. */
 const STAMP = run.startedAt.toISOString().replace(/\D/g, '').slice(0, 14);
@@ -51,11 +53,18 @@ async function writeSummary(aborted?: string) {
   const json = JSON.stringify(summary, null, 2);
   const dir = path.join(ROOT, 'bench', 'results');
   await mkdir(dir, { recursive: true });
-  // latest.json, plus a copy per run so concurrent or later runs don't erase it.
   await writeFile(path.join(dir, 'latest.json'), `${json}\n`);
-  await writeFile(path.join(dir, `run-${STAMP}-${process.pid}.json`), `${json}\n`);
+  // One file per measured scenario, named by scenario, commit and start, in the
+  // shape of the whole summary: what npm run bench:report reads, and what is committed.
+  const written = ['latest.json'];
+  for (const [name, result] of Object.entries(run.results)) {
+    if (!('code' in result)) continue;
+    const file = `${name}-${result.code.commit ?? 'unknown'}${result.code.uncommitted.length ? '-dirty' : ''}-${STAMP}.json`;
+    await writeFile(path.join(dir, file), `${JSON.stringify({ ...summary, scenarios: { [name]: result } }, null, 2)}\n`);
+    written.push(file);
+  }
   process.stdout.write(`${json}\n`);
-  log(`wrote bench/results/latest.json and run-${STAMP}-${process.pid}.json${aborted ? ' (partial)' : ''}`);
+  log(`wrote bench/results/${written.join(', ')}${aborted ? ' (partial)' : ''}`);
 }
 
 async function main(): Promise<number> {
@@ -101,8 +110,13 @@ async function main(): Promise<number> {
   return failed ? 1 : 0;
 }
 
+interface CodeVersion {
+  commit: string | null;
+  uncommitted: string[];
+}
+
 /** The commit measured, and the service files that differed from it. */
-function codeVersion() {
+function codeVersion(): CodeVersion {
   try {
     const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
     const dirty = git('status', '--porcelain', '--', 'server', 'sql', 'workers', 'package.json').split('\n').filter(Boolean);

@@ -1,0 +1,121 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  DOC,
+  END_MARKER,
+  newestPerScenario,
+  readResults,
+  renderReport,
+  replaceGenerated,
+  ROOT,
+  START_MARKER,
+  supersededFiles,
+  type ScenarioRun,
+} from '../../bench/report.ts';
+
+const machine = { node: 'v20.0.0', platform: 'linux 6.1', cpus: 4, cpuModel: 'Test CPU', memGiB: 8 };
+
+function run(scenario: string, file: string, startedAt: string, result: Record<string, unknown>): ScenarioRun {
+  return {
+    scenario,
+    file,
+    startedAt,
+    machine,
+    result: { scenario, tier: 'postgresql', database: { kind: 'embedded', serverVersion: '15.1', timescaledbVersion: null }, ...result },
+  };
+}
+
+const bulkRead = (commit: string, medianMs: number) => ({
+  code: { commit, uncommitted: [] },
+  config: { instruments: 10, window: { from: '2020-01-01', to: '2020-12-31', bars: 2620 } },
+  measured: { httpBulk: { runs: 3, medianMs } },
+  baseline: { postgresJs: { medianMs: 100 } },
+  ratios: { httpOverPostgresJs: medianMs / 100 },
+  memory: { bars: 26090, mbReceived: 7, readPaceMBps: 1.5, growthMb: 12.25, peakRssMb: 200 },
+  targets: { httpOverPostgresJs: '<= 2', memoryGrowthMb: '< 100' },
+  meetsTarget: { httpOverPostgresJs: medianMs <= 200, memoryGrowthMb: true },
+});
+
+/** The generated table as docs/benchmarks.md holds it. */
+function committedTable(doc: string): string {
+  const start = doc.indexOf(START_MARKER);
+  const end = doc.indexOf(END_MARKER);
+  expect(start).toBeGreaterThanOrEqual(0);
+  expect(end).toBeGreaterThan(start);
+  return doc.slice(start + START_MARKER.length, end).trim();
+}
+
+describe('bench report', () => {
+  it('when the committed table in docs/benchmarks.md differs from what bench/results gives, this fails (run npm run bench:report)', () => {
+    const generated = renderReport(newestPerScenario(readResults()));
+    expect(committedTable(readFileSync(DOC, 'utf8'))).toBe(generated);
+  });
+
+  it('bench/results keeps only the newest result file of each scenario', () => {
+    expect(supersededFiles(readResults())).toEqual([]);
+  });
+
+  it('every bench/results file the README and docs/ link to is committed', () => {
+    const docs = [
+      'README.md',
+      ...readdirSync(path.join(ROOT, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
+    // latest.json is the last run's summary, never committed.
+    const committed = new Set(readdirSync(path.join(ROOT, 'bench', 'results')).filter((f) => f !== 'latest.json'));
+    const linked = docs
+      .flatMap((d) => [...readFileSync(path.join(ROOT, d), 'utf8').matchAll(/bench\/results\/([\w.-]+\.json)/g)].map((m) => ({ doc: d, file: m[1] })))
+      .filter((l) => l.file !== 'latest.json');
+    expect(linked.length).toBeGreaterThan(0);
+    expect(linked.filter((l) => !committed.has(l.file))).toEqual([]);
+  });
+
+  it('when a scenario has two results, the later run is reported and the earlier file is superseded, whatever the file order', () => {
+    const older = run('bulk-read', 'z-older.json', '2026-01-01T00:00:00.000Z', bulkRead('aaaaaaa', 300));
+    const newer = run('bulk-read', 'a-newer.json', '2026-02-01T00:00:00.000Z', bulkRead('bbbbbbb', 150));
+    for (const runs of [
+      [older, newer],
+      [newer, older],
+    ]) {
+      expect(newestPerScenario(runs).get('bulk-read')?.file).toBe('a-newer.json');
+      expect(supersededFiles(runs)).toEqual(['z-older.json']);
+    }
+  });
+
+  it('a file is superseded only when every scenario in it has a newer result', () => {
+    const both = [
+      run('bulk-read', 'run-1.json', '2026-01-01T00:00:00.000Z', bulkRead('aaaaaaa', 300)),
+      run('ingest', 'run-1.json', '2026-01-01T00:00:00.000Z', {}),
+      run('bulk-read', 'bulk-read-2.json', '2026-02-01T00:00:00.000Z', bulkRead('bbbbbbb', 150)),
+    ];
+    expect(supersededFiles(both)).toEqual([]);
+  });
+
+  it('the table shows the newest figures with their commit and machine, and names scenarios without a result', () => {
+    const table = renderReport(newestPerScenario([run('bulk-read', 'bulk-read-bbbbbbb-1.json', '2026-02-01T10:20:30.000Z', bulkRead('bbbbbbb', 1500))]));
+    expect(table).toContain(
+      '| `bulk-read` | `GET /v1/prices/bulk`, 10 instruments × 2020-01-01..2020-12-31 (2,620 bars), adjusted, to the last byte; median of 3 | 1,500 ms | postgres.js fetching the same rows: 100 ms | 15.00× | <= 2 | no |',
+    );
+    expect(table).toContain('| +12.3 MB (peak 200.0 MB) |');
+    expect(table).toContain('| `ingest` | no committed result |');
+    expect(table).toContain(
+      '| `bulk-read` | [bulk-read-bbbbbbb-1.json](../bench/results/bulk-read-bbbbbbb-1.json) | `bbbbbbb` | 2026-02-01 10:20 | 4 × Test CPU, 8.0 GiB, linux 6.1, Node v20.0.0 | `postgresql` tier, embedded PostgreSQL 15.1 |',
+    );
+  });
+
+  it('a result measured with uncommitted changes says so beside its commit', () => {
+    const dirty = run('bulk-read', 'f.json', '2026-02-01T00:00:00.000Z', {
+      ...bulkRead('ccccccc', 150),
+      code: { commit: 'ccccccc', uncommitted: ['server/app.ts'] },
+    });
+    expect(renderReport(newestPerScenario([dirty]))).toContain('`ccccccc` with uncommitted changes to `server/app.ts`');
+  });
+
+  it('rewriting keeps the text around the markers and replaces only what is between them', () => {
+    const doc = `intro\n${START_MARKER}\nold table\n${END_MARKER}\noutro\n`;
+    expect(replaceGenerated(doc, 'new table')).toBe(`intro\n${START_MARKER}\nnew table\n${END_MARKER}\noutro\n`);
+    expect(() => replaceGenerated('no markers', 'x')).toThrow(/markers/);
+  });
+});
