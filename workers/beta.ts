@@ -23,7 +23,8 @@
 import { alignOnCommonDates, logReturns, type DatedCloses } from './correlation.ts';
 
 export const BETA_MIN_OBSERVATIONS = 3;
-type BetaReason = 'insufficient_overlap' | 'zero_benchmark_variance' | 'zero_subject_variance';
+export const BETA_REASONS = ['insufficient_overlap', 'zero_benchmark_variance', 'zero_subject_variance'] as const;
+type BetaReason = (typeof BETA_REASONS)[number];
 
 export interface BetaResult {
   beta: number | null;

@@ -29,7 +29,8 @@
  */
 
 export const CORRELATION_MIN_OBSERVATIONS = 3;
-export type CorrelationMethod = 'pearson' | 'spearman';
+export const CORRELATION_METHODS = ['pearson', 'spearman'] as const;
+export type CorrelationMethod = (typeof CORRELATION_METHODS)[number];
 
 export interface DatedCloses {
   /** Days since 1970-01-01 (UTC), strictly ascending. */
@@ -165,7 +166,7 @@ interface CorrelationPair {
   correlation: number | null;
 }
 
-interface CorrelationInstrument {
+export interface CorrelationInstrument {
   index: number;
   /** Log returns in the instrument's own series (usable closes − 1). */
   observations: number;

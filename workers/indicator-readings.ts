@@ -104,15 +104,24 @@ const MIN_BARS = {
   ichimoku: ICHIMOKU_SENKOU_B + ICHIMOKU_DISPLACEMENT,
 } as const;
 
-type RsiSignal = 'overbought' | 'oversold' | 'neutral';
-type MacdTrend = 'bullish' | 'bearish' | 'neutral';
-type MacdCrossover = 'bullish_crossover' | 'bearish_crossover' | 'none';
-type StochasticSignal = 'overbought' | 'oversold' | 'neutral';
-type MaTrend = 'bullish' | 'bearish' | 'neutral';
-type IchimokuSignal = 'bullish' | 'bearish' | 'neutral';
-type BollingerSignal = 'overbought' | 'oversold' | 'neutral';
-type AtrSignal = 'high_volatility' | 'normal_volatility' | 'low_volatility';
-type VwapSignal = 'above' | 'below' | 'at';
+export const RSI_SIGNALS = ['overbought', 'oversold', 'neutral'] as const;
+type RsiSignal = (typeof RSI_SIGNALS)[number];
+export const MACD_TRENDS = ['bullish', 'bearish', 'neutral'] as const;
+type MacdTrend = (typeof MACD_TRENDS)[number];
+export const MACD_CROSSOVERS = ['bullish_crossover', 'bearish_crossover', 'none'] as const;
+type MacdCrossover = (typeof MACD_CROSSOVERS)[number];
+export const STOCHASTIC_SIGNALS = ['overbought', 'oversold', 'neutral'] as const;
+type StochasticSignal = (typeof STOCHASTIC_SIGNALS)[number];
+export const MA_TRENDS = ['bullish', 'bearish', 'neutral'] as const;
+type MaTrend = (typeof MA_TRENDS)[number];
+export const ICHIMOKU_SIGNALS = ['bullish', 'bearish', 'neutral'] as const;
+type IchimokuSignal = (typeof ICHIMOKU_SIGNALS)[number];
+export const BOLLINGER_SIGNALS = ['overbought', 'oversold', 'neutral'] as const;
+type BollingerSignal = (typeof BOLLINGER_SIGNALS)[number];
+export const ATR_SIGNALS = ['high_volatility', 'normal_volatility', 'low_volatility'] as const;
+type AtrSignal = (typeof ATR_SIGNALS)[number];
+export const VWAP_SIGNALS = ['above', 'below', 'at'] as const;
+type VwapSignal = (typeof VWAP_SIGNALS)[number];
 
 export interface RsiResult { value: number | null; signal: RsiSignal | null; period: number; description: string }
 export interface MacdResult {

@@ -98,7 +98,7 @@ interface RiskMetrics {
    */
   kellyFraction: number | null;
 }
-interface StrategyAssumptions {
+export interface StrategyAssumptions {
   measure: 'risk_neutral' | 'real_world';
   /** μ used for the terminal distribution (r − q when risk-neutral). */
   driftUsed: number;

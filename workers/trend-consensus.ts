@@ -33,7 +33,8 @@ const CONSENSUS_WEIGHTS = {
 } as const;
 const CONSENSUS_MAX_WEIGHT = Object.values(CONSENSUS_WEIGHTS).reduce((a, b) => a + b, 0);
 
-type TrendDirection = 'bullish' | 'bearish' | 'neutral';
+export const TREND_DIRECTIONS = ['bullish', 'bearish', 'neutral'] as const;
+type TrendDirection = (typeof TREND_DIRECTIONS)[number];
 
 export interface ConsensusTrend {
   direction: TrendDirection | null;

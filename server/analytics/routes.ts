@@ -12,6 +12,7 @@ import {
   StrategyEvSchema,
   TechnicalsQuerySchema,
 } from './schema.ts';
+import { BetaDataSchema, CorrelationsDataSchema, OptionPriceDataSchema, ProbabilityDataSchema, StrategyEvDataSchema, TechnicalsDataSchema } from './responses.ts';
 import * as market from './market-service.ts';
 import * as service from './service.ts';
 
@@ -19,8 +20,6 @@ const TAG = 'Analytics';
 const computedMeta = z.strictObject({ asOf: z.string(), source: z.string(), stale: z.boolean() });
 const meta = () => ({ asOf: new Date().toISOString(), source: 'computed', stale: false });
 const fromBars = (asOf: string) => ({ asOf, source: 'computed from adjusted daily bars', stale: false });
-// TODO(schemas): each figure's schema
-const Computed = z.record(z.string(), z.unknown());
 
 export const optionPriceRoute = defineRoute({
   method: 'post',
@@ -31,7 +30,7 @@ export const optionPriceRoute = defineRoute({
   scope: 'analytics:read',
   query: NoQuerySchema,
   body: OptionPriceSchema,
-  response: { status: 200, description: 'the price, the Greeks and the assumptions', data: Computed, meta: computedMeta },
+  response: { status: 200, description: 'the price, the Greeks and the assumptions', data: OptionPriceDataSchema, meta: computedMeta },
   errors: [],
 });
 
@@ -44,7 +43,7 @@ export const probabilityRoute = defineRoute({
   scope: 'analytics:read',
   query: NoQuerySchema,
   body: ProbabilitySchema,
-  response: { status: 200, description: 'the probabilities and the assumptions', data: Computed, meta: computedMeta },
+  response: { status: 200, description: 'the probabilities and the assumptions', data: ProbabilityDataSchema, meta: computedMeta },
   errors: [],
 });
 
@@ -57,7 +56,7 @@ export const strategyEvRoute = defineRoute({
   scope: 'analytics:read',
   query: NoQuerySchema,
   body: StrategyEvSchema,
-  response: { status: 200, description: 'the valuation and the assumptions', data: Computed, meta: computedMeta },
+  response: { status: 200, description: 'the valuation and the assumptions', data: StrategyEvDataSchema, meta: computedMeta },
   errors: ['unsupported_structure'],
 });
 
@@ -70,7 +69,7 @@ export const technicalsRoute = defineRoute({
   scope: 'technicals:read',
   params: InstrumentIdParamsSchema,
   query: TechnicalsQuerySchema,
-  response: { status: 200, description: 'the indicators and the assumptions', data: Computed, meta: computedMeta },
+  response: { status: 200, description: 'the indicators and the assumptions', data: TechnicalsDataSchema, meta: computedMeta },
   errors: ['not_found'],
 });
 
@@ -82,7 +81,7 @@ export const correlationsRoute = defineRoute({
   summary: 'Pairwise correlations of daily log returns',
   scope: 'correlations:read',
   query: CorrelationsQuerySchema,
-  response: { status: 200, description: 'each pair and the assumptions', data: Computed, meta: computedMeta },
+  response: { status: 200, description: 'each pair and the assumptions', data: CorrelationsDataSchema, meta: computedMeta },
   errors: [],
 });
 
@@ -95,7 +94,7 @@ export const betaRoute = defineRoute({
   scope: 'correlations:read',
   params: InstrumentIdParamsSchema,
   query: BetaQuerySchema,
-  response: { status: 200, description: 'the regression and the assumptions', data: Computed, meta: computedMeta },
+  response: { status: 200, description: 'the regression and the assumptions', data: BetaDataSchema, meta: computedMeta },
   errors: ['not_found'],
 });
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AsOfSchema, UuidSchema, idListSchema, type PointInTime } from '../http/params.ts';
 import { FIRST_DAY, startsBeforeFirstDay } from './series.ts';
 import { STRUCTURE_NAMES } from '../../workers/option-structures.ts';
+import { CORRELATION_METHODS } from '../../workers/correlation.ts';
 
 // Bounds keep every computation meaningful: σ√T stays at most 5 × √10 ≈ 16,
 // inside the range where the integration's truncation bound holds.
@@ -18,6 +19,9 @@ const ExpiryDays = finite('calendar days to expiry (ACT/365F), at least one minu
 const Rate = finite('continuously compounded annual risk-free rate, decimal').min(-0.2, 'at least -0.2').max(1, 'at most 1');
 const Vol = finite('annualised volatility, decimal').positive('must be greater than 0').max(5, 'at most 5 (500%)');
 const DividendYield = finite('continuous annual dividend yield, decimal').min(-0.2).max(1).default(0);
+export const OptionTypeSchema = z.enum(['call', 'put']);
+export const LegActionSchema = z.enum(['buy', 'sell']);
+export const DirectionSchema = z.enum(['long', 'short']).describe('long: at or above the target; short: at or below');
 
 export const OptionPriceSchema = z.strictObject({
   spot: Spot,
@@ -25,7 +29,7 @@ export const OptionPriceSchema = z.strictObject({
   expiryDays: ExpiryDays,
   rate: Rate,
   vol: Vol,
-  type: z.enum(['call', 'put']),
+  type: OptionTypeSchema,
   dividendYield: DividendYield,
 });
 
@@ -35,13 +39,13 @@ export const ProbabilitySchema = z.strictObject({
   expiryDays: ExpiryDays,
   rate: Rate,
   vol: Vol,
-  direction: z.enum(['long', 'short']).describe('long: at or above the target; short: at or below'),
+  direction: DirectionSchema,
   dividendYield: DividendYield,
 });
 
 const LegSchema = z.strictObject({
-  action: z.enum(['buy', 'sell']),
-  type: z.enum(['call', 'put', 'stock']),
+  action: LegActionSchema,
+  type: z.enum([...OptionTypeSchema.options, 'stock']),
   strike: Strike.optional().describe('required for option legs'),
   quantity: finite('contracts').int('must be a whole number of contracts').positive('must be greater than 0').max(100_000),
   expiryDays: ExpiryDays.optional().describe('a leg may restate the expiry; a different one is a multi-expiry structure'),
@@ -97,7 +101,7 @@ export const CorrelationsQuerySchema = z
   .strictObject({
     instrumentIds: idListSchema(20, 2),
     lookbackDays: lookback(20, 504, 90),
-    method: z.enum(['pearson', 'spearman']).default('pearson'),
+    method: z.enum(CORRELATION_METHODS).default('pearson'),
     asOf: AsOfSchema.optional(),
   })
   .superRefine(windowWithinCalendar);

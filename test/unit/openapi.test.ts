@@ -48,6 +48,43 @@ describe('the OpenAPI documents', () => {
     expect(document.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer' });
   });
 
+  it('when a public route answers, then its data schema is closed everywhere except the maps listed here', () => {
+    // Open on purpose: maps whose keys are data, and free-form parameters.
+    const allowed = new Set([
+      'GET /v1/prices/bulk data', // instrument id → its bars
+      '#/components/schemas/Instrument/properties/brokerCodes', // broker name → code
+      '#/components/schemas/CorporateAction/properties/params', // the action type's own parameters
+    ]);
+    const document = JSON.parse(generated['public.json']);
+    const open: string[] = [];
+    const seen = new Set<string>();
+    const annotations = new Set(['description', 'title', 'examples', 'default', 'deprecated', 'readOnly']);
+    const walk = (node: any, where: string): void => {
+      if (node.$ref) {
+        if (!seen.has(node.$ref)) {
+          seen.add(node.$ref);
+          walk(document.components.schemas[node.$ref.replace('#/components/schemas/', '')], node.$ref);
+        }
+        return;
+      }
+      if (Object.keys(node).every((k) => annotations.has(k))) open.push(`${where} (any value)`);
+      if (node.type === 'object' || node.properties || node.additionalProperties !== undefined) {
+        if (node.additionalProperties !== false) open.push(where);
+        if (typeof node.additionalProperties === 'object' && Object.keys(node.additionalProperties).length) walk(node.additionalProperties, `${where}/additionalProperties`);
+      }
+      for (const [name, child] of Object.entries(node.properties ?? {})) walk(child, `${where}/properties/${name}`);
+      if (node.items) walk(node.items, `${where}/items`);
+      for (const key of ['prefixItems', 'anyOf', 'oneOf', 'allOf'] as const) (node[key] ?? []).forEach((child: any, i: number) => walk(child, `${where}/${key}/${i}`));
+    };
+    for (const [p, ops] of Object.entries(document.paths)) {
+      for (const [method, op] of Object.entries(ops as Record<string, any>)) {
+        const success = Object.keys(op.responses).find((s) => s.startsWith('2'))!;
+        walk(op.responses[success].content['application/json'].schema.properties.data, `${method.toUpperCase()} ${p} data`);
+      }
+    }
+    expect(new Set(open)).toEqual(allowed);
+  });
+
   it('when a path is reserved for a route this version does not serve, then the document does not list it', () => {
     const document = JSON.parse(generated['public.json']);
     for (const reserved of NOT_YET_SERVED) expect(Object.keys(document.paths)).not.toContain(`/v1${reserved.replace(/:(\w+)/g, '{$1}')}`);

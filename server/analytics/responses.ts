@@ -1,0 +1,306 @@
+import { z } from 'zod';
+import { DAY_COUNT_CONVENTION } from '../../workers/black-scholes.ts';
+import { BETA_REASONS } from '../../workers/beta.ts';
+import { CANDLESTICK_PATTERNS, type CandlestickPatternName, type CandlestickSignal } from '../../workers/candlestick-patterns.ts';
+import { CHART_PATTERN_TYPES, type ChartPatternSignal } from '../../workers/chart-patterns.ts';
+import { CORRELATION_METHODS, type CorrelationInstrument } from '../../workers/correlation.ts';
+import { STRUCTURE_NAMES } from '../../workers/option-structures.ts';
+import type { StrategyAssumptions } from '../../workers/strategy-ev.ts';
+import { TREND_DIRECTIONS } from '../../workers/trend-consensus.ts';
+import {
+  ATR_SIGNALS,
+  BOLLINGER_SIGNALS,
+  ICHIMOKU_SIGNALS,
+  MA_TRENDS,
+  MACD_CROSSOVERS,
+  MACD_TRENDS,
+  RSI_SIGNALS,
+  STOCHASTIC_SIGNALS,
+  VWAP_SIGNALS,
+} from '../../workers/indicator-readings.ts';
+import { DirectionSchema, LegActionSchema, OptionTypeSchema } from './schema.ts';
+
+// The `data` of each analytics answer, field for field as the services build
+// it (service.ts, market-service.ts). Closed objects: a renamed or extra field
+// fails the contract check the integration tests run on every answer.
+
+/** The members of a union a worker defines as a type only: a key missing or extra here fails tsc. */
+const members = <T extends string>(set: Record<T, true>) => Object.keys(set) as [T, ...T[]];
+const CANDLESTICK_SIGNALS = members<CandlestickSignal>({ bullish: true, bearish: true, neutral: true });
+const CHART_PATTERN_SIGNALS = members<ChartPatternSignal>({ bullish: true, bearish: true, neutral: true });
+const MEASURES = members<StrategyAssumptions['measure']>({ risk_neutral: true, real_world: true });
+const CORRELATION_EXCLUSIONS = members<NonNullable<CorrelationInstrument['reason']>>({ insufficient_observations: true, insufficient_overlap: true });
+
+const count = z.int().min(0);
+const fraction = z.number().min(0).max(1);
+// Formats without zod's long patterns: these schemas only describe answers,
+// and the document's format is what a client (and the contract check) reads.
+const date = (description: string) => z.string().meta({ format: 'date', description });
+const InstrumentId = z.string().meta({ format: 'uuid', description: 'instrument id' });
+
+/** The inputs the three closed-form routes echo, with the year fraction derived from them. */
+const marketInputs = {
+  spot: z.number(),
+  expiryDays: z.number(),
+  timeToExpirationYears: z.number().describe('expiryDays / 365'),
+  dayCount: z.literal(DAY_COUNT_CONVENTION),
+  riskFreeRate: z.number().describe('continuously compounded annual rate, decimal'),
+  volatility: z.number().describe('annualised, decimal'),
+  dividendYield: z.number().describe('continuous annual yield, decimal'),
+};
+
+export const OptionPriceDataSchema = z.strictObject({
+  price: z.number().min(0).describe('fair value per share (one underlying unit), in the price unit of spot'),
+  greeks: z.strictObject({
+    delta: z.number().describe('∂V/∂S: value change per 1 unit of spot, per share'),
+    gamma: z.number().describe('∂²V/∂S²: delta change per 1 unit of spot, per share'),
+    theta: z.number().describe('value change per calendar day of time passing, per share; negative when the option loses value'),
+    vega: z.number().describe('value change per 1 percentage point of volatility, per share'),
+    rho: z.number().describe('value change per 1 percentage point of the rate, per share'),
+  }),
+  assumptions: z.strictObject({
+    model: z.literal('black-scholes'),
+    ...marketInputs,
+    strike: z.number(),
+    optionType: OptionTypeSchema,
+    exercise: z.literal('european'),
+    greekUnits: z.strictObject({ delta: z.string(), gamma: z.string(), theta: z.string(), vega: z.string(), rho: z.string() }),
+  }),
+});
+
+export const ProbabilityDataSchema = z.strictObject({
+  probabilityInTheMoneyAtExpiry: fraction.describe('risk-neutral probability of finishing at or beyond the target (in `direction`) at expiry'),
+  probabilityOfTouchBeforeExpiry: fraction.describe('probability of reaching the target at any time before expiry: driftless first passage, never below the at-expiry figure'),
+  assumptions: z.strictObject({
+    model: z.literal('lognormal-terminal'),
+    ...marketInputs,
+    target: z.number(),
+    direction: DirectionSchema,
+    directionMeaning: z.string(),
+    expiryMeasure: z.literal('risk_neutral'),
+    touchMeasure: z.literal('driftless'),
+    touchFlooredToExpiry: z.boolean().describe('true when the at-expiry figure exceeded the driftless touch figure and is reported as the touch probability'),
+    targetAlreadyReached: z.boolean().describe('true when spot is already at or beyond the target (touch = 1)'),
+  }),
+});
+
+const dollars = (description: string) => z.number().describe(`${description}; dollars, whole position`);
+
+export const StrategyEvDataSchema = z.strictObject({
+  structure: z.enum(STRUCTURE_NAMES),
+  legs: z.array(
+    z.strictObject({
+      action: LegActionSchema,
+      type: OptionTypeSchema,
+      strike: z.number(),
+      quantity: z.int().min(1).describe('contracts'),
+      fairValuePerShare: z.number().min(0).describe('Black-Scholes-Merton value per share'),
+      premium: dollars('fairValuePerShare × quantity × contractMultiplier, never negative'),
+      cashFlow: dollars('+premium for a sell (received), −premium for a buy (paid)'),
+    }),
+  ),
+  netCreditDebit: dollars('sum of the legs\' cash flows: positive = net credit received, negative = net debit paid'),
+  trueExpectedValue: dollars('expected present-value P&L: e^(−rT)·E[payoff at expiry] + netCreditDebit; about 0 for fairly priced legs under risk_neutral'),
+  expectedPayoffAtExpiry: dollars('E[payoff at expiry] under the measure, undiscounted'),
+  probabilityOfProfit: fraction.describe('probability under the measure that the expiry P&L (premium at face value) is above 0'),
+  breakevens: z.array(z.number()).describe('prices at expiry where the expiry P&L crosses 0, ascending'),
+  maxProfit: z.number().nullable().describe('maximum expiry P&L in dollars, whole position; null when unbounded'),
+  maxLoss: z.number().nullable().describe('maximum expiry loss as a positive number of dollars, whole position; null when unbounded'),
+  maxProfitUnbounded: z.boolean(),
+  maxLossUnbounded: z.boolean(),
+  naivePopTimesMaxProfit: z.number().nullable().describe('probabilityOfProfit × maxProfit; null when maxProfit is unbounded'),
+  riskMetrics: z.strictObject({
+    standardDeviation: dollars('standard deviation of the present-value P&L'),
+    downsideDeviation: dollars('sqrt(E[min(P&L, 0)²]) of the present-value P&L'),
+    expectedReturn: z.number().nullable().describe('trueExpectedValue / maxLoss; null when maxLoss is unbounded or not positive'),
+    sortinoRatio: z.number().nullable().describe('trueExpectedValue / downsideDeviation; null when downsideDeviation is 0'),
+    omegaRatio: z.number().nullable().describe('E[gains] / E[losses] of the present-value P&L; null when no loss is possible'),
+    kellyFraction: z.number().min(0).nullable().describe('log-optimal fraction of bankroll to commit as capital at risk (maxLoss); 0 when EV <= 0; null when maxLoss is unbounded or no loss is possible'),
+  }),
+  assumptions: z.strictObject({
+    model: z.literal('lognormal-terminal-integration'),
+    ...marketInputs,
+    measure: z.enum(MEASURES).describe('real_world when a drift was given'),
+    driftUsed: z.number().describe('annual drift of the price in the terminal distribution: rate − dividendYield under risk_neutral'),
+    discountRate: z.number().describe('rate discounting the expiry payoff to today (the risk-free rate)'),
+    contractMultiplier: z.int().min(1).describe('shares per contract'),
+    quantityUnit: z.string(),
+    legPricing: z.string(),
+    netCreditDebitSign: z.string(),
+    maxLossSign: z.string(),
+    integration: z.strictObject({
+      method: z.literal('gauss-legendre'),
+      variable: z.literal('z = (ln S_T - m) / (vol * sqrt(T))'),
+      pointsPerPanel: count,
+      maxPanelWidth: z.number().describe('in z (standard deviations)'),
+      panels: count,
+      lowerLimitZ: z.number(),
+      upperLimitZ: z.number(),
+      splitAt: z.tuple([z.literal('strikes'), z.literal('present_value_pnl_zero_crossings')]),
+      truncationRelativeErrorBound: z.number(),
+      truncationBoundHonoured: z.boolean().describe('false only when the upper limit was lowered to avoid overflow'),
+    }),
+  }),
+});
+
+// Technicals: every price-like figure is in the instrument's quote unit, on
+// adjusted bars; every figure is null when its indicator lacks the bars, and
+// `description` then says why.
+const price = z.number().nullable().describe('adjusted price');
+const indicator = <T extends z.ZodRawShape>(shape: T) => z.strictObject({ ...shape, description: z.string() });
+const MaTrend = z.enum(MA_TRENDS).nullable().describe('from how the close and the averages are stacked');
+
+const ChartPatternSchema = z.strictObject({
+  type: z.enum(CHART_PATTERN_TYPES),
+  signal: z.enum(CHART_PATTERN_SIGNALS),
+  confidence: fraction,
+  startIndex: count.describe('index of the first bar in the window'),
+  endIndex: count.describe('index of the confirming or breakout bar, else the last pivot'),
+  priceTarget: price.describe('measured-move target; null for a symmetric triangle before its breakout'),
+  description: z.string(),
+  startDate: date('date of the bar at startIndex'),
+  endDate: date('date of the bar at endIndex'),
+});
+
+export const TechnicalsDataSchema = z.strictObject({
+  rsi: indicator({
+    value: z.number().min(0).max(100).nullable().describe('Wilder RSI'),
+    signal: z.enum(RSI_SIGNALS).nullable(),
+    period: count,
+  }),
+  macd: indicator({
+    value: price.describe('MACD line: EMA12 − EMA26'),
+    signal: price.describe('signal line: EMA9 of the MACD line'),
+    histogram: price.describe('MACD line − signal line'),
+    trend: z.enum(MACD_TRENDS).nullable(),
+    crossover: z.enum(MACD_CROSSOVERS).nullable(),
+  }),
+  stochastic: indicator({
+    stochK: z.number().nullable().describe('%K: where the close sits in the 14-bar high-low range, in percent'),
+    stochD: z.number().nullable().describe('%D: 3-bar mean of %K'),
+    signal: z.enum(STOCHASTIC_SIGNALS).nullable(),
+  }),
+  ema: indicator({
+    ema12: price,
+    ema20: price,
+    ema50: price,
+    ema200: price,
+    trend: MaTrend,
+    strength: fraction.describe('how fully the close and the averages are stacked in order').nullable(),
+  }),
+  sma: indicator({ sma20: price, sma50: price, sma200: price, trend: MaTrend }),
+  wma: indicator({ wma20: price, wma50: price, wma100: price, trend: MaTrend }),
+  ichimoku: indicator({
+    tenkan: price,
+    kijun: price,
+    senkouSpanA: price.describe('cloud edge at the latest bar (computed 26 bars earlier)'),
+    senkouSpanB: price.describe('cloud edge at the latest bar (computed 26 bars earlier)'),
+    chikouSpan: price.describe('the latest close'),
+    signal: z.enum(ICHIMOKU_SIGNALS).nullable(),
+  }),
+  bollingerBands: indicator({
+    upper: price,
+    middle: price,
+    lower: price,
+    bandwidth: z.number().nullable().describe('(upper − lower) / middle, a fraction'),
+    percentB: z.number().nullable().describe('(close − lower) / (upper − lower): 0 at the lower band, 1 at the upper; null when the bands coincide'),
+    signal: z.enum(BOLLINGER_SIGNALS).nullable(),
+  }),
+  atr: indicator({
+    value: price.describe('Wilder average true range, in price units'),
+    signal: z.enum(ATR_SIGNALS).nullable(),
+    period: count,
+  }),
+  vwap: indicator({
+    value: price.describe('volume-weighted typical price over the window; null when the volume is 0'),
+    signal: z.enum(VWAP_SIGNALS).nullable().describe('where the latest close is'),
+  }),
+  candlestick: indicator({
+    signal: z.enum(CANDLESTICK_SIGNALS).nullable(),
+    confidence: fraction.describe('0 when no pattern completes on the latest bar').nullable(),
+    patterns: z
+      .array(z.strictObject({ name: z.enum(Object.keys(CANDLESTICK_PATTERNS) as [CandlestickPatternName, ...CandlestickPatternName[]]), confidence: fraction }))
+      .describe('patterns completing on the latest bar'),
+  }),
+  chartPatterns: indicator({
+    patterns: z.array(ChartPatternSchema).describe('the most recent of each type, by confidence'),
+    dominantPattern: z
+      .strictObject({
+        type: ChartPatternSchema.shape.type,
+        signal: ChartPatternSchema.shape.signal,
+        confidence: fraction,
+        priceTarget: ChartPatternSchema.shape.priceTarget,
+        description: z.string(),
+      })
+      .nullable(),
+  }),
+  trend: indicator({
+    direction: z.enum(TREND_DIRECTIONS).nullable().describe('consensus of the indicators\' weighted votes; null when none could vote'),
+    strength: fraction.describe('|weighted vote|').nullable(),
+    confidence: fraction.describe('agreement × coverage').nullable(),
+  }),
+  timestamp: z.string().meta({ format: 'date-time', description: 'when the figures were computed' }),
+  dataPoints: count.describe('bars in the window'),
+  symbol: z.string().nullable().describe('the symbol on the asOf day; null when none was in effect'),
+  assumptions: z.strictObject({
+    lookbackDays: count,
+    barsUsed: count,
+    asOf: z.string().describe('the asOf asked for, else windowEnd'),
+    windowStart: date('first calendar day of the window'),
+    windowEnd: date('last calendar day of the window'),
+    firstBarDate: date('first bar in the window').nullable(),
+    lastBarDate: date('last bar in the window').nullable(),
+    actionSetVersion: count.describe('version of the instrument\'s corporate actions the adjustment used'),
+    prices: z.string(),
+  }),
+});
+
+const windowAssumptions = {
+  lookbackDays: count,
+  returnType: z.literal('log'),
+  alignedObservations: count.describe('log returns between consecutive dates every included series shares'),
+  minimumObservations: count,
+  asOf: z.string().describe('the asOf asked for, else windowEnd'),
+  windowStart: date('first calendar day of the window'),
+  windowEnd: date('last calendar day of the window'),
+  prices: z.string(),
+};
+
+export const CorrelationsDataSchema = z.strictObject({
+  pairs: z.array(
+    z.strictObject({
+      assetA: InstrumentId,
+      assetB: InstrumentId,
+      correlation: z.number().min(-1).max(1).nullable().describe('null, with the reason, when either instrument is unusable or either aligned return series is constant'),
+      reason: z.enum(['unusable_instrument', 'constant_returns']).nullable().describe('why correlation is null; null when it is a number'),
+    }),
+  ),
+  instruments: z.array(
+    z.strictObject({
+      instrumentId: InstrumentId,
+      observations: count.describe('log returns in its own series over the window'),
+      usable: z.boolean().describe('whether it has enough returns in the window; its pairs with any unusable instrument have a null correlation'),
+      reason: z.enum(CORRELATION_EXCLUSIONS).nullable().describe('why it is not usable; null when it is'),
+    }),
+  ),
+  unknownInstrumentIds: z.array(InstrumentId),
+  assumptions: z.strictObject({
+    method: z.enum(CORRELATION_METHODS),
+    ...windowAssumptions,
+    alignment: z.string(),
+    nullCorrelation: z.string().describe('when a pair has a null correlation, and how the reason tells which case'),
+    firstCommonDate: date('first date the usable series share').nullable(),
+    lastCommonDate: date('last date the usable series share').nullable(),
+  }),
+});
+
+export const BetaDataSchema = z.strictObject({
+  instrumentId: InstrumentId,
+  benchmarkId: InstrumentId,
+  beta: z.number().nullable().describe('OLS slope of the instrument\'s daily log returns on the benchmark\'s; null with a reason'),
+  alpha: z.number().nullable().describe('OLS intercept, a daily log return (not annualised); null with a reason'),
+  rSquared: z.number().min(0).max(1).nullable().describe('null with a reason'),
+  observations: count.describe('aligned return pairs'),
+  reason: z.enum(BETA_REASONS).nullable().describe('why a figure is null; null when all three are numbers'),
+  assumptions: z.strictObject({ ...windowAssumptions, regression: z.string(), alphaUnit: z.string() }),
+});
