@@ -1,84 +1,7 @@
 import type postgres from 'postgres';
 import type { Sql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
-import { type ActionForAdjustment, type PriorClose, type Provenance } from './adjustment.ts';
-
-export interface ActionSetQuery {
-  instrumentIds: string[];
-  /**
-   * The action-set version to read for each instrument, in the order of
-   * instrumentIds: the version the caller reports. Revisions are append-only
-   * and a version is bumped in the transaction that appends its revisions, so
-   * the set at a version the caller has seen never changes, whatever commits
-   * between the caller's statements.
-   */
-  versions: number[];
-  /** Knowledge cut-off: actions whose knowledgeDate is after it are excluded. */
-  asOf?: Date;
-  includeBackfilled: boolean;
-  /** Effective-date bounds (corporate-actions route); absent for adjustment. */
-  effectiveFrom?: string;
-  effectiveTo?: string;
-}
-
-/** Latest version per instrument; 0 for an instrument whose action set never changed. */
-export async function actionSetVersions(sql: Sql, instrumentIds: string[]): Promise<Map<string, number>> {
-  const rows = await timed(
-    'action_set_versions',
-    sql`
-      select instrument_id, version
-      from action_set_versions
-      where instrument_id = any (${instrumentIds}::uuid[])
-    `,
-  );
-  const versions = new Map(instrumentIds.map((id) => [id, 0]));
-  for (const r of rows) versions.set(r.instrument_id as string, r.version as number);
-  return versions;
-}
-
-/**
- * The action set as of each instrument's version: for each action, its
- * latest revision at or below that version. Then the knowledge filter: with a
- * cut-off, only actions whose knowledgeDate is on or before it. Backfilled
- * actions (no knowledge date) cannot be placed in time, so they count only
- * when asked for.
- */
-export function selectActionSet(sql: Sql, q: ActionSetQuery) {
-  return sql`
-    select *
-    from (
-      select distinct on (r.action_id) r.*
-      from unnest(${q.instrumentIds}::uuid[], ${q.versions}::int[]) as v (instrument_id, version)
-      join corporate_action_revisions r on r.instrument_id = v.instrument_id and r.action_set_version <= v.version
-      order by r.action_id, r.action_set_version desc
-    ) a
-    where true
-      and (
-        a.knowledge_date is null and ${q.includeBackfilled}::boolean
-        or a.knowledge_date is not null ${q.asOf ? sql`and a.knowledge_date <= ${q.asOf}` : sql``}
-      )
-      ${q.effectiveFrom ? sql`and a.effective_date >= ${q.effectiveFrom}::date` : sql``}
-      ${q.effectiveTo ? sql`and a.effective_date <= ${q.effectiveTo}::date` : sql``}
-    order by a.instrument_id, a.effective_date, a.action_id
-  `;
-}
-
-export async function actionsForAdjustment(sql: Sql, q: ActionSetQuery): Promise<Map<string, ActionForAdjustment[]>> {
-  const rows = await timed('actions_for_adjustment', selectActionSet(sql, q));
-  const byInstrument = new Map<string, ActionForAdjustment[]>();
-  for (const r of rows) {
-    const list = byInstrument.get(r.instrument_id as string) ?? [];
-    list.push({
-      id: r.action_id as string,
-      kind: r.kind as string,
-      effectiveDate: r.effective_date as string,
-      knowledgeProvenance: r.knowledge_provenance as Provenance,
-      params: r.params as Record<string, unknown>,
-    });
-    byInstrument.set(r.instrument_id as string, list);
-  }
-  return byInstrument;
-}
+import type { PriorClose } from './adjustment.ts';
 
 /** For each dividend, the last raw bar before its ex-date (one query for all). */
 export async function priorCloses(sql: Sql, dividends: { instrumentId: string; effectiveDate: string }[]): Promise<Map<string, PriorClose[]>> {
@@ -110,38 +33,6 @@ export async function priorCloses(sql: Sql, dividends: { instrumentId: string; e
     result.set(r.instrument_id as string, list);
   }
   return result;
-}
-
-export interface CoverageCheck {
-  checkedAt: string;
-  source: string;
-  coveredFrom: string;
-  actionsFound: number;
-}
-
-/** The latest coverage check per instrument known at the cut-off. */
-export async function latestCoverageChecks(sql: Sql, instrumentIds: string[], asOf?: Date): Promise<Map<string, CoverageCheck>> {
-  const rows = await timed(
-    'latest_coverage_checks',
-    sql`
-      select distinct on (instrument_id) instrument_id, checked_at, source, covered_from, actions_found
-      from action_coverage_checks
-      where instrument_id = any (${instrumentIds}::uuid[])
-        ${asOf ? sql`and checked_at <= ${asOf}` : sql``}
-      order by instrument_id, checked_at desc, id desc
-    `,
-  );
-  return new Map(
-    rows.map((r) => [
-      r.instrument_id as string,
-      {
-        checkedAt: (r.checked_at as Date).toISOString(),
-        source: r.source as string,
-        coveredFrom: r.covered_from as string,
-        actionsFound: r.actions_found as number,
-      },
-    ]),
-  );
 }
 
 export const DAILY_BAR_COLUMNS = `bar_date, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit,

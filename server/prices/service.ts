@@ -1,20 +1,12 @@
 import type { Database, Units } from '../db/database.ts';
 import { timed, type Sql } from '../db/sql.ts';
-import { AppError, invalidRequest } from '../http/errors.ts';
+import { AppError } from '../http/errors.ts';
 import type { PointInTime } from '../http/params.ts';
 import type { Meta } from '../http/envelope.ts';
 import { requireInstrument } from '../instruments/service.ts';
-import {
-  BarAdjuster,
-  buildFactors,
-  priceBasisOf,
-  PROVENANCES,
-  type ActionForAdjustment,
-  type Factor,
-  type NotApplied,
-  type Provenance,
-  type RawBar,
-} from './adjustment.ts';
+import { PROVENANCES, zeroProvenanceCounts, type CoverageCheck } from '../actions/schema.ts';
+import { actionCoverage, actionSetsToApply, latestCoverageChecks, provenanceMeta } from '../actions/service.ts';
+import { BarAdjuster, buildFactors, priceBasisOf, type Factor, type NotApplied, type RawBar } from './adjustment.ts';
 import * as repo from './repository.ts';
 import type { BulkPricesQuery, DailyPricesQuery } from './schema.ts';
 import { INTRADAY_ASSET_CLASSES, type INTERVALS } from './schema.ts';
@@ -42,16 +34,7 @@ interface InstrumentPlan {
  * touch the window.
  */
 export async function planAdjustments(sql: Sql, ids: string[], q: AdjustmentOptions): Promise<Map<string, InstrumentPlan>> {
-  const latest = await repo.actionSetVersions(sql, ids);
-  const versions = ids.map((id) => versionToRead(q.actionSetVersion, latest.get(id)!));
-  const actions = q.adjusted
-    ? await repo.actionsForAdjustment(sql, {
-        instrumentIds: ids,
-        versions,
-        asOf: q.asOf?.instant,
-        includeBackfilled: q.includeBackfilled,
-      })
-    : new Map<string, ActionForAdjustment[]>();
+  const { versions, actions } = await actionSetsToApply(sql, ids, q);
   // Only dividends that can touch the window need a prior close.
   const dividends = [...actions].flatMap(([instrumentId, list]) =>
     list.filter((a) => a.kind === 'cash_dividend' && a.effectiveDate > q.from).map((a) => ({ instrumentId, effectiveDate: a.effectiveDate })),
@@ -66,38 +49,6 @@ export async function planAdjustments(sql: Sql, ids: string[], q: AdjustmentOpti
     plans.set(id, { version: versions[i], factors, notApplied });
   });
   return plans;
-}
-
-/** The action-set version a read uses: the pinned one, refused when the instrument has not reached it, else the latest. */
-export function versionToRead(pinned: number | undefined, latest: number): number {
-  if (pinned !== undefined && pinned > latest) {
-    throw invalidRequest(`actionSetVersion ${pinned} does not exist for this instrument`, {
-      actionSetVersion: [`the latest version is ${latest}`],
-    });
-  }
-  return pinned ?? latest;
-}
-
-export type CoverageGap = 'none' | 'never_checked' | 'starts_after_series';
-
-function actionCoverage(check: repo.CoverageCheck | undefined, firstBarDate: string) {
-  if (!check) {
-    return { checked: false, lastCheckedAt: null, source: null, coveredFrom: null, actionsFound: null, coversSeries: false, gap: 'never_checked' as CoverageGap };
-  }
-  const coversSeries = check.coveredFrom <= firstBarDate;
-  return {
-    checked: true,
-    lastCheckedAt: check.checkedAt,
-    source: check.source,
-    coveredFrom: check.coveredFrom,
-    actionsFound: check.actionsFound,
-    coversSeries,
-    gap: (coversSeries ? 'none' : 'starts_after_series') as CoverageGap,
-  };
-}
-
-function provenanceOf(counts: Record<Provenance, number>) {
-  return { ...counts, pitValid: counts.backfilled === 0 };
 }
 
 function priceBasis(q: AdjustmentOptions, adjuster: BarAdjuster, plan: InstrumentPlan, readAt: Date) {
@@ -155,7 +106,7 @@ export async function readDailyPrices(db: Database, id: string, q: DailyPricesQu
   const { plan, coverage, rows } = await db.run(async (sql) => {
     await requireInstrument(sql, id);
     // planAdjustments refuses a pinned version the instrument has not reached.
-    const [plans, coverage] = await Promise.all([planAdjustments(sql, [id], q), repo.latestCoverageChecks(sql, [id], q.asOf?.instant)]);
+    const [plans, coverage] = await Promise.all([planAdjustments(sql, [id], q), latestCoverageChecks(sql, [id], q.asOf?.instant)]);
     return { plan: plans.get(id)!, coverage, rows: await repo.selectDailyBars(sql, [id], q.from, q.to) };
   });
   const adjuster = new BarAdjuster(q.adjusted ? plan.factors : []);
@@ -175,7 +126,7 @@ export async function readDailyPrices(db: Database, id: string, q: DailyPricesQu
     actionSetVersion: plan.version,
     actionSetVersionPinned: q.actionSetVersion !== undefined,
     includeBackfilled: q.includeBackfilled,
-    provenance: provenanceOf(adjuster.provenanceCounts()),
+    provenance: provenanceMeta(adjuster.provenanceCounts()),
     priceBasis: priceBasis(q, adjuster, plan, readAt),
     actionCoverage: actionCoverage(coverage.get(id), (rows[0]?.bar_date as string | undefined) ?? q.from),
   };
@@ -228,8 +179,8 @@ export async function streamBulkPrices(
   const readAt = new Date();
   const { known, plans, coverage } = await db.run(async (sql) => {
     const known = [...(await repo.existingInstruments(sql, q.instrumentIds)).keys()].sort();
-    if (!known.length) return { known, plans: new Map<string, InstrumentPlan>(), coverage: new Map<string, repo.CoverageCheck>() };
-    const [plans, coverage] = await Promise.all([planAdjustments(sql, known, q), repo.latestCoverageChecks(sql, known, q.asOf?.instant)]);
+    if (!known.length) return { known, plans: new Map<string, InstrumentPlan>(), coverage: new Map<string, CoverageCheck>() };
+    const [plans, coverage] = await Promise.all([planAdjustments(sql, known, q), latestCoverageChecks(sql, known, q.asOf?.instant)]);
     return { known, plans, coverage };
   });
   const adjusters = new Map(known.map((id) => [id, new BarAdjuster(q.adjusted ? plans.get(id)!.factors : [])]));
@@ -292,7 +243,7 @@ export async function streamBulkPrices(
   const actionSetVersions: Record<string, number> = {};
   const priceBases: Record<string, unknown> = {};
   const actionCoverages: Record<string, ReturnType<typeof actionCoverage>> = {};
-  const provenance = { observed: 0, vendor_pit: 0, announced: 0, backfilled: 0 } as Record<Provenance, number>;
+  const provenance = zeroProvenanceCounts();
   for (const id of known) {
     const plan = plans.get(id)!;
     const adjuster = adjusters.get(id)!;
@@ -319,7 +270,7 @@ export async function streamBulkPrices(
       coversSeries: coverages.length > 0 && coverages.every((c) => c.coversSeries),
       actionsFound: coverages.every((c) => c.actionsFound !== null) ? coverages.reduce((n, c) => n + (c.actionsFound ?? 0), 0) : null,
     },
-    provenance: provenanceOf(provenance),
+    provenance: provenanceMeta(provenance),
   };
   buffer += '}';
   await flush();
