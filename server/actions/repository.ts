@@ -121,3 +121,106 @@ export async function latestCoverageChecks(sql: Sql, instrumentIds: string[], as
     rows.map((r) => [r.instrument_id, { checkedAt: r.checked_at.toISOString(), source: r.source, coveredFrom: r.covered_from, actionsFound: r.actions_found }]),
   );
 }
+
+// Ingest: statements over the `ingest_staging` table of an action upload
+// (actions/ingest.ts), inside its transaction.
+
+// Any constant: serialises action ingests so two batches cannot both read
+// version N and both write N+1.
+const ACTION_INGEST_LOCK = 7_311_020_002;
+
+export async function lockActionIngest(tx: Sql): Promise<void> {
+  await tx`select pg_advisory_xact_lock(${ACTION_INGEST_LOCK})`;
+}
+
+/** Staged rows that repeat an earlier row's action id, first first. */
+export function repeatedStagedActions(tx: Sql) {
+  return tx<{ row_index: number }[]>`
+    select row_index
+    from (select row_index, row_number() over (partition by action_id order by row_index) as k from ingest_staging) d
+    where k > 1
+    order by row_index
+    limit 1
+  `;
+}
+
+/** Staged rows whose action id is stored under another instrument, first first. */
+export function stagedActionsOfAnotherInstrument(tx: Sql) {
+  return tx<{ row_index: number }[]>`
+    select s.row_index
+    from ingest_staging s
+    join corporate_action_revisions r on r.action_id = s.action_id and r.instrument_id <> s.instrument_id
+    order by s.row_index
+    limit 1
+  `;
+}
+
+/**
+ * Appends a revision for each staged action that is new or differs from its
+ * latest revision, under one new action-set version per instrument touched.
+ * `versions` maps each bumped instrument to its new version.
+ */
+export async function appendStagedRevisions(tx: Sql): Promise<{ rows: number; inserted: number; updated: number; versions: Record<string, number> }> {
+  const [row] = await tx<{ rows: number; inserted: number; updated: number; appended: number; versions: Record<string, number> }[]>`
+    with changed as (
+      select s.*, l.created_at as original_created_at, l.action_id is null as is_new
+      from ingest_staging s
+      left join lateral (
+        select *
+        from corporate_action_revisions r
+        where r.action_id = s.action_id
+        order by r.action_set_version desc
+        limit 1
+      ) l on true
+      where l.action_id is null
+         or (l.kind, l.effective_date, l.announcement_date, l.knowledge_date, l.knowledge_provenance, l.params, l.source)
+            is distinct from
+            (s.kind, s.effective_date, s.announcement_date, s.knowledge_date, s.knowledge_provenance, s.params, s.source)
+    ),
+    bumped as (
+      insert into action_set_versions as v (instrument_id, version, changed_at)
+      select distinct instrument_id, 1, now()
+      from changed
+      on conflict (instrument_id) do update set version = v.version + 1, changed_at = now()
+      returning instrument_id, version
+    ),
+    appended as (
+      insert into corporate_action_revisions (action_id, instrument_id, action_set_version, kind, effective_date,
+        announcement_date, knowledge_date, knowledge_provenance, params, source, created_at)
+      select c.action_id, c.instrument_id, b.version, c.kind, c.effective_date, c.announcement_date,
+        c.knowledge_date, c.knowledge_provenance, c.params, c.source, coalesce(c.original_created_at, now())
+      from changed c
+      join bumped b using (instrument_id)
+      returning action_id
+    )
+    select
+      (select count(*)::int from ingest_staging) as rows,
+      (select count(*)::int from changed where is_new) as inserted,
+      (select count(*)::int from changed where not is_new) as updated,
+      (select count(*)::int from appended) as appended,
+      (select coalesce(jsonb_object_agg(instrument_id, version), '{}'::jsonb) from bumped) as versions
+  `;
+  return { rows: row.rows, inserted: row.inserted, updated: row.updated, versions: row.versions };
+}
+
+/** Upserts the staged coverage checks; a stored check is rewritten only when a value differs. */
+export async function upsertStagedCoverageChecks(tx: Sql): Promise<{ rows: number; inserted: number; updated: number }> {
+  const [row] = await tx<{ rows: number; inserted: number; updated: number }[]>`
+    with upserted as (
+      insert into action_coverage_checks as c (instrument_id, checked_at, source, covered_from, actions_found)
+      select instrument_id, checked_at, source, covered_from, actions_found
+      from ingest_staging
+      on conflict (instrument_id, checked_at, source) do update set
+        covered_from = excluded.covered_from,
+        actions_found = excluded.actions_found
+      where (c.covered_from, c.actions_found) is distinct from (excluded.covered_from, excluded.actions_found)
+      returning (xmax = 0) as inserted
+    )
+    select
+      (select count(*)::int from ingest_staging) as rows,
+      count(*) filter (where inserted)::int as inserted,
+      count(*) filter (where not inserted)::int as updated
+    from upserted
+  `;
+  return row;
+}

@@ -369,7 +369,7 @@ async function rejectNewUnknownInstruments(tx: Sql, keys: RowKeys): Promise<void
   const unchecked = keys.takeUnchecked();
   if (!unchecked.length) return;
   const unknown = new Set(
-    (await tx`select t.id::text as id from unnest(${unchecked.map((u) => u.id)}::uuid[]) as t (id) where not exists (select 1 from instruments i where i.id = t.id)`).map((r) => r.id as string),
+    (await tx<{ id: string }[]>`select t.id::text as id from unnest(${unchecked.map((u) => u.id)}::uuid[]) as t (id) where not exists (select 1 from instruments i where i.id = t.id)`).map((r) => r.id),
   );
   const firstUnknown = unchecked.find((u) => unknown.has(u.id)); // in first-row order already
   if (firstUnknown) throw rowError(firstUnknown.firstRow, 'instrumentId', 'unknown instrument');

@@ -100,8 +100,8 @@ export function adminRouter(deps: AdminDeps): Router {
         return [
           env,
           {
-            days: own.map((r) => ({ day: r.day as string, admitted: r.admitted as number, refused: r.refused as number })),
-            latestMinute: own[0] ? { minuteStart: (own[0].minute_start as Date).toISOString(), admitted: own[0].minute_admitted as number } : null,
+            days: own.map((r) => ({ day: r.day, admitted: r.admitted, refused: r.refused })),
+            latestMinute: own[0] ? { minuteStart: own[0].minuteStart, admitted: own[0].minuteAdmitted } : null,
           },
         ];
       }),

@@ -30,7 +30,7 @@ export async function loadDemoData(sql: Sql): Promise<Record<string, IngestResul
 
 /** First start with DEMO_DATA=auto: an empty instrument table gets the demo set. */
 export async function loadDemoDataIfEmpty(sql: Sql): Promise<Record<string, IngestResult> | null> {
-  const [row] = await sql`select exists (select 1 from instruments) as any`;
+  const [row] = await sql<{ any: boolean }[]>`select exists (select 1 from instruments) as any`;
   if (row.any) return null;
   return loadDemoData(sql);
 }

@@ -38,7 +38,7 @@ export const instrumentIngest: IngestKind<InstrumentIngestRow> = {
       'id',
       'the same instrument id appears twice in the batch',
     );
-    const [counts] = await tx`
+    const [counts] = await tx<{ inserted: number; updated: number; rows: number }[]>`
       with upserted as (
         insert into instruments as i (id, asset_class, display_name, exchange, region, isin, cusip,
           distribution_policy, quote_currency, quote_unit, is_active)
@@ -84,13 +84,13 @@ export const instrumentIngest: IngestKind<InstrumentIngestRow> = {
       from ingest_staging s
       cross join lateral jsonb_each_text(s.broker_codes) as b
     `;
-    const ids = await tx`select id from ingest_staging order by row_index limit 10000`;
+    const ids = await tx<{ id: string }[]>`select id from ingest_staging order by row_index limit 10000`;
     return {
-      rows: counts.rows as number,
-      inserted: counts.inserted as number,
-      updated: counts.updated as number,
-      unchanged: (counts.rows as number) - (counts.inserted as number) - (counts.updated as number),
-      ids: ids.map((r) => r.id as string),
+      rows: counts.rows,
+      inserted: counts.inserted,
+      updated: counts.updated,
+      unchanged: counts.rows - counts.inserted - counts.updated,
+      ids: ids.map((r) => r.id),
     };
   },
 };

@@ -36,7 +36,7 @@ export async function readAdjustedSeries(
 ): Promise<Map<string, AdjustedSeries>> {
   const q = { from: window.from, to: window.to, adjusted: true, asOf: window.asOf, includeBackfilled: false };
   const [plans, rows] = await Promise.all([planAdjustments(sql, ids, q), timed('adjusted_series_bars', repo.selectPackedSeries(sql, ids, window.from, window.to, window.fields))]);
-  const packed = new Map(rows.map((r) => [r.instrument_id as string, r]));
+  const packed = new Map(rows.map((r) => [r.instrument_id, r]));
   const out = new Map<string, AdjustedSeries>();
   const ohlcv = window.fields === 'ohlcv';
   for (const id of ids) {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { RawBar } from './adjustment.ts';
 import { AsOfSchema, BooleanFlagSchema, DateSchema, UuidSchema, idListSchema } from '../http/params.ts';
 
 export const MAX_BULK_INSTRUMENTS = 500;
@@ -66,3 +67,27 @@ export const InstrumentPathSchema = z.strictObject({ id: UuidSchema });
 
 export type DailyPricesQuery = z.infer<typeof DailyPricesQuerySchema>;
 export type BulkPricesQuery = z.infer<typeof BulkPricesQuerySchema>;
+
+/** A stored daily bar. */
+export interface DailyBar extends RawBar {
+  instrumentId: string;
+  quoteCurrency: string;
+  quoteUnit: string;
+  stale: boolean;
+  asOf: string;
+  source: string;
+}
+
+/** A stored intraday bar: the public fields, then when the source published it. */
+export interface IntradayBar {
+  barTimestamp: string;
+  openPrice: number;
+  highPrice: number;
+  lowPrice: number;
+  closePrice: number;
+  volume: number | null;
+  quoteCurrency: string;
+  quoteUnit: string;
+  source: string;
+  asOf: string;
+}

@@ -6,9 +6,9 @@ import type { Meta } from '../http/envelope.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { PROVENANCES, zeroProvenanceCounts, type CoverageCheck } from '../actions/schema.ts';
 import { actionCoverage, actionSetsToApply, latestCoverageChecks, provenanceMeta } from '../actions/service.ts';
-import { BarAdjuster, buildFactors, priceBasisOf, type Factor, type NotApplied, type RawBar } from './adjustment.ts';
+import { BarAdjuster, buildFactors, priceBasisOf, type Factor, type NotApplied } from './adjustment.ts';
 import * as repo from './repository.ts';
-import type { BulkPricesQuery, DailyPricesQuery } from './schema.ts';
+import type { BulkPricesQuery, DailyBar, DailyPricesQuery } from './schema.ts';
 import { INTRADAY_ASSET_CLASSES, type INTERVALS } from './schema.ts';
 
 interface AdjustmentOptions {
@@ -61,32 +61,6 @@ function priceBasis(q: AdjustmentOptions, adjuster: BarAdjuster, plan: Instrumen
   };
 }
 
-interface DailyBar extends RawBar {
-  quoteCurrency: string;
-  quoteUnit: string;
-  stale: boolean;
-  asOf: string;
-  source: string;
-}
-
-function toRawBar(r: Record<string, unknown>): DailyBar {
-  return {
-    barDate: r.bar_date as string,
-    openPrice: r.open_price as number | null,
-    highPrice: r.high_price as number | null,
-    lowPrice: r.low_price as number | null,
-    closePrice: r.close_price as number,
-    volume: r.volume as number | null,
-    quoteCurrency: r.quote_currency as string,
-    quoteUnit: r.quote_unit as string,
-    stale: r.stale as boolean,
-    asOf: (r.as_of as Date).toISOString(),
-    source: r.source as string,
-    priceBasis: r.price_basis as 'raw' | 'vendor_adjusted',
-    reflectsActionsThrough: (r.reflects_actions_through as string | null) ?? null,
-  };
-}
-
 /** The public bar: the spec's fields, in a fixed order so equal inputs give equal bytes. */
 function barJson(b: DailyBar): string {
   return (
@@ -103,17 +77,17 @@ function sourcesOf(sources: Set<string>): string {
 
 export async function readDailyPrices(db: Database, id: string, q: DailyPricesQuery): Promise<{ dataJson: string; meta: Meta }> {
   const readAt = new Date();
-  const { plan, coverage, rows } = await db.run(async (sql) => {
+  const { plan, coverage, stored } = await db.run(async (sql) => {
     await requireInstrument(sql, id);
     // planAdjustments refuses a pinned version the instrument has not reached.
     const [plans, coverage] = await Promise.all([planAdjustments(sql, [id], q), latestCoverageChecks(sql, [id], q.asOf?.instant)]);
-    return { plan: plans.get(id)!, coverage, rows: await repo.selectDailyBars(sql, [id], q.from, q.to) };
+    return { plan: plans.get(id)!, coverage, stored: await repo.selectDailyBars(sql, [id], q.from, q.to) };
   });
   const adjuster = new BarAdjuster(q.adjusted ? plan.factors : []);
   const sources = new Set<string>();
   let stale = false;
-  const bars = rows.map((r) => {
-    const bar = adjuster.adjust(toRawBar(r));
+  const bars = stored.map((raw) => {
+    const bar = adjuster.adjust(raw);
     sources.add(bar.source);
     stale ||= bar.stale;
     return barJson(bar);
@@ -128,7 +102,7 @@ export async function readDailyPrices(db: Database, id: string, q: DailyPricesQu
     includeBackfilled: q.includeBackfilled,
     provenance: provenanceMeta(adjuster.provenanceCounts()),
     priceBasis: priceBasis(q, adjuster, plan, readAt),
-    actionCoverage: actionCoverage(coverage.get(id), (rows[0]?.bar_date as string | undefined) ?? q.from),
+    actionCoverage: actionCoverage(coverage.get(id), stored[0]?.barDate ?? q.from),
   };
   return { dataJson: `[${bars.join(',')}]`, meta };
 }
@@ -219,18 +193,18 @@ export async function streamBulkPrices(
     pages.lane.run((sql) => timed('bulk_bars_page', repo.selectDailyBars(sql, known.slice(start, start + perPage), q.from, q.to)), start === 0 ? undefined : pages.nextPageWaitMs);
   let next = known.length ? readPage(0) : null;
   for (let start = 0; next; start += perPage) {
-    const rows = await next;
+    const page = await next;
     next = start + perPage < known.length ? readPage(start + perPage) : null;
     // Awaited on the next round; when this page's writes fail first, it settles unobserved.
     next?.catch(() => {});
-    for (const r of rows) {
-      const id = r.instrument_id as string;
+    for (const raw of page) {
+      const id = raw.instrumentId;
       if (id !== current) {
         closeUpTo(id);
         open(id);
-        firstBar.set(id, r.bar_date as string);
+        firstBar.set(id, raw.barDate);
       }
-      const bar = adjusters.get(id)!.adjust(toRawBar(r));
+      const bar = adjusters.get(id)!.adjust(raw);
       sources.add(bar.source);
       stale ||= bar.stale;
       buffer += `${first ? '' : ','}${barJson(bar)}`;
@@ -293,21 +267,11 @@ export async function readIntradayBars(
   });
   const sources = new Set<string>();
   let latest = '';
-  const bars = rows.map((r) => {
-    sources.add(r.source as string);
-    const asOf = (r.as_of as Date).toISOString();
+  // The public bar is the stored one without asOf, which meta reports as the latest.
+  const bars = rows.map(({ asOf, ...bar }) => {
+    sources.add(bar.source);
     if (asOf > latest) latest = asOf;
-    return {
-      barTimestamp: (r.bar_ts as Date).toISOString(),
-      openPrice: r.open_price as number,
-      highPrice: r.high_price as number,
-      lowPrice: r.low_price as number,
-      closePrice: r.close_price as number,
-      volume: (r.volume as number | null) ?? null,
-      quoteCurrency: r.quote_currency as string,
-      quoteUnit: r.quote_unit as string,
-      source: r.source as string,
-    };
+    return bar;
   });
   return {
     data: bars,
