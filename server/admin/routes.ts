@@ -2,13 +2,12 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import express, { type RequestHandler, type Router } from 'express';
 import { z } from 'zod';
 import type { Database } from '../db/database.ts';
-import { AppError, notFound } from '../http/errors.ts';
+import { AppError } from '../http/errors.ts';
 import { parse } from '../http/validate.ts';
 import { routePrefix } from '../http/observe.ts';
 import { UuidSchema } from '../http/params.ts';
-import * as accounts from '../accounts/repository.ts';
+import * as accounts from '../accounts/service.ts';
 import * as keys from '../keys/service.ts';
-import { usageByAccount } from '../keys/repository.ts';
 import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
 import { batchesFrom, formatOf, ingestRows, type IngestKind } from './ingest.ts';
 import { UploadSlots, type UploadLimits } from './uploads.ts';
@@ -65,11 +64,11 @@ export function adminRouter(deps: AdminDeps): Router {
 
   router.post('/accounts', json, async (req, res) => {
     const body = parse(AccountCreateSchema, req.body, 'body');
-    res.status(201).json({ data: await db.run((sql) => accounts.insertAccount(sql, body.name)) });
+    res.status(201).json({ data: await accounts.createAccount(db, body.name) });
   });
 
   router.get('/accounts', async (_req, res) => {
-    res.json({ data: await db.run((sql) => accounts.listAccounts(sql)) });
+    res.json({ data: await accounts.listAccounts(db) });
   });
 
   router.post('/keys', json, async (req, res) => {
@@ -89,24 +88,7 @@ export function adminRouter(deps: AdminDeps): Router {
 
   router.get('/usage', async (req, res) => {
     const query = parse(UsageSchema, req.query);
-    const sinceDay = new Date(Date.now() - (query.days - 1) * 86_400_000).toISOString().slice(0, 10);
-    const rows = await db.run(async (sql) => {
-      if (!(await accounts.accountExists(sql, query.accountId))) throw notFound('account');
-      return usageByAccount(sql, query.accountId, sinceDay);
-    });
-    const usage = Object.fromEntries(
-      ENVIRONMENTS.map((env) => {
-        const own = rows.filter((r) => r.environment === env);
-        return [
-          env,
-          {
-            days: own.map((r) => ({ day: r.day, admitted: r.admitted, refused: r.refused })),
-            latestMinute: own[0] ? { minuteStart: own[0].minuteStart, admitted: own[0].minuteAdmitted } : null,
-          },
-        ];
-      }),
-    );
-    res.json({ data: { accountId: query.accountId, billable: ['live'], usage } });
+    res.json({ data: await keys.readUsage(db, query.accountId, query.days) });
   });
 
   const uploads = new UploadSlots(deps.uploads);

@@ -179,3 +179,8 @@ export async function readStorageTier(sql: Sql): Promise<{ tier: StorageTier; ti
   const [row] = await sql<(TierRow & { detected_at: Date })[]>`select tier, timescaledb_version, detected_at from storage_tier`;
   return { tier: row.tier, timescaledbVersion: row.timescaledb_version, detectedAt: row.detected_at.toISOString() };
 }
+
+export async function readServerVersion(sql: Sql): Promise<string> {
+  const [row] = await sql<{ server_version: string }[]>`select current_setting('server_version') as server_version`;
+  return row.server_version;
+}
