@@ -10,7 +10,7 @@ import type { LastUsedRecorder } from './keys/service.ts';
 import { registry } from './metrics.ts';
 import { adminRouter, requireAdminToken } from './admin/routes.ts';
 import { readStatus } from './admin/status.ts';
-import type { IngestKind } from './admin/ingest.ts';
+import type { IngestKind } from './ingest/kind.ts';
 import { instrumentsArea } from './instruments/routes.ts';
 import { pricesArea } from './prices/routes.ts';
 import { actionsArea } from './actions/routes.ts';

@@ -12,7 +12,8 @@ import { createLogger } from './logger.ts';
 import { AppError } from './http/errors.ts';
 import { parse } from './http/validate.ts';
 import { UuidSchema } from './http/params.ts';
-import { batchesFrom, ingestRows, type BodyFormat } from './admin/ingest.ts';
+import type { BodyFormat } from './ingest/body.ts';
+import { ingestBody } from './ingest/service.ts';
 import { readStatus } from './admin/status.ts';
 import * as accounts from './accounts/repository.ts';
 import * as keys from './keys/service.ts';
@@ -80,7 +81,7 @@ async function run(db: Database, url: string, argv: string[]): Promise<unknown> 
         const kinds = ingestKinds();
         const kind = kinds[action];
         if (!kind) throw new AppError('invalid_request', `unknown ingest kind ${action}`, { kind: [`one of ${Object.keys(kinds).join(', ')}`] });
-        return db.run((sql) => ingestRows(sql, kind, batchesFrom(createReadStream(rest[0]), formatOfFile(rest[0]))));
+        return ingestBody(db, kind, createReadStream(rest[0]), formatOfFile(rest[0]));
       }
       process.stderr.write(`${USAGE}\n`);
       process.exit(2);

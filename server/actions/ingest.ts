@@ -1,4 +1,5 @@
-import { rejectFirstRow, rejectUnknownInstruments, type IngestKind, type IngestResult } from '../admin/ingest.ts';
+import type { IngestKind, IngestResult } from '../ingest/kind.ts';
+import { rejectFirstRow, rejectUnknownInstruments } from '../ingest/service.ts';
 import * as repo from './repository.ts';
 import { CorporateActionRowSchema, CoverageCheckRowSchema, type CorporateActionRow, type CoverageCheckRow } from './schema.ts';
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { FiniteNumber } from '../admin/ingest.ts';
+import { FiniteNumber } from '../ingest/fields.ts';
 import { AsOfSchema, BooleanFlagSchema, DateSchema, InstantSchema, UuidSchema } from '../http/params.ts';
 
 export const ACTION_KINDS = ['split', 'cash_dividend', 'stock_dividend', 'spinoff', 'merger', 'symbol_change', 'delisting'] as const;

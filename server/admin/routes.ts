@@ -9,8 +9,10 @@ import { UuidSchema } from '../http/params.ts';
 import * as accounts from '../accounts/service.ts';
 import * as keys from '../keys/service.ts';
 import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
-import { batchesFrom, formatOf, ingestRows, type IngestKind } from './ingest.ts';
-import { UploadSlots, type UploadLimits } from './uploads.ts';
+import { formatOf } from '../ingest/body.ts';
+import type { IngestKind } from '../ingest/kind.ts';
+import { ingestBody } from '../ingest/service.ts';
+import { UploadSlots, type UploadLimits } from '../ingest/uploads.ts';
 import type { StatusReport } from './status.ts';
 
 const AccountCreateSchema = z.strictObject({ name: z.string().trim().min(1).max(200).describe('account display name') });
@@ -95,7 +97,7 @@ export function adminRouter(deps: AdminDeps): Router {
   for (const [path, kind] of Object.entries(deps.ingestKinds)) {
     router.post(`/${path}`, async (req, res) => {
       const format = formatOf(req.get('content-type'));
-      res.json({ data: await uploads.run(req, (body) => db.run((sql) => ingestRows(sql, kind, batchesFrom(body, format)))) });
+      res.json({ data: await uploads.run(req, (body) => ingestBody(db, kind, body, format)) });
     });
   }
   deps.extraRoutes?.(router);

@@ -1,5 +1,7 @@
 import type { Sql } from '../db/sql.ts';
-import { batchesOf, ingestRows, type IngestResult } from '../admin/ingest.ts';
+import { batchesOf } from '../ingest/body.ts';
+import type { IngestResult } from '../ingest/kind.ts';
+import { ingestRows } from '../ingest/service.ts';
 import { instrumentIngest } from '../instruments/ingest.ts';
 import { dailyBarIngest, intradayBarIngest } from '../prices/ingest.ts';
 import { corporateActionIngest, coverageCheckIngest } from '../actions/ingest.ts';

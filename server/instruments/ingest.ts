@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { rejectFirstRow, type IngestKind } from '../admin/ingest.ts';
+import type { IngestKind } from '../ingest/kind.ts';
+import { rejectFirstRow } from '../ingest/service.ts';
 import { InstrumentIngestSchema, type InstrumentIngestRow } from './schema.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AssetClassSchema, AsOfSchema, DateSchema, UuidSchema, idListSchema } from '../http/params.ts';
-import { BooleanValue } from '../admin/ingest.ts';
+import { BooleanValue } from '../ingest/fields.ts';
 
 export const MAX_BULK_IDS = 500;
 

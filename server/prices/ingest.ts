@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { BooleanValue, copyInto, finiteNumber, NonNegativeNumber, PositiveNumber, type IngestKind } from '../admin/ingest.ts';
+import { BooleanValue, finiteNumber, NonNegativeNumber, PositiveNumber } from '../ingest/fields.ts';
+import type { IngestKind } from '../ingest/kind.ts';
+import { analyzeStaging, copyInto, restage } from '../ingest/repository.ts';
 import { dayNumber } from './adjustment.ts';
 import type { Sql } from '../db/sql.ts';
 import { DateSchema, InstantSchema, isDate, isInstant, UuidSchema } from '../http/params.ts';
@@ -176,8 +178,7 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
         if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
       }
     }
-    await tx`truncate ingest_staging`;
-    await copyInto(tx, 'ingest_staging', batch.text);
+    await restage(tx, batch.text);
     const written = await repo.upsertStagedBars(tx, 'daily_bars', repo.DAILY_COLUMNS);
     state.copyStraight = written.inserted === batch.rows;
     return written;
@@ -195,13 +196,12 @@ export const intradayBarIngest: IngestKind<IntradayBarRow> = {
   ],
   key: { field: 'barTimestamp', instrumentId: (r) => r.instrumentId, ordinal: (r) => Date.parse(r.barTimestamp) / MINUTE_MS },
   async writeBatch(tx, batch, state) {
-    await tx`truncate ingest_staging`;
-    await copyInto(tx, 'ingest_staging', batch.text);
+    await restage(tx, batch.text);
     const written = await repo.upsertStagedBars(tx, 'intraday_bars', repo.INTRADAY_COLUMNS);
     state.tier ??= (await readStorageTier(tx)).tier;
     // Full TimescaleDB keeps the rollups as continuous aggregates, refreshed after commit.
     if (state.tier !== 'timescaledb') {
-      await tx`analyze ingest_staging`;
+      await analyzeStaging(tx);
       await repo.refreshRollups(tx, batch.first, batch.last);
     }
     return written;
@@ -210,7 +210,7 @@ export const intradayBarIngest: IngestKind<IntradayBarRow> = {
     firstBarTimestamp: new Date(range.first * MINUTE_MS).toISOString(),
     lastBarTimestamp: new Date(range.last * MINUTE_MS).toISOString(),
   }),
-  async afterCommit(sql, result) {
+  async afterCommit(sql, range) {
     if ((await readStorageTier(sql)).tier !== 'timescaledb') return;
     // A continuous aggregate refresh cannot run inside a transaction. Real-time
     // aggregation already serves unmaterialised buckets; this re-materialises
@@ -218,8 +218,8 @@ export const intradayBarIngest: IngestKind<IntradayBarRow> = {
     // Whole hours, a boundary of every rollup width, so no touched bucket is
     // cut off.
     const hour = 3_600_000;
-    const first = new Date(Math.floor(Date.parse(result.firstBarTimestamp as string) / hour) * hour);
-    const lastHour = new Date(Math.floor(Date.parse(result.lastBarTimestamp as string) / hour) * hour);
+    const first = new Date(Math.floor((range.first * MINUTE_MS) / hour) * hour);
+    const lastHour = new Date(Math.floor((range.last * MINUTE_MS) / hour) * hour);
     await repo.refreshContinuousAggregates(sql, first, lastHour);
   },
 };

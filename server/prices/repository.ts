@@ -3,7 +3,7 @@ import type { Sql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import type { PriorClose } from './adjustment.ts';
 import type { DailyBar, IntradayBar } from './schema.ts';
-import type { WriteCounts } from '../admin/ingest.ts';
+import type { WriteCounts } from '../ingest/kind.ts';
 
 const MINUTE_MS = 60_000;
 
