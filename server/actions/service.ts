@@ -1,5 +1,6 @@
 import type { Database } from '../db/database.ts';
 import type { Sql } from '../db/sql.ts';
+import { sourcesMeta } from '../http/envelope.ts';
 import { invalidRequest } from '../http/errors.ts';
 import type { PointInTime } from '../http/params.ts';
 import { requireInstrument } from '../instruments/service.ts';
@@ -46,7 +47,7 @@ export async function listCorporateActions(db: Database, id: string, q: Corporat
     data,
     meta: {
       asOf: q.asOf?.input ?? new Date().toISOString(),
-      source: sources.size ? [...sources].sort().join(', ') : 'none',
+      source: sourcesMeta(sources),
       stale: false,
       actionSetVersion: version,
       includeBackfilled: q.includeBackfilled,

@@ -20,7 +20,7 @@ export interface SqlOptions {
  * The service never opens a cursor: postgres.js 3.4.9 answers a failed Close
  * of an abandoned cursor with a second Sync, after which the connection's next
  * query reads the previous query's reply. Long reads are paged instead
- * (prices/service.ts, streamBulkPrices).
+ * (prices/bulk-stream.ts, streamBulkPrices).
  *
  * Reconnection is not left to postgres.js's backoff (which grows to 20 s a
  * try while queries wait behind it): the gate in database.ts refuses work while

@@ -91,3 +91,13 @@ export interface IntradayBar {
   source: string;
   asOf: string;
 }
+
+/** The public bar: the spec's fields, in a fixed order so equal inputs give equal bytes. */
+export function dailyBarJson(b: DailyBar): string {
+  return (
+    `{"barDate":"${b.barDate}","openPrice":${JSON.stringify(b.openPrice)},"highPrice":${JSON.stringify(b.highPrice)},` +
+    `"lowPrice":${JSON.stringify(b.lowPrice)},"closePrice":${JSON.stringify(b.closePrice)},"volume":${JSON.stringify(b.volume)},` +
+    `"quoteCurrency":${JSON.stringify(b.quoteCurrency)},"quoteUnit":${JSON.stringify(b.quoteUnit)},"stale":${b.stale},` +
+    `"asOf":"${b.asOf}","source":${JSON.stringify(b.source)}}`
+  );
+}
