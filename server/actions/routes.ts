@@ -1,8 +1,7 @@
 import type { Area } from '../app.ts';
 import { sendData } from '../http/envelope.ts';
-import { UuidSchema } from '../http/params.ts';
+import { IdParamsSchema } from '../http/params.ts';
 import { parse } from '../http/validate.ts';
-import { z } from 'zod';
 import { corporateActionIngest, coverageCheckIngest } from './ingest.ts';
 import { CorporateActionsQuerySchema } from './schema.ts';
 import { listCorporateActions } from './service.ts';
@@ -10,9 +9,9 @@ import { listCorporateActions } from './service.ts';
 export const actionsArea: Area = {
   routes(router, { readDb }) {
     router.get('/instruments/:id/corporate-actions', 'actions:read', async (req, res) => {
-      const { id } = parse(z.strictObject({ id: UuidSchema }), req.params, 'params');
+      const { id } = parse(IdParamsSchema, req.params, 'params');
       const q = parse(CorporateActionsQuerySchema, req.query);
-      const { data, meta } = await listCorporateActions(readDb, id.toLowerCase(), q);
+      const { data, meta } = await listCorporateActions(readDb, id, q);
       sendData(res, data, meta);
     });
   },

@@ -5,7 +5,7 @@ import type { Database } from '../db/database.ts';
 import { AppError } from '../http/errors.ts';
 import { parse } from '../http/validate.ts';
 import { routePrefix } from '../http/observe.ts';
-import { UuidSchema } from '../http/params.ts';
+import { IdParamsSchema, UuidSchema } from '../http/params.ts';
 import * as accounts from '../accounts/service.ts';
 import * as keys from '../keys/service.ts';
 import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
@@ -84,7 +84,7 @@ export function adminRouter(deps: AdminDeps): Router {
   });
 
   router.post('/keys/:id/revoke', async (req, res) => {
-    const { id } = parse(z.object({ id: UuidSchema }), req.params, 'params');
+    const { id } = parse(IdParamsSchema, req.params, 'params');
     res.json({ data: await keys.revokeKey(db, id) });
   });
 

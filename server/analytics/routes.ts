@@ -1,7 +1,8 @@
 import type { Area } from '../app.ts';
 import { sendData } from '../http/envelope.ts';
 import { parse } from '../http/validate.ts';
-import { BetaQuerySchema, CorrelationsQuerySchema, InstrumentIdParamsSchema, OptionPriceSchema, ProbabilitySchema, StrategyEvSchema, TechnicalsQuerySchema } from './schema.ts';
+import { IdParamsSchema } from '../http/params.ts';
+import { BetaQuerySchema, CorrelationsQuerySchema, OptionPriceSchema, ProbabilitySchema, StrategyEvSchema, TechnicalsQuerySchema } from './schema.ts';
 import * as market from './market-service.ts';
 import * as service from './service.ts';
 
@@ -20,7 +21,7 @@ export const analyticsArea: Area = {
     });
 
     router.get('/instruments/:id/technicals', 'technicals:read', async (req, res) => {
-      const { id } = parse(InstrumentIdParamsSchema, req.params, 'params');
+      const { id } = parse(IdParamsSchema, req.params, 'params');
       const q = parse(TechnicalsQuerySchema, req.query);
       const data = await pool.withReadSlot('technicals', () => market.technicals(readDb, pool, id, q));
       sendData(res, data, { asOf: data.assumptions.asOf, source: 'computed from adjusted daily bars', stale: false });
@@ -33,7 +34,7 @@ export const analyticsArea: Area = {
     });
 
     router.get('/instruments/:id/beta', 'correlations:read', async (req, res) => {
-      const { id } = parse(InstrumentIdParamsSchema, req.params, 'params');
+      const { id } = parse(IdParamsSchema, req.params, 'params');
       const q = parse(BetaQuerySchema, req.query);
       const data = await pool.withReadSlot('beta', () => market.beta(readDb, pool, id, q));
       sendData(res, data, { asOf: data.assumptions.asOf, source: 'computed from adjusted daily bars', stale: false });

@@ -1,9 +1,9 @@
 import type { Area } from '../app.ts';
 import { sendData } from '../http/envelope.ts';
 import { parse } from '../http/validate.ts';
-import { NoQuerySchema } from '../http/params.ts';
+import { IdParamsSchema, NoQuerySchema } from '../http/params.ts';
 import { instrumentIngest } from './ingest.ts';
-import { InstrumentBulkSchema, InstrumentIdSchema, InstrumentSearchSchema } from './schema.ts';
+import { InstrumentBulkSchema, InstrumentSearchSchema } from './schema.ts';
 import * as service from './service.ts';
 
 const SOURCE = 'mds-reference';
@@ -24,9 +24,9 @@ export const instrumentsArea: Area = {
     });
 
     router.get('/instruments/:id', 'instruments:read', async (req, res) => {
-      const { id } = parse(InstrumentIdSchema, req.params, 'params');
+      const { id } = parse(IdParamsSchema, req.params, 'params');
       parse(NoQuerySchema, req.query);
-      const data = await service.getInstrument(readDb, id.toLowerCase(), config.VENDOR_CODE_BROKER);
+      const data = await service.getInstrument(readDb, id, config.VENDOR_CODE_BROKER);
       sendData(res, data, { asOf: new Date().toISOString(), source: SOURCE, stale: false });
     });
   },

@@ -28,8 +28,6 @@ export const InstrumentSearchSchema = z
 
 export const InstrumentBulkSchema = z.strictObject({ ids: idListSchema(MAX_BULK_IDS) });
 
-export const InstrumentIdSchema = z.strictObject({ id: UuidSchema });
-
 const SymbolPeriodSchema = z
   .strictObject({
     symbol: z.string().trim().min(1).max(32),

@@ -1,17 +1,18 @@
 import type { Area } from '../app.ts';
 import { sendData, sendSerialisedData, streamData } from '../http/envelope.ts';
 import { StreamSlots } from '../http/stream-slots.ts';
+import { IdParamsSchema } from '../http/params.ts';
 import { parse } from '../http/validate.ts';
 import { dailyBarIngest, intradayBarIngest } from './ingest.ts';
-import { BulkPricesQuerySchema, DailyPricesQuerySchema, InstrumentPathSchema, IntradayQuerySchema } from './schema.ts';
+import { BulkPricesQuerySchema, DailyPricesQuerySchema, IntradayQuerySchema } from './schema.ts';
 import * as service from './service.ts';
 
 export const pricesArea: Area = {
   routes(router, { readDb, config }) {
     router.get('/instruments/:id/prices', 'prices:read', async (req, res) => {
-      const { id } = parse(InstrumentPathSchema, req.params, 'params');
+      const { id } = parse(IdParamsSchema, req.params, 'params');
       const q = parse(DailyPricesQuerySchema, req.query);
-      const { dataJson, meta } = await service.readDailyPrices(readDb, id.toLowerCase(), q);
+      const { dataJson, meta } = await service.readDailyPrices(readDb, id, q);
       sendSerialisedData(res, dataJson, meta);
     });
 
@@ -39,9 +40,9 @@ export const pricesArea: Area = {
     });
 
     router.get('/instruments/:id/intraday', 'prices:read', async (req, res) => {
-      const { id } = parse(InstrumentPathSchema, req.params, 'params');
+      const { id } = parse(IdParamsSchema, req.params, 'params');
       const q = parse(IntradayQuerySchema, req.query);
-      const { data, meta } = await service.readIntradayBars(readDb, id.toLowerCase(), q);
+      const { data, meta } = await service.readIntradayBars(readDb, id, q);
       sendData(res, data, meta);
     });
   },

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { RawBar } from './adjustment.ts';
-import { AsOfSchema, BooleanFlagSchema, DateSchema, UuidSchema, idListSchema } from '../http/params.ts';
+import { AsOfSchema, BooleanFlagSchema, DateSchema, idListSchema } from '../http/params.ts';
 
 export const MAX_BULK_INSTRUMENTS = 500;
 // One request may span at most this many calendar days: 30 years of daily
@@ -62,8 +62,6 @@ export const IntradayQuerySchema = z
     interval: z.enum(INTERVALS, { error: `must be one of ${INTERVALS.join(', ')}` }),
   })
   .superRefine((q, ctx) => dateRange(MAX_INTRADAY_SPAN_DAYS[q.interval])(q, ctx));
-
-export const InstrumentPathSchema = z.strictObject({ id: UuidSchema });
 
 export type DailyPricesQuery = z.infer<typeof DailyPricesQuerySchema>;
 export type BulkPricesQuery = z.infer<typeof BulkPricesQuerySchema>;
