@@ -12,8 +12,10 @@ import { CorporateActionRowSchema, CoverageCheckRowSchema, type CorporateActionR
 export const corporateActionIngest: IngestKind<CorporateActionRow> = {
   label: 'corporate actions',
   rowSchema: CorporateActionRowSchema,
-  stagingColumns: `action_id uuid, instrument_id uuid, kind text, effective_date date, announcement_date date,
-    knowledge_date timestamptz, knowledge_provenance text, params jsonb, source text`,
+  stagingColumns: [
+    ['action_id', 'uuid'], ['instrument_id', 'uuid'], ['kind', 'text'], ['effective_date', 'date'], ['announcement_date', 'date'],
+    ['knowledge_date', 'timestamptz'], ['knowledge_provenance', 'text'], ['params', 'jsonb'], ['source', 'text'],
+  ],
   toStagingValues: (r) => [
     r.id, r.instrumentId.toLowerCase(), r.kind, r.effectiveDate, r.announcementDate, r.knowledgeDate,
     r.knowledgeProvenance, JSON.stringify(r.params), r.source,
@@ -31,7 +33,7 @@ export const corporateActionIngest: IngestKind<CorporateActionRow> = {
 export const coverageCheckIngest: IngestKind<CoverageCheckRow> = {
   label: 'action coverage checks',
   rowSchema: CoverageCheckRowSchema,
-  stagingColumns: 'instrument_id uuid, checked_at timestamptz, source text, covered_from date, actions_found integer',
+  stagingColumns: [['instrument_id', 'uuid'], ['checked_at', 'timestamptz'], ['source', 'text'], ['covered_from', 'date'], ['actions_found', 'int4']],
   toStagingValues: (r) => [r.instrumentId.toLowerCase(), r.checkedAt, r.source, r.coveredFrom, r.actionsFound],
   async apply(tx) {
     await rejectUnknownInstruments(tx);

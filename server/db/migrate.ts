@@ -137,6 +137,10 @@ export async function migrate(url: string, log: (msg: string) => void = () => {}
         continue;
       }
       const apply = async (q: Sql) => {
+        // A migration file is many statements (DO blocks among them), which
+        // only the simple query protocol runs as one message: postgres.js
+        // sends unsafe() text without parameters that way. The text is this
+        // repository's own sql/ file, checksummed above.
         await q.unsafe(file.text);
         await q`
           insert into schema_migrations (version, name, checksum)

@@ -52,6 +52,16 @@ export function createSql(url: string, options: SqlOptions): Sql {
   return sql;
 }
 
+/**
+ * Names as a comma-separated list of quoted identifiers ("b"."close_price"
+ * for a qualified one). `sql(names)` builds the same list, but picks its
+ * form (list, assignments, values) from the keyword before it in the query
+ * text, and in `update set (a, b) = (...)` it finds `update`.
+ */
+export function identifierList(sql: Sql, names: readonly string[]) {
+  return names.map((name, i) => (i ? sql`, ${sql(name)}` : sql`${sql(name)}`));
+}
+
 /** Awaits a query and records its latency under a stable name (never the SQL text). */
 export async function timed<T>(name: string, query: PromiseLike<T>): Promise<T> {
   const end = dbQueryDuration.startTimer({ query: name });

@@ -2,6 +2,15 @@ import type { z } from 'zod';
 import type { Sql } from '../db/sql.ts';
 
 /**
+ * PostgreSQL type names as the catalog spells them (bool, not boolean): the
+ * staging table is declared with each name as a quoted identifier.
+ */
+export type StagingType = 'uuid' | 'text' | 'date' | 'timestamptz' | 'float8' | 'int4' | 'bool' | 'jsonb';
+
+/** Staging columns in COPY order. */
+export type StagingColumns = readonly (readonly [name: string, type: StagingType])[];
+
+/**
  * Batch ingest shared by every admin upload route, the CLI and the demo load.
  *
  * The body is parsed by Content-Type (JSON array, NDJSON or CSV) and streamed
@@ -21,8 +30,8 @@ export interface IngestKind<Row> {
   /** Used in messages: "daily bars". */
   label: string;
   rowSchema: z.ZodType<Row>;
-  /** Column list of the temporary `ingest_staging` table (after `row_index integer` for unkeyed kinds). */
-  stagingColumns: string;
+  /** Columns of the temporary `ingest_staging` table (after `row_index` for unkeyed kinds). */
+  stagingColumns: StagingColumns;
   /** Values in staging column order; null for an absent value. */
   toStagingValues(row: Row): (string | number | boolean | null)[];
   /**

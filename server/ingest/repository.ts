@@ -1,15 +1,16 @@
 import type { Writable } from 'node:stream';
-import type { Sql } from '../db/sql.ts';
+import { identifierList, type Sql } from '../db/sql.ts';
+import type { StagingColumns } from './kind.ts';
 
 // The statements of an upload's transaction over its temporary table,
 // `ingest_staging` (see IngestKind), and the COPY that fills it.
 
 /**
  * Opens an upload in its transaction: session settings for a long upload,
- * and the staging table with `columns` (after `row_index integer` when
+ * and the staging table with `columns` (after `row_index` when
  * `withRowIndex`), dropped at commit.
  */
-export async function beginUpload(tx: Sql, columns: string, withRowIndex: boolean): Promise<void> {
+export async function beginUpload(tx: Sql, columns: StagingColumns, withRowIndex: boolean): Promise<void> {
   // The upload lasts as long as the client sends; the service-wide statement
   // timeout is for queries, not for streaming a large batch.
   await tx`set local statement_timeout = 0`;
@@ -18,7 +19,13 @@ export async function beginUpload(tx: Sql, columns: string, withRowIndex: boolea
   // see the bounds (no chunk exclusion, guessed row counts); measured, one
   // such plan turned a 3 s rollup refresh into 160 s. Plan every run afresh.
   await tx`set local plan_cache_mode = force_custom_plan`;
-  await tx.unsafe(`create temp table ingest_staging (${withRowIndex ? 'row_index integer not null, ' : ''}${columns}) on commit drop`);
+  const definitions = columns.map(([name, type], i) => tx`${i ? tx`,` : tx``} ${tx(name)} ${tx(type)}`);
+  await tx`
+    create temp table ingest_staging (
+      ${withRowIndex ? tx`row_index integer not null,` : tx``}
+      ${definitions}
+    ) on commit drop
+  `;
 }
 
 /** Replaces the staged rows with one batch of COPY text. */
@@ -33,8 +40,8 @@ export async function analyzeStaging(tx: Sql): Promise<void> {
 }
 
 /**
- * Sends COPY text into `target` (`table (columns)` or a table name) inside
- * the transaction, and settles with the server's verdict.
+ * Sends COPY text into `table` (its `columns`, or all of them in table
+ * order) inside the transaction, and settles with the server's verdict.
  *
  * postgres.js resolves a COPY query with its stream as soon as the server
  * accepts the data; an error the server raises after the end of the data
@@ -43,8 +50,8 @@ export async function analyzeStaging(tx: Sql): Promise<void> {
  * reject surfaces the error (with its SQLSTATE) instead of waiting forever;
  * test/integration/ingest.test.ts holds this to the library's behaviour.
  */
-export async function copyInto(tx: Sql, target: string, text: string): Promise<void> {
-  const query = tx.unsafe(`copy ${target} from stdin`) as unknown as { reject(err: unknown): void; writable(): Promise<Writable> };
+export async function copyInto(tx: Sql, table: string, text: string, columns?: string[]): Promise<void> {
+  const query = tx`copy ${tx(table)} ${columns ? tx`(${identifierList(tx, columns)})` : tx``} from stdin` as unknown as { reject(err: unknown): void; writable(): Promise<Writable> };
   if (typeof query.reject !== 'function') throw new Error('postgres.js no longer exposes Query.reject; copyInto needs revisiting');
   const failed = new Promise<never>((_, reject) => {
     const original = query.reject.bind(query);

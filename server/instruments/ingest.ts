@@ -10,8 +10,10 @@ import { InstrumentIngestSchema, type InstrumentIngestRow } from './schema.ts';
 export const instrumentIngest: IngestKind<InstrumentIngestRow> = {
   label: 'instruments',
   rowSchema: InstrumentIngestSchema,
-  stagingColumns: `id uuid, asset_class text, display_name text, exchange text, region text, isin text, cusip text,
-    distribution_policy text, quote_currency text, quote_unit text, is_active boolean, broker_codes jsonb, symbols jsonb`,
+  stagingColumns: [
+    ['id', 'uuid'], ['asset_class', 'text'], ['display_name', 'text'], ['exchange', 'text'], ['region', 'text'], ['isin', 'text'], ['cusip', 'text'],
+    ['distribution_policy', 'text'], ['quote_currency', 'text'], ['quote_unit', 'text'], ['is_active', 'bool'], ['broker_codes', 'jsonb'], ['symbols', 'jsonb'],
+  ],
   toStagingValues: (r) => [
     r.id?.toLowerCase() ?? randomUUID(),
     r.assetClass,

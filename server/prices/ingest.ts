@@ -150,13 +150,12 @@ type Savepoints = { savepoint<T>(fn: (sp: Sql) => Promise<T>): Promise<T> };
 
 const MINUTE_MS = 60_000;
 
-const stagingColumns = (columns: repo.Columns) => columns.map(([name, type]) => `${name} ${type}`).join(', ');
 
 export const dailyBarIngest: IngestKind<DailyBarRow> = {
   label: 'daily bars',
   rowSchema: DailyBarRowSchema,
   fastRow: fastDailyBar,
-  stagingColumns: stagingColumns(repo.DAILY_COLUMNS),
+  stagingColumns: repo.DAILY_COLUMNS,
   toStagingValues: (r) => [
     r.instrumentId, r.barDate, r.openPrice, r.highPrice, r.lowPrice, r.closePrice, r.volume,
     r.quoteCurrency, r.quoteUnit, r.stale, r.priceBasis, r.reflectsActionsThrough, r.source, r.asOf,
@@ -172,7 +171,7 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
   async writeBatch(tx, batch, state) {
     if (state.copyStraight !== false) {
       try {
-        await (tx as unknown as Savepoints).savepoint((sp) => copyInto(sp, `daily_bars (${repo.DAILY_COLUMNS.map(([name]) => name).join(', ')})`, batch.text));
+        await (tx as unknown as Savepoints).savepoint((sp) => copyInto(sp, 'daily_bars', batch.text, repo.columnNames(repo.DAILY_COLUMNS)));
         return { inserted: batch.rows, updated: 0 };
       } catch (err) {
         if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
@@ -189,7 +188,7 @@ export const intradayBarIngest: IngestKind<IntradayBarRow> = {
   label: 'intraday bars',
   rowSchema: IntradayBarRowSchema,
   fastRow: fastIntradayBar,
-  stagingColumns: stagingColumns(repo.INTRADAY_COLUMNS),
+  stagingColumns: repo.INTRADAY_COLUMNS,
   toStagingValues: (r) => [
     r.instrumentId, r.barTimestamp, r.openPrice, r.highPrice, r.lowPrice, r.closePrice, r.volume,
     r.quoteCurrency, r.quoteUnit, r.source, r.asOf,

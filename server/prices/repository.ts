@@ -1,8 +1,8 @@
 import type { Sql } from '../db/sql.ts';
-import { timed } from '../db/sql.ts';
+import { identifierList, timed } from '../db/sql.ts';
 import type { PriorClose } from './adjustment.ts';
 import type { DailyBar, IntradayBar } from './schema.ts';
-import type { WriteCounts } from '../ingest/kind.ts';
+import type { StagingColumns, WriteCounts } from '../ingest/kind.ts';
 
 const MINUTE_MS = 60_000;
 
@@ -151,17 +151,16 @@ export async function intradayBars(sql: Sql, instrumentId: string, interval: Int
 // (prices/ingest.ts), inside its transaction.
 
 /** Table columns in COPY order, with their staging types; the staging table and the upsert both come from this. */
-export type Columns = [name: string, type: string][];
-export const DAILY_COLUMNS: Columns = [
+export const DAILY_COLUMNS: StagingColumns = [
   ['instrument_id', 'uuid'], ['bar_date', 'date'], ['open_price', 'float8'], ['high_price', 'float8'], ['low_price', 'float8'],
-  ['close_price', 'float8'], ['volume', 'float8'], ['quote_currency', 'text'], ['quote_unit', 'text'], ['stale', 'boolean'],
+  ['close_price', 'float8'], ['volume', 'float8'], ['quote_currency', 'text'], ['quote_unit', 'text'], ['stale', 'bool'],
   ['price_basis', 'text'], ['reflects_actions_through', 'date'], ['source', 'text'], ['as_of', 'timestamptz'],
 ];
-export const INTRADAY_COLUMNS: Columns = [
+export const INTRADAY_COLUMNS: StagingColumns = [
   ['instrument_id', 'uuid'], ['bar_ts', 'timestamptz'], ['open_price', 'float8'], ['high_price', 'float8'], ['low_price', 'float8'],
   ['close_price', 'float8'], ['volume', 'float8'], ['quote_currency', 'text'], ['quote_unit', 'text'], ['source', 'text'], ['as_of', 'timestamptz'],
 ];
-const names = (columns: Columns) => columns.map(([name]) => name);
+export const columnNames = (columns: StagingColumns) => columns.map(([name]) => name);
 
 /**
  * Upserts the staged batch into `table`, keyed by (instrument_id, the time
@@ -169,20 +168,21 @@ const names = (columns: Columns) => columns.map(([name]) => name);
  * unchanged re-post writes nothing; the counts tell inserted from updated.
  * Table and column names are constants of this module.
  */
-export async function upsertStagedBars(tx: Sql, table: string, columns: Columns): Promise<WriteCounts> {
-  const [, time, ...values] = names(columns);
-  const list = names(columns).join(', ');
-  const [row] = await tx.unsafe<{ inserted: number; updated: number }[]>(`
+export async function upsertStagedBars(tx: Sql, table: string, columns: StagingColumns): Promise<WriteCounts> {
+  const names = columnNames(columns);
+  const [, time, ...values] = names;
+  const list = (alias?: string) => identifierList(tx, alias ? values.map((c) => `${alias}.${c}`) : values);
+  const [row] = await tx<{ inserted: number; updated: number }[]>`
     with upserted as (
-      insert into ${table} as b (${list})
-      select ${list} from ingest_staging
-      on conflict (instrument_id, ${time}) do update set ${values.map((c) => `${c} = excluded.${c}`).join(', ')}
-      where (${values.map((c) => `b.${c}`).join(', ')}) is distinct from (${values.map((c) => `excluded.${c}`).join(', ')})
+      insert into ${tx(table)} as b (${identifierList(tx, names)})
+      select ${identifierList(tx, names)} from ingest_staging
+      on conflict (instrument_id, ${tx(time)}) do update set (${list()}) = (${list('excluded')})
+      where (${list('b')}) is distinct from (${list('excluded')})
       returning (xmax = 0) as inserted
     )
     select count(*) filter (where inserted)::int as inserted, count(*) filter (where not inserted)::int as updated
     from upserted
-  `);
+  `;
   return { inserted: row.inserted, updated: row.updated };
 }
 
