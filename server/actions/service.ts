@@ -8,7 +8,7 @@ import * as repo from './repository.ts';
 import { zeroProvenanceCounts, type CorporateAction, type CorporateActionsQuery, type CoverageCheck, type Provenance } from './schema.ts';
 
 /** The action-set version a read uses: the pinned one, refused when the instrument has not reached it, else the latest. */
-export function versionToRead(pinned: number | undefined, latest: number): number {
+function versionToRead(pinned: number | undefined, latest: number): number {
   if (pinned !== undefined && pinned > latest) {
     throw invalidRequest(`actionSetVersion ${pinned} does not exist for this instrument`, {
       actionSetVersion: [`the latest version is ${latest}`],

@@ -37,7 +37,7 @@ function selectInstruments(sql: Sql, day: string, vendorBroker: string) {
 }
 
 /** A row of selectInstruments. */
-interface InstrumentRow {
+export interface InstrumentRow {
   id: string;
   asset_class: string;
   display_name: string;
@@ -54,7 +54,7 @@ interface InstrumentRow {
   vendor_code: string | null;
 }
 
-function toInstrument(r: InstrumentRow): Instrument {
+export function toInstrument(r: InstrumentRow): Instrument {
   return {
     id: r.id,
     assetClass: r.asset_class,

@@ -46,7 +46,7 @@ export interface AdjustedSeries {
  * Every aggregate of a group consumes the same rows in the same order, so the
  * columns stay aligned with each other; the caller puts them in date order.
  */
-export interface PackedSeriesRow {
+interface PackedSeriesRow {
   instrument_id: string;
   /** Base64 of the packed values; null for an aggregate over no value. */
   days: string | null;

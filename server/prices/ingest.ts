@@ -150,7 +150,6 @@ type Savepoints = { savepoint<T>(fn: (sp: Sql) => Promise<T>): Promise<T> };
 
 const MINUTE_MS = 60_000;
 
-
 export const dailyBarIngest: IngestKind<DailyBarRow> = {
   label: 'daily bars',
   rowSchema: DailyBarRowSchema,

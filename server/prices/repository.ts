@@ -98,7 +98,7 @@ export async function existingInstruments(sql: Sql, ids: string[]): Promise<Map<
   return new Map(rows.map((r) => [r.id, { quoteCurrency: r.quote_currency }]));
 }
 
-export const INTRADAY_TABLES = {
+const INTRADAY_TABLES = {
   '1min': 'intraday_bars',
   '5min': 'intraday_bars_5min',
   '15min': 'intraday_bars_15min',
@@ -166,9 +166,8 @@ export const columnNames = (columns: StagingColumns) => columns.map(([name]) => 
  * Upserts the staged batch into `table`, keyed by (instrument_id, the time
  * column). A stored row is rewritten only when some value differs, so an
  * unchanged re-post writes nothing; the counts tell inserted from updated.
- * Table and column names are constants of this module.
  */
-export async function upsertStagedBars(tx: Sql, table: string, columns: StagingColumns): Promise<WriteCounts> {
+export async function upsertStagedBars(tx: Sql, table: 'daily_bars' | 'intraday_bars', columns: StagingColumns): Promise<WriteCounts> {
   const names = columnNames(columns);
   const [, time, ...values] = names;
   const list = (alias?: string) => identifierList(tx, alias ? values.map((c) => `${alias}.${c}`) : values);
