@@ -2,7 +2,7 @@ import type { Config } from './config.ts';
 import type { Database } from './db/database.ts';
 import type { Logger } from './logger.ts';
 import type { WorkerPool } from './worker-pool.ts';
-import type { IngestKind } from './admin/ingest.ts';
+import type { IngestKind } from './ingest/kind.ts';
 import type { RouteDefinition } from './http/route.ts';
 import type { RouteTable } from './http/router.ts';
 import type { LastUsedRecorder } from './keys/service.ts';

@@ -1,5 +1,5 @@
 import type { Area } from './area.ts';
-import type { IngestKind } from './admin/ingest.ts';
+import type { IngestKind } from './ingest/kind.ts';
 import { adminRouteDefinitions } from './admin/routes.ts';
 import { actionsArea } from './actions/routes.ts';
 import { analyticsArea } from './analytics/routes.ts';

@@ -12,7 +12,8 @@ import { createLogger } from './logger.ts';
 import { AppError } from './http/errors.ts';
 import { parse } from './http/validate.ts';
 import { UuidSchema } from './http/params.ts';
-import { batchesFrom, ingestRows, type BodyFormat } from './admin/ingest.ts';
+import type { BodyFormat } from './ingest/body.ts';
+import { ingestBody } from './ingest/service.ts';
 import { readStatus } from './admin/status.ts';
 import * as accounts from './accounts/repository.ts';
 import * as keys from './keys/service.ts';
@@ -54,7 +55,7 @@ const RUNS: Record<CommandName, Run> = {
     const kinds = ingestKinds();
     const kind = kinds[kindName];
     if (!kind) throw new AppError('invalid_request', `unknown ingest kind ${kindName}`, { kind: [`one of ${Object.keys(kinds).join(', ')}`] });
-    return db.run((sql) => ingestRows(sql, kind, batchesFrom(createReadStream(file), formatOfFile(file))));
+    return ingestBody(db, kind, createReadStream(file), formatOfFile(file));
   },
   'demo load': async (db) => {
     const { loadDemoData } = await import('./demo/load.ts');

@@ -1,12 +1,26 @@
 import type { Sql } from '../db/sql.ts';
 
-export async function insertAccount(sql: Sql, name: string): Promise<{ id: string; name: string; createdAt: string }> {
-  const [row] = await sql`
+export interface Account {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+interface AccountRow {
+  id: string;
+  name: string;
+  created_at: Date;
+}
+
+const toAccount = (r: AccountRow): Account => ({ id: r.id, name: r.name, createdAt: r.created_at.toISOString() });
+
+export async function insertAccount(sql: Sql, name: string): Promise<Account> {
+  const [row] = await sql<AccountRow[]>`
     insert into accounts (name)
     values (${name})
     returning id, name, created_at
   `;
-  return { id: row.id as string, name: row.name as string, createdAt: (row.created_at as Date).toISOString() };
+  return toAccount(row);
 }
 
 export async function accountExists(sql: Sql, id: string): Promise<boolean> {
@@ -14,11 +28,11 @@ export async function accountExists(sql: Sql, id: string): Promise<boolean> {
   return Boolean(row);
 }
 
-export async function listAccounts(sql: Sql) {
-  const rows = await sql`
+export async function listAccounts(sql: Sql): Promise<Account[]> {
+  const rows = await sql<AccountRow[]>`
     select id, name, created_at
     from accounts
     order by created_at, id
   `;
-  return rows.map((r) => ({ id: r.id as string, name: r.name as string, createdAt: (r.created_at as Date).toISOString() }));
+  return rows.map(toAccount);
 }

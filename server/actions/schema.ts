@@ -1,10 +1,19 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { FiniteNumber } from '../admin/ingest.ts';
+import { FiniteNumber } from '../ingest/fields.ts';
 import { AsOfSchema, BooleanFlagSchema, DateSchema, InstantSchema, UuidSchema, isDate } from '../http/params.ts';
 
 export const ACTION_KINDS = ['split', 'cash_dividend', 'stock_dividend', 'spinoff', 'merger', 'symbol_change', 'delisting'] as const;
-export const KNOWLEDGE_PROVENANCES = ['observed', 'vendor_pit', 'announced', 'backfilled'] as const;
+export type ActionKind = (typeof ACTION_KINDS)[number];
+
+/** How an action's knowledge date is known; `backfilled` actions have none and cannot be placed in time. */
+export const PROVENANCES = ['observed', 'vendor_pit', 'announced', 'backfilled'] as const;
+export type Provenance = (typeof PROVENANCES)[number];
+
+/** A count per provenance, each at zero, in PROVENANCES order. */
+export function zeroProvenanceCounts(): Record<Provenance, number> {
+  return { observed: 0, vendor_pit: 0, announced: 0, backfilled: 0 };
+}
 
 export const CorporateActionsQuerySchema = z
   .strictObject({
@@ -15,6 +24,8 @@ export const CorporateActionsQuerySchema = z
     actionSetVersion: z.coerce.number({ error: 'must be an integer' }).int('must be an integer').min(0).optional(),
   })
   .refine((q) => !isDate(q.from) || !isDate(q.to) || q.from <= q.to, { path: ['to'], message: 'must be on or after from' });
+
+export type CorporateActionsQuery = z.infer<typeof CorporateActionsQuerySchema>;
 
 const params = z.record(z.string(), z.unknown());
 
@@ -44,7 +55,7 @@ export const CorporateActionRowSchema = z
     effectiveDate: DateSchema.describe('ex-date for distributions, first trading day for splits'),
     announcementDate: DateSchema.nullable().optional().transform((v) => v ?? null),
     knowledgeDate: KnowledgeDateSchema.nullable().describe('when it became knowable; null only for backfilled actions'),
-    knowledgeProvenance: z.enum(KNOWLEDGE_PROVENANCES),
+    knowledgeProvenance: z.enum(PROVENANCES),
     params: paramsValue,
     source: z.string().trim().min(1).max(300),
   })
@@ -98,6 +109,7 @@ export const CoverageCheckRowSchema = z.strictObject({
 export type CorporateActionRow = z.infer<typeof CorporateActionRowSchema>;
 export type CoverageCheckRow = z.infer<typeof CoverageCheckRowSchema>;
 
+/** A corporate action as one revision states it: the public shape of GET /instruments/:id/corporate-actions. */
 export const CorporateActionSchema = z
   .strictObject({
     id: z.string(),
@@ -106,13 +118,15 @@ export const CorporateActionSchema = z
     effectiveDate: z.string(),
     announcementDate: z.string().nullable(),
     knowledgeDate: z.string().nullable().describe('when it became knowable; null for backfilled actions'),
-    knowledgeProvenance: z.enum(KNOWLEDGE_PROVENANCES),
+    knowledgeProvenance: z.enum(PROVENANCES),
     createdAt: z.string().describe('when the service stored it'),
     params: z.record(z.string(), z.unknown()).describe('ratio for splits and stock dividends; amount and currency for cash dividends'),
     source: z.string(),
     actionSetVersion: z.int().describe("the instrument's action-set version that added or last changed it"),
   })
   .meta({ id: 'CorporateAction' });
+
+export type CorporateAction = z.infer<typeof CorporateActionSchema>;
 
 export const CorporateActionsMetaSchema = z.strictObject({
   asOf: z.string(),
@@ -121,10 +135,15 @@ export const CorporateActionsMetaSchema = z.strictObject({
   actionSetVersion: z.int(),
   includeBackfilled: z.boolean(),
   provenance: z.strictObject({
-    observed: z.int(),
-    vendor_pit: z.int(),
-    announced: z.int(),
-    backfilled: z.int(),
+    ...(Object.fromEntries(PROVENANCES.map((p) => [p, z.int()])) as Record<Provenance, z.ZodInt>),
     pitValid: z.boolean(),
   }),
 });
+
+/** The latest check of an instrument's action history against a source. */
+export interface CoverageCheck {
+  checkedAt: string;
+  source: string;
+  coveredFrom: string;
+  actionsFound: number;
+}

@@ -2,16 +2,17 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import type { RequestHandler, Router } from 'express';
 import { z } from 'zod';
 import type { Database } from '../db/database.ts';
-import { AppError, notFound } from '../http/errors.ts';
-import { NoQuerySchema, UuidSchema } from '../http/params.ts';
+import { AppError } from '../http/errors.ts';
+import { IdParamsSchema, NoQuerySchema, UuidSchema } from '../http/params.ts';
 import { defineRoute } from '../http/route.ts';
 import { adminRoutes } from '../http/router.ts';
-import * as accounts from '../accounts/repository.ts';
+import * as accounts from '../accounts/service.ts';
 import * as keys from '../keys/service.ts';
-import { usageByAccount } from '../keys/repository.ts';
 import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
-import { batchesFrom, formatOf, ingestRows, type IngestKind } from './ingest.ts';
-import { UploadSlots, type UploadLimits } from './uploads.ts';
+import { formatOf } from '../ingest/body.ts';
+import type { IngestKind } from '../ingest/kind.ts';
+import { ingestBody } from '../ingest/service.ts';
+import { UploadSlots, type UploadLimits } from '../ingest/uploads.ts';
 import type { StatusReport } from './status.ts';
 
 const AccountCreateSchema = z.strictObject({ name: z.string().trim().min(1).max(200).describe('account display name') });
@@ -150,7 +151,7 @@ export const revokeKeyRoute = defineRoute({
   operationId: 'revokeKey',
   tag: TAG_ACCESS,
   summary: 'Revoke a key, effective on its next request',
-  params: z.strictObject({ id: UuidSchema }),
+  params: IdParamsSchema,
   query: NoQuerySchema,
   response: { status: 200, description: 'the revoked key', data: KeySchema },
   errors: ['not_found'],
@@ -212,11 +213,11 @@ export function adminRouter(deps: AdminDeps): Router {
   });
 
   routes.handle(createAccountRoute, async ({ body }, res) => {
-    res.status(201).json({ data: await db.run((sql) => accounts.insertAccount(sql, body.name)) });
+    res.status(201).json({ data: await accounts.createAccount(db, body.name) });
   });
 
   routes.handle(listAccountsRoute, async (_input, res) => {
-    res.json({ data: await db.run((sql) => accounts.listAccounts(sql)) });
+    res.json({ data: await accounts.listAccounts(db) });
   });
 
   routes.handle(createKeyRoute, async ({ body }, res) => {
@@ -232,31 +233,14 @@ export function adminRouter(deps: AdminDeps): Router {
   });
 
   routes.handle(usageRoute, async ({ query }, res) => {
-    const sinceDay = new Date(Date.now() - (query.days - 1) * 86_400_000).toISOString().slice(0, 10);
-    const rows = await db.run(async (sql) => {
-      if (!(await accounts.accountExists(sql, query.accountId))) throw notFound('account');
-      return usageByAccount(sql, query.accountId, sinceDay);
-    });
-    const usage = Object.fromEntries(
-      ENVIRONMENTS.map((env) => {
-        const own = rows.filter((r) => r.environment === env);
-        return [
-          env,
-          {
-            days: own.map((r) => ({ day: r.day as string, admitted: r.admitted as number, refused: r.refused as number })),
-            latestMinute: own[0] ? { minuteStart: (own[0].minute_start as Date).toISOString(), admitted: own[0].minute_admitted as number } : null,
-          },
-        ];
-      }),
-    );
-    res.json({ data: { accountId: query.accountId, billable: ['live'], usage } });
+    res.json({ data: await keys.readUsage(db, query.accountId, query.days) });
   });
 
   const uploads = new UploadSlots(deps.uploads);
   for (const [path, kind] of Object.entries(deps.ingestKinds)) {
     routes.handle(definitions.ingest[path], async (_input, res, req) => {
       const format = formatOf(req.get('content-type'));
-      res.json({ data: await uploads.run(req, (body) => db.run((sql) => ingestRows(sql, kind, batchesFrom(body, format)))) });
+      res.json({ data: await uploads.run(req, (body) => ingestBody(db, kind, body, format)) });
     });
   }
   return routes.build(definitions.all);

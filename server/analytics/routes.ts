@@ -1,17 +1,9 @@
 import { z } from 'zod';
 import type { Area } from '../area.ts';
 import { sendData } from '../http/envelope.ts';
-import { NoQuerySchema } from '../http/params.ts';
+import { IdParamsSchema, NoQuerySchema } from '../http/params.ts';
 import { defineRoute } from '../http/route.ts';
-import {
-  BetaQuerySchema,
-  CorrelationsQuerySchema,
-  InstrumentIdParamsSchema,
-  OptionPriceSchema,
-  ProbabilitySchema,
-  StrategyEvSchema,
-  TechnicalsQuerySchema,
-} from './schema.ts';
+import { BetaQuerySchema, CorrelationsQuerySchema, OptionPriceSchema, ProbabilitySchema, StrategyEvSchema, TechnicalsQuerySchema } from './schema.ts';
 import { BetaDataSchema, CorrelationsDataSchema, OptionPriceDataSchema, ProbabilityDataSchema, StrategyEvDataSchema, TechnicalsDataSchema } from './responses.ts';
 import * as market from './market-service.ts';
 import * as service from './service.ts';
@@ -67,7 +59,7 @@ export const technicalsRoute = defineRoute({
   tag: TAG,
   summary: 'Technical indicators, patterns and their consensus over a lookback of adjusted daily bars',
   scope: 'technicals:read',
-  params: InstrumentIdParamsSchema,
+  params: IdParamsSchema,
   query: TechnicalsQuerySchema,
   response: { status: 200, description: 'the indicators and the assumptions', data: TechnicalsDataSchema, meta: computedMeta },
   errors: ['not_found'],
@@ -92,7 +84,7 @@ export const betaRoute = defineRoute({
   tag: TAG,
   summary: 'Beta, alpha and R² of an instrument against a benchmark',
   scope: 'correlations:read',
-  params: InstrumentIdParamsSchema,
+  params: IdParamsSchema,
   query: BetaQuerySchema,
   response: { status: 200, description: 'the regression and the assumptions', data: BetaDataSchema, meta: computedMeta },
   errors: ['not_found'],

@@ -113,5 +113,3 @@ export const BetaQuerySchema = z
     asOf: AsOfSchema.optional(),
   })
   .superRefine(windowWithinCalendar);
-
-export const InstrumentIdParamsSchema = z.strictObject({ id: UuidSchema.transform((s) => s.toLowerCase()) });

@@ -7,7 +7,7 @@ export type StorageTier = 'timescaledb' | 'timescaledb-apache' | 'postgresql';
 export interface MigrationReport {
   tier: StorageTier;
   timescaledbVersion: string | null;
-  applied: { version: number; name: string; appliedAt: string }[];
+  applied: AppliedMigration[];
   ranNow: string[];
 }
 
@@ -17,6 +17,11 @@ const MIGRATION_LOCK_KEY = 7_311_020_001;
 // A file whose first line is this marker runs outside a transaction, for DDL
 // that PostgreSQL or TimescaleDB refuse inside one.
 const NO_TRANSACTION = '-- mds:no-transaction';
+
+interface TierRow {
+  tier: StorageTier;
+  timescaledb_version: string | null;
+}
 
 interface MigrationFile {
   version: number;
@@ -57,15 +62,15 @@ async function readMigrationFiles(): Promise<MigrationFile[]> {
  * edition (hypertables and time_bucket), or plain PostgreSQL.
  */
 async function detectTier(sql: Sql): Promise<{ tier: StorageTier; version: string | null }> {
-  const [probe] = await sql`
+  const [probe] = await sql<{ available: boolean; preload: string }[]>`
     select
       exists (select 1 from pg_available_extensions where name = 'timescaledb') as available,
       current_setting('shared_preload_libraries') as preload
   `;
-  const preloaded = String(probe.preload).split(',').map((s) => s.trim()).includes('timescaledb');
+  const preloaded = probe.preload.split(',').map((s) => s.trim()).includes('timescaledb');
   if (!probe.available || !preloaded) return { tier: 'postgresql', version: null };
   await sql`create extension if not exists timescaledb`;
-  const [ext] = await sql`
+  const [ext] = await sql<{ version: string; license: string | null }[]>`
     select
       extversion as version,
       current_setting('timescaledb.license', true) as license
@@ -74,7 +79,7 @@ async function detectTier(sql: Sql): Promise<{ tier: StorageTier; version: strin
   `;
   return {
     tier: ext.license === 'timescale' ? 'timescaledb' : 'timescaledb-apache',
-    version: ext.version as string,
+    version: ext.version,
   };
 }
 
@@ -107,10 +112,10 @@ export async function migrate(url: string, log: (msg: string) => void = () => {}
         detected_at timestamptz not null default now()
       )
     `;
-    let [tierRow] = await conn`select tier, timescaledb_version from storage_tier`;
+    let [tierRow] = await conn<TierRow[]>`select tier, timescaledb_version from storage_tier`;
     if (!tierRow) {
       const detected = await detectTier(conn);
-      [tierRow] = await conn`
+      [tierRow] = await conn<TierRow[]>`
         insert into storage_tier (tier, timescaledb_version)
         values (${detected.tier}, ${detected.version})
         returning tier, timescaledb_version
@@ -119,8 +124,8 @@ export async function migrate(url: string, log: (msg: string) => void = () => {}
     }
 
     const applied = new Map<number, string>();
-    for (const row of await conn`select version, checksum from schema_migrations`) {
-      applied.set(row.version as number, row.checksum as string);
+    for (const row of await conn<{ version: number; checksum: string }[]>`select version, checksum from schema_migrations`) {
+      applied.set(row.version, row.checksum);
     }
     const ranNow: string[] = [];
     for (const file of files) {
@@ -132,6 +137,10 @@ export async function migrate(url: string, log: (msg: string) => void = () => {}
         continue;
       }
       const apply = async (q: Sql) => {
+        // A migration file is many statements (DO blocks among them), which
+        // only the simple query protocol runs as one message: postgres.js
+        // sends unsafe() text without parameters that way. The text is this
+        // repository's own sql/ file, checksummed above.
         await q.unsafe(file.text);
         await q`
           insert into schema_migrations (version, name, checksum)
@@ -147,28 +156,35 @@ export async function migrate(url: string, log: (msg: string) => void = () => {}
       ranNow.push(file.name);
       log(`migration applied: ${file.name}`);
     }
-    const rows = await conn`
-      select version, name, applied_at
-      from schema_migrations
-      order by version
-    `;
-    return {
-      tier: tierRow.tier as StorageTier,
-      timescaledbVersion: (tierRow.timescaledb_version as string | null) ?? null,
-      applied: rows.map((r) => ({ version: r.version as number, name: r.name as string, appliedAt: (r.applied_at as Date).toISOString() })),
-      ranNow,
-    };
+    return { tier: tierRow.tier, timescaledbVersion: tierRow.timescaledb_version, applied: await appliedMigrations(conn), ranNow };
   } finally {
     // Ending the session releases the advisory lock.
     await conn.end({ timeout: 5 });
   }
 }
 
+export interface AppliedMigration {
+  version: number;
+  name: string;
+  appliedAt: string;
+}
+
+/** The migrations applied to this database, in order. */
+export async function appliedMigrations(sql: Sql): Promise<AppliedMigration[]> {
+  const rows = await sql<{ version: number; name: string; applied_at: Date }[]>`
+    select version, name, applied_at
+    from schema_migrations
+    order by version
+  `;
+  return rows.map((r) => ({ version: r.version, name: r.name, appliedAt: r.applied_at.toISOString() }));
+}
+
 export async function readStorageTier(sql: Sql): Promise<{ tier: StorageTier; timescaledbVersion: string | null; detectedAt: string }> {
-  const [row] = await sql`select tier, timescaledb_version, detected_at from storage_tier`;
-  return {
-    tier: row.tier as StorageTier,
-    timescaledbVersion: (row.timescaledb_version as string | null) ?? null,
-    detectedAt: (row.detected_at as Date).toISOString(),
-  };
+  const [row] = await sql<(TierRow & { detected_at: Date })[]>`select tier, timescaledb_version, detected_at from storage_tier`;
+  return { tier: row.tier, timescaledbVersion: row.timescaledb_version, detectedAt: row.detected_at.toISOString() };
+}
+
+export async function readServerVersion(sql: Sql): Promise<string> {
+  const [row] = await sql<{ server_version: string }[]>`select current_setting('server_version') as server_version`;
+  return row.server_version;
 }

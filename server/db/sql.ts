@@ -20,7 +20,7 @@ export interface SqlOptions {
  * The service never opens a cursor: postgres.js 3.4.9 answers a failed Close
  * of an abandoned cursor with a second Sync, after which the connection's next
  * query reads the previous query's reply. Long reads are paged instead
- * (prices/service.ts, streamBulkPrices).
+ * (prices/bulk-stream.ts, streamBulkPrices).
  *
  * Reconnection is not left to postgres.js's backoff (which grows to 20 s a
  * try while queries wait behind it): the gate in database.ts refuses work while
@@ -50,6 +50,16 @@ export function createSql(url: string, options: SqlOptions): Sql {
   });
   dbPoolMax.set({ pool: options.name }, options.max);
   return sql;
+}
+
+/**
+ * Names as a comma-separated list of quoted identifiers ("b"."close_price"
+ * for a qualified one). `sql(names)` builds the same list, but picks its
+ * form (list, assignments, values) from the keyword before it in the query
+ * text, and in `update set (a, b) = (...)` it finds `update`.
+ */
+export function identifierList(sql: Sql, names: readonly string[]) {
+  return names.map((name, i) => (i ? sql`, ${sql(name)}` : sql`${sql(name)}`));
 }
 
 /** Awaits a query and records its latency under a stable name (never the SQL text). */

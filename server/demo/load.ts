@@ -1,5 +1,7 @@
 import type { Sql } from '../db/sql.ts';
-import { batchesOf, ingestRows, type IngestResult } from '../admin/ingest.ts';
+import { batchesOf } from '../ingest/body.ts';
+import type { IngestResult } from '../ingest/kind.ts';
+import { ingestRows } from '../ingest/service.ts';
 import { instrumentIngest } from '../instruments/ingest.ts';
 import { dailyBarIngest, intradayBarIngest } from '../prices/ingest.ts';
 import { corporateActionIngest, coverageCheckIngest } from '../actions/ingest.ts';
@@ -30,7 +32,7 @@ export async function loadDemoData(sql: Sql): Promise<Record<string, IngestResul
 
 /** First start with DEMO_DATA=auto: an empty instrument table gets the demo set. */
 export async function loadDemoDataIfEmpty(sql: Sql): Promise<Record<string, IngestResult> | null> {
-  const [row] = await sql`select exists (select 1 from instruments) as any`;
+  const [row] = await sql<{ any: boolean }[]>`select exists (select 1 from instruments) as any`;
   if (row.any) return null;
   return loadDemoData(sql);
 }

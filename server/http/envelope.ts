@@ -8,6 +8,11 @@ export interface Meta {
   [extra: string]: unknown;
 }
 
+/** meta.source: the sources the data came from, sorted and comma-separated, or 'none' when there is no data. */
+export function sourcesMeta(sources: Set<string>): string {
+  return sources.size ? [...sources].sort().join(', ') : 'none';
+}
+
 /** The one success envelope: `{ data, meta }` with asOf, source and stale always present. */
 export function sendData(res: Response, data: unknown, meta: Meta, status = 200): void {
   res.status(status).json({ data, meta });

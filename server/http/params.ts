@@ -69,6 +69,9 @@ export const BooleanFlagSchema = z
 
 export const UuidSchema = z.string().uuid('must be a UUID');
 
+/** The path parameters of a route on one resource (`/instruments/:id/prices`, `/keys/:id/revoke`): its id, lower-cased. */
+export const IdParamsSchema = z.strictObject({ id: UuidSchema.transform((s) => s.toLowerCase()) });
+
 /** Comma-separated ids: trimmed, duplicates collapsed in order, then at least `min` and at most `max` distinct. */
 export function idListSchema(max: number, min = 1) {
   return z

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { randomUUID } from 'node:crypto';
-import { ingestCounts, rejectFirstRow, type IngestKind } from '../admin/ingest.ts';
+import { ingestCounts, type IngestKind } from '../ingest/kind.ts';
+import { rejectFirstRow } from '../ingest/service.ts';
 import { InstrumentIngestSchema, type InstrumentIngestRow } from './schema.ts';
 
 /**
@@ -11,8 +12,10 @@ export const instrumentIngest: IngestKind<InstrumentIngestRow> = {
   label: 'instruments',
   rowSchema: InstrumentIngestSchema,
   resultSchema: z.strictObject({ ...ingestCounts, ids: z.array(z.string()).describe('the id of each row, in upload order (the first 10,000)') }),
-  stagingColumns: `id uuid, asset_class text, display_name text, exchange text, region text, isin text, cusip text,
-    distribution_policy text, quote_currency text, quote_unit text, is_active boolean, broker_codes jsonb, symbols jsonb`,
+  stagingColumns: [
+    ['id', 'uuid'], ['asset_class', 'text'], ['display_name', 'text'], ['exchange', 'text'], ['region', 'text'], ['isin', 'text'], ['cusip', 'text'],
+    ['distribution_policy', 'text'], ['quote_currency', 'text'], ['quote_unit', 'text'], ['is_active', 'bool'], ['broker_codes', 'jsonb'], ['symbols', 'jsonb'],
+  ],
   toStagingValues: (r) => [
     r.id?.toLowerCase() ?? randomUUID(),
     r.assetClass,
@@ -40,7 +43,7 @@ export const instrumentIngest: IngestKind<InstrumentIngestRow> = {
       'id',
       'the same instrument id appears twice in the batch',
     );
-    const [counts] = await tx`
+    const [counts] = await tx<{ inserted: number; updated: number; rows: number }[]>`
       with upserted as (
         insert into instruments as i (id, asset_class, display_name, exchange, region, isin, cusip,
           distribution_policy, quote_currency, quote_unit, is_active)
@@ -86,13 +89,13 @@ export const instrumentIngest: IngestKind<InstrumentIngestRow> = {
       from ingest_staging s
       cross join lateral jsonb_each_text(s.broker_codes) as b
     `;
-    const ids = await tx`select id from ingest_staging order by row_index limit 10000`;
+    const ids = await tx<{ id: string }[]>`select id from ingest_staging order by row_index limit 10000`;
     return {
-      rows: counts.rows as number,
-      inserted: counts.inserted as number,
-      updated: counts.updated as number,
-      unchanged: (counts.rows as number) - (counts.inserted as number) - (counts.updated as number),
-      ids: ids.map((r) => r.id as string),
+      rows: counts.rows,
+      inserted: counts.inserted,
+      updated: counts.updated,
+      unchanged: counts.rows - counts.inserted - counts.updated,
+      ids: ids.map((r) => r.id),
     };
   },
 };

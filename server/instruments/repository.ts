@@ -36,22 +36,40 @@ function selectInstruments(sql: Sql, day: string, vendorBroker: string) {
   `;
 }
 
-export function toInstrument(r: Record<string, unknown>): Instrument {
+/** A row of selectInstruments. */
+export interface InstrumentRow {
+  id: string;
+  asset_class: Instrument['assetClass'];
+  display_name: string;
+  exchange: string | null;
+  region: string | null;
+  isin: string | null;
+  cusip: string | null;
+  distribution_policy: Instrument['distributionPolicy'];
+  quote_currency: string | null;
+  quote_unit: string | null;
+  is_active: boolean;
+  current_symbol: string | null;
+  broker_codes: Record<string, string>;
+  vendor_code: string | null;
+}
+
+export function toInstrument(r: InstrumentRow): Instrument {
   return {
-    id: r.id as string,
-    assetClass: r.asset_class as Instrument['assetClass'],
-    displayName: r.display_name as string,
-    exchange: (r.exchange as string | null) ?? null,
-    region: (r.region as string | null) ?? null,
-    isin: (r.isin as string | null) ?? null,
-    cusip: (r.cusip as string | null) ?? null,
-    distributionPolicy: (r.distribution_policy as Instrument['distributionPolicy']) ?? null,
-    quoteCurrency: (r.quote_currency as string | null) ?? null,
-    quoteUnit: (r.quote_unit as string | null) ?? null,
-    isActive: r.is_active as boolean,
-    currentSymbol: (r.current_symbol as string | null) ?? null,
-    brokerCodes: r.broker_codes as Record<string, string>,
-    vendorCode: (r.vendor_code as string | null) ?? null,
+    id: r.id,
+    assetClass: r.asset_class,
+    displayName: r.display_name,
+    exchange: r.exchange,
+    region: r.region,
+    isin: r.isin,
+    cusip: r.cusip,
+    distributionPolicy: r.distribution_policy,
+    quoteCurrency: r.quote_currency,
+    quoteUnit: r.quote_unit,
+    isActive: r.is_active,
+    currentSymbol: r.current_symbol,
+    brokerCodes: r.broker_codes,
+    vendorCode: r.vendor_code,
   };
 }
 
@@ -72,7 +90,7 @@ export async function searchInstruments(
   const lower = q.text.toLowerCase();
   const rows = await timed(
     'search_instruments',
-    sql`
+    sql<InstrumentRow[]>`
       select * from (
         select
           x.*,
@@ -107,7 +125,7 @@ export async function findByBrokerCode(
 ): Promise<Instrument[]> {
   const rows = await timed(
     'find_by_broker_code',
-    sql`
+    sql<InstrumentRow[]>`
       select x.*
       from (${selectInstruments(sql, q.day, q.vendorBroker)}) x
       where x.id in (
@@ -128,13 +146,13 @@ export async function findByIds(sql: Sql, ids: string[], day: string, vendorBrok
   if (ids.length === 0) return [];
   const rows = await timed(
     'find_instruments_by_id',
-    sql`
+    sql<InstrumentRow[]>`
       select x.*
       from (${selectInstruments(sql, day, vendorBroker)}) x
       where x.id = any (${ids}::uuid[])
     `,
   );
-  const byId = new Map(rows.map((r) => [r.id as string, toInstrument(r)]));
+  const byId = new Map(rows.map((r) => [r.id, toInstrument(r)]));
   return ids.flatMap((id) => byId.get(id) ?? []);
 }
 
@@ -142,7 +160,7 @@ export async function findByIds(sql: Sql, ids: string[], day: string, vendorBrok
 export async function findInstrumentHeader(sql: Sql, id: string, day: string) {
   const [row] = await timed(
     'instrument_header',
-    sql`
+    sql<{ id: string; asset_class: string; symbol: string | null }[]>`
       select i.id, i.asset_class, i.quote_currency, i.quote_unit, e.symbol
       from instruments i
       ${effectiveSymbol(sql, day)}
@@ -150,6 +168,6 @@ export async function findInstrumentHeader(sql: Sql, id: string, day: string) {
     `,
   );
   return row
-    ? { id: row.id as string, assetClass: row.asset_class as string, symbol: (row.symbol as string | null) ?? null }
+    ? { id: row.id, assetClass: row.asset_class, symbol: row.symbol }
     : null;
 }

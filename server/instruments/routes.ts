@@ -1,13 +1,12 @@
 import { z } from 'zod';
 import type { Area } from '../area.ts';
 import { sendData } from '../http/envelope.ts';
-import { NoQuerySchema } from '../http/params.ts';
+import { IdParamsSchema, NoQuerySchema } from '../http/params.ts';
 import { defineRoute } from '../http/route.ts';
 import { instrumentIngest } from './ingest.ts';
 import {
   InstrumentBulkMetaSchema,
   InstrumentBulkSchema,
-  InstrumentIdSchema,
   InstrumentMetaSchema,
   InstrumentSchema,
   InstrumentSearchMetaSchema,
@@ -51,7 +50,7 @@ export const instrumentRoute = defineRoute({
   tag: TAG,
   summary: 'One instrument',
   scope: 'instruments:read',
-  params: InstrumentIdSchema,
+  params: IdParamsSchema,
   query: NoQuerySchema,
   response: { status: 200, description: 'the instrument', data: InstrumentSchema, meta: InstrumentMetaSchema },
   errors: ['not_found'],
@@ -71,7 +70,7 @@ export const instrumentsArea: Area = {
     });
 
     routes.handle(instrumentRoute, async ({ params }, res) => {
-      const data = await service.getInstrument(readDb, params.id.toLowerCase(), config.VENDOR_CODE_BROKER);
+      const data = await service.getInstrument(readDb, params.id, config.VENDOR_CODE_BROKER);
       sendData(res, data, { asOf: new Date().toISOString(), source: SOURCE, stale: false });
     });
   },

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AssetClassSchema, AsOfSchema, DateSchema, UuidSchema, idListSchema } from '../http/params.ts';
-import { BooleanValue } from '../admin/ingest.ts';
+import { BooleanValue } from '../ingest/fields.ts';
 
 export const MAX_BULK_IDS = 500;
 
@@ -27,8 +27,6 @@ export const InstrumentSearchSchema = z
   });
 
 export const InstrumentBulkSchema = z.strictObject({ ids: idListSchema(MAX_BULK_IDS) });
-
-export const InstrumentIdSchema = z.strictObject({ id: UuidSchema });
 
 const SymbolPeriodSchema = z
   .strictObject({

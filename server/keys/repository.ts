@@ -14,19 +14,32 @@ export interface KeyRow {
   revokedAt: string | null;
 }
 
-const iso = (d: unknown) => (d instanceof Date ? d.toISOString() : null);
+interface ApiKeyRow {
+  id: string;
+  account_id: string;
+  name: string;
+  prefix: string;
+  environment: Environment;
+  scopes: string[];
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
 
-function toKeyRow(r: Record<string, unknown>): KeyRow {
+/** The columns of ApiKeyRow: never key_hash, which stays in the database. */
+const API_KEY_COLUMNS = ['id', 'account_id', 'name', 'prefix', 'environment', 'scopes', 'created_at', 'last_used_at', 'revoked_at'];
+
+function toKeyRow(r: ApiKeyRow): KeyRow {
   return {
-    id: r.id as string,
-    accountId: r.account_id as string,
-    name: r.name as string,
-    prefix: r.prefix as string,
-    environment: r.environment as Environment,
-    scopes: r.scopes as string[],
-    createdAt: iso(r.created_at)!,
-    lastUsedAt: iso(r.last_used_at),
-    revokedAt: iso(r.revoked_at),
+    id: r.id,
+    accountId: r.account_id,
+    name: r.name,
+    prefix: r.prefix,
+    environment: r.environment,
+    scopes: r.scopes,
+    createdAt: r.created_at.toISOString(),
+    lastUsedAt: r.last_used_at?.toISOString() ?? null,
+    revokedAt: r.revoked_at?.toISOString() ?? null,
   };
 }
 
@@ -34,17 +47,17 @@ export async function insertKey(
   sql: Sql,
   key: { accountId: string; name: string; environment: Environment; scopes: Scope[]; hash: Buffer; prefix: string },
 ): Promise<KeyRow> {
-  const [row] = await sql`
+  const [row] = await sql<ApiKeyRow[]>`
     insert into api_keys (account_id, name, environment, scopes, key_hash, prefix)
     values (${key.accountId}, ${key.name}, ${key.environment}, ${key.scopes}, ${key.hash}, ${key.prefix})
-    returning *
+    returning ${sql(API_KEY_COLUMNS)}
   `;
   return toKeyRow(row);
 }
 
 export async function listKeys(sql: Sql, accountId: string | undefined): Promise<KeyRow[]> {
-  const rows = await sql`
-    select *
+  const rows = await sql<ApiKeyRow[]>`
+    select ${sql(API_KEY_COLUMNS)}
     from api_keys
     ${accountId ? sql`where account_id = ${accountId}` : sql``}
     order by created_at, id
@@ -53,11 +66,11 @@ export async function listKeys(sql: Sql, accountId: string | undefined): Promise
 }
 
 export async function revokeKey(sql: Sql, id: string): Promise<KeyRow | null> {
-  const [row] = await sql`
+  const [row] = await sql<ApiKeyRow[]>`
     update api_keys
     set revoked_at = coalesce(revoked_at, now())
     where id = ${id}
-    returning *
+    returning ${sql(API_KEY_COLUMNS)}
   `;
   return row ? toKeyRow(row) : null;
 }
@@ -96,7 +109,18 @@ export type WindowLimits = Record<Environment, { perMinute: number; perDay: numb
 export async function resolveKeyAndAdmit(sql: Sql, hash: Buffer, scope: Scope, limits: WindowLimits): Promise<ResolvedKey | null> {
   const [row] = await timed(
     'resolve_key_and_admit',
-    sql`
+    sql<
+      {
+        id: string;
+        account_id: string;
+        environment: Environment;
+        scopes: string[];
+        revoked: boolean;
+        minute_count: number | null;
+        day_count: number | null;
+        now_epoch: number;
+      }[]
+    >`
       with key as (
         select id, account_id, environment, scopes, revoked_at
         from api_keys
@@ -138,13 +162,13 @@ export async function resolveKeyAndAdmit(sql: Sql, hash: Buffer, scope: Scope, l
   );
   if (!row) return null;
   return {
-    id: row.id as string,
-    accountId: row.account_id as string,
-    environment: row.environment as Environment,
-    scopes: row.scopes as string[],
-    revoked: row.revoked as boolean,
-    admitted: row.day_count === null ? null : { minuteCount: row.minute_count as number, dayCount: row.day_count as number },
-    nowEpoch: row.now_epoch as number,
+    id: row.id,
+    accountId: row.account_id,
+    environment: row.environment,
+    scopes: row.scopes,
+    revoked: row.revoked,
+    admitted: row.day_count === null || row.minute_count === null ? null : { minuteCount: row.minute_count, dayCount: row.day_count },
+    nowEpoch: row.now_epoch,
   };
 }
 
@@ -152,7 +176,7 @@ export async function resolveKeyAndAdmit(sql: Sql, hash: Buffer, scope: Scope, l
 export async function recordRefused(sql: Sql, accountId: string, environment: Environment): Promise<WindowCounts> {
   const [row] = await timed(
     'record_refused',
-    sql`
+    sql<{ day_count: number; minute_count: number }[]>`
       update usage_counters
       set refused = refused + 1
       where account_id = ${accountId}
@@ -163,7 +187,7 @@ export async function recordRefused(sql: Sql, accountId: string, environment: En
         case when minute_start = date_trunc('minute', now(), 'UTC') then minute_admitted else 0 end as minute_count
     `,
   );
-  return { minuteCount: (row?.minute_count as number | undefined) ?? 0, dayCount: (row?.day_count as number | undefined) ?? 0 };
+  return { minuteCount: row?.minute_count ?? 0, dayCount: row?.day_count ?? 0 };
 }
 
 export async function recordLastUsed(sql: Sql, ids: string[], times: string[]): Promise<void> {
@@ -178,12 +202,33 @@ export async function recordLastUsed(sql: Sql, ids: string[], times: string[]): 
   );
 }
 
-export async function usageByAccount(sql: Sql, accountId: string, sinceDay: string) {
-  return sql`
+export interface UsageDay {
+  environment: Environment;
+  day: string;
+  admitted: number;
+  refused: number;
+  /** The minute window as of the day's last admitted request. */
+  minuteStart: string;
+  minuteAdmitted: number;
+}
+
+/** The account's usage counters from `sinceDay` on, per environment, newest day first. */
+export async function usageByAccount(sql: Sql, accountId: string, sinceDay: string): Promise<UsageDay[]> {
+  const rows = await sql<
+    { environment: Environment; day: string; admitted: number; refused: number; minute_start: Date; minute_admitted: number }[]
+  >`
     select environment, day, admitted, refused, minute_start, minute_admitted
     from usage_counters
     where account_id = ${accountId}
       and day >= ${sinceDay}::date
     order by environment, day desc
   `;
+  return rows.map((r) => ({
+    environment: r.environment,
+    day: r.day,
+    admitted: r.admitted,
+    refused: r.refused,
+    minuteStart: r.minute_start.toISOString(),
+    minuteAdmitted: r.minute_admitted,
+  }));
 }

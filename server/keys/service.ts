@@ -3,7 +3,7 @@ import { AppError, notFound } from '../http/errors.ts';
 import type { Database } from '../db/database.ts';
 import * as accounts from '../accounts/repository.ts';
 import * as repo from './repository.ts';
-import { KEY_PREFIX, type Environment, type Scope } from './scopes.ts';
+import { ENVIRONMENTS, KEY_PREFIX, type Environment, type Scope } from './scopes.ts';
 
 // 32 random bytes = 256 bits of secret, base64url-encoded to 43 characters.
 const KEY_PATTERN = /^pk_(test|live)_[A-Za-z0-9_-]{43}$/;
@@ -42,6 +42,32 @@ export async function revokeKey(db: Database, id: string) {
   const row = await db.run((sql) => repo.revokeKey(sql, id));
   if (!row) throw notFound('key');
   return row;
+}
+
+/**
+ * An account's requests admitted and refused per UTC day over the last
+ * `days` days (today included), and the latest minute window, per
+ * environment; only live usage is billable.
+ */
+export async function readUsage(db: Database, accountId: string, days: number) {
+  const sinceDay = new Date(Date.now() - (days - 1) * 86_400_000).toISOString().slice(0, 10);
+  const rows = await db.run(async (sql) => {
+    if (!(await accounts.accountExists(sql, accountId))) throw notFound('account');
+    return repo.usageByAccount(sql, accountId, sinceDay);
+  });
+  const usage = Object.fromEntries(
+    ENVIRONMENTS.map((env) => {
+      const own = rows.filter((r) => r.environment === env);
+      return [
+        env,
+        {
+          days: own.map((r) => ({ day: r.day, admitted: r.admitted, refused: r.refused })),
+          latestMinute: own[0] ? { minuteStart: own[0].minuteStart, admitted: own[0].minuteAdmitted } : null,
+        },
+      ];
+    }),
+  );
+  return { accountId, billable: ['live'], usage };
 }
 
 export type { WindowLimits } from './repository.ts';

@@ -1,13 +1,14 @@
 import os from 'node:os';
+import type postgres from 'postgres';
 import { timed, type Sql } from '../db/sql.ts';
 import type { PointInTime } from '../http/params.ts';
 import { BarAdjuster, dayToDate, NOT_VENDOR_ADJUSTED } from './adjustment.ts';
-import * as repo from './repository.ts';
-import { planAdjustments } from './service.ts';
+import { planAdjustments } from './adjustment-plan.ts';
 
 // The analytics read of daily bars: adjusted series as typed arrays for the
-// worker pool, from one packed row per instrument (repository.ts,
-// selectPackedSeries), adjusted with the same plan as the price routes.
+// worker pool, from one packed row per instrument (selectPackedSeries), and
+// the decoding of those rows, kept together because each depends on the
+// other's layout; adjusted with the same plan as the price routes.
 
 export interface AdjustedSeries {
   /** Days since 1970-01-01 (UTC), ascending. */
@@ -24,6 +25,63 @@ export interface AdjustedSeries {
 }
 
 /**
+ * Daily bars for analytics, one row per instrument, each column packed by
+ * PostgreSQL into big-endian values: days since 1970-01-01 as int4, prices
+ * and volume as float8 (NaN where absent), so the request thread decodes a
+ * few strings per instrument instead of an object per bar. Each column
+ * arrives as base64 text: a bytea would come as hex, two characters a byte,
+ * where base64 takes four per three and Node decodes it natively. On a
+ * 20-instrument, 360-bar close read that cut the request thread's CPU from
+ * about 0.95 to 0.55 ms a read, and the garbage it leaves by a third.
+ *
+ * Only vendor-adjusted bars carry a reflects-through date (days since
+ * 1970-01-01, int4), so `reflects` holds theirs alone and is null when the
+ * window holds none, the common case: a value for every raw bar was a quarter
+ * of a close-only read's bytes. When some bars are vendor-adjusted and some
+ * raw, `reflects_days` names the days the values belong to; when all are, it
+ * is null and `reflects` runs beside `days`.
+ *
+ * The aggregates carry no ORDER BY: each one would sort its input again
+ * (PostgreSQL 15 sorts per ordered aggregate), which doubled the query's cost.
+ * Every aggregate of a group consumes the same rows in the same order, so the
+ * columns stay aligned with each other; the caller puts them in date order.
+ */
+interface PackedSeriesRow {
+  instrument_id: string;
+  /** Base64 of the packed values; null for an aggregate over no value. */
+  days: string | null;
+  reflects: string | null;
+  reflects_days: string | null;
+  /** Absent from a close-only read. */
+  open_price?: string | null;
+  high_price?: string | null;
+  low_price?: string | null;
+  volume?: string | null;
+  close_price: string | null;
+}
+
+export function selectPackedSeries(sql: Sql, instrumentIds: string[], from: string, to: string, fields: 'close' | 'ohlcv') {
+  const base64 = (values: postgres.Fragment, name: string) => sql`encode(${values}, 'base64') as ${sql(name)}`;
+  const days = (column: string) => sql`string_agg(int4send(${sql(column)} - date '1970-01-01'), ''::bytea)`;
+  const floats = (value: postgres.Fragment) => sql`string_agg(float8send(${value}), ''::bytea)`;
+  const orNaN = (column: string) => base64(floats(sql`coalesce(${sql(column)}, 'NaN'::float8)`), column);
+  const vendorAdjusted = sql`filter (where reflects_actions_through is not null)`;
+  return sql<PackedSeriesRow[]>`
+    select
+      instrument_id,
+      ${base64(days('bar_date'), 'days')},
+      ${base64(sql`${days('reflects_actions_through')} ${vendorAdjusted}`, 'reflects')},
+      ${base64(sql`case when count(reflects_actions_through) < count(*) then ${days('bar_date')} ${vendorAdjusted} end`, 'reflects_days')},
+      ${fields === 'ohlcv' ? sql`${orNaN('open_price')}, ${orNaN('high_price')}, ${orNaN('low_price')}, ${orNaN('volume')},` : sql``}
+      ${base64(floats(sql`close_price`), 'close_price')}
+    from daily_bars
+    where instrument_id = any (${instrumentIds}::uuid[])
+      and bar_date between ${from}::date and ${to}::date
+    group by instrument_id
+  `;
+}
+
+/**
  * Adjusted daily bars packed as typed arrays for the worker pool: compact,
  * and transferable without copying. Missing fields become NaN there, and the
  * workers treat NaN as absent (never as zero). Only actions known at the
@@ -35,8 +93,8 @@ export async function readAdjustedSeries(
   window: { from: string; to: string; asOf?: PointInTime; fields: 'close' | 'ohlcv' },
 ): Promise<Map<string, AdjustedSeries>> {
   const q = { from: window.from, to: window.to, adjusted: true, asOf: window.asOf, includeBackfilled: false };
-  const [plans, rows] = await Promise.all([planAdjustments(sql, ids, q), timed('adjusted_series_bars', repo.selectPackedSeries(sql, ids, window.from, window.to, window.fields))]);
-  const packed = new Map(rows.map((r) => [r.instrument_id as string, r]));
+  const [plans, rows] = await Promise.all([planAdjustments(sql, ids, q), timed('adjusted_series_bars', selectPackedSeries(sql, ids, window.from, window.to, window.fields))]);
+  const packed = new Map(rows.map((r) => [r.instrument_id, r]));
   const out = new Map<string, AdjustedSeries>();
   const ohlcv = window.fields === 'ohlcv';
   for (const id of ids) {

@@ -12,8 +12,7 @@
  * reflected and never applied twice.
  */
 
-export type Provenance = 'observed' | 'vendor_pit' | 'announced' | 'backfilled';
-export const PROVENANCES: readonly Provenance[] = ['observed', 'vendor_pit', 'announced', 'backfilled'];
+import { zeroProvenanceCounts, type Provenance } from '../actions/schema.ts';
 
 export interface ActionForAdjustment {
   id: string;
@@ -203,7 +202,7 @@ export class BarAdjuster {
   }
 
   provenanceCounts(): Record<Provenance, number> {
-    const counts = { observed: 0, vendor_pit: 0, announced: 0, backfilled: 0 };
+    const counts = zeroProvenanceCounts();
     for (const p of this.appliedProvenance.values()) counts[p]++;
     return counts;
   }

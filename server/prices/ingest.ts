@@ -1,9 +1,12 @@
 import { z } from 'zod';
-import { BooleanValue, copyInto, finiteNumber, ingestCounts, NonNegativeNumber, PositiveNumber, type IngestKind, type WriteCounts } from '../admin/ingest.ts';
+import { BooleanValue, finiteNumber, NonNegativeNumber, PositiveNumber } from '../ingest/fields.ts';
+import { ingestCounts, type IngestKind } from '../ingest/kind.ts';
+import { analyzeStaging, copyInto, restage } from '../ingest/repository.ts';
 import { dayNumber } from './adjustment.ts';
 import type { Sql } from '../db/sql.ts';
 import { DateSchema, InstantSchema, isDate, isInstant, UuidSchema } from '../http/params.ts';
-import { INTRADAY_TABLES } from './repository.ts';
+import { readStorageTier } from '../db/migrate.ts';
+import * as repo from './repository.ts';
 
 const nullable = <T extends z.ZodType>(schema: T) => schema.nullable().optional().transform((v) => v ?? null);
 
@@ -147,49 +150,12 @@ type Savepoints = { savepoint<T>(fn: (sp: Sql) => Promise<T>): Promise<T> };
 
 const MINUTE_MS = 60_000;
 
-/** Table columns in COPY order, with their staging types; the staging table and the upsert both come from this. */
-type Columns = [name: string, type: string][];
-const DAILY_COLUMNS: Columns = [
-  ['instrument_id', 'uuid'], ['bar_date', 'date'], ['open_price', 'float8'], ['high_price', 'float8'], ['low_price', 'float8'],
-  ['close_price', 'float8'], ['volume', 'float8'], ['quote_currency', 'text'], ['quote_unit', 'text'], ['stale', 'boolean'],
-  ['price_basis', 'text'], ['reflects_actions_through', 'date'], ['source', 'text'], ['as_of', 'timestamptz'],
-];
-const INTRADAY_COLUMNS: Columns = [
-  ['instrument_id', 'uuid'], ['bar_ts', 'timestamptz'], ['open_price', 'float8'], ['high_price', 'float8'], ['low_price', 'float8'],
-  ['close_price', 'float8'], ['volume', 'float8'], ['quote_currency', 'text'], ['quote_unit', 'text'], ['source', 'text'], ['as_of', 'timestamptz'],
-];
-const names = (columns: Columns) => columns.map(([name]) => name);
-const stagingColumns = (columns: Columns) => columns.map(([name, type]) => `${name} ${type}`).join(', ');
-
-/**
- * Upserts the staged batch into `table`, keyed by (instrument_id, the time
- * column). A stored row is rewritten only when some value differs, so an
- * unchanged re-post writes nothing; the counts tell inserted from updated.
- * Table and column names are constants of this module.
- */
-async function upsertStagedBars(tx: Sql, table: string, columns: Columns): Promise<WriteCounts> {
-  const [, time, ...values] = names(columns);
-  const list = names(columns).join(', ');
-  const [row] = await tx.unsafe(`
-    with upserted as (
-      insert into ${table} as b (${list})
-      select ${list} from ingest_staging
-      on conflict (instrument_id, ${time}) do update set ${values.map((c) => `${c} = excluded.${c}`).join(', ')}
-      where (${values.map((c) => `b.${c}`).join(', ')}) is distinct from (${values.map((c) => `excluded.${c}`).join(', ')})
-      returning (xmax = 0) as inserted
-    )
-    select count(*) filter (where inserted)::int as inserted, count(*) filter (where not inserted)::int as updated
-    from upserted
-  `);
-  return { inserted: row.inserted as number, updated: row.updated as number };
-}
-
 export const dailyBarIngest: IngestKind<DailyBarRow> = {
   label: 'daily bars',
   rowSchema: DailyBarRowSchema,
   resultSchema: z.strictObject(ingestCounts),
   fastRow: fastDailyBar,
-  stagingColumns: stagingColumns(DAILY_COLUMNS),
+  stagingColumns: repo.DAILY_COLUMNS,
   toStagingValues: (r) => [
     r.instrumentId, r.barDate, r.openPrice, r.highPrice, r.lowPrice, r.closePrice, r.volume,
     r.quoteCurrency, r.quoteUnit, r.stale, r.priceBasis, r.reflectsActionsThrough, r.source, r.asOf,
@@ -205,115 +171,38 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
   async writeBatch(tx, batch, state) {
     if (state.copyStraight !== false) {
       try {
-        await (tx as unknown as Savepoints).savepoint((sp) => copyInto(sp, `daily_bars (${names(DAILY_COLUMNS).join(', ')})`, batch.text));
+        await (tx as unknown as Savepoints).savepoint((sp) => copyInto(sp, 'daily_bars', batch.text, repo.columnNames(repo.DAILY_COLUMNS)));
         return { inserted: batch.rows, updated: 0 };
       } catch (err) {
         if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
       }
     }
-    await tx`truncate ingest_staging`;
-    await copyInto(tx, 'ingest_staging', batch.text);
-    const written = await upsertStagedBars(tx, 'daily_bars', DAILY_COLUMNS);
+    await restage(tx, batch.text);
+    const written = await repo.upsertStagedBars(tx, 'daily_bars', repo.DAILY_COLUMNS);
     state.copyStraight = written.inserted === batch.rows;
     return written;
   },
 };
-
-const ROLLUPS = ([['5min', 5], ['15min', 15], ['30min', 30], ['1hour', 60]] as const).map(([interval, minutes]) => ({
-  table: INTRADAY_TABLES[interval],
-  width: `${minutes} minutes`,
-  ms: minutes * MINUTE_MS,
-}));
-
-// Bucket origin: a Monday midnight UTC, the same as TimescaleDB's time_bucket
-// default, so both tiers cut identical buckets.
-const BUCKET_ORIGIN = '2000-01-03T00:00:00Z';
-
-async function storageTier(sql: Sql): Promise<string> {
-  const [row] = await sql`select tier from storage_tier`;
-  return row.tier as string;
-}
-
-/**
- * Recomputes every rollup bucket the batch touched, from the stored 1-minute
- * bars (not just the batch), so a correction or a partial bucket is right.
- *
- * One pass over the stored minutes between the batch's first and last whole
- * bucket (constants, so only those chunks are read), kept to the touched
- * (instrument, bucket) pairs by a hash semi-join on equality. A join on the
- * bucket range instead degenerates into comparing every stored minute of an
- * instrument with every touched bucket (24 s for a 20-day batch, measured).
- */
-async function refreshRollups(tx: Sql, firstMinute: number, lastMinute: number) {
-  const origin = Date.parse(BUCKET_ORIGIN);
-  // The semi-join must be hashed. With statistics that lag a fast-growing
-  // table the planner can pick a nested loop that rescans the staged batch for
-  // every stored minute: measured once at 96 s for a monthly upload that
-  // otherwise takes 2 s. Only for these statements; restored below.
-  await tx`set local enable_nestloop = off`;
-  for (const { table, width, ms } of ROLLUPS) {
-    const lo = new Date(origin + Math.floor((firstMinute * MINUTE_MS - origin) / ms) * ms);
-    // The last minute of the last touched bucket, not the instant the bucket
-    // ends: for the bucket that ends year 9999 that instant is in year 10000,
-    // which a Date sends as "+010000-01-01T00:00:00.000Z" and PostgreSQL
-    // refuses. Stored bars are whole minutes (the row schema), so `<=` this
-    // selects exactly what `<` the end would, and the bound stays a constant.
-    const hi = new Date(origin + (Math.floor((lastMinute * MINUTE_MS - origin) / ms) + 1) * ms - MINUTE_MS);
-    const bucket = (column: string) => tx`date_bin(${width}::interval, ${tx(column)}, ${BUCKET_ORIGIN}::timestamptz)`;
-    await tx`
-      insert into ${tx(table)} as r (instrument_id, bar_ts, open_price, high_price, low_price, close_price, volume,
-        quote_currency, quote_unit, source, as_of)
-      select
-        m.instrument_id,
-        ${bucket('bar_ts')},
-        (array_agg(m.open_price order by m.bar_ts))[1],
-        max(m.high_price),
-        min(m.low_price),
-        (array_agg(m.close_price order by m.bar_ts desc))[1],
-        case when count(m.volume) = count(*) then sum(m.volume) end,
-        (array_agg(m.quote_currency order by m.bar_ts desc))[1],
-        (array_agg(m.quote_unit order by m.bar_ts desc))[1],
-        (array_agg(m.source order by m.bar_ts desc))[1],
-        max(m.as_of)
-      from intraday_bars m
-      where m.bar_ts >= ${lo} and m.bar_ts <= ${hi}
-        and (m.instrument_id, ${bucket('bar_ts')}) in (select instrument_id, ${bucket('bar_ts')} from ingest_staging)
-      group by 1, 2
-      on conflict (instrument_id, bar_ts) do update set
-        open_price = excluded.open_price,
-        high_price = excluded.high_price,
-        low_price = excluded.low_price,
-        close_price = excluded.close_price,
-        volume = excluded.volume,
-        quote_currency = excluded.quote_currency,
-        quote_unit = excluded.quote_unit,
-        source = excluded.source,
-        as_of = excluded.as_of
-    `;
-  }
-  await tx`set local enable_nestloop = on`;
-}
 
 export const intradayBarIngest: IngestKind<IntradayBarRow> = {
   label: 'intraday bars',
   rowSchema: IntradayBarRowSchema,
   resultSchema: z.strictObject({ ...ingestCounts, firstBarTimestamp: z.string().optional(), lastBarTimestamp: z.string().optional() }),
   fastRow: fastIntradayBar,
-  stagingColumns: stagingColumns(INTRADAY_COLUMNS),
+  stagingColumns: repo.INTRADAY_COLUMNS,
   toStagingValues: (r) => [
     r.instrumentId, r.barTimestamp, r.openPrice, r.highPrice, r.lowPrice, r.closePrice, r.volume,
     r.quoteCurrency, r.quoteUnit, r.source, r.asOf,
   ],
   key: { field: 'barTimestamp', instrumentId: (r) => r.instrumentId, ordinal: (r) => Date.parse(r.barTimestamp) / MINUTE_MS },
   async writeBatch(tx, batch, state) {
-    await tx`truncate ingest_staging`;
-    await copyInto(tx, 'ingest_staging', batch.text);
-    const written = await upsertStagedBars(tx, 'intraday_bars', INTRADAY_COLUMNS);
-    state.tier ??= await storageTier(tx);
+    await restage(tx, batch.text);
+    const written = await repo.upsertStagedBars(tx, 'intraday_bars', repo.INTRADAY_COLUMNS);
+    state.tier ??= (await readStorageTier(tx)).tier;
     // Full TimescaleDB keeps the rollups as continuous aggregates, refreshed after commit.
     if (state.tier !== 'timescaledb') {
-      await tx`analyze ingest_staging`;
-      await refreshRollups(tx, batch.first, batch.last);
+      await analyzeStaging(tx);
+      await repo.refreshRollups(tx, batch.first, batch.last);
     }
     return written;
   },
@@ -321,19 +210,16 @@ export const intradayBarIngest: IngestKind<IntradayBarRow> = {
     firstBarTimestamp: new Date(range.first * MINUTE_MS).toISOString(),
     lastBarTimestamp: new Date(range.last * MINUTE_MS).toISOString(),
   }),
-  async afterCommit(sql, result) {
-    if ((await storageTier(sql)) !== 'timescaledb') return;
+  async afterCommit(sql, range) {
+    if ((await readStorageTier(sql)).tier !== 'timescaledb') return;
     // A continuous aggregate refresh cannot run inside a transaction. Real-time
     // aggregation already serves unmaterialised buckets; this re-materialises
     // buckets a correction touched.
     // Whole hours, a boundary of every rollup width, so no touched bucket is
-    // cut off. The end hour is added in SQL: after the last hour of year 9999
-    // it is in year 10000, which a Date cannot send (see refreshRollups).
+    // cut off.
     const hour = 3_600_000;
-    const first = new Date(Math.floor(Date.parse(result.firstBarTimestamp as string) / hour) * hour);
-    const lastHour = new Date(Math.floor(Date.parse(result.lastBarTimestamp as string) / hour) * hour);
-    for (const { table } of ROLLUPS) {
-      await sql`call refresh_continuous_aggregate(${table}, ${first}, ${lastHour}::timestamptz + interval '1 hour')`;
-    }
+    const first = new Date(Math.floor((range.first * MINUTE_MS) / hour) * hour);
+    const lastHour = new Date(Math.floor((range.last * MINUTE_MS) / hour) * hour);
+    await repo.refreshContinuousAggregates(sql, first, lastHour);
   },
 };

@@ -1,84 +1,10 @@
-import type postgres from 'postgres';
 import type { Sql } from '../db/sql.ts';
-import { timed } from '../db/sql.ts';
-import { type ActionForAdjustment, type PriorClose, type Provenance } from './adjustment.ts';
+import { identifierList, timed } from '../db/sql.ts';
+import type { PriorClose } from './adjustment.ts';
+import type { DailyBar, IntradayBar } from './schema.ts';
+import type { StagingColumns, WriteCounts } from '../ingest/kind.ts';
 
-export interface ActionSetQuery {
-  instrumentIds: string[];
-  /**
-   * The action-set version to read for each instrument, in the order of
-   * instrumentIds: the version the caller reports. Revisions are append-only
-   * and a version is bumped in the transaction that appends its revisions, so
-   * the set at a version the caller has seen never changes, whatever commits
-   * between the caller's statements.
-   */
-  versions: number[];
-  /** Knowledge cut-off: actions whose knowledgeDate is after it are excluded. */
-  asOf?: Date;
-  includeBackfilled: boolean;
-  /** Effective-date bounds (corporate-actions route); absent for adjustment. */
-  effectiveFrom?: string;
-  effectiveTo?: string;
-}
-
-/** Latest version per instrument; 0 for an instrument whose action set never changed. */
-export async function actionSetVersions(sql: Sql, instrumentIds: string[]): Promise<Map<string, number>> {
-  const rows = await timed(
-    'action_set_versions',
-    sql`
-      select instrument_id, version
-      from action_set_versions
-      where instrument_id = any (${instrumentIds}::uuid[])
-    `,
-  );
-  const versions = new Map(instrumentIds.map((id) => [id, 0]));
-  for (const r of rows) versions.set(r.instrument_id as string, r.version as number);
-  return versions;
-}
-
-/**
- * The action set as of each instrument's version: for each action, its
- * latest revision at or below that version. Then the knowledge filter: with a
- * cut-off, only actions whose knowledgeDate is on or before it. Backfilled
- * actions (no knowledge date) cannot be placed in time, so they count only
- * when asked for.
- */
-export function selectActionSet(sql: Sql, q: ActionSetQuery) {
-  return sql`
-    select *
-    from (
-      select distinct on (r.action_id) r.*
-      from unnest(${q.instrumentIds}::uuid[], ${q.versions}::int[]) as v (instrument_id, version)
-      join corporate_action_revisions r on r.instrument_id = v.instrument_id and r.action_set_version <= v.version
-      order by r.action_id, r.action_set_version desc
-    ) a
-    where true
-      and (
-        a.knowledge_date is null and ${q.includeBackfilled}::boolean
-        or a.knowledge_date is not null ${q.asOf ? sql`and a.knowledge_date <= ${q.asOf}` : sql``}
-      )
-      ${q.effectiveFrom ? sql`and a.effective_date >= ${q.effectiveFrom}::date` : sql``}
-      ${q.effectiveTo ? sql`and a.effective_date <= ${q.effectiveTo}::date` : sql``}
-    order by a.instrument_id, a.effective_date, a.action_id
-  `;
-}
-
-export async function actionsForAdjustment(sql: Sql, q: ActionSetQuery): Promise<Map<string, ActionForAdjustment[]>> {
-  const rows = await timed('actions_for_adjustment', selectActionSet(sql, q));
-  const byInstrument = new Map<string, ActionForAdjustment[]>();
-  for (const r of rows) {
-    const list = byInstrument.get(r.instrument_id as string) ?? [];
-    list.push({
-      id: r.action_id as string,
-      kind: r.kind as string,
-      effectiveDate: r.effective_date as string,
-      knowledgeProvenance: r.knowledge_provenance as Provenance,
-      params: r.params as Record<string, unknown>,
-    });
-    byInstrument.set(r.instrument_id as string, list);
-  }
-  return byInstrument;
-}
+const MINUTE_MS = 60_000;
 
 /** For each dividend, the last raw bar before its ex-date (one query for all). */
 export async function priorCloses(sql: Sql, dividends: { instrumentId: string; effectiveDate: string }[]): Promise<Map<string, PriorClose[]>> {
@@ -86,7 +12,7 @@ export async function priorCloses(sql: Sql, dividends: { instrumentId: string; e
   if (dividends.length === 0) return result;
   const rows = await timed(
     'dividend_prior_closes',
-    sql`
+    sql<{ instrument_id: string; effective_date: string; bar_date: string; close_price: number; quote_currency: string }[]>`
       select d.instrument_id, d.effective_date, b.bar_date, b.close_price, b.quote_currency
       from unnest(${dividends.map((d) => d.instrumentId)}::uuid[], ${dividends.map((d) => d.effectiveDate)}::date[]) as d (instrument_id, effective_date)
       join lateral (
@@ -100,119 +26,79 @@ export async function priorCloses(sql: Sql, dividends: { instrumentId: string; e
     `,
   );
   for (const r of rows) {
-    const list = result.get(r.instrument_id as string) ?? [];
-    list.push({
-      effectiveDate: r.effective_date as string,
-      barDate: r.bar_date as string,
-      close: r.close_price as number,
-      quoteCurrency: r.quote_currency as string,
-    });
-    result.set(r.instrument_id as string, list);
+    const list = result.get(r.instrument_id) ?? [];
+    list.push({ effectiveDate: r.effective_date, barDate: r.bar_date, close: r.close_price, quoteCurrency: r.quote_currency });
+    result.set(r.instrument_id, list);
   }
   return result;
 }
 
-export interface CoverageCheck {
-  checkedAt: string;
+interface DailyBarRow {
+  instrument_id: string;
+  bar_date: string;
+  open_price: number | null;
+  high_price: number | null;
+  low_price: number | null;
+  close_price: number;
+  volume: number | null;
+  quote_currency: string;
+  quote_unit: string;
+  stale: boolean;
+  price_basis: 'raw' | 'vendor_adjusted';
+  reflects_actions_through: string | null;
   source: string;
-  coveredFrom: string;
-  actionsFound: number;
+  as_of: Date;
 }
 
-/** The latest coverage check per instrument known at the cut-off. */
-export async function latestCoverageChecks(sql: Sql, instrumentIds: string[], asOf?: Date): Promise<Map<string, CoverageCheck>> {
-  const rows = await timed(
-    'latest_coverage_checks',
-    sql`
-      select distinct on (instrument_id) instrument_id, checked_at, source, covered_from, actions_found
-      from action_coverage_checks
-      where instrument_id = any (${instrumentIds}::uuid[])
-        ${asOf ? sql`and checked_at <= ${asOf}` : sql``}
-      order by instrument_id, checked_at desc, id desc
-    `,
-  );
-  return new Map(
-    rows.map((r) => [
-      r.instrument_id as string,
-      {
-        checkedAt: (r.checked_at as Date).toISOString(),
-        source: r.source as string,
-        coveredFrom: r.covered_from as string,
-        actionsFound: r.actions_found as number,
-      },
-    ]),
-  );
+const DAILY_BAR_COLUMNS: (keyof DailyBarRow)[] = [
+  'instrument_id', 'bar_date', 'open_price', 'high_price', 'low_price', 'close_price', 'volume', 'quote_currency', 'quote_unit',
+  'stale', 'price_basis', 'reflects_actions_through', 'source', 'as_of',
+];
+
+function toDailyBar(r: DailyBarRow): DailyBar {
+  return {
+    instrumentId: r.instrument_id,
+    barDate: r.bar_date,
+    openPrice: r.open_price,
+    highPrice: r.high_price,
+    lowPrice: r.low_price,
+    closePrice: r.close_price,
+    volume: r.volume,
+    quoteCurrency: r.quote_currency,
+    quoteUnit: r.quote_unit,
+    stale: r.stale,
+    asOf: r.as_of.toISOString(),
+    source: r.source,
+    priceBasis: r.price_basis,
+    reflectsActionsThrough: r.reflects_actions_through,
+  };
 }
 
-export const DAILY_BAR_COLUMNS = `bar_date, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit,
-  stale, price_basis, reflects_actions_through, source, as_of`;
-
-export function selectDailyBars(sql: Sql, instrumentIds: string[], from: string, to: string) {
-  return sql`
-    select instrument_id, ${sql.unsafe(DAILY_BAR_COLUMNS)}
+/** The stored daily bars of the instruments in the window, by instrument, then date. */
+export async function selectDailyBars(sql: Sql, instrumentIds: string[], from: string, to: string): Promise<DailyBar[]> {
+  const rows = await sql<DailyBarRow[]>`
+    select ${sql(DAILY_BAR_COLUMNS)}
     from daily_bars
     where instrument_id = any (${instrumentIds}::uuid[])
       and bar_date between ${from}::date and ${to}::date
     order by instrument_id, bar_date
   `;
-}
-
-/**
- * Daily bars for analytics, one row per instrument, each column packed by
- * PostgreSQL into big-endian values: days since 1970-01-01 as int4, prices
- * and volume as float8 (NaN where absent), so the request thread decodes a
- * few strings per instrument instead of an object per bar. Each column
- * arrives as base64 text: a bytea would come as hex, two characters a byte,
- * where base64 takes four per three and Node decodes it natively. On a
- * 20-instrument, 360-bar close read that cut the request thread's CPU from
- * about 0.95 to 0.55 ms a read, and the garbage it leaves by a third.
- *
- * Only vendor-adjusted bars carry a reflects-through date (days since
- * 1970-01-01, int4), so `reflects` holds theirs alone and is null when the
- * window holds none, the common case: a value for every raw bar was a quarter
- * of a close-only read's bytes. When some bars are vendor-adjusted and some
- * raw, `reflects_days` names the days the values belong to; when all are, it
- * is null and `reflects` runs beside `days`.
- *
- * The aggregates carry no ORDER BY: each one would sort its input again
- * (PostgreSQL 15 sorts per ordered aggregate), which doubled the query's cost.
- * Every aggregate of a group consumes the same rows in the same order, so the
- * columns stay aligned with each other; the caller puts them in date order.
- */
-export function selectPackedSeries(sql: Sql, instrumentIds: string[], from: string, to: string, fields: 'close' | 'ohlcv') {
-  const base64 = (values: postgres.Fragment, name: string) => sql`encode(${values}, 'base64') as ${sql(name)}`;
-  const days = (column: string) => sql`string_agg(int4send(${sql(column)} - date '1970-01-01'), ''::bytea)`;
-  const floats = (value: postgres.Fragment) => sql`string_agg(float8send(${value}), ''::bytea)`;
-  const orNaN = (column: string) => base64(floats(sql`coalesce(${sql(column)}, 'NaN'::float8)`), column);
-  const vendorAdjusted = sql`filter (where reflects_actions_through is not null)`;
-  return sql`
-    select
-      instrument_id,
-      ${base64(days('bar_date'), 'days')},
-      ${base64(sql`${days('reflects_actions_through')} ${vendorAdjusted}`, 'reflects')},
-      ${base64(sql`case when count(reflects_actions_through) < count(*) then ${days('bar_date')} ${vendorAdjusted} end`, 'reflects_days')},
-      ${fields === 'ohlcv' ? sql`${orNaN('open_price')}, ${orNaN('high_price')}, ${orNaN('low_price')}, ${orNaN('volume')},` : sql``}
-      ${base64(floats(sql`close_price`), 'close_price')}
-    from daily_bars
-    where instrument_id = any (${instrumentIds}::uuid[])
-      and bar_date between ${from}::date and ${to}::date
-    group by instrument_id
-  `;
+  return rows.map(toDailyBar);
 }
 
 export async function existingInstruments(sql: Sql, ids: string[]): Promise<Map<string, { quoteCurrency: string | null }>> {
   const rows = await timed(
     'existing_instruments',
-    sql`
+    sql<{ id: string; quote_currency: string | null }[]>`
       select id, quote_currency
       from instruments
       where id = any (${ids}::uuid[])
     `,
   );
-  return new Map(rows.map((r) => [r.id as string, { quoteCurrency: (r.quote_currency as string | null) ?? null }]));
+  return new Map(rows.map((r) => [r.id, { quoteCurrency: r.quote_currency }]));
 }
 
-export const INTRADAY_TABLES = {
+const INTRADAY_TABLES = {
   '1min': 'intraday_bars',
   '5min': 'intraday_bars_5min',
   '15min': 'intraday_bars_15min',
@@ -222,10 +108,24 @@ export const INTRADAY_TABLES = {
 
 export type Interval = keyof typeof INTRADAY_TABLES;
 
-export async function intradayBars(sql: Sql, instrumentId: string, interval: Interval, from: Date, to: Date) {
-  return timed(
+interface IntradayBarRow {
+  bar_ts: Date;
+  open_price: number;
+  high_price: number;
+  low_price: number;
+  close_price: number;
+  volume: number | null;
+  quote_currency: string;
+  quote_unit: string;
+  source: string;
+  as_of: Date;
+}
+
+/** The stored bars of one instrument at `interval` whose start is within [from, to], in time order. */
+export async function intradayBars(sql: Sql, instrumentId: string, interval: Interval, from: Date, to: Date): Promise<IntradayBar[]> {
+  const rows = await timed(
     `intraday_bars_${interval}`,
-    sql`
+    sql<IntradayBarRow[]>`
       select bar_ts, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit, source, as_of
       from ${sql(INTRADAY_TABLES[interval])}
       where instrument_id = ${instrumentId}
@@ -233,4 +133,136 @@ export async function intradayBars(sql: Sql, instrumentId: string, interval: Int
       order by bar_ts
     `,
   );
+  return rows.map((r) => ({
+    barTimestamp: r.bar_ts.toISOString(),
+    openPrice: r.open_price,
+    highPrice: r.high_price,
+    lowPrice: r.low_price,
+    closePrice: r.close_price,
+    volume: r.volume,
+    quoteCurrency: r.quote_currency,
+    quoteUnit: r.quote_unit,
+    source: r.source,
+    asOf: r.as_of.toISOString(),
+  }));
+}
+
+// Ingest: statements over the `ingest_staging` table of a bar upload
+// (prices/ingest.ts), inside its transaction.
+
+/** Table columns in COPY order, with their staging types; the staging table and the upsert both come from this. */
+export const DAILY_COLUMNS: StagingColumns = [
+  ['instrument_id', 'uuid'], ['bar_date', 'date'], ['open_price', 'float8'], ['high_price', 'float8'], ['low_price', 'float8'],
+  ['close_price', 'float8'], ['volume', 'float8'], ['quote_currency', 'text'], ['quote_unit', 'text'], ['stale', 'bool'],
+  ['price_basis', 'text'], ['reflects_actions_through', 'date'], ['source', 'text'], ['as_of', 'timestamptz'],
+];
+export const INTRADAY_COLUMNS: StagingColumns = [
+  ['instrument_id', 'uuid'], ['bar_ts', 'timestamptz'], ['open_price', 'float8'], ['high_price', 'float8'], ['low_price', 'float8'],
+  ['close_price', 'float8'], ['volume', 'float8'], ['quote_currency', 'text'], ['quote_unit', 'text'], ['source', 'text'], ['as_of', 'timestamptz'],
+];
+export const columnNames = (columns: StagingColumns) => columns.map(([name]) => name);
+
+/**
+ * Upserts the staged batch into `table`, keyed by (instrument_id, the time
+ * column). A stored row is rewritten only when some value differs, so an
+ * unchanged re-post writes nothing; the counts tell inserted from updated.
+ */
+export async function upsertStagedBars(tx: Sql, table: 'daily_bars' | 'intraday_bars', columns: StagingColumns): Promise<WriteCounts> {
+  const names = columnNames(columns);
+  const [, time, ...values] = names;
+  const list = (alias?: string) => identifierList(tx, alias ? values.map((c) => `${alias}.${c}`) : values);
+  const [row] = await tx<{ inserted: number; updated: number }[]>`
+    with upserted as (
+      insert into ${tx(table)} as b (${identifierList(tx, names)})
+      select ${identifierList(tx, names)} from ingest_staging
+      on conflict (instrument_id, ${tx(time)}) do update set (${list()}) = (${list('excluded')})
+      where (${list('b')}) is distinct from (${list('excluded')})
+      returning (xmax = 0) as inserted
+    )
+    select count(*) filter (where inserted)::int as inserted, count(*) filter (where not inserted)::int as updated
+    from upserted
+  `;
+  return { inserted: row.inserted, updated: row.updated };
+}
+
+const ROLLUPS = ([['5min', 5], ['15min', 15], ['30min', 30], ['1hour', 60]] as const).map(([interval, minutes]) => ({
+  table: INTRADAY_TABLES[interval],
+  width: `${minutes} minutes`,
+  ms: minutes * MINUTE_MS,
+}));
+
+// Bucket origin: a Monday midnight UTC, the same as TimescaleDB's time_bucket
+// default, so both tiers cut identical buckets.
+const BUCKET_ORIGIN = '2000-01-03T00:00:00Z';
+
+/**
+ * Recomputes every rollup bucket the batch touched, from the stored 1-minute
+ * bars (not just the batch), so a correction or a partial bucket is right.
+ *
+ * One pass over the stored minutes between the batch's first and last whole
+ * bucket (constants, so only those chunks are read), kept to the touched
+ * (instrument, bucket) pairs by a hash semi-join on equality. A join on the
+ * bucket range instead degenerates into comparing every stored minute of an
+ * instrument with every touched bucket (24 s for a 20-day batch, measured).
+ */
+export async function refreshRollups(tx: Sql, firstMinute: number, lastMinute: number) {
+  const origin = Date.parse(BUCKET_ORIGIN);
+  // The semi-join must be hashed. With statistics that lag a fast-growing
+  // table the planner can pick a nested loop that rescans the staged batch for
+  // every stored minute: measured once at 96 s for a monthly upload that
+  // otherwise takes 2 s. Only for these statements; restored below.
+  await tx`set local enable_nestloop = off`;
+  for (const { table, width, ms } of ROLLUPS) {
+    const lo = new Date(origin + Math.floor((firstMinute * MINUTE_MS - origin) / ms) * ms);
+    // The last minute of the last touched bucket, not the instant the bucket
+    // ends: for the bucket that ends year 9999 that instant is in year 10000,
+    // which a Date sends as "+010000-01-01T00:00:00.000Z" and PostgreSQL
+    // refuses. Stored bars are whole minutes (the row schema), so `<=` this
+    // selects exactly what `<` the end would, and the bound stays a constant.
+    const hi = new Date(origin + (Math.floor((lastMinute * MINUTE_MS - origin) / ms) + 1) * ms - MINUTE_MS);
+    const bucket = (column: string) => tx`date_bin(${width}::interval, ${tx(column)}, ${BUCKET_ORIGIN}::timestamptz)`;
+    await tx`
+      insert into ${tx(table)} as r (instrument_id, bar_ts, open_price, high_price, low_price, close_price, volume,
+        quote_currency, quote_unit, source, as_of)
+      select
+        m.instrument_id,
+        ${bucket('bar_ts')},
+        (array_agg(m.open_price order by m.bar_ts))[1],
+        max(m.high_price),
+        min(m.low_price),
+        (array_agg(m.close_price order by m.bar_ts desc))[1],
+        case when count(m.volume) = count(*) then sum(m.volume) end,
+        (array_agg(m.quote_currency order by m.bar_ts desc))[1],
+        (array_agg(m.quote_unit order by m.bar_ts desc))[1],
+        (array_agg(m.source order by m.bar_ts desc))[1],
+        max(m.as_of)
+      from intraday_bars m
+      where m.bar_ts >= ${lo} and m.bar_ts <= ${hi}
+        and (m.instrument_id, ${bucket('bar_ts')}) in (select instrument_id, ${bucket('bar_ts')} from ingest_staging)
+      group by 1, 2
+      on conflict (instrument_id, bar_ts) do update set
+        open_price = excluded.open_price,
+        high_price = excluded.high_price,
+        low_price = excluded.low_price,
+        close_price = excluded.close_price,
+        volume = excluded.volume,
+        quote_currency = excluded.quote_currency,
+        quote_unit = excluded.quote_unit,
+        source = excluded.source,
+        as_of = excluded.as_of
+    `;
+  }
+  await tx`set local enable_nestloop = on`;
+}
+
+/**
+ * Re-materialises the continuous aggregates (full TimescaleDB) over whole
+ * hours from `first` to the end of `lastHour`. The end is added in SQL: after
+ * the last hour of year 9999 it is in year 10000, which a Date cannot send
+ * (see refreshRollups). A refresh cannot run inside a transaction.
+ */
+export async function refreshContinuousAggregates(sql: Sql, first: Date, lastHour: Date): Promise<void> {
+  for (const { table } of ROLLUPS) {
+    await sql`call refresh_continuous_aggregate(${table}, ${first}, ${lastHour}::timestamptz + interval '1 hour')`;
+  }
 }

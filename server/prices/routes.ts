@@ -3,6 +3,7 @@ import type { Area } from '../area.ts';
 import { sendData, sendSerialisedData, streamData } from '../http/envelope.ts';
 import { defineRoute } from '../http/route.ts';
 import { StreamSlots } from '../http/stream-slots.ts';
+import { IdParamsSchema } from '../http/params.ts';
 import { dailyBarIngest, intradayBarIngest } from './ingest.ts';
 import {
   BulkPricesDataSchema,
@@ -11,7 +12,6 @@ import {
   DailyBarSchema,
   DailyPricesMetaSchema,
   DailyPricesQuerySchema,
-  InstrumentPathSchema,
   IntradayBarSchema,
   IntradayMetaSchema,
   IntradayQuerySchema,
@@ -27,7 +27,7 @@ export const dailyPricesRoute = defineRoute({
   tag: TAG,
   summary: 'Daily bars of one instrument, raw or adjusted as of a point in time',
   scope: 'prices:read',
-  params: InstrumentPathSchema,
+  params: IdParamsSchema,
   query: DailyPricesQuerySchema,
   response: { status: 200, description: 'the bars in date order', data: z.array(DailyBarSchema), meta: DailyPricesMetaSchema },
   errors: ['not_found'],
@@ -54,7 +54,7 @@ export const intradayRoute = defineRoute({
   tag: TAG,
   summary: 'Intraday bars in UTC buckets of 1 minute to 1 hour',
   scope: 'prices:read',
-  params: InstrumentPathSchema,
+  params: IdParamsSchema,
   query: IntradayQuerySchema,
   response: { status: 200, description: 'the bars in time order', data: z.array(IntradayBarSchema), meta: IntradayMetaSchema },
   errors: ['not_found'],
@@ -64,7 +64,7 @@ export const pricesArea: Area = {
   routes: [dailyPricesRoute, bulkPricesRoute, intradayRoute],
   mount(routes, { readDb, config }) {
     routes.handle(dailyPricesRoute, async ({ params, query }, res) => {
-      const { dataJson, meta } = await service.readDailyPrices(readDb, params.id.toLowerCase(), query);
+      const { dataJson, meta } = await service.readDailyPrices(readDb, params.id, query);
       sendSerialisedData(res, dataJson, meta);
     });
 
@@ -91,7 +91,7 @@ export const pricesArea: Area = {
     });
 
     routes.handle(intradayRoute, async ({ params, query }, res) => {
-      const { data, meta } = await service.readIntradayBars(readDb, params.id.toLowerCase(), query);
+      const { data, meta } = await service.readIntradayBars(readDb, params.id, query);
       sendData(res, data, meta);
     });
   },

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { AsOfSchema, BooleanFlagSchema, DateSchema, UuidSchema, idListSchema, isDate } from '../http/params.ts';
+import type { RawBar } from './adjustment.ts';
+import { AsOfSchema, BooleanFlagSchema, DateSchema, idListSchema, isDate } from '../http/params.ts';
 
 export const MAX_BULK_INSTRUMENTS = 500;
 // One request may span at most this many calendar days: 30 years of daily
@@ -65,8 +66,6 @@ export const IntradayQuerySchema = z
   .superRefine((q, ctx) => {
     if (MAX_INTRADAY_SPAN_DAYS[q.interval] !== undefined) dateRange(MAX_INTRADAY_SPAN_DAYS[q.interval])(q, ctx);
   });
-
-export const InstrumentPathSchema = z.strictObject({ id: UuidSchema });
 
 export type DailyPricesQuery = z.infer<typeof DailyPricesQuerySchema>;
 export type BulkPricesQuery = z.infer<typeof BulkPricesQuerySchema>;
@@ -168,3 +167,36 @@ export const IntradayMetaSchema = z.strictObject({
   to: z.string(),
   bucketing: z.string(),
 });
+/** A stored daily bar. */
+export interface DailyBar extends RawBar {
+  instrumentId: string;
+  quoteCurrency: string;
+  quoteUnit: string;
+  stale: boolean;
+  asOf: string;
+  source: string;
+}
+
+/** A stored intraday bar: the public fields, then when the source published it. */
+export interface IntradayBar {
+  barTimestamp: string;
+  openPrice: number;
+  highPrice: number;
+  lowPrice: number;
+  closePrice: number;
+  volume: number | null;
+  quoteCurrency: string;
+  quoteUnit: string;
+  source: string;
+  asOf: string;
+}
+
+/** The public bar: the spec's fields, in a fixed order so equal inputs give equal bytes. */
+export function dailyBarJson(b: DailyBar): string {
+  return (
+    `{"barDate":"${b.barDate}","openPrice":${JSON.stringify(b.openPrice)},"highPrice":${JSON.stringify(b.highPrice)},` +
+    `"lowPrice":${JSON.stringify(b.lowPrice)},"closePrice":${JSON.stringify(b.closePrice)},"volume":${JSON.stringify(b.volume)},` +
+    `"quoteCurrency":${JSON.stringify(b.quoteCurrency)},"quoteUnit":${JSON.stringify(b.quoteUnit)},"stale":${b.stale},` +
+    `"asOf":"${b.asOf}","source":${JSON.stringify(b.source)}}`
+  );
+}

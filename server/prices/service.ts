@@ -1,329 +1,45 @@
-import type { Database, Units } from '../db/database.ts';
-import { timed, type Sql } from '../db/sql.ts';
-import { AppError, invalidRequest } from '../http/errors.ts';
-import type { PointInTime } from '../http/params.ts';
-import type { Meta } from '../http/envelope.ts';
+import type { Database } from '../db/database.ts';
+import { AppError } from '../http/errors.ts';
+import { sourcesMeta, type Meta } from '../http/envelope.ts';
 import { requireInstrument } from '../instruments/service.ts';
-import {
-  BarAdjuster,
-  buildFactors,
-  priceBasisOf,
-  PROVENANCES,
-  type ActionForAdjustment,
-  type Factor,
-  type NotApplied,
-  type Provenance,
-  type RawBar,
-} from './adjustment.ts';
+import { actionCoverage, latestCoverageChecks, provenanceMeta } from '../actions/service.ts';
+import { BarAdjuster } from './adjustment.ts';
+import { planAdjustments, priceBasisMeta } from './adjustment-plan.ts';
 import * as repo from './repository.ts';
-import type { BulkPricesQuery, DailyPricesQuery } from './schema.ts';
-import { INTRADAY_ASSET_CLASSES, type INTERVALS } from './schema.ts';
+import { dailyBarJson, INTRADAY_ASSET_CLASSES, type DailyPricesQuery, type INTERVALS } from './schema.ts';
 
-interface AdjustmentOptions {
-  from: string;
-  to: string;
-  adjusted: boolean;
-  asOf?: PointInTime;
-  includeBackfilled: boolean;
-  actionSetVersion?: number;
-}
-
-interface InstrumentPlan {
-  version: number;
-  factors: Factor[];
-  notApplied: NotApplied[];
-}
-
-/**
- * Everything needed to adjust each instrument's bars, fetched in three
- * queries whatever the instrument count: the versions, the actions at exactly
- * those versions (so a read applies the set it reports, even when an action
- * set changes between the two), then the closes before the dividends that
- * touch the window.
- */
-export async function planAdjustments(sql: Sql, ids: string[], q: AdjustmentOptions): Promise<Map<string, InstrumentPlan>> {
-  const latest = await repo.actionSetVersions(sql, ids);
-  const versions = ids.map((id) => versionToRead(q.actionSetVersion, latest.get(id)!));
-  const actions = q.adjusted
-    ? await repo.actionsForAdjustment(sql, {
-        instrumentIds: ids,
-        versions,
-        asOf: q.asOf?.instant,
-        includeBackfilled: q.includeBackfilled,
-      })
-    : new Map<string, ActionForAdjustment[]>();
-  // Only dividends that can touch the window need a prior close.
-  const dividends = [...actions].flatMap(([instrumentId, list]) =>
-    list.filter((a) => a.kind === 'cash_dividend' && a.effectiveDate > q.from).map((a) => ({ instrumentId, effectiveDate: a.effectiveDate })),
-  );
-  const closes = await repo.priorCloses(sql, dividends);
-  const plans = new Map<string, InstrumentPlan>();
-  ids.forEach((id, i) => {
-    const { factors, notApplied } = buildFactors(
-      (actions.get(id) ?? []).filter((a) => a.effectiveDate > q.from),
-      closes.get(id) ?? [],
-    );
-    plans.set(id, { version: versions[i], factors, notApplied });
-  });
-  return plans;
-}
-
-/** The action-set version a read uses: the pinned one, refused when the instrument has not reached it, else the latest. */
-export function versionToRead(pinned: number | undefined, latest: number): number {
-  if (pinned !== undefined && pinned > latest) {
-    throw invalidRequest(`actionSetVersion ${pinned} does not exist for this instrument`, {
-      actionSetVersion: [`the latest version is ${latest}`],
-    });
-  }
-  return pinned ?? latest;
-}
-
-export type CoverageGap = 'none' | 'never_checked' | 'starts_after_series';
-
-function actionCoverage(check: repo.CoverageCheck | undefined, firstBarDate: string) {
-  if (!check) {
-    return { checked: false, lastCheckedAt: null, source: null, coveredFrom: null, actionsFound: null, coversSeries: false, gap: 'never_checked' as CoverageGap };
-  }
-  const coversSeries = check.coveredFrom <= firstBarDate;
-  return {
-    checked: true,
-    lastCheckedAt: check.checkedAt,
-    source: check.source,
-    coveredFrom: check.coveredFrom,
-    actionsFound: check.actionsFound,
-    coversSeries,
-    gap: (coversSeries ? 'none' : 'starts_after_series') as CoverageGap,
-  };
-}
-
-function provenanceOf(counts: Record<Provenance, number>) {
-  return { ...counts, pitValid: counts.backfilled === 0 };
-}
-
-function priceBasis(q: AdjustmentOptions, adjuster: BarAdjuster, plan: InstrumentPlan, readAt: Date) {
-  return {
-    priceBasis: priceBasisOf(q.adjusted, adjuster.bases),
-    adjustedThrough: q.adjusted ? (q.asOf?.instant ?? readAt).toISOString() : null,
-    actionsApplied: adjuster.applied.size,
-    actionsAlreadyReflected: adjuster.alreadyReflected.size,
-    actionsNotApplied: plan.notApplied,
-  };
-}
-
-interface DailyBar extends RawBar {
-  quoteCurrency: string;
-  quoteUnit: string;
-  stale: boolean;
-  asOf: string;
-  source: string;
-}
-
-function toRawBar(r: Record<string, unknown>): DailyBar {
-  return {
-    barDate: r.bar_date as string,
-    openPrice: r.open_price as number | null,
-    highPrice: r.high_price as number | null,
-    lowPrice: r.low_price as number | null,
-    closePrice: r.close_price as number,
-    volume: r.volume as number | null,
-    quoteCurrency: r.quote_currency as string,
-    quoteUnit: r.quote_unit as string,
-    stale: r.stale as boolean,
-    asOf: (r.as_of as Date).toISOString(),
-    source: r.source as string,
-    priceBasis: r.price_basis as 'raw' | 'vendor_adjusted',
-    reflectsActionsThrough: (r.reflects_actions_through as string | null) ?? null,
-  };
-}
-
-/** The public bar: the spec's fields, in a fixed order so equal inputs give equal bytes. */
-function barJson(b: DailyBar): string {
-  return (
-    `{"barDate":"${b.barDate}","openPrice":${JSON.stringify(b.openPrice)},"highPrice":${JSON.stringify(b.highPrice)},` +
-    `"lowPrice":${JSON.stringify(b.lowPrice)},"closePrice":${JSON.stringify(b.closePrice)},"volume":${JSON.stringify(b.volume)},` +
-    `"quoteCurrency":${JSON.stringify(b.quoteCurrency)},"quoteUnit":${JSON.stringify(b.quoteUnit)},"stale":${b.stale},` +
-    `"asOf":"${b.asOf}","source":${JSON.stringify(b.source)}}`
-  );
-}
-
-function sourcesOf(sources: Set<string>): string {
-  return sources.size ? [...sources].sort().join(', ') : 'none';
-}
+export { streamBulkPrices } from './bulk-stream.ts';
 
 export async function readDailyPrices(db: Database, id: string, q: DailyPricesQuery): Promise<{ dataJson: string; meta: Meta }> {
   const readAt = new Date();
-  const { plan, coverage, rows } = await db.run(async (sql) => {
+  const { plan, coverage, stored } = await db.run(async (sql) => {
     await requireInstrument(sql, id);
     // planAdjustments refuses a pinned version the instrument has not reached.
-    const [plans, coverage] = await Promise.all([planAdjustments(sql, [id], q), repo.latestCoverageChecks(sql, [id], q.asOf?.instant)]);
-    return { plan: plans.get(id)!, coverage, rows: await repo.selectDailyBars(sql, [id], q.from, q.to) };
+    const [plans, coverage] = await Promise.all([planAdjustments(sql, [id], q), latestCoverageChecks(sql, [id], q.asOf?.instant)]);
+    return { plan: plans.get(id)!, coverage, stored: await repo.selectDailyBars(sql, [id], q.from, q.to) };
   });
   const adjuster = new BarAdjuster(q.adjusted ? plan.factors : []);
   const sources = new Set<string>();
   let stale = false;
-  const bars = rows.map((r) => {
-    const bar = adjuster.adjust(toRawBar(r));
+  const bars = stored.map((raw) => {
+    const bar = adjuster.adjust(raw);
     sources.add(bar.source);
     stale ||= bar.stale;
-    return barJson(bar);
+    return dailyBarJson(bar);
   });
   const meta = {
     asOf: q.asOf?.input ?? readAt.toISOString(),
-    source: sourcesOf(sources),
+    source: sourcesMeta(sources),
     stale,
     adjusted: q.adjusted,
     actionSetVersion: plan.version,
     actionSetVersionPinned: q.actionSetVersion !== undefined,
     includeBackfilled: q.includeBackfilled,
-    provenance: provenanceOf(adjuster.provenanceCounts()),
-    priceBasis: priceBasis(q, adjuster, plan, readAt),
-    actionCoverage: actionCoverage(coverage.get(id), (rows[0]?.bar_date as string | undefined) ?? q.from),
+    provenance: provenanceMeta(adjuster.provenanceCounts()),
+    priceBasis: priceBasisMeta(q, adjuster, plan, readAt),
+    actionCoverage: actionCoverage(coverage.get(id), stored[0]?.barDate ?? q.from),
   };
   return { dataJson: `[${bars.join(',')}]`, meta };
-}
-
-// One page statement returns at most this many bars (~2 MB of JSON, a few
-// MB of row objects) unless a single instrument's window holds more; see
-// instrumentsPerPage.
-const PAGE_ROWS = 10_000;
-const FLUSH_BYTES = 64 * 1024;
-
-/**
- * How many instruments one page statement reads: as many whole series as
- * fit in PAGE_ROWS, counting the most a series can hold (one bar per calendar
- * day of the window, the table's key), and at least one.
- */
-function instrumentsPerPage(from: string, to: string): number {
-  const windowDays = Math.round((Date.parse(to) - Date.parse(from)) / 86_400_000) + 1;
-  return Math.max(1, Math.floor(PAGE_ROWS / windowDays));
-}
-
-/**
- * Streams a bulk read with bounded memory, holding no database connection
- * while it waits for its client. One unit of work reads the instruments and
- * their adjustment plans (action-set versions, the actions at exactly those
- * versions, prior closes, coverage); then pages of whole series, each read by
- * one short statement on a pooled connection that is released before the
- * page is written. The next page is read while this one is written, so at
- * most two pages are held; a stalled client costs a socket and those pages,
- * and nothing in the database. The plan is read with `db`, the pages through
- * `pages`, a lane of the pool (prices/routes.ts): however many downloads run,
- * their page reads leave the rest of the pool free.
- *
- * What a reader can rely on while corrections land during the stream: each
- * instrument's series comes from one statement, so it never mixes bars from
- * before and after a correction; each is adjusted with exactly the action set
- * at the version meta.actionSetVersions reports, read before the first byte.
- * Different instruments may be read moments apart.
- *
- * Instruments appear in ascending id order; known instruments without bars in
- * the window map to an empty array, unknown ids are absent.
- */
-export async function streamBulkPrices(
-  db: Units,
-  q: BulkPricesQuery,
-  write: (chunk: string) => Promise<void>,
-  pages: { lane: Units; nextPageWaitMs: number },
-): Promise<Meta> {
-  const readAt = new Date();
-  const { known, plans, coverage } = await db.run(async (sql) => {
-    const known = [...(await repo.existingInstruments(sql, q.instrumentIds)).keys()].sort();
-    if (!known.length) return { known, plans: new Map<string, InstrumentPlan>(), coverage: new Map<string, repo.CoverageCheck>() };
-    const [plans, coverage] = await Promise.all([planAdjustments(sql, known, q), repo.latestCoverageChecks(sql, known, q.asOf?.instant)]);
-    return { known, plans, coverage };
-  });
-  const adjusters = new Map(known.map((id) => [id, new BarAdjuster(q.adjusted ? plans.get(id)!.factors : [])]));
-  const firstBar = new Map<string, string>();
-  const sources = new Set<string>();
-  let stale = false;
-
-  let buffer = '{';
-  let written = 0;
-  const flush = async () => {
-    await write(buffer);
-    buffer = '';
-  };
-  let pending = 0;
-  let current: string | null = null;
-  let first = true;
-  const open = (id: string) => {
-    buffer += `${written++ ? ',' : ''}"${id}":[`;
-    current = id;
-    first = true;
-  };
-  const closeUpTo = (id: string | null) => {
-    if (current !== null) buffer += ']';
-    current = null;
-    while (pending < known.length && (id === null || known[pending] < id)) {
-      buffer += `${written++ ? ',' : ''}"${known[pending++]}":[]`;
-    }
-    if (id !== null && known[pending] === id) pending++;
-  };
-
-  const perPage = instrumentsPerPage(q.from, q.to);
-  // The first page is read before anything is sent, so waiting too long for
-  // it is a 503; once the response has begun, a stream waits for its next page
-  // as long as it would for an idle reader before it is cut.
-  const readPage = (start: number) =>
-    pages.lane.run((sql) => timed('bulk_bars_page', repo.selectDailyBars(sql, known.slice(start, start + perPage), q.from, q.to)), start === 0 ? undefined : pages.nextPageWaitMs);
-  let next = known.length ? readPage(0) : null;
-  for (let start = 0; next; start += perPage) {
-    const rows = await next;
-    next = start + perPage < known.length ? readPage(start + perPage) : null;
-    // Awaited on the next round; when this page's writes fail first, it settles unobserved.
-    next?.catch(() => {});
-    for (const r of rows) {
-      const id = r.instrument_id as string;
-      if (id !== current) {
-        closeUpTo(id);
-        open(id);
-        firstBar.set(id, r.bar_date as string);
-      }
-      const bar = adjusters.get(id)!.adjust(toRawBar(r));
-      sources.add(bar.source);
-      stale ||= bar.stale;
-      buffer += `${first ? '' : ','}${barJson(bar)}`;
-      first = false;
-      if (buffer.length >= FLUSH_BYTES) await flush();
-    }
-  }
-  closeUpTo(null);
-
-  const actionSetVersions: Record<string, number> = {};
-  const priceBases: Record<string, unknown> = {};
-  const actionCoverages: Record<string, ReturnType<typeof actionCoverage>> = {};
-  const provenance = { observed: 0, vendor_pit: 0, announced: 0, backfilled: 0 } as Record<Provenance, number>;
-  for (const id of known) {
-    const plan = plans.get(id)!;
-    const adjuster = adjusters.get(id)!;
-    actionSetVersions[id] = plan.version;
-    priceBases[id] = priceBasis(q, adjuster, plan, readAt);
-    actionCoverages[id] = actionCoverage(coverage.get(id), firstBar.get(id) ?? q.from);
-    const counts = adjuster.provenanceCounts();
-    for (const p of PROVENANCES) provenance[p] += counts[p];
-  }
-  const coverages = Object.values(actionCoverages);
-  const meta = {
-    asOf: q.asOf?.input ?? readAt.toISOString(),
-    source: sourcesOf(sources),
-    stale,
-    adjusted: q.adjusted,
-    includeBackfilled: q.includeBackfilled,
-    requested: q.instrumentIds.length,
-    found: known.length,
-    actionSetVersions,
-    priceBases,
-    actionCoverages,
-    actionCoverage: {
-      checked: coverages.length > 0 && coverages.every((c) => c.checked),
-      coversSeries: coverages.length > 0 && coverages.every((c) => c.coversSeries),
-      actionsFound: coverages.every((c) => c.actionsFound !== null) ? coverages.reduce((n, c) => n + (c.actionsFound ?? 0), 0) : null,
-    },
-    provenance: provenanceOf(provenance),
-  };
-  buffer += '}';
-  await flush();
-  return meta;
 }
 
 export async function readIntradayBars(
@@ -342,27 +58,17 @@ export async function readIntradayBars(
   });
   const sources = new Set<string>();
   let latest = '';
-  const bars = rows.map((r) => {
-    sources.add(r.source as string);
-    const asOf = (r.as_of as Date).toISOString();
+  // The public bar is the stored one without asOf, which meta reports as the latest.
+  const bars = rows.map(({ asOf, ...bar }) => {
+    sources.add(bar.source);
     if (asOf > latest) latest = asOf;
-    return {
-      barTimestamp: (r.bar_ts as Date).toISOString(),
-      openPrice: r.open_price as number,
-      highPrice: r.high_price as number,
-      lowPrice: r.low_price as number,
-      closePrice: r.close_price as number,
-      volume: (r.volume as number | null) ?? null,
-      quoteCurrency: r.quote_currency as string,
-      quoteUnit: r.quote_unit as string,
-      source: r.source as string,
-    };
+    return bar;
   });
   return {
     data: bars,
     meta: {
       asOf: latest || new Date().toISOString(),
-      source: sourcesOf(sources),
+      source: sourcesMeta(sources),
       stale: false,
       interval: q.interval,
       adjusted: false,

@@ -5,8 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseUrl, Service, startService } from './harness.ts';
 import { createSql } from '../../server/db/sql.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
-import { selectPackedSeries } from '../../server/prices/repository.ts';
-import { readAdjustedSeries } from '../../server/prices/adjusted-series.ts';
+import { readAdjustedSeries, selectPackedSeries } from '../../server/prices/adjusted-series.ts';
 
 let svc: Service;
 let key: string;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { copyInto } from '../../server/admin/ingest.ts';
+import { copyInto } from '../../server/ingest/repository.ts';
 import type { Sql } from '../../server/db/sql.ts';
 import { Service, startService } from './harness.ts';
 import { createInstrument, dailyBar, weekdays } from './fixtures.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { dailyBarIngest, intradayBarIngest } from '../../server/prices/ingest.ts';
-import type { IngestKind } from '../../server/admin/ingest.ts';
+import type { IngestKind } from '../../server/ingest/kind.ts';
 
 // The bar kinds' hand-written hot path (fastRow) must never accept a row the
 // zod schema refuses, and must return exactly what the schema returns. These

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { examinedWithin, inChunks } from '../fixtures/parser-work.ts';
-import { MAX_RECORD_CHARS, parseCsvBatches } from '../../server/admin/csv.ts';
+import { MAX_RECORD_CHARS, parseCsvBatches } from '../../server/ingest/csv.ts';
 
 async function parse(...chunks: string[]) {
   const out = [];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_RECORD_CHARS } from '../../server/admin/csv.ts';
-import { ndjsonBatches } from '../../server/admin/ndjson.ts';
+import { MAX_RECORD_CHARS } from '../../server/ingest/csv.ts';
+import { ndjsonBatches } from '../../server/ingest/ndjson.ts';
 import { examinedWithin, inChunks } from '../fixtures/parser-work.ts';
 
 const CHUNK = 64 * 1024;

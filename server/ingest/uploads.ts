@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { Readable } from 'node:stream';
 import { AppError } from '../http/errors.ts';
 import { PermitRefused, Semaphore } from '../semaphore.ts';
 
@@ -14,7 +14,8 @@ export interface UploadLimits {
 }
 
 /**
- * Admission for admin uploads. Each upload is one transaction on a pooled
+ * Admission for uploads sent by a client (the admin upload routes pass the
+ * request, a Readable). Each upload is one transaction on a pooled
  * connection for as long as its client sends, so only `maxConcurrent` run at
  * once and the rest of the pool stays free for reads; the others wait for a
  * slot within a deadline. A client that stops sending is cut off after
@@ -27,7 +28,7 @@ export class UploadSlots {
     this.slots = new Semaphore(limits.maxConcurrent, limits.maxWaiting);
   }
 
-  async run<T>(req: Request, upload: (body: AsyncIterable<Buffer>) => Promise<T>): Promise<T> {
+  async run<T>(body: Readable, upload: (body: AsyncIterable<Buffer>) => Promise<T>): Promise<T> {
     try {
       await this.slots.acquire(this.limits.waitTimeoutMs);
     } catch (err) {
@@ -35,15 +36,15 @@ export class UploadSlots {
       throw new AppError('overloaded', `${this.limits.maxConcurrent} uploads are running, the most allowed at once, and no slot freed in time; retry shortly`, {}, { 'Retry-After': '5' });
     }
     try {
-      return await upload(withIdleTimeout(req, this.limits.idleTimeoutMs));
+      return await upload(withIdleTimeout(body, this.limits.idleTimeoutMs));
     } finally {
       this.slots.release();
     }
   }
 }
 
-/** The request body's chunks; throws request_timeout (and stops reading) when none arrives for `idleMs`. */
-async function* withIdleTimeout(body: Request, idleMs: number): AsyncGenerator<Buffer> {
+/** The body's chunks; throws request_timeout (and stops reading) when none arrives for `idleMs`. */
+async function* withIdleTimeout(body: Readable, idleMs: number): AsyncGenerator<Buffer> {
   const chunks = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   for (;;) {
     let timer: NodeJS.Timeout | undefined;

@@ -1,0 +1,99 @@
+import { z } from 'zod';
+import type { Sql } from '../db/sql.ts';
+
+/**
+ * PostgreSQL type names as the catalog spells them (bool, not boolean): the
+ * staging table is declared with each name as a quoted identifier.
+ */
+export type StagingType = 'uuid' | 'text' | 'date' | 'timestamptz' | 'float8' | 'int4' | 'bool' | 'jsonb';
+
+/** Staging columns in COPY order. */
+export type StagingColumns = readonly (readonly [name: string, type: StagingType])[];
+
+/**
+ * Batch ingest shared by every admin upload route, the CLI and the demo load.
+ *
+ * The body is parsed by Content-Type (JSON array, NDJSON or CSV) and streamed
+ * in batches; each row is validated and encoded as a line of COPY text. The
+ * whole upload is one transaction, so a bad row anywhere aborts it and nothing
+ * is stored. Two shapes of kind:
+ *
+ * - keyed kinds (bars) name each row's (instrument, time) key. The service
+ *   refuses a repeated key and an unknown instrument itself while streaming,
+ *   and writes each batch as soon as it is complete (`writeBatch`), while the
+ *   next batch is being parsed, so parsing and the database work overlap.
+ *   Memory is bounded by two batches.
+ * - other kinds stage every row (with its index) in a temporary table and
+ *   `apply` checks and upserts the staged set at the end.
+ */
+export interface IngestKind<Row> {
+  /** Used in messages: "daily bars". */
+  label: string;
+  rowSchema: z.ZodType<Row>;
+  /** The answer's `data`: the counts (ingestCounts) and what the kind adds. */
+  resultSchema: z.ZodType;
+  /** Columns of the temporary `ingest_staging` table (after `row_index` for unkeyed kinds). */
+  stagingColumns: StagingColumns;
+  /** Values in staging column order; null for an absent value. */
+  toStagingValues(row: Row): (string | number | boolean | null)[];
+  /**
+   * Optional hot path: a hand-written check that accepts only rows rowSchema
+   * accepts and returns exactly what it would, or undefined to let rowSchema
+   * decide (and word any error). Unit tests hold it to that against rowSchema.
+   */
+  fastRow?(raw: unknown): Row | undefined;
+  key?: RowKey<Row>;
+  /** Keyed kinds: writes one batch of staging-format COPY text; `state` lives for the whole upload. */
+  writeBatch?(tx: Sql, batch: CopyBatch, state: Record<string, unknown>): Promise<WriteCounts>;
+  /** Keyed kinds: extra result fields from the upload's first and last time ordinal. */
+  summarise?(range: OrdinalRange): Record<string, unknown>;
+  /** Unkeyed kinds: checks the staged rows against the database, then upserts. Throw AppError with the row index on a bad row. */
+  apply?(tx: Sql): Promise<IngestResult>;
+  /**
+   * Keyed kinds: runs after the transaction commits, given the upload's first
+   * and last time ordinal (e.g. refreshing continuous aggregates, which refuse
+   * to run inside one).
+   */
+  afterCommit?(sql: Sql, range: OrdinalRange): Promise<void>;
+}
+
+export interface RowKey<Row> {
+  /** The request field the time part comes from, for messages: "barDate". */
+  field: string;
+  instrumentId(row: Row): string;
+  /** An integer position in time: days or minutes since 1970-01-01. */
+  ordinal(row: Row): number;
+}
+
+export interface OrdinalRange {
+  first: number;
+  last: number;
+}
+
+export interface CopyBatch extends OrdinalRange {
+  /** COPY text (tab-separated, \N for null), one line per row, in staging column order. */
+  text: string;
+  rows: number;
+}
+
+export interface WriteCounts {
+  inserted: number;
+  updated: number;
+}
+
+/** The counts every upload answers with. */
+export const ingestCounts = {
+  rows: z.int().describe('rows in the upload'),
+  inserted: z.int(),
+  updated: z.int().describe('rows that replaced a stored row with different values'),
+  unchanged: z.int().describe('rows equal to the stored row'),
+};
+
+export interface IngestResult {
+  rows: number;
+  inserted: number;
+  updated: number;
+  unchanged: number;
+  [extra: string]: unknown;
+}
+
