@@ -70,7 +70,7 @@ function statTimes(file: string): { cpuSec: number; nice: number } {
 /** Per-thread CPU and run-queue wait of a process, from /proc/<pid>/task/<tid>/{stat,schedstat}. */
 function threadTimes(pid: number): Map<number, ThreadTimes> {
   const out = new Map<number, ThreadTimes>();
-  let tids: string[] = [];
+  let tids: string[];
   try {
     tids = readdirSync(`/proc/${pid}/task`);
   } catch {

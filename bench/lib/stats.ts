@@ -38,7 +38,10 @@ export function summarise(samplesMs: number[]) {
 
 /** Times `fn` `warmups` times unrecorded, then `runs` times. */
 export async function timeRuns<T>(runs: number, warmups: number, fn: () => Promise<T>, check?: (value: T) => void): Promise<number[]> {
-  for (let i = 0; i < warmups; i++) check ? check(await fn()) : await fn();
+  for (let i = 0; i < warmups; i++) {
+    const value = await fn();
+    check?.(value);
+  }
   const samples: number[] = [];
   for (let i = 0; i < runs; i++) {
     const started = performance.now();

@@ -132,7 +132,7 @@ export async function hostileBodies(service: Service, instrumentId: string) {
     const samples = await stopProbe();
     const idle = samples.filter((s) => s.sentAt < uploadStart);
     const meanwhile = samples.filter((s) => s.sentAt >= uploadStart);
-    let error: { code?: string; message?: string } = {};
+    let error: { code?: string; message?: string };
     try {
       error = (JSON.parse(r.body) as { error: { code: string; message: string } }).error;
     } catch {

@@ -262,7 +262,7 @@ export async function defaultAdmission(service: Service, bulkPath: string) {
   const refusals = await Promise.all(
     all.filter((d) => d.status !== 200).map(async (d) => {
       const body = await drain(d, 10_000);
-      let code: string | null = null;
+      let code: string;
       let concurrentStreams: unknown = null;
       try {
         const e = (JSON.parse(body.text) as { error: { code: string; details?: { concurrentStreams?: unknown } } }).error;

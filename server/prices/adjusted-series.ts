@@ -175,7 +175,8 @@ function fromBigEndian<T extends Int32Array | Float64Array>(base64: string | nul
   const out = new Type((packed?.length ?? 0) / Type.BYTES_PER_ELEMENT);
   const bytes = Buffer.from(out.buffer);
   if (packed) bytes.set(packed);
-  if (LITTLE_ENDIAN) Type.BYTES_PER_ELEMENT === 8 ? bytes.swap64() : bytes.swap32();
+  if (LITTLE_ENDIAN && Type.BYTES_PER_ELEMENT === 8) bytes.swap64();
+  else if (LITTLE_ENDIAN) bytes.swap32();
   return out;
 }
 

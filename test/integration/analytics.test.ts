@@ -114,7 +114,7 @@ describe('correlations and beta on the real Dow 30 series', () => {
     const beta = (a: string) => svc.get(`/v1/instruments/${ids[2]}/beta?benchmarkId=${a}&lookbackDays=252&asOf=2000-06-30`, key);
     expect((await beta(reversed)).body.data.beta).toBe((await beta(ids[0])).body.data.beta);
     const technicals = async (a: string) => {
-      const { timestamp, symbol, ...figures } = (await svc.get(`/v1/instruments/${a}/technicals?lookbackDays=400&asOf=1999-06-30`, key)).body.data;
+      const { timestamp: _timestamp, symbol: _symbol, ...figures } = (await svc.get(`/v1/instruments/${a}/technicals?lookbackDays=400&asOf=1999-06-30`, key)).body.data;
       return figures;
     };
     expect(await technicals(reversed)).toEqual(await technicals(ids[0]));
