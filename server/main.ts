@@ -1,5 +1,5 @@
 import { loadConfigOrExit } from './config.ts';
-import { EmbeddedPostgresError } from './db/embedded.ts';
+import { EmbeddedPostgresError } from './db/cluster-placement.ts';
 import { createLogger } from './logger.ts';
 import { ListenError, Runtime } from './runtime.ts';
 

@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import postgres from 'postgres';
-import { EmbeddedPostgresError, startEmbeddedPostgres } from '../server/db/embedded.ts';
+import { EmbeddedPostgresError } from '../server/db/cluster-placement.ts';
+import { startEmbeddedPostgres } from '../server/db/embedded.ts';
 import { migrate } from '../server/db/migrate.ts';
 
 declare module 'vitest' {

@@ -4,7 +4,7 @@ import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { placeCluster } from '../../server/db/embedded.ts';
+import { placeCluster } from '../../server/db/cluster-placement.ts';
 
 // The decision is the OS's answer for the postgres user, so it is only observable as root.
 const asRoot = process.getuid?.() === 0;
