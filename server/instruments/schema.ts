@@ -49,9 +49,17 @@ const jsonText = <T extends z.ZodType>(schema: T) =>
 
 const optionalText = z.string().trim().min(1).max(200).nullable().optional();
 
+/**
+ * One instrument as the admin API takes it: the Instrument that GET returns
+ * is accepted as it is. Its two derived fields are checked, not stored:
+ * currentSymbol against the symbol history (in the ingest transaction),
+ * vendorCode against brokerCodes (here). `symbols` may be left out for an
+ * instrument already stored (GET does not return the history): its stored
+ * history is kept.
+ */
 export const InstrumentIngestSchema = z
   .strictObject({
-    id: UuidSchema.optional(),
+    id: UuidSchema.optional().describe('the instrument to update; absent for a new instrument, which gets a new id'),
     assetClass: AssetClassSchema,
     displayName: z.string().trim().min(1).max(300),
     exchange: optionalText,
@@ -63,15 +71,26 @@ export const InstrumentIngestSchema = z
     quoteUnit: optionalText,
     isActive: BooleanValue.default(true),
     brokerCodes: jsonText(z.record(z.string().min(1).max(100), z.string().min(1).max(100))).default({}),
-    symbols: jsonText(z.array(SymbolPeriodSchema).min(1, 'at least one symbol period')),
+    symbols: jsonText(z.array(SymbolPeriodSchema).min(1, 'at least one symbol period'))
+      .nullable()
+      .optional()
+      .describe('the whole symbol history, replacing the stored one; absent or null keeps the stored history'),
+    currentSymbol: z.string().trim().min(1).max(32).nullable().optional().describe('read-only (as GET returns it): checked against the symbol history, not stored'),
+    vendorCode: z.string().min(1).max(100).nullable().optional().describe('read-only (as GET returns it): checked against brokerCodes, not stored'),
   })
   .superRefine((row, ctx) => {
-    const periods = [...row.symbols].sort((a, b) => (a.validFrom ?? '').localeCompare(b.validFrom ?? ''));
+    const periods = [...(row.symbols ?? [])].sort((a, b) => (a.validFrom ?? '').localeCompare(b.validFrom ?? ''));
     for (let i = 1; i < periods.length; i++) {
       const prevEnd = periods[i - 1].validTo;
       if (prevEnd === null || prevEnd === undefined || periods[i].validFrom === null || prevEnd >= periods[i].validFrom!) {
         ctx.addIssue({ code: 'custom', path: ['symbols'], message: `symbol periods overlap at ${periods[i].validFrom}` });
       }
+    }
+    // vendorCode is brokerCodes[VENDOR_CODE_BROKER], a server setting that
+    // ingest does not read: a code that none of the row's brokers has
+    // contradicts brokerCodes whatever that setting is.
+    if (row.vendorCode && !Object.values(row.brokerCodes).includes(row.vendorCode)) {
+      ctx.addIssue({ code: 'custom', path: ['vendorCode'], message: 'is read-only and must be one of brokerCodes\' codes; change the code in brokerCodes' });
     }
   });
 
