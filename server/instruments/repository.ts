@@ -234,7 +234,5 @@ export async function findInstrumentHeader(sql: Sql, id: string, day: string) {
       where i.id = ${id}
     `,
   );
-  return row
-    ? { id: row.id, assetClass: row.asset_class, symbol: row.symbol }
-    : null;
+  return row ? { id: row.id, assetClass: row.asset_class, symbol: row.symbol } : null;
 }

@@ -16,7 +16,11 @@ const TODAY = new Date().toISOString().slice(0, 10);
 // The generator's rules, restated for the expectations: instrument n is
 // md5('<schema>-n') as a uuid, trades as four letters spread by a multiplier
 // coprime to 26^4, and is named by three syllables picked from n.
-const idOf = (n: number) => createHash('md5').update(`${SCHEMA}-${n}`).digest('hex').replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
+const idOf = (n: number) =>
+  createHash('md5')
+    .update(`${SCHEMA}-${n}`)
+    .digest('hex')
+    .replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
 const symbolOf = (n: number) => {
   const k = (n * 7919) % 26 ** 4;
   return [26 ** 3, 26 ** 2, 26, 1].map((p) => String.fromCharCode(65 + (Math.floor(k / p) % 26))).join('');

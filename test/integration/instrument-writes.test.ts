@@ -28,7 +28,14 @@ const holdersOf = async (symbol: string) =>
   (await svc.sql`select distinct instrument_id from instrument_symbols where symbol = ${symbol}`).map((r) => r.instrument_id as string);
 
 function newRow(symbol: string, extra: Record<string, unknown> = {}) {
-  return { assetClass: 'equity', displayName: `Idless ${symbol}`, quoteCurrency: 'USD', quoteUnit: 'USD per share', symbols: [{ symbol, validFrom: '2001-01-01' }], ...extra };
+  return {
+    assetClass: 'equity',
+    displayName: `Idless ${symbol}`,
+    quoteCurrency: 'USD',
+    quoteUnit: 'USD per share',
+    symbols: [{ symbol, validFrom: '2001-01-01' }],
+    ...extra,
+  };
 }
 
 describe('posting back what GET returns', () => {
@@ -36,7 +43,10 @@ describe('posting back what GET returns', () => {
     const oldSym = uniqueSymbol('RB');
     const newSym = uniqueSymbol('RB');
     const { id } = await createInstrument(svc, {
-      symbols: [{ symbol: oldSym, validFrom: '1995-01-01', validTo: '2002-05-03' }, { symbol: newSym, validFrom: '2002-05-06' }],
+      symbols: [
+        { symbol: oldSym, validFrom: '1995-01-01', validTo: '2002-05-03' },
+        { symbol: newSym, validFrom: '2002-05-06' },
+      ],
       brokerCodes: { ibkr: `${newSym}:NASDAQ`, other: 'X1' },
     });
     const before = await readBack(id);
@@ -78,7 +88,10 @@ describe('posting back what GET returns', () => {
     const { id, symbol } = await createInstrument(svc, { symbols: [{ symbol: uniqueSymbol('RN'), validFrom: '2000-01-01' }] });
     const read = await readBack(id);
     const history = await storedHistory(id);
-    const renamed = [{ symbol, validFrom: '2000-01-01', validTo: '2010-12-31' }, { symbol: uniqueSymbol('RN'), validFrom: '2011-01-03' }];
+    const renamed = [
+      { symbol, validFrom: '2000-01-01', validTo: '2010-12-31' },
+      { symbol: uniqueSymbol('RN'), validFrom: '2011-01-03' },
+    ];
     const res = await svc.admin('POST', '/instruments', [{ ...read, symbols: renamed }]);
     expect(res.status).toBe(400);
     expect(Object.keys(res.body.error.details)).toEqual(['rows[0].currentSymbol']);
@@ -88,7 +101,7 @@ describe('posting back what GET returns', () => {
     expect((await readBack(id)).currentSymbol).toBe(renamed[1].symbol);
   });
 
-  it('when vendorCode is none of the row\'s broker codes, then 400 names rows[0].vendorCode and nothing is stored', async () => {
+  it("when vendorCode is none of the row's broker codes, then 400 names rows[0].vendorCode and nothing is stored", async () => {
     const { id } = await createInstrument(svc, { brokerCodes: { ibkr: 'VC1' } });
     const read = await readBack(id);
     expect(read.vendorCode).toBe('VC1');
@@ -122,14 +135,22 @@ describe('rows without an id', () => {
     expect(await holdersOf(symbols[0])).toEqual([ids[0]]);
     expect(await holdersOf(symbols[1])).toEqual([ids[1]]);
 
-    const withIds = await svc.admin('POST', '/instruments', rows.map((r, i) => ({ ...r, id: ids[i] })));
+    const withIds = await svc.admin(
+      'POST',
+      '/instruments',
+      rows.map((r, i) => ({ ...r, id: ids[i] })),
+    );
     expect(withIds.status).toBe(200);
     expect(withIds.body.data).toMatchObject({ rows: 2, inserted: 0, unchanged: 2 });
   });
 
   it('when two id-less rows of one batch hold the same symbol on overlapping days, then 400 names the later row and nothing is stored', async () => {
     const symbol = uniqueSymbol('DB');
-    const res = await svc.admin('POST', '/instruments', [newRow(symbol), newRow(uniqueSymbol('DB')), newRow(symbol.toLowerCase(), { displayName: 'Same Ticker Again' })]);
+    const res = await svc.admin('POST', '/instruments', [
+      newRow(symbol),
+      newRow(uniqueSymbol('DB')),
+      newRow(symbol.toLowerCase(), { displayName: 'Same Ticker Again' }),
+    ]);
     expect(res.status).toBe(400);
     expect(Object.keys(res.body.error.details)).toEqual(['rows[2].id']);
     expect(await holdersOf(symbol)).toEqual([]);
