@@ -8,7 +8,7 @@ import type { Instrument } from './schema.ts';
  * last one, so delisted instruments stay findable. An instrument with no
  * mapping started by then did not trade under any symbol: null.
  */
-function effectiveSymbol(sql: Sql, day: string) {
+export function effectiveSymbol(sql: Sql, day: string) {
   return sql`
     left join lateral (
       select s.symbol
@@ -82,63 +82,130 @@ const FUZZY_THRESHOLD = 0.4;
 // few characters hits nearly every name, so they get exact and prefix only.
 const MIN_FUZZY_LENGTH = 3;
 
-export async function searchInstruments(
-  sql: Sql,
-  q: { text: string; day: string; assetClass?: string; limit: number; vendorBroker: string },
-): Promise<Instrument[]> {
+export interface SearchQuery {
+  text: string;
+  day: string;
+  assetClass?: string;
+  limit: number;
+  vendorBroker: string;
+}
+
+/**
+ * Sets the thresholds pg_trgm's `%` and `<%` operators read, for the rest of
+ * the transaction: both to FUZZY_THRESHOLD, so the candidates the indexes
+ * return include every fuzzy hit the ranking admits.
+ */
+export function searchThresholds(sql: Sql) {
+  const threshold = String(FUZZY_THRESHOLD);
+  return sql`
+    select
+      set_config('pg_trgm.similarity_threshold', ${threshold}, true),
+      set_config('pg_trgm.word_similarity_threshold', ${threshold}, true)
+  `;
+}
+
+/**
+ * Instruments that may match, each branch an index probe: the ticker itself
+ * (instrument_symbols_symbol_idx), longer tickers it begins and near-misses
+ * (instrument_symbols_trgm), names it begins, contains or nearly matches
+ * (instruments_display_name_trgm). Symbols are probed over every period; the
+ * ranking keeps only matches on the symbol in effect on the day. This is a
+ * superset of what the ranking admits, so the result is the ranking's alone.
+ */
+function searchCandidates(sql: Sql, upper: string, lower: string, fuzzy: boolean) {
+  return sql`
+    select s.instrument_id
+    from instrument_symbols s
+    where upper(s.symbol) = ${upper}
+    union all
+    select s.instrument_id
+    from instrument_symbols s
+    where upper(s.symbol) like ${escapeLike(upper) + '_%'}
+      ${fuzzy ? sql`or upper(s.symbol) % ${upper}` : sql``}
+    union all
+    select i.id
+    from instruments i
+    where ${
+      fuzzy
+        ? sql`lower(i.display_name) like ${'%' + escapeLike(lower) + '%'} or ${lower} <% lower(i.display_name)`
+        : sql`lower(i.display_name) like ${escapeLike(lower) + '%'}`
+    }
+  `;
+}
+
+/**
+ * The search: exact symbol, then prefix (symbol or name), then fuzzy; active
+ * before delisted within each. Run it after searchThresholds in the same
+ * transaction, as searchInstruments does.
+ */
+export function searchStatement(sql: Sql, q: SearchQuery) {
   const upper = q.text.toUpperCase();
   const lower = q.text.toLowerCase();
-  const rows = await timed(
+  const fuzzy = q.text.length >= MIN_FUZZY_LENGTH;
+  return sql`
+    select * from (
+      select
+        x.*,
+        case
+          when upper(x.current_symbol) = ${upper} then 0
+          when upper(x.current_symbol) like ${escapeLike(upper) + '%'} or lower(x.display_name) like ${escapeLike(lower) + '%'} then 1
+          else 2
+        end as match_rank,
+        greatest(
+          similarity(upper(coalesce(x.current_symbol, '')), ${upper}),
+          word_similarity(${lower}, lower(x.display_name))
+        ) as score
+      from (${selectInstruments(sql, q.day, q.vendorBroker)}) x
+      where x.id in (${searchCandidates(sql, upper, lower, fuzzy)})
+        and x.current_symbol is not null
+        ${q.assetClass ? sql`and x.asset_class = ${q.assetClass}` : sql``}
+    ) ranked
+    where match_rank < 2
+       or ${fuzzy}::boolean and (
+            lower(display_name) like ${'%' + escapeLike(lower) + '%'}
+            or score >= ${FUZZY_THRESHOLD}
+          )
+    order by match_rank, is_active desc, score desc, current_symbol, id
+    limit ${q.limit}
+  `;
+}
+
+export async function searchInstruments(sql: Sql, q: SearchQuery): Promise<Instrument[]> {
+  const [, rows] = await timed(
     'search_instruments',
-    sql<InstrumentRow[]>`
-      select * from (
-        select
-          x.*,
-          case
-            when upper(x.current_symbol) = ${upper} then 0
-            when upper(x.current_symbol) like ${escapeLike(upper) + '%'} or lower(x.display_name) like ${escapeLike(lower) + '%'} then 1
-            else 2
-          end as match_rank,
-          greatest(
-            similarity(upper(coalesce(x.current_symbol, '')), ${upper}),
-            word_similarity(${lower}, lower(x.display_name))
-          ) as score
-        from (${selectInstruments(sql, q.day, q.vendorBroker)}) x
-        where x.current_symbol is not null
-          ${q.assetClass ? sql`and x.asset_class = ${q.assetClass}` : sql``}
-      ) ranked
-      where match_rank < 2
-         or ${q.text.length >= MIN_FUZZY_LENGTH}::boolean and (
-              lower(display_name) like ${'%' + escapeLike(lower) + '%'}
-              or score >= ${FUZZY_THRESHOLD}
-            )
-      order by match_rank, is_active desc, score desc, current_symbol, id
-      limit ${q.limit}
-    `,
+    sql.begin((tx) => [tx`${searchThresholds(sql)}`, tx<InstrumentRow[]>`${searchStatement(sql, q)}`]),
   );
   return rows.map(toInstrument);
 }
 
-export async function findByBrokerCode(
-  sql: Sql,
-  q: { broker: string; code: string; day: string; assetClass?: string; limit: number; vendorBroker: string },
-): Promise<Instrument[]> {
-  const rows = await timed(
-    'find_by_broker_code',
-    sql<InstrumentRow[]>`
-      select x.*
-      from (${selectInstruments(sql, q.day, q.vendorBroker)}) x
-      where x.id in (
-        select instrument_id
-        from instrument_broker_codes
-        where broker = ${q.broker}
-          and code = ${q.code}
-      )
-      ${q.assetClass ? sql`and x.asset_class = ${q.assetClass}` : sql``}
-      order by x.is_active desc, x.id
-      limit ${q.limit}
-    `,
-  );
+export interface BrokerCodeQuery {
+  broker: string;
+  code: string;
+  day: string;
+  assetClass?: string;
+  limit: number;
+  vendorBroker: string;
+}
+
+/** Reverse lookup: exact on (broker, code), through instrument_broker_codes_lookup_idx. */
+export function brokerCodeStatement(sql: Sql, q: BrokerCodeQuery) {
+  return sql<InstrumentRow[]>`
+    select x.*
+    from (${selectInstruments(sql, q.day, q.vendorBroker)}) x
+    where x.id in (
+      select instrument_id
+      from instrument_broker_codes
+      where broker = ${q.broker}
+        and code = ${q.code}
+    )
+    ${q.assetClass ? sql`and x.asset_class = ${q.assetClass}` : sql``}
+    order by x.is_active desc, x.id
+    limit ${q.limit}
+  `;
+}
+
+export async function findByBrokerCode(sql: Sql, q: BrokerCodeQuery): Promise<Instrument[]> {
+  const rows = await timed('find_by_broker_code', brokerCodeStatement(sql, q));
   return rows.map(toInstrument);
 }
 
@@ -167,7 +234,5 @@ export async function findInstrumentHeader(sql: Sql, id: string, day: string) {
       where i.id = ${id}
     `,
   );
-  return row
-    ? { id: row.id, assetClass: row.asset_class, symbol: row.symbol }
-    : null;
+  return row ? { id: row.id, assetClass: row.asset_class, symbol: row.symbol } : null;
 }

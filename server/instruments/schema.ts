@@ -8,7 +8,7 @@ export const InstrumentSearchSchema = z
   .strictObject({
     query: z.string().min(1, 'must not be empty').max(100).optional().describe('free text over symbol and display name'),
     brokerCode: z.string().min(1, 'must not be empty').max(100).optional().describe('exact broker code, case and punctuation included'),
-    broker: z.string().min(1, 'must not be empty').max(100).optional().describe("the broker whose namespace brokerCode belongs to"),
+    broker: z.string().min(1, 'must not be empty').max(100).optional().describe('the broker whose namespace brokerCode belongs to'),
     assetClass: AssetClassSchema.optional(),
     asOf: AsOfSchema.optional(),
     limit: z.coerce.number().int().min(1).max(100).default(25).describe('maximum instruments returned (beyond the spec)'),
@@ -49,29 +49,69 @@ const jsonText = <T extends z.ZodType>(schema: T) =>
 
 const optionalText = z.string().trim().min(1).max(200).nullable().optional();
 
+/**
+ * One instrument as the admin API takes it: the Instrument that GET returns
+ * is accepted as it is. Its two derived fields are checked, not stored:
+ * currentSymbol against the symbol history (in the ingest transaction),
+ * vendorCode against brokerCodes (here). `symbols` may be left out for an
+ * instrument already stored (GET does not return the history): its stored
+ * history is kept.
+ */
 export const InstrumentIngestSchema = z
   .strictObject({
-    id: UuidSchema.optional(),
+    id: UuidSchema.optional().describe(
+      'the instrument to update; without it the row is a new instrument, refused when one of its symbols is held on the same days by another of the same asset class and exchange',
+    ),
     assetClass: AssetClassSchema,
     displayName: z.string().trim().min(1).max(300),
     exchange: optionalText,
     region: optionalText,
-    isin: z.string().regex(/^[A-Z]{2}[A-Z0-9]{9}\d$/, 'must be a 12-character ISIN').nullable().optional(),
-    cusip: z.string().regex(/^[A-Z0-9]{9}$/, 'must be a 9-character CUSIP').nullable().optional(),
+    isin: z
+      .string()
+      .regex(/^[A-Z]{2}[A-Z0-9]{9}\d$/, 'must be a 12-character ISIN')
+      .nullable()
+      .optional(),
+    cusip: z
+      .string()
+      .regex(/^[A-Z0-9]{9}$/, 'must be a 9-character CUSIP')
+      .nullable()
+      .optional(),
     distributionPolicy: z.enum(['accumulating', 'distributing']).nullable().optional(),
-    quoteCurrency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code').nullable().optional(),
+    quoteCurrency: z
+      .string()
+      .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code')
+      .nullable()
+      .optional(),
     quoteUnit: optionalText,
     isActive: BooleanValue.default(true),
     brokerCodes: jsonText(z.record(z.string().min(1).max(100), z.string().min(1).max(100))).default({}),
-    symbols: jsonText(z.array(SymbolPeriodSchema).min(1, 'at least one symbol period')),
+    symbols: jsonText(z.array(SymbolPeriodSchema).min(1, 'at least one symbol period'))
+      .nullable()
+      .optional()
+      .describe('the whole symbol history, replacing the stored one; a stored instrument may leave it out (or null) to keep its history'),
+    currentSymbol: z
+      .string()
+      .trim()
+      .min(1)
+      .max(32)
+      .nullable()
+      .optional()
+      .describe('read-only (as GET returns it): checked against the symbol history, not stored'),
+    vendorCode: z.string().min(1).max(100).nullable().optional().describe('read-only (as GET returns it): checked against brokerCodes, not stored'),
   })
   .superRefine((row, ctx) => {
-    const periods = [...row.symbols].sort((a, b) => (a.validFrom ?? '').localeCompare(b.validFrom ?? ''));
+    const periods = [...(row.symbols ?? [])].sort((a, b) => (a.validFrom ?? '').localeCompare(b.validFrom ?? ''));
     for (let i = 1; i < periods.length; i++) {
       const prevEnd = periods[i - 1].validTo;
       if (prevEnd === null || prevEnd === undefined || periods[i].validFrom === null || prevEnd >= periods[i].validFrom!) {
         ctx.addIssue({ code: 'custom', path: ['symbols'], message: `symbol periods overlap at ${periods[i].validFrom}` });
       }
+    }
+    // vendorCode is brokerCodes[VENDOR_CODE_BROKER], a server setting that
+    // ingest does not read: a code that none of the row's brokers has
+    // contradicts brokerCodes whatever that setting is.
+    if (row.vendorCode && !Object.values(row.brokerCodes).includes(row.vendorCode)) {
+      ctx.addIssue({ code: 'custom', path: ['vendorCode'], message: "is read-only and must be one of brokerCodes' codes; change the code in brokerCodes" });
     }
   });
 
@@ -92,7 +132,7 @@ export const InstrumentSchema = z
     isActive: z.boolean(),
     currentSymbol: z.string().nullable().describe('the symbol valid on the day read (the asOf day for a search); null when no period covers it'),
     brokerCodes: z.record(z.string(), z.string()).describe('broker name → code'),
-    vendorCode: z.string().nullable().describe("the code of the broker configured as VENDOR_CODE_BROKER, if the instrument has one"),
+    vendorCode: z.string().nullable().describe('the code of the broker configured as VENDOR_CODE_BROKER, if the instrument has one'),
   })
   .meta({ id: 'Instrument' });
 
