@@ -41,6 +41,8 @@ export default tseslint.config(
   },
   {
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', require: 'readonly', module: 'writable', exports: 'writable', __dirname: 'readonly' } },
+    languageOptions: {
+      globals: { process: 'readonly', console: 'readonly', require: 'readonly', module: 'writable', exports: 'writable', __dirname: 'readonly' },
+    },
   },
 );

@@ -82,7 +82,14 @@ async function check(service: Service, key: string, r: RouteSpec) {
 
 /** The trivial route under `key`, probed at PROBE_RATE_PER_SEC. */
 const probeTrivial = (service: Service, key: string, durationSec: number) =>
-  probe({ url: `${service.publicUrl}${PROBABILITY.path}`, method: PROBABILITY.method, headers: { authorization: `Bearer ${key}` }, body: PROBABILITY.body, ratePerSec: PROBE_RATE_PER_SEC, durationSec });
+  probe({
+    url: `${service.publicUrl}${PROBABILITY.path}`,
+    method: PROBABILITY.method,
+    headers: { authorization: `Bearer ${key}` },
+    body: PROBABILITY.body,
+    ratePerSec: PROBE_RATE_PER_SEC,
+    durationSec,
+  });
 
 /**
  * The service's event-loop delay over a window: prom-client's histogram
@@ -99,7 +106,10 @@ async function eventLoopDelay(service: Service) {
 }
 
 /** Runs `fn` and reads the service's event-loop delay over exactly that run. */
-async function withEventLoopDelay<T>(service: Service, fn: () => Promise<T>): Promise<{ result: T; eventLoopDelay: Awaited<ReturnType<typeof eventLoopDelay>> }> {
+async function withEventLoopDelay<T>(
+  service: Service,
+  fn: () => Promise<T>,
+): Promise<{ result: T; eventLoopDelay: Awaited<ReturnType<typeof eventLoopDelay>> }> {
   await eventLoopDelay(service);
   const result = await fn();
   return { result, eventLoopDelay: await eventLoopDelay(service) };
@@ -115,7 +125,16 @@ type Routes = ReturnType<typeof routes>;
 /** The heavy clients: `connections` connections on each of strategy EV and correlations, for `durationSec`. */
 const heavyClients = (service: Service, key: string, r: Routes, connections: number, durationSec: number) =>
   heavyLoad(
-    [r.strategyEv, r.correlations].map((h) => ({ url: `${service.publicUrl}${h.path}`, method: h.method, headers: { authorization: `Bearer ${key}` }, body: h.body, connections, durationSec, warmupSec: 0, timeoutSec: 30 })),
+    [r.strategyEv, r.correlations].map((h) => ({
+      url: `${service.publicUrl}${h.path}`,
+      method: h.method,
+      headers: { authorization: `Bearer ${key}` },
+      body: h.body,
+      connections,
+      durationSec,
+      warmupSec: 0,
+      timeoutSec: 30,
+    })),
   );
 
 /** One probe window of the trivial route while the heavy clients run. */
@@ -126,7 +145,12 @@ async function underLoad(service: Service, keys: { heavy: string; trivial: strin
   const { result: trivial, eventLoopDelay: delay } = await withEventLoopDelay(service, () => probeTrivial(service, keys.trivial, durationSec));
   const cpuDuringProbe = cpu();
   const [ev, corr] = await heavy;
-  return { trivial, eventLoopDelay: delay, cpuDuringProbe, heavyRequests: { strategyEv: ev.requests, correlations: corr.requests, non2xx: ev.non2xx + corr.non2xx + ev.errors + corr.errors } };
+  return {
+    trivial,
+    eventLoopDelay: delay,
+    cpuDuringProbe,
+    heavyRequests: { strategyEv: ev.requests, correlations: corr.requests, non2xx: ev.non2xx + corr.non2xx + ev.errors + corr.errors },
+  };
 }
 
 type LoadedRun = Awaited<ReturnType<typeof underLoad>>;
@@ -200,7 +224,16 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     for (const name of ['strategyEv', 'technicals', 'correlations'] as const) {
       const spec = r[name];
       const measure = (service: Service, key: string) =>
-        load({ url: `${service.publicUrl}${spec.path}`, method: spec.method, headers: { authorization: `Bearer ${key}` }, body: spec.body, connections: heavyConnections, durationSec, warmupSec: 1, serverPid: service.pid });
+        load({
+          url: `${service.publicUrl}${spec.path}`,
+          method: spec.method,
+          headers: { authorization: `Bearer ${key}` },
+          body: spec.body,
+          connections: heavyConnections,
+          durationSec,
+          warmupSec: 1,
+          serverPid: service.pid,
+        });
       log(`analytics: throughput ${name}`);
       const pool = await measure(pooled, keyPool);
       const inl = await measure(inline, keyInline);
@@ -217,7 +250,19 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     return {
       scenario: 'analytics',
       ...resultHeader(ctx, status, pooled),
-      config: { cores, workerThreads: { pool: cores, inline: 0 }, workerNice: WORKER_NICE, heavyConnectionsPerRoute: heavyConnections, heavyWarmupSec: HEAVY_WARMUP_SEC, heavyLeadInSec: HEAVY_LEAD_IN_SEC, probeRatePerSec: PROBE_RATE_PER_SEC, probeWindowSec: durationSec, rounds, instruments: data.ids.length, barsPerInstrument: data.bars },
+      config: {
+        cores,
+        workerThreads: { pool: cores, inline: 0 },
+        workerNice: WORKER_NICE,
+        heavyConnectionsPerRoute: heavyConnections,
+        heavyWarmupSec: HEAVY_WARMUP_SEC,
+        heavyLeadInSec: HEAVY_LEAD_IN_SEC,
+        probeRatePerSec: PROBE_RATE_PER_SEC,
+        probeWindowSec: durationSec,
+        rounds,
+        instruments: data.ids.length,
+        barsPerInstrument: data.bars,
+      },
       eventLoop: {
         trivialRoute: probes,
         p99PoolMinusIdleMs: { anotherAccount: round(p99Pool - p99Idle, 2), sameAccount: round(p99SamePool - p99Idle, 2) },

@@ -67,12 +67,15 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
           throw new Error(`daily bar load answered ${res.status}: ${res.text.slice(0, 500)}`);
         }
         loaded += batch.length;
-        if (loaded % 100 === 0 || loaded === ids.length) log(`bulk-read: ${loaded} of ${ids.length} instruments loaded through the admin API (last batch ${(res.ms / 1000).toFixed(1)}s)`);
+        if (loaded % 100 === 0 || loaded === ids.length)
+          log(`bulk-read: ${loaded} of ${ids.length} instruments loaded through the admin API (last batch ${(res.ms / 1000).toFixed(1)}s)`);
       };
       let next = 0;
-      await Promise.all([0, 1].map(async () => {
-        while (next < batches.length) await upload(batches[next++]);
-      }));
+      await Promise.all(
+        [0, 1].map(async () => {
+          while (next < batches.length) await upload(batches[next++]);
+        }),
+      );
     } else {
       // Development shortcut: the same rows straight into daily_bars with COPY.
       notes.push('BENCH_BULK_LOAD=copy: daily bars were loaded with COPY into daily_bars, not through the admin API');
@@ -106,8 +109,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const expectedRows = instruments * in2020.length;
 
     // ---- (a) HTTP
-    const bulkUrl = (span: { from: string; to: string }) =>
-      `/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=${span.from}&to=${span.to}&adjusted=true`;
+    const bulkUrl = (span: { from: string; to: string }) => `/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=${span.from}&to=${span.to}&adjusted=true`;
     const key = await service.admin.apiKey(['prices:read']);
     const get = () => callRoute(service.publicUrl, key, { path: bulkUrl(WINDOW) });
     const probe = await get();
@@ -155,7 +157,9 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const hwmReset = resetPeakRss(service.pid);
     if (!hwmReset) notes.push('could not reset VmHWM via /proc/<pid>/clear_refs; peak is the sampled maximum VmRSS');
     const sampler = sampleRss(service.pid, 50);
-    log(`bulk-read: (c) full ${FULL_SPAN.from}..${FULL_SPAN.to} span (~${(expectedBytes / MB).toFixed(0)} MB), reading at ${(paceBytesPerSec / MB).toFixed(1)} MB/s`);
+    log(
+      `bulk-read: (c) full ${FULL_SPAN.from}..${FULL_SPAN.to} span (~${(expectedBytes / MB).toFixed(0)} MB), reading at ${(paceBytesPerSec / MB).toFixed(1)} MB/s`,
+    );
     const slow = await slowRead(`${service.publicUrl}${bulkUrl(FULL_SPAN)}`, { authorization: `Bearer ${key}` }, paceBytesPerSec);
     const sampled = sampler.stop();
     const after = procStatus(service.pid);
@@ -184,7 +188,12 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         runs,
         warmups: 1,
       },
-      setup: { load: loadMode, ...(loadMode === 'api' ? { batchInstruments: batchSize, concurrentUploads: 2 } : {}), loadSec: round(loadSec, 1), loadRowsPerSec: Math.round(expectedFull / loadSec) },
+      setup: {
+        load: loadMode,
+        ...(loadMode === 'api' ? { batchInstruments: batchSize, concurrentUploads: 2 } : {}),
+        loadSec: round(loadSec, 1),
+        loadRowsPerSec: Math.round(expectedFull / loadSec),
+      },
       measured: { httpBulk: { ...httpSummary, responseBytes, barsPerSec: Math.round(expectedRows / (httpSummary.medianMs / 1000)) } },
       baseline: { postgresJs: { ...sqlSummary, rows: expectedRows } },
       ratios: { httpOverPostgresJs: readRatio },

@@ -28,7 +28,10 @@ const DEBIAN_POSTGRESQL = '/usr/lib/postgresql';
 
 /** BENCH_PSQL, else psql on PATH, else the newest Debian-packaged client. */
 function findPsql(): string {
-  const onPath = (process.env.PATH ?? '').split(path.delimiter).filter(Boolean).map((dir) => path.join(dir, 'psql'));
+  const onPath = (process.env.PATH ?? '')
+    .split(path.delimiter)
+    .filter(Boolean)
+    .map((dir) => path.join(dir, 'psql'));
   const versions = existsSync(DEBIAN_POSTGRESQL) ? readdirSync(DEBIAN_POSTGRESQL).sort((a, b) => Number(b) - Number(a)) : [];
   const candidates = [process.env.BENCH_PSQL, ...onPath, ...versions.map((v) => path.join(DEBIAN_POSTGRESQL, v, 'bin', 'psql'))];
   const found = candidates.find((p) => p && existsSync(p));
@@ -63,7 +66,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     'the service is a child process; the file is streamed as a chunked request body (fs.createReadStream piped to http.request)',
     'baseline: psql \\copy of the file straight into daily_bars after truncating it (the same table, indexes and, on TimescaleDB, hypertable as the service writes to); rates include psql start-up',
     'reference: psql \\copy into a plain table with the CSV columns and primary key (instrument_id, bar_date), not a hypertable',
-    'a CHECKPOINT runs before each timed step so none pays for the previous one\'s dirty pages',
+    "a CHECKPOINT runs before each timed step so none pays for the previous one's dirty pages",
   ];
   const ids = Array.from({ length: instruments }, (_, i) => benchUuid(`ingest-${i}`));
   const dates = weekdays('2011-01-03', '2030-12-31', days);
@@ -152,11 +155,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     await sql`truncate daily_bars`;
     await sql`checkpoint`;
     log(`ingest: (b) psql \\copy into daily_bars (baseline)`);
-    const copy = await runPsql(
-      psql,
-      database.url,
-      `\\copy daily_bars (${DAILY_BARS_COLUMNS.join(', ')}) from '${file}' with (format csv, header)`,
-    );
+    const copy = await runPsql(psql, database.url, `\\copy daily_bars (${DAILY_BARS_COLUMNS.join(', ')}) from '${file}' with (format csv, header)`);
     const [{ n: copied }] = await sql`select count(*)::int as n from daily_bars`;
     if (copied !== rows) throw new Error(`baseline copied ${copied} rows, expected ${rows}`);
 
@@ -192,7 +191,13 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       u === null
         ? { completed: false, skipped: 'the first post did not complete' }
         : u.ok
-          ? { completed: true, seconds: round(u.ms / 1000, 2), rowsPerSec: Math.round(rate), mbPerSec: round(fileBytes / MB / (u.ms / 1000), 2), result: u.result }
+          ? {
+              completed: true,
+              seconds: round(u.ms / 1000, 2),
+              rowsPerSec: Math.round(rate),
+              mbPerSec: round(fileBytes / MB / (u.ms / 1000), 2),
+              result: u.result,
+            }
           : { completed: false, secondsUntilFailure: round(u.ms / 1000, 1), failure: u.failure };
     return {
       scenario: 'ingest',

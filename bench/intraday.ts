@@ -28,8 +28,10 @@ function minuteBarsNdjson(instrumentId: string, fromMs: number, toMs: number): A
         for (let t = day; t < Math.min(toMs, day + 86_400_000); t += 60_000) {
           const b = nextBar(rand, close);
           close = b.close;
-          yield `{"instrumentId":"${instrumentId}","barTimestamp":"${new Date(t).toISOString()}","openPrice":${b.open},"highPrice":${b.high},` +
-            `"lowPrice":${b.low},"closePrice":${b.close},"volume":${b.volume},"quoteCurrency":"USD","quoteUnit":"USD per BTC","source":"bench","asOf":"${AS_OF}"}\n`;
+          yield (
+            `{"instrumentId":"${instrumentId}","barTimestamp":"${new Date(t).toISOString()}","openPrice":${b.open},"highPrice":${b.high},` +
+            `"lowPrice":${b.low},"closePrice":${b.close},"volume":${b.volume},"quoteCurrency":"USD","quoteUnit":"USD per BTC","source":"bench","asOf":"${AS_OF}"}\n`
+          );
         }
       }
     })(),
@@ -90,7 +92,14 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const status = await service.admin.status();
     const timescale = status.storageTier.startsWith('timescaledb');
     await service.admin.ok('POST', '/instruments', [
-      { id, assetClass: 'crypto', displayName: 'Bench Coin', quoteCurrency: 'USD', quoteUnit: 'USD per BTC', symbols: [{ symbol: 'BENCHUSD', validFrom: '2000-01-01', validTo: null }] },
+      {
+        id,
+        assetClass: 'crypto',
+        displayName: 'Bench Coin',
+        quoteCurrency: 'USD',
+        quoteUnit: 'USD per BTC',
+        symbols: [{ symbol: 'BENCHUSD', validFrom: '2000-01-01', validTo: null }],
+      },
     ]);
 
     // ---- ingest (setup; timed for information)
@@ -110,7 +119,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     let switched: Record<string, unknown> | null = null;
     log(`intraday: ingesting ${span * 1_440} 1-minute bars (${span} days from ${YEAR.from}) in batches of ${batchDays} days`);
     let budgetExceeded = false;
-    for (let start = fromMs; start < endMs; ) {
+    for (let start = fromMs; start < endMs;) {
       const elapsedSec = (performance.now() - ingestStarted) / 1000;
       if (elapsedSec > budgetSec) {
         budgetExceeded = true;
@@ -127,7 +136,9 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       const label = `${new Date(start).toISOString().slice(0, 10)}..${new Date(stop - 1).toISOString().slice(0, 10)}`;
       const bars = (stop - start) / 60_000;
       const timeoutMs = Math.min(300, Math.max(60, budgetSec - elapsedSec)) * 1000;
-      const upload = await settleUpload(service.admin.postStream('/bars/intraday', 'application/x-ndjson', minuteBarsNdjson(id, start, stop), { stallMs: 30_000, timeoutMs }));
+      const upload = await settleUpload(
+        service.admin.postStream('/bars/intraday', 'application/x-ndjson', minuteBarsNdjson(id, start, stop), { stallMs: 30_000, timeoutMs }),
+      );
       const { ms } = upload;
       if (!upload.ok) {
         const { failure } = upload;
@@ -268,8 +279,16 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       baseline: { onTheFlyAggregateSql: { ...aggregateSummary, rows: aggregateRows.length } },
       ratios: { speedUpSql: speedUp, speedUpHttp: httpSpeedUp },
       equal: { rollupSqlVsAggregate: rollupVsAggregate === null, httpVsRollupSql: httpVsRollup === null },
-      targets: { speedUpSql: `> ${TARGET_SPEEDUP} (the rollup is faster than aggregating 1-minute bars)`, resultsEqual: true, requestedSpanLoaded: `${days} days within ${budgetSec} s` },
-      meetsTarget: { speedUpSql: speedUp > TARGET_SPEEDUP, resultsEqual: rollupVsAggregate === null && httpVsRollup === null, requestedSpanLoaded: span === days },
+      targets: {
+        speedUpSql: `> ${TARGET_SPEEDUP} (the rollup is faster than aggregating 1-minute bars)`,
+        resultsEqual: true,
+        requestedSpanLoaded: `${days} days within ${budgetSec} s`,
+      },
+      meetsTarget: {
+        speedUpSql: speedUp > TARGET_SPEEDUP,
+        resultsEqual: rollupVsAggregate === null && httpVsRollup === null,
+        requestedSpanLoaded: span === days,
+      },
       serverIssues,
       notes,
     };

@@ -75,7 +75,9 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     let probe = await call(PRIMARY_ROUTE);
     if (forced === 'fallback' || (probe.status !== 200 && forced !== 'primary')) {
       if (forced !== 'fallback') {
-        serverIssues.push(`${PRIMARY_ROUTE.method} ${PRIMARY_ROUTE.path} answered ${probe.status} (${probe.text.slice(0, 200)}); measured ${FALLBACK_ROUTE.method} ${FALLBACK_ROUTE.path} instead`);
+        serverIssues.push(
+          `${PRIMARY_ROUTE.method} ${PRIMARY_ROUTE.path} answered ${probe.status} (${probe.text.slice(0, 200)}); measured ${FALLBACK_ROUTE.method} ${FALLBACK_ROUTE.path} instead`,
+        );
       }
       route = FALLBACK_ROUTE;
       probe = await call(FALLBACK_ROUTE);
@@ -88,7 +90,15 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
 
     const bare = await startBareServer({ method: route.method, path: route.path.split('?')[0] }, bareBody);
     const body = route.body ? JSON.stringify(route.body) : undefined;
-    const bareLoad = { url: `${bare.url}${route.path}`, method: route.method, body, connections, durationSec: durationSec / rounds, warmupSec, serverPid: bare.pid };
+    const bareLoad = {
+      url: `${bare.url}${route.path}`,
+      method: route.method,
+      body,
+      connections,
+      durationSec: durationSec / rounds,
+      warmupSec,
+      serverPid: bare.pid,
+    };
     const authLoad = { ...bareLoad, url: `${service.publicUrl}${route.path}`, headers, serverPid: service.pid };
     // Interleaved rounds (bare, auth, auth, bare, ...) so a change in the
     // machine's background load during the run falls on both sides alike.
@@ -101,7 +111,9 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       for (let i = 0; i < rounds; i++) {
         const order = i % 2 === 0 ? (['bare', 'auth'] as const) : (['auth', 'bare'] as const);
         for (const which of order) {
-          log(`platform-overhead: round ${i + 1}/${rounds}, ${which === 'bare' ? 'bare Express route' : 'authenticated route'}, ${connections} connections, ${bareLoad.durationSec}s`);
+          log(
+            `platform-overhead: round ${i + 1}/${rounds}, ${which === 'bare' ? 'bare Express route' : 'authenticated route'}, ${connections} connections, ${bareLoad.durationSec}s`,
+          );
           if (which === 'bare') bareParts.push(await measureLoad(bareLoad));
           else authParts.push(await measureLoad(authLoad));
         }
@@ -117,11 +129,25 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       const keys = [];
       for (let i = 0; i < spreadKeys; i++) keys.push({ authorization: `Bearer ${await service.admin.apiKey([route.scope])}` });
       log(`platform-overhead: authenticated route, load spread over ${spreadKeys} keys of separate accounts`);
-      spreadRun = await load({ url: `${service.publicUrl}${route.path}`, method: route.method, body, connections, durationSec, warmupSec, rotateHeaders: keys, serverPid: service.pid });
+      spreadRun = await load({
+        url: `${service.publicUrl}${route.path}`,
+        method: route.method,
+        body,
+        connections,
+        durationSec,
+        warmupSec,
+        rotateHeaders: keys,
+        serverPid: service.pid,
+      });
     }
-    for (const [name, r] of [['bare', bareRun], ['authenticated', authRun], ['spread', spreadRun]] as const) {
+    for (const [name, r] of [
+      ['bare', bareRun],
+      ['authenticated', authRun],
+      ['spread', spreadRun],
+    ] as const) {
       if (!r) continue;
-      if (r.non2xx > 0 || r.errors > 0) serverIssues.push(`${name} run had ${r.non2xx} non-2xx responses and ${r.errors} errors: ${JSON.stringify(r.statuses)}`);
+      if (r.non2xx > 0 || r.errors > 0)
+        serverIssues.push(`${name} run had ${r.non2xx} non-2xx responses and ${r.errors} errors: ${JSON.stringify(r.statuses)}`);
     }
 
     const p50Ratio = ratio(authRun.latencyMs.p50, bareRun.latencyMs.p50);

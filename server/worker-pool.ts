@@ -54,15 +54,18 @@ export class WorkerPool {
     this.threads = options.threads ?? os.availableParallelism();
     this.capacity = this.threads + options.maxQueue;
     this.readSlots = this.threads || os.availableParallelism();
-    this.piscina = this.threads === 0 ? null : new Piscina({
-      filename: new URL('../workers/entry.cjs', import.meta.url).href,
-      minThreads: this.threads,
-      maxThreads: this.threads,
-      // Our own admission cap decides; piscina's queue never refuses first.
-      maxQueue: this.capacity,
-      idleTimeout: 60_000,
-      niceIncrement: options.niceIncrement ?? 0,
-    });
+    this.piscina =
+      this.threads === 0
+        ? null
+        : new Piscina({
+            filename: new URL('../workers/entry.cjs', import.meta.url).href,
+            minThreads: this.threads,
+            maxThreads: this.threads,
+            // Our own admission cap decides; piscina's queue never refuses first.
+            maxQueue: this.capacity,
+            idleTimeout: 60_000,
+            niceIncrement: options.niceIncrement ?? 0,
+          });
     workerQueueDepth.set(0);
   }
 

@@ -50,10 +50,17 @@ export function olsBeta(y: ArrayLike<number>, x: ArrayLike<number>): OlsResult {
   const n = x.length;
   if (y.length !== n) throw new TypeError(`olsBeta: lengths differ (${y.length} vs ${n})`);
   if (n < BETA_MIN_OBSERVATIONS) return { beta: null, alpha: null, rSquared: null, observations: n, reason: 'insufficient_overlap' };
-  let mx = 0, my = 0;
-  for (let i = 0; i < n; i++) { mx += x[i]; my += y[i]; }
-  mx /= n; my /= n;
-  let sxx = 0, sxy = 0, syy = 0;
+  let mx = 0,
+    my = 0;
+  for (let i = 0; i < n; i++) {
+    mx += x[i];
+    my += y[i];
+  }
+  mx /= n;
+  my /= n;
+  let sxx = 0,
+    sxy = 0,
+    syy = 0;
   for (let i = 0; i < n; i++) {
     const dx = x[i] - mx;
     const dy = y[i] - my;

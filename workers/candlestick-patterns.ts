@@ -111,7 +111,18 @@ interface CandlestickMatch {
 
 const clamp01 = (x: number) => (x < 0 ? 0 : x > 1 ? 1 : x);
 
-interface Candle { o: number; h: number; l: number; c: number; body: number; range: number; upper: number; lower: number; bull: boolean; bear: boolean }
+interface Candle {
+  o: number;
+  h: number;
+  l: number;
+  c: number;
+  body: number;
+  range: number;
+  upper: number;
+  lower: number;
+  bull: boolean;
+  bear: boolean;
+}
 
 function candle(b: CandleBars, i: number): Candle | null {
   if (i < 0 || i >= b.close.length) return null;
@@ -219,20 +230,10 @@ export function detectCandlestickPatterns(bars: CandleBars, endIndex: number = b
     const soldier = (x: Candle) => x.bull && x.body >= SOLDIERS_MIN_BODY * x.range && x.upper <= SOLDIERS_MAX_SHADOW * x.range;
     const crow = (x: Candle) => x.bear && x.body >= SOLDIERS_MIN_BODY * x.range && x.lower <= SOLDIERS_MAX_SHADOW * x.range;
     const meanBody = three.reduce((acc, x) => acc + x.body / x.range, 0) / 3;
-    if (
-      three.every(soldier) &&
-      p.c > a.c && c.c > p.c &&
-      p.o > a.o && p.o <= a.c &&
-      c.o > p.o && c.o <= p.c
-    ) {
+    if (three.every(soldier) && p.c > a.c && c.c > p.c && p.o > a.o && p.o <= a.c && c.o > p.o && c.o <= p.c) {
       add('three_white_soldiers', s, (meanBody - 0.5) / 0.4, trendScore(bars, s, -1));
     }
-    if (
-      three.every(crow) &&
-      p.c < a.c && c.c < p.c &&
-      p.o < a.o && p.o >= a.c &&
-      c.o < p.o && c.o >= p.c
-    ) {
+    if (three.every(crow) && p.c < a.c && c.c < p.c && p.o < a.o && p.o >= a.c && c.o < p.o && c.o >= p.c) {
       add('three_black_crows', s, (meanBody - 0.5) / 0.4, trendScore(bars, s, 1));
     }
   }

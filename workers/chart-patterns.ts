@@ -92,7 +92,11 @@ export interface ChartPattern {
   description: string;
 }
 
-interface Pivot { index: number; price: number; kind: 'high' | 'low' }
+interface Pivot {
+  index: number;
+  price: number;
+  kind: 'high' | 'low';
+}
 
 interface ChartPatternsDetection {
   patterns: ChartPattern[];
@@ -143,7 +147,10 @@ function firstAfter(values: ArrayLike<number>, from: number, pred: (v: number, i
 }
 
 /** A detected pattern plus the index of its last pivot (a tie-breaker between overlapping runs). */
-interface Candidate { p: ChartPattern; lastPivot: number }
+interface Candidate {
+  p: ChartPattern;
+  lastPivot: number;
+}
 
 function doubles(close: ArrayLike<number>, piv: Pivot[]): Candidate[] {
   const out: Candidate[] = [];
@@ -164,18 +171,21 @@ function doubles(close: ArrayLike<number>, piv: Pivot[]): Candidate[] {
     const target = top ? m.price - (mean - m.price) : m.price + (m.price - mean);
     const type: ChartPatternType = top ? 'double_top' : 'double_bottom';
     const word = top ? 'top' : 'bottom';
-    out.push({ lastPivot: b.index, p: {
-      type,
-      signal: top ? 'bearish' : 'bullish',
-      confidence: clamp01(0.4 + 0.3 * (1 - diff / DOUBLE_PEAK_TOLERANCE) + 0.3 * (conf >= 0 ? 1 : 0)),
-      startIndex: a.index,
-      endIndex: conf >= 0 ? conf : b.index,
-      priceTarget: target,
-      description:
-        `double ${word}: ${top ? 'peaks' : 'troughs'} ${f2(a.price)} (bar ${a.index}) and ${f2(b.price)} (bar ${b.index}), neckline ${f2(m.price)}; ` +
-        (conf >= 0 ? `confirmed by the close at bar ${conf}` : 'not yet confirmed') +
-        `; measured-move target ${f2(target)}`,
-    } });
+    out.push({
+      lastPivot: b.index,
+      p: {
+        type,
+        signal: top ? 'bearish' : 'bullish',
+        confidence: clamp01(0.4 + 0.3 * (1 - diff / DOUBLE_PEAK_TOLERANCE) + 0.3 * (conf >= 0 ? 1 : 0)),
+        startIndex: a.index,
+        endIndex: conf >= 0 ? conf : b.index,
+        priceTarget: target,
+        description:
+          `double ${word}: ${top ? 'peaks' : 'troughs'} ${f2(a.price)} (bar ${a.index}) and ${f2(b.price)} (bar ${b.index}), neckline ${f2(m.price)}; ` +
+          (conf >= 0 ? `confirmed by the close at bar ${conf}` : 'not yet confirmed') +
+          `; measured-move target ${f2(target)}`,
+      },
+    });
   }
   return out;
 }
@@ -186,7 +196,11 @@ function headAndShoulders(close: ArrayLike<number>, piv: Pivot[]): Candidate[] {
     const [ls, t1, hd, t2, rs] = piv.slice(j, j + 5);
     const top = ls.kind === 'high';
     const sgn = top ? 1 : -1; // work in "top" orientation: sgn·price
-    const LS = sgn * ls.price, T1 = sgn * t1.price, HD = sgn * hd.price, T2 = sgn * t2.price, RS = sgn * rs.price;
+    const LS = sgn * ls.price,
+      T1 = sgn * t1.price,
+      HD = sgn * hd.price,
+      T2 = sgn * t2.price,
+      RS = sgn * rs.price;
     const outerShoulder = Math.max(LS, RS);
     if ((HD - outerShoulder) / Math.abs(hd.price) < HS_MIN_HEAD_PROMINENCE) continue;
     const shoulderDiff = Math.abs(ls.price - rs.price) / Math.max(Math.abs(ls.price), Math.abs(rs.price));
@@ -202,19 +216,24 @@ function headAndShoulders(close: ArrayLike<number>, piv: Pivot[]): Candidate[] {
     const height = hd.price - neck(hd.index); // signed: positive for a top
     const target = neck(end) - height;
     const type: ChartPatternType = top ? 'head_and_shoulders' : 'inverse_head_and_shoulders';
-    out.push({ lastPivot: rs.index, p: {
-      type,
-      signal: top ? 'bearish' : 'bullish',
-      confidence: clamp01(0.4 + 0.15 * (1 - shoulderDiff / HS_SHOULDER_TOLERANCE) + 0.15 * (1 - troughDiff / HS_NECKLINE_TOLERANCE) + 0.3 * (conf >= 0 ? 1 : 0)),
-      startIndex: ls.index,
-      endIndex: end,
-      priceTarget: target,
-      description:
-        `${top ? '' : 'inverse '}head and shoulders: shoulders ${f2(ls.price)} (bar ${ls.index}) / ${f2(rs.price)} (bar ${rs.index}), head ${f2(hd.price)} (bar ${hd.index}), ` +
-        `neckline ${f2(t1.price)}→${f2(t2.price)}; ` +
-        (conf >= 0 ? `confirmed by the close at bar ${conf}` : 'not yet confirmed') +
-        `; measured-move target ${f2(target)}`,
-    } });
+    out.push({
+      lastPivot: rs.index,
+      p: {
+        type,
+        signal: top ? 'bearish' : 'bullish',
+        confidence: clamp01(
+          0.4 + 0.15 * (1 - shoulderDiff / HS_SHOULDER_TOLERANCE) + 0.15 * (1 - troughDiff / HS_NECKLINE_TOLERANCE) + 0.3 * (conf >= 0 ? 1 : 0),
+        ),
+        startIndex: ls.index,
+        endIndex: end,
+        priceTarget: target,
+        description:
+          `${top ? '' : 'inverse '}head and shoulders: shoulders ${f2(ls.price)} (bar ${ls.index}) / ${f2(rs.price)} (bar ${rs.index}), head ${f2(hd.price)} (bar ${hd.index}), ` +
+          `neckline ${f2(t1.price)}→${f2(t2.price)}; ` +
+          (conf >= 0 ? `confirmed by the close at bar ${conf}` : 'not yet confirmed') +
+          `; measured-move target ${f2(target)}`,
+      },
+    });
   }
   return out;
 }
@@ -222,11 +241,20 @@ function headAndShoulders(close: ArrayLike<number>, piv: Pivot[]): Candidate[] {
 function fitLine(pts: Pivot[]): { a: number; b: number } {
   // y = a + b·x, least squares (exact line for two points)
   const n = pts.length;
-  let mx = 0, my = 0;
-  for (const p of pts) { mx += p.index; my += p.price; }
-  mx /= n; my /= n;
-  let sxy = 0, sxx = 0;
-  for (const p of pts) { sxy += (p.index - mx) * (p.price - my); sxx += (p.index - mx) ** 2; }
+  let mx = 0,
+    my = 0;
+  for (const p of pts) {
+    mx += p.index;
+    my += p.price;
+  }
+  mx /= n;
+  my /= n;
+  let sxy = 0,
+    sxx = 0;
+  for (const p of pts) {
+    sxy += (p.index - mx) * (p.price - my);
+    sxx += (p.index - mx) ** 2;
+  }
   const b = sxx > 0 ? sxy / sxx : 0;
   return { a: my - b * mx, b };
 }
@@ -267,24 +295,31 @@ function triangles(close: ArrayLike<number>, piv: Pivot[]): Candidate[] {
       const brk = firstAfter(close, last + 1, (v, i) => above(v, i) || below(v, i));
       const brkDir = brk < 0 ? 0 : above(close[brk], brk) ? 1 : -1;
       let signal: ChartPatternSignal;
-      if (type === 'ascending_triangle') { if (brkDir === -1) continue; signal = 'bullish'; }
-      else if (type === 'descending_triangle') { if (brkDir === 1) continue; signal = 'bearish'; }
-      else signal = brkDir === 1 ? 'bullish' : brkDir === -1 ? 'bearish' : 'neutral';
+      if (type === 'ascending_triangle') {
+        if (brkDir === -1) continue;
+        signal = 'bullish';
+      } else if (type === 'descending_triangle') {
+        if (brkDir === 1) continue;
+        signal = 'bearish';
+      } else signal = brkDir === 1 ? 'bullish' : brkDir === -1 ? 'bearish' : 'neutral';
       const at = brk >= 0 ? brk : last;
       const priceTarget = signal === 'bullish' ? U(at) + height : signal === 'bearish' ? L(at) - height : null;
       const confidence = clamp01(0.4 + 0.2 * (1 - maxRes / TRIANGLE_FIT_TOLERANCE) + 0.1 * Math.min(1, (w - 4) / 2) + 0.3 * (brkDir !== 0 ? 1 : 0));
-      out.push({ lastPivot: last, p: {
-        type,
-        signal,
-        confidence,
-        startIndex: first,
-        endIndex: brk >= 0 ? brk : last,
-        priceTarget,
-        description:
-          `${type.replace(/_/g, ' ')} over bars ${first}–${last} (${w} pivots): resistance ${f2(U(first))}→${f2(U(last))}, support ${f2(L(first))}→${f2(L(last))}; ` +
-          (brk >= 0 ? `broke ${brkDir > 0 ? 'up' : 'down'} at bar ${brk}` : 'no breakout yet') +
-          (priceTarget === null ? '; no target until a breakout' : `; measured-move target ${f2(priceTarget)}`),
-      } });
+      out.push({
+        lastPivot: last,
+        p: {
+          type,
+          signal,
+          confidence,
+          startIndex: first,
+          endIndex: brk >= 0 ? brk : last,
+          priceTarget,
+          description:
+            `${type.replace(/_/g, ' ')} over bars ${first}–${last} (${w} pivots): resistance ${f2(U(first))}→${f2(U(last))}, support ${f2(L(first))}→${f2(L(last))}; ` +
+            (brk >= 0 ? `broke ${brkDir > 0 ? 'up' : 'down'} at bar ${brk}` : 'no breakout yet') +
+            (priceTarget === null ? '; no target until a breakout' : `; measured-move target ${f2(priceTarget)}`),
+        },
+      });
     }
   }
   return out;
@@ -295,13 +330,20 @@ export function detectChartPatterns(close: ArrayLike<number>): ChartPatternsDete
   const n = close.length;
   const minBars = 2 * PIVOT_WINDOW + 3;
   if (n < minBars) {
-    return { patterns: [], dominantPattern: null, pivots: [], description: `chart patterns need at least ${minBars} bars to find swing points; ${n} available` };
+    return {
+      patterns: [],
+      dominantPattern: null,
+      pivots: [],
+      description: `chart patterns need at least ${minBars} bars to find swing points; ${n} available`,
+    };
   }
   const pivots = findPivots(close);
   const all = [...doubles(close, pivots), ...headAndShoulders(close, pivots), ...triangles(close, pivots)];
   const better = (c: Candidate, cur: Candidate) =>
-    c.p.endIndex !== cur.p.endIndex ? c.p.endIndex > cur.p.endIndex
-      : c.lastPivot !== cur.lastPivot ? c.lastPivot > cur.lastPivot
+    c.p.endIndex !== cur.p.endIndex
+      ? c.p.endIndex > cur.p.endIndex
+      : c.lastPivot !== cur.lastPivot
+        ? c.lastPivot > cur.lastPivot
         : c.p.confidence > cur.p.confidence;
   const byType = new Map<ChartPatternType, Candidate>();
   for (const c of all) {

@@ -120,10 +120,17 @@ export function pearson(x: ArrayLike<number>, y: ArrayLike<number>): number | nu
   const n = x.length;
   if (y.length !== n) throw new TypeError(`pearson: lengths differ (${n} vs ${y.length})`);
   if (n < 2) return null;
-  let mx = 0, my = 0;
-  for (let i = 0; i < n; i++) { mx += x[i]; my += y[i]; }
-  mx /= n; my /= n;
-  let sxy = 0, sxx = 0, syy = 0;
+  let mx = 0,
+    my = 0;
+  for (let i = 0; i < n; i++) {
+    mx += x[i];
+    my += y[i];
+  }
+  mx /= n;
+  my /= n;
+  let sxy = 0,
+    sxx = 0,
+    syy = 0;
   for (let i = 0; i < n; i++) {
     const dx = x[i] - mx;
     const dy = y[i] - my;

@@ -123,7 +123,12 @@ type AtrSignal = (typeof ATR_SIGNALS)[number];
 export const VWAP_SIGNALS = ['above', 'below', 'at'] as const;
 type VwapSignal = (typeof VWAP_SIGNALS)[number];
 
-export interface RsiResult { value: number | null; signal: RsiSignal | null; period: number; description: string }
+export interface RsiResult {
+  value: number | null;
+  signal: RsiSignal | null;
+  period: number;
+  description: string;
+}
 export interface MacdResult {
   value: number | null;
   signal: number | null;
@@ -132,7 +137,12 @@ export interface MacdResult {
   crossover: MacdCrossover | null;
   description: string;
 }
-export interface StochasticResult { stochK: number | null; stochD: number | null; signal: StochasticSignal | null; description: string }
+export interface StochasticResult {
+  stochK: number | null;
+  stochD: number | null;
+  signal: StochasticSignal | null;
+  description: string;
+}
 export interface EmaResult {
   ema12: number | null;
   ema20: number | null;
@@ -142,8 +152,20 @@ export interface EmaResult {
   strength: number | null;
   description: string;
 }
-export interface SmaResult { sma20: number | null; sma50: number | null; sma200: number | null; trend: MaTrend | null; description: string }
-export interface WmaResult { wma20: number | null; wma50: number | null; wma100: number | null; trend: MaTrend | null; description: string }
+export interface SmaResult {
+  sma20: number | null;
+  sma50: number | null;
+  sma200: number | null;
+  trend: MaTrend | null;
+  description: string;
+}
+export interface WmaResult {
+  wma20: number | null;
+  wma50: number | null;
+  wma100: number | null;
+  trend: MaTrend | null;
+  description: string;
+}
 export interface IchimokuResult {
   tenkan: number | null;
   kijun: number | null;
@@ -162,8 +184,17 @@ export interface BollingerResult {
   signal: BollingerSignal | null;
   description: string;
 }
-export interface AtrResult { value: number | null; signal: AtrSignal | null; period: number; description: string }
-export interface VwapResult { value: number | null; signal: VwapSignal | null; description: string }
+export interface AtrResult {
+  value: number | null;
+  signal: AtrSignal | null;
+  period: number;
+  description: string;
+}
+export interface VwapResult {
+  value: number | null;
+  signal: VwapSignal | null;
+  description: string;
+}
 
 const nn = (x: number): number | null => (Number.isFinite(x) ? x : null);
 const fmt = (x: number): string => (Math.abs(x) >= 1000 ? x.toFixed(2) : x.toPrecision(6));
@@ -204,7 +235,12 @@ export function rsiReading(close: Float64Array): RsiResult {
     return { value: null, signal: null, period: RSI_PERIOD, description: 'RSI(14) is undefined: the closes did not move over the smoothing window' };
   }
   const signal: RsiSignal = v >= RSI_OVERBOUGHT ? 'overbought' : v <= RSI_OVERSOLD ? 'oversold' : 'neutral';
-  const what = signal === 'overbought' ? `at or above ${RSI_OVERBOUGHT}: overbought` : signal === 'oversold' ? `at or below ${RSI_OVERSOLD}: oversold` : `between ${RSI_OVERSOLD} and ${RSI_OVERBOUGHT}: neutral`;
+  const what =
+    signal === 'overbought'
+      ? `at or above ${RSI_OVERBOUGHT}: overbought`
+      : signal === 'oversold'
+        ? `at or below ${RSI_OVERSOLD}: oversold`
+        : `between ${RSI_OVERSOLD} and ${RSI_OVERBOUGHT}: neutral`;
   return { value: v, signal, period: RSI_PERIOD, description: `Wilder RSI(14) = ${v.toFixed(2)}, ${what}` };
 }
 
@@ -226,13 +262,22 @@ export function macdReading(close: Float64Array): MacdResult {
       const a = histogram[t - 1];
       const b = histogram[t];
       if (!Number.isFinite(a)) break;
-      if (a <= 0 && b > 0) { crossover = 'bullish_crossover'; crossAgo = n - 1 - t; break; }
-      if (a >= 0 && b < 0) { crossover = 'bearish_crossover'; crossAgo = n - 1 - t; break; }
+      if (a <= 0 && b > 0) {
+        crossover = 'bullish_crossover';
+        crossAgo = n - 1 - t;
+        break;
+      }
+      if (a >= 0 && b < 0) {
+        crossover = 'bearish_crossover';
+        crossAgo = n - 1 - t;
+        break;
+      }
     }
   }
-  const crossText = crossover === 'none' || crossover === null
-    ? `no signal-line crossover in the last ${MACD_CROSSOVER_LOOKBACK} bars`
-    : `${crossover === 'bullish_crossover' ? 'bullish' : 'bearish'} crossover ${crossAgo === 0 ? 'on the latest bar' : `${crossAgo} bar(s) ago`}`;
+  const crossText =
+    crossover === 'none' || crossover === null
+      ? `no signal-line crossover in the last ${MACD_CROSSOVER_LOOKBACK} bars`
+      : `${crossover === 'bullish_crossover' ? 'bullish' : 'bearish'} crossover ${crossAgo === 0 ? 'on the latest bar' : `${crossAgo} bar(s) ago`}`;
   return {
     value: macd[n - 1],
     signal: signal[n - 1],
@@ -252,7 +297,12 @@ export function stochasticReading(high: Float64Array, low: Float64Array, close: 
   const K = k[n - 1];
   const D = d[n - 1];
   if (!Number.isFinite(K) || !Number.isFinite(D)) {
-    return { stochK: nn(K), stochD: nn(D), signal: null, description: 'Stochastic(14,3) is undefined: the 14-bar high-low range was zero in at least one of the last 3 windows' };
+    return {
+      stochK: nn(K),
+      stochD: nn(D),
+      signal: null,
+      description: 'Stochastic(14,3) is undefined: the 14-bar high-low range was zero in at least one of the last 3 windows',
+    };
   }
   const signal: StochasticSignal = K >= STOCH_OVERBOUGHT ? 'overbought' : K <= STOCH_OVERSOLD ? 'oversold' : 'neutral';
   return {
@@ -272,11 +322,15 @@ function maGroup(
   const n = close.length;
   const values = periods.map((p) => (n >= p ? fn(close, p)[n - 1] : null));
   const avail: number[] = [close[n - 1]];
-  values.forEach((v) => { if (v !== null) avail.push(v); });
+  values.forEach((v) => {
+    if (v !== null) avail.push(v);
+  });
   const score = n > 0 ? maStackScore(avail) : null;
   const missing = periods.filter((_, i) => values[i] === null);
   const parts: string[] = [];
-  periods.forEach((p, i) => { if (values[i] !== null) parts.push(`${kind}${p} ${fmt(values[i] as number)}`); });
+  periods.forEach((p, i) => {
+    if (values[i] !== null) parts.push(`${kind}${p} ${fmt(values[i] as number)}`);
+  });
   let description: string;
   if (score === null) {
     description = `${kind}s need at least ${periods[0]} bars; only ${n} available`;
@@ -293,7 +347,10 @@ function maGroup(
 export function movingAverageReadings(close: Float64Array): { ema: EmaResult; sma: SmaResult; wma: WmaResult } {
   const e = maGroup('EMA', close, EMA_PERIODS, emaSeries);
   const ema: EmaResult = {
-    ema12: e.values[0], ema20: e.values[1], ema50: e.values[2], ema200: e.values[3],
+    ema12: e.values[0],
+    ema20: e.values[1],
+    ema50: e.values[2],
+    ema200: e.values[3],
     trend: maTrend(e.score),
     strength: e.score === null ? null : Math.abs(e.score),
     description: e.description,
@@ -343,7 +400,15 @@ export function ichimokuReading(high: Float64Array, low: Float64Array, close: Fl
 export function bollingerReading(close: Float64Array): BollingerResult {
   const n = close.length;
   if (n < MIN_BARS.bollingerBands) {
-    return { upper: null, middle: null, lower: null, bandwidth: null, percentB: null, signal: null, description: needMore('Bollinger(20,2)', MIN_BARS.bollingerBands, n, 'a close', n) };
+    return {
+      upper: null,
+      middle: null,
+      lower: null,
+      bandwidth: null,
+      percentB: null,
+      signal: null,
+      description: needMore('Bollinger(20,2)', MIN_BARS.bollingerBands, n, 'a close', n),
+    };
   }
   const { upper, middle, lower } = bollingerSeries(close);
   const u = upper[n - 1];

@@ -113,7 +113,11 @@ export function rsiSeries(close: ArrayLike<number>, period = RSI_PERIOD): Float6
   return out;
 }
 
-interface MacdSeries { macd: Float64Array; signal: Float64Array; histogram: Float64Array }
+interface MacdSeries {
+  macd: Float64Array;
+  signal: Float64Array;
+  histogram: Float64Array;
+}
 
 /** MACD line, signal and histogram (EMA-based, see the module comment for seeding). */
 export function macdSeries(close: ArrayLike<number>, fast = MACD_FAST, slow = MACD_SLOW, signalPeriod = MACD_SIGNAL): MacdSeries {

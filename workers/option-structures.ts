@@ -115,7 +115,8 @@ function matchShape(name: string, shape: string, slots: Slot[], order: string[],
     slots.forEach((s, i) => {
       const strike = assigned[i].strike;
       if (s.k in k) {
-        if (!eqTol(k[s.k], strike)) problems.push(`${name}: the ${s.action} ${s.type} and the other ${s.k} leg must share one strike; got ${k[s.k]} and ${strike}`);
+        if (!eqTol(k[s.k], strike))
+          problems.push(`${name}: the ${s.action} ${s.type} and the other ${s.k} leg must share one strike; got ${k[s.k]} and ${strike}`);
       } else k[s.k] = strike;
     });
     for (let i = 0; i + 1 < order.length; i += 1) {
@@ -127,7 +128,9 @@ function matchShape(name: string, shape: string, slots: Slot[], order: string[],
     slots.forEach((s, i) => {
       const want = s.ratio * base;
       if (!eqTol(assigned[i].quantity, want)) {
-        problems.push(`${name}: the ${s.action} ${s.type} ${assigned[i].strike} quantity must be ${s.ratio === 1 ? 'equal to the others' : `${s.ratio} × the wing quantity`} (${want}); got ${assigned[i].quantity}`);
+        problems.push(
+          `${name}: the ${s.action} ${s.type} ${assigned[i].strike} quantity must be ${s.ratio === 1 ? 'equal to the others' : `${s.ratio} × the wing quantity`} (${want}); got ${assigned[i].quantity}`,
+        );
       }
     });
     if (!problems.length && extra) problems.push(...extra(k));
@@ -158,7 +161,10 @@ function butterflyCheck(legs: readonly OptionLeg[]): string[] {
       { action: 'buy', type, k: 'K3', ratio: 1 },
     ],
     ['K1', 'K2', 'K3'],
-    (k) => (eqTol(k.K2 - k.K1, k.K3 - k.K2) ? [] : [`butterfly wings must be equally spaced (K2 − K1 = K3 − K2); got ${k.K2 - k.K1} and ${k.K3 - k.K2} — use custom for a broken-wing butterfly`]),
+    (k) =>
+      eqTol(k.K2 - k.K1, k.K3 - k.K2)
+        ? []
+        : [`butterfly wings must be equally spaced (K2 − K1 = K3 − K2); got ${k.K2 - k.K1} and ${k.K3 - k.K2} — use custom for a broken-wing butterfly`],
   )(legs);
 }
 
@@ -175,50 +181,100 @@ export const STRUCTURES: Readonly<Record<StructureName, StructureSpec>> = {
   long_put: single('long_put', 'buy', 'put'),
   short_call: single('short_call', 'sell', 'call'),
   short_put: single('short_put', 'sell', 'put'),
-  bull_call_spread: spec('bull_call_spread', 'buy call K1, sell call K2; K1 < K2; equal quantities', [
-    { action: 'buy', type: 'call', k: 'K1', ratio: 1 },
-    { action: 'sell', type: 'call', k: 'K2', ratio: 1 },
-  ], ['K1', 'K2']),
-  bear_put_spread: spec('bear_put_spread', 'sell put K1, buy put K2; K1 < K2; equal quantities', [
-    { action: 'sell', type: 'put', k: 'K1', ratio: 1 },
-    { action: 'buy', type: 'put', k: 'K2', ratio: 1 },
-  ], ['K1', 'K2']),
-  bull_put_spread: spec('bull_put_spread', 'buy put K1, sell put K2; K1 < K2; equal quantities', [
-    { action: 'buy', type: 'put', k: 'K1', ratio: 1 },
-    { action: 'sell', type: 'put', k: 'K2', ratio: 1 },
-  ], ['K1', 'K2']),
-  bear_call_spread: spec('bear_call_spread', 'sell call K1, buy call K2; K1 < K2; equal quantities', [
-    { action: 'sell', type: 'call', k: 'K1', ratio: 1 },
-    { action: 'buy', type: 'call', k: 'K2', ratio: 1 },
-  ], ['K1', 'K2']),
-  long_straddle: spec('long_straddle', 'buy put K, buy call K (same strike); equal quantities', [
-    { action: 'buy', type: 'put', k: 'K', ratio: 1 },
-    { action: 'buy', type: 'call', k: 'K', ratio: 1 },
-  ], []),
-  short_straddle: spec('short_straddle', 'sell put K, sell call K (same strike); equal quantities', [
-    { action: 'sell', type: 'put', k: 'K', ratio: 1 },
-    { action: 'sell', type: 'call', k: 'K', ratio: 1 },
-  ], []),
-  long_strangle: spec('long_strangle', 'buy put K1, buy call K2; K1 < K2; equal quantities', [
-    { action: 'buy', type: 'put', k: 'K1', ratio: 1 },
-    { action: 'buy', type: 'call', k: 'K2', ratio: 1 },
-  ], ['K1', 'K2']),
-  short_strangle: spec('short_strangle', 'sell put K1, sell call K2; K1 < K2; equal quantities', [
-    { action: 'sell', type: 'put', k: 'K1', ratio: 1 },
-    { action: 'sell', type: 'call', k: 'K2', ratio: 1 },
-  ], ['K1', 'K2']),
-  iron_condor: spec('iron_condor', 'buy put K1, sell put K2, sell call K3, buy call K4; K1 < K2 < K3 < K4; equal quantities', [
-    { action: 'buy', type: 'put', k: 'K1', ratio: 1 },
-    { action: 'sell', type: 'put', k: 'K2', ratio: 1 },
-    { action: 'sell', type: 'call', k: 'K3', ratio: 1 },
-    { action: 'buy', type: 'call', k: 'K4', ratio: 1 },
-  ], ['K1', 'K2', 'K3', 'K4']),
-  iron_butterfly: spec('iron_butterfly', 'buy put K1, sell put K2, sell call K2, buy call K3; K1 < K2 < K3; equal quantities', [
-    { action: 'buy', type: 'put', k: 'K1', ratio: 1 },
-    { action: 'sell', type: 'put', k: 'K2', ratio: 1 },
-    { action: 'sell', type: 'call', k: 'K2', ratio: 1 },
-    { action: 'buy', type: 'call', k: 'K3', ratio: 1 },
-  ], ['K1', 'K2', 'K3']),
+  bull_call_spread: spec(
+    'bull_call_spread',
+    'buy call K1, sell call K2; K1 < K2; equal quantities',
+    [
+      { action: 'buy', type: 'call', k: 'K1', ratio: 1 },
+      { action: 'sell', type: 'call', k: 'K2', ratio: 1 },
+    ],
+    ['K1', 'K2'],
+  ),
+  bear_put_spread: spec(
+    'bear_put_spread',
+    'sell put K1, buy put K2; K1 < K2; equal quantities',
+    [
+      { action: 'sell', type: 'put', k: 'K1', ratio: 1 },
+      { action: 'buy', type: 'put', k: 'K2', ratio: 1 },
+    ],
+    ['K1', 'K2'],
+  ),
+  bull_put_spread: spec(
+    'bull_put_spread',
+    'buy put K1, sell put K2; K1 < K2; equal quantities',
+    [
+      { action: 'buy', type: 'put', k: 'K1', ratio: 1 },
+      { action: 'sell', type: 'put', k: 'K2', ratio: 1 },
+    ],
+    ['K1', 'K2'],
+  ),
+  bear_call_spread: spec(
+    'bear_call_spread',
+    'sell call K1, buy call K2; K1 < K2; equal quantities',
+    [
+      { action: 'sell', type: 'call', k: 'K1', ratio: 1 },
+      { action: 'buy', type: 'call', k: 'K2', ratio: 1 },
+    ],
+    ['K1', 'K2'],
+  ),
+  long_straddle: spec(
+    'long_straddle',
+    'buy put K, buy call K (same strike); equal quantities',
+    [
+      { action: 'buy', type: 'put', k: 'K', ratio: 1 },
+      { action: 'buy', type: 'call', k: 'K', ratio: 1 },
+    ],
+    [],
+  ),
+  short_straddle: spec(
+    'short_straddle',
+    'sell put K, sell call K (same strike); equal quantities',
+    [
+      { action: 'sell', type: 'put', k: 'K', ratio: 1 },
+      { action: 'sell', type: 'call', k: 'K', ratio: 1 },
+    ],
+    [],
+  ),
+  long_strangle: spec(
+    'long_strangle',
+    'buy put K1, buy call K2; K1 < K2; equal quantities',
+    [
+      { action: 'buy', type: 'put', k: 'K1', ratio: 1 },
+      { action: 'buy', type: 'call', k: 'K2', ratio: 1 },
+    ],
+    ['K1', 'K2'],
+  ),
+  short_strangle: spec(
+    'short_strangle',
+    'sell put K1, sell call K2; K1 < K2; equal quantities',
+    [
+      { action: 'sell', type: 'put', k: 'K1', ratio: 1 },
+      { action: 'sell', type: 'call', k: 'K2', ratio: 1 },
+    ],
+    ['K1', 'K2'],
+  ),
+  iron_condor: spec(
+    'iron_condor',
+    'buy put K1, sell put K2, sell call K3, buy call K4; K1 < K2 < K3 < K4; equal quantities',
+    [
+      { action: 'buy', type: 'put', k: 'K1', ratio: 1 },
+      { action: 'sell', type: 'put', k: 'K2', ratio: 1 },
+      { action: 'sell', type: 'call', k: 'K3', ratio: 1 },
+      { action: 'buy', type: 'call', k: 'K4', ratio: 1 },
+    ],
+    ['K1', 'K2', 'K3', 'K4'],
+  ),
+  iron_butterfly: spec(
+    'iron_butterfly',
+    'buy put K1, sell put K2, sell call K2, buy call K3; K1 < K2 < K3; equal quantities',
+    [
+      { action: 'buy', type: 'put', k: 'K1', ratio: 1 },
+      { action: 'sell', type: 'put', k: 'K2', ratio: 1 },
+      { action: 'sell', type: 'call', k: 'K2', ratio: 1 },
+      { action: 'buy', type: 'call', k: 'K3', ratio: 1 },
+    ],
+    ['K1', 'K2', 'K3'],
+  ),
   butterfly: { name: 'butterfly', shape: butterflyShape, check: butterflyCheck },
   custom: { name: 'custom', shape: 'any number of call/put legs on one expiry', check: () => [] },
 };

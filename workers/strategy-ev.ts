@@ -255,9 +255,7 @@ export function evaluateStrategy(input: StrategyInput): StrategyResult {
 
   // Breakevens and probability of profit (expiry P&L), closed form.
   const profitSet = positiveSet(expiryPnl);
-  const breakevens = profitSet.intervals
-    .flatMap(([a, b]) => [a, b])
-    .filter((x) => x > 0 && x !== Infinity);
+  const breakevens = profitSet.intervals.flatMap(([a, b]) => [a, b]).filter((x) => x > 0 && x !== Infinity);
   let probabilityOfProfit = 0;
   for (const [a, b] of profitSet.intervals) probabilityOfProfit += lognormalIntervalProbability(terminal, a, b);
   probabilityOfProfit = Math.min(1, Math.max(0, probabilityOfProfit));

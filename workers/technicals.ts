@@ -95,8 +95,17 @@ function trailingRunStart(n: number, arrays: ArrayLike<number>[], nonNegative: A
   while (i > 0) {
     const j = i - 1;
     let ok = true;
-    for (const a of arrays) if (!Number.isFinite(a[j])) { ok = false; break; }
-    if (ok) for (const a of nonNegative) if (!(a[j] >= 0)) { ok = false; break; }
+    for (const a of arrays)
+      if (!Number.isFinite(a[j])) {
+        ok = false;
+        break;
+      }
+    if (ok)
+      for (const a of nonNegative)
+        if (!(a[j] >= 0)) {
+          ok = false;
+          break;
+        }
     if (!ok) break;
     i = j;
   }
@@ -109,7 +118,12 @@ function slice(a: Float64Array, start: number): Float64Array {
 
 function candlestickReading(bars: CandleBars): CandlestickResult {
   if (bars.close.length < 1) {
-    return { signal: null, confidence: null, patterns: [], description: 'candlestick patterns need the latest bar\'s open, high, low and close, which are not available' };
+    return {
+      signal: null,
+      confidence: null,
+      patterns: [],
+      description: "candlestick patterns need the latest bar's open, high, low and close, which are not available",
+    };
   }
   const found = detectCandlestickPatterns(bars);
   let bull = 0;
@@ -122,12 +136,20 @@ function candlestickReading(bars: CandleBars): CandlestickResult {
   }
   let signal: CandlestickSignal;
   let confidence: number;
-  if (bull > bear) { signal = 'bullish'; confidence = bull; }
-  else if (bear > bull) { signal = 'bearish'; confidence = bear; }
-  else { signal = 'neutral'; confidence = bull === 0 ? neutral : 0; }
-  const description = found.length === 0
-    ? 'no candlestick pattern completes on the latest bar'
-    : `${found.map((p) => `${p.name} (${p.confidence.toFixed(2)})`).join(', ')} on the latest bar: ${signal}`;
+  if (bull > bear) {
+    signal = 'bullish';
+    confidence = bull;
+  } else if (bear > bull) {
+    signal = 'bearish';
+    confidence = bear;
+  } else {
+    signal = 'neutral';
+    confidence = bull === 0 ? neutral : 0;
+  }
+  const description =
+    found.length === 0
+      ? 'no candlestick pattern completes on the latest bar'
+      : `${found.map((p) => `${p.name} (${p.confidence.toFixed(2)})`).join(', ')} on the latest bar: ${signal}`;
   return { signal, confidence, patterns: found.map((p) => ({ name: p.name, confidence: p.confidence })), description };
 }
 

@@ -56,7 +56,11 @@ interface TrendVoters {
   candlestick: { signal: string | null; confidence: number | null };
 }
 
-interface Vote { name: string; v: number; w: number }
+interface Vote {
+  name: string;
+  v: number;
+  w: number;
+}
 
 function consensus(votes: Vote[]): ConsensusTrend {
   const cast = votes.filter((x) => x.w > 0);
@@ -83,7 +87,9 @@ const signVote = (s: string | null | undefined): number | null =>
 
 export function trendConsensus({ ema, sma, wma, macd, ichimoku, rsi, vwap, chartPatterns, candlestick }: TrendVoters): ConsensusTrend {
   const votes: Vote[] = [];
-  const push = (name: string, v: number | null, w: number) => { if (v !== null) votes.push({ name, v, w }); };
+  const push = (name: string, v: number | null, w: number) => {
+    if (v !== null) votes.push({ name, v, w });
+  };
   push('ema', signVote(ema.trend), CONSENSUS_WEIGHTS.ema);
   push('sma', signVote(sma.trend), CONSENSUS_WEIGHTS.sma);
   push('wma', signVote(wma.trend), CONSENSUS_WEIGHTS.wma);

@@ -25,7 +25,19 @@ export function weekdays(from: string, to: string, limit = Infinity): string[] {
 const DAILY_CSV_HEADER = 'instrumentId,barDate,openPrice,highPrice,lowPrice,closePrice,volume,quoteCurrency,quoteUnit,source,asOf\n';
 
 /** daily_bars' columns in the order of the daily-bar CSV's fields. */
-export const DAILY_BARS_COLUMNS = ['instrument_id', 'bar_date', 'open_price', 'high_price', 'low_price', 'close_price', 'volume', 'quote_currency', 'quote_unit', 'source', 'as_of'];
+export const DAILY_BARS_COLUMNS = [
+  'instrument_id',
+  'bar_date',
+  'open_price',
+  'high_price',
+  'low_price',
+  'close_price',
+  'volume',
+  'quote_currency',
+  'quote_unit',
+  'source',
+  'as_of',
+];
 
 const r4 = (x: number) => Math.round(x * 10_000) / 10_000;
 

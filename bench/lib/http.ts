@@ -19,7 +19,11 @@ function parseBody(text: string): unknown {
 }
 
 /** An authenticated request to a public route; a body is sent as JSON. */
-export async function callRoute(baseUrl: string, key: string, route: { method?: string; path: string; body?: string }): Promise<{ status: number; text: string }> {
+export async function callRoute(
+  baseUrl: string,
+  key: string,
+  route: { method?: string; path: string; body?: string },
+): Promise<{ status: number; text: string }> {
   const res = await fetch(`${baseUrl}${route.path}`, {
     method: route.method ?? 'GET',
     headers: { authorization: `Bearer ${key}`, ...(route.body !== undefined ? { 'content-type': 'application/json' } : {}) },
@@ -64,7 +68,12 @@ export class Admin {
   }
 
   /** Streams `body` as the request body (chunked); resolves with the reply once the server has answered. */
-  postStream(route: string, contentType: string, body: Readable | AsyncIterable<string | Buffer>, opts?: UploadOptions): Promise<Reply & { ms: number; bytesSent: number }> {
+  postStream(
+    route: string,
+    contentType: string,
+    body: Readable | AsyncIterable<string | Buffer>,
+    opts?: UploadOptions,
+  ): Promise<Reply & { ms: number; bytesSent: number }> {
     return postStream(`${this.url}/admin/v1${route}`, { ...this.auth, 'content-type': contentType }, body, { deadCheck: this.deadCheck, ...opts });
   }
 
@@ -81,7 +90,11 @@ export class Admin {
 
 /** An upload the server stopped reading, or one that outlived its time limit. */
 export class UploadFailure extends Error {
-  constructor(message: string, readonly bytesSent: number, readonly ms: number) {
+  constructor(
+    message: string,
+    readonly bytesSent: number,
+    readonly ms: number,
+  ) {
     super(message);
   }
 }
@@ -160,14 +173,27 @@ export function postStream(
           (reason) => {
             checking = false;
             const t = performance.now();
-            if (reason) done(new UploadFailure(`${reason}; after ${(bytesSent / MB).toFixed(1)} MB${sourceEnded ? ' (the whole body)' : ''} in ${((t - started) / 1000).toFixed(1)}s`, bytesSent, t - started));
+            if (reason)
+              done(
+                new UploadFailure(
+                  `${reason}; after ${(bytesSent / MB).toFixed(1)} MB${sourceEnded ? ' (the whole body)' : ''} in ${((t - started) / 1000).toFixed(1)}s`,
+                  bytesSent,
+                  t - started,
+                ),
+              );
           },
           () => (checking = false),
         );
       }
       const mb = (bytesSent / MB).toFixed(1);
       if (!sourceEnded && now - lastProgress > stallMs) {
-        done(new UploadFailure(`the server stopped reading the request body for ${stallMs / 1000}s without answering, after ${mb} MB in ${((now - started) / 1000).toFixed(1)}s`, bytesSent, now - started));
+        done(
+          new UploadFailure(
+            `the server stopped reading the request body for ${stallMs / 1000}s without answering, after ${mb} MB in ${((now - started) / 1000).toFixed(1)}s`,
+            bytesSent,
+            now - started,
+          ),
+        );
       } else if (now - started > timeoutMs) {
         done(new UploadFailure(`no answer within ${timeoutMs / 1000}s (${mb} MB sent${sourceEnded ? ', the whole body' : ''})`, bytesSent, now - started));
       }

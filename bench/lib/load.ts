@@ -219,5 +219,11 @@ export async function probe(o: ProbeOptions): Promise<ProbeRun> {
 /** Probe windows of one condition pooled: percentiles over all their latencies. */
 export function pooledProbe(runs: ProbeRun[]) {
   const sum = (f: (r: ProbeRun) => number) => runs.reduce((n, r) => n + f(r), 0);
-  return { rounds: runs.length, requests: sum((r) => r.requests), ok: sum((r) => r.ok), failed: sum((r) => r.failed), latencyMs: latencySummary(runs.flatMap((r) => r.latencies)) };
+  return {
+    rounds: runs.length,
+    requests: sum((r) => r.requests),
+    ok: sum((r) => r.ok),
+    failed: sum((r) => r.failed),
+    latencyMs: latencySummary(runs.flatMap((r) => r.latencies)),
+  };
 }

@@ -43,7 +43,10 @@ export function spawnChild(name: string, args: string[], env: NodeJS.ProcessEnv,
   const proc = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   if (proc.pid === undefined) throw new Error(`could not start ${name}`);
   const pid = proc.pid;
-  for (const [stream, which] of [[proc.stdout!, 'stdout'], [proc.stderr!, 'stderr']] as const) {
+  for (const [stream, which] of [
+    [proc.stdout!, 'stdout'],
+    [proc.stderr!, 'stderr'],
+  ] as const) {
     let partial = '';
     stream.setEncoding('utf8');
     stream.on('data', (chunk: string) => {
@@ -99,7 +102,10 @@ const serviceSessions = (pid: number) => `market-data-service/%/${pid}`;
  */
 function startArgs(): string[] {
   const start = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
-  const [command, ...args] = start.trim().replace(/^exec\s+/, '').split(/\s+/);
+  const [command, ...args] = start
+    .trim()
+    .replace(/^exec\s+/, '')
+    .split(/\s+/);
   if (command !== 'node') throw new Error(`package.json's start script does not run node: ${start}`);
   return args;
 }

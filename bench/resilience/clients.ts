@@ -164,7 +164,15 @@ export function judgeBulk(text: string, ids: string[], barsEach: number) {
       metaFound: body.meta?.found ?? null,
     };
   } catch (err) {
-    return { validJson: false, parseError: (err as Error).message.slice(0, 200), instruments: 0, bars: 0, expectedBars: ids.length * barsEach, everySeriesWhole: false, metaFound: null };
+    return {
+      validJson: false,
+      parseError: (err as Error).message.slice(0, 200),
+      instruments: 0,
+      bars: 0,
+      expectedBars: ids.length * barsEach,
+      everySeriesWhole: false,
+      metaFound: null,
+    };
   }
 }
 

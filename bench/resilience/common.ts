@@ -26,10 +26,21 @@ export async function phase(name: string, fn: () => Promise<Record<string, unkno
   log(`resilience: phase ${name}`);
   try {
     const result = await fn();
-    return { pass: result.failures.length === 0, ...result, phaseSec: round((performance.now() - started) / 1000, 1), loadAvg: { before: loadBefore, after: loadAvg() } };
+    return {
+      pass: result.failures.length === 0,
+      ...result,
+      phaseSec: round((performance.now() - started) / 1000, 1),
+      loadAvg: { before: loadBefore, after: loadAvg() },
+    };
   } catch (err) {
     log(`resilience: phase ${name} could not be measured: ${(err as Error).stack ?? err}`);
-    return { pass: false, failures: [`could not be measured: ${(err as Error).message}`], error: (err as Error).message, phaseSec: round((performance.now() - started) / 1000, 1), loadAvg: { before: loadBefore, after: loadAvg() } };
+    return {
+      pass: false,
+      failures: [`could not be measured: ${(err as Error).message}`],
+      error: (err as Error).message,
+      phaseSec: round((performance.now() - started) / 1000, 1),
+      loadAvg: { before: loadBefore, after: loadAvg() },
+    };
   }
 }
 

@@ -108,16 +108,23 @@ export async function databaseOutage() {
     const firstOk = afterReady.find((s) => s.status === 200);
     const recoveryMs = firstOk ? firstOk.sentAt + firstOk.ms - readyAt : null;
 
-    if (before.some((s) => s.status !== 200)) failures.push(`before the outage ${before.filter((s) => s.status !== 200).length} requests were not answered 200`);
+    if (before.some((s) => s.status !== 200))
+      failures.push(`before the outage ${before.filter((s) => s.status !== 200).length} requests were not answered 200`);
     const notFast503 = outage.filter((s) => s.status !== 503 || s.ms > OUTAGE_ANSWER_MS);
     if (!outage.length) failures.push('no request was made during the outage');
-    if (notFast503.length) failures.push(`${notFast503.length} of ${outage.length} requests made while PostgreSQL was down were not answered 503 within ${OUTAGE_ANSWER_MS} ms (e.g. status ${notFast503[0].status} after ${round(notFast503[0].ms)} ms)`);
+    if (notFast503.length)
+      failures.push(
+        `${notFast503.length} of ${outage.length} requests made while PostgreSQL was down were not answered 503 within ${OUTAGE_ANSWER_MS} ms (e.g. status ${notFast503[0].status} after ${round(notFast503[0].ms)} ms)`,
+      );
     const slowWhileStopping = stopping.filter((s) => ![200, 503].includes(s.status) || s.ms > OUTAGE_ANSWER_MS);
-    if (slowWhileStopping.length) failures.push(`${slowWhileStopping.length} requests in flight while PostgreSQL stopped were not answered 200 or 503 within ${OUTAGE_ANSWER_MS} ms`);
+    if (slowWhileStopping.length)
+      failures.push(`${slowWhileStopping.length} requests in flight while PostgreSQL stopped were not answered 200 or 503 within ${OUTAGE_ANSWER_MS} ms`);
     if (recoveryMs === null) failures.push('no 200 after PostgreSQL came back');
-    else if (recoveryMs > RECOVERY_MS) failures.push(`the first 200 came ${round(recoveryMs)} ms after PostgreSQL accepted connections again (required within ${RECOVERY_MS} ms)`);
+    else if (recoveryMs > RECOVERY_MS)
+      failures.push(`the first 200 came ${round(recoveryMs)} ms after PostgreSQL accepted connections again (required within ${RECOVERY_MS} ms)`);
     const afterRecovery = firstOk ? afterReady.filter((s) => s.sentAt > firstOk.sentAt) : [];
-    if (afterRecovery.some((s) => s.status !== 200)) failures.push(`after the first 200, ${afterRecovery.filter((s) => s.status !== 200).length} requests were not answered 200`);
+    if (afterRecovery.some((s) => s.status !== 200))
+      failures.push(`after the first 200, ${afterRecovery.filter((s) => s.status !== 200).length} requests were not answered 200`);
     const logged = (line: string | null) => {
       if (!line) return null;
       const { msg, downMs, reason } = JSON.parse(line) as { msg: string; downMs?: number; reason?: string };

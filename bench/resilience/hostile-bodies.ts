@@ -15,7 +15,7 @@ export const HOSTILE_ANSWER_MS = 1_000;
 function* fixedChunks(head: string, row: (i: number) => string, total: number, size: number): Generator<Buffer> {
   let text = head;
   let sent = 0;
-  for (let i = 0; sent < total; ) {
+  for (let i = 0; sent < total;) {
     while (text.length < size) text += row(i++);
     const n = Math.min(size, total - sent);
     yield Buffer.from(text.slice(0, n), 'latin1');
@@ -45,7 +45,15 @@ function barRows(id: string, format: 'csv' | 'ndjson') {
  * sent by then.
  */
 function hostileUpload(url: string, headers: Record<string, string>, chunks: Generator<Buffer>, timeoutMs = 30_000) {
-  type Outcome = { status: number; answeredMs: number | null; bytesSentAtAnswer: number | null; bytesSent: number; wholeBodySent: boolean; body: string; error?: string };
+  type Outcome = {
+    status: number;
+    answeredMs: number | null;
+    bytesSentAtAnswer: number | null;
+    bytesSent: number;
+    wholeBodySent: boolean;
+    body: string;
+    error?: string;
+  };
   return new Promise<Outcome>((resolve) => {
     const started = performance.now();
     let sent = 0;
@@ -139,8 +147,10 @@ export async function hostileBodies(service: Service, instrumentId: string) {
       error = { message: r.body.slice(0, 200) };
     }
     if (r.status !== 400) failures.push(`${label}: answered ${r.status || 'nothing'}${r.error ? ` (${r.error})` : ''}, expected 400`);
-    else if (r.answeredMs === null || r.answeredMs > HOSTILE_ANSWER_MS) failures.push(`${label}: the 400 came after ${round(r.answeredMs ?? NaN)} ms (required under ${HOSTILE_ANSWER_MS} ms)`);
-    if (meanwhile.some((s) => s.status !== 200)) failures.push(`${label}: ${meanwhile.filter((s) => s.status !== 200).length} /healthz probes were not answered 200`);
+    else if (r.answeredMs === null || r.answeredMs > HOSTILE_ANSWER_MS)
+      failures.push(`${label}: the 400 came after ${round(r.answeredMs ?? NaN)} ms (required under ${HOSTILE_ANSWER_MS} ms)`);
+    if (meanwhile.some((s) => s.status !== 200))
+      failures.push(`${label}: ${meanwhile.filter((s) => s.status !== 200).length} /healthz probes were not answered 200`);
     return {
       contentType,
       status: r.status,

@@ -18,7 +18,11 @@ export async function keyInPath(service: Service, logLines: string[]) {
   const answers = [];
   for (const a of asked) {
     const r = await timedGet(`${service.publicUrl}${a.path}`, a.auth ? { authorization: `Bearer ${key}` } : {}, false);
-    answers.push({ path: a.path.replace(secret, '<secret>').replace(encoded.slice('pk%5Flive%5F'.length), '<secret>'), withKeyHeader: a.auth, status: r.status });
+    answers.push({
+      path: a.path.replace(secret, '<secret>').replace(encoded.slice('pk%5Flive%5F'.length), '<secret>'),
+      withKeyHeader: a.auth,
+      status: r.status,
+    });
   }
   // pino writes asynchronously; give its lines time to reach the pipe.
   await sleep(1_000);
@@ -35,14 +39,15 @@ export async function keyInPath(service: Service, logLines: string[]) {
     })
     .filter((l): l is { msg: string; path?: string; status?: number; errorCode?: string } => l?.msg === 'request' && l.path?.includes('pk') === true);
   if (leaking.length) failures.push(`${leaking.length} log lines hold the key's secret part`);
-  if (requestLines.length < asked.length) failures.push(`only ${requestLines.length} of ${asked.length} request lines were found in the log, so the check is incomplete`);
+  if (requestLines.length < asked.length)
+    failures.push(`only ${requestLines.length} of ${asked.length} request lines were found in the log, so the check is incomplete`);
   return {
     logLevel: 'info',
     requests: answers,
     linesSearched: lines.length,
     linesWithSecret: leaking.length,
     loggedPaths: requestLines.map((l) => ({ path: l.path, status: l.status, errorCode: l.errorCode ?? null })),
-    note: 'the service\'s stdout and stderr from its start, searched for the key\'s secret part (after pk_live_) as it is, with _ percent-encoded, and URI-encoded',
+    note: "the service's stdout and stderr from its start, searched for the key's secret part (after pk_live_) as it is, with _ percent-encoded, and URI-encoded",
     failures,
   };
 }

@@ -146,11 +146,20 @@ async function npmStartAndTerm(dataDir: string, withDownload: boolean) {
       downloadIds = Array.from({ length: 10 }, (_, i) => benchUuid(`resilience-shutdown-${i}`)).sort();
       const dates = weekdays(SERIES.from, SERIES.to);
       barsEach = dates.length;
-      await admin.ok('POST', '/instruments', downloadIds.map((id, i) => equity(`Shutdown Equity ${i}`, `SD${i}`, id)));
+      await admin.ok(
+        'POST',
+        '/instruments',
+        downloadIds.map((id, i) => equity(`Shutdown Equity ${i}`, `SD${i}`, id)),
+      );
       const loaded = await admin.postStream('/bars/daily', 'text/csv', dailyBarsCsv(downloadIds, dates, AS_OF));
       if (loaded.status !== 200) throw new Error(`daily bar load answered ${loaded.status}: ${loaded.text.slice(0, 300)}`);
       const key = await admin.apiKey(['prices:read']);
-      download = throttledRead(`${publicUrl}/v1/prices/bulk?instrumentIds=${downloadIds.join(',')}&from=${SERIES.from}&to=${SERIES.to}`, { authorization: `Bearer ${key}` }, SLOW_BYTES_PER_SEC, 60_000);
+      download = throttledRead(
+        `${publicUrl}/v1/prices/bulk?instrumentIds=${downloadIds.join(',')}&from=${SERIES.from}&to=${SERIES.to}`,
+        { authorization: `Bearer ${key}` },
+        SLOW_BYTES_PER_SEC,
+        60_000,
+      );
       await sleep(2_000);
     }
 
@@ -188,7 +197,8 @@ async function npmStartAndTerm(dataDir: string, withDownload: boolean) {
 
     if (exitSec === null) failures.push('npm had not exited 30 s after SIGTERM');
     else if (exitSec > SHUTDOWN_GRACE_MS / 1000 + 1) failures.push(`npm exited ${exitSec} s after SIGTERM (required within ${SHUTDOWN_GRACE_MS / 1000 + 1} s)`);
-    if (left.length) failures.push(`${left.length} processes of the service were left 1 s after npm exited: ${left.map((p) => p.cmdline.slice(0, 60)).join('; ')}`);
+    if (left.length)
+      failures.push(`${left.length} processes of the service were left 1 s after npm exited: ${left.map((p) => p.cmdline.slice(0, 60)).join('; ')}`);
 
     let inFlight: Record<string, unknown> | null = null;
     if (download) {
@@ -220,7 +230,11 @@ async function npmStartAndTerm(dataDir: string, withDownload: boolean) {
       exitSignal,
       left,
       serviceGoneSec,
-      serviceLoggedSec: { shuttingDown: loggedAt('"msg":"shutting down"'), graceExceeded: loggedAt('outlived the grace period'), shutdownComplete: loggedAt('"msg":"shutdown complete"') },
+      serviceLoggedSec: {
+        shuttingDown: loggedAt('"msg":"shutting down"'),
+        graceExceeded: loggedAt('outlived the grace period'),
+        shutdownComplete: loggedAt('"msg":"shutdown complete"'),
+      },
       ...(inFlight ? { download: inFlight } : {}),
       failures,
     };
@@ -245,7 +259,7 @@ export async function shutdownThroughNpm() {
     const busy = await npmStartAndTerm(dataDir, true);
     log(`resilience: D: with a download: npm exited ${busy.exitSec} s after SIGTERM, ${busy.left.length} processes left`);
     return {
-      database: 'embedded (no DATABASE_URL), DATA_DIR under a fresh temporary folder (mode 0755); the second start reuses the first start\'s cluster',
+      database: "embedded (no DATABASE_URL), DATA_DIR under a fresh temporary folder (mode 0755); the second start reuses the first start's cluster",
       graceMs: SHUTDOWN_GRACE_MS,
       clusterInDataDir: existsSync(path.join(dataDir, 'pg', 'PG_VERSION')),
       idle,

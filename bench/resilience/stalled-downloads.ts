@@ -57,7 +57,14 @@ function kernelQueues(port: number) {
   return { connections, serverSendMb: round(serverSend / MB, 1), clientReceiveMb: round(clientReceive / MB, 1) };
 }
 
-const STREAM_METRICS = ['http_streams_open', 'db_pool_connections_in_use', 'db_pool_waiting', 'db_pool_refused_total', 'http_idle_closed_total', 'db_available'];
+const STREAM_METRICS = [
+  'http_streams_open',
+  'db_pool_connections_in_use',
+  'db_pool_waiting',
+  'db_pool_refused_total',
+  'http_idle_closed_total',
+  'db_available',
+];
 
 interface Read {
   id: string;
@@ -87,7 +94,13 @@ async function readBurst(baseUrl: string, key: string, ids: string[], expected: 
           return { id, status: a.status, ms: a.ms, right: false, problem: `not JSON: ${a.text.slice(0, 160)}` };
         }
         if (expected.has(id) && !isDeepStrictEqual(data, expected.get(id))) {
-          return { id, status: a.status, ms: a.ms, right: false, problem: data?.id === id ? 'its own id but a different object' : `returned ${String(data?.id).slice(0, 40)}` };
+          return {
+            id,
+            status: a.status,
+            ms: a.ms,
+            right: false,
+            problem: data?.id === id ? 'its own id but a different object' : `returned ${String(data?.id).slice(0, 40)}`,
+          };
         }
         return { id, status: a.status, ms: a.ms, right: true };
       }),
@@ -110,7 +123,15 @@ function burstFigures(reads: Read[], baseline?: ReturnType<typeof latencySummary
     answered: answered.length,
     withinDeadline: reads.filter((r) => r.right && r.ms <= READ_DEADLINE_MS).length,
     latencyMs,
-    ...(baseline ? { overIdleBaseline: { p50: ratio(latencyMs.p50, baseline.p50, 2), p99: ratio(latencyMs.p99, baseline.p99, 2), max: ratio(latencyMs.max, baseline.max, 2) } } : {}),
+    ...(baseline
+      ? {
+          overIdleBaseline: {
+            p50: ratio(latencyMs.p50, baseline.p50, 2),
+            p99: ratio(latencyMs.p99, baseline.p99, 2),
+            max: ratio(latencyMs.max, baseline.max, 2),
+          },
+        }
+      : {}),
     problems: [...new Set(reads.filter((r) => !r.right).map((r) => r.problem))].slice(0, 5),
   };
 }
@@ -120,7 +141,8 @@ function burstFailures(label: string, reads: Read[]): string[] {
   const late = reads.filter((r) => r.right && r.ms > READ_DEADLINE_MS);
   const out: string[] = [];
   if (wrong.length) out.push(`${label}: ${wrong.length} of ${reads.length} reads were not answered 200 with their own instrument (${wrong[0].problem})`);
-  if (late.length) out.push(`${label}: ${late.length} of ${reads.length} reads took longer than ${READ_DEADLINE_MS} ms (max ${round(Math.max(...late.map((r) => r.ms)))} ms)`);
+  if (late.length)
+    out.push(`${label}: ${late.length} of ${reads.length} reads took longer than ${READ_DEADLINE_MS} ms (max ${round(Math.max(...late.map((r) => r.ms)))} ms)`);
   return out;
 }
 
@@ -193,7 +215,9 @@ export async function stalledDownloads(
     const duringAtSec = at();
     const during = await readBurst(service.publicUrl, readerKey, ids.slice(0, READS_DURING), expected);
     failures.push(...burstFailures('during the stall', during));
-    log(`resilience: A: ${READS_DURING} reads at +${duringAtSec} s: ${during.filter((r) => r.right).length} right, max ${round(Math.max(...during.map((r) => r.ms)))} ms`);
+    log(
+      `resilience: A: ${READS_DURING} reads at +${duringAtSec} s: ${during.filter((r) => r.right).length} right, max ${round(Math.max(...during.map((r) => r.ms)))} ms`,
+    );
     const downloads = await opening;
     const stalled = downloads.slice(0, STALLED);
     const resumable = downloads[STALLED];
@@ -207,7 +231,9 @@ export async function stalledDownloads(
     const midAtSec = at();
     const mid = await readBurst(service.publicUrl, readerKey, ids.slice(0, READS_DURING), expected);
     failures.push(...burstFailures('in the middle of the stall', mid));
-    log(`resilience: A: ${READS_DURING} reads at +${midAtSec} s: ${mid.filter((r) => r.right).length} right, max ${round(Math.max(...mid.map((r) => r.ms)))} ms`);
+    log(
+      `resilience: A: ${READS_DURING} reads at +${midAtSec} s: ${mid.filter((r) => r.right).length} right, max ${round(Math.max(...mid.map((r) => r.ms)))} ms`,
+    );
 
     // Past the statement timeout, just before the stalled clients give up.
     await sleep(opened + 62_000 - performance.now());
@@ -223,7 +249,9 @@ export async function stalledDownloads(
       expected,
     );
     failures.push(...burstFailures('after the stall', after));
-    log(`resilience: A: ${READS_AFTER} reads at +${destroyedAtSec} s: ${after.filter((r) => r.right).length} right, max ${round(Math.max(...after.map((r) => r.ms)))} ms`);
+    log(
+      `resilience: A: ${READS_AFTER} reads at +${destroyedAtSec} s: ${after.filter((r) => r.right).length} right, max ${round(Math.max(...after.map((r) => r.ms)))} ms`,
+    );
 
     const resumedAtSec = at();
     const resumed = downloadFigures(await drain(resumable), ids, barsEach);
@@ -235,9 +263,15 @@ export async function stalledDownloads(
       // tcp_wmem's maximum bounds each connection's send queue: what the
       // service can write to a stalled reader before its writes wait.
       tcpBuffers: { tcp_wmem: sysctl('net/ipv4/tcp_wmem'), tcp_rmem: sysctl('net/ipv4/tcp_rmem') },
-      downloads: { opened: STALLED + 1, statuses: openStatuses, everyAnswerBegunAtSec: headersAtSec, cutByTheServerWhileStalled: cutWhileStalled, destroyedByTheClientAtSec: destroyedAtSec },
+      downloads: {
+        opened: STALLED + 1,
+        statuses: openStatuses,
+        everyAnswerBegunAtSec: headersAtSec,
+        cutByTheServerWhileStalled: cutWhileStalled,
+        destroyedByTheClientAtSec: destroyedAtSec,
+      },
       server: {
-        note: 'the service\'s RSS, the bytes queued in the kernel on the public port\'s established connections (the service\'s send queues and the clients\' receive queues, from /proc/net/tcp), its /metrics and its PostgreSQL sessions (pg_stat_activity by application_name) while the downloads were open; the slow reader of B, when it runs, is one of the open streams',
+        note: "the service's RSS, the bytes queued in the kernel on the public port's established connections (the service's send queues and the clients' receive queues, from /proc/net/tcp), its /metrics and its PostgreSQL sessions (pg_stat_activity by application_name) while the downloads were open; the slow reader of B, when it runs, is one of the open streams",
         at10s: serverEarly,
         afterStatementTimeout: serverLate,
         afterResume: serverAfter,
@@ -260,24 +294,31 @@ export async function defaultAdmission(service: Service, bulkPath: string) {
   // a slot freed early cannot admit a later request.
   const all = await Promise.all(Array.from({ length: 10 }, () => openPaused(`${service.publicUrl}${bulkPath}`, { authorization: `Bearer ${key}` })));
   const refusals = await Promise.all(
-    all.filter((d) => d.status !== 200).map(async (d) => {
-      const body = await drain(d, 10_000);
-      let code: string;
-      let concurrentStreams: unknown = null;
-      try {
-        const e = (JSON.parse(body.text) as { error: { code: string; details?: { concurrentStreams?: unknown } } }).error;
-        code = e.code;
-        concurrentStreams = e.details?.concurrentStreams ?? null;
-      } catch {
-        code = body.text.slice(0, 100);
-      }
-      return { status: d.status, code, retryAfter: d.headers['retry-after'] ?? null, concurrentStreams };
-    }),
+    all
+      .filter((d) => d.status !== 200)
+      .map(async (d) => {
+        const body = await drain(d, 10_000);
+        let code: string;
+        let concurrentStreams: unknown = null;
+        try {
+          const e = (JSON.parse(body.text) as { error: { code: string; details?: { concurrentStreams?: unknown } } }).error;
+          code = e.code;
+          concurrentStreams = e.details?.concurrentStreams ?? null;
+        } catch {
+          code = body.text.slice(0, 100);
+        }
+        return { status: d.status, code, retryAfter: d.headers['retry-after'] ?? null, concurrentStreams };
+      }),
   );
   for (const d of all) d.req.destroy();
   const ok = all.filter((d) => d.status === 200).length;
   const limited = all.filter((d) => d.status === 429).length;
-  const failures = ok === 2 && limited === 8 ? [] : [`10 downloads from one account under the defaults gave ${ok} × 200 and ${limited} × 429 (statuses ${all.map((d) => d.status).join(', ')}); expected 2 × 200 and 8 × 429`];
+  const failures =
+    ok === 2 && limited === 8
+      ? []
+      : [
+          `10 downloads from one account under the defaults gave ${ok} × 200 and ${limited} × 429 (statuses ${all.map((d) => d.status).join(', ')}); expected 2 × 200 and 8 × 429`,
+        ];
   return {
     limits: 'BULK_STREAMS_PER_ACCOUNT=2 and BULK_STREAMS_MAX=5 (defaults, DATABASE_POOL_SIZE=10)',
     requests: all.length,

@@ -13,14 +13,31 @@ import { CorporateActionRowSchema, CoverageCheckRowSchema, type CorporateActionR
 export const corporateActionIngest: IngestKind<CorporateActionRow> = {
   label: 'corporate actions',
   rowSchema: CorporateActionRowSchema,
-  resultSchema: z.strictObject({ ...ingestCounts, actionSetVersions: z.record(z.string(), z.int()).describe('instrument id → its new action-set version, for each instrument whose actions changed') }),
+  resultSchema: z.strictObject({
+    ...ingestCounts,
+    actionSetVersions: z.record(z.string(), z.int()).describe('instrument id → its new action-set version, for each instrument whose actions changed'),
+  }),
   stagingColumns: [
-    ['action_id', 'uuid'], ['instrument_id', 'uuid'], ['kind', 'text'], ['effective_date', 'date'], ['announcement_date', 'date'],
-    ['knowledge_date', 'timestamptz'], ['knowledge_provenance', 'text'], ['params', 'jsonb'], ['source', 'text'],
+    ['action_id', 'uuid'],
+    ['instrument_id', 'uuid'],
+    ['kind', 'text'],
+    ['effective_date', 'date'],
+    ['announcement_date', 'date'],
+    ['knowledge_date', 'timestamptz'],
+    ['knowledge_provenance', 'text'],
+    ['params', 'jsonb'],
+    ['source', 'text'],
   ],
   toStagingValues: (r) => [
-    r.id, r.instrumentId.toLowerCase(), r.kind, r.effectiveDate, r.announcementDate, r.knowledgeDate,
-    r.knowledgeProvenance, JSON.stringify(r.params), r.source,
+    r.id,
+    r.instrumentId.toLowerCase(),
+    r.kind,
+    r.effectiveDate,
+    r.announcementDate,
+    r.knowledgeDate,
+    r.knowledgeProvenance,
+    JSON.stringify(r.params),
+    r.source,
   ],
   async apply(tx): Promise<IngestResult> {
     await repo.lockActionIngest(tx);
@@ -36,7 +53,13 @@ export const coverageCheckIngest: IngestKind<CoverageCheckRow> = {
   label: 'action coverage checks',
   rowSchema: CoverageCheckRowSchema,
   resultSchema: z.strictObject(ingestCounts),
-  stagingColumns: [['instrument_id', 'uuid'], ['checked_at', 'timestamptz'], ['source', 'text'], ['covered_from', 'date'], ['actions_found', 'int4']],
+  stagingColumns: [
+    ['instrument_id', 'uuid'],
+    ['checked_at', 'timestamptz'],
+    ['source', 'text'],
+    ['covered_from', 'date'],
+    ['actions_found', 'int4'],
+  ],
   toStagingValues: (r) => [r.instrumentId.toLowerCase(), r.checkedAt, r.source, r.coveredFrom, r.actionsFound],
   async apply(tx) {
     await rejectUnknownInstruments(tx);

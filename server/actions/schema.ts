@@ -42,10 +42,7 @@ const paramsValue = z.preprocess((v) => {
 const Positive = FiniteNumber.refine((n) => n > 0, 'must be greater than 0');
 
 /** A knowledge date given as a day means the end of that day (UTC), as for an announced dividend. */
-const KnowledgeDateSchema = z.union([
-  DateSchema.transform((d) => `${d}T23:59:59.999Z`),
-  InstantSchema.transform((s) => new Date(s).toISOString()),
-]);
+const KnowledgeDateSchema = z.union([DateSchema.transform((d) => `${d}T23:59:59.999Z`), InstantSchema.transform((s) => new Date(s).toISOString())]);
 
 export const CorporateActionRowSchema = z
   .strictObject({
@@ -53,7 +50,9 @@ export const CorporateActionRowSchema = z
     instrumentId: UuidSchema,
     kind: z.enum(ACTION_KINDS),
     effectiveDate: DateSchema.describe('ex-date for distributions, first trading day for splits'),
-    announcementDate: DateSchema.nullable().optional().transform((v) => v ?? null),
+    announcementDate: DateSchema.nullable()
+      .optional()
+      .transform((v) => v ?? null),
     knowledgeDate: KnowledgeDateSchema.nullable().describe('when it became knowable; null only for backfilled actions'),
     knowledgeProvenance: z.enum(PROVENANCES),
     params: paramsValue,
@@ -73,7 +72,8 @@ export const CorporateActionRowSchema = z
       else if (r.data === 1) ctx.addIssue({ code: 'custom', path: ['params', 'ratio'], message: 'a ratio of 1 changes nothing' });
     }
     if (row.kind === 'cash_dividend') {
-      if (!Positive.safeParse(row.params.amount).success) ctx.addIssue({ code: 'custom', path: ['params', 'amount'], message: 'amount per share must be a number greater than 0' });
+      if (!Positive.safeParse(row.params.amount).success)
+        ctx.addIssue({ code: 'custom', path: ['params', 'amount'], message: 'amount per share must be a number greater than 0' });
       if (typeof row.params.currency !== 'string' || !/^[A-Z]{3}$/.test(row.params.currency)) {
         ctx.addIssue({ code: 'custom', path: ['params', 'currency'], message: 'currency must be an ISO 4217 code' });
       }

@@ -82,7 +82,15 @@ export const latestCoverageChecks = repo.latestCoverageChecks;
 /** What meta says of an instrument's action coverage, given its latest check and the first bar the read returned. */
 export function actionCoverage(check: CoverageCheck | undefined, firstBarDate: string) {
   if (!check) {
-    return { checked: false, lastCheckedAt: null, source: null, coveredFrom: null, actionsFound: null, coversSeries: false, gap: 'never_checked' as CoverageGap };
+    return {
+      checked: false,
+      lastCheckedAt: null,
+      source: null,
+      coveredFrom: null,
+      actionsFound: null,
+      coversSeries: false,
+      gap: 'never_checked' as CoverageGap,
+    };
   }
   const coversSeries = check.coveredFrom <= firstBarDate;
   return {

@@ -176,7 +176,8 @@ function ingestRoute(path: string, kind: IngestKind<unknown>) {
     operationId: `ingest_${path.replace(/[^A-Za-z0-9]+/g, '_')}`,
     tag: 'Ingest',
     summary: `Upload ${kind.label}`,
-    description: 'One transaction: every row is stored, or none is and the answer names the first bad row. A row already stored with the same values counts as unchanged.',
+    description:
+      'One transaction: every row is stored, or none is and the answer names the first bad row. A row already stored with the same values counts as unchanged.',
     query: NoQuerySchema,
     upload: {
       rows: kind.rowSchema,

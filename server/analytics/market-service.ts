@@ -147,7 +147,7 @@ export async function beta(db: Database, pool: WorkerPool, id: string, q: { benc
       lookbackDays: q.lookbackDays,
       returnType: 'log',
       alignedObservations: result.observations,
-      regression: 'OLS of the instrument\'s daily log returns on the benchmark\'s, with intercept',
+      regression: "OLS of the instrument's daily log returns on the benchmark's, with intercept",
       alphaUnit: 'daily log return (intercept)',
       minimumObservations: BETA_MIN_OBSERVATIONS,
       asOf: q.asOf?.input ?? window.to,

@@ -70,7 +70,9 @@ export const OptionPriceDataSchema = z.strictObject({
 
 export const ProbabilityDataSchema = z.strictObject({
   probabilityInTheMoneyAtExpiry: fraction.describe('risk-neutral probability of finishing at or beyond the target (in `direction`) at expiry'),
-  probabilityOfTouchBeforeExpiry: fraction.describe('probability of reaching the target at any time before expiry: driftless first passage, never below the at-expiry figure'),
+  probabilityOfTouchBeforeExpiry: fraction.describe(
+    'probability of reaching the target at any time before expiry: driftless first passage, never below the at-expiry figure',
+  ),
   assumptions: z.strictObject({
     model: z.literal('lognormal-terminal'),
     ...marketInputs,
@@ -99,7 +101,7 @@ export const StrategyEvDataSchema = z.strictObject({
       cashFlow: dollars('+premium for a sell (received), −premium for a buy (paid)'),
     }),
   ),
-  netCreditDebit: dollars('sum of the legs\' cash flows: positive = net credit received, negative = net debit paid'),
+  netCreditDebit: dollars("sum of the legs' cash flows: positive = net credit received, negative = net debit paid"),
   trueExpectedValue: dollars('expected present-value P&L: e^(−rT)·E[payoff at expiry] + netCreditDebit; about 0 for fairly priced legs under risk_neutral'),
   expectedPayoffAtExpiry: dollars('E[payoff at expiry] under the measure, undiscounted'),
   probabilityOfProfit: fraction.describe('probability under the measure that the expiry P&L (premium at face value) is above 0'),
@@ -115,7 +117,13 @@ export const StrategyEvDataSchema = z.strictObject({
     expectedReturn: z.number().nullable().describe('trueExpectedValue / maxLoss; null when maxLoss is unbounded or not positive'),
     sortinoRatio: z.number().nullable().describe('trueExpectedValue / downsideDeviation; null when downsideDeviation is 0'),
     omegaRatio: z.number().nullable().describe('E[gains] / E[losses] of the present-value P&L; null when no loss is possible'),
-    kellyFraction: z.number().min(0).nullable().describe('log-optimal fraction of bankroll to commit as capital at risk (maxLoss); 0 when EV <= 0; null when maxLoss is unbounded or no loss is possible'),
+    kellyFraction: z
+      .number()
+      .min(0)
+      .nullable()
+      .describe(
+        'log-optimal fraction of bankroll to commit as capital at risk (maxLoss); 0 when EV <= 0; null when maxLoss is unbounded or no loss is possible',
+      ),
   }),
   assumptions: z.strictObject({
     model: z.literal('lognormal-terminal-integration'),
@@ -235,7 +243,7 @@ export const TechnicalsDataSchema = z.strictObject({
       .nullable(),
   }),
   trend: indicator({
-    direction: z.enum(TREND_DIRECTIONS).nullable().describe('consensus of the indicators\' weighted votes; null when none could vote'),
+    direction: z.enum(TREND_DIRECTIONS).nullable().describe("consensus of the indicators' weighted votes; null when none could vote"),
     strength: fraction.describe('|weighted vote|').nullable(),
     confidence: fraction.describe('agreement × coverage').nullable(),
   }),
@@ -250,7 +258,7 @@ export const TechnicalsDataSchema = z.strictObject({
     windowEnd: date('last calendar day of the window'),
     firstBarDate: date('first bar in the window').nullable(),
     lastBarDate: date('last bar in the window').nullable(),
-    actionSetVersion: count.describe('version of the instrument\'s corporate actions the adjustment used'),
+    actionSetVersion: count.describe("version of the instrument's corporate actions the adjustment used"),
     prices: z.string(),
   }),
 });
@@ -271,7 +279,12 @@ export const CorrelationsDataSchema = z.strictObject({
     z.strictObject({
       assetA: InstrumentId,
       assetB: InstrumentId,
-      correlation: z.number().min(-1).max(1).nullable().describe('null, with the reason, when either instrument is unusable or either aligned return series is constant'),
+      correlation: z
+        .number()
+        .min(-1)
+        .max(1)
+        .nullable()
+        .describe('null, with the reason, when either instrument is unusable or either aligned return series is constant'),
       reason: z.enum(['unusable_instrument', 'constant_returns']).nullable().describe('why correlation is null; null when it is a number'),
     }),
   ),
@@ -297,7 +310,7 @@ export const CorrelationsDataSchema = z.strictObject({
 export const BetaDataSchema = z.strictObject({
   instrumentId: InstrumentId,
   benchmarkId: InstrumentId,
-  beta: z.number().nullable().describe('OLS slope of the instrument\'s daily log returns on the benchmark\'s; null with a reason'),
+  beta: z.number().nullable().describe("OLS slope of the instrument's daily log returns on the benchmark's; null with a reason"),
   alpha: z.number().nullable().describe('OLS intercept, a daily log return (not annualised); null with a reason'),
   rSquared: z.number().min(0).max(1).nullable().describe('null with a reason'),
   observations: count.describe('aligned return pairs'),

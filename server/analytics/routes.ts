@@ -4,7 +4,14 @@ import { sendData } from '../http/envelope.ts';
 import { IdParamsSchema, NoQuerySchema } from '../http/params.ts';
 import { defineRoute } from '../http/route.ts';
 import { BetaQuerySchema, CorrelationsQuerySchema, OptionPriceSchema, ProbabilitySchema, StrategyEvSchema, TechnicalsQuerySchema } from './schema.ts';
-import { BetaDataSchema, CorrelationsDataSchema, OptionPriceDataSchema, ProbabilityDataSchema, StrategyEvDataSchema, TechnicalsDataSchema } from './responses.ts';
+import {
+  BetaDataSchema,
+  CorrelationsDataSchema,
+  OptionPriceDataSchema,
+  ProbabilityDataSchema,
+  StrategyEvDataSchema,
+  TechnicalsDataSchema,
+} from './responses.ts';
 import * as market from './market-service.ts';
 import * as service from './service.ts';
 

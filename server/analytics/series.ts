@@ -31,4 +31,3 @@ export function lookbackWindow(lookbackDays: number, asOf: PointInTime | undefin
 export function startsBeforeFirstDay(lookbackDays: number, asOf: PointInTime | undefined, now = new Date()): boolean {
   return windowMs(lookbackDays, asOf, now).fromMs < FIRST_DAY_MS;
 }
-

@@ -41,7 +41,15 @@ export function optionPrice(q: z.infer<typeof OptionPriceSchema>) {
 
 export function probability(q: z.infer<typeof ProbabilitySchema>) {
   const timeYears = yearsFromDays(q.expiryDays);
-  const r = probabilityOfTarget({ spot: q.spot, target: q.target, timeYears, rate: q.rate, vol: q.vol, dividendYield: q.dividendYield, direction: q.direction });
+  const r = probabilityOfTarget({
+    spot: q.spot,
+    target: q.target,
+    timeYears,
+    rate: q.rate,
+    vol: q.vol,
+    dividendYield: q.dividendYield,
+    direction: q.direction,
+  });
   return {
     probabilityInTheMoneyAtExpiry: r.probabilityInTheMoneyAtExpiry,
     probabilityOfTouchBeforeExpiry: r.probabilityOfTouchBeforeExpiry,

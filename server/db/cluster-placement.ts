@@ -76,7 +76,9 @@ function postgresUser(): RunAs {
   const uid = idOf('-u');
   const gid = idOf('-g');
   if (uid === null || gid === null) {
-    throw new EmbeddedPostgresError(`embedded PostgreSQL cannot run as root and there is no '${PG_USER}' user to run it as (useradd failed): create that user, ${OR_DATABASE_URL}`);
+    throw new EmbeddedPostgresError(
+      `embedded PostgreSQL cannot run as root and there is no '${PG_USER}' user to run it as (useradd failed): create that user, ${OR_DATABASE_URL}`,
+    );
   }
   return { uid, gid };
 }
@@ -110,7 +112,9 @@ async function rootOnlyDir(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true });
   const st = await lstat(dir);
   if (!st.isDirectory() || st.uid !== 0 || (st.mode & 0o022) !== 0) {
-    throw new EmbeddedPostgresError(`embedded PostgreSQL: ${dir} must be a directory owned by root and writable by nobody else: chown root ${dir} && chmod go-w ${dir}, ${OR_DATABASE_URL}`);
+    throw new EmbeddedPostgresError(
+      `embedded PostgreSQL: ${dir} must be a directory owned by root and writable by nobody else: chown root ${dir} && chmod go-w ${dir}, ${OR_DATABASE_URL}`,
+    );
   }
   if ((st.mode & 0o777) !== 0o755) await chmod(dir, 0o755);
 }
@@ -152,7 +156,9 @@ async function cachedBinaries(nativeDir: string, name: string): Promise<string> 
     const st = await lstat(p);
     const planted = st.uid !== 0 || (st.isSymbolicLink() ? (await readlink(p)).includes('/') : (st.mode & 0o022) !== 0);
     if (planted) {
-      throw new EmbeddedPostgresError(`embedded PostgreSQL: ${p} is not root's own or is writable by others: remove ${dest} (it is copied again), ${OR_DATABASE_URL}`);
+      throw new EmbeddedPostgresError(
+        `embedded PostgreSQL: ${p} is not root's own or is writable by others: remove ${dest} (it is copied again), ${OR_DATABASE_URL}`,
+      );
     }
   }
   return dest;
@@ -190,7 +196,9 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
     const blocked = blockingFolder(user, path.join(nativeDir, bin.postgres));
     nativeDir = await cachedBinaries(nativeDir, bin.name);
     if (!binariesRunAs(user, nativeDir, bin)) {
-      throw new EmbeddedPostgresError(`embedded PostgreSQL: the '${PG_USER}' user cannot run the binaries in ${nativeDir} either (is /var/lib mounted noexec?): ${OR_DATABASE_URL}`);
+      throw new EmbeddedPostgresError(
+        `embedded PostgreSQL: the '${PG_USER}' user cannot run the binaries in ${nativeDir} either (is /var/lib mounted noexec?): ${OR_DATABASE_URL}`,
+      );
     }
     moves.push({ blocked, move: `runs its binaries from ${nativeDir}` });
   }
@@ -199,7 +207,9 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
   if (!(await usableClusterDir(dir, user))) {
     const folder = blockingFolder(user, dir);
     if (existsSync(path.join(dir, 'PG_VERSION'))) {
-      throw new EmbeddedPostgresError(`embedded PostgreSQL: the cluster in ${dir} is out of the '${PG_USER}' user's reach at ${folder}: let it in (chmod o+x on that folder), ${OR_DATABASE_URL}`);
+      throw new EmbeddedPostgresError(
+        `embedded PostgreSQL: the cluster in ${dir} is out of the '${PG_USER}' user's reach at ${folder}: let it in (chmod o+x on that folder), ${OR_DATABASE_URL}`,
+      );
     }
     removeOnStop = movedClusterHome(dir);
     await rootOnlyDir(path.join(CACHE_ROOT, 'clusters'));
@@ -207,7 +217,9 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
     await writeFile(path.join(removeOnStop, 'source'), `${dir}\n`);
     dataDir = path.join(removeOnStop, 'pg');
     if (!(await usableClusterDir(dataDir, user))) {
-      throw new EmbeddedPostgresError(`embedded PostgreSQL: the '${PG_USER}' user can reach neither ${dir} (blocked at ${folder}) nor ${dataDir}: ${OR_DATABASE_URL}`);
+      throw new EmbeddedPostgresError(
+        `embedded PostgreSQL: the '${PG_USER}' user can reach neither ${dir} (blocked at ${folder}) nor ${dataDir}: ${OR_DATABASE_URL}`,
+      );
     }
     moves.push({ blocked: folder, move: `keeps the cluster for ${dir} in ${dataDir}` });
   }
@@ -228,4 +240,3 @@ function movedClusterHome(dir: string): string {
 export function clusterExists(dir: string): boolean {
   return [dir, path.join(movedClusterHome(dir), 'pg')].some((d) => existsSync(path.join(d, 'PG_VERSION')));
 }
-

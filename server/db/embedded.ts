@@ -23,7 +23,10 @@ const STOP_DEADLINE_MS = 5_000;
 
 /** The most telling line of a child's output: its last error line, else its last line. */
 function lastLine(output: string): string {
-  const lines = output.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = output
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   return [...lines].reverse().find((l) => /FATAL|PANIC|ERROR|error/.test(l)) ?? lines.at(-1) ?? 'no output';
 }
 
@@ -74,7 +77,8 @@ async function initialise(cluster: Cluster, onLog: (msg: string) => void): Promi
       false,
     );
     const reason = await ended;
-    if (child.exitCode !== 0) throw new EmbeddedPostgresError(`embedded PostgreSQL could not create a cluster in ${cluster.dataDir}: ${reason}; ${OR_DATABASE_URL}`);
+    if (child.exitCode !== 0)
+      throw new EmbeddedPostgresError(`embedded PostgreSQL could not create a cluster in ${cluster.dataDir}: ${reason}; ${OR_DATABASE_URL}`);
   } finally {
     await rm(pwfile, { force: true });
   }
@@ -213,7 +217,9 @@ export async function openDatabase(
   if (config.DATABASE_URL) return { url: config.DATABASE_URL, stop: async () => {}, embedded: false };
   const dir = path.resolve(config.DATA_DIR, 'pg');
   if (!create && !clusterExists(dir)) {
-    throw new EmbeddedPostgresError(`no database found: DATABASE_URL is not set and DATA_DIR (${config.DATA_DIR}) holds no embedded PostgreSQL cluster; create it with npm start or npm run cli -- migrate in ${PROJECT_ROOT}, or set DATABASE_URL`);
+    throw new EmbeddedPostgresError(
+      `no database found: DATABASE_URL is not set and DATA_DIR (${config.DATA_DIR}) holds no embedded PostgreSQL cluster; create it with npm start or npm run cli -- migrate in ${PROJECT_ROOT}, or set DATABASE_URL`,
+    );
   }
   const cluster = await placeCluster(dir, onNotice).catch((err) => Promise.reject(asRefusal(err, dir)));
   const running = runningEmbeddedPort(cluster.dataDir);

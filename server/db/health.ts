@@ -8,9 +8,24 @@ import { dbAvailable } from '../metrics.ts';
 // connect now) and 08 (connection exception). A full server (53300) is busy,
 // not down, and CONNECTION_ENDED/DESTROYED are this process's own shutdown.
 const CONNECTION_FAILURES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH',
-  'CONNECTION_CLOSED', 'CONNECT_TIMEOUT',
-  '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'CONNECTION_CLOSED',
+  'CONNECT_TIMEOUT',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
 ]);
 
 export function isConnectionFailure(err: unknown): boolean {

@@ -67,7 +67,10 @@ async function detectTier(sql: Sql): Promise<{ tier: StorageTier; version: strin
       exists (select 1 from pg_available_extensions where name = 'timescaledb') as available,
       current_setting('shared_preload_libraries') as preload
   `;
-  const preloaded = probe.preload.split(',').map((s) => s.trim()).includes('timescaledb');
+  const preloaded = probe.preload
+    .split(',')
+    .map((s) => s.trim())
+    .includes('timescaledb');
   if (!probe.available || !preloaded) return { tier: 'postgresql', version: null };
   await sql`create extension if not exists timescaledb`;
   const [ext] = await sql<{ version: string; license: string | null }[]>`

@@ -30,8 +30,14 @@ const InstrumentEntrySchema = z.strictObject({
   /** ISO 10383 MIC of the primary listing; null for an index, a currency pair or a coin. */
   exchange: Text.nullable(),
   region: Text.nullable(),
-  isin: z.string().regex(/^[A-Z]{2}[A-Z0-9]{9}\d$/).nullable(),
-  cusip: z.string().regex(/^[A-Z0-9]{9}$/).nullable(),
+  isin: z
+    .string()
+    .regex(/^[A-Z]{2}[A-Z0-9]{9}\d$/)
+    .nullable(),
+  cusip: z
+    .string()
+    .regex(/^[A-Z0-9]{9}$/)
+    .nullable(),
   distributionPolicy: z.enum(['accumulating', 'distributing']).nullable(),
   quoteCurrency: z.string().regex(/^[A-Z]{3}$/),
   quoteUnit: Text,
@@ -153,7 +159,8 @@ function crossReferenceProblems(files: CatalogFiles): string[] {
   for (const key of duplicates(files.instruments.map((i) => i.key))) problems.push(`instruments.json: key ${JSON.stringify(key)} is used twice`);
   for (const tag of duplicates(files.dailySources.map((s) => s.source))) problems.push(`daily-sources.json: source ${JSON.stringify(tag)} is listed twice`);
   for (const key of duplicates(files.actions.map((a) => a.key))) problems.push(`corporate-actions.json: action key ${JSON.stringify(key)} is used twice`);
-  for (const key of duplicates(files.coverage.map((c) => c.instrumentKey))) problems.push(`corporate-actions.json: coverage of ${JSON.stringify(key)} is stated twice`);
+  for (const key of duplicates(files.coverage.map((c) => c.instrumentKey)))
+    problems.push(`corporate-actions.json: coverage of ${JSON.stringify(key)} is stated twice`);
   for (const s of files.dailySources) {
     if (s.fields === 'ohlcv') unknownKey('daily-sources.json', s.source, s.instrumentKey);
     else for (const [column, key] of Object.entries(s.instrumentByColumn)) unknownKey('daily-sources.json', `${s.source} column ${column}`, key);

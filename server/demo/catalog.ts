@@ -209,7 +209,11 @@ function* ohlcvBars(src: OhlcvSource): Generator<DemoDailyBar> {
 /** Closes only; a bar is skipped where `taken` (instrumentId|barDate) already has one from an OHLCV source. */
 function* closeOnlyBars(src: CloseOnlySource, taken: Set<string>): Generator<DemoDailyBar> {
   const dropped = new Set(src.droppedDates);
-  const columns = Object.entries(src.instrumentByColumn).map(([column, key]) => ({ column, instrument: demoCatalog().instrumentByKey.get(key)!, id: demoInstrumentId(key) }));
+  const columns = Object.entries(src.instrumentByColumn).map(([column, key]) => ({
+    column,
+    instrument: demoCatalog().instrumentByKey.get(key)!,
+    id: demoInstrumentId(key),
+  }));
   for (const r of csvRecords(src.file)) {
     const barDate = cell(r, src.dateColumn, src.file);
     if (dropped.has(barDate)) continue;

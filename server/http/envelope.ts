@@ -23,7 +23,10 @@ export function sendData(res: Response, data: unknown, meta: Meta, status = 200)
  * by field so equal inputs always give equal bytes).
  */
 export function sendSerialisedData(res: Response, dataJson: string, meta: Meta): void {
-  res.status(200).type('application/json').send(`{"data":${dataJson},"meta":${JSON.stringify(meta)}}`);
+  res
+    .status(200)
+    .type('application/json')
+    .send(`{"data":${dataJson},"meta":${JSON.stringify(meta)}}`);
 }
 
 /**

@@ -132,7 +132,8 @@ export function errorMiddleware(publicBaseUrl: string, onInternal: (err: unknown
     // An AppError is an expected outcome, already in the request's log line as
     // its errorCode (a request shed while the database is down is one of many);
     // anything else is a fault, or the database failure behind a 503, and is logged whole.
-    if (!(err instanceof AppError) && !(err instanceof ClientGoneError) && (appError.code === 'internal_error' || appError.code === 'overloaded')) onInternal(err, req);
+    if (!(err instanceof AppError) && !(err instanceof ClientGoneError) && (appError.code === 'internal_error' || appError.code === 'overloaded'))
+      onInternal(err, req);
     res.locals.errorCode = appError.code;
     if (res.headersSent) {
       // A streamed response failed midway: the status is gone, so cut the

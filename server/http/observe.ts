@@ -34,7 +34,10 @@ export function observeRequests(listener: 'public' | 'admin', logger: Logger, id
       res.setTimeout(idleTimeoutMs, () => {
         const route = routeOf();
         idleClosed.inc({ listener, route });
-        logger.warn({ requestId, listener, route, idleMs: idleTimeoutMs, bytesWritten: res.socket?.bytesWritten }, 'connection closed: it carried nothing either way for the idle timeout');
+        logger.warn(
+          { requestId, listener, route, idleMs: idleTimeoutMs, bytesWritten: res.socket?.bytesWritten },
+          'connection closed: it carried nothing either way for the idle timeout',
+        );
         res.destroy();
       });
     }

@@ -25,7 +25,10 @@ const ERROR_HEADERS: Partial<Record<ErrorCode, Record<string, z.ZodType>>> = {
   method_not_allowed: { Allow: z.string().meta({ description: 'the methods the path serves' }) },
 };
 
-const REQUEST_ID = z.string().meta({ description: "this request's id: the caller's X-Request-Id when it is 1-128 characters of [A-Za-z0-9._-], else a new UUID; it is in the service's log line for the request" });
+const REQUEST_ID = z.string().meta({
+  description:
+    "this request's id: the caller's X-Request-Id when it is 1-128 characters of [A-Za-z0-9._-], else a new UUID; it is in the service's log line for the request",
+});
 
 /** The error envelope with `code` narrowed to the codes one status carries. */
 function errorEnvelope(codes: ErrorCode[]) {

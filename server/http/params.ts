@@ -63,9 +63,7 @@ export const AsOfSchema = z
   })
   .describe('point-in-time cut-off: a date means the end of that day; an instant is used exactly');
 
-export const BooleanFlagSchema = z
-  .enum(['true', 'false'], { error: 'must be true or false' })
-  .transform((s) => s === 'true');
+export const BooleanFlagSchema = z.enum(['true', 'false'], { error: 'must be true or false' }).transform((s) => s === 'true');
 
 export const UuidSchema = z.string().uuid('must be a UUID');
 

@@ -70,7 +70,9 @@ export class RouteTable {
     const unhandled = declared.filter((d) => !handled.has(d)).map((d) => `${d.method.toUpperCase()} ${d.path}`);
     const undeclared = this.entries.filter((e) => !declared.includes(e.definition)).map((e) => `${e.definition.method.toUpperCase()} ${e.definition.path}`);
     if (unhandled.length || undeclared.length) {
-      throw new Error(`${this.options.prefix}: routes declared without a handler: [${unhandled.join(', ')}]; handled but not declared: [${undeclared.join(', ')}]`);
+      throw new Error(
+        `${this.options.prefix}: routes declared without a handler: [${unhandled.join(', ')}]; handled but not declared: [${undeclared.join(', ')}]`,
+      );
     }
     const router = express.Router({ strict: true });
     router.use(routePrefix(this.options.prefix));
@@ -111,7 +113,12 @@ function methodNotAllowed(methods: string[]): RequestHandler {
       res.status(204).end();
       return;
     }
-    throw new AppError('method_not_allowed', `${req.method} is not allowed on ${res.locals.routePrefix ?? ''}${req.path}; allowed: ${allow}`, {}, { Allow: allow });
+    throw new AppError(
+      'method_not_allowed',
+      `${req.method} is not allowed on ${res.locals.routePrefix ?? ''}${req.path}; allowed: ${allow}`,
+      {},
+      { Allow: allow },
+    );
   };
 }
 

@@ -37,7 +37,12 @@ export class StreamSlots {
     }
     if (this.open >= this.limits.total) {
       streamsRefused.inc({ route: this.route, limit: 'service' });
-      throw new AppError('overloaded', `the service has its maximum of ${this.limits.total} downloads from ${this.route} open; retry shortly`, {}, { 'Retry-After': RETRY_AFTER_SECONDS });
+      throw new AppError(
+        'overloaded',
+        `the service has its maximum of ${this.limits.total} downloads from ${this.route} open; retry shortly`,
+        {},
+        { 'Retry-After': RETRY_AFTER_SECONDS },
+      );
     }
     this.byAccount.set(accountId, own + 1);
     this.open++;

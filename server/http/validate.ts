@@ -20,7 +20,8 @@ export function parse<S extends z.ZodType>(schema: S, value: unknown, part: Part
  */
 function teaching(error: z.ZodError, schema: z.ZodType, value: unknown, part: Part): z.ZodError {
   const issues = error.issues.flatMap((issue): z.core.$ZodIssue[] => {
-    if ((issue.code === 'invalid_type' || issue.code === 'invalid_value' || issue.code === 'invalid_union') && isAbsent(value, issue.path)) return [{ ...issue, message: 'required' }];
+    if ((issue.code === 'invalid_type' || issue.code === 'invalid_value' || issue.code === 'invalid_union') && isAbsent(value, issue.path))
+      return [{ ...issue, message: 'required' }];
     if (issue.code === 'unrecognized_keys') {
       const accepted = acceptedKeys(schema, issue.path);
       const noun = part === 'query' ? 'parameter' : 'field';

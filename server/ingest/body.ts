@@ -23,7 +23,8 @@ async function* jsonBatches(body: AsyncIterable<Buffer | string>): AsyncGenerato
   let size = 0;
   for await (const chunk of body) {
     size += chunk.length;
-    if (size > MAX_JSON_BYTES) throw new AppError('payload_too_large', `JSON bodies are limited to ${MAX_JSON_BYTES / 1024 / 1024} MiB; send NDJSON or CSV for larger batches`);
+    if (size > MAX_JSON_BYTES)
+      throw new AppError('payload_too_large', `JSON bodies are limited to ${MAX_JSON_BYTES / 1024 / 1024} MiB; send NDJSON or CSV for larger batches`);
     chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
   }
   let parsed: unknown;

@@ -96,4 +96,3 @@ export interface IngestResult {
   unchanged: number;
   [extra: string]: unknown;
 }
-

@@ -51,7 +51,10 @@ export async function analyzeStaging(tx: Sql): Promise<void> {
  * test/integration/ingest.test.ts holds this to the library's behaviour.
  */
 export async function copyInto(tx: Sql, table: string, text: string, columns?: string[]): Promise<void> {
-  const query = tx`copy ${tx(table)} ${columns ? tx`(${identifierList(tx, columns)})` : tx``} from stdin` as unknown as { reject(err: unknown): void; writable(): Promise<Writable> };
+  const query = tx`copy ${tx(table)} ${columns ? tx`(${identifierList(tx, columns)})` : tx``} from stdin` as unknown as {
+    reject(err: unknown): void;
+    writable(): Promise<Writable>;
+  };
   if (typeof query.reject !== 'function') throw new Error('postgres.js no longer exposes Query.reject; copyInto needs revisiting');
   const failed = new Promise<never>((_, reject) => {
     const original = query.reject.bind(query);

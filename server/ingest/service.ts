@@ -34,12 +34,18 @@ function invalidRow(kind: { label: string }, index: number, issues: readonly z.c
 function refuseUnstorable(kind: { label: string }, index: number, row: unknown) {
   const problems = unstorableText(row);
   if (!problems) return;
-  const details = Object.fromEntries(Object.entries(problems).map(([path, messages]) => [path === '_' ? `rows[${index}]` : `rows[${index}].${path}`, messages]));
+  const details = Object.fromEntries(
+    Object.entries(problems).map(([path, messages]) => [path === '_' ? `rows[${index}]` : `rows[${index}].${path}`, messages]),
+  );
   throw new AppError('invalid_request', `row ${index} of the ${kind.label} batch holds text PostgreSQL cannot store; nothing was stored`, details);
 }
 
 /** Ingests batches of raw rows in one transaction; see IngestKind. */
-export async function ingestRows<Row>(sql: Sql, kind: IngestKind<Row>, batches: AsyncIterable<readonly unknown[]> | Iterable<readonly unknown[]>): Promise<IngestResult> {
+export async function ingestRows<Row>(
+  sql: Sql,
+  kind: IngestKind<Row>,
+  batches: AsyncIterable<readonly unknown[]> | Iterable<readonly unknown[]>,
+): Promise<IngestResult> {
   const key = kind.key;
   if (key ? !kind.writeBatch : !kind.apply) throw new Error(`ingest kind ${kind.label}: keyed kinds need writeBatch, others apply`);
   // Time ordinals of the whole upload (keyed kinds).
@@ -184,7 +190,10 @@ export async function rejectUnknownInstruments(tx: Sql): Promise<void> {
 async function rejectNewUnknownInstruments(tx: Sql, keys: RowKeys): Promise<void> {
   const unchecked = keys.takeUnchecked();
   if (!unchecked.length) return;
-  const unknown = await repo.unknownInstrumentIds(tx, unchecked.map((u) => u.id));
+  const unknown = await repo.unknownInstrumentIds(
+    tx,
+    unchecked.map((u) => u.id),
+  );
   const firstUnknown = unchecked.find((u) => unknown.has(u.id)); // in first-row order already
   if (firstUnknown) throw rowError(firstUnknown.firstRow, 'instrumentId', 'unknown instrument');
 }

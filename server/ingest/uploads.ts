@@ -33,7 +33,12 @@ export class UploadSlots {
       await this.slots.acquire(this.limits.waitTimeoutMs);
     } catch (err) {
       if (!(err instanceof PermitRefused)) throw err;
-      throw new AppError('overloaded', `${this.limits.maxConcurrent} uploads are running, the most allowed at once, and no slot freed in time; retry shortly`, {}, { 'Retry-After': '5' });
+      throw new AppError(
+        'overloaded',
+        `${this.limits.maxConcurrent} uploads are running, the most allowed at once, and no slot freed in time; retry shortly`,
+        {},
+        { 'Retry-After': '5' },
+      );
     }
     try {
       return await upload(withIdleTimeout(body, this.limits.idleTimeoutMs));

@@ -23,7 +23,8 @@ export const searchInstrumentsRoute = defineRoute({
   operationId: 'searchInstruments',
   tag: TAG,
   summary: 'Search instruments by text, or look one up by broker code',
-  description: 'Exactly one mode: `query` (free text over symbols and names, ranked), or `brokerCode` with `broker` (exact). Symbols are those valid on the `asOf` day.',
+  description:
+    'Exactly one mode: `query` (free text over symbols and names, ranked), or `brokerCode` with `broker` (exact). Symbols are those valid on the `asOf` day.',
   scope: 'instruments:read',
   query: InstrumentSearchSchema,
   response: { status: 200, description: 'the matching instruments, best first', data: z.array(InstrumentSchema), meta: InstrumentSearchMetaSchema },
@@ -61,7 +62,12 @@ export const instrumentsArea: Area = {
   mount(routes, { readDb, config }) {
     routes.handle(searchInstrumentsRoute, async ({ query: q }, res) => {
       const data = await service.searchInstruments(readDb, q, config.VENDOR_CODE_BROKER);
-      sendData(res, data, { asOf: q.asOf?.input ?? new Date().toISOString(), source: SOURCE, stale: false, mode: q.query !== undefined ? 'search' : 'reverse_lookup' });
+      sendData(res, data, {
+        asOf: q.asOf?.input ?? new Date().toISOString(),
+        source: SOURCE,
+        stale: false,
+        mode: q.query !== undefined ? 'search' : 'reverse_lookup',
+      });
     });
 
     routes.handle(instrumentsBulkRoute, async ({ query: q }, res) => {

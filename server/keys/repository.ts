@@ -214,9 +214,7 @@ export interface UsageDay {
 
 /** The account's usage counters from `sinceDay` on, per environment, newest day first. */
 export async function usageByAccount(sql: Sql, accountId: string, sinceDay: string): Promise<UsageDay[]> {
-  const rows = await sql<
-    { environment: Environment; day: string; admitted: number; refused: number; minute_start: Date; minute_admitted: number }[]
-  >`
+  const rows = await sql<{ environment: Environment; day: string; admitted: number; refused: number; minute_start: Date; minute_admitted: number }[]>`
     select environment, day, admitted, refused, minute_start, minute_admitted
     from usage_counters
     where account_id = ${accountId}

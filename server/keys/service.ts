@@ -18,10 +18,7 @@ export function generateApiKey(environment: Environment): { key: string; hash: B
   return { key, hash: hashApiKey(key), prefix: key.slice(0, DISPLAY_PREFIX_LENGTH) };
 }
 
-export async function createKey(
-  db: Database,
-  input: { accountId: string; environment: Environment; scopes: Scope[]; name: string },
-) {
+export async function createKey(db: Database, input: { accountId: string; environment: Environment; scopes: Scope[]; name: string }) {
   const generated = generateApiKey(input.environment);
   const row = await db.run(async (sql) => {
     if (!(await accounts.accountExists(sql, input.accountId))) throw notFound('account');
@@ -90,12 +87,7 @@ export function parseBearer(header: string | undefined): string | null {
  * Resolves the key against the database on every call (no cache: revocation is
  * effective on the next request), checks the scope, then the quota windows.
  */
-export async function authorize(
-  db: Database,
-  authorization: string | undefined,
-  scope: Scope,
-  limits: repo.WindowLimits,
-): Promise<AuthContext> {
+export async function authorize(db: Database, authorization: string | undefined, scope: Scope, limits: repo.WindowLimits): Promise<AuthContext> {
   const key = parseBearer(authorization);
   if (key === null) {
     throw new AppError('missing_api_key', 'send the API key as "Authorization: Bearer <key>"', {
@@ -149,7 +141,10 @@ export class LastUsedRecorder {
   private pending = new Map<string, Date>();
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly db: Database, private readonly intervalMs = 1000) {}
+  constructor(
+    private readonly db: Database,
+    private readonly intervalMs = 1000,
+  ) {}
 
   record(keyId: string, at = new Date()): void {
     this.pending.set(keyId, at);
@@ -162,7 +157,13 @@ export class LastUsedRecorder {
     const batch = this.pending;
     this.pending = new Map();
     try {
-      await this.db.run((sql) => repo.recordLastUsed(sql, [...batch.keys()], [...batch.values()].map((d) => d.toISOString())));
+      await this.db.run((sql) =>
+        repo.recordLastUsed(
+          sql,
+          [...batch.keys()],
+          [...batch.values()].map((d) => d.toISOString()),
+        ),
+      );
     } catch {
       // The database is away: keep the newest times for the next flush.
       for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);

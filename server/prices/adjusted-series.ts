@@ -93,7 +93,10 @@ export async function readAdjustedSeries(
   window: { from: string; to: string; asOf?: PointInTime; fields: 'close' | 'ohlcv' },
 ): Promise<Map<string, AdjustedSeries>> {
   const q = { from: window.from, to: window.to, adjusted: true, asOf: window.asOf, includeBackfilled: false };
-  const [plans, rows] = await Promise.all([planAdjustments(sql, ids, q), timed('adjusted_series_bars', selectPackedSeries(sql, ids, window.from, window.to, window.fields))]);
+  const [plans, rows] = await Promise.all([
+    planAdjustments(sql, ids, q),
+    timed('adjusted_series_bars', selectPackedSeries(sql, ids, window.from, window.to, window.fields)),
+  ]);
   const packed = new Map(rows.map((r) => [r.instrument_id, r]));
   const out = new Map<string, AdjustedSeries>();
   const ohlcv = window.fields === 'ohlcv';
@@ -182,4 +185,3 @@ function fromBigEndian<T extends Int32Array | Float64Array>(base64: string | nul
 
 const int32s = (base64: string | null | undefined) => fromBigEndian(base64, Int32Array);
 const float64s = (base64: string | null | undefined) => fromBigEndian(base64, Float64Array);
-

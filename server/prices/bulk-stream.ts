@@ -91,7 +91,10 @@ export async function streamBulkPrices(
   // it is a 503; once the response has begun, a stream waits for its next page
   // as long as it would for an idle reader before it is cut.
   const readPage = (start: number) =>
-    pages.lane.run((sql) => timed('bulk_bars_page', repo.selectDailyBars(sql, known.slice(start, start + perPage), q.from, q.to)), start === 0 ? undefined : pages.nextPageWaitMs);
+    pages.lane.run(
+      (sql) => timed('bulk_bars_page', repo.selectDailyBars(sql, known.slice(start, start + perPage), q.from, q.to)),
+      start === 0 ? undefined : pages.nextPageWaitMs,
+    );
   let next = known.length ? readPage(0) : null;
   for (let start = 0; next; start += perPage) {
     const page = await next;

@@ -8,7 +8,11 @@ import { DateSchema, InstantSchema, isDate, isInstant, UuidSchema } from '../htt
 import { readStorageTier } from '../db/migrate.ts';
 import * as repo from './repository.ts';
 
-const nullable = <T extends z.ZodType>(schema: T) => schema.nullable().optional().transform((v) => v ?? null);
+const nullable = <T extends z.ZodType>(schema: T) =>
+  schema
+    .nullable()
+    .optional()
+    .transform((v) => v ?? null);
 
 const CURRENCY_RE = /^[A-Z]{3}$/;
 
@@ -100,10 +104,20 @@ function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
   const quoteUnit = plainText(r.quoteUnit, 50);
   const source = plainText(r.source, 200);
   if (
-    closePrice === undefined || !(closePrice > 0) || openPrice === undefined || highPrice === undefined || lowPrice === undefined ||
-    volume === undefined || (volume !== null && !(volume >= 0)) || quoteUnit === undefined || source === undefined ||
-    typeof r.instrumentId !== 'string' || !UUID_RE.test(r.instrumentId) ||
-    typeof r.quoteCurrency !== 'string' || !CURRENCY_RE.test(r.quoteCurrency) || !isInstant(r.asOf)
+    closePrice === undefined ||
+    !(closePrice > 0) ||
+    openPrice === undefined ||
+    highPrice === undefined ||
+    lowPrice === undefined ||
+    volume === undefined ||
+    (volume !== null && !(volume >= 0)) ||
+    quoteUnit === undefined ||
+    source === undefined ||
+    typeof r.instrumentId !== 'string' ||
+    !UUID_RE.test(r.instrumentId) ||
+    typeof r.quoteCurrency !== 'string' ||
+    !CURRENCY_RE.test(r.quoteCurrency) ||
+    !isInstant(r.asOf)
   ) {
     return undefined;
   }
@@ -111,7 +125,18 @@ function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
   if (highPrice !== null && (closePrice > highPrice || (openPrice !== null && openPrice > highPrice))) return undefined;
   if (lowPrice !== null && (closePrice < lowPrice || (openPrice !== null && openPrice < lowPrice))) return undefined;
   if (highPrice !== null && lowPrice !== null && lowPrice > highPrice) return undefined;
-  return { instrumentId: r.instrumentId.toLowerCase(), openPrice, highPrice, lowPrice, closePrice, volume, quoteCurrency: r.quoteCurrency, quoteUnit, source, asOf: r.asOf };
+  return {
+    instrumentId: r.instrumentId.toLowerCase(),
+    openPrice,
+    highPrice,
+    lowPrice,
+    closePrice,
+    volume,
+    quoteCurrency: r.quoteCurrency,
+    quoteUnit,
+    source,
+    asOf: r.asOf,
+  };
 }
 
 function fastDailyBar(raw: unknown): DailyBarRow | undefined {
@@ -126,9 +151,20 @@ function fastDailyBar(raw: unknown): DailyBarRow | undefined {
   if (stale === undefined || priceBasis === undefined || reflectsActionsThrough === undefined) return undefined;
   if ((priceBasis === 'vendor_adjusted') !== (reflectsActionsThrough !== null)) return undefined;
   return {
-    instrumentId: bar.instrumentId, openPrice: bar.openPrice, highPrice: bar.highPrice, lowPrice: bar.lowPrice, closePrice: bar.closePrice,
-    volume: bar.volume, quoteCurrency: bar.quoteCurrency, quoteUnit: bar.quoteUnit, source: bar.source, asOf: bar.asOf,
-    barDate: r.barDate, stale, priceBasis, reflectsActionsThrough,
+    instrumentId: bar.instrumentId,
+    openPrice: bar.openPrice,
+    highPrice: bar.highPrice,
+    lowPrice: bar.lowPrice,
+    closePrice: bar.closePrice,
+    volume: bar.volume,
+    quoteCurrency: bar.quoteCurrency,
+    quoteUnit: bar.quoteUnit,
+    source: bar.source,
+    asOf: bar.asOf,
+    barDate: r.barDate,
+    stale,
+    priceBasis,
+    reflectsActionsThrough,
   };
 }
 
@@ -139,8 +175,16 @@ function fastIntradayBar(raw: unknown): IntradayBarRow | undefined {
   if (!bar || bar.openPrice === null || bar.highPrice === null || bar.lowPrice === null) return undefined;
   if (!isInstant(r.barTimestamp) || Date.parse(r.barTimestamp) % MINUTE_MS !== 0) return undefined;
   return {
-    instrumentId: bar.instrumentId, openPrice: bar.openPrice, highPrice: bar.highPrice, lowPrice: bar.lowPrice, closePrice: bar.closePrice,
-    volume: bar.volume, quoteCurrency: bar.quoteCurrency, quoteUnit: bar.quoteUnit, source: bar.source, asOf: bar.asOf,
+    instrumentId: bar.instrumentId,
+    openPrice: bar.openPrice,
+    highPrice: bar.highPrice,
+    lowPrice: bar.lowPrice,
+    closePrice: bar.closePrice,
+    volume: bar.volume,
+    quoteCurrency: bar.quoteCurrency,
+    quoteUnit: bar.quoteUnit,
+    source: bar.source,
+    asOf: bar.asOf,
     barTimestamp: r.barTimestamp,
   };
 }
@@ -157,8 +201,20 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
   fastRow: fastDailyBar,
   stagingColumns: repo.DAILY_COLUMNS,
   toStagingValues: (r) => [
-    r.instrumentId, r.barDate, r.openPrice, r.highPrice, r.lowPrice, r.closePrice, r.volume,
-    r.quoteCurrency, r.quoteUnit, r.stale, r.priceBasis, r.reflectsActionsThrough, r.source, r.asOf,
+    r.instrumentId,
+    r.barDate,
+    r.openPrice,
+    r.highPrice,
+    r.lowPrice,
+    r.closePrice,
+    r.volume,
+    r.quoteCurrency,
+    r.quoteUnit,
+    r.stale,
+    r.priceBasis,
+    r.reflectsActionsThrough,
+    r.source,
+    r.asOf,
   ],
   key: { field: 'barDate', instrumentId: (r) => r.instrumentId, ordinal: (r) => dayNumber(r.barDate) },
   /**
@@ -191,8 +247,17 @@ export const intradayBarIngest: IngestKind<IntradayBarRow> = {
   fastRow: fastIntradayBar,
   stagingColumns: repo.INTRADAY_COLUMNS,
   toStagingValues: (r) => [
-    r.instrumentId, r.barTimestamp, r.openPrice, r.highPrice, r.lowPrice, r.closePrice, r.volume,
-    r.quoteCurrency, r.quoteUnit, r.source, r.asOf,
+    r.instrumentId,
+    r.barTimestamp,
+    r.openPrice,
+    r.highPrice,
+    r.lowPrice,
+    r.closePrice,
+    r.volume,
+    r.quoteCurrency,
+    r.quoteUnit,
+    r.source,
+    r.asOf,
   ],
   key: { field: 'barTimestamp', instrumentId: (r) => r.instrumentId, ordinal: (r) => Date.parse(r.barTimestamp) / MINUTE_MS },
   async writeBatch(tx, batch, state) {

@@ -51,8 +51,20 @@ interface DailyBarRow {
 }
 
 const DAILY_BAR_COLUMNS: (keyof DailyBarRow)[] = [
-  'instrument_id', 'bar_date', 'open_price', 'high_price', 'low_price', 'close_price', 'volume', 'quote_currency', 'quote_unit',
-  'stale', 'price_basis', 'reflects_actions_through', 'source', 'as_of',
+  'instrument_id',
+  'bar_date',
+  'open_price',
+  'high_price',
+  'low_price',
+  'close_price',
+  'volume',
+  'quote_currency',
+  'quote_unit',
+  'stale',
+  'price_basis',
+  'reflects_actions_through',
+  'source',
+  'as_of',
 ];
 
 function toDailyBar(r: DailyBarRow): DailyBar {
@@ -152,13 +164,33 @@ export async function intradayBars(sql: Sql, instrumentId: string, interval: Int
 
 /** Table columns in COPY order, with their staging types; the staging table and the upsert both come from this. */
 export const DAILY_COLUMNS: StagingColumns = [
-  ['instrument_id', 'uuid'], ['bar_date', 'date'], ['open_price', 'float8'], ['high_price', 'float8'], ['low_price', 'float8'],
-  ['close_price', 'float8'], ['volume', 'float8'], ['quote_currency', 'text'], ['quote_unit', 'text'], ['stale', 'bool'],
-  ['price_basis', 'text'], ['reflects_actions_through', 'date'], ['source', 'text'], ['as_of', 'timestamptz'],
+  ['instrument_id', 'uuid'],
+  ['bar_date', 'date'],
+  ['open_price', 'float8'],
+  ['high_price', 'float8'],
+  ['low_price', 'float8'],
+  ['close_price', 'float8'],
+  ['volume', 'float8'],
+  ['quote_currency', 'text'],
+  ['quote_unit', 'text'],
+  ['stale', 'bool'],
+  ['price_basis', 'text'],
+  ['reflects_actions_through', 'date'],
+  ['source', 'text'],
+  ['as_of', 'timestamptz'],
 ];
 export const INTRADAY_COLUMNS: StagingColumns = [
-  ['instrument_id', 'uuid'], ['bar_ts', 'timestamptz'], ['open_price', 'float8'], ['high_price', 'float8'], ['low_price', 'float8'],
-  ['close_price', 'float8'], ['volume', 'float8'], ['quote_currency', 'text'], ['quote_unit', 'text'], ['source', 'text'], ['as_of', 'timestamptz'],
+  ['instrument_id', 'uuid'],
+  ['bar_ts', 'timestamptz'],
+  ['open_price', 'float8'],
+  ['high_price', 'float8'],
+  ['low_price', 'float8'],
+  ['close_price', 'float8'],
+  ['volume', 'float8'],
+  ['quote_currency', 'text'],
+  ['quote_unit', 'text'],
+  ['source', 'text'],
+  ['as_of', 'timestamptz'],
 ];
 export const columnNames = (columns: StagingColumns) => columns.map(([name]) => name);
 
@@ -185,7 +217,14 @@ export async function upsertStagedBars(tx: Sql, table: 'daily_bars' | 'intraday_
   return { inserted: row.inserted, updated: row.updated };
 }
 
-const ROLLUPS = ([['5min', 5], ['15min', 15], ['30min', 30], ['1hour', 60]] as const).map(([interval, minutes]) => ({
+const ROLLUPS = (
+  [
+    ['5min', 5],
+    ['15min', 15],
+    ['30min', 30],
+    ['1hour', 60],
+  ] as const
+).map(([interval, minutes]) => ({
   table: INTRADAY_TABLES[interval],
   width: `${minutes} minutes`,
   ms: minutes * MINUTE_MS,

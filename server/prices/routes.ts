@@ -40,7 +40,7 @@ export const bulkPricesRoute = defineRoute({
   tag: TAG,
   summary: 'Daily bars of up to 500 instruments, streamed',
   description:
-    'The body is streamed as it is read, each instrument\'s series from one statement. A failure after the first byte cuts the connection rather than sending a partial document.',
+    "The body is streamed as it is read, each instrument's series from one statement. A failure after the first byte cuts the connection rather than sending a partial document.",
   scope: 'prices:read',
   query: BulkPricesQuerySchema,
   response: { status: 200, description: 'bars by instrument id', data: BulkPricesDataSchema, meta: BulkPricesMetaSchema },

@@ -102,7 +102,10 @@ const PriceBasisSchema = z.strictObject({
   actionsApplied: z.int(),
   actionsAlreadyReflected: z.int().describe('actions a vendor-adjusted bar already reflects, not applied again'),
   actionsNotApplied: z.array(
-    z.strictObject({ actionId: z.string(), reason: z.enum(['invalid_params', 'no_prior_close', 'prior_close_gap', 'currency_mismatch', 'not_a_price_action']) }),
+    z.strictObject({
+      actionId: z.string(),
+      reason: z.enum(['invalid_params', 'no_prior_close', 'prior_close_gap', 'currency_mismatch', 'not_a_price_action']),
+    }),
   ),
 });
 

@@ -42,11 +42,7 @@ export async function readDailyPrices(db: Database, id: string, q: DailyPricesQu
   return { dataJson: `[${bars.join(',')}]`, meta };
 }
 
-export async function readIntradayBars(
-  db: Database,
-  id: string,
-  q: { from: string; to: string; interval: (typeof INTERVALS)[number] },
-) {
+export async function readIntradayBars(db: Database, id: string, q: { from: string; to: string; interval: (typeof INTERVALS)[number] }) {
   const rows = await db.run(async (sql) => {
     const instrument = await requireInstrument(sql, id);
     if (!(INTRADAY_ASSET_CLASSES as readonly string[]).includes(instrument.assetClass)) {

@@ -17,7 +17,9 @@ afterAll(() => svc.stop());
 
 /** Real Dow 30 adjusted closes (r-cran-fbasics DowJones30), loaded as close-only bars into fresh instruments. */
 function dowColumns(symbols: string[]) {
-  const lines = readFileSync(new URL('../../server/demo/data/dowjones30_adjclose_1990_2001.csv', import.meta.url), 'utf8').trim().split('\n');
+  const lines = readFileSync(new URL('../../server/demo/data/dowjones30_adjclose_1990_2001.csv', import.meta.url), 'utf8')
+    .trim()
+    .split('\n');
   const header = lines[0].split(',');
   const rows = lines.slice(2).map((l) => l.split(',')); // row 1 (1990-12-31) repeats 1991-01-02
   return symbols.map((s) => rows.map((r) => ({ barDate: r[0], close: Number(r[header.indexOf(s)]) })));
@@ -26,7 +28,11 @@ function dowColumns(symbols: string[]) {
 async function loadCloses(series: { barDate: string; close: number }[]) {
   const { id } = await createInstrument(svc);
   const closeOnly = { openPrice: null, highPrice: null, lowPrice: null, volume: null };
-  await ingest(svc, '/bars/daily', series.map((b) => dailyBar(id, { barDate: b.barDate, close: b.close }, closeOnly)));
+  await ingest(
+    svc,
+    '/bars/daily',
+    series.map((b) => dailyBar(id, { barDate: b.barDate, close: b.close }, closeOnly)),
+  );
   return id;
 }
 
@@ -80,7 +86,13 @@ describe('correlations and beta on the real Dow 30 series', () => {
     const url = `/v1/correlations?instrumentIds=${ids.join(',')}&lookbackDays=365&asOf=1999-06-30`;
     const res = await svc.get(url, key);
     expect(res.status).toBe(200);
-    expect(res.body.data.assumptions).toMatchObject({ method: 'pearson', lookbackDays: 365, returnType: 'log', windowStart: '1998-07-01', windowEnd: '1999-06-30' });
+    expect(res.body.data.assumptions).toMatchObject({
+      method: 'pearson',
+      lookbackDays: 365,
+      returnType: 'log',
+      windowStart: '1998-07-01',
+      windowEnd: '1999-06-30',
+    });
     expect(res.body.data.pairs).toHaveLength(6);
     // All four series share every date, so pairwise alignment equals the all-instrument alignment here.
     for (const pair of res.body.data.pairs) {
@@ -114,7 +126,11 @@ describe('correlations and beta on the real Dow 30 series', () => {
     const beta = (a: string) => svc.get(`/v1/instruments/${ids[2]}/beta?benchmarkId=${a}&lookbackDays=252&asOf=2000-06-30`, key);
     expect((await beta(reversed)).body.data.beta).toBe((await beta(ids[0])).body.data.beta);
     const technicals = async (a: string) => {
-      const { timestamp: _timestamp, symbol: _symbol, ...figures } = (await svc.get(`/v1/instruments/${a}/technicals?lookbackDays=400&asOf=1999-06-30`, key)).body.data;
+      const {
+        timestamp: _timestamp,
+        symbol: _symbol,
+        ...figures
+      } = (await svc.get(`/v1/instruments/${a}/technicals?lookbackDays=400&asOf=1999-06-30`, key)).body.data;
       return figures;
     };
     expect(await technicals(reversed)).toEqual(await technicals(ids[0]));
@@ -127,7 +143,7 @@ describe('correlations and beta on the real Dow 30 series', () => {
     const rank = (x: number[]) => {
       const order = x.map((v, i) => [v, i] as const).sort((p, q) => p[0] - q[0]);
       const r = new Array<number>(x.length);
-      for (let i = 0; i < order.length; ) {
+      for (let i = 0; i < order.length;) {
         let j = i;
         while (j + 1 < order.length && order[j + 1][0] === order[i][0]) j++;
         for (let k = i; k <= j; k++) r[order[k][1]] = (i + j) / 2 + 1;
@@ -240,10 +256,21 @@ describe('a known instrument with too little data in the window', () => {
 
   it('when the beta subject, or the benchmark, has no bar in the window, then 200 with beta, alpha and R² null, 0 observations and the reason', async () => {
     const [withBars, empty] = [await loadCloses(wave(0)), await loadCloses(outside)];
-    for (const [subject, benchmark] of [[empty, withBars], [withBars, empty]]) {
+    for (const [subject, benchmark] of [
+      [empty, withBars],
+      [withBars, empty],
+    ]) {
       const res = await svc.get(`/v1/instruments/${subject}/beta?benchmarkId=${benchmark}&${window}`, key);
       expect(res.status).toBe(200);
-      expect(res.body.data).toMatchObject({ instrumentId: subject, benchmarkId: benchmark, beta: null, alpha: null, rSquared: null, observations: 0, reason: 'insufficient_overlap' });
+      expect(res.body.data).toMatchObject({
+        instrumentId: subject,
+        benchmarkId: benchmark,
+        beta: null,
+        alpha: null,
+        rSquared: null,
+        observations: 0,
+        reason: 'insufficient_overlap',
+      });
       expect(res.body.data.assumptions).toMatchObject({ alignedObservations: 0, minimumObservations: 3 });
     }
   });
@@ -265,14 +292,27 @@ describe('the packed bar read', () => {
       const expected = days.map((d, i) => close(i) / 2 ** splitDates.filter((s) => d < s && !(isVendor(i) && s <= reflectsOf(i))).length);
       const bars = (id: string) =>
         days.map((d, i) =>
-          dailyBar(id, { barDate: d, close: close(i) }, {
-            openPrice: null, highPrice: null, lowPrice: null, volume: null,
-            ...(isVendor(i) ? { priceBasis: 'vendor_adjusted', reflectsActionsThrough: reflectsOf(i) } : {}),
-          }),
+          dailyBar(
+            id,
+            { barDate: d, close: close(i) },
+            {
+              openPrice: null,
+              highPrice: null,
+              lowPrice: null,
+              volume: null,
+              ...(isVendor(i) ? { priceBasis: 'vendor_adjusted', reflectsActionsThrough: reflectsOf(i) } : {}),
+            },
+          ),
         );
       const splits = (id: string) =>
         splitDates.map((effectiveDate) => ({
-          instrumentId: id, kind: 'split', effectiveDate, knowledgeDate: '2020-01-01', knowledgeProvenance: 'announced', params: { ratio: 2 }, source: 'test-fixture',
+          instrumentId: id,
+          kind: 'split',
+          effectiveDate,
+          knowledgeDate: '2020-01-01',
+          knowledgeProvenance: 'announced',
+          params: { ratio: 2 },
+          source: 'test-fixture',
         }));
       const inOrder = (await createInstrument(svc)).id;
       const newestFirst = (await createInstrument(svc)).id;
@@ -291,11 +331,20 @@ describe('technicals', () => {
   it('when the window has bars, then assumptions echo them, indicators needing more bars are null, and asOf uses only bars on or before it', async () => {
     const days = weekdays('2021-01-04', '2021-03-31');
     const { id, symbol } = await createInstrument(svc);
-    await ingest(svc, '/bars/daily', days.map((d, i) => dailyBar(id, { barDate: d, open: 100 + Math.sin(i), close: 100 + Math.sin(i + 0.5), volume: 1000 + i })));
+    await ingest(
+      svc,
+      '/bars/daily',
+      days.map((d, i) => dailyBar(id, { barDate: d, open: 100 + Math.sin(i), close: 100 + Math.sin(i + 0.5), volume: 1000 + i })),
+    );
     const res = await svc.get(`/v1/instruments/${id}/technicals?lookbackDays=90&asOf=2021-03-31`, key);
     expect(res.status).toBe(200);
     const d = res.body.data;
-    expect(d.assumptions).toMatchObject({ lookbackDays: 90, barsUsed: days.filter((x) => x > '2020-12-31').length, asOf: '2021-03-31', windowEnd: '2021-03-31' });
+    expect(d.assumptions).toMatchObject({
+      lookbackDays: 90,
+      barsUsed: days.filter((x) => x > '2020-12-31').length,
+      asOf: '2021-03-31',
+      windowEnd: '2021-03-31',
+    });
     expect(d.symbol).toBe(symbol);
     expect(d.dataPoints).toBe(d.assumptions.barsUsed);
     expect(d.rsi.value).toEqual(expect.any(Number));
@@ -323,14 +372,24 @@ describe('technicals', () => {
 });
 
 describe('analytics POST operations', () => {
-  it('when pricing Hull\'s example, then call 4.76 and put 0.81 with every input and the derived year fraction in assumptions', async () => {
+  it("when pricing Hull's example, then call 4.76 and put 0.81 with every input and the derived year fraction in assumptions", async () => {
     const base = { spot: 42, strike: 40, expiryDays: 182.5, rate: 0.1, vol: 0.2 };
     const call = await svc.post('/v1/analytics/option-price', key, { ...base, type: 'call' });
     const put = await svc.post('/v1/analytics/option-price', key, { ...base, type: 'put' });
     expect(call.status).toBe(200);
     expect(call.body.data.price.toFixed(2)).toBe('4.76');
     expect(put.body.data.price.toFixed(2)).toBe('0.81');
-    expect(call.body.data.assumptions).toMatchObject({ model: 'black-scholes', spot: 42, strike: 40, expiryDays: 182.5, timeToExpirationYears: 0.5, riskFreeRate: 0.1, volatility: 0.2, dividendYield: 0, optionType: 'call' });
+    expect(call.body.data.assumptions).toMatchObject({
+      model: 'black-scholes',
+      spot: 42,
+      strike: 40,
+      expiryDays: 182.5,
+      timeToExpirationYears: 0.5,
+      riskFreeRate: 0.1,
+      volatility: 0.2,
+      dividendYield: 0,
+      optionType: 'call',
+    });
     expect(Object.keys(call.body.data.greeks).sort()).toEqual(['delta', 'gamma', 'rho', 'theta', 'vega']);
   });
 
@@ -354,7 +413,15 @@ describe('analytics POST operations', () => {
     expect(Math.abs(res.body.data.trueExpectedValue)).toBeLessThanOrEqual(1e-6 * premiums);
     expect(res.body.data).toMatchObject({ maxProfitUnbounded: false, maxLossUnbounded: false, structure: 'iron_condor' });
     expect(res.body.data.assumptions).toMatchObject({ model: 'lognormal-terminal-integration', measure: 'risk_neutral', contractMultiplier: 100 });
-    const drifted = await svc.post('/v1/analytics/strategy-ev', key, { structure: 'long_call', legs: [{ action: 'buy', type: 'call', strike: 100, quantity: 1 }], spot: 100, expiryDays: 45, rate: 0.04, vol: 0.25, drift: 0.3 });
+    const drifted = await svc.post('/v1/analytics/strategy-ev', key, {
+      structure: 'long_call',
+      legs: [{ action: 'buy', type: 'call', strike: 100, quantity: 1 }],
+      spot: 100,
+      expiryDays: 45,
+      rate: 0.04,
+      vol: 0.25,
+      drift: 0.3,
+    });
     expect(drifted.body.data.assumptions).toMatchObject({ measure: 'real_world', driftUsed: 0.3 });
     expect(drifted.body.data.trueExpectedValue).toBeGreaterThan(0);
     expect(drifted.body.data).toMatchObject({ maxProfit: null, maxProfitUnbounded: true });
@@ -370,10 +437,27 @@ describe('analytics POST operations', () => {
     const noLegs = await svc.post('/v1/analytics/strategy-ev', key, { structure: 'custom', legs: [], spot: 100, expiryDays: 30, rate: 0.05, vol: 0.2 });
     expect(noLegs.status).toBe(400);
     expect(Object.keys(noLegs.body.error.details)).toEqual(['legs']);
-    const stock = await svc.post('/v1/analytics/strategy-ev', key, { structure: 'custom', legs: [{ action: 'buy', type: 'stock', quantity: 1 }, { action: 'sell', type: 'call', strike: 105, quantity: 1 }], spot: 100, expiryDays: 30, rate: 0.05, vol: 0.2 });
+    const stock = await svc.post('/v1/analytics/strategy-ev', key, {
+      structure: 'custom',
+      legs: [
+        { action: 'buy', type: 'stock', quantity: 1 },
+        { action: 'sell', type: 'call', strike: 105, quantity: 1 },
+      ],
+      spot: 100,
+      expiryDays: 30,
+      rate: 0.05,
+      vol: 0.2,
+    });
     expect(stock.status).toBe(422);
     expect(stock.body.error.code).toBe('unsupported_structure');
-    const expiries = await svc.post('/v1/analytics/strategy-ev', key, { structure: 'custom', legs: [{ action: 'buy', type: 'call', strike: 100, quantity: 1, expiryDays: 60 }], spot: 100, expiryDays: 30, rate: 0.05, vol: 0.2 });
+    const expiries = await svc.post('/v1/analytics/strategy-ev', key, {
+      structure: 'custom',
+      legs: [{ action: 'buy', type: 'call', strike: 100, quantity: 1, expiryDays: 60 }],
+      spot: 100,
+      expiryDays: 30,
+      rate: 0.05,
+      vol: 0.2,
+    });
     expect(expiries.status).toBe(422);
     expect(Object.keys(expiries.body.error.details)).toEqual(['legs.0.expiryDays']);
     const malformed = await svc.post('/v1/analytics/strategy-ev', key, '{"structure":');
@@ -391,7 +475,11 @@ describe('worker pool saturation', () => {
       const k = await small.keyWith(['technicals:read']);
       const { id } = await createInstrument(small);
       const days = weekdays('2017-01-02', '2020-12-31');
-      await ingest(small, '/bars/daily', days.map((d, i) => dailyBar(id, { barDate: d, open: 100 + Math.sin(i / 7) * 10, close: 100 + Math.sin(i / 5) * 10 })));
+      await ingest(
+        small,
+        '/bars/daily',
+        days.map((d, i) => dailyBar(id, { barDate: d, open: 100 + Math.sin(i / 7) * 10, close: 100 + Math.sin(i / 5) * 10 })),
+      );
       const started = Date.now();
       const replies = await Promise.all(Array.from({ length: 40 }, () => small.get(`/v1/instruments/${id}/technicals?lookbackDays=1000&asOf=2020-12-31`, k)));
       expect(Date.now() - started).toBeLessThan(25_000);

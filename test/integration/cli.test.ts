@@ -101,7 +101,9 @@ describe('cli: finding the database', () => {
     const port = await closedPort();
     const run = await cli(['status'], { DATABASE_URL: `postgres://someone:s3cret-password@127.0.0.1:${port}/mds` });
     expect(run.code).toBe(1);
-    expect(run.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(new RegExp(`^cannot reach the database at 127\\.0\\.0\\.1:${port} \\(DATABASE_URL\\): .*ECONNREFUSED`))]);
+    expect(run.stderr.trimEnd().split('\n')).toEqual([
+      expect.stringMatching(new RegExp(`^cannot reach the database at 127\\.0\\.0\\.1:${port} \\(DATABASE_URL\\): .*ECONNREFUSED`)),
+    ]);
     expect(run.stderr).not.toContain('s3cret-password');
   });
 });

@@ -5,7 +5,14 @@ export const uniqueSymbol = (stem = 'T') => `${stem}${randomUUID().replace(/-/g,
 
 export async function createInstrument(
   svc: Service,
-  fields: Partial<{ assetClass: string; displayName: string; symbols: { symbol: string; validFrom: string | null; validTo?: string | null }[]; brokerCodes: Record<string, string>; isActive: boolean; quoteCurrency: string }> = {},
+  fields: Partial<{
+    assetClass: string;
+    displayName: string;
+    symbols: { symbol: string; validFrom: string | null; validTo?: string | null }[];
+    brokerCodes: Record<string, string>;
+    isActive: boolean;
+    quoteCurrency: string;
+  }> = {},
 ): Promise<{ id: string; symbol: string }> {
   const id = randomUUID();
   const symbol = fields.symbols?.at(-1)?.symbol ?? uniqueSymbol();

@@ -56,7 +56,10 @@ function toJson(v: unknown): string {
   if (v instanceof Raw) return v.text;
   if (Array.isArray(v)) return `[${v.map(toJson).join(',')}]`;
   if (v !== null && typeof v === 'object') {
-    return `{${Object.entries(v).filter(([, x]) => x !== undefined).map(([k, x]) => `${JSON.stringify(k)}:${toJson(x)}`).join(',')}}`;
+    return `{${Object.entries(v)
+      .filter(([, x]) => x !== undefined)
+      .map(([k, x]) => `${JSON.stringify(k)}:${toJson(x)}`)
+      .join(',')}}`;
   }
   return JSON.stringify(v) ?? 'null';
 }
@@ -88,7 +91,13 @@ const dateText = fc
   .tuple(yearArb, fc.integer({ min: 0, max: 13 }), fc.integer({ min: 0, max: 32 }))
   .map(([y, m, d]) => `${pad(y, 4)}-${pad(m, 2)}-${pad(d, 2)}`);
 const instantText = fc
-  .tuple(dateText, fc.integer({ min: 0, max: 25 }), fc.integer({ min: 0, max: 61 }), fc.integer({ min: 0, max: 61 }), fc.option(fc.integer({ min: 0, max: 999 }), { nil: undefined }))
+  .tuple(
+    dateText,
+    fc.integer({ min: 0, max: 25 }),
+    fc.integer({ min: 0, max: 61 }),
+    fc.integer({ min: 0, max: 61 }),
+    fc.option(fc.integer({ min: 0, max: 999 }), { nil: undefined }),
+  )
   .map(([d, h, m, s, ms]) => `${d}T${pad(h, 2)}:${pad(m, 2)}:${pad(s, 2)}${ms === undefined ? '' : `.${pad(ms, 3)}`}Z`);
 
 const CALENDAR_EDGES = ['0001-01-01', '0001-12-31', '0002-12-31', '1969-12-31', '1970-01-01', '9999-12-31'];
@@ -108,12 +117,70 @@ const FIXED_UUID = '3f2b8c1e-9a4d-4e6f-8b7a-2c1d0e9f8a7b';
 // on the request line, as HTTP requires: Node's parser answers a raw byte
 // above 0x7E itself, with a bare 400, before any of the service's code runs.
 const HOSTILE_WIRE = [
-  '', '%00', 'a%00b', '%00%00', '%01', '%1F', '%7F', '%0A', '%0D%0A', '%09', '%FF', '%', '%%', '%E0%A4%A', '%C0%AF', '%ED%A0%80',
-  '%F4%90%80%80', '%EF%BB%BF', '%2C', ',', ',,', '+', '%20', '%2B', 'null', 'undefined', 'true', '[]', '{}', 'NaN', 'Infinity',
-  '-Infinity', '5e-324', '1e308', '1e309', '-1e308', '-0', '0', '-1', '1', '0x1F', '1_000', '1.5', '9007199254740993', '1e-300',
-  '0000-01-01', '0001-01-01', '0002-12-31', '9999-12-31', '10000-01-01', '-0001-01-01', '2024-02-29', '2023-02-29', '2024-13-01',
-  '0001-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z', '9999-12-31T23:59:00Z', '2024-01-01T24:00:00Z', '2024-01-01T00:00:00%2B01:00',
-  '%27%3B%20drop%20table%20accounts%3B--', '%5C', '%22', '%C3%A9', '%E2%80%AE',
+  '',
+  '%00',
+  'a%00b',
+  '%00%00',
+  '%01',
+  '%1F',
+  '%7F',
+  '%0A',
+  '%0D%0A',
+  '%09',
+  '%FF',
+  '%',
+  '%%',
+  '%E0%A4%A',
+  '%C0%AF',
+  '%ED%A0%80',
+  '%F4%90%80%80',
+  '%EF%BB%BF',
+  '%2C',
+  ',',
+  ',,',
+  '+',
+  '%20',
+  '%2B',
+  'null',
+  'undefined',
+  'true',
+  '[]',
+  '{}',
+  'NaN',
+  'Infinity',
+  '-Infinity',
+  '5e-324',
+  '1e308',
+  '1e309',
+  '-1e308',
+  '-0',
+  '0',
+  '-1',
+  '1',
+  '0x1F',
+  '1_000',
+  '1.5',
+  '9007199254740993',
+  '1e-300',
+  '0000-01-01',
+  '0001-01-01',
+  '0002-12-31',
+  '9999-12-31',
+  '10000-01-01',
+  '-0001-01-01',
+  '2024-02-29',
+  '2023-02-29',
+  '2024-13-01',
+  '0001-01-01T00:00:00Z',
+  '9999-12-31T23:59:59.999Z',
+  '9999-12-31T23:59:00Z',
+  '2024-01-01T24:00:00Z',
+  '2024-01-01T00:00:00%2B01:00',
+  '%27%3B%20drop%20table%20accounts%3B--',
+  '%5C',
+  '%22',
+  '%C3%A9',
+  '%E2%80%AE',
 ];
 // The service reads 64 KiB of request line and headers; past that Node
 // answers 431 itself, before the service. Huge values stay within it.
@@ -131,8 +198,33 @@ const hostileWire: fc.Arbitrary<string> = fc.oneof(
 );
 
 const HOSTILE_TEXT = [
-  '', ' ', '\u0000', 'a\u0000b', '\u0000'.repeat(10), '\ud800', 'x\udc00', '\udfff\ud800', '\ud83d\ude00', '\u202e', '\u0001', '\u007f',
-  '\t', '\n', '\r\n', '\\', '\\N', '\\u0000', '"', ',', '%00', '%FF', "'; drop table accounts; --", 'NaN', '１２', 'x'.repeat(300), 'x'.repeat(70_000),
+  '',
+  ' ',
+  '\u0000',
+  'a\u0000b',
+  '\u0000'.repeat(10),
+  '\ud800',
+  'x\udc00',
+  '\udfff\ud800',
+  '\ud83d\ude00',
+  '\u202e',
+  '\u0001',
+  '\u007f',
+  '\t',
+  '\n',
+  '\r\n',
+  '\\',
+  '\\N',
+  '\\u0000',
+  '"',
+  ',',
+  '%00',
+  '%FF',
+  "'; drop table accounts; --",
+  'NaN',
+  '１２',
+  'x'.repeat(300),
+  'x'.repeat(70_000),
 ];
 const hostileText: fc.Arbitrary<string> = fc.oneof(
   { weight: 4, arbitrary: fc.constantFrom(...HOSTILE_TEXT) },
@@ -147,7 +239,27 @@ const deepJson = fc
   .map(([depth, arrays]) => raw(arrays ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`));
 
 // -0, 5e-324 and 1e308 are valid JSON; 1e400 parses to Infinity; the rest make the body invalid JSON.
-const EXTREME_NUMBERS: unknown[] = [0, raw('-0'), 1, -1, 5e-324, -5e-324, 1e-300, 1 / 1440, 1 / 1441, 1e308, -1e308, Number.MAX_VALUE, 2 ** 53 + 2, 3650, 3650.000001, 1e21, 0.1, 100_000, 100_001];
+const EXTREME_NUMBERS: unknown[] = [
+  0,
+  raw('-0'),
+  1,
+  -1,
+  5e-324,
+  -5e-324,
+  1e-300,
+  1 / 1440,
+  1 / 1441,
+  1e308,
+  -1e308,
+  Number.MAX_VALUE,
+  2 ** 53 + 2,
+  3650,
+  3650.000001,
+  1e21,
+  0.1,
+  100_000,
+  100_001,
+];
 const NON_JSON_NUMBERS = ['1e400', '-1e400', '1e-400', 'NaN', 'Infinity', '-Infinity', '0x10', '01', '+1', '.5', '1.', '1e', '-'].map(raw);
 
 const hostileJson: fc.Arbitrary<unknown> = fc.oneof(
@@ -174,7 +286,8 @@ function mutated(base: Record<string, unknown>, paths: Path[]): fc.Arbitrary<Rec
     for (const [path, value] of edits) {
       let target = copy as Record<string | number, unknown>;
       for (const step of path.slice(0, -1)) {
-        if (target[step] === null || typeof target[step] !== 'object') Object.defineProperty(target, step, { value: {}, enumerable: true, writable: true, configurable: true });
+        if (target[step] === null || typeof target[step] !== 'object')
+          Object.defineProperty(target, step, { value: {}, enumerable: true, writable: true, configurable: true });
         target = target[step] as Record<string | number, unknown>;
       }
       const last = path[path.length - 1];
@@ -241,7 +354,9 @@ function sendOnce(req: Req): Promise<Reply & { reusedSocket: boolean }> {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', reject);
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString('utf8'), reusedSocket: request.reusedSocket }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString('utf8'), reusedSocket: request.reusedSocket }),
+        );
       },
     );
     request.on('error', (err) => reject(Object.assign(err, { reusedSocket: request.reusedSocket })));
@@ -282,10 +397,18 @@ function problemsOf(req: Req, reply: Reply): string[] {
     const error = envelope?.error;
     const details = error?.details;
     const exact =
-      envelope !== null && typeof envelope === 'object' && Object.keys(envelope).join() === 'error' &&
-      error !== null && typeof error === 'object' && Object.keys(error).sort().join() === 'code,details,docsUrl,message' &&
-      typeof error.code === 'string' && typeof error.message === 'string' && typeof error.docsUrl === 'string' &&
-      details !== null && typeof details === 'object' && !Array.isArray(details) &&
+      envelope !== null &&
+      typeof envelope === 'object' &&
+      Object.keys(envelope).join() === 'error' &&
+      error !== null &&
+      typeof error === 'object' &&
+      Object.keys(error).sort().join() === 'code,details,docsUrl,message' &&
+      typeof error.code === 'string' &&
+      typeof error.message === 'string' &&
+      typeof error.docsUrl === 'string' &&
+      details !== null &&
+      typeof details === 'object' &&
+      !Array.isArray(details) &&
       Object.values(details as object).every((m) => Array.isArray(m) && m.every((s) => typeof s === 'string'));
     if (body !== undefined && !exact) problems.push('error body is not exactly { error: { code, message, docsUrl, details: { field: string[] } } }');
   }
@@ -308,8 +431,18 @@ function problemsOf(req: Req, reply: Reply): string[] {
 // The tables an admin write may change. api_keys.last_used_at is left out:
 // public requests set it a second later, whatever the admin API does.
 const WRITTEN_TABLES = [
-  'instruments', 'instrument_symbols', 'instrument_broker_codes', 'daily_bars', 'intraday_bars', 'intraday_bars_5min', 'intraday_bars_15min',
-  'intraday_bars_30min', 'intraday_bars_1hour', 'corporate_action_revisions', 'action_set_versions', 'action_coverage_checks',
+  'instruments',
+  'instrument_symbols',
+  'instrument_broker_codes',
+  'daily_bars',
+  'intraday_bars',
+  'intraday_bars_5min',
+  'intraday_bars_15min',
+  'intraday_bars_30min',
+  'intraday_bars_1hour',
+  'corporate_action_revisions',
+  'action_set_versions',
+  'action_coverage_checks',
 ];
 let snapshotTables: string[];
 
@@ -365,16 +498,42 @@ beforeAll(async () => {
   const fx = await createInstrument(svc, { assetClass: 'fx', quoteCurrency: 'EUR' });
   instrumentIds = [equity.id, benchmark.id, etf.id, fx.id];
   for (const [n, id] of instrumentIds.slice(0, 3).entries()) {
-    await ingest(svc, '/bars/daily', days.map((barDate, i) => dailyBar(id, { barDate, close: 50 + n * 10 + 10 * Math.sin(i / (7 + n)) + i / 100 })));
+    await ingest(
+      svc,
+      '/bars/daily',
+      days.map((barDate, i) => dailyBar(id, { barDate, close: 50 + n * 10 + 10 * Math.sin(i / (7 + n)) + i / 100 })),
+    );
   }
   await ingest(svc, '/corporate-actions', [
-    { instrumentId: equity.id, kind: 'split', effectiveDate: days[400], knowledgeDate: days[390], knowledgeProvenance: 'announced', params: { ratio: 2 }, source: 'fuzz' },
-    { instrumentId: equity.id, kind: 'cash_dividend', effectiveDate: days[600], knowledgeDate: days[590], knowledgeProvenance: 'announced', params: { amount: 0.5, currency: 'USD' }, source: 'fuzz' },
+    {
+      instrumentId: equity.id,
+      kind: 'split',
+      effectiveDate: days[400],
+      knowledgeDate: days[390],
+      knowledgeProvenance: 'announced',
+      params: { ratio: 2 },
+      source: 'fuzz',
+    },
+    {
+      instrumentId: equity.id,
+      kind: 'cash_dividend',
+      effectiveDate: days[600],
+      knowledgeDate: days[590],
+      knowledgeProvenance: 'announced',
+      params: { amount: 0.5, currency: 'USD' },
+      source: 'fuzz',
+    },
   ]);
   const minute = Date.parse(`${days[days.length - 2]}T14:30:00Z`);
-  await ingest(svc, '/bars/intraday', Array.from({ length: 120 }, (_, i) => intradayRow(equity.id, new Date(minute + i * 60_000).toISOString(), 20 + (i % 7))));
+  await ingest(
+    svc,
+    '/bars/intraday',
+    Array.from({ length: 120 }, (_, i) => intradayRow(equity.id, new Date(minute + i * 60_000).toISOString(), 20 + (i % 7))),
+  );
   scratchIds = [(await createInstrument(svc)).id, (await createInstrument(svc, { assetClass: 'crypto' })).id];
-  const tables = await svc.sql<{ name: string }[]>`select c.relname as name from pg_class c where c.relname = any(${WRITTEN_TABLES}) and c.relkind in ('r', 'p')`;
+  const tables = await svc.sql<
+    { name: string }[]
+  >`select c.relname as name from pg_class c where c.relname = any(${WRITTEN_TABLES}) and c.relkind in ('r', 'p')`;
   snapshotTables = WRITTEN_TABLES.filter((t) => tables.some((r) => r.name === t));
 }, 120_000);
 
@@ -385,8 +544,17 @@ afterAll(async () => {
 
 function intradayRow(instrumentId: string, barTimestamp: string, close = 10) {
   return {
-    instrumentId, barTimestamp, openPrice: close, highPrice: close + 1, lowPrice: close - 1, closePrice: close, volume: 100,
-    quoteCurrency: 'USD', quoteUnit: 'USD per share', source: 'fuzz', asOf: '2024-01-01T00:00:00Z',
+    instrumentId,
+    barTimestamp,
+    openPrice: close,
+    highPrice: close + 1,
+    lowPrice: close - 1,
+    closePrice: close,
+    volume: 100,
+    quoteCurrency: 'USD',
+    quoteUnit: 'USD per share',
+    source: 'fuzz',
+    asOf: '2024-01-01T00:00:00Z',
   };
 }
 
@@ -399,36 +567,75 @@ function query(spec: Record<string, Param>): fc.Arbitrary<string> {
   const present = fc.record(Object.fromEntries(names.map((n) => [n, fc.option(value(n), { nil: undefined, freq: spec[n][1] === 'required' ? 12 : 2 })])));
   const junk = fc.array(
     fc.oneof(
-      fc.tuple(fc.constantFrom(...names, 'colour', '', '%00', '%FF', 'a[b]', '__proto__', 'constructor', 'x'.repeat(2_000)), hostileWire).map(([k, v]) => `${k}=${v}`),
+      fc
+        .tuple(fc.constantFrom(...names, 'colour', '', '%00', '%FF', 'a[b]', '__proto__', 'constructor', 'x'.repeat(2_000)), hostileWire)
+        .map(([k, v]) => `${k}=${v}`),
       fc.constantFrom(...names, '&', '=', '==', '%', '&&', `${names[0] ?? 'a'}[]=1`),
     ),
     { minLength: 1, maxLength: 3 },
   );
-  return fc
-    .tuple(present, fc.oneof({ weight: 5, arbitrary: fc.constant([] as string[]) }, { weight: 1, arbitrary: junk }))
-    .map(([p, extra]) => [...Object.entries(p).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${v}`), ...extra].join('&'));
+  return fc.tuple(present, fc.oneof({ weight: 5, arbitrary: fc.constant([] as string[]) }, { weight: 1, arbitrary: junk })).map(([p, extra]) =>
+    [
+      ...Object.entries(p)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => `${k}=${v}`),
+      ...extra,
+    ].join('&'),
+  );
 }
 
 /** Path segments that are not an id: malformed percent-encoding, NUL, dot segments, a route name, the nil and max UUIDs, 3,000 characters. */
 const MALFORMED_SEGMENTS = [
-  '%FF', '%', '%E0%A4%A', '%00', '%2F', '%2e%2e', '..', '.', 'bulk', '00000000-0000-0000-0000-000000000000', 'ffffffff-ffff-ffff-ffff-ffffffffffff',
-  'x'.repeat(3_000), '%C0%80', '%ED%A0%80', ';', '%3B', "'", '*', '%20', '%25', `${FIXED_UUID}%00`, `${FIXED_UUID}x`,
+  '%FF',
+  '%',
+  '%E0%A4%A',
+  '%00',
+  '%2F',
+  '%2e%2e',
+  '..',
+  '.',
+  'bulk',
+  '00000000-0000-0000-0000-000000000000',
+  'ffffffff-ffff-ffff-ffff-ffffffffffff',
+  'x'.repeat(3_000),
+  '%C0%80',
+  '%ED%A0%80',
+  ';',
+  '%3B',
+  "'",
+  '*',
+  '%20',
+  '%25',
+  `${FIXED_UUID}%00`,
+  `${FIXED_UUID}x`,
 ];
 
 function publicRequests(): fc.Arbitrary<Req> {
   const known = fc.constantFrom(...instrumentIds, ...scratchIds);
-  const idValue = fc.oneof({ weight: 6, arbitrary: known }, { weight: 1, arbitrary: fc.uuid({ version: 4 }) }, { weight: 1, arbitrary: known.map((s) => s.toUpperCase()) });
+  const idValue = fc.oneof(
+    { weight: 6, arbitrary: known },
+    { weight: 1, arbitrary: fc.uuid({ version: 4 }) },
+    { weight: 1, arbitrary: known.map((s) => s.toUpperCase()) },
+  );
   const segment = fc.oneof(
     { weight: 8, arbitrary: idValue },
     { weight: 2, arbitrary: fc.constantFrom(...MALFORMED_SEGMENTS) },
     { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }).map(percentEncode) },
   );
   const idList = (max: number) =>
-    fc.oneof({ weight: 8, arbitrary: fc.array(idValue, { minLength: 1, maxLength: max }).map((ids) => ids.join(',')) }, { weight: 1, arbitrary: fc.constantFrom(...HUGE_WIRE) });
+    fc.oneof(
+      { weight: 8, arbitrary: fc.array(idValue, { minLength: 1, maxLength: max }).map((ids) => ids.join(',')) },
+      { weight: 1, arbitrary: fc.constantFrom(...HUGE_WIRE) },
+    );
   const date = realDate(2020, 2026);
-  const asOf = fc.oneof({ weight: 3, arbitrary: date }, { weight: 1, arbitrary: fc.constantFrom(...INSTANT_EDGES).map(percentEncode) }, { weight: 1, arbitrary: instantText.map(percentEncode) });
+  const asOf = fc.oneof(
+    { weight: 3, arbitrary: date },
+    { weight: 1, arbitrary: fc.constantFrom(...INSTANT_EDGES).map(percentEncode) },
+    { weight: 1, arbitrary: instantText.map(percentEncode) },
+  );
   const bool = fc.constantFrom('true', 'false');
-  const int = (min: number, max: number) => fc.oneof({ weight: 4, arbitrary: fc.integer({ min, max }).map(String) }, { weight: 1, arbitrary: fc.integer({ min: min - 3, max: max + 3 }).map(String) });
+  const int = (min: number, max: number) =>
+    fc.oneof({ weight: 4, arbitrary: fc.integer({ min, max }).map(String) }, { weight: 1, arbitrary: fc.integer({ min: min - 3, max: max + 3 }).map(String) });
   const text = fc.oneof(fc.constantFrom('FUZZ', 'Test', 'T', 'a', 'Company', '%25', '_'), fc.string({ maxLength: 12 }).map(percentEncode));
   const auth = fc.oneof(
     { weight: 14, arbitrary: fc.constant<Auth>('live') },
@@ -448,38 +655,100 @@ function publicRequests(): fc.Arbitrary<Req> {
   const withId = (template: string) => segment.map((id) => template.replace(':id', id));
   const dateRange = { from: [date, 'required'], to: [date, 'required'] } satisfies Record<string, Param>;
 
-  const analytics = fc.oneof(
-    postJson('/v1/analytics/option-price', { spot: 100, strike: 100, expiryDays: 30, rate: 0.05, vol: 0.2, type: 'call' }, [['spot'], ['strike'], ['expiryDays'], ['rate'], ['vol'], ['type'], ['dividendYield']]),
-    postJson('/v1/analytics/probability', { spot: 100, target: 110, expiryDays: 30, rate: 0.05, vol: 0.2, direction: 'long' }, [['spot'], ['target'], ['expiryDays'], ['rate'], ['vol'], ['direction'], ['dividendYield']]),
-    postJson(
-      '/v1/analytics/strategy-ev',
-      {
-        structure: 'bull_call_spread',
-        legs: [{ action: 'buy', type: 'call', strike: 95, quantity: 1 }, { action: 'sell', type: 'call', strike: 105, quantity: 1 }],
-        spot: 100, expiryDays: 30, rate: 0.05, vol: 0.2,
-      },
-      [['structure'], ['legs'], ['legs', 0], ['legs', 0, 'strike'], ['legs', 1, 'quantity'], ['legs', 1, 'type'], ['legs', 0, 'expiryDays'], ['spot'], ['expiryDays'], ['rate'], ['vol'], ['drift'], ['contractMultiplier'], ['dividendYield']],
-    ),
-  ).chain((body) => fc.tuple(fc.constant(body), auth).map(([b, a]) => ({ ...b, auth: a })));
+  const analytics = fc
+    .oneof(
+      postJson('/v1/analytics/option-price', { spot: 100, strike: 100, expiryDays: 30, rate: 0.05, vol: 0.2, type: 'call' }, [
+        ['spot'],
+        ['strike'],
+        ['expiryDays'],
+        ['rate'],
+        ['vol'],
+        ['type'],
+        ['dividendYield'],
+      ]),
+      postJson('/v1/analytics/probability', { spot: 100, target: 110, expiryDays: 30, rate: 0.05, vol: 0.2, direction: 'long' }, [
+        ['spot'],
+        ['target'],
+        ['expiryDays'],
+        ['rate'],
+        ['vol'],
+        ['direction'],
+        ['dividendYield'],
+      ]),
+      postJson(
+        '/v1/analytics/strategy-ev',
+        {
+          structure: 'bull_call_spread',
+          legs: [
+            { action: 'buy', type: 'call', strike: 95, quantity: 1 },
+            { action: 'sell', type: 'call', strike: 105, quantity: 1 },
+          ],
+          spot: 100,
+          expiryDays: 30,
+          rate: 0.05,
+          vol: 0.2,
+        },
+        [
+          ['structure'],
+          ['legs'],
+          ['legs', 0],
+          ['legs', 0, 'strike'],
+          ['legs', 1, 'quantity'],
+          ['legs', 1, 'type'],
+          ['legs', 0, 'expiryDays'],
+          ['spot'],
+          ['expiryDays'],
+          ['rate'],
+          ['vol'],
+          ['drift'],
+          ['contractMultiplier'],
+          ['dividendYield'],
+        ],
+      ),
+    )
+    .chain((body) => fc.tuple(fc.constant(body), auth).map(([b, a]) => ({ ...b, auth: a })));
 
   return fc.oneof(
     get('instruments', fc.constant('/v1/instruments'), {
-      query: [text, 'optional'], brokerCode: [fc.constantFrom('FUZZ1', 'x', '%00'), 'optional'], broker: [fc.constantFrom('ibkr', 'other'), 'optional'],
-      assetClass: [fc.constantFrom('equity', 'etf', 'fx', 'bond'), 'optional'], asOf: [asOf, 'optional'], limit: [int(1, 100), 'optional'],
+      query: [text, 'optional'],
+      brokerCode: [fc.constantFrom('FUZZ1', 'x', '%00'), 'optional'],
+      broker: [fc.constantFrom('ibkr', 'other'), 'optional'],
+      assetClass: [fc.constantFrom('equity', 'etf', 'fx', 'bond'), 'optional'],
+      asOf: [asOf, 'optional'],
+      limit: [int(1, 100), 'optional'],
     }),
     get('instruments/bulk', fc.constant('/v1/instruments/bulk'), { ids: [idList(8), 'required'] }),
     get('instruments/:id', withId('/v1/instruments/:id'), {}),
     get('prices', withId('/v1/instruments/:id/prices'), {
-      ...dateRange, adjusted: [bool, 'optional'], asOf: [asOf, 'optional'], includeBackfilled: [bool, 'optional'], actionSetVersion: [int(0, 3), 'optional'],
+      ...dateRange,
+      adjusted: [bool, 'optional'],
+      asOf: [asOf, 'optional'],
+      includeBackfilled: [bool, 'optional'],
+      actionSetVersion: [int(0, 3), 'optional'],
     }),
-    get('prices/bulk', fc.constant('/v1/prices/bulk'), { instrumentIds: [idList(8), 'required'], ...dateRange, adjusted: [bool, 'optional'], asOf: [asOf, 'optional'], includeBackfilled: [bool, 'optional'] }),
-    get('intraday', withId('/v1/instruments/:id/intraday'), { ...dateRange, interval: [fc.constantFrom('1min', '5min', '15min', '30min', '1hour'), 'required'] }),
+    get('prices/bulk', fc.constant('/v1/prices/bulk'), {
+      instrumentIds: [idList(8), 'required'],
+      ...dateRange,
+      adjusted: [bool, 'optional'],
+      asOf: [asOf, 'optional'],
+      includeBackfilled: [bool, 'optional'],
+    }),
+    get('intraday', withId('/v1/instruments/:id/intraday'), {
+      ...dateRange,
+      interval: [fc.constantFrom('1min', '5min', '15min', '30min', '1hour'), 'required'],
+    }),
     get('corporate-actions', withId('/v1/instruments/:id/corporate-actions'), {
-      ...dateRange, asOf: [asOf, 'optional'], includeBackfilled: [bool, 'optional'], actionSetVersion: [int(0, 3), 'optional'],
+      ...dateRange,
+      asOf: [asOf, 'optional'],
+      includeBackfilled: [bool, 'optional'],
+      actionSetVersion: [int(0, 3), 'optional'],
     }),
     get('technicals', withId('/v1/instruments/:id/technicals'), { lookbackDays: [int(1, 1000), 'optional'], asOf: [asOf, 'optional'] }),
     get('correlations', fc.constant('/v1/correlations'), {
-      instrumentIds: [idList(5), 'required'], lookbackDays: [int(20, 504), 'optional'], method: [fc.constantFrom('pearson', 'spearman'), 'optional'], asOf: [asOf, 'optional'],
+      instrumentIds: [idList(5), 'required'],
+      lookbackDays: [int(20, 504), 'optional'],
+      method: [fc.constantFrom('pearson', 'spearman'), 'optional'],
+      asOf: [asOf, 'optional'],
     }),
     get('beta', withId('/v1/instruments/:id/beta'), { benchmarkId: [idValue, 'required'], lookbackDays: [int(20, 504), 'optional'], asOf: [asOf, 'optional'] }),
     { weight: 3, arbitrary: analytics },
@@ -490,20 +759,41 @@ function publicRequests(): fc.Arbitrary<Req> {
 }
 
 const CONTENT_TYPES = [
-  'application/json; charset=utf-8', 'application/json; charset=latin1', 'application/json; charset=utf-16', 'text/plain', 'application/x-www-form-urlencoded',
-  'multipart/form-data; boundary=x', 'application/vnd.api+json', 'application/jsonx', 'application/json, text/plain', '',
+  'application/json; charset=utf-8',
+  'application/json; charset=latin1',
+  'application/json; charset=utf-16',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/vnd.api+json',
+  'application/jsonx',
+  'application/json, text/plain',
+  '',
 ];
 
 const JUNK_JSON_BODIES: (string | Buffer)[] = [
-  '', 'null', '[]', '"x"', '{', '{"spot":', '{"spot":100,}', '\uFEFF{}', Buffer.from([0xff, 0xfe, 0x00, 0x7b, 0x7d]), `${'['.repeat(100_000)}${']'.repeat(100_000)}`,
-  `{"a":${'{"a":'.repeat(50_000)}1${'}'.repeat(50_001)}`, 'x'.repeat(2 * 1024 * 1024),
+  '',
+  'null',
+  '[]',
+  '"x"',
+  '{',
+  '{"spot":',
+  '{"spot":100,}',
+  '\uFEFF{}',
+  Buffer.from([0xff, 0xfe, 0x00, 0x7b, 0x7d]),
+  `${'['.repeat(100_000)}${']'.repeat(100_000)}`,
+  `{"a":${'{"a":'.repeat(50_000)}1${'}'.repeat(50_001)}`,
+  'x'.repeat(2 * 1024 * 1024),
 ];
 
 /** A JSON POST: the route's valid body, mutated; sometimes junk, another content type, or a content encoding. */
 function postJson(path: string, base: Record<string, unknown>, paths: Path[]) {
   const body = fc.oneof({ weight: 9, arbitrary: mutated(base, paths).map(toJson) }, { weight: 1, arbitrary: fc.constantFrom(...JUNK_JSON_BODIES) });
   const contentType = fc.oneof({ weight: 12, arbitrary: fc.constant('application/json') }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) });
-  const encoding = fc.oneof({ weight: 12, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom('gzip', 'gzip-garbage', 'deflate', 'br', 'x-unknown') });
+  const encoding = fc.oneof(
+    { weight: 12, arbitrary: fc.constant('') },
+    { weight: 1, arbitrary: fc.constantFrom('gzip', 'gzip-garbage', 'deflate', 'br', 'x-unknown') },
+  );
   return fc.tuple(body, contentType, encoding).map(([b, type, enc]): Omit<Req, 'auth'> & { route: string } => {
     const headers: Record<string, string> = type ? { 'content-type': type } : {};
     let sent: string | Buffer = b;
@@ -521,14 +811,55 @@ function postJson(path: string, base: Record<string, unknown>, paths: Path[]) {
 function otherRoutes(to: 'public' | 'admin'): fc.Arbitrary<Req & { route: string }> {
   const paths =
     to === 'public'
-      ? ['/', '/v1', '/v1/', '/v2/instruments', '/v1/instruments/', '/v1//instruments', '/%', '/%FF', '/v1/%FF', '/v1/instruments/%FF/nothing', '//', '/v1/instruments/bulk/extra', '/v1/analytics/option-price/%FF', '/admin/v1/status']
-      : ['/', '/admin', '/admin/v1', '/admin/v1/', '/admin/v1/%FF', '/admin/v1/keys/', '/admin/v1/keys/%FF', '/admin/v1/bars', '/admin/v1/bars/weekly', '/v1/instruments', '/admin/v1/status/%'];
+      ? [
+          '/',
+          '/v1',
+          '/v1/',
+          '/v2/instruments',
+          '/v1/instruments/',
+          '/v1//instruments',
+          '/%',
+          '/%FF',
+          '/v1/%FF',
+          '/v1/instruments/%FF/nothing',
+          '//',
+          '/v1/instruments/bulk/extra',
+          '/v1/analytics/option-price/%FF',
+          '/admin/v1/status',
+        ]
+      : [
+          '/',
+          '/admin',
+          '/admin/v1',
+          '/admin/v1/',
+          '/admin/v1/%FF',
+          '/admin/v1/keys/',
+          '/admin/v1/keys/%FF',
+          '/admin/v1/bars',
+          '/admin/v1/bars/weekly',
+          '/v1/instruments',
+          '/admin/v1/status/%',
+        ];
   return fc
-    .tuple(fc.constantFrom(...paths), fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'), fc.constantFrom<Auth>(to === 'public' ? 'live' : 'admin', 'none'))
-    .map(([path, method, auth]) => ({ route: 'other', to, method, path, auth, ...(method === 'GET' || method === 'HEAD' ? {} : { headers: { 'content-type': 'application/json' }, body: '{}' }) }));
+    .tuple(
+      fc.constantFrom(...paths),
+      fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'),
+      fc.constantFrom<Auth>(to === 'public' ? 'live' : 'admin', 'none'),
+    )
+    .map(([path, method, auth]) => ({
+      route: 'other',
+      to,
+      method,
+      path,
+      auth,
+      ...(method === 'GET' || method === 'HEAD' ? {} : { headers: { 'content-type': 'application/json' }, body: '{}' }),
+    }));
 }
 
-const adminAuth = fc.oneof({ weight: 12, arbitrary: fc.constant<Auth>('admin') }, { weight: 1, arbitrary: fc.constantFrom<Auth>('wrong-admin', 'none', 'live', 'bare', 'huge') });
+const adminAuth = fc.oneof(
+  { weight: 12, arbitrary: fc.constant<Auth>('admin') },
+  { weight: 1, arbitrary: fc.constantFrom<Auth>('wrong-admin', 'none', 'live', 'bare', 'huge') },
+);
 
 function adminReads(): fc.Arbitrary<Req & { route: string }> {
   const account = fc.oneof({ weight: 4, arbitrary: fc.constant(accountId) }, { weight: 1, arbitrary: fc.uuid({ version: 4 }) });
@@ -549,18 +880,53 @@ type Format = 'json' | 'ndjson' | 'csv';
 const FORMAT_TYPES: Record<Format, string> = { json: 'application/json', ndjson: 'application/x-ndjson', csv: 'text/csv' };
 
 const JUNK_INGEST_BODIES: (string | Buffer)[] = [
-  '', '[]', '{}', 'null', '[null]', '[1]', '[[]]', '[{}]', '{"a":1}', '\n\n', 'a,b\n', 'instrumentId\n', ',\n,', '"unclosed', 'x,"y"z\n1,2', '\uFEFF[]',
-  Buffer.from([0xff, 0xfe, 0x00]), `${'['.repeat(100_000)}${']'.repeat(100_000)}`, '[{"instrumentId":', '{"a":1}\n{', 'a\u0000b,c\n1,2',
+  '',
+  '[]',
+  '{}',
+  'null',
+  '[null]',
+  '[1]',
+  '[[]]',
+  '[{}]',
+  '{"a":1}',
+  '\n\n',
+  'a,b\n',
+  'instrumentId\n',
+  ',\n,',
+  '"unclosed',
+  'x,"y"z\n1,2',
+  '\uFEFF[]',
+  Buffer.from([0xff, 0xfe, 0x00]),
+  `${'['.repeat(100_000)}${']'.repeat(100_000)}`,
+  '[{"instrumentId":',
+  '{"a":1}\n{',
+  'a\u0000b,c\n1,2',
 ];
 
 /** An ingest upload: a few rows of the kind, each perhaps mutated, in one of the three body formats (or junk, or the wrong type). */
 function ingestWrite(route: string, rowFor: (id: string, variant: number) => Record<string, unknown>, paths: Path[]): fc.Arbitrary<Req> {
-  const id = fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...scratchIds) }, { weight: 2, arbitrary: fc.constantFrom(...freshIds) }, { weight: 1, arbitrary: fc.uuid({ version: 4 }) });
+  const id = fc.oneof(
+    { weight: 6, arbitrary: fc.constantFrom(...scratchIds) },
+    { weight: 2, arbitrary: fc.constantFrom(...freshIds) },
+    { weight: 1, arbitrary: fc.uuid({ version: 4 }) },
+  );
   const row = fc.tuple(id, fc.integer({ min: 0, max: 1_000 }));
   // A third of the uploads are all valid rows, so stored data grows too; the rest carry mutated rows.
   const rows = fc.oneof(
-    { weight: 1, arbitrary: fc.array(row.map(([i, v]) => rowFor(i, v)), { minLength: 1, maxLength: 4 }) },
-    { weight: 2, arbitrary: fc.array(row.chain(([i, v]) => fc.oneof(fc.constant(rowFor(i, v)), mutated(rowFor(i, v), paths))), { minLength: 1, maxLength: 4 }) },
+    {
+      weight: 1,
+      arbitrary: fc.array(
+        row.map(([i, v]) => rowFor(i, v)),
+        { minLength: 1, maxLength: 4 },
+      ),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.array(
+        row.chain(([i, v]) => fc.oneof(fc.constant(rowFor(i, v)), mutated(rowFor(i, v), paths))),
+        { minLength: 1, maxLength: 4 },
+      ),
+    },
   );
   const upload = fc.tuple(rows, fc.constantFrom<Format>('json', 'json', 'ndjson', 'csv', 'csv')).map(([rows, format]) => ({
     body: format === 'json' ? toJson(rows) : format === 'ndjson' ? rows.map(toJson).join('\n') : toCsv(rows),
@@ -568,28 +934,74 @@ function ingestWrite(route: string, rowFor: (id: string, variant: number) => Rec
   }));
   const junk = fc.tuple(fc.constantFrom(...JUNK_INGEST_BODIES), fc.constantFrom(...Object.values(FORMAT_TYPES))).map(([body, type]) => ({ body, type }));
   return fc
-    .tuple(fc.oneof({ weight: 8, arbitrary: upload }, { weight: 1, arbitrary: junk }), fc.oneof({ weight: 12, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) }), adminAuth)
-    .map(([u, wrongType, auth]): Req => ({ to: 'admin', method: 'POST', path: `/admin/v1${route}`, auth, headers: wrongType ? { 'content-type': wrongType } : { 'content-type': u.type }, body: u.body }));
+    .tuple(
+      fc.oneof({ weight: 8, arbitrary: upload }, { weight: 1, arbitrary: junk }),
+      fc.oneof({ weight: 12, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) }),
+      adminAuth,
+    )
+    .map(([u, wrongType, auth]): Req => ({
+      to: 'admin',
+      method: 'POST',
+      path: `/admin/v1${route}`,
+      auth,
+      headers: wrongType ? { 'content-type': wrongType } : { 'content-type': u.type },
+      body: u.body,
+    }));
 }
 
 function adminWrites(): fc.Arbitrary<Req> {
   const json = (path: string, base: Record<string, unknown>, paths: Path[]) =>
     fc
-      .tuple(fc.oneof({ weight: 8, arbitrary: mutated(base, paths).map(toJson) }, { weight: 1, arbitrary: fc.constantFrom(...JUNK_JSON_BODIES) }), fc.oneof({ weight: 10, arbitrary: fc.constant('application/json') }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) }), adminAuth)
+      .tuple(
+        fc.oneof({ weight: 8, arbitrary: mutated(base, paths).map(toJson) }, { weight: 1, arbitrary: fc.constantFrom(...JUNK_JSON_BODIES) }),
+        fc.oneof({ weight: 10, arbitrary: fc.constant('application/json') }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) }),
+        adminAuth,
+      )
       .map(([body, type, auth]): Req => ({ to: 'admin', method: 'POST', path: `/admin/v1${path}`, auth, headers: type ? { 'content-type': type } : {}, body }));
   const day = (variant: number) => isoDay(Date.UTC(2020, 0, 1) + variant * DAY_MS);
-  const revokeSegment = fc.oneof({ weight: 2, arbitrary: fc.constantFrom(...revocableKeyIds) }, { weight: 1, arbitrary: fc.uuid({ version: 4 }) }, { weight: 3, arbitrary: fc.constantFrom(...MALFORMED_SEGMENTS) });
+  const revokeSegment = fc.oneof(
+    { weight: 2, arbitrary: fc.constantFrom(...revocableKeyIds) },
+    { weight: 1, arbitrary: fc.uuid({ version: 4 }) },
+    { weight: 3, arbitrary: fc.constantFrom(...MALFORMED_SEGMENTS) },
+  );
   return fc.oneof(
     json('/accounts', { name: 'fuzz account' }, [['name']]),
-    json('/keys', { accountId, environment: 'sandbox', scopes: ['prices:read'], name: 'fuzz key' }, [['accountId'], ['environment'], ['scopes'], ['scopes', 0], ['name']]),
+    json('/keys', { accountId, environment: 'sandbox', scopes: ['prices:read'], name: 'fuzz key' }, [
+      ['accountId'],
+      ['environment'],
+      ['scopes'],
+      ['scopes', 0],
+      ['name'],
+    ]),
     fc.tuple(revokeSegment, adminAuth).map(([id, auth]): Req => ({ to: 'admin', method: 'POST', path: `/admin/v1/keys/${id}/revoke`, auth })),
     ingestWrite(
       '/instruments',
       (id, v) => ({
-        id, assetClass: 'equity', displayName: `Fuzz ${v}`, quoteCurrency: 'USD', quoteUnit: 'USD per share', isActive: true,
-        brokerCodes: { ibkr: `FZ${v}` }, symbols: [{ symbol: `FZ${v}`, validFrom: '2000-01-01', validTo: null }],
+        id,
+        assetClass: 'equity',
+        displayName: `Fuzz ${v}`,
+        quoteCurrency: 'USD',
+        quoteUnit: 'USD per share',
+        isActive: true,
+        brokerCodes: { ibkr: `FZ${v}` },
+        symbols: [{ symbol: `FZ${v}`, validFrom: '2000-01-01', validTo: null }],
       }),
-      [['id'], ['assetClass'], ['displayName'], ['isin'], ['quoteCurrency'], ['isActive'], ['brokerCodes'], ['brokerCodes', 'ibkr'], ['brokerCodes', 'x'], ['symbols'], ['symbols', 0, 'symbol'], ['symbols', 0, 'validFrom'], ['symbols', 0, 'validTo'], ['symbols', 1]],
+      [
+        ['id'],
+        ['assetClass'],
+        ['displayName'],
+        ['isin'],
+        ['quoteCurrency'],
+        ['isActive'],
+        ['brokerCodes'],
+        ['brokerCodes', 'ibkr'],
+        ['brokerCodes', 'x'],
+        ['symbols'],
+        ['symbols', 0, 'symbol'],
+        ['symbols', 0, 'validFrom'],
+        ['symbols', 0, 'validTo'],
+        ['symbols', 1],
+      ],
     ),
     ingestWrite(
       '/bars/daily',
@@ -598,24 +1010,69 @@ function adminWrites(): fc.Arbitrary<Req> {
         const close = v % 5 === 1 ? 1e-300 : v % 5 === 2 ? 1e300 : 10 + (v % 7);
         return dailyBar(id, { barDate: v % 5 === 0 ? CALENDAR_EDGES[(v / 5) % CALENDAR_EDGES.length] : day(v), close, open: close, high: close, low: close });
       },
-      [['instrumentId'], ['barDate'], ['openPrice'], ['highPrice'], ['lowPrice'], ['closePrice'], ['volume'], ['quoteCurrency'], ['quoteUnit'], ['source'], ['asOf'], ['stale'], ['priceBasis'], ['reflectsActionsThrough']],
+      [
+        ['instrumentId'],
+        ['barDate'],
+        ['openPrice'],
+        ['highPrice'],
+        ['lowPrice'],
+        ['closePrice'],
+        ['volume'],
+        ['quoteCurrency'],
+        ['quoteUnit'],
+        ['source'],
+        ['asOf'],
+        ['stale'],
+        ['priceBasis'],
+        ['reflectsActionsThrough'],
+      ],
     ),
     ingestWrite(
       '/bars/intraday',
-      (id, v) => intradayRow(id, v % 50 === 0 ? INSTANT_EDGES[v % INSTANT_EDGES.length] : new Date(Date.UTC(2024, 2, 4, 14, 30) + v * 60_000).toISOString(), 10 + (v % 5)),
+      (id, v) =>
+        intradayRow(
+          id,
+          v % 50 === 0 ? INSTANT_EDGES[v % INSTANT_EDGES.length] : new Date(Date.UTC(2024, 2, 4, 14, 30) + v * 60_000).toISOString(),
+          10 + (v % 5),
+        ),
       [['instrumentId'], ['barTimestamp'], ['openPrice'], ['highPrice'], ['lowPrice'], ['closePrice'], ['volume'], ['quoteCurrency'], ['source'], ['asOf']],
     ),
     ingestWrite(
       '/corporate-actions',
       (id, v) => ({
-        instrumentId: id, kind: v % 2 ? 'split' : 'spinoff', effectiveDate: day(v), announcementDate: day(v - 10), knowledgeDate: day(v - 10),
-        knowledgeProvenance: 'announced', params: { ratio: 2 + (v % 3), note: 'fuzz' }, source: 'fuzz',
+        instrumentId: id,
+        kind: v % 2 ? 'split' : 'spinoff',
+        effectiveDate: day(v),
+        announcementDate: day(v - 10),
+        knowledgeDate: day(v - 10),
+        knowledgeProvenance: 'announced',
+        params: { ratio: 2 + (v % 3), note: 'fuzz' },
+        source: 'fuzz',
       }),
-      [['id'], ['instrumentId'], ['kind'], ['effectiveDate'], ['announcementDate'], ['knowledgeDate'], ['knowledgeProvenance'], ['params'], ['params', 'ratio'], ['params', 'note'], ['params', 'nested', 'deep'], ['source']],
+      [
+        ['id'],
+        ['instrumentId'],
+        ['kind'],
+        ['effectiveDate'],
+        ['announcementDate'],
+        ['knowledgeDate'],
+        ['knowledgeProvenance'],
+        ['params'],
+        ['params', 'ratio'],
+        ['params', 'note'],
+        ['params', 'nested', 'deep'],
+        ['source'],
+      ],
     ),
     ingestWrite(
       '/corporate-actions/coverage-checks',
-      (id, v) => ({ instrumentId: id, checkedAt: new Date(Date.UTC(2024, 0, 1) + v * 60_000).toISOString(), source: 'fuzz', coveredFrom: '2000-01-01', actionsFound: v % 4 }),
+      (id, v) => ({
+        instrumentId: id,
+        checkedAt: new Date(Date.UTC(2024, 0, 1) + v * 60_000).toISOString(),
+        source: 'fuzz',
+        coveredFrom: '2000-01-01',
+        actionsFound: v % 4,
+      }),
       [['instrumentId'], ['checkedAt'], ['source'], ['coveredFrom'], ['actionsFound']],
     ),
     otherRoutes('admin'),
@@ -651,62 +1108,179 @@ async function assertReads(seed: number, batches: number) {
 
 /** What differs between two snapshots, for the failure message. */
 function changed(before: Record<string, string>, after: Record<string, string>) {
-  return Object.keys(before).filter((k) => before[k] !== after[k]).map((k) => `${k}: ${before[k]} → ${after[k]}`);
+  return Object.keys(before)
+    .filter((k) => before[k] !== after[k])
+    .map((k) => `${k}: ${before[k]} → ${after[k]}`);
 }
 
 // Hostile inputs by name, each refused with 400 invalid_request naming the
 // field; an admin write must also store nothing.
 const MALFORMED_PERCENT = ['%FF', '%', '%E0%A4%A'];
-const ID_ROUTES = ['/v1/instruments/:id', '/v1/instruments/:id/prices', '/v1/instruments/:id/intraday', '/v1/instruments/:id/corporate-actions', '/v1/instruments/:id/technicals', '/v1/instruments/:id/beta'];
+const ID_ROUTES = [
+  '/v1/instruments/:id',
+  '/v1/instruments/:id/prices',
+  '/v1/instruments/:id/intraday',
+  '/v1/instruments/:id/corporate-actions',
+  '/v1/instruments/:id/technicals',
+  '/v1/instruments/:id/beta',
+];
 const OPTION_PRICE = { spot: 100, strike: 100, expiryDays: 30, rate: 0.05, vol: 0.2, type: 'call' };
 const PROBABILITY = { spot: 100, target: 110, expiryDays: 30, rate: 0.05, vol: 0.2, direction: 'long' };
 const STRATEGY = { structure: 'long_call', legs: [{ action: 'buy', type: 'call', strike: 100, quantity: 1 }], spot: 100, expiryDays: 30, rate: 0.05, vol: 0.2 };
 
 const instrumentRow = (brokerCodes: unknown, symbols: unknown) => ({
-  id: freshIds[0], assetClass: 'equity', displayName: 'Fuzz named case', quoteCurrency: 'USD', quoteUnit: 'USD per share', brokerCodes, symbols,
+  id: freshIds[0],
+  assetClass: 'equity',
+  displayName: 'Fuzz named case',
+  quoteCurrency: 'USD',
+  quoteUnit: 'USD per share',
+  brokerCodes,
+  symbols,
 });
 const actionRow = (params: unknown) => ({
-  instrumentId: scratchIds[0], kind: 'spinoff', effectiveDate: '2024-01-10', knowledgeDate: '2024-01-02', knowledgeProvenance: 'announced', params, source: 'fuzz',
+  instrumentId: scratchIds[0],
+  kind: 'spinoff',
+  effectiveDate: '2024-01-10',
+  knowledgeDate: '2024-01-02',
+  knowledgeProvenance: 'announced',
+  params,
+  source: 'fuzz',
 });
 const SYMBOLS = [{ symbol: 'FZNAMED', validFrom: '2000-01-01', validTo: null }];
 
 const get = (path: string, auth: Auth = 'live'): Req => ({ to: 'public', method: 'GET', path, auth });
-const post = (path: string, body: unknown): Req => ({ to: 'public', method: 'POST', path, auth: 'live', headers: { 'content-type': 'application/json' }, body: toJson(body) });
-const adminPost = (path: string, body: string, type = 'application/json'): Req => ({ to: 'admin', method: 'POST', path: `/admin/v1${path}`, auth: 'admin', headers: { 'content-type': type }, body });
+const post = (path: string, body: unknown): Req => ({
+  to: 'public',
+  method: 'POST',
+  path,
+  auth: 'live',
+  headers: { 'content-type': 'application/json' },
+  body: toJson(body),
+});
+const adminPost = (path: string, body: string, type = 'application/json'): Req => ({
+  to: 'admin',
+  method: 'POST',
+  path: `/admin/v1${path}`,
+  auth: 'admin',
+  headers: { 'content-type': type },
+  body,
+});
 
 const NAMED: { name: string; req: () => Req; field: string }[] = [
   { name: 'GET /v1/instruments?query=%00', req: () => get('/v1/instruments?query=%00'), field: 'query' },
   { name: 'GET /v1/instruments?query=a%00b', req: () => get('/v1/instruments?query=a%00b'), field: 'query' },
   { name: 'GET /v1/instruments?brokerCode=%00&broker=ibkr', req: () => get('/v1/instruments?brokerCode=%00&broker=ibkr'), field: 'brokerCode' },
   { name: 'technicals with asOf=0001-01-01', req: () => get(`/v1/instruments/${instrumentIds[0]}/technicals?asOf=0001-01-01`), field: 'asOf' },
-  { name: 'correlations with asOf=0001-01-01', req: () => get(`/v1/correlations?instrumentIds=${instrumentIds[0]},${instrumentIds[1]}&asOf=0001-01-01`), field: 'asOf' },
-  { name: 'beta with asOf=0001-01-01', req: () => get(`/v1/instruments/${instrumentIds[0]}/beta?benchmarkId=${instrumentIds[1]}&asOf=0001-01-01`), field: 'asOf' },
-  { name: 'technicals with asOf=0002-12-31&lookbackDays=1000', req: () => get(`/v1/instruments/${instrumentIds[0]}/technicals?asOf=0002-12-31&lookbackDays=1000`), field: 'lookbackDays' },
-  { name: 'correlations with asOf=0002-12-31&lookbackDays=1000', req: () => get(`/v1/correlations?instrumentIds=${instrumentIds[0]},${instrumentIds[1]}&asOf=0002-12-31&lookbackDays=1000`), field: 'lookbackDays' },
-  { name: 'beta with asOf=0002-12-31&lookbackDays=1000', req: () => get(`/v1/instruments/${instrumentIds[0]}/beta?benchmarkId=${instrumentIds[1]}&asOf=0002-12-31&lookbackDays=1000`), field: 'lookbackDays' },
+  {
+    name: 'correlations with asOf=0001-01-01',
+    req: () => get(`/v1/correlations?instrumentIds=${instrumentIds[0]},${instrumentIds[1]}&asOf=0001-01-01`),
+    field: 'asOf',
+  },
+  {
+    name: 'beta with asOf=0001-01-01',
+    req: () => get(`/v1/instruments/${instrumentIds[0]}/beta?benchmarkId=${instrumentIds[1]}&asOf=0001-01-01`),
+    field: 'asOf',
+  },
+  {
+    name: 'technicals with asOf=0002-12-31&lookbackDays=1000',
+    req: () => get(`/v1/instruments/${instrumentIds[0]}/technicals?asOf=0002-12-31&lookbackDays=1000`),
+    field: 'lookbackDays',
+  },
+  {
+    name: 'correlations with asOf=0002-12-31&lookbackDays=1000',
+    req: () => get(`/v1/correlations?instrumentIds=${instrumentIds[0]},${instrumentIds[1]}&asOf=0002-12-31&lookbackDays=1000`),
+    field: 'lookbackDays',
+  },
+  {
+    name: 'beta with asOf=0002-12-31&lookbackDays=1000',
+    req: () => get(`/v1/instruments/${instrumentIds[0]}/beta?benchmarkId=${instrumentIds[1]}&asOf=0002-12-31&lookbackDays=1000`),
+    field: 'lookbackDays',
+  },
   // Within their 20..504 lookback bounds, correlations and beta reach before year 1 from a later asOf.
-  { name: 'correlations with asOf=0002-05-01&lookbackDays=504', req: () => get(`/v1/correlations?instrumentIds=${instrumentIds[0]},${instrumentIds[1]}&asOf=0002-05-01&lookbackDays=504`), field: 'asOf' },
-  { name: 'beta with asOf=0002-05-01&lookbackDays=504', req: () => get(`/v1/instruments/${instrumentIds[0]}/beta?benchmarkId=${instrumentIds[1]}&asOf=0002-05-01&lookbackDays=504`), field: 'asOf' },
-  ...ID_ROUTES.flatMap((route) => MALFORMED_PERCENT.map((segment) => ({ name: `GET ${route.replace(':id', segment)}`, req: () => get(route.replace(':id', segment)), field: 'path' }))),
-  ...MALFORMED_PERCENT.map((segment) => ({ name: `POST /admin/v1/keys/${segment}/revoke`, req: (): Req => ({ to: 'admin', method: 'POST', path: `/admin/v1/keys/${segment}/revoke`, auth: 'admin' }), field: 'path' })),
-  { name: 'POST /v1/analytics/option-price with expiryDays 5e-324', req: () => post('/v1/analytics/option-price', { ...OPTION_PRICE, expiryDays: 5e-324 }), field: 'expiryDays' },
-  { name: 'POST /v1/analytics/probability with expiryDays 5e-324', req: () => post('/v1/analytics/probability', { ...PROBABILITY, expiryDays: 5e-324 }), field: 'expiryDays' },
-  { name: 'POST /v1/analytics/strategy-ev with expiryDays 5e-324', req: () => post('/v1/analytics/strategy-ev', { ...STRATEGY, expiryDays: 5e-324 }), field: 'expiryDays' },
+  {
+    name: 'correlations with asOf=0002-05-01&lookbackDays=504',
+    req: () => get(`/v1/correlations?instrumentIds=${instrumentIds[0]},${instrumentIds[1]}&asOf=0002-05-01&lookbackDays=504`),
+    field: 'asOf',
+  },
+  {
+    name: 'beta with asOf=0002-05-01&lookbackDays=504',
+    req: () => get(`/v1/instruments/${instrumentIds[0]}/beta?benchmarkId=${instrumentIds[1]}&asOf=0002-05-01&lookbackDays=504`),
+    field: 'asOf',
+  },
+  ...ID_ROUTES.flatMap((route) =>
+    MALFORMED_PERCENT.map((segment) => ({ name: `GET ${route.replace(':id', segment)}`, req: () => get(route.replace(':id', segment)), field: 'path' })),
+  ),
+  ...MALFORMED_PERCENT.map((segment) => ({
+    name: `POST /admin/v1/keys/${segment}/revoke`,
+    req: (): Req => ({ to: 'admin', method: 'POST', path: `/admin/v1/keys/${segment}/revoke`, auth: 'admin' }),
+    field: 'path',
+  })),
+  {
+    name: 'POST /v1/analytics/option-price with expiryDays 5e-324',
+    req: () => post('/v1/analytics/option-price', { ...OPTION_PRICE, expiryDays: 5e-324 }),
+    field: 'expiryDays',
+  },
+  {
+    name: 'POST /v1/analytics/probability with expiryDays 5e-324',
+    req: () => post('/v1/analytics/probability', { ...PROBABILITY, expiryDays: 5e-324 }),
+    field: 'expiryDays',
+  },
+  {
+    name: 'POST /v1/analytics/strategy-ev with expiryDays 5e-324',
+    req: () => post('/v1/analytics/strategy-ev', { ...STRATEGY, expiryDays: 5e-324 }),
+    field: 'expiryDays',
+  },
   { name: 'POST /admin/v1/accounts with a NUL in the name', req: () => adminPost('/accounts', toJson({ name: 'fuzz\u0000account' })), field: 'name' },
-  { name: 'POST /admin/v1/keys with a NUL in the name', req: () => adminPost('/keys', toJson({ accountId, environment: 'live', scopes: ['prices:read'], name: 'key\u0000' })), field: 'name' },
-  { name: 'POST /admin/v1/instruments with \\u0000 in brokerCodes', req: () => adminPost('/instruments', toJson([instrumentRow({ ibkr: 'FZ\u0000' }, SYMBOLS)])), field: 'rows[0].brokerCodes.ibkr' },
-  { name: 'POST /admin/v1/instruments with \\u0000 in symbols', req: () => adminPost('/instruments', toJson([instrumentRow({}, [{ ...SYMBOLS[0], symbol: 'FZ\u0000' }])])), field: 'rows[0].symbols.0.symbol' },
-  { name: 'POST /admin/v1/corporate-actions with \\u0000 in params', req: () => adminPost('/corporate-actions', toJson([actionRow({ note: 'a\u0000b' })])), field: 'rows[0].params.note' },
+  {
+    name: 'POST /admin/v1/keys with a NUL in the name',
+    req: () => adminPost('/keys', toJson({ accountId, environment: 'live', scopes: ['prices:read'], name: 'key\u0000' })),
+    field: 'name',
+  },
+  {
+    name: 'POST /admin/v1/instruments with \\u0000 in brokerCodes',
+    req: () => adminPost('/instruments', toJson([instrumentRow({ ibkr: 'FZ\u0000' }, SYMBOLS)])),
+    field: 'rows[0].brokerCodes.ibkr',
+  },
+  {
+    name: 'POST /admin/v1/instruments with \\u0000 in symbols',
+    req: () => adminPost('/instruments', toJson([instrumentRow({}, [{ ...SYMBOLS[0], symbol: 'FZ\u0000' }])])),
+    field: 'rows[0].symbols.0.symbol',
+  },
+  {
+    name: 'POST /admin/v1/corporate-actions with \\u0000 in params',
+    req: () => adminPost('/corporate-actions', toJson([actionRow({ note: 'a\u0000b' })])),
+    field: 'rows[0].params.note',
+  },
   // In CSV the same escape is text inside the cell's JSON, and becomes NUL only when the cell is parsed.
-  { name: 'CSV POST /admin/v1/instruments with \\u0000 in brokerCodes', req: () => adminPost('/instruments', toCsv([instrumentRow({ ibkr: 'FZ\u0000' }, SYMBOLS)]), 'text/csv'), field: 'rows[0].brokerCodes.ibkr' },
-  { name: 'CSV POST /admin/v1/instruments with \\u0000 in symbols', req: () => adminPost('/instruments', toCsv([instrumentRow({}, [{ ...SYMBOLS[0], symbol: 'FZ\u0000' }])]), 'text/csv'), field: 'rows[0].symbols.0.symbol' },
-  { name: 'CSV POST /admin/v1/corporate-actions with \\u0000 in params', req: () => adminPost('/corporate-actions', toCsv([actionRow({ note: 'a\u0000b' })]), 'text/csv'), field: 'rows[0].params.note' },
+  {
+    name: 'CSV POST /admin/v1/instruments with \\u0000 in brokerCodes',
+    req: () => adminPost('/instruments', toCsv([instrumentRow({ ibkr: 'FZ\u0000' }, SYMBOLS)]), 'text/csv'),
+    field: 'rows[0].brokerCodes.ibkr',
+  },
+  {
+    name: 'CSV POST /admin/v1/instruments with \\u0000 in symbols',
+    req: () => adminPost('/instruments', toCsv([instrumentRow({}, [{ ...SYMBOLS[0], symbol: 'FZ\u0000' }])]), 'text/csv'),
+    field: 'rows[0].symbols.0.symbol',
+  },
+  {
+    name: 'CSV POST /admin/v1/corporate-actions with \\u0000 in params',
+    req: () => adminPost('/corporate-actions', toCsv([actionRow({ note: 'a\u0000b' })]), 'text/csv'),
+    field: 'rows[0].params.note',
+  },
 ];
 
 // Hostile inputs that fast-check's generators produce, by name.
 const FOUND: typeof NAMED = [
-  { name: 'POST /admin/v1/instruments with an unpaired surrogate \\ud800 in brokerCodes', req: () => adminPost('/instruments', toJson([instrumentRow({ ibkr: 'FZ\ud800' }, SYMBOLS)])), field: 'rows[0].brokerCodes.ibkr' },
-  { name: 'POST /admin/v1/corporate-actions with params nested 10,000 levels deep', req: () => adminPost('/corporate-actions', toJson([actionRow({ note: raw(`${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`) })])), field: `rows[0].params.note${'.a'.repeat(MAX_DEPTH - 2)}` },
+  {
+    name: 'POST /admin/v1/instruments with an unpaired surrogate \\ud800 in brokerCodes',
+    req: () => adminPost('/instruments', toJson([instrumentRow({ ibkr: 'FZ\ud800' }, SYMBOLS)])),
+    field: 'rows[0].brokerCodes.ibkr',
+  },
+  {
+    name: 'POST /admin/v1/corporate-actions with params nested 10,000 levels deep',
+    req: () => adminPost('/corporate-actions', toJson([actionRow({ note: raw(`${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`) })])),
+    field: `rows[0].params.note${'.a'.repeat(MAX_DEPTH - 2)}`,
+  },
 ];
 
 describe('fuzz: hostile input never gives a 5xx, every error is the envelope, and a refused write stores nothing', () => {
@@ -741,8 +1315,26 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
   it('when thousands of generated reads hit every public and admin read route at once, then none is a 5xx and every error is the envelope', async () => {
     const { okByRoute } = await assertReads(SEED, READ_BATCHES);
     // Not vacuous: every route also answered valid requests, so the generated values reach past validation into the database.
-    const routes = ['instruments', 'instruments/bulk', 'instruments/:id', 'prices', 'prices/bulk', 'intraday', 'corporate-actions', 'technicals', 'correlations', 'beta',
-      '/v1/analytics/option-price', '/v1/analytics/probability', '/v1/analytics/strategy-ev', 'health', 'admin /status', 'admin /accounts', 'admin /keys', 'admin /usage'];
+    const routes = [
+      'instruments',
+      'instruments/bulk',
+      'instruments/:id',
+      'prices',
+      'prices/bulk',
+      'intraday',
+      'corporate-actions',
+      'technicals',
+      'correlations',
+      'beta',
+      '/v1/analytics/option-price',
+      '/v1/analytics/probability',
+      '/v1/analytics/strategy-ev',
+      'health',
+      'admin /status',
+      'admin /accounts',
+      'admin /keys',
+      'admin /usage',
+    ];
     expect(routes.filter((r) => !okByRoute.get(r))).toEqual([]);
   }, 300_000);
 
@@ -771,13 +1363,27 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       { seed: SEED + 1, numRuns: WRITES },
     );
     // Not vacuous: every write route both stored valid writes and refused hostile ones.
-    const routes = ['/accounts', '/keys', '/keys/:id/revoke', '/instruments', '/bars/daily', '/bars/intraday', '/corporate-actions', '/corporate-actions/coverage-checks'];
+    const routes = [
+      '/accounts',
+      '/keys',
+      '/keys/:id/revoke',
+      '/instruments',
+      '/bars/daily',
+      '/bars/intraday',
+      '/corporate-actions',
+      '/corporate-actions/coverage-checks',
+    ];
     expect(routes.flatMap((r) => ['stored', 'refused'].map((o) => `${o} ${r}`)).filter((k) => !writesByRoute.get(k))).toEqual([]);
   }, 300_000);
 
   it('when the stored data holds bars at the edges the writes accept (year 1, year 9999, extreme prices), then reads of it are still never a 5xx', async () => {
     const edgeBar = (barDate: string, close: number) => dailyBar(scratchIds[0], { barDate, close, open: close, high: close, low: close });
-    await ingest(svc, '/bars/daily', [edgeBar('0001-01-01', 1e-300), edgeBar('0001-12-31', 1e300), edgeBar('9999-12-31', 1e-300), edgeBar('2024-03-04', 1e300)]);
+    await ingest(svc, '/bars/daily', [
+      edgeBar('0001-01-01', 1e-300),
+      edgeBar('0001-12-31', 1e300),
+      edgeBar('9999-12-31', 1e-300),
+      edgeBar('2024-03-04', 1e300),
+    ]);
     const [edges] = await svc.sql`
       select
         count(*) filter (where bar_date < '0003-01-01' or bar_date > '9998-12-31')::int as dates,
@@ -789,6 +1395,8 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
     expect(edges.prices).toBeGreaterThan(0);
     const { sent } = await assertReads(SEED + 2, READ_BATCHES_AFTER_WRITES);
     expect(sent).toBe(READ_BATCH * READ_BATCHES_AFTER_WRITES);
-    console.info(`[fuzz] ${stats.requests} requests: ${JSON.stringify(stats.byClass)}; admin writes ${stats.acceptedWrites} stored, ${stats.refusedWrites} refused`);
+    console.info(
+      `[fuzz] ${stats.requests} requests: ${JSON.stringify(stats.byClass)}; admin writes ${stats.acceptedWrites} stored, ${stats.refusedWrites} refused`,
+    );
   }, 300_000);
 });

@@ -89,7 +89,10 @@ describe('batch ingest across several COPY batches', () => {
 
   it('when text holds a NUL character, then the row is refused by name rather than sent to COPY', async () => {
     const { id } = await createInstrument(svc);
-    const res = await svc.admin('POST', '/bars/daily', [dailyBar(id, { barDate: '2020-01-02', close: 5 }), dailyBar(id, { barDate: '2020-01-03', close: 5 }, { source: 'a\u0000b' })]);
+    const res = await svc.admin('POST', '/bars/daily', [
+      dailyBar(id, { barDate: '2020-01-02', close: 5 }),
+      dailyBar(id, { barDate: '2020-01-03', close: 5 }, { source: 'a\u0000b' }),
+    ]);
     expect(res.status).toBe(400);
     expect(res.body.error.details).toEqual({ 'rows[1].source': ['must not contain NUL (U+0000)'] });
     expect((await stored([id])).n).toBe(0);

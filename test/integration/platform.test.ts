@@ -77,7 +77,7 @@ describe('platform: keys, scopes, errors, metrics', () => {
     expect(Object.keys(res.body.error.details)).toContain('scopes.0');
   });
 
-  it('when keys are listed, then no secret or hash is returned, and lastUsedAt, written in batches, is the time of the key\'s request', async () => {
+  it("when keys are listed, then no secret or hash is returned, and lastUsedAt, written in batches, is the time of the key's request", async () => {
     const account = await svc.createAccount();
     const { id, key } = await svc.createKey(account, ['instruments:read'], 'sandbox');
     expect(key).toMatch(/^pk_test_[A-Za-z0-9_-]{43}$/);
@@ -464,7 +464,9 @@ describe('platform: requests Node refuses to parse', () => {
     try {
       // A bad header column: refused at the first line, 4 MB of body unread.
       const body = `instrumentId,,barDate\n${'x,y,z\n'.repeat(700_000)}`;
-      socket.write(`POST /admin/v1/bars/daily HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: text/csv\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      socket.write(
+        `POST /admin/v1/bars/daily HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: text/csv\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
       expect(await responses(1)).toEqual([400]);
       socket.write(`GET /admin/v1/status HTTP/1.1\r\nHost: x\r\n${auth}\r\n`);
       expect(await responses(2)).toEqual([400, 200]);
@@ -493,7 +495,15 @@ describe('platform: logs', () => {
       },
     });
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-log-'));
-    const config = loadConfig({ DATABASE_URL: databaseUrl(), DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', ADMIN_TOKEN: `tok-${randomUUID()}`, LOG_LEVEL: 'info', DEMO_DATA: 'off' });
+    const config = loadConfig({
+      DATABASE_URL: databaseUrl(),
+      DATA_DIR: dataDir,
+      PORT: '0',
+      ADMIN_PORT: '0',
+      ADMIN_TOKEN: `tok-${randomUUID()}`,
+      LOG_LEVEL: 'info',
+      DEMO_DATA: 'off',
+    });
     const runtime = await startRuntime(config, createLogger('info', [config.ADMIN_TOKEN], sink));
     const svc = new Service(runtime, () => rm(dataDir, { recursive: true, force: true }));
     try {
@@ -525,7 +535,9 @@ describe('platform: graceful shutdown', () => {
   it('when stopping with a request in flight, then that request completes, new connections are refused, and the process-wide resources close', async () => {
     const svc = await startService();
     const { id } = await (async () => {
-      const res = await svc.admin('POST', '/instruments', [{ assetClass: 'equity', displayName: 'Shutdown Co', symbols: [{ symbol: `SD${Date.now()}`, validFrom: '2000-01-01' }] }]);
+      const res = await svc.admin('POST', '/instruments', [
+        { assetClass: 'equity', displayName: 'Shutdown Co', symbols: [{ symbol: `SD${Date.now()}`, validFrom: '2000-01-01' }] },
+      ]);
       return { id: res.body.data.ids[0] as string };
     })();
     const header = 'instrumentId,barDate,closePrice,quoteCurrency,quoteUnit,source,asOf\n';

@@ -30,7 +30,11 @@ describe('daily bars and the adjustment engine', () => {
   it('when a 2-for-1 split takes effect on D, then adjusted prices before D are halved, volume doubled, and raw reads are untouched', async () => {
     const { id } = await createInstrument(svc);
     const days = ['2020-03-02', '2020-03-03', '2020-03-04', '2020-03-05'];
-    await ingest(svc, '/bars/daily', days.map((d, i) => dailyBar(id, { barDate: d, open: 100 + i, high: 110 + i, low: 90 + i, close: 105 + i, volume: 1000 + i })));
+    await ingest(
+      svc,
+      '/bars/daily',
+      days.map((d, i) => dailyBar(id, { barDate: d, open: 100 + i, high: 110 + i, low: 90 + i, close: 105 + i, volume: 1000 + i })),
+    );
     await ingest(svc, '/corporate-actions', [split(id, '2020-03-04', 2, '2020-02-01')]);
 
     const raw = await prices(id, 'from=2020-03-01&to=2020-03-31');
@@ -55,7 +59,10 @@ describe('daily bars and the adjustment engine', () => {
 
   it('when a reverse split (1-for-10) takes effect, then earlier prices are multiplied by 10 and volume divided by 10', async () => {
     const { id } = await createInstrument(svc);
-    await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2021-06-01', close: 2, volume: 5000 }), dailyBar(id, { barDate: '2021-06-02', close: 20, volume: 500 })]);
+    await ingest(svc, '/bars/daily', [
+      dailyBar(id, { barDate: '2021-06-01', close: 2, volume: 5000 }),
+      dailyBar(id, { barDate: '2021-06-02', close: 20, volume: 500 }),
+    ]);
     await ingest(svc, '/corporate-actions', [split(id, '2021-06-02', 0.1)]);
     const adj = await prices(id, 'from=2021-06-01&to=2021-06-02&adjusted=true');
     expect(adj.body.data[0].closePrice).toBeCloseTo(20, 12);
@@ -70,7 +77,16 @@ describe('daily bars and the adjustment engine', () => {
       dailyBar(id, { barDate: '2022-05-04', open: 49.8, close: 49.9 }),
     ]);
     await ingest(svc, '/corporate-actions', [
-      { instrumentId: id, kind: 'cash_dividend', effectiveDate: '2022-05-04', announcementDate: '2022-04-20', knowledgeDate: '2022-04-20', knowledgeProvenance: 'announced', params: { amount: 0.37, currency: 'USD' }, source: 'test-fixture' },
+      {
+        instrumentId: id,
+        kind: 'cash_dividend',
+        effectiveDate: '2022-05-04',
+        announcementDate: '2022-04-20',
+        knowledgeDate: '2022-04-20',
+        knowledgeProvenance: 'announced',
+        params: { amount: 0.37, currency: 'USD' },
+        source: 'test-fixture',
+      },
     ]);
     const adj = await prices(id, 'from=2022-05-01&to=2022-05-31&adjusted=true');
     // Hand computation: factor = 1 − 0.37 / 50.13 (the close of 2022-05-03, the session before the ex-date).
@@ -87,7 +103,15 @@ describe('daily bars and the adjustment engine', () => {
     const { id } = await createInstrument(svc);
     await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2022-01-03', close: 10 })]);
     await ingest(svc, '/corporate-actions', [
-      { instrumentId: id, kind: 'cash_dividend', effectiveDate: '2022-03-01', knowledgeDate: '2022-02-01', knowledgeProvenance: 'announced', params: { amount: 0.5, currency: 'USD' }, source: 'test-fixture' },
+      {
+        instrumentId: id,
+        kind: 'cash_dividend',
+        effectiveDate: '2022-03-01',
+        knowledgeDate: '2022-02-01',
+        knowledgeProvenance: 'announced',
+        params: { amount: 0.5, currency: 'USD' },
+        source: 'test-fixture',
+      },
     ]);
     const adj = await prices(id, 'from=2022-01-01&to=2022-01-31&adjusted=true');
     expect(adj.body.data[0].closePrice).toBe(10);
@@ -95,7 +119,7 @@ describe('daily bars and the adjustment engine', () => {
     expect(adj.body.meta.priceBasis.actionsNotApplied).toEqual([{ actionId: expect.any(String), reason: 'prior_close_gap' }]);
   });
 
-  it('when asOf is before an action\'s knowledge date, then it is not applied; after that date it is', async () => {
+  it("when asOf is before an action's knowledge date, then it is not applied; after that date it is", async () => {
     const { id } = await createInstrument(svc);
     await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2019-01-02', close: 40 }), dailyBar(id, { barDate: '2019-06-03', close: 42 })]);
     await ingest(svc, '/corporate-actions', [split(id, '2019-06-03', 2, '2019-05-15T20:00:00Z')]);
@@ -113,7 +137,13 @@ describe('daily bars and the adjustment engine', () => {
     expect(listed.body.data).toEqual([]);
     const listedAfter = await svc.get(`/v1/instruments/${id}/corporate-actions?from=2019-01-01&to=2019-12-31&asOf=2019-05-16`, key);
     expect(listedAfter.body.data).toHaveLength(1);
-    expect(listedAfter.body.data[0]).toMatchObject({ kind: 'split', effectiveDate: '2019-06-03', knowledgeDate: '2019-05-15T20:00:00.000Z', knowledgeProvenance: 'announced', params: { ratio: 2 } });
+    expect(listedAfter.body.data[0]).toMatchObject({
+      kind: 'split',
+      effectiveDate: '2019-06-03',
+      knowledgeDate: '2019-05-15T20:00:00.000Z',
+      knowledgeProvenance: 'announced',
+      params: { ratio: 2 },
+    });
     expect(listedAfter.body.meta.provenance).toEqual({ observed: 0, vendor_pit: 0, announced: 1, backfilled: 0, pitValid: true });
   });
 
@@ -137,11 +167,17 @@ describe('daily bars and the adjustment engine', () => {
 
   it('when an action is corrected, then actionSetVersion is bumped, and a read pinned to the old version returns exactly the old bytes', async () => {
     const { id } = await createInstrument(svc);
-    await ingest(svc, '/bars/daily', weekdays('2023-01-02', '2023-01-31').map((d, i) => dailyBar(id, { barDate: d, close: 100 + i * 0.37 })));
+    await ingest(
+      svc,
+      '/bars/daily',
+      weekdays('2023-01-02', '2023-01-31').map((d, i) => dailyBar(id, { barDate: d, close: 100 + i * 0.37 })),
+    );
     const first = await ingest(svc, '/corporate-actions', [split(id, '2023-01-16', 2)]);
     expect(first).toMatchObject({ inserted: 1, updated: 0, actionSetVersions: { [id]: 1 } });
     const actionId = (await svc.get(`/v1/instruments/${id}/corporate-actions?from=2023-01-01&to=2023-12-31`, key)).body.data[0].id;
-    const v1 = await fetch(`${svc.runtime.publicUrl}/v1/instruments/${id}/prices?from=2023-01-01&to=2023-01-31&adjusted=true`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.text());
+    const v1 = await fetch(`${svc.runtime.publicUrl}/v1/instruments/${id}/prices?from=2023-01-01&to=2023-01-31&adjusted=true`, {
+      headers: { authorization: `Bearer ${key}` },
+    }).then((r) => r.text());
 
     const repeat = await ingest(svc, '/corporate-actions', [split(id, '2023-01-16', 2)]);
     expect(repeat).toMatchObject({ inserted: 0, updated: 0, unchanged: 1, actionSetVersions: {} });
@@ -152,7 +188,9 @@ describe('daily bars and the adjustment engine', () => {
     expect(latest.body.meta.actionSetVersion).toBe(2);
     expect(latest.body.data[0].closePrice).toBeCloseTo(100 / 3, 12);
 
-    const pinned = await fetch(`${svc.runtime.publicUrl}/v1/instruments/${id}/prices?from=2023-01-01&to=2023-01-31&adjusted=true&actionSetVersion=1`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.text());
+    const pinned = await fetch(`${svc.runtime.publicUrl}/v1/instruments/${id}/prices?from=2023-01-01&to=2023-01-31&adjusted=true&actionSetVersion=1`, {
+      headers: { authorization: `Bearer ${key}` },
+    }).then((r) => r.text());
     const dataOf = (text: string) => text.slice(0, text.indexOf(',"meta":'));
     expect(dataOf(pinned)).toBe(dataOf(v1));
     expect(JSON.parse(pinned).meta).toMatchObject({ actionSetVersion: 1, actionSetVersionPinned: true });
@@ -161,12 +199,19 @@ describe('daily bars and the adjustment engine', () => {
     expect(tooNew.body.error.details.actionSetVersion).toBeDefined();
 
     const history = await svc.sql`select action_set_version, params from corporate_action_revisions where action_id = ${actionId} order by action_set_version`;
-    expect(history.map((h) => [h.action_set_version, (h.params as any).ratio])).toEqual([[1, 2], [2, 3]]);
+    expect(history.map((h) => [h.action_set_version, (h.params as any).ratio])).toEqual([
+      [1, 2],
+      [2, 3],
+    ]);
   });
 
   it('when the action set changes while a read stands between its version and its actions, then the read applies exactly the version it reports', async () => {
     const { id } = await createInstrument(svc);
-    await ingest(svc, '/bars/daily', weekdays('2023-01-02', '2023-01-31').map((d, i) => dailyBar(id, { barDate: d, close: 100 + i })));
+    await ingest(
+      svc,
+      '/bars/daily',
+      weekdays('2023-01-02', '2023-01-31').map((d, i) => dailyBar(id, { barDate: d, close: 100 + i })),
+    );
     await ingest(svc, '/corporate-actions', [split(id, '2023-01-16', 2)]);
     const query = 'from=2023-01-01&to=2023-01-31&adjusted=true';
     // A writer holds the revisions table while it makes version 2 (a second split), the way the ingest does: one
@@ -219,14 +264,37 @@ describe('daily bars and the adjustment engine', () => {
     const { id } = await createInstrument(svc);
     await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2015-03-02', close: 10 })]);
     const never = await prices(id, 'from=2015-01-01&to=2015-12-31');
-    expect(never.body.meta.actionCoverage).toEqual({ checked: false, lastCheckedAt: null, source: null, coveredFrom: null, actionsFound: null, coversSeries: false, gap: 'never_checked' });
-    await ingest(svc, '/corporate-actions/coverage-checks', [{ instrumentId: id, checkedAt: '2024-05-01T00:00:00Z', source: 'vendor-x', coveredFrom: '2016-01-01', actionsFound: 0 }]);
+    expect(never.body.meta.actionCoverage).toEqual({
+      checked: false,
+      lastCheckedAt: null,
+      source: null,
+      coveredFrom: null,
+      actionsFound: null,
+      coversSeries: false,
+      gap: 'never_checked',
+    });
+    await ingest(svc, '/corporate-actions/coverage-checks', [
+      { instrumentId: id, checkedAt: '2024-05-01T00:00:00Z', source: 'vendor-x', coveredFrom: '2016-01-01', actionsFound: 0 },
+    ]);
     const late = await prices(id, 'from=2015-01-01&to=2015-12-31');
-    expect(late.body.meta.actionCoverage).toMatchObject({ checked: true, coversSeries: false, gap: 'starts_after_series', coveredFrom: '2016-01-01', source: 'vendor-x', actionsFound: 0 });
+    expect(late.body.meta.actionCoverage).toMatchObject({
+      checked: true,
+      coversSeries: false,
+      gap: 'starts_after_series',
+      coveredFrom: '2016-01-01',
+      source: 'vendor-x',
+      actionsFound: 0,
+    });
     const pit = await prices(id, 'from=2015-01-01&to=2015-12-31&asOf=2024-04-30');
     expect(pit.body.meta.actionCoverage.gap).toBe('never_checked');
-    await ingest(svc, '/corporate-actions/coverage-checks', [{ instrumentId: id, checkedAt: '2024-06-01T00:00:00Z', source: 'vendor-x', coveredFrom: '2000-01-01', actionsFound: 0 }]);
-    expect((await prices(id, 'from=2015-01-01&to=2015-12-31')).body.meta.actionCoverage).toMatchObject({ coversSeries: true, gap: 'none', lastCheckedAt: '2024-06-01T00:00:00.000Z' });
+    await ingest(svc, '/corporate-actions/coverage-checks', [
+      { instrumentId: id, checkedAt: '2024-06-01T00:00:00Z', source: 'vendor-x', coveredFrom: '2000-01-01', actionsFound: 0 },
+    ]);
+    expect((await prices(id, 'from=2015-01-01&to=2015-12-31')).body.meta.actionCoverage).toMatchObject({
+      coversSeries: true,
+      gap: 'none',
+      lastCheckedAt: '2024-06-01T00:00:00.000Z',
+    });
   });
 
   it('when the instrument is unknown or the range is invalid, then 404 or 400 naming the field', async () => {
@@ -283,7 +351,19 @@ describe('bulk prices', () => {
 
 describe('intraday bars', () => {
   function minuteBar(instrumentId: string, ts: string, o: number, h: number, l: number, c: number, v: number) {
-    return { instrumentId, barTimestamp: ts, openPrice: o, highPrice: h, lowPrice: l, closePrice: c, volume: v, quoteCurrency: 'USD', quoteUnit: 'USD per share', source: 'test-fixture', asOf: '2024-03-09T00:00:00Z' };
+    return {
+      instrumentId,
+      barTimestamp: ts,
+      openPrice: o,
+      highPrice: h,
+      lowPrice: l,
+      closePrice: c,
+      volume: v,
+      quoteCurrency: 'USD',
+      quoteUnit: 'USD per share',
+      source: 'test-fixture',
+      asOf: '2024-03-09T00:00:00Z',
+    };
   }
 
   it('when 1-minute bars are ingested, then the 5-minute bars equal a hand aggregation (first, max, min, last, sum over UTC buckets), and a correction refreshes them', async () => {
@@ -295,16 +375,42 @@ describe('intraday bars', () => {
       ['2024-03-04T14:35:00Z', 9.1, 9.4, 9.0, 9.3, 10],
       ['2024-03-04T14:39:00Z', 9.3, 13, 9.2, 12.9, 5],
     ];
-    await ingest(svc, '/bars/intraday', minutes.map((m) => minuteBar(id, ...m)));
+    await ingest(
+      svc,
+      '/bars/intraday',
+      minutes.map((m) => minuteBar(id, ...m)),
+    );
     const res = await svc.get(`/v1/instruments/${id}/intraday?from=2024-03-04&to=2024-03-04&interval=5min`, key);
     expect(res.status).toBe(200);
     expect(res.body.meta.interval).toBe('5min');
     expect(res.body.data).toEqual([
-      { barTimestamp: '2024-03-04T14:30:00.000Z', openPrice: 10, highPrice: 12, lowPrice: 8.7, closePrice: 9.1, volume: 350, quoteCurrency: 'USD', quoteUnit: 'USD per share', source: 'test-fixture' },
-      { barTimestamp: '2024-03-04T14:35:00.000Z', openPrice: 9.1, highPrice: 13, lowPrice: 9.0, closePrice: 12.9, volume: 15, quoteCurrency: 'USD', quoteUnit: 'USD per share', source: 'test-fixture' },
+      {
+        barTimestamp: '2024-03-04T14:30:00.000Z',
+        openPrice: 10,
+        highPrice: 12,
+        lowPrice: 8.7,
+        closePrice: 9.1,
+        volume: 350,
+        quoteCurrency: 'USD',
+        quoteUnit: 'USD per share',
+        source: 'test-fixture',
+      },
+      {
+        barTimestamp: '2024-03-04T14:35:00.000Z',
+        openPrice: 9.1,
+        highPrice: 13,
+        lowPrice: 9.0,
+        closePrice: 12.9,
+        volume: 15,
+        quoteCurrency: 'USD',
+        quoteUnit: 'USD per share',
+        source: 'test-fixture',
+      },
     ]);
     const hour = await svc.get(`/v1/instruments/${id}/intraday?from=2024-03-04&to=2024-03-04&interval=1hour`, key);
-    expect(hour.body.data).toEqual([expect.objectContaining({ barTimestamp: '2024-03-04T14:00:00.000Z', openPrice: 10, highPrice: 13, lowPrice: 8.7, closePrice: 12.9, volume: 365 })]);
+    expect(hour.body.data).toEqual([
+      expect.objectContaining({ barTimestamp: '2024-03-04T14:00:00.000Z', openPrice: 10, highPrice: 13, lowPrice: 8.7, closePrice: 12.9, volume: 365 }),
+    ]);
 
     await ingest(svc, '/bars/intraday', [minuteBar(id, '2024-03-04T14:34:00Z', 11.8, 11.9, 7.5, 9.1, 60)]);
     const corrected = await svc.get(`/v1/instruments/${id}/intraday?from=2024-03-04&to=2024-03-04&interval=5min`, key);
@@ -334,7 +440,10 @@ describe('intraday bars', () => {
 
   it('when a minute bar is not on a whole minute, then the batch is refused naming the row', async () => {
     const { id } = await createInstrument(svc);
-    const res = await svc.admin('POST', '/bars/intraday', [minuteBar(id, '2024-03-04T14:30:00Z', 1, 1, 1, 1, 1), minuteBar(id, '2024-03-04T14:30:30Z', 1, 1, 1, 1, 1)]);
+    const res = await svc.admin('POST', '/bars/intraday', [
+      minuteBar(id, '2024-03-04T14:30:00Z', 1, 1, 1, 1, 1),
+      minuteBar(id, '2024-03-04T14:30:30Z', 1, 1, 1, 1, 1),
+    ]);
     expect(res.status).toBe(400);
     expect(Object.keys(res.body.error.details)).toEqual(['rows[1].barTimestamp']);
   });
@@ -363,7 +472,13 @@ describe('instrument search and lookup', () => {
     const oldSym = uniqueSymbol('OLD');
     const newSym = uniqueSymbol('NEW');
     // The display name shares nothing with either ticker, so only symbology can match.
-    const { id } = await createInstrument(svc, { displayName: 'Renamed Holdings', symbols: [{ symbol: oldSym, validFrom: '1995-01-01', validTo: '2002-05-03' }, { symbol: newSym, validFrom: '2002-05-06' }] });
+    const { id } = await createInstrument(svc, {
+      displayName: 'Renamed Holdings',
+      symbols: [
+        { symbol: oldSym, validFrom: '1995-01-01', validTo: '2002-05-03' },
+        { symbol: newSym, validFrom: '2002-05-06' },
+      ],
+    });
     const before = await svc.get(`/v1/instruments?query=${oldSym}&asOf=2002-05-03`, key);
     expect(before.body.data.map((i: any) => [i.id, i.currentSymbol])).toEqual([[id, oldSym]]);
     const after = await svc.get(`/v1/instruments?query=${newSym}&asOf=2002-05-06T14:30:00Z`, key);
@@ -399,11 +514,18 @@ describe('instrument search and lookup', () => {
 describe('batch ingest', () => {
   it('when one row of a batch is bad, then 400 names its index and nothing is stored', async () => {
     const { id } = await createInstrument(svc);
-    const rows = [dailyBar(id, { barDate: '2020-01-02', close: 10 }), dailyBar(id, { barDate: '2020-01-03', close: 11 }), { ...dailyBar(id, { barDate: '2020-01-06', close: 12 }), volume: -5 }];
+    const rows = [
+      dailyBar(id, { barDate: '2020-01-02', close: 10 }),
+      dailyBar(id, { barDate: '2020-01-03', close: 11 }),
+      { ...dailyBar(id, { barDate: '2020-01-06', close: 12 }), volume: -5 },
+    ];
     const res = await svc.admin('POST', '/bars/daily', rows);
     expect(res.status).toBe(400);
     expect(res.body.error.details).toEqual({ 'rows[2].volume': ['must be 0 or greater'] });
-    const unknownInstrument = await svc.admin('POST', '/bars/daily', [dailyBar(id, { barDate: '2020-01-02', close: 10 }), dailyBar(randomUUID(), { barDate: '2020-01-02', close: 10 })]);
+    const unknownInstrument = await svc.admin('POST', '/bars/daily', [
+      dailyBar(id, { barDate: '2020-01-02', close: 10 }),
+      dailyBar(randomUUID(), { barDate: '2020-01-02', close: 10 }),
+    ]);
     expect(unknownInstrument.status).toBe(400);
     expect(Object.keys(unknownInstrument.body.error.details)).toEqual(['rows[1].instrumentId']);
     const [count] = await svc.sql`select count(*)::int as n from daily_bars where instrument_id = ${id}`;

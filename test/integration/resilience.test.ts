@@ -248,7 +248,19 @@ describe('resilience: what a bulk read guarantees while corrections land', () =>
     await sleep(500); // the plan (versions and actions) is read and the reader's buffers are full
 
     // A 2-for-1 split in 2000 (bumps each version to 1) and new closes for every bar of every instrument.
-    await ingest(svc, '/corporate-actions', ids.map((id) => ({ instrumentId: id, kind: 'split', effectiveDate: '2000-01-03', knowledgeDate: '1999-12-01T00:00:00Z', knowledgeProvenance: 'announced', params: { ratio: 2 }, source: 'test-fixture' })));
+    await ingest(
+      svc,
+      '/corporate-actions',
+      ids.map((id) => ({
+        instrumentId: id,
+        kind: 'split',
+        effectiveDate: '2000-01-03',
+        knowledgeDate: '1999-12-01T00:00:00Z',
+        knowledgeProvenance: 'announced',
+        params: { ratio: 2 },
+        source: 'test-fixture',
+      })),
+    );
     const corrected = ids.flatMap((id) => DAYS.map((barDate, i) => dailyBar(id, { barDate, close: 200 + i / 100 }, { source: 'generation-2' })));
     expect((await svc.admin('POST', '/bars/daily', csvOf(corrected), 'text/csv')).status).toBe(200);
 

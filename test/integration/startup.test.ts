@@ -19,23 +19,36 @@ describe('npm start: a port already in use', () => {
   it.each([
     { variable: 'PORT', host: '0.0.0.0' },
     { variable: 'ADMIN_PORT', host: '127.0.0.1' },
-  ])('when $variable is taken by another process, then the service prints one line naming the port and $variable and exits non-zero', async ({ variable, host }) => {
-    const { server, port } = await occupy(host);
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-busy-port-'));
-    try {
-      const run = await runNode(['--import', 'tsx', 'server/main.ts'], {
-        cwd: PROJECT_ROOT,
-        env: { PORT: '0', ADMIN_PORT: '0', [variable]: String(port), DATABASE_URL: databaseUrl(), DATA_DIR: dataDir, ADMIN_TOKEN: 'busy-port-test-admin-token', DEMO_DATA: 'off' },
-      });
-      expect(run.code).not.toBe(0);
-      expect(run.code).not.toBeNull();
-      expect(run.stdout).toBe('');
-      const lines = run.stderr.trimEnd().split('\n');
-      expect(lines).toHaveLength(1);
-      expect(lines[0]).toBe(`market-data-service could not start: port ${port} (${variable}) is already in use on ${host}: stop the process using it or set ${variable} to a free port`);
-    } finally {
-      server.close();
-      await rm(dataDir, { recursive: true, force: true });
-    }
-  });
+  ])(
+    'when $variable is taken by another process, then the service prints one line naming the port and $variable and exits non-zero',
+    async ({ variable, host }) => {
+      const { server, port } = await occupy(host);
+      const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-busy-port-'));
+      try {
+        const run = await runNode(['--import', 'tsx', 'server/main.ts'], {
+          cwd: PROJECT_ROOT,
+          env: {
+            PORT: '0',
+            ADMIN_PORT: '0',
+            [variable]: String(port),
+            DATABASE_URL: databaseUrl(),
+            DATA_DIR: dataDir,
+            ADMIN_TOKEN: 'busy-port-test-admin-token',
+            DEMO_DATA: 'off',
+          },
+        });
+        expect(run.code).not.toBe(0);
+        expect(run.code).not.toBeNull();
+        expect(run.stdout).toBe('');
+        const lines = run.stderr.trimEnd().split('\n');
+        expect(lines).toHaveLength(1);
+        expect(lines[0]).toBe(
+          `market-data-service could not start: port ${port} (${variable}) is already in use on ${host}: stop the process using it or set ${variable} to a free port`,
+        );
+      } finally {
+        server.close();
+        await rm(dataDir, { recursive: true, force: true });
+      }
+    },
+  );
 });

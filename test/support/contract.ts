@@ -59,11 +59,14 @@ class Contract {
     const op = this.operationOf(method, path);
     if (!op) return;
     const where = `${method.toUpperCase()} ${path} (${op.template}) answered ${status}`;
-    if (!op.statuses.has(String(status))) throw new Error(`${where}, a status the OpenAPI document does not list for it (it lists ${[...op.statuses].join(', ')})`);
+    if (!op.statuses.has(String(status)))
+      throw new Error(`${where}, a status the OpenAPI document does not list for it (it lists ${[...op.statuses].join(', ')})`);
     if (!contentType?.startsWith('application/json')) throw new Error(`${where} with content type ${contentType}, not application/json`);
     const validate = this.validatorFor(op, String(status));
     if (!validate(body)) {
-      const problems = (validate.errors ?? []).slice(0, 10).map((e) => `${e.instancePath || '/'} ${e.message}${e.params ? ` ${JSON.stringify(e.params)}` : ''}`);
+      const problems = (validate.errors ?? [])
+        .slice(0, 10)
+        .map((e) => `${e.instancePath || '/'} ${e.message}${e.params ? ` ${JSON.stringify(e.params)}` : ''}`);
       throw new Error(`${where} with a body the OpenAPI document does not allow:\n  ${problems.join('\n  ')}`);
     }
   }

@@ -55,7 +55,12 @@ describe('BarAdjuster: one bar at a time and a whole series give identical numbe
           ? { id: `a${k}`, kind: 'split', effectiveDate, knowledgeProvenance: 'announced' as const, params: { ratio: [2, 3, 0.1, 1.5][k % 4] } }
           : { id: `a${k}`, kind: 'cash_dividend', effectiveDate, knowledgeProvenance: 'observed' as const, params: { amount: rand() } };
       });
-      const priorCloses = actions.map((a) => ({ effectiveDate: a.effectiveDate, barDate: dayToDate(dayNumber(a.effectiveDate) - 1), close: 40 + rand() * 20, quoteCurrency: 'USD' }));
+      const priorCloses = actions.map((a) => ({
+        effectiveDate: a.effectiveDate,
+        barDate: dayToDate(dayNumber(a.effectiveDate) - 1),
+        close: 40 + rand() * 20,
+        quoteCurrency: 'USD',
+      }));
       const { factors } = buildFactors(actions, priorCloses);
 
       const one = new BarAdjuster(factors);
@@ -65,7 +70,13 @@ describe('BarAdjuster: one bar at a time and a whole series give identical numbe
       const days = Int32Array.from(bars, (b) => dayNumber(b.barDate));
       const reflects = Int32Array.from(bars, (b) => (b.reflectsActionsThrough === null ? NOT_VENDOR_ADJUSTED : dayNumber(b.reflectsActionsThrough)));
       const col = (f: (b: RawBar) => number | null) => Float64Array.from(bars, (b) => f(b) ?? NaN);
-      const [open, high, low, closes, volume] = [col((b) => b.openPrice), col((b) => b.highPrice), col((b) => b.lowPrice), col((b) => b.closePrice), col((b) => b.volume)];
+      const [open, high, low, closes, volume] = [
+        col((b) => b.openPrice),
+        col((b) => b.highPrice),
+        col((b) => b.lowPrice),
+        col((b) => b.closePrice),
+        col((b) => b.volume),
+      ];
       many.adjustSeries(days, reflects, [open, high, low, closes], volume);
 
       // toEqual compares numbers with Object.is: bit-identical (NaN for an absent value on both sides).
@@ -123,7 +134,12 @@ describe('reflectsThrough: the vendor-adjusted bars of a packed read', () => {
 
   it('when some bars are vendor-adjusted, then each value lands on its own day, in whatever order the pairs arrive, and every other bar is raw', () => {
     const vendorDays = [days[0], days[17], days[150], days[299]].reverse();
-    const out = reflectsThrough(days, null, Int32Array.from(vendorDays, (d) => d + 30), Int32Array.from(vendorDays));
+    const out = reflectsThrough(
+      days,
+      null,
+      Int32Array.from(vendorDays, (d) => d + 30),
+      Int32Array.from(vendorDays),
+    );
     for (let i = 0; i < days.length; i++) expect(out[i]).toBe(vendorDays.includes(days[i]) ? days[i] + 30 : NOT_VENDOR_ADJUSTED);
   });
 

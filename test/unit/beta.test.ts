@@ -11,7 +11,9 @@ import type { DatedCloses } from '../../workers/correlation.ts';
 const day = (iso: string) => Date.UTC(Number(iso.slice(0, 4)), Number(iso.slice(5, 7)) - 1, Number(iso.slice(8, 10))) / 86_400_000;
 const series = (dates: number[], close: number[]): DatedCloses => ({ dates: Int32Array.from(dates), close: Float64Array.from(close) });
 const csv = (file: string) => {
-  const lines = readFileSync(new URL(`../../server/demo/data/${file}`, import.meta.url), 'utf8').trim().split('\n');
+  const lines = readFileSync(new URL(`../../server/demo/data/${file}`, import.meta.url), 'utf8')
+    .trim()
+    .split('\n');
   return { header: lines[0].split(','), rows: lines.slice(1).map((l) => l.split(',')) };
 };
 
@@ -28,7 +30,10 @@ function alignedReturns(y: DatedCloses, x: DatedCloses): { y: number[]; x: numbe
 
 describe('beta on real data: Dow 30 stocks on the S&P 500 (2000)', () => {
   const sp = csv('sp500_daily_2000_2020.csv');
-  const spx = series(sp.rows.map((r) => day(r[0])), sp.rows.map((r) => Number(r[sp.header.indexOf('adjclose')])));
+  const spx = series(
+    sp.rows.map((r) => day(r[0])),
+    sp.rows.map((r) => Number(r[sp.header.indexOf('adjclose')])),
+  );
   const dow = csv('dowjones30_adjclose_1990_2001.csv');
   const dowDates = dow.rows.map((r) => day(r[0]));
   const names = dow.header.slice(1);
@@ -36,7 +41,10 @@ describe('beta on real data: Dow 30 stocks on the S&P 500 (2000)', () => {
   it('beta, alpha and R² match simple-statistics to 1e-12 for all 30 stocks', () => {
     const dev = { beta: 0, alpha: 0, rSquared: 0 };
     for (let k = 0; k < names.length; k++) {
-      const stock = series(dowDates, dow.rows.map((r) => Number(r[k + 1])));
+      const stock = series(
+        dowDates,
+        dow.rows.map((r) => Number(r[k + 1])),
+      );
       const b = computeBeta(stock, spx);
       const ref = alignedReturns(stock, spx);
       expect(b.observations).toBe(ref.x.length);
@@ -73,7 +81,10 @@ describe('conventions and edge cases', () => {
     const dates = Array.from({ length: rets.length + 1 }, (_, i) => 19_000 + i);
     const bench = [100];
     const subj = [50];
-    rets.forEach((r) => { bench.push(bench[bench.length - 1] * Math.exp(r)); subj.push(subj[subj.length - 1] * Math.exp(0.001 + 2 * r)); });
+    rets.forEach((r) => {
+      bench.push(bench[bench.length - 1] * Math.exp(r));
+      subj.push(subj[subj.length - 1] * Math.exp(0.001 + 2 * r));
+    });
     const b = computeBeta(series(dates, subj), series(dates, bench));
     expect(b.beta).toBeCloseTo(2, 12);
     expect(b.alpha).toBeCloseTo(0.001, 12);

@@ -1,13 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  DAYS_PER_YEAR,
-  DAY_COUNT_CONVENTION,
-  normCdf,
-  normPdf,
-  priceOption,
-  yearsFromDays,
-  type OptionPricingInput,
-} from '../../workers/black-scholes.ts';
+import { DAYS_PER_YEAR, DAY_COUNT_CONVENTION, normCdf, normPdf, priceOption, yearsFromDays, type OptionPricingInput } from '../../workers/black-scholes.ts';
 
 // Reference values below are INDEPENDENT of the code under test: they were
 // computed with mpmath at 40–50 significant digits, e.g.
@@ -252,7 +244,11 @@ describe('second reference: jStat (npm jstat) normal distribution', () => {
   it('a Black–Scholes–Merton price written on jStat gives the same call and put to 1e-12', async () => {
     const { jStat } = await import('jstat');
     const N = (x: number) => jStat.normal.cdf(x, 0, 1);
-    for (const [S, K, T, r, v, q] of [[42, 40, 0.5, 0.1, 0.2, 0], [100, 120, 2, 0.03, 0.45, 0.02], [50, 35, 0.05, -0.01, 0.9, 0.05]]) {
+    for (const [S, K, T, r, v, q] of [
+      [42, 40, 0.5, 0.1, 0.2, 0],
+      [100, 120, 2, 0.03, 0.45, 0.02],
+      [50, 35, 0.05, -0.01, 0.9, 0.05],
+    ]) {
       const d1 = (Math.log(S / K) + (r - q + (v * v) / 2) * T) / (v * Math.sqrt(T));
       const d2 = d1 - v * Math.sqrt(T);
       const call = S * Math.exp(-q * T) * N(d1) - K * Math.exp(-r * T) * N(d2);

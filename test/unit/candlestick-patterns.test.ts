@@ -2,12 +2,7 @@
 // and NOT on a near-miss fixture that breaks one of its documented rules.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import {
-  CANDLESTICK_PATTERNS,
-  detectCandlestickPatterns,
-  type CandleBars,
-  type CandlestickPatternName,
-} from '../../workers/candlestick-patterns.ts';
+import { CANDLESTICK_PATTERNS, detectCandlestickPatterns, type CandleBars, type CandlestickPatternName } from '../../workers/candlestick-patterns.ts';
 
 type Ohlc = [open: number, high: number, low: number, close: number];
 
@@ -16,7 +11,12 @@ type Ohlc = [open: number, high: number, low: number, close: number];
  * down: closes 116 → 102 falling 2 a bar (5-bar move about −10%, a full-strength trend);
  * up: 84 → 98 rising; flat: alternating 100 / 100.05.
  */
-interface Bars extends CandleBars { open: Float64Array; high: Float64Array; low: Float64Array; close: Float64Array }
+interface Bars extends CandleBars {
+  open: Float64Array;
+  high: Float64Array;
+  low: Float64Array;
+  close: Float64Array;
+}
 
 function fixture(trend: 'down' | 'up' | 'flat', pattern: Ohlc[]): Bars {
   const ctx: Ohlc[] = [];
@@ -76,62 +76,130 @@ const cases: Case[] = [
   },
   {
     name: 'bullish_engulfing',
-    has: fixture('down', [[101, 101.2, 99.8, 100], [99.8, 101.6, 99.7, 101.5]]),
-    lacks: fixture('down', [[101, 101.2, 99.8, 100], [99.8, 101.0, 99.7, 100.8]]),
+    has: fixture('down', [
+      [101, 101.2, 99.8, 100],
+      [99.8, 101.6, 99.7, 101.5],
+    ]),
+    lacks: fixture('down', [
+      [101, 101.2, 99.8, 100],
+      [99.8, 101.0, 99.7, 100.8],
+    ]),
     why: 'second body does not reach the first open',
   },
   {
     name: 'bearish_engulfing',
-    has: fixture('up', [[100, 101.2, 99.8, 101], [101.2, 101.3, 99.4, 99.5]]),
-    lacks: fixture('up', [[100, 101.2, 99.8, 101], [100.9, 101, 99.4, 99.5]]),
+    has: fixture('up', [
+      [100, 101.2, 99.8, 101],
+      [101.2, 101.3, 99.4, 99.5],
+    ]),
+    lacks: fixture('up', [
+      [100, 101.2, 99.8, 101],
+      [100.9, 101, 99.4, 99.5],
+    ]),
     why: 'second open 100.9 is below the first close 101',
   },
   {
     name: 'piercing_line',
-    has: fixture('down', [[102, 102.2, 99.8, 100], [99.5, 101.5, 99.4, 101.4]]),
-    lacks: fixture('down', [[102, 102.2, 99.8, 100], [99.5, 100.8, 99.4, 100.7]]),
+    has: fixture('down', [
+      [102, 102.2, 99.8, 100],
+      [99.5, 101.5, 99.4, 101.4],
+    ]),
+    lacks: fixture('down', [
+      [102, 102.2, 99.8, 100],
+      [99.5, 100.8, 99.4, 100.7],
+    ]),
     why: 'second close 100.7 is below the midpoint 101 of the first body',
   },
   {
     name: 'dark_cloud_cover',
-    has: fixture('up', [[100, 102.2, 99.8, 102], [102.5, 102.6, 100.5, 100.6]]),
-    lacks: fixture('up', [[100, 102.2, 99.8, 102], [102.5, 102.6, 101.3, 101.4]]),
+    has: fixture('up', [
+      [100, 102.2, 99.8, 102],
+      [102.5, 102.6, 100.5, 100.6],
+    ]),
+    lacks: fixture('up', [
+      [100, 102.2, 99.8, 102],
+      [102.5, 102.6, 101.3, 101.4],
+    ]),
     why: 'second close 101.4 is above the midpoint 101',
   },
   {
     name: 'bullish_harami',
-    has: fixture('down', [[102, 102.2, 98.8, 99], [100, 101, 99.8, 100.8]]),
-    lacks: fixture('down', [[102, 102.2, 98.8, 99], [100, 102.6, 99.8, 102.5]]),
+    has: fixture('down', [
+      [102, 102.2, 98.8, 99],
+      [100, 101, 99.8, 100.8],
+    ]),
+    lacks: fixture('down', [
+      [102, 102.2, 98.8, 99],
+      [100, 102.6, 99.8, 102.5],
+    ]),
     why: 'second body extends above the first body',
   },
   {
     name: 'bearish_harami',
-    has: fixture('up', [[99, 102.2, 98.8, 102], [101, 101.2, 99.9, 100.2]]),
-    lacks: fixture('up', [[99, 102.2, 98.8, 102], [101, 101.2, 98.4, 98.5]]),
+    has: fixture('up', [
+      [99, 102.2, 98.8, 102],
+      [101, 101.2, 99.9, 100.2],
+    ]),
+    lacks: fixture('up', [
+      [99, 102.2, 98.8, 102],
+      [101, 101.2, 98.4, 98.5],
+    ]),
     why: 'second body extends below the first body',
   },
   {
     name: 'morning_star',
-    has: fixture('down', [[103, 103.2, 99.8, 100], [99.6, 100, 99.3, 99.8], [100, 102.3, 99.9, 102.2]]),
-    lacks: fixture('down', [[103, 103.2, 99.8, 100], [99.6, 100, 99.3, 99.8], [100, 101.1, 99.9, 101]]),
+    has: fixture('down', [
+      [103, 103.2, 99.8, 100],
+      [99.6, 100, 99.3, 99.8],
+      [100, 102.3, 99.9, 102.2],
+    ]),
+    lacks: fixture('down', [
+      [103, 103.2, 99.8, 100],
+      [99.6, 100, 99.3, 99.8],
+      [100, 101.1, 99.9, 101],
+    ]),
     why: 'third close 101 does not pass the midpoint 101.5 of the first body',
   },
   {
     name: 'evening_star',
-    has: fixture('up', [[100, 103.2, 99.8, 103], [103.2, 103.7, 103, 103.4], [103, 103.1, 100.7, 100.8]]),
-    lacks: fixture('up', [[100, 103.2, 99.8, 103], [102.6, 103.7, 102.5, 102.8], [103, 103.1, 100.7, 100.8]]),
+    has: fixture('up', [
+      [100, 103.2, 99.8, 103],
+      [103.2, 103.7, 103, 103.4],
+      [103, 103.1, 100.7, 100.8],
+    ]),
+    lacks: fixture('up', [
+      [100, 103.2, 99.8, 103],
+      [102.6, 103.7, 102.5, 102.8],
+      [103, 103.1, 100.7, 100.8],
+    ]),
     why: 'the star body (102.6–102.8) sits inside the first body, not at or above its close',
   },
   {
     name: 'three_white_soldiers',
-    has: fixture('down', [[100, 101.6, 99.9, 101.5], [101, 102.7, 100.9, 102.6], [102.2, 103.9, 102.1, 103.8]]),
-    lacks: fixture('down', [[100, 101.6, 99.9, 101.5], [101, 102.7, 100.9, 102.6], [103, 104.6, 102.9, 104.5]]),
+    has: fixture('down', [
+      [100, 101.6, 99.9, 101.5],
+      [101, 102.7, 100.9, 102.6],
+      [102.2, 103.9, 102.1, 103.8],
+    ]),
+    lacks: fixture('down', [
+      [100, 101.6, 99.9, 101.5],
+      [101, 102.7, 100.9, 102.6],
+      [103, 104.6, 102.9, 104.5],
+    ]),
     why: 'third candle opens above the second close (outside its body)',
   },
   {
     name: 'three_black_crows',
-    has: fixture('up', [[100, 100.1, 98.4, 98.5], [99, 99.1, 97.4, 97.5], [97.8, 97.9, 96.1, 96.2]]),
-    lacks: fixture('up', [[100, 100.1, 98.4, 98.5], [99, 99.1, 97.4, 97.5], [97.8, 97.9, 96.1, 97.0]]),
+    has: fixture('up', [
+      [100, 100.1, 98.4, 98.5],
+      [99, 99.1, 97.4, 97.5],
+      [97.8, 97.9, 96.1, 96.2],
+    ]),
+    lacks: fixture('up', [
+      [100, 100.1, 98.4, 98.5],
+      [99, 99.1, 97.4, 97.5],
+      [97.8, 97.9, 96.1, 97.0],
+    ]),
     why: 'third candle body 0.8 is under half its 1.8 range',
   },
 ];
@@ -175,7 +243,10 @@ describe('documented confidence rule: 0.5 + 0.3·shape + 0.2·trend', () => {
   });
 
   it('a reversal pattern without the trend it reverses gets no trend bonus', () => {
-    const bars = fixture('up', [[101, 101.2, 99.8, 100], [99.8, 101.6, 99.7, 101.5]]);
+    const bars = fixture('up', [
+      [101, 101.2, 99.8, 100],
+      [99.8, 101.6, 99.7, 101.5],
+    ]);
     const hit = detectCandlestickPatterns(bars).find((p) => p.name === 'bullish_engulfing')!;
     // q = clamp(1.7/1 − 1) = 0.7, t = 0
     expect(hit.confidence).toBeCloseTo(0.5 + 0.3 * 0.7, 10);
@@ -199,7 +270,10 @@ describe('robustness', () => {
       const from = b.close.length - 1 - context;
       return { open: b.open.slice(from), high: b.high.slice(from), low: b.low.slice(from), close: b.close.slice(from) };
     };
-    for (const [trend, name] of [['down', 'hammer'], ['up', 'hanging_man']] as const) {
+    for (const [trend, name] of [
+      ['down', 'hammer'],
+      ['up', 'hanging_man'],
+    ] as const) {
       const b = fixture(trend, [[99.8, 100.3, 98, 100.2]]);
       expect(names(withContext(b, 6)), `${name} with 6 bars before it`).toContain(name);
       expect(names(withContext(b, 5)), `${name} with 5 bars before it`).not.toContain(name);
@@ -207,7 +281,11 @@ describe('robustness', () => {
   });
 
   it('real S&P 500 bars: every detection is well formed', () => {
-    const rows = readFileSync(new URL('../../server/demo/data/sp500_daily_2000_2020.csv', import.meta.url), 'utf8').trim().split('\n').slice(1).map((l) => l.split(',').map(Number));
+    const rows = readFileSync(new URL('../../server/demo/data/sp500_daily_2000_2020.csv', import.meta.url), 'utf8')
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(',').map(Number));
     const b: CandleBars = {
       open: Float64Array.from(rows.map((r) => r[1])),
       high: Float64Array.from(rows.map((r) => r[2])),

@@ -24,8 +24,7 @@ function path(points: [number, number][]): Float64Array {
   return out;
 }
 const mirror = (a: Float64Array) => a.map((x) => 200 - x);
-const find = (close: Float64Array, type: ChartPatternType): ChartPattern | undefined =>
-  detectChartPatterns(close).patterns.find((p) => p.type === type);
+const find = (close: Float64Array, type: ChartPatternType): ChartPattern | undefined => detectChartPatterns(close).patterns.find((p) => p.type === type);
 /** First index after `from` where pred holds, computed on the fixture independently of the module. */
 const firstIdx = (a: Float64Array, from: number, pred: (v: number, i: number) => boolean) => {
   for (let i = from; i < a.length; i++) if (pred(a[i], i)) return i;
@@ -34,19 +33,61 @@ const firstIdx = (a: Float64Array, from: number, pred: (v: number, i: number) =>
 
 // The fixture each pattern type is detected on; near misses sit beside them in the tests.
 // H1 (20, 100), trough (35, 92), H2 (50, 100.5), then down through the neckline.
-const top = path([[0, 85], [20, 100], [35, 92], [50, 100.5], [60, 90], [66, 89]]);
+const top = path([
+  [0, 85],
+  [20, 100],
+  [35, 92],
+  [50, 100.5],
+  [60, 90],
+  [66, 89],
+]);
 // LS (15, 100), T1 (28, 92), head (42, 108), T2 (56, 92.5), RS (70, 100.5), break down.
-const hs = path([[0, 85], [15, 100], [28, 92], [42, 108], [56, 92.5], [70, 100.5], [82, 86], [88, 85]]);
+const hs = path([
+  [0, 85],
+  [15, 100],
+  [28, 92],
+  [42, 108],
+  [56, 92.5],
+  [70, 100.5],
+  [82, 86],
+  [88, 85],
+]);
 // flat resistance ~100, rising support 92 → 95 → 97.5, then an upside breakout
-const asc = path([[0, 88], [12, 100], [24, 92], [36, 100], [48, 95], [60, 100.2], [72, 97.5], [80, 104], [86, 105]]);
+const asc = path([
+  [0, 88],
+  [12, 100],
+  [24, 92],
+  [36, 100],
+  [48, 95],
+  [60, 100.2],
+  [72, 97.5],
+  [80, 104],
+  [86, 105],
+]);
 const desc = mirror(asc); // flat support ~100, falling resistance, downside breakout
 // converging highs 110, 107, 104, 101 and lows 92, 95, 98 (the lines are in the triangle tests)
-const symPts: [number, number][] = [[0, 100], [12, 110], [24, 92], [36, 107], [48, 95], [60, 104], [72, 98], [84, 101]];
+const symPts: [number, number][] = [
+  [0, 100],
+  [12, 110],
+  [24, 92],
+  [36, 107],
+  [48, 95],
+  [60, 104],
+  [72, 98],
+  [84, 101],
+];
 const symmetric = path([...symPts, [88, 100], [91, 100.2]]);
 
 describe('pivots', () => {
   it('swing highs/lows need k = 5 bars on each side and alternate', () => {
-    const c = path([[0, 10], [10, 20], [20, 12], [30, 18], [40, 11], [45, 13]]);
+    const c = path([
+      [0, 10],
+      [10, 20],
+      [20, 12],
+      [30, 18],
+      [40, 11],
+      [45, 13],
+    ]);
     expect(findPivots(c)).toEqual([
       { index: 10, price: 20, kind: 'high' },
       { index: 20, price: 12, kind: 'low' },
@@ -59,7 +100,15 @@ describe('pivots', () => {
 
   it('merges consecutive same-kind pivots, keeping the more extreme', () => {
     // two highs (10: 20, 22: 21) separated by a dip too shallow to be a low pivot under k = 5
-    const c = path([[0, 10], [10, 20], [13, 19], [16, 19.5], [22, 21], [32, 12], [38, 13]]);
+    const c = path([
+      [0, 10],
+      [10, 20],
+      [13, 19],
+      [16, 19.5],
+      [22, 21],
+      [32, 12],
+      [38, 13],
+    ]);
     const piv = findPivots(c);
     expect(piv.filter((p) => p.kind === 'high')).toEqual([{ index: 22, price: 21, kind: 'high' }]);
   });
@@ -79,12 +128,44 @@ describe('double top / double bottom', () => {
   });
 
   it('double top near misses: peaks 6% apart; or a later close above the peaks', () => {
-    expect(find(path([[0, 85], [20, 100], [35, 92], [50, 106], [60, 90], [66, 89]]), 'double_top')).toBeUndefined();
-    expect(find(path([[0, 85], [20, 100], [35, 92], [50, 100.5], [60, 95], [75, 110], [80, 109]]), 'double_top')).toBeUndefined();
+    expect(
+      find(
+        path([
+          [0, 85],
+          [20, 100],
+          [35, 92],
+          [50, 106],
+          [60, 90],
+          [66, 89],
+        ]),
+        'double_top',
+      ),
+    ).toBeUndefined();
+    expect(
+      find(
+        path([
+          [0, 85],
+          [20, 100],
+          [35, 92],
+          [50, 100.5],
+          [60, 95],
+          [75, 110],
+          [80, 109],
+        ]),
+        'double_top',
+      ),
+    ).toBeUndefined();
   });
 
   it('unconfirmed double top: lower confidence, endIndex at the second peak', () => {
-    const c = path([[0, 85], [20, 100], [35, 92], [50, 100.5], [60, 95], [66, 95.5]]);
+    const c = path([
+      [0, 85],
+      [20, 100],
+      [35, 92],
+      [50, 100.5],
+      [60, 95],
+      [66, 95.5],
+    ]);
     const p = find(c, 'double_top')!;
     expect(p.endIndex).toBe(50);
     expect(p.confidence).toBeLessThan(0.71);
@@ -100,7 +181,19 @@ describe('double top / double bottom', () => {
   });
 
   it('double bottom near miss: trough only 1% below the surrounding peak', () => {
-    expect(find(path([[0, 115], [20, 100], [35, 101], [50, 100.2], [60, 110], [66, 111]]), 'double_bottom')).toBeUndefined();
+    expect(
+      find(
+        path([
+          [0, 115],
+          [20, 100],
+          [35, 101],
+          [50, 100.2],
+          [60, 110],
+          [66, 111],
+        ]),
+        'double_bottom',
+      ),
+    ).toBeUndefined();
   });
 });
 
@@ -120,13 +213,31 @@ describe('head and shoulders', () => {
   });
 
   it('near miss: head only 0.3% above the higher shoulder', () => {
-    const c = path([[0, 85], [15, 100], [28, 92], [42, 100.8], [56, 92.5], [70, 100.5], [82, 86], [88, 85]]);
+    const c = path([
+      [0, 85],
+      [15, 100],
+      [28, 92],
+      [42, 100.8],
+      [56, 92.5],
+      [70, 100.5],
+      [82, 86],
+      [88, 85],
+    ]);
     expect(find(c, 'head_and_shoulders')).toBeUndefined();
     expect(find(mirror(c), 'inverse_head_and_shoulders')).toBeUndefined(); // and its mirror is no inverse H&S
   });
 
   it('near miss: shoulders 12% apart', () => {
-    const c = path([[0, 85], [15, 100], [28, 92], [42, 120], [56, 92.5], [70, 112], [82, 86], [88, 85]]);
+    const c = path([
+      [0, 85],
+      [15, 100],
+      [28, 92],
+      [42, 120],
+      [56, 92.5],
+      [70, 112],
+      [82, 86],
+      [88, 85],
+    ]);
     expect(find(c, 'head_and_shoulders')).toBeUndefined();
   });
 
@@ -162,12 +273,32 @@ describe('triangles', () => {
   });
 
   it('ascending near miss: resistance also rising (a rising wedge)', () => {
-    const c = path([[0, 88], [12, 100], [24, 92], [36, 102], [48, 95], [60, 104], [72, 97.5], [80, 106], [86, 107]]);
+    const c = path([
+      [0, 88],
+      [12, 100],
+      [24, 92],
+      [36, 102],
+      [48, 95],
+      [60, 104],
+      [72, 97.5],
+      [80, 106],
+      [86, 107],
+    ]);
     expect(find(c, 'ascending_triangle')).toBeUndefined();
   });
 
   it('ascending triangle broken downward is invalidated', () => {
-    const c = path([[0, 88], [12, 100], [24, 92], [36, 100], [48, 95], [60, 100.2], [72, 97.5], [80, 90], [86, 89]]);
+    const c = path([
+      [0, 88],
+      [12, 100],
+      [24, 92],
+      [36, 100],
+      [48, 95],
+      [60, 100.2],
+      [72, 97.5],
+      [80, 90],
+      [86, 89],
+    ]);
     expect(find(c, 'ascending_triangle')).toBeUndefined();
   });
 
@@ -180,7 +311,19 @@ describe('triangles', () => {
   });
 
   it('descending near miss: support falling too', () => {
-    const c = mirror(path([[0, 88], [12, 100], [24, 92], [36, 102], [48, 95], [60, 104], [72, 97.5], [80, 106], [86, 107]]));
+    const c = mirror(
+      path([
+        [0, 88],
+        [12, 100],
+        [24, 92],
+        [36, 102],
+        [48, 95],
+        [60, 104],
+        [72, 97.5],
+        [80, 106],
+        [86, 107],
+      ]),
+    );
     expect(find(c, 'descending_triangle')).toBeUndefined();
   });
 
@@ -211,12 +354,29 @@ describe('triangles', () => {
   });
 
   it('symmetric near miss: an expanding (broadening) formation', () => {
-    const c = path([[0, 100], [12, 104.5], [24, 97.5], [36, 107], [48, 95], [60, 110], [72, 92], [78, 100], [84, 100.5]]);
+    const c = path([
+      [0, 100],
+      [12, 104.5],
+      [24, 97.5],
+      [36, 107],
+      [48, 95],
+      [60, 110],
+      [72, 92],
+      [78, 100],
+      [84, 100.5],
+    ]);
     expect(find(c, 'symmetric_triangle')).toBeUndefined();
   });
 
   it('a V-shaped crash and rebound is not a triangle (lines may move at most 10%)', () => {
-    const c = path([[0, 100], [12, 130], [24, 80], [36, 110], [48, 95], [54, 100]]);
+    const c = path([
+      [0, 100],
+      [12, 130],
+      [24, 80],
+      [36, 110],
+      [48, 95],
+      [54, 100],
+    ]);
     const r = detectChartPatterns(c);
     expect(r.patterns.filter((p) => p.type.endsWith('triangle'))).toEqual([]);
   });
@@ -225,8 +385,13 @@ describe('triangles', () => {
 describe('detection result', () => {
   it('every type is exercised by a fixture above', () => {
     const fixtures: [ChartPatternType, Float64Array][] = [
-      ['double_top', top], ['double_bottom', mirror(top)], ['head_and_shoulders', hs], ['inverse_head_and_shoulders', mirror(hs)],
-      ['ascending_triangle', asc], ['descending_triangle', desc], ['symmetric_triangle', symmetric],
+      ['double_top', top],
+      ['double_bottom', mirror(top)],
+      ['head_and_shoulders', hs],
+      ['inverse_head_and_shoulders', mirror(hs)],
+      ['ascending_triangle', asc],
+      ['descending_triangle', desc],
+      ['symmetric_triangle', symmetric],
     ];
     expect(new Set(fixtures.map(([type]) => type))).toEqual(new Set(CHART_PATTERN_TYPES));
     for (const [type, close] of fixtures) expect(find(close, type), type).toBeDefined();
@@ -235,13 +400,22 @@ describe('detection result', () => {
   it('dominantPattern is the highest-confidence pattern; null when none', () => {
     const r = detectChartPatterns(hs);
     expect(r.dominantPattern).toEqual(r.patterns.reduce((a, b) => (b.confidence > a.confidence ? b : a)));
-    const straight = path([[0, 100], [60, 130]]);
+    const straight = path([
+      [0, 100],
+      [60, 130],
+    ]);
     expect(detectChartPatterns(straight)).toMatchObject({ patterns: [], dominantPattern: null });
     expect(detectChartPatterns(new Float64Array(5))).toMatchObject({ patterns: [], dominantPattern: null });
   });
 
   it('real S&P 500 windows: well-formed patterns (signal matches type, target on the right side)', () => {
-    const close = Float64Array.from(readFileSync(new URL('../../server/demo/data/sp500_daily_2000_2020.csv', import.meta.url), 'utf8').trim().split('\n').slice(1).map((l) => Number(l.split(',')[4])));
+    const close = Float64Array.from(
+      readFileSync(new URL('../../server/demo/data/sp500_daily_2000_2020.csv', import.meta.url), 'utf8')
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((l) => Number(l.split(',')[4])),
+    );
     const seen = new Set<string>();
     for (let end = 140; end <= close.length; end += 20) {
       const w = close.subarray(end - 140, end);

@@ -20,18 +20,30 @@ const day = (iso: string) => Date.UTC(Number(iso.slice(0, 4)), Number(iso.slice(
 const series = (dates: number[], close: number[]): DatedCloses => ({ dates: Int32Array.from(dates), close: Float64Array.from(close) });
 
 function loadDow(): { names: string[]; series: DatedCloses[] } {
-  const lines = readFileSync(new URL('../../server/demo/data/dowjones30_adjclose_1990_2001.csv', import.meta.url), 'utf8').trim().split('\n');
+  const lines = readFileSync(new URL('../../server/demo/data/dowjones30_adjclose_1990_2001.csv', import.meta.url), 'utf8')
+    .trim()
+    .split('\n');
   const names = lines[0].split(',').slice(1);
   const rows = lines.slice(1).map((l) => l.split(','));
   const dates = rows.map((r) => day(r[0]));
-  return { names, series: names.map((_, k) => series(dates, rows.map((r) => Number(r[k + 1])))) };
+  return {
+    names,
+    series: names.map((_, k) =>
+      series(
+        dates,
+        rows.map((r) => Number(r[k + 1])),
+      ),
+    ),
+  };
 }
 
 /** Independent reference: intersect by Map, then log returns between consecutive common dates. */
 function referenceReturns(all: DatedCloses[]): number[][] {
   const maps = all.map((s) => {
     const m = new Map<number, number>();
-    s.dates.forEach((d, i) => { if (Number.isFinite(s.close[i]) && s.close[i] > 0) m.set(d, s.close[i]); });
+    s.dates.forEach((d, i) => {
+      if (Number.isFinite(s.close[i]) && s.close[i] > 0) m.set(d, s.close[i]);
+    });
     return m;
   });
   const common = [...maps[0].keys()].filter((d) => maps.every((m) => m.has(d))).sort((a, b) => a - b);
@@ -45,7 +57,11 @@ describe('alignment and returns', () => {
     const c = series([0, 2, 3, 5, 6, 7], [30, 31, 32, 33, 34, 35]);
     const r = alignOnCommonDates([a, b, c]);
     expect(Array.from(r.dates)).toEqual([2, 3, 5]);
-    expect(r.closes.map((x) => Array.from(x))).toEqual([[11, 12, 13], [20, 21, 23], [31, 32, 33]]);
+    expect(r.closes.map((x) => Array.from(x))).toEqual([
+      [11, 12, 13],
+      [20, 21, 23],
+      [31, 32, 33],
+    ]);
   });
 
   it('a non-positive close is a missing date, not a value', () => {
@@ -148,7 +164,10 @@ describe('Dow 30 adjusted closes 1990-2001 (real data)', () => {
     const win = pick.map((k) => {
       const s = dow.series[k];
       const keep = Array.from(s.dates.keys()).filter((i) => s.dates[i] >= from);
-      return series(keep.map((i) => s.dates[i]), keep.map((i) => s.close[i]));
+      return series(
+        keep.map((i) => s.dates[i]),
+        keep.map((i) => s.close[i]),
+      );
     });
     const m = correlationMatrix(win);
     const r = referenceReturns(win);
@@ -164,7 +183,7 @@ describe('instruments with too little data', () => {
     let s = seed;
     return dates.map(() => {
       s = (s * 1103515245 + 12345) % 2 ** 31;
-      x *= Math.exp(((s / 2 ** 31) - 0.5) * 0.04);
+      x *= Math.exp((s / 2 ** 31 - 0.5) * 0.04);
       return x;
     });
   };
@@ -196,7 +215,13 @@ describe('instruments with too little data', () => {
   });
 
   it('a constant series has an undefined correlation (null), never 0', () => {
-    const m = correlationMatrix([series(dates, walk(1)), series(dates, dates.map(() => 50))]);
+    const m = correlationMatrix([
+      series(dates, walk(1)),
+      series(
+        dates,
+        dates.map(() => 50),
+      ),
+    ]);
     expect(m.pairs[0].correlation).toBeNull();
   });
 });

@@ -4,7 +4,12 @@ import { MAX_RECORD_CHARS, parseCsvBatches } from '../../server/ingest/csv.ts';
 
 async function parse(...chunks: string[]) {
   const out = [];
-  for await (const batch of parseCsvBatches((async function* () { yield* chunks.map((c) => Buffer.from(c)); })())) out.push(...batch);
+  for await (const batch of parseCsvBatches(
+    (async function* () {
+      yield* chunks.map((c) => Buffer.from(c));
+    })(),
+  ))
+    out.push(...batch);
   return out;
 }
 
@@ -20,7 +25,10 @@ describe('CSV ingest parser', () => {
   it('when records, quotes and escapes straddle chunk boundaries, then the result is the same as one chunk', async () => {
     const text = '\ufeffid,name\r\n1,"Say ""hi"", then, go"\r\n2,two\r\n';
     const whole = await parse(text);
-    expect(whole).toEqual([{ id: '1', name: 'Say "hi", then, go' }, { id: '2', name: 'two' }]);
+    expect(whole).toEqual([
+      { id: '1', name: 'Say "hi", then, go' },
+      { id: '2', name: 'two' },
+    ]);
     for (let cut = 1; cut < text.length; cut++) expect(await parse(text.slice(0, cut), text.slice(cut))).toEqual(whole);
   });
 
@@ -35,7 +43,13 @@ describe('CSV ingest parser', () => {
     const bytes = Buffer.from(text);
     for (let cut = 0; cut <= bytes.length; cut++) {
       const out = [];
-      for await (const batch of parseCsvBatches((async function* () { yield bytes.subarray(0, cut); yield bytes.subarray(cut); })())) out.push(...batch);
+      for await (const batch of parseCsvBatches(
+        (async function* () {
+          yield bytes.subarray(0, cut);
+          yield bytes.subarray(cut);
+        })(),
+      ))
+        out.push(...batch);
       expect(out).toEqual(expected);
     }
   });
@@ -45,19 +59,34 @@ describe('CSV ingest parser', () => {
   });
 
   it('when the body ends inside a UTF-8 character, then 400 says it is not UTF-8', async () => {
-    const batches = parseCsvBatches((async function* () { yield Buffer.from('a\n'); yield Buffer.from([0xe2, 0x82]); })());
-    await expect((async () => { for await (const _ of batches); })()).rejects.toMatchObject({ code: 'invalid_request', details: { body: ['line 2: the body is not valid UTF-8'] } });
+    const batches = parseCsvBatches(
+      (async function* () {
+        yield Buffer.from('a\n');
+        yield Buffer.from([0xe2, 0x82]);
+      })(),
+    );
+    await expect(
+      (async () => {
+        for await (const _ of batches);
+      })(),
+    ).rejects.toMatchObject({ code: 'invalid_request', details: { body: ['line 2: the body is not valid UTF-8'] } });
   });
 
   it('when blank lines or a missing final newline occur, then records are still read', async () => {
-    expect(await parse('a,b\n\n1,2\n\n3,4')).toEqual([{ a: '1', b: '2' }, { a: '3', b: '4' }]);
+    expect(await parse('a,b\n\n1,2\n\n3,4')).toEqual([
+      { a: '1', b: '2' },
+      { a: '3', b: '4' },
+    ]);
   });
 
   it('when a row has the wrong number of fields, a quote is unclosed, or text follows a closing quote, then 400 names the line', async () => {
     await expect(parse('a,b\n1,2,3\n')).rejects.toMatchObject({ code: 'invalid_request', details: { body: ['line 2: expected 2 fields, found 3'] } });
     await expect(parse('a,b\n1,"open\n')).rejects.toMatchObject({ code: 'invalid_request', details: { body: [expect.stringMatching(/^line \d+: /)] } });
     for (const body of ['a,b\n"x"y,2\n', 'a,b\nx"y",2\n']) {
-      await expect(parse(body), JSON.stringify(body)).rejects.toMatchObject({ code: 'invalid_request', details: { body: [expect.stringMatching(/^line 2: /)] } });
+      await expect(parse(body), JSON.stringify(body)).rejects.toMatchObject({
+        code: 'invalid_request',
+        details: { body: [expect.stringMatching(/^line 2: /)] },
+      });
     }
   });
 });
@@ -66,7 +95,12 @@ const CHUNK = 64 * 1024;
 
 async function parseAll(chunks: Iterable<Buffer> | AsyncIterable<Buffer>) {
   const out = [];
-  for await (const batch of parseCsvBatches((async function* () { yield* chunks; })())) out.push(...batch);
+  for await (const batch of parseCsvBatches(
+    (async function* () {
+      yield* chunks;
+    })(),
+  ))
+    out.push(...batch);
   return out;
 }
 
@@ -88,7 +122,10 @@ describe('CSV ingest parser, whatever the chunking', () => {
     const field = ('x'.repeat(99) + '\n').repeat(10_000);
     const text = `a,b\n1,"${field}"\n2,3\n`;
     const records = await examinedWithin(4 * text.length, () => parseAll(inChunks(text, 1024)));
-    expect(records).toEqual([{ a: '1', b: field }, { a: '2', b: '3' }]);
+    expect(records).toEqual([
+      { a: '1', b: field },
+      { a: '2', b: '3' },
+    ]);
   });
 });
 
@@ -96,14 +133,26 @@ describe('CSV record length limit', () => {
   // The b field as written, for a record `length` characters long, and as parsed.
   const cases = [
     { kind: 'an unquoted', written: (length: number) => 'x'.repeat(length - 2), parsed: (length: number) => 'x'.repeat(length - 2), hint: '' },
-    { kind: 'a quoted', written: (length: number) => `"${'x'.repeat(length - 4)}"`, parsed: (length: number) => 'x'.repeat(length - 4), hint: ' (it passed the limit inside a quoted field: is a quote not closed?)' },
+    {
+      kind: 'a quoted',
+      written: (length: number) => `"${'x'.repeat(length - 4)}"`,
+      parsed: (length: number) => 'x'.repeat(length - 4),
+      hint: ' (it passed the limit inside a quoted field: is a quote not closed?)',
+    },
   ];
   for (const { kind, written, parsed, hint } of cases) {
-    for (const [ending, eol] of [['LF', '\n'], ['CRLF', '\r\n']]) {
+    for (const [ending, eol] of [
+      ['LF', '\n'],
+      ['CRLF', '\r\n'],
+    ]) {
       it(`when ${kind} record ending in ${ending} is exactly MAX_RECORD_CHARS long, then it is accepted; when one character longer, then 400 names its line`, async () => {
         const body = (length: number) => `a,b${eol}0,0${eol}1,${written(length)}${eol}2,2${eol}`;
         for (const size of [CHUNK, 1000, Infinity]) {
-          expect(await parseAll(inChunks(body(MAX_RECORD_CHARS), size))).toEqual([{ a: '0', b: '0' }, { a: '1', b: parsed(MAX_RECORD_CHARS) }, { a: '2', b: '2' }]);
+          expect(await parseAll(inChunks(body(MAX_RECORD_CHARS), size))).toEqual([
+            { a: '0', b: '0' },
+            { a: '1', b: parsed(MAX_RECORD_CHARS) },
+            { a: '2', b: '2' },
+          ]);
           await expect(parseAll(inChunks(body(MAX_RECORD_CHARS + 1), size))).rejects.toMatchObject({
             code: 'invalid_request',
             details: { body: [`line 3: the record is longer than ${MAX_RECORD_CHARS} characters${hint}`] },
@@ -137,13 +186,19 @@ describe('CSV record length limit', () => {
 
   it('when a quote is left open and 40 MB of rows follow, then 400 names the line it opened on after reading no more than the limit', async () => {
     const body = fortyMegabytes('instrumentId,barDate,openPrice,highPrice,lowPrice,closePrice,volume,quoteCurrency,quoteUnit,source,asOf\n"', barRow);
-    await expect(parseAll(body)).rejects.toMatchObject({ code: 'invalid_request', details: { body: [expect.stringMatching(/^line 2: the record is longer than 1048576 characters \(it passed the limit inside a quoted field/)] } });
+    await expect(parseAll(body)).rejects.toMatchObject({
+      code: 'invalid_request',
+      details: { body: [expect.stringMatching(/^line 2: the record is longer than 1048576 characters \(it passed the limit inside a quoted field/)] },
+    });
     expect(body.pulled).toBeLessThanOrEqual(body.chunksForLimit);
   });
 
   it('when 40 MB hold no line feed (CR-only line endings), then 400 names line 1 after reading no more than the limit', async () => {
     const body = fortyMegabytes('', barRow.replace('\n', '\r'));
-    await expect(parseAll(body)).rejects.toMatchObject({ code: 'invalid_request', details: { body: [`line 1: the record is longer than ${MAX_RECORD_CHARS} characters`] } });
+    await expect(parseAll(body)).rejects.toMatchObject({
+      code: 'invalid_request',
+      details: { body: [`line 1: the record is longer than ${MAX_RECORD_CHARS} characters`] },
+    });
     expect(body.pulled).toBeLessThanOrEqual(body.chunksForLimit);
   });
 });

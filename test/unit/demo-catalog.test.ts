@@ -101,9 +101,7 @@ describe('demo daily bars', () => {
   it('when a bar comes from the Dow adjusted-close file, only closePrice is set', () => {
     const dow = bars.filter((b) => b.source === DOW_SOURCE);
     expect(dow.length).toBeGreaterThan(70_000);
-    const offenders = dow.filter(
-      (b) => b.openPrice !== null || b.highPrice !== null || b.lowPrice !== null || b.volume !== null || !(b.closePrice > 0),
-    );
+    const offenders = dow.filter((b) => b.openPrice !== null || b.highPrice !== null || b.lowPrice !== null || b.volume !== null || !(b.closePrice > 0));
     expect(offenders).toEqual([]);
   });
 
@@ -117,7 +115,11 @@ describe('demo daily bars', () => {
     const kept = bars.filter((b) => b.source === DOW_SOURCE && b.barDate === '1991-01-02');
     const { date: _date, ...row } = csvRows('dowjones30_adjclose_1990_2001.csv').find((r) => r.date === '1991-01-02')!;
     expect(new Set(kept.map((b) => b.instrumentId)).size).toBe(30);
-    expect(kept.map((b) => b.closePrice).sort((a, b) => a - b)).toEqual(Object.values(row).map(Number).sort((a, b) => a - b));
+    expect(kept.map((b) => b.closePrice).sort((a, b) => a - b)).toEqual(
+      Object.values(row)
+        .map(Number)
+        .sort((a, b) => a - b),
+    );
     expect(kept.find((b) => b.instrumentId === demoInstrumentId('MSFT'))?.closePrice).toBe(Number(row.MSFT));
     expect(kept.find((b) => b.instrumentId === demoInstrumentId('dow:IBM'))?.closePrice).toBe(Number(row.IBM));
   });
@@ -129,7 +131,9 @@ describe('demo daily bars', () => {
     expect(msft.find((b) => b.barDate === '2000-09-26')?.source).toBe(DOW_SOURCE);
     expect(msft).toHaveLength(2528 - 67 + 249);
     const ohlcvDates = new Set(csvRows('msft_daily_2000_2001.csv').map((r) => r.time.slice(0, 10)));
-    const dowDates = csvRows('dowjones30_adjclose_1990_2001.csv').map((r) => r.date).filter((d) => d !== '1990-12-31');
+    const dowDates = csvRows('dowjones30_adjclose_1990_2001.csv')
+      .map((r) => r.date)
+      .filter((d) => d !== '1990-12-31');
     expect(new Set(msft.map((b) => b.barDate))).toEqual(new Set([...dowDates, ...ohlcvDates]));
     expect(msft.filter((b) => b.source === DOW_SOURCE && ohlcvDates.has(b.barDate))).toEqual([]);
   });
@@ -137,9 +141,7 @@ describe('demo daily bars', () => {
   it('when a bar has OHLC, low <= open, close <= high', () => {
     const ohlc = bars.filter((x) => x.openPrice !== null);
     expect(ohlc).toHaveLength(5105 + 1047 + 249);
-    const offenders = ohlc.filter(
-      (b) => !(b.lowPrice! <= Math.min(b.openPrice!, b.closePrice) && b.highPrice! >= Math.max(b.openPrice!, b.closePrice)),
-    );
+    const offenders = ohlc.filter((b) => !(b.lowPrice! <= Math.min(b.openPrice!, b.closePrice) && b.highPrice! >= Math.max(b.openPrice!, b.closePrice)));
     expect(offenders).toEqual([]);
   });
 
@@ -181,14 +183,17 @@ describe('demo corporate actions and coverage', () => {
 
   it('when coverage is stated, actionsFound counts the actions in the covered window', () => {
     for (const c of demoActionCoverage()) {
-      const found = actions.filter(
-        (a) => a.instrumentId === c.instrumentId && a.effectiveDate >= c.coveredFrom && a.effectiveDate <= c.checkedAt.slice(0, 10),
-      );
+      const found = actions.filter((a) => a.instrumentId === c.instrumentId && a.effectiveDate >= c.coveredFrom && a.effectiveDate <= c.checkedAt.slice(0, 10));
       expect(found).toHaveLength(c.actionsFound);
     }
     // SOURCES.md: MSFT 10 actions, GOOGL 2; GOOG (Class C) has no coverage row.
     const found = new Map(demoActionCoverage().map((c) => [c.instrumentId, c.actionsFound]));
-    expect(found).toEqual(new Map([[demoInstrumentId('MSFT'), 10], [demoInstrumentId('GOOGL'), 2]]));
+    expect(found).toEqual(
+      new Map([
+        [demoInstrumentId('MSFT'), 10],
+        [demoInstrumentId('GOOGL'), 2],
+      ]),
+    );
   });
 });
 
@@ -227,7 +232,9 @@ describe('demo data files', () => {
   });
 
   it('when a close-only source maps a column to an unknown instrument, the read names the column', () => {
-    expect(() => readEdited('daily-sources.json', (list) => (list.at(-1).instrumentByColumn.IBM = 'dow:IBMX'))).toThrow(/column IBM: unknown instrument key "dow:IBMX"/);
+    expect(() => readEdited('daily-sources.json', (list) => (list.at(-1).instrumentByColumn.IBM = 'dow:IBMX'))).toThrow(
+      /column IBM: unknown instrument key "dow:IBMX"/,
+    );
   });
 });
 

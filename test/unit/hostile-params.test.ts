@@ -2,7 +2,15 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BetaQuerySchema, CorrelationsQuerySchema, MIN_EXPIRY_DAYS, OptionPriceSchema, ProbabilitySchema, StrategyEvSchema, TechnicalsQuerySchema } from '../../server/analytics/schema.ts';
+import {
+  BetaQuerySchema,
+  CorrelationsQuerySchema,
+  MIN_EXPIRY_DAYS,
+  OptionPriceSchema,
+  ProbabilitySchema,
+  StrategyEvSchema,
+  TechnicalsQuerySchema,
+} from '../../server/analytics/schema.ts';
 import { FIRST_DAY, lookbackWindow } from '../../server/analytics/series.ts';
 import { errorMiddleware, toAppError } from '../../server/http/errors.ts';
 import { priceOption, yearsFromDays } from '../../workers/black-scholes.ts';
@@ -25,7 +33,7 @@ async function getThroughExpress(path: string) {
 }
 
 describe('malformed percent-encoding in a path parameter', () => {
-  it('when an id segment is %FF, % or a cut-off %E0%A4%A, then the router\'s URIError becomes 400 invalid_request naming the segment', async () => {
+  it("when an id segment is %FF, % or a cut-off %E0%A4%A, then the router's URIError becomes 400 invalid_request naming the segment", async () => {
     for (const segment of ['%FF', '%', '%E0%A4%A']) {
       const { status, body } = await getThroughExpress(`/things/${segment}`);
       expect(status).toBe(400);
@@ -83,7 +91,10 @@ describe('the expiry minimum of the analytics routes', () => {
   const bodies = {
     'option-price': [OptionPriceSchema, { spot: 100, strike: 100, rate: 0.05, vol: 0.2, type: 'call' }],
     probability: [ProbabilitySchema, { spot: 100, target: 110, rate: 0.05, vol: 0.2, direction: 'long' }],
-    'strategy-ev': [StrategyEvSchema, { structure: 'long_call', legs: [{ action: 'buy', type: 'call', strike: 100, quantity: 1 }], spot: 100, rate: 0.05, vol: 0.2 }],
+    'strategy-ev': [
+      StrategyEvSchema,
+      { structure: 'long_call', legs: [{ action: 'buy', type: 'call', strike: 100, quantity: 1 }], spot: 100, rate: 0.05, vol: 0.2 },
+    ],
   } as const;
 
   it('when expiryDays is 5e-324 or anything under one minute, then all three routes refuse it saying so; one minute is accepted', () => {
@@ -95,7 +106,13 @@ describe('the expiry minimum of the analytics routes', () => {
       }
       expect(schema.safeParse({ ...body, expiryDays: MIN_EXPIRY_DAYS }).success, route).toBe(true);
     }
-    expect(StrategyEvSchema.safeParse({ ...bodies['strategy-ev'][1], expiryDays: 30, legs: [{ action: 'buy', type: 'call', strike: 100, quantity: 1, expiryDays: 5e-324 }] }).success).toBe(false);
+    expect(
+      StrategyEvSchema.safeParse({
+        ...bodies['strategy-ev'][1],
+        expiryDays: 30,
+        legs: [{ action: 'buy', type: 'call', strike: 100, quantity: 1, expiryDays: 5e-324 }],
+      }).success,
+    ).toBe(false);
   });
 
   it('when expiryDays is exactly one minute, then the Greeks are finite and of an ordinary size (at 1e-300 days gamma is 3.8e149)', () => {

@@ -7,7 +7,12 @@ const CHUNK = 64 * 1024;
 
 async function parseAll(chunks: Iterable<Buffer | string> | AsyncIterable<Buffer | string>) {
   const out = [];
-  for await (const batch of ndjsonBatches((async function* () { yield* chunks; })())) out.push(...batch);
+  for await (const batch of ndjsonBatches(
+    (async function* () {
+      yield* chunks;
+    })(),
+  ))
+    out.push(...batch);
   return out;
 }
 
@@ -17,7 +22,11 @@ describe('NDJSON ingest parser', () => {
   });
 
   it('when a line is not JSON, then 400 names its row, counting only non-blank lines', async () => {
-    await expect(parseAll(['1\n\n2\n\n{"a":\n3\n'])).rejects.toMatchObject({ code: 'invalid_request', message: 'row 2 is not valid JSON', details: { 'rows[2]': ['malformed JSON line'] } });
+    await expect(parseAll(['1\n\n2\n\n{"a":\n3\n'])).rejects.toMatchObject({
+      code: 'invalid_request',
+      message: 'row 2 is not valid JSON',
+      details: { 'rows[2]': ['malformed JSON line'] },
+    });
   });
 
   it('when the body is cut at any byte, even inside a UTF-8 character or between CR and LF, then the rows are the same', async () => {
@@ -42,7 +51,10 @@ describe('NDJSON line length limit', () => {
   // A line of JSON `length` characters long: {"x":"…"}
   const jsonLine = (length: number) => `{"x":"${'y'.repeat(length - 8)}"}`;
 
-  for (const [ending, eol] of [['LF', '\n'], ['CRLF', '\r\n']]) {
+  for (const [ending, eol] of [
+    ['LF', '\n'],
+    ['CRLF', '\r\n'],
+  ]) {
     it(`when a line ending in ${ending} is exactly MAX_RECORD_CHARS long, then it is accepted; when one character longer, then 400 names its row`, async () => {
       const body = (length: number) => `0${eol}${eol}${jsonLine(length)}${eol}2${eol}`;
       for (const size of [CHUNK, 1000, Infinity]) {
@@ -67,7 +79,10 @@ describe('NDJSON line length limit', () => {
         yield pulled === 1 ? Buffer.concat([Buffer.from('{"a":1}\n{"note":"'), fill]).subarray(0, CHUNK) : fill;
       }
     }
-    await expect(parseAll(body())).rejects.toMatchObject({ code: 'invalid_request', details: { 'rows[1]': [`line longer than ${MAX_RECORD_CHARS} characters`] } });
+    await expect(parseAll(body())).rejects.toMatchObject({
+      code: 'invalid_request',
+      details: { 'rows[1]': [`line longer than ${MAX_RECORD_CHARS} characters`] },
+    });
     expect(pulled).toBeLessThanOrEqual(chunksForLimit);
   });
 });

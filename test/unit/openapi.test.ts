@@ -36,7 +36,10 @@ describe('the OpenAPI documents', () => {
         expect(scopes, where).toHaveLength(1);
         expect(SCOPES, where).toContain(scopes[0]);
         for (const name of p.match(/\{(\w+)\}/g) ?? []) {
-          expect(op.parameters.some((x: any) => x.in === 'path' && `{${x.name}}` === name && x.required), `${where} path parameter ${name}`).toBe(true);
+          expect(
+            op.parameters.some((x: any) => x.in === 'path' && `{${x.name}}` === name && x.required),
+            `${where} path parameter ${name}`,
+          ).toBe(true);
         }
         for (const status of ['400', '401', '403', '429', '503']) expect(Object.keys(op.responses), where).toContain(status);
         const success = Object.keys(op.responses).filter((s) => s.startsWith('2'));
@@ -70,11 +73,13 @@ describe('the OpenAPI documents', () => {
       if (Object.keys(node).every((k) => annotations.has(k))) open.push(`${where} (any value)`);
       if (node.type === 'object' || node.properties || node.additionalProperties !== undefined) {
         if (node.additionalProperties !== false) open.push(where);
-        if (typeof node.additionalProperties === 'object' && Object.keys(node.additionalProperties).length) walk(node.additionalProperties, `${where}/additionalProperties`);
+        if (typeof node.additionalProperties === 'object' && Object.keys(node.additionalProperties).length)
+          walk(node.additionalProperties, `${where}/additionalProperties`);
       }
       for (const [name, child] of Object.entries(node.properties ?? {})) walk(child, `${where}/properties/${name}`);
       if (node.items) walk(node.items, `${where}/items`);
-      for (const key of ['prefixItems', 'anyOf', 'oneOf', 'allOf'] as const) (node[key] ?? []).forEach((child: any, i: number) => walk(child, `${where}/${key}/${i}`));
+      for (const key of ['prefixItems', 'anyOf', 'oneOf', 'allOf'] as const)
+        (node[key] ?? []).forEach((child: any, i: number) => walk(child, `${where}/${key}/${i}`));
     };
     for (const [p, ops] of Object.entries(document.paths)) {
       for (const [method, op] of Object.entries(ops as Record<string, any>)) {
@@ -109,7 +114,10 @@ describe('the contract check used by the integration tests', () => {
     vendorCode: null,
   };
   const body = { data: instrument, meta: { asOf: '2020-01-01T00:00:00.000Z', source: 'mds-reference', stale: false } };
-  const check = (b: unknown, status = 200) => () => apiContract().check('GET', `http://h/v1/instruments/${instrument.id}`, status, 'application/json', b);
+  const check =
+    (b: unknown, status = 200) =>
+    () =>
+      apiContract().check('GET', `http://h/v1/instruments/${instrument.id}`, status, 'application/json', b);
 
   it('when an answer matches its route schema, then it passes; one renamed field, a number for a string, or an undeclared status fails', () => {
     expect(check(body)).not.toThrow();

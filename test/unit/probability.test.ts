@@ -103,12 +103,17 @@ describe('reflection principle cross-check by simulation (independent of the clo
   }
   it('agrees within 4 standard errors', () => {
     const rand = mulberry32(12345);
-    const S = 100, K = 112, T = 0.5, vol = 0.25;
+    const S = 100,
+      K = 112,
+      T = 0.5,
+      vol = 0.25;
     const b = Math.log(K / S);
     const n = 200_000;
-    let sum = 0, sumSq = 0;
+    let sum = 0,
+      sumSq = 0;
     for (let i = 0; i < n; i += 1) {
-      const u1 = rand() || 1e-12, u2 = rand();
+      const u1 = rand() || 1e-12,
+        u2 = rand();
       const z = Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2);
       const x = vol * Math.sqrt(T) * z;
       const p = x >= b ? 1 : Math.exp((-2 * b * (b - x)) / (vol * vol * T));

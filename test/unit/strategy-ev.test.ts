@@ -52,9 +52,22 @@ describe('structure table', () => {
   it('has exactly the 16 structure names the API accepts', () => {
     expect([...STRUCTURE_NAMES].sort()).toEqual(
       [
-        'long_call', 'long_put', 'short_call', 'short_put', 'bull_call_spread', 'bear_put_spread', 'bull_put_spread',
-        'bear_call_spread', 'long_straddle', 'short_straddle', 'long_strangle', 'short_strangle', 'iron_condor',
-        'iron_butterfly', 'butterfly', 'custom',
+        'long_call',
+        'long_put',
+        'short_call',
+        'short_put',
+        'bull_call_spread',
+        'bear_put_spread',
+        'bull_put_spread',
+        'bear_call_spread',
+        'long_straddle',
+        'short_straddle',
+        'long_strangle',
+        'short_strangle',
+        'iron_condor',
+        'iron_butterfly',
+        'butterfly',
+        'custom',
       ].sort(),
     );
     expect(Object.keys(STRUCTURES).sort()).toEqual([...STRUCTURE_NAMES].sort());
@@ -334,7 +347,7 @@ function bruteForce(input: StrategyInput) {
   for (let i = 0; i <= n; i += 1) {
     const z = a + i * h;
     zs[i] = z;
-    ws[i] = ((i === 0 || i === n ? 1 : i % 2 ? 4 : 2) * h) / 3 * Math.exp(-0.5 * z * z) / Math.sqrt(2 * Math.PI);
+    ws[i] = ((((i === 0 || i === n ? 1 : i % 2 ? 4 : 2) * h) / 3) * Math.exp(-0.5 * z * z)) / Math.sqrt(2 * Math.PI);
     xs[i] = pv(Math.exp(m + s * z));
   }
   const E = (f: (x: number) => number) => {

@@ -24,7 +24,9 @@ import { computeTechnicals, type OhlcvBars } from '../../workers/technicals.ts';
 const TOL = 1e-8;
 
 function loadSp500(): OhlcvBars & { dates: string[] } {
-  const lines = readFileSync(new URL('../../server/demo/data/sp500_daily_2000_2020.csv', import.meta.url), 'utf8').trim().split('\n');
+  const lines = readFileSync(new URL('../../server/demo/data/sp500_daily_2000_2020.csv', import.meta.url), 'utf8')
+    .trim()
+    .split('\n');
   const header = lines[0].split(',');
   const rows = lines.slice(1).map((l) => l.split(','));
   const col = (name: string) => Float64Array.from(rows.map((r) => Number(r[header.indexOf(name)])));
@@ -44,7 +46,8 @@ const lowArr = Array.from(sp.low);
 const deviations: Record<string, { dev: number; tol: number }> = {};
 afterAll(() => {
   const rows = Object.entries(deviations);
-  if (rows.length) console.log(`max |deviation| vs references:\n${rows.map(([k, v]) => `  ${k}: ${v.dev.toExponential(2)} (tol ${v.tol.toExponential(0)})`).join('\n')}`);
+  if (rows.length)
+    console.log(`max |deviation| vs references:\n${rows.map(([k, v]) => `  ${k}: ${v.dev.toExponential(2)} (tol ${v.tol.toExponential(0)})`).join('\n')}`);
 });
 
 /**
@@ -157,7 +160,12 @@ function textbookBollinger(x: number[], p: number, m: number): { upper: number[]
   const middle: number[] = [];
   const lower: number[] = [];
   x.forEach((_, i) => {
-    if (i < p - 1) { upper.push(NaN); middle.push(NaN); lower.push(NaN); return; }
+    if (i < p - 1) {
+      upper.push(NaN);
+      middle.push(NaN);
+      lower.push(NaN);
+      return;
+    }
     let mu = 0;
     let m2 = 0;
     windowAt(x, i, p).forEach((v, j) => {
@@ -231,7 +239,7 @@ describe('indicator series vs independent references (S&P 500 daily, 5,105 bars)
     });
   }
 
-  it('RSI(14) (Wilder) matches a textbook implementation and technicalindicators\' Wilder averages', () => {
+  it("RSI(14) (Wilder) matches a textbook implementation and technicalindicators' Wilder averages", () => {
     const mine = rsiSeries(sp.close, 14);
     expect(maxDev('RSI14 vs textbook', mine, definedFrom(textbookRsi(closeArr, 14), 14), 14)).toBeLessThan(TOL);
     expect(maxDev('RSI14 vs technicalindicators AverageGain/AverageLoss', mine, libraryRsi(closeArr, 14), 14)).toBeLessThan(TOL);
@@ -240,7 +248,9 @@ describe('indicator series vs independent references (S&P 500 daily, 5,105 bars)
     // binary representation of the rounded decimal. This checks that its
     // published RSI uses the same Wilder definition (same first bar, 14).
     const RSI_2DP_TOL = 0.005 + 1e-9;
-    expect(maxDev('RSI14 vs technicalindicators RSI (2 decimals)', mine, RSI.calculate({ period: 14, values: closeArr }), 14, 14, 14, RSI_2DP_TOL)).toBeLessThan(RSI_2DP_TOL);
+    expect(
+      maxDev('RSI14 vs technicalindicators RSI (2 decimals)', mine, RSI.calculate({ period: 14, values: closeArr }), 14, 14, 14, RSI_2DP_TOL),
+    ).toBeLessThan(RSI_2DP_TOL);
   });
 
   it('MACD(12,26,9) matches technicalindicators (EMA oscillator and EMA signal)', () => {
@@ -252,10 +262,31 @@ describe('indicator series vs independent references (S&P 500 daily, 5,105 bars)
     expect(ref.length).toBe(N - 25);
     expect(ref.slice(0, 8).every((x) => x.signal === undefined && x.histogram === undefined)).toBe(true);
     expect(Math.abs((ref[8].signal as number) - mean(ref.slice(0, 9).map((x) => x.MACD as number)))).toBeLessThan(TOL);
-    expect(maxDev('MACD line vs technicalindicators', mine.macd, ref.map((x) => x.MACD as number), 25)).toBeLessThan(TOL);
+    expect(
+      maxDev(
+        'MACD line vs technicalindicators',
+        mine.macd,
+        ref.map((x) => x.MACD as number),
+        25,
+      ),
+    ).toBeLessThan(TOL);
     const sig = ref.slice(8);
-    expect(maxDev('MACD signal vs technicalindicators', mine.signal, sig.map((x) => x.signal as number), 33)).toBeLessThan(TOL);
-    expect(maxDev('MACD histogram vs technicalindicators', mine.histogram, sig.map((x) => x.histogram as number), 33)).toBeLessThan(TOL);
+    expect(
+      maxDev(
+        'MACD signal vs technicalindicators',
+        mine.signal,
+        sig.map((x) => x.signal as number),
+        33,
+      ),
+    ).toBeLessThan(TOL);
+    expect(
+      maxDev(
+        'MACD histogram vs technicalindicators',
+        mine.histogram,
+        sig.map((x) => x.histogram as number),
+        33,
+      ),
+    ).toBeLessThan(TOL);
   });
 
   it('MACD(12,26,9) matches the textbook composition EMA12 − EMA26, signal EMA9 of that line', () => {
@@ -284,8 +315,22 @@ describe('indicator series vs independent references (S&P 500 daily, 5,105 bars)
   it('Stochastic %K(14) / %D(3 SMA) matches technicalindicators and a textbook fast stochastic', () => {
     const mine = stochasticSeries(sp.high, sp.low, sp.close, 14, 3);
     const ref = Stochastic.calculate({ high: highArr, low: lowArr, close: closeArr, period: 14, signalPeriod: 3 });
-    expect(maxDev('Stoch %K vs technicalindicators', mine.k, ref.map((x) => x.k), 13)).toBeLessThan(TOL);
-    expect(maxDev('Stoch %D vs technicalindicators', mine.d, ref.slice(2).map((x) => x.d as number), 15)).toBeLessThan(TOL);
+    expect(
+      maxDev(
+        'Stoch %K vs technicalindicators',
+        mine.k,
+        ref.map((x) => x.k),
+        13,
+      ),
+    ).toBeLessThan(TOL);
+    expect(
+      maxDev(
+        'Stoch %D vs technicalindicators',
+        mine.d,
+        ref.slice(2).map((x) => x.d as number),
+        15,
+      ),
+    ).toBeLessThan(TOL);
     const tb = textbookStochastic(highArr, lowArr, closeArr, 14, 3);
     expect(maxDev('Stoch %K vs textbook', mine.k, definedFrom(tb.k, 13), 13)).toBeLessThan(TOL);
     expect(maxDev('Stoch %D vs textbook', mine.d, definedFrom(tb.d, 15), 15)).toBeLessThan(TOL);
@@ -294,9 +339,30 @@ describe('indicator series vs independent references (S&P 500 daily, 5,105 bars)
   it('Bollinger(20, 2σ population) matches technicalindicators and a textbook (Welford) computation', () => {
     const mine = bollingerSeries(sp.close, 20, 2);
     const ref = BollingerBands.calculate({ period: 20, stdDev: 2, values: closeArr });
-    expect(maxDev('BB upper vs technicalindicators', mine.upper, ref.map((x) => x.upper), 19)).toBeLessThan(TOL);
-    expect(maxDev('BB middle vs technicalindicators', mine.middle, ref.map((x) => x.middle), 19)).toBeLessThan(TOL);
-    expect(maxDev('BB lower vs technicalindicators', mine.lower, ref.map((x) => x.lower), 19)).toBeLessThan(TOL);
+    expect(
+      maxDev(
+        'BB upper vs technicalindicators',
+        mine.upper,
+        ref.map((x) => x.upper),
+        19,
+      ),
+    ).toBeLessThan(TOL);
+    expect(
+      maxDev(
+        'BB middle vs technicalindicators',
+        mine.middle,
+        ref.map((x) => x.middle),
+        19,
+      ),
+    ).toBeLessThan(TOL);
+    expect(
+      maxDev(
+        'BB lower vs technicalindicators',
+        mine.lower,
+        ref.map((x) => x.lower),
+        19,
+      ),
+    ).toBeLessThan(TOL);
     const tb = textbookBollinger(closeArr, 20, 2);
     expect(maxDev('BB upper vs textbook', mine.upper, definedFrom(tb.upper, 19), 19)).toBeLessThan(TOL);
     expect(maxDev('BB middle vs textbook', mine.middle, definedFrom(tb.middle, 19), 19)).toBeLessThan(TOL);
@@ -384,7 +450,10 @@ describe('computeTechnicals snapshot on real windows', () => {
       // VWAP: direct definition
       let pv = 0;
       let v = 0;
-      for (let i = 0; i < w.n; i++) { pv += ((h[i] + l[i] + c[i]) / 3) * s.volume[i]; v += s.volume[i]; }
+      for (let i = 0; i < w.n; i++) {
+        pv += ((h[i] + l[i] + c[i]) / 3) * s.volume[i];
+        v += s.volume[i];
+      }
       expect(Math.abs(t.vwap.value! - pv / v)).toBeLessThan(TOL);
       // second references, written in the test
       expect(Math.abs(t.rsi.value! - lastOf(libraryRsi(c, 14)))).toBeLessThan(TOL);
@@ -419,7 +488,6 @@ describe('computeTechnicals snapshot on real windows', () => {
       expect(structuredClone(t)).toEqual(t);
     });
   }
-
 });
 
 describe('nulls when data is insufficient or missing', () => {
@@ -440,7 +508,18 @@ describe('nulls when data is insufficient or missing', () => {
     expect(t.sma).toMatchObject({ sma20: null, sma50: null, sma200: null, trend: null });
     expect(t.wma).toMatchObject({ wma20: null, wma50: null, wma100: null, trend: null });
     // Every indicator that needs more than the 10 bars says what it needs and that 10 are available.
-    for (const [name, section] of Object.entries({ rsi: t.rsi, macd: t.macd, stochastic: t.stochastic, ema: t.ema, sma: t.sma, wma: t.wma, ichimoku: t.ichimoku, bollingerBands: t.bollingerBands, atr: t.atr, chartPatterns: t.chartPatterns })) {
+    for (const [name, section] of Object.entries({
+      rsi: t.rsi,
+      macd: t.macd,
+      stochastic: t.stochastic,
+      ema: t.ema,
+      sma: t.sma,
+      wma: t.wma,
+      ichimoku: t.ichimoku,
+      bollingerBands: t.bollingerBands,
+      atr: t.atr,
+      chartPatterns: t.chartPatterns,
+    })) {
       expect(section.description, name).toMatch(/needs? .*\b10 available/);
     }
     expect(t.vwap.value).not.toBeNull(); // one bar suffices
@@ -582,7 +661,11 @@ describe('signals and thresholds', () => {
     const c = [...Array.from({ length: 80 }, (_, i) => 200 - i), ...Array.from({ length: 30 }, (_, i) => 120 + 4 * (i + 1))];
     const { histogram } = macdSeries(Float64Array.from(c));
     let k = -1;
-    for (let i = 34; i < c.length; i++) if (histogram[i - 1] <= 0 && histogram[i] > 0) { k = i; break; }
+    for (let i = 34; i < c.length; i++)
+      if (histogram[i - 1] <= 0 && histogram[i] > 0) {
+        k = i;
+        break;
+      }
     expect(k).toBeGreaterThan(0);
     for (let extra = 0; extra < 6; extra++) {
       const t = computeTechnicals(synth(c.slice(0, k + 1 + extra)));
@@ -594,12 +677,22 @@ describe('signals and thresholds', () => {
     expect(ATR_HIGH_VOLATILITY).toBe(0.03);
     const wild = computeTechnicals(synth(Array.from({ length: 40 }, (_, i) => 100 + (i % 2 ? 4 : -4))));
     expect(wild.atr.signal).toBe('high_volatility');
-    const calm = computeTechnicals(synth(Array.from({ length: 40 }, (_, i) => 100 + (i % 2 ? 0.1 : -0.1)), 0.0005));
+    const calm = computeTechnicals(
+      synth(
+        Array.from({ length: 40 }, (_, i) => 100 + (i % 2 ? 0.1 : -0.1)),
+        0.0005,
+      ),
+    );
     expect(calm.atr.signal).toBe('low_volatility');
   });
 
   it('VWAP "at" within ±0.1%', () => {
-    const t = computeTechnicals(synth(Array.from({ length: 30 }, (_, i) => 100 + (i % 2 ? 0.01 : -0.01)), 0));
+    const t = computeTechnicals(
+      synth(
+        Array.from({ length: 30 }, (_, i) => 100 + (i % 2 ? 0.01 : -0.01)),
+        0,
+      ),
+    );
     expect(t.vwap.signal).toBe('at');
   });
 

@@ -52,7 +52,9 @@ describe('unstorable text: refused at the input boundary, by field', () => {
 
   it('when values nest deeper than MAX_DEPTH, then the container that crosses it is named; MAX_DEPTH itself is accepted, and 100,000 levels do not overflow the scan', () => {
     expect(unstorableText(nested(MAX_DEPTH))).toBeNull();
-    expect(unstorableText(nested(MAX_DEPTH + 1))).toEqual({ [Array(MAX_DEPTH).fill('a').join('.')]: [`must not be nested more than ${MAX_DEPTH} levels deep`] });
+    expect(unstorableText(nested(MAX_DEPTH + 1))).toEqual({
+      [Array(MAX_DEPTH).fill('a').join('.')]: [`must not be nested more than ${MAX_DEPTH} levels deep`],
+    });
     expect(Object.keys(unstorableText(nested(100_000))!)).toHaveLength(1);
   });
 

@@ -45,7 +45,11 @@ describe('read slots: bar-reading requests served readSlots at a time', () => {
     expect(started).toEqual(Array.from({ length: slots + maxQueue }, (_, i) => i));
     expect(mostAtOnce).toBe(slots);
     // A failing request frees its slot too.
-    await expect(pool.withReadSlot('beta', async () => { throw new Error('read failed'); })).rejects.toThrow('read failed');
+    await expect(
+      pool.withReadSlot('beta', async () => {
+        throw new Error('read failed');
+      }),
+    ).rejects.toThrow('read failed');
     expect(await pool.withReadSlot('beta', async () => 'after')).toBe('after');
     await pool.destroy();
   });

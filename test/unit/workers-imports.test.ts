@@ -79,7 +79,8 @@ describe('workers/ imports nothing from server/', () => {
 
 describe('the structure table runs on the request thread', () => {
   it('when the server imports workers/option-structures.ts, then it loads no other module', () => {
-    const source = "import type { A } from './a.ts';\nimport { b } from './b.ts';\nexport { c } from './c.ts';\nexport type { D } from './d.ts';\nimport './e.ts';";
+    const source =
+      "import type { A } from './a.ts';\nimport { b } from './b.ts';\nexport { c } from './c.ts';\nexport type { D } from './d.ts';\nimport './e.ts';";
     expect(new Set(runtimeImports(source))).toEqual(new Set(['./b.ts', './c.ts', './e.ts']));
     expect(runtimeImports(readFileSync(path.join(workersDir, 'option-structures.ts'), 'utf8'))).toEqual([]);
   });
