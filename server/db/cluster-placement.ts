@@ -21,7 +21,7 @@ export const OR_DATABASE_URL = 'or set DATABASE_URL to a PostgreSQL server';
  * it cannot reach where the project is are kept here instead: root-owned and
  * writable by root only, so nothing under it can have been planted by another user.
  */
-const CACHE_ROOT = '/var/lib/market-data-service';
+export const CACHE_ROOT = '/var/lib/market-data-service';
 
 interface RunAs {
   uid: number;

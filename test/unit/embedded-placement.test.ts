@@ -4,7 +4,7 @@ import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { placeCluster } from '../../server/db/cluster-placement.ts';
+import { CACHE_ROOT, placeCluster } from '../../server/db/cluster-placement.ts';
 
 // The decision is the OS's answer for the postgres user, so it is only observable as root.
 const asRoot = process.getuid?.() === 0;
@@ -31,7 +31,7 @@ describe.skipIf(!asRoot)('embedded PostgreSQL placement as root', () => {
     try {
       const cluster = await placeCluster(dir, (m) => notices.push(m));
       try {
-        expect(cluster.dataDir.startsWith('/var/lib/market-data-service/clusters/')).toBe(true);
+        expect(cluster.dataDir.startsWith(path.join(CACHE_ROOT, 'clusters') + path.sep)).toBe(true);
         expect(cluster.dataDir.startsWith(`${hidden}${path.sep}`)).toBe(false);
         expect((await stat(cluster.dataDir)).uid).toBe(Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout));
         expect(existsSync(dir)).toBe(false);
