@@ -38,8 +38,8 @@ export function buildPublicApp(deps: AppDeps): Express {
     res.json({ status: 'ok' });
   });
   app.get('/readyz', async (_req, res) => {
-    await deps.readDb.run((sql) => sql`select 1`);
-    if (deps.readDb !== deps.db) await deps.db.run((sql) => sql`select 1`);
+    await deps.readDb.ping();
+    if (deps.readDb !== deps.db) await deps.db.ping();
     res.json({ status: 'ready' });
   });
   const v1 = publicRoutes(

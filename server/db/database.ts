@@ -113,6 +113,11 @@ export class Database {
     }
   }
 
+  /** One round trip through the gate: resolves when the pool can reach the server. */
+  async ping(): Promise<void> {
+    await this.run((sql) => sql`select 1`);
+  }
+
   /** Closes the pool's connections, waiting at most `timeoutSeconds` for running queries. */
   end(timeoutSeconds: number): Promise<void> {
     return this.sql.end({ timeout: timeoutSeconds });

@@ -3,6 +3,7 @@ import { batchesOf } from '../ingest/body.ts';
 import type { IngestResult } from '../ingest/kind.ts';
 import { ingestRows } from '../ingest/service.ts';
 import { instrumentIngest } from '../instruments/ingest.ts';
+import { anyInstrumentStored } from '../instruments/repository.ts';
 import { dailyBarIngest, intradayBarIngest } from '../prices/ingest.ts';
 import { corporateActionIngest, coverageCheckIngest } from '../actions/ingest.ts';
 import { demoActionCoverage, demoCorporateActions, demoDailyBars, demoDailySources, demoInstruments } from './catalog.ts';
@@ -32,7 +33,6 @@ export async function loadDemoData(sql: Sql): Promise<Record<string, IngestResul
 
 /** First start with DEMO_DATA=auto: an empty instrument table gets the demo set. */
 export async function loadDemoDataIfEmpty(sql: Sql): Promise<Record<string, IngestResult> | null> {
-  const [row] = await sql<{ any: boolean }[]>`select exists (select 1 from instruments) as any`;
-  if (row.any) return null;
+  if (await anyInstrumentStored(sql)) return null;
   return loadDemoData(sql);
 }
