@@ -20,6 +20,7 @@
  *   undefined: rSquared is null and reason `zero_subject_variance`.
  * - `reason` is null exactly when all three figures are numbers.
  */
+import { centredMoments } from './centred-moments.ts';
 import { alignOnCommonDates, logReturns, type DatedCloses } from './correlation.ts';
 
 export const BETA_MIN_OBSERVATIONS = 3;
@@ -50,24 +51,7 @@ export function olsBeta(y: ArrayLike<number>, x: ArrayLike<number>): OlsResult {
   const n = x.length;
   if (y.length !== n) throw new TypeError(`olsBeta: lengths differ (${y.length} vs ${n})`);
   if (n < BETA_MIN_OBSERVATIONS) return { beta: null, alpha: null, rSquared: null, observations: n, reason: 'insufficient_overlap' };
-  let mx = 0,
-    my = 0;
-  for (let i = 0; i < n; i++) {
-    mx += x[i];
-    my += y[i];
-  }
-  mx /= n;
-  my /= n;
-  let sxx = 0,
-    sxy = 0,
-    syy = 0;
-  for (let i = 0; i < n; i++) {
-    const dx = x[i] - mx;
-    const dy = y[i] - my;
-    sxx += dx * dx;
-    sxy += dx * dy;
-    syy += dy * dy;
-  }
+  const { meanX: mx, meanY: my, sxx, sxy, syy } = centredMoments(x, y);
   if (sxx === 0) return { beta: null, alpha: null, rSquared: null, observations: n, reason: 'zero_benchmark_variance' };
   const beta = sxy / sxx;
   const alpha = my - beta * mx;

@@ -27,6 +27,7 @@
  *   average of the ranks they span (midranks); null when either side is
  *   constant.
  */
+import { centredMoments } from './centred-moments.ts';
 
 export const CORRELATION_MIN_OBSERVATIONS = 3;
 export const CORRELATION_METHODS = ['pearson', 'spearman'] as const;
@@ -120,24 +121,7 @@ export function pearson(x: ArrayLike<number>, y: ArrayLike<number>): number | nu
   const n = x.length;
   if (y.length !== n) throw new TypeError(`pearson: lengths differ (${n} vs ${y.length})`);
   if (n < 2) return null;
-  let mx = 0,
-    my = 0;
-  for (let i = 0; i < n; i++) {
-    mx += x[i];
-    my += y[i];
-  }
-  mx /= n;
-  my /= n;
-  let sxy = 0,
-    sxx = 0,
-    syy = 0;
-  for (let i = 0; i < n; i++) {
-    const dx = x[i] - mx;
-    const dy = y[i] - my;
-    sxy += dx * dy;
-    sxx += dx * dx;
-    syy += dy * dy;
-  }
+  const { sxx, sxy, syy } = centredMoments(x, y);
   if (sxx === 0 || syy === 0) return null;
   const r = sxy / Math.sqrt(sxx * syy);
   return r > 1 ? 1 : r < -1 ? -1 : r;
