@@ -10,7 +10,7 @@
  * When that run is shorter than the indicator needs, every numeric field of
  * the indicator is null and `description` says why.
  *
- * The parts: indicator-series.ts (the series), indicator-readings.ts (each
+ * The parts: indicator-series.ts (the series), indicator-readings.ts and band-readings.ts (each
  * indicator's reading at the latest bar), the two pattern readings below,
  * and trend-consensus.ts (the vote over the readings).
  *
@@ -23,25 +23,27 @@
 import { detectCandlestickPatterns, type CandleBars, type CandlestickSignal } from './candlestick-patterns.ts';
 import { detectChartPatterns, type ChartPattern, type ChartPatternSignal, type ChartPatternType } from './chart-patterns.ts';
 import {
-  atrReading,
-  bollingerReading,
-  ichimokuReading,
   macdReading,
   movingAverageReadings,
   rsiReading,
   stochasticReading,
-  vwapReading,
-  type AtrResult,
-  type BollingerResult,
   type EmaResult,
-  type IchimokuResult,
   type MacdResult,
   type RsiResult,
   type SmaResult,
   type StochasticResult,
-  type VwapResult,
   type WmaResult,
 } from './indicator-readings.ts';
+import {
+  atrReading,
+  bollingerReading,
+  ichimokuReading,
+  vwapReading,
+  type AtrResult,
+  type BollingerResult,
+  type IchimokuResult,
+  type VwapResult,
+} from './band-readings.ts';
 import { trendConsensus, type ConsensusTrend } from './trend-consensus.ts';
 
 export interface OhlcvBars {

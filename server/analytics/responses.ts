@@ -7,17 +7,8 @@ import { CORRELATION_METHODS, type CorrelationInstrument } from '../../workers/c
 import { STRUCTURE_NAMES } from '../../workers/option-structures.ts';
 import type { StrategyAssumptions } from '../../workers/strategy-ev.ts';
 import { TREND_DIRECTIONS } from '../../workers/trend-consensus.ts';
-import {
-  ATR_SIGNALS,
-  BOLLINGER_SIGNALS,
-  ICHIMOKU_SIGNALS,
-  MA_TRENDS,
-  MACD_CROSSOVERS,
-  MACD_TRENDS,
-  RSI_SIGNALS,
-  STOCHASTIC_SIGNALS,
-  VWAP_SIGNALS,
-} from '../../workers/indicator-readings.ts';
+import { MA_TRENDS, MACD_CROSSOVERS, MACD_TRENDS, RSI_SIGNALS, STOCHASTIC_SIGNALS } from '../../workers/indicator-readings.ts';
+import { ATR_SIGNALS, BOLLINGER_SIGNALS, ICHIMOKU_SIGNALS, VWAP_SIGNALS } from '../../workers/band-readings.ts';
 import { DirectionSchema, LegActionSchema, OptionTypeSchema } from './schema.ts';
 
 // The `data` of each analytics answer, field for field as the services build
