@@ -2,7 +2,7 @@ import express, { type Express } from 'express';
 import { publicBaseUrl, type Config } from './config.ts';
 import type { Logger } from './logger.ts';
 import type { AppDeps } from './area.ts';
-import { AREAS, ingestKinds, NOT_YET_SERVED } from './areas.ts';
+import { AREAS, ingestKinds, NOT_YET_SERVED, publicRouteDefinitions } from './areas.ts';
 import { adminDocument, publicDocument, referencePage } from './api-reference.ts';
 import { AppError, errorMiddleware, routeNotFound } from './http/errors.ts';
 import { observeRequests } from './http/observe.ts';
@@ -60,7 +60,7 @@ export function buildPublicApp(deps: AppDeps): Express {
     res.type('json').send(document);
   });
   app.use(referencePage());
-  app.use('/v1', v1.build(AREAS.flatMap((a) => a.routes)));
+  app.use('/v1', v1.build(publicRouteDefinitions()));
   app.use(routeNotFound);
   app.use(errorMiddleware(publicBaseUrl(deps.config), (err, req) => deps.logger.error({ err, requestId: req.res?.locals.requestId }, 'request failed')));
   return app;

@@ -128,16 +128,19 @@ export const CorporateActionSchema = z
 
 export type CorporateAction = z.infer<typeof CorporateActionSchema>;
 
+/** Actions counted by knowledge provenance, and whether the figures are point-in-time valid. */
+export const ProvenanceCountsSchema = z.strictObject({
+  ...(Object.fromEntries(PROVENANCES.map((p) => [p, z.int()])) as Record<Provenance, z.ZodInt>),
+  pitValid: z.boolean().describe('false when a backfilled action (not knowable at the time) entered the figures'),
+});
+
 export const CorporateActionsMetaSchema = z.strictObject({
   asOf: z.string(),
   source: z.string(),
   stale: z.boolean(),
   actionSetVersion: z.int(),
   includeBackfilled: z.boolean(),
-  provenance: z.strictObject({
-    ...(Object.fromEntries(PROVENANCES.map((p) => [p, z.int()])) as Record<Provenance, z.ZodInt>),
-    pitValid: z.boolean(),
-  }),
+  provenance: ProvenanceCountsSchema,
 });
 
 /** The latest check of an instrument's action history against a source. */

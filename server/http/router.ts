@@ -108,8 +108,8 @@ function inputParser(definition: RouteDefinition, handler: Entry['handler']): Re
 function methodNotAllowed(methods: string[]): RequestHandler {
   const allow = [...new Set(methods.includes('GET') ? [...methods, 'HEAD'] : methods), 'OPTIONS'].join(', ');
   return (req, res) => {
-    res.setHeader('Allow', allow);
     if (req.method === 'OPTIONS') {
+      res.setHeader('Allow', allow);
       res.status(204).end();
       return;
     }

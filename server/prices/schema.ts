@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ProvenanceCountsSchema } from '../actions/schema.ts';
 import type { RawBar } from './adjustment.ts';
 import { AsOfSchema, BooleanFlagSchema, DateSchema, idListSchema, isDate } from '../http/params.ts';
 
@@ -87,14 +88,6 @@ export const DailyBarSchema = z
     source: z.string(),
   })
   .meta({ id: 'DailyBar' });
-
-const ProvenanceCountsSchema = z.strictObject({
-  observed: z.int(),
-  vendor_pit: z.int(),
-  announced: z.int(),
-  backfilled: z.int(),
-  pitValid: z.boolean().describe('false when a backfilled action (not knowable at the time) entered the figures'),
-});
 
 const PriceBasisSchema = z.strictObject({
   priceBasis: z.enum(['raw', 'adjusted', 'vendor_adjusted', 'mixed']),

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { describe, expect, it } from 'vitest';
 import { AREAS, NOT_YET_SERVED } from '../../server/areas.ts';
+import { openApiPath } from '../../server/http/route.ts';
 import { SCOPES } from '../../server/keys/scopes.ts';
 import { OPENAPI_DIR, openApiFiles } from '../../server/write-openapi.ts';
 import { apiContract } from '../support/contract.ts';
@@ -25,7 +26,7 @@ describe('the OpenAPI documents', () => {
 
   it('when a public route is declared, then the document lists it with its one scope on the bearer scheme, its parameters and its error answers', () => {
     const document = JSON.parse(generated['public.json']);
-    const declared = AREAS.flatMap((a) => a.routes).map((r) => `${r.method} /v1${r.path.replace(/:(\w+)/g, '{$1}')}`);
+    const declared = AREAS.flatMap((a) => a.routes).map((r) => `${r.method} ${openApiPath('/v1', r.path)}`);
     const listed = Object.entries(document.paths).flatMap(([p, ops]) => Object.keys(ops as object).map((m) => `${m} ${p}`));
     expect(new Set(listed)).toEqual(new Set(declared));
     for (const [p, ops] of Object.entries(document.paths)) {
@@ -92,7 +93,7 @@ describe('the OpenAPI documents', () => {
 
   it('when a path is reserved for a route this version does not serve, then the document does not list it', () => {
     const document = JSON.parse(generated['public.json']);
-    for (const reserved of NOT_YET_SERVED) expect(Object.keys(document.paths)).not.toContain(`/v1${reserved.replace(/:(\w+)/g, '{$1}')}`);
+    for (const reserved of NOT_YET_SERVED) expect(Object.keys(document.paths)).not.toContain(openApiPath('/v1', reserved));
   });
 });
 
