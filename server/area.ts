@@ -6,6 +6,7 @@ import type { IngestKind } from './ingest/kind.ts';
 import type { RouteDefinition } from './http/route.ts';
 import type { RouteTable } from './http/router.ts';
 import type { LastUsedRecorder } from './keys/service.ts';
+import type { MacroService } from './macro/service.ts';
 
 export interface AppDeps {
   config: Config;
@@ -18,6 +19,8 @@ export interface AppDeps {
   logger: Logger;
   pool: WorkerPool;
   lastUsed: LastUsedRecorder;
+  /** Macro series and the risk-free rate (one per process: it holds the FRED fetches in flight). */
+  macro: MacroService;
   adminToken: string;
   version: string;
 }

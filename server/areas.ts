@@ -4,9 +4,10 @@ import { adminRouteDefinitions } from './admin/routes.ts';
 import { actionsArea } from './actions/routes.ts';
 import { analyticsArea } from './analytics/routes.ts';
 import { instrumentsArea } from './instruments/routes.ts';
+import { macroArea } from './macro/routes.ts';
 import { pricesArea } from './prices/routes.ts';
 
-export const AREAS: readonly Area[] = [instrumentsArea, pricesArea, actionsArea, analyticsArea];
+export const AREAS: readonly Area[] = [instrumentsArea, pricesArea, actionsArea, analyticsArea, macroArea];
 
 /**
  * Public paths of the API that this version does not serve yet. They answer
@@ -20,8 +21,6 @@ export const NOT_YET_SERVED = [
   '/instruments/:id/options/expiries',
   '/options/:id',
   '/fx/:base/:quote',
-  '/macro/series/:seriesId',
-  '/rates/risk-free',
   '/earnings',
   '/instruments/:id/earnings',
   '/instruments/:id/news',

@@ -43,8 +43,19 @@ export const ConfigSchema = z.object({
     .max(19)
     .default(10)
     .describe("nice increment of each worker thread (Linux); 0 leaves them at the request thread's priority"),
-  FRED_API_KEY: z.string().optional(),
+  FRED_API_KEY: z
+    .string()
+    .optional()
+    .transform((k) => k || undefined)
+    .describe('FRED API key; without one, macro series are served only from what is stored'),
   FRED_BASE_URL: z.string().url().default('https://api.stlouisfed.org/fred'),
+  FRED_TIMEOUT_MS: positiveInt.default(5_000).describe('deadline of one fetch of a series from FRED (both endpoints, every page)'),
+  FRED_FAILURE_BACKOFF_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(30_000)
+    .describe('after a failed fetch, the series is not fetched again for this long: reads get the stored copy (stale) or 503 at once'),
   VENDOR_CODE_BROKER: z.string().default('ibkr').describe('broker whose code is echoed as Instrument.vendorCode'),
   PUBLIC_BASE_URL: z
     .string()

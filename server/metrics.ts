@@ -155,3 +155,18 @@ export const readSlotWait = new client.Histogram({
   buckets: WAIT_BUCKETS,
   registers: [registry],
 });
+
+export const upstreamDuration = new client.Histogram({
+  name: 'upstream_request_duration_seconds',
+  help: 'Calls to outside providers (FRED) by endpoint and outcome (ok, http_<status>, unreachable, unreadable)',
+  labelNames: ['provider', 'endpoint', 'outcome'] as const,
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+
+export const macroReads = new client.Counter({
+  name: 'macro_series_reads_total',
+  help: 'Macro series reads by how they were served: stored (fresh copy), fetched (refreshed first), stale (copy past its window, refresh impossible), unavailable (nothing to serve)',
+  labelNames: ['served'] as const,
+  registers: [registry],
+});

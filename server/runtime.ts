@@ -16,6 +16,7 @@ import { createSql, type Sql } from './db/sql.ts';
 import { loadDemoDataIfEmpty } from './demo/load.ts';
 import { AppError, errorBody } from './http/errors.ts';
 import { LastUsedRecorder } from './keys/service.ts';
+import { MacroService } from './macro/service.ts';
 import type { Logger } from './logger.ts';
 import { httpRequests } from './metrics.ts';
 import { WorkerPool } from './worker-pool.ts';
@@ -268,7 +269,13 @@ export class Runtime {
       taskTimeoutMs: config.WORKER_TASK_TIMEOUT_MS,
       niceIncrement: config.WORKER_NICE,
     });
-    return { config, db, authDb, readDb, logger, pool: workers, lastUsed: new LastUsedRecorder(authDb), adminToken: this.adminToken, version: VERSION };
+    const macro = new MacroService(db, logger, {
+      apiKey: config.FRED_API_KEY,
+      baseUrl: config.FRED_BASE_URL,
+      timeoutMs: config.FRED_TIMEOUT_MS,
+      failureBackoffMs: config.FRED_FAILURE_BACKOFF_MS,
+    });
+    return { config, db, authDb, readDb, logger, pool: workers, lastUsed: new LastUsedRecorder(authDb), macro, adminToken: this.adminToken, version: VERSION };
   }
 }
 

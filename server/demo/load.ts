@@ -7,6 +7,7 @@ import { anyInstrumentStored } from '../instruments/repository.ts';
 import { dailyBarIngest, intradayBarIngest } from '../prices/ingest.ts';
 import { corporateActionIngest, coverageCheckIngest } from '../actions/ingest.ts';
 import { demoActionCoverage, demoCorporateActions, demoDailyBars, demoDailySources, demoInstruments } from './catalog.ts';
+import { loadDemoMacroSeries } from './macro-series.ts';
 import { syntheticMinuteBars } from './synthetic-intraday.ts';
 
 /**
@@ -28,6 +29,7 @@ export async function loadDemoData(sql: Sql): Promise<Record<string, IngestResul
     intradayBars: await ingestRows(sql, intradayBarIngest, batchesOf(syntheticMinuteBars())),
     corporateActions: await ingestRows(sql, corporateActionIngest, batchesOf(demoCorporateActions())),
     coverageChecks: await ingestRows(sql, coverageCheckIngest, batchesOf(demoActionCoverage())),
+    macroSeries: await loadDemoMacroSeries(sql),
   };
 }
 

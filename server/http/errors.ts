@@ -22,7 +22,7 @@ export const ERRORS = {
   rate_limited: [429, "the key's account is over a request window or its concurrent-stream limit; wait `Retry-After` seconds"],
   request_header_too_large: [431, 'the request headers are over the limit'],
   internal_error: [500, 'a fault in the service; the request id finds it in the log'],
-  upstream_unavailable: [503, 'an outside provider did not answer'],
+  upstream_unavailable: [503, 'the outside provider (FRED) has no key configured or did not answer, and nothing stored can stand in'],
   overloaded: [503, 'the service is shedding load (database, worker pool or stream slots busy, or starting); wait `Retry-After` seconds'],
 } as const satisfies Record<string, readonly [number, string]>;
 

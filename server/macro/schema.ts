@@ -1,0 +1,114 @@
+import { z } from 'zod';
+import { DateSchema, isDate } from '../http/params.ts';
+
+/** The only series served (the spec's allowlist). Any other id is refused before storage or the provider is asked. */
+export const MACRO_SERIES_IDS = [
+  'DGS1MO',
+  'DGS3MO',
+  'DGS6MO',
+  'DGS1',
+  'DGS2',
+  'DGS5',
+  'DGS10',
+  'DGS20',
+  'DGS30',
+  'FEDFUNDS',
+  'DFEDTARU',
+  'DFEDTARL',
+  'CPIAUCSL',
+  'CPILFESL',
+  'PCEPI',
+  'PCEPILFE',
+  'T5YIE',
+  'T10YIE',
+  'DFII5',
+  'DFII10',
+  'DFII20',
+  'DFII30',
+  'T10Y2Y',
+  'T10Y3M',
+  'DTWEXBGS',
+  'UNRATE',
+  'PAYEMS',
+  'VIXCLS',
+] as const;
+export type MacroSeriesId = (typeof MACRO_SERIES_IDS)[number];
+
+export const MACRO_FREQUENCIES = ['daily', 'weekly', 'biweekly', 'monthly', 'quarterly', 'semiannual', 'annual'] as const;
+export type MacroFrequency = (typeof MACRO_FREQUENCIES)[number];
+
+/** Why a stored copy was served without being refreshed. */
+export const STALE_REASONS = ['no_provider_key', 'provider_unreachable', 'provider_error'] as const;
+export type StaleReason = (typeof STALE_REASONS)[number];
+
+const allowed = new Set<string>(MACRO_SERIES_IDS);
+
+export const MacroSeriesParamsSchema = z.strictObject({
+  seriesId: z
+    .string()
+    .transform((s) => s.toUpperCase())
+    .refine((s): s is MacroSeriesId => allowed.has(s), `must be one of the served series: ${MACRO_SERIES_IDS.join(', ')}`)
+    .describe('a series id of the allowlist (case-insensitive)'),
+});
+
+export const MacroSeriesQuerySchema = z
+  .strictObject({
+    start: DateSchema.optional().describe('first observation date, inclusive; omit for the full history'),
+    end: DateSchema.optional().describe('last observation date, inclusive; omit for the latest'),
+  })
+  .refine((q) => !isDate(q.start) || !isDate(q.end) || q.start <= q.end, { path: ['end'], message: 'must be on or after start' });
+
+export type MacroSeriesQuery = z.infer<typeof MacroSeriesQuerySchema>;
+
+export const ObservationSchema = z.strictObject({ date: z.string().describe('observation date yyyy-mm-dd'), value: z.number() });
+
+export const MacroSeriesSchema = z.strictObject({
+  seriesId: z.enum(MACRO_SERIES_IDS),
+  title: z.string(),
+  units: z.string().describe("the provider's units, e.g. Percent, Index 1982-1984=100"),
+  frequency: z.enum(MACRO_FREQUENCIES),
+  observations: z.array(ObservationSchema).describe('ascending by date; a missing observation (FRED\'s ".") is absent, never 0'),
+});
+export type MacroSeries = z.infer<typeof MacroSeriesSchema>;
+
+const CopyMetaFields = {
+  stale: z.boolean().describe('true when the stored copy is past its freshness window and could not be refreshed'),
+  staleReason: z.enum(STALE_REASONS).nullable().describe('why a stale copy was served; null when fresh'),
+  providerUpdatedAt: z.string().nullable().describe("when the provider last revised the series (FRED's last_updated); null for the bundled demo copy"),
+};
+
+export const MacroSeriesMetaSchema = z.strictObject({
+  asOf: z.string().describe('when the stored copy was fetched'),
+  source: z.string().describe('fred, or the bundled snapshot the demo copy came from'),
+  ...CopyMetaFields,
+  seasonalAdjustment: z.string().nullable(),
+  start: z.string().nullable(),
+  end: z.string().nullable(),
+});
+
+export const RISK_FREE_SOURCES = ['fred', 'fallback'] as const;
+
+export const RiskFreeRateSchema = z.strictObject({
+  rate: z.number().describe('annualised, as a decimal (FRED publishes percent: 4.37 → 0.0437)'),
+  maturity: z.literal('3M').describe('the Treasury term'),
+  asOf: z.string().describe('date of the observation yyyy-mm-dd'),
+  source: z.enum(RISK_FREE_SOURCES).describe('fred: a live observation; fallback: the provider was unreachable or has no key, and a stand-in is used'),
+});
+export type RiskFreeRate = z.infer<typeof RiskFreeRateSchema>;
+
+export const RISK_FREE_STAND_INS = ['last_stored_observation', 'hardcoded'] as const;
+
+const RiskFreeFallbackSchema = z.strictObject({
+  standIn: z.enum(RISK_FREE_STAND_INS).describe('which stand-in was used'),
+  reason: z.enum(STALE_REASONS),
+  detail: z.string(),
+});
+export type RiskFreeFallback = z.infer<typeof RiskFreeFallbackSchema>;
+
+export const RiskFreeMetaSchema = z.strictObject({
+  asOf: z.string().describe('when the observation was fetched; for the hard-coded rate, its observation date'),
+  source: z.string(),
+  stale: z.boolean(),
+  seriesId: z.literal('DGS3MO'),
+  fallback: RiskFreeFallbackSchema.nullable().describe('null when source is fred'),
+});

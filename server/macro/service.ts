@@ -1,0 +1,245 @@
+import type { Database } from '../db/database.ts';
+import type { Meta } from '../http/envelope.ts';
+import { AppError } from '../http/errors.ts';
+import type { Logger } from '../logger.ts';
+import { macroReads } from '../metrics.ts';
+import { FredClient, ProviderFailure } from './fred.ts';
+import * as repo from './repository.ts';
+import type { StoredSeries } from './repository.ts';
+import type { MacroFrequency, MacroSeriesId, MacroSeriesQuery, RiskFreeFallback, RiskFreeRate, StaleReason } from './schema.ts';
+
+/** The `source` of a copy fetched from FRED; any other source (the bundled demo snapshot) is never fresh. */
+export const FRED_SOURCE = 'fred';
+
+const HOUR_MS = 3_600_000;
+
+/**
+ * How long a copy fetched from FRED is served without asking FRED again, by
+ * the series' frequency. FRED posts a daily series (Treasury yields, VIX)
+ * once each business day, so a daily copy is at most 6 hours behind FRED at
+ * the cost of at most 4 fetches a series a day. Weekly series are refreshed
+ * every 12 hours; monthly and rarer ones, published on one day of the month
+ * at most, every 24 hours: a new release appears within a day.
+ */
+export const FRESH_FOR_MS: Record<MacroFrequency, number> = {
+  daily: 6 * HOUR_MS,
+  weekly: 12 * HOUR_MS,
+  biweekly: 24 * HOUR_MS,
+  monthly: 24 * HOUR_MS,
+  quarterly: 24 * HOUR_MS,
+  semiannual: 24 * HOUR_MS,
+  annual: 24 * HOUR_MS,
+};
+
+/** The series the risk-free rate reads: the 3-month Treasury constant-maturity yield, in percent. */
+export const RISK_FREE_SERIES: MacroSeriesId = 'DGS3MO';
+
+/**
+ * The hard-coded risk-free rate, for when FRED cannot be asked and DGS3MO
+ * was never stored: TB3MS (3-month Treasury bill, secondary market, monthly
+ * average) for September 2022, 3.13 %, the latest 3-month rate in the bundled
+ * FRED snapshot (gretl-data 2022c). It is a stand-in, years old: configure
+ * FRED_API_KEY for a live rate.
+ */
+export const HARDCODED_RISK_FREE = { percent: 3.13, observationDate: '2022-09-01', source: 'TB3MS 2022-09 (gretl-data 2022c snapshot of FRED)' };
+
+export interface MacroServiceOptions {
+  apiKey?: string;
+  baseUrl: string;
+  timeoutMs: number;
+  failureBackoffMs: number;
+}
+
+/** What can be served for a series now. */
+type Copy =
+  | { kind: 'stored'; fresh: true; fetched: boolean }
+  | { kind: 'stored'; fresh: false; reason: StaleReason; detail: string }
+  | { kind: 'none'; reason: StaleReason; detail: string; retryAfterS?: number };
+
+const isFresh = (s: StoredSeries, now: number) => s.source === FRED_SOURCE && now - s.fetchedAt.getTime() < FRESH_FOR_MS[s.frequency];
+
+/**
+ * Macro series and the risk-free rate, served from storage and refreshed from
+ * FRED when the stored copy is past its freshness window.
+ *
+ * One instance per process holds the refreshes in flight (concurrent reads of
+ * a series share one fetch) and each series' last failure (for
+ * failureBackoffMs after it, reads do not wait on FRED again). No database
+ * connection is held while FRED is asked.
+ */
+export class MacroService {
+  private readonly fred: FredClient | null;
+  private readonly refreshing = new Map<string, Promise<void>>();
+  private readonly failures = new Map<string, { at: number; failure: ProviderFailure }>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly logger: Logger,
+    private readonly options: MacroServiceOptions,
+  ) {
+    this.fred = options.apiKey ? new FredClient({ baseUrl: options.baseUrl, apiKey: options.apiKey, timeoutMs: options.timeoutMs }) : null;
+  }
+
+  async readSeries(seriesId: MacroSeriesId, q: MacroSeriesQuery) {
+    const copy = await this.currentCopy(seriesId);
+    if (copy.kind === 'none') throw unavailable(seriesId, copy);
+    const { series, observations } = await this.db.run((sql) => repo.readCopy(sql, seriesId, q.start, q.end));
+    return {
+      data: { seriesId, title: series.title, units: series.units, frequency: series.frequency, observations },
+      meta: {
+        asOf: series.fetchedAt.toISOString(),
+        source: series.source,
+        stale: !copy.fresh,
+        staleReason: copy.fresh ? null : copy.reason,
+        providerUpdatedAt: series.providerUpdatedAt,
+        seasonalAdjustment: series.seasonalAdjustment,
+        start: q.start ?? null,
+        end: q.end ?? null,
+      },
+    };
+  }
+
+  /**
+   * The current annualised risk-free rate: the latest DGS3MO observation as a
+   * decimal, with source `fred` when it comes from a fresh copy. Otherwise a
+   * stand-in with source `fallback`: the last stored observation, or the
+   * hard-coded rate when none is stored. The one place the service gets this
+   * rate; every computation that needs it calls this.
+   */
+  async riskFreeRate(): Promise<{ data: RiskFreeRate; meta: Meta & { seriesId: MacroSeriesId; fallback: RiskFreeFallback | null } }> {
+    const copy = await this.currentCopy(RISK_FREE_SERIES);
+    const stored = copy.kind === 'stored' ? await this.db.run((sql) => repo.latestOfCopy(sql, RISK_FREE_SERIES)) : undefined;
+    if (stored?.latest && copy.kind === 'stored') {
+      const rate = percentToDecimal(stored.latest.value);
+      const meta = { asOf: stored.series.fetchedAt.toISOString(), source: stored.series.source, seriesId: RISK_FREE_SERIES };
+      return copy.fresh
+        ? { data: { rate, maturity: '3M', asOf: stored.latest.date, source: 'fred' }, meta: { ...meta, stale: false, fallback: null } }
+        : {
+            data: { rate, maturity: '3M', asOf: stored.latest.date, source: 'fallback' },
+            meta: { ...meta, stale: true, fallback: { standIn: 'last_stored_observation', reason: copy.reason, detail: copy.detail } },
+          };
+    }
+    const why = copy.kind === 'none' ? copy : { reason: 'provider_error' as const, detail: `the stored ${RISK_FREE_SERIES} copy has no observations` };
+    return {
+      data: { rate: percentToDecimal(HARDCODED_RISK_FREE.percent), maturity: '3M', asOf: HARDCODED_RISK_FREE.observationDate, source: 'fallback' },
+      meta: {
+        asOf: `${HARDCODED_RISK_FREE.observationDate}T00:00:00.000Z`,
+        source: HARDCODED_RISK_FREE.source,
+        stale: true,
+        seriesId: RISK_FREE_SERIES,
+        fallback: { standIn: 'hardcoded', reason: why.reason, detail: why.detail },
+      },
+    };
+  }
+
+  /**
+   * Whether a fresh copy is stored, refreshing it first when it is not and
+   * FRED can be asked; counted by how the read is served.
+   */
+  private async currentCopy(seriesId: string): Promise<Copy> {
+    const copy = await this.decideCopy(seriesId);
+    macroReads.inc({ served: copy.kind === 'none' ? 'unavailable' : copy.fresh ? (copy.fetched ? 'fetched' : 'stored') : 'stale' });
+    return copy;
+  }
+
+  private async decideCopy(seriesId: string): Promise<Copy> {
+    let stored = await this.db.run((sql) => repo.storedSeries(sql, seriesId));
+    if (stored && isFresh(stored, Date.now())) return { kind: 'stored', fresh: true, fetched: false };
+    const refused = this.refusal(seriesId);
+    if (refused) return stored ? { kind: 'stored', fresh: false, reason: refused.reason, detail: refused.detail } : { kind: 'none', ...refused };
+    try {
+      await this.refresh(seriesId);
+      return { kind: 'stored', fresh: true, fetched: true };
+    } catch (err) {
+      if (!(err instanceof ProviderFailure)) throw err;
+      // A refresh another process completed meanwhile still counts.
+      stored = await this.db.run((sql) => repo.storedSeries(sql, seriesId));
+      if (stored && isFresh(stored, Date.now())) return { kind: 'stored', fresh: true, fetched: false };
+      const reason = staleReason(err);
+      const detail = `FRED did not serve ${seriesId}: ${err.message}`;
+      return stored ? { kind: 'stored', fresh: false, reason, detail } : { kind: 'none', reason, detail, retryAfterS: this.retryAfterS(seriesId) };
+    }
+  }
+
+  /** Why FRED is not to be asked now: no key, or a failure within the backoff. */
+  private refusal(seriesId: string): { reason: StaleReason; detail: string; retryAfterS?: number } | null {
+    if (!this.fred) return { reason: 'no_provider_key', detail: 'no FRED_API_KEY is configured' };
+    const last = this.failures.get(seriesId);
+    if (last && Date.now() - last.at < this.options.failureBackoffMs) {
+      return {
+        reason: staleReason(last.failure),
+        detail: `FRED failed within the last ${this.options.failureBackoffMs} ms: ${last.failure.message}`,
+        retryAfterS: this.retryAfterS(seriesId),
+      };
+    }
+    return null;
+  }
+
+  private retryAfterS(seriesId: string): number {
+    const last = this.failures.get(seriesId);
+    const remaining = last ? this.options.failureBackoffMs - (Date.now() - last.at) : 0;
+    return Math.max(1, Math.ceil(remaining / 1000));
+  }
+
+  /**
+   * Fetches and stores a series; concurrent callers share one refresh. The
+   * refresh first looks at the stored copy again, so a caller that read a
+   * stale copy just before another refresh finished does not fetch twice.
+   */
+  private refresh(seriesId: string): Promise<void> {
+    let running = this.refreshing.get(seriesId);
+    if (!running) {
+      running = this.fetchAndStore(seriesId).finally(() => this.refreshing.delete(seriesId));
+      this.refreshing.set(seriesId, running);
+    }
+    return running;
+  }
+
+  private async fetchAndStore(seriesId: string): Promise<void> {
+    const stored = await this.db.run((sql) => repo.storedSeries(sql, seriesId));
+    if (stored && isFresh(stored, Date.now())) return;
+    const started = Date.now();
+    try {
+      const { observations, ...description } = await this.fred!.fetchSeries(seriesId);
+      const fetchedAt = new Date();
+      await this.db.run((sql) => repo.replaceSeries(sql, seriesId, description, observations, FRED_SOURCE, fetchedAt));
+      this.failures.delete(seriesId);
+      this.logger.info({ seriesId, observations: observations.length, ms: Date.now() - started }, 'macro series fetched from FRED');
+    } catch (err) {
+      if (err instanceof ProviderFailure) {
+        this.failures.set(seriesId, { at: Date.now(), failure: err });
+        this.logger.warn({ seriesId, kind: err.kind, reason: err.message, ms: Date.now() - started }, 'FRED fetch failed');
+      }
+      throw err;
+    }
+  }
+}
+
+function staleReason(failure: ProviderFailure): StaleReason {
+  return failure.kind === 'unreachable' ? 'provider_unreachable' : 'provider_error';
+}
+
+function unavailable(seriesId: string, why: { reason: StaleReason; detail: string; retryAfterS?: number }): AppError {
+  const headers: Record<string, string> = why.retryAfterS ? { 'Retry-After': String(why.retryAfterS) } : {};
+  return new AppError(
+    'upstream_unavailable',
+    `${seriesId} has no stored copy and FRED cannot serve it now (${why.detail}); no series is made up in its place`,
+    { seriesId: [why.reason] },
+    headers,
+  );
+}
+
+/**
+ * A percentage as a decimal, by moving the decimal point of the number as
+ * written (4.37 → 0.0437) rather than dividing in binary floating point:
+ * 1.1 / 100 is 0.011000000000000001, and so are 141 of the 500 two-decimal
+ * rates from 1.00 to 5.99.
+ */
+export function percentToDecimal(percent: number): number {
+  const text = String(percent);
+  if (/e/i.test(text)) return percent / 100;
+  const negative = text.startsWith('-');
+  const [whole, fraction = ''] = (negative ? text.slice(1) : text).split('.');
+  const padded = whole.padStart(3, '0');
+  return Number(`${negative ? '-' : ''}${padded.slice(0, -2)}.${padded.slice(-2)}${fraction}`);
+}
