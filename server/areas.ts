@@ -3,10 +3,11 @@ import type { IngestKind } from './ingest/kind.ts';
 import { adminRouteDefinitions } from './admin/routes.ts';
 import { actionsArea } from './actions/routes.ts';
 import { analyticsArea } from './analytics/routes.ts';
+import { fxArea } from './fx/routes.ts';
 import { instrumentsArea } from './instruments/routes.ts';
 import { pricesArea } from './prices/routes.ts';
 
-export const AREAS: readonly Area[] = [instrumentsArea, pricesArea, actionsArea, analyticsArea];
+export const AREAS: readonly Area[] = [instrumentsArea, pricesArea, actionsArea, analyticsArea, fxArea];
 
 /**
  * Public paths of the API that this version does not serve yet. They answer
@@ -19,7 +20,6 @@ export const NOT_YET_SERVED = [
   '/instruments/:id/options',
   '/instruments/:id/options/expiries',
   '/options/:id',
-  '/fx/:base/:quote',
   '/macro/series/:seriesId',
   '/rates/risk-free',
   '/earnings',
