@@ -6,7 +6,9 @@ import { instrumentIngest } from '../instruments/ingest.ts';
 import { anyInstrumentStored } from '../instruments/repository.ts';
 import { dailyBarIngest, intradayBarIngest } from '../prices/ingest.ts';
 import { corporateActionIngest, coverageCheckIngest } from '../actions/ingest.ts';
+import { fxRateIngest } from '../fx/ingest.ts';
 import { demoActionCoverage, demoCorporateActions, demoDailyBars, demoDailySources, demoInstruments } from './catalog.ts';
+import { demoFxRates } from './fx-closes.ts';
 import { syntheticMinuteBars } from './synthetic-intraday.ts';
 
 /**
@@ -28,6 +30,7 @@ export async function loadDemoData(sql: Sql): Promise<Record<string, IngestResul
     intradayBars: await ingestRows(sql, intradayBarIngest, batchesOf(syntheticMinuteBars())),
     corporateActions: await ingestRows(sql, corporateActionIngest, batchesOf(demoCorporateActions())),
     coverageChecks: await ingestRows(sql, coverageCheckIngest, batchesOf(demoActionCoverage())),
+    fxRates: await ingestRows(sql, fxRateIngest, batchesOf(demoFxRates())),
   };
 }
 
