@@ -3,11 +3,12 @@ import type { IngestKind } from './ingest/kind.ts';
 import { adminRouteDefinitions } from './admin/routes.ts';
 import { actionsArea } from './actions/routes.ts';
 import { analyticsArea } from './analytics/routes.ts';
+import { fxArea } from './fx/routes.ts';
 import { instrumentsArea } from './instruments/routes.ts';
 import { macroArea } from './macro/routes.ts';
 import { pricesArea } from './prices/routes.ts';
 
-export const AREAS: readonly Area[] = [instrumentsArea, pricesArea, actionsArea, analyticsArea, macroArea];
+export const AREAS: readonly Area[] = [instrumentsArea, pricesArea, actionsArea, analyticsArea, macroArea, fxArea];
 
 /**
  * Public paths of the API that this version does not serve yet. They answer
@@ -20,7 +21,6 @@ export const NOT_YET_SERVED = [
   '/instruments/:id/options',
   '/instruments/:id/options/expiries',
   '/options/:id',
-  '/fx/:base/:quote',
   '/earnings',
   '/instruments/:id/earnings',
   '/instruments/:id/news',

@@ -1,5 +1,6 @@
 import type { Sql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
+import { countedStagedUpsert } from '../ingest/repository.ts';
 import type { ActionKind, CorporateAction, CoverageCheck, Provenance } from './schema.ts';
 
 export interface ActionSetQuery {
@@ -204,9 +205,10 @@ export async function appendStagedRevisions(tx: Sql): Promise<{ rows: number; in
 }
 
 /** Upserts the staged coverage checks; a stored check is rewritten only when a value differs. */
-export async function upsertStagedCoverageChecks(tx: Sql): Promise<{ rows: number; inserted: number; updated: number }> {
-  const [row] = await tx<{ rows: number; inserted: number; updated: number }[]>`
-    with upserted as (
+export function upsertStagedCoverageChecks(tx: Sql) {
+  return countedStagedUpsert(
+    tx,
+    tx`
       insert into action_coverage_checks as c (instrument_id, checked_at, source, covered_from, actions_found)
       select instrument_id, checked_at, source, covered_from, actions_found
       from ingest_staging
@@ -215,12 +217,6 @@ export async function upsertStagedCoverageChecks(tx: Sql): Promise<{ rows: numbe
         actions_found = excluded.actions_found
       where (c.covered_from, c.actions_found) is distinct from (excluded.covered_from, excluded.actions_found)
       returning (xmax = 0) as inserted
-    )
-    select
-      (select count(*)::int from ingest_staging) as rows,
-      count(*) filter (where inserted)::int as inserted,
-      count(*) filter (where not inserted)::int as updated
-    from upserted
-  `;
-  return row;
+    `,
+  );
 }

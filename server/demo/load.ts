@@ -6,8 +6,10 @@ import { instrumentIngest } from '../instruments/ingest.ts';
 import { anyInstrumentStored } from '../instruments/repository.ts';
 import { dailyBarIngest, intradayBarIngest } from '../prices/ingest.ts';
 import { corporateActionIngest, coverageCheckIngest } from '../actions/ingest.ts';
+import { fxRateIngest } from '../fx/ingest.ts';
 import { demoActionCoverage, demoCorporateActions, demoDailyBars, demoDailySources, demoInstruments } from './catalog.ts';
 import { loadDemoMacroSeries } from './macro-series.ts';
+import { demoFxRates } from './fx-closes.ts';
 import { syntheticMinuteBars } from './synthetic-intraday.ts';
 
 /**
@@ -30,6 +32,7 @@ export async function loadDemoData(sql: Sql): Promise<Record<string, IngestResul
     corporateActions: await ingestRows(sql, corporateActionIngest, batchesOf(demoCorporateActions())),
     coverageChecks: await ingestRows(sql, coverageCheckIngest, batchesOf(demoActionCoverage())),
     macroSeries: await loadDemoMacroSeries(sql),
+    fxRates: await ingestRows(sql, fxRateIngest, batchesOf(demoFxRates())),
   };
 }
 

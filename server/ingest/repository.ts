@@ -1,4 +1,5 @@
 import type { Writable } from 'node:stream';
+import type postgres from 'postgres';
 import { identifierList, type Sql } from '../db/sql.ts';
 import type { StagingColumns } from './kind.ts';
 
@@ -72,6 +73,24 @@ export async function copyInto(tx: Sql, table: string, text: string, columns?: s
       writable.end(text, resolve);
     }),
   ]);
+}
+
+/**
+ * Runs an upsert of the staged rows and counts what it did. `upsert` is an
+ * `insert … select … from ingest_staging on conflict … do update … where <a
+ * value differs> returning (xmax = 0) as inserted`: a row equal to the stored
+ * one returns nothing, so the unchanged rows are rows − inserted − updated.
+ */
+export async function countedStagedUpsert(tx: Sql, upsert: postgres.Fragment): Promise<{ rows: number; inserted: number; updated: number }> {
+  const [row] = await tx<{ rows: number; inserted: number; updated: number }[]>`
+    with upserted as (${upsert})
+    select
+      (select count(*)::int from ingest_staging) as rows,
+      count(*) filter (where inserted)::int as inserted,
+      count(*) filter (where not inserted)::int as updated
+    from upserted
+  `;
+  return row;
 }
 
 /** The first staged row whose instrument_id is not a known instrument, if any. */

@@ -443,6 +443,7 @@ const WRITTEN_TABLES = [
   'corporate_action_revisions',
   'action_set_versions',
   'action_coverage_checks',
+  'fx_rates',
 ];
 let snapshotTables: string[];
 
@@ -455,8 +456,9 @@ let snapshotTables: string[];
 async function snapshot(): Promise<Record<string, string>> {
   const digest = (rows: string) => `md5(coalesce(string_agg(${rows}::text, ',' order by ${rows}::text), ''))`;
   const tables = snapshotTables.map((table) => {
-    const column = table === 'instruments' ? 'id' : 'instrument_id';
-    return `(select count(*) from ${table}) || ' ' || (select ${digest('to_jsonb(t)')} from ${table} t where t.${column} = any($2::uuid[])) as ${table}`;
+    // fx_rates names no instrument: every row is digested (the fixture's and the writes' rates, under 3,000 rows).
+    const rows = table === 'fx_rates' ? 'true' : `t.${table === 'instruments' ? 'id' : 'instrument_id'} = any($2::uuid[])`;
+    return `(select count(*) from ${table}) || ' ' || (select ${digest('to_jsonb(t)')} from ${table} t where ${rows}) as ${table}`;
   });
   const [row] = await svc.sql.unsafe(
     `select
@@ -529,6 +531,11 @@ beforeAll(async () => {
     svc,
     '/bars/intraday',
     Array.from({ length: 120 }, (_, i) => intradayRow(equity.id, new Date(minute + i * 60_000).toISOString(), 20 + (i % 7))),
+  );
+  await ingest(
+    svc,
+    '/fx',
+    days.map((rateDate, i) => ({ base: 'EUR', quote: 'JPY', rateDate, rate: 130 + 10 * Math.sin(i / 9), source: 'fuzz' })),
   );
   scratchIds = [(await createInstrument(svc)).id, (await createInstrument(svc, { assetClass: 'crypto' })).id];
   const tables = await svc.sql<
@@ -654,6 +661,12 @@ function publicRequests(): fc.Arbitrary<Req> {
       .filter((r) => r.path.length <= MAX_TARGET);
   const withId = (template: string) => segment.map((id) => template.replace(':id', id));
   const dateRange = { from: [date, 'required'], to: [date, 'required'] } satisfies Record<string, Param>;
+  // The fixture stores EUR/JPY; JPY/EUR is served as its inverse.
+  const currency = fc.oneof(
+    { weight: 8, arbitrary: fc.constantFrom('EUR', 'JPY', 'eur', 'jpy', 'GBP', 'USD') },
+    { weight: 2, arbitrary: fc.constantFrom(...MALFORMED_SEGMENTS, 'EU', 'EURO', 'E1R', '%C3%89UR', 'NaN') },
+    { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 6 }).map(percentEncode) },
+  );
 
   const analytics = fc
     .oneof(
@@ -751,6 +764,11 @@ function publicRequests(): fc.Arbitrary<Req> {
       asOf: [asOf, 'optional'],
     }),
     get('beta', withId('/v1/instruments/:id/beta'), { benchmarkId: [idValue, 'required'], lookbackDays: [int(20, 504), 'optional'], asOf: [asOf, 'optional'] }),
+    get(
+      'fx',
+      fc.tuple(currency, currency).map(([base, quote]) => `/v1/fx/${base}/${quote}`),
+      { date: [date, 'required'] },
+    ),
     { weight: 3, arbitrary: analytics },
     get('health', fc.constantFrom('/healthz', '/readyz', '/metrics', '/healthz/%FF', '/metrics/x'), {}),
     otherRoutes('public'),
@@ -1075,6 +1093,19 @@ function adminWrites(): fc.Arbitrary<Req> {
       }),
       [['instrumentId'], ['checkedAt'], ['source'], ['coveredFrom'], ['actionsFound']],
     ),
+    ingestWrite(
+      '/fx',
+      (_id, v) => ({
+        base: ['EUR', 'GBP', 'usd'][v % 3],
+        quote: 'JPY',
+        rateDate: day(v),
+        // Some valid rates sit at the edges: the smallest accepted (its inverse is 4.5e307) and 1e300.
+        rate: v % 5 === 1 ? 2.2250738585072014e-308 : v % 5 === 2 ? 1e300 : 100 + (v % 7),
+        source: 'fuzz',
+        asOf: v % 4 ? '2024-01-01T00:00:00Z' : undefined,
+      }),
+      [['base'], ['quote'], ['rateDate'], ['rate'], ['source'], ['asOf']],
+    ),
     otherRoutes('admin'),
   );
 }
@@ -1230,6 +1261,13 @@ const NAMED: { name: string; req: () => Req; field: string }[] = [
     req: () => post('/v1/analytics/strategy-ev', { ...STRATEGY, expiryDays: 5e-324 }),
     field: 'expiryDays',
   },
+  { name: 'GET /v1/fx/US/CHF', req: () => get('/v1/fx/US/CHF?date=2024-01-02'), field: 'base' },
+  { name: 'GET /v1/fx/EUR/eur', req: () => get('/v1/fx/EUR/eur?date=2024-01-02'), field: 'quote' },
+  {
+    name: 'POST /admin/v1/fx with a rate of 5e-324, whose reciprocal is infinite',
+    req: () => adminPost('/fx', toJson([{ base: 'EUR', quote: 'JPY', rateDate: '2024-01-02', rate: 5e-324, source: 'fuzz' }])),
+    field: 'rows[0].rate',
+  },
   { name: 'POST /admin/v1/accounts with a NUL in the name', req: () => adminPost('/accounts', toJson({ name: 'fuzz\u0000account' })), field: 'name' },
   {
     name: 'POST /admin/v1/keys with a NUL in the name',
@@ -1326,6 +1364,7 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       'technicals',
       'correlations',
       'beta',
+      'fx',
       '/v1/analytics/option-price',
       '/v1/analytics/probability',
       '/v1/analytics/strategy-ev',
@@ -1372,6 +1411,7 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       '/bars/intraday',
       '/corporate-actions',
       '/corporate-actions/coverage-checks',
+      '/fx',
     ];
     expect(routes.flatMap((r) => ['stored', 'refused'].map((o) => `${o} ${r}`)).filter((k) => !writesByRoute.get(k))).toEqual([]);
   }, 300_000);

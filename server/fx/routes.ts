@@ -1,0 +1,32 @@
+import type { Area } from '../area.ts';
+import { sendData } from '../http/envelope.ts';
+import { defineRoute } from '../http/route.ts';
+import { fxRateIngest } from './ingest.ts';
+import { FxPairParamsSchema, FxRateMetaSchema, FxRateQuerySchema, FxRateSchema } from './schema.ts';
+import { getFxRate } from './service.ts';
+
+export const fxRateRoute = defineRoute({
+  method: 'get',
+  path: '/fx/:base/:quote',
+  operationId: 'getFxRate',
+  tag: 'FX',
+  summary: 'The FX rate of a currency pair on a date',
+  description:
+    '`rate` is units of `quote` per one unit of `base`. Codes are 3 letters, any case. When only the inverse pair is stored, the rate is 1 / the stored rate and `meta.derivation` says so. A date with no stored rate in either direction is 404, never interpolated or carried forward.',
+  scope: 'fx:read',
+  params: FxPairParamsSchema,
+  query: FxRateQuerySchema,
+  response: { status: 200, description: 'the rate on that date', data: FxRateSchema, meta: FxRateMetaSchema },
+  errors: ['not_found'],
+});
+
+export const fxArea: Area = {
+  routes: [fxRateRoute],
+  mount(routes, { readDb }) {
+    routes.handle(fxRateRoute, async ({ params, query }, res) => {
+      const { data, meta } = await getFxRate(readDb, params.base, params.quote, query.date);
+      sendData(res, data, meta);
+    });
+  },
+  ingest: { fx: fxRateIngest },
+};
