@@ -10,9 +10,13 @@ import { DEMO_DATA_DIR } from './catalog-files.ts';
  * close of day D is the last reading in (17:00 New York on D−1, 17:00 New York
  * on D], with New York's daylight saving time taken from the time-zone
  * database (Intl), so the cut-off is 21:00 UTC in summer and 22:00 UTC in
- * winter. Rows are emitted for Monday to Friday only; the readings of a
- * Saturday or Sunday window (Friday 17:00 to Sunday 17:00 New York) are
- * dropped and counted. Each row's asOf is the cut-off instant itself.
+ * winter. A close must be a reading of the last hour before the cut-off (at or
+ * after 16:00 New York): a window whose last reading is earlier, such as
+ * Christmas Day's one reading from 17:30 the evening before, gives no rate for
+ * the day, because that reading is not the day's close. Rows are emitted for
+ * Monday to Friday only; the readings of a Saturday or Sunday window (Friday
+ * 17:00 to Sunday 17:00 New York) are dropped and counted. Each row's asOf is
+ * the cut-off instant itself.
  */
 
 export const FX_CLOSE_SOURCE = 'r-cran-timeseries/USDCHF (New York 17:00 close)';
@@ -39,8 +43,8 @@ export interface DailyCloses {
   rates: DemoFxRate[];
   /** Readings in a Saturday or Sunday window, not used. */
   weekendReadings: number;
-  /** Days whose last reading is earlier than 16:00 New York (a thin window). */
-  thinDays: string[];
+  /** Weekdays whose window has readings but none at or after 16:00 New York: no rate. */
+  daysWithoutClose: string[];
 }
 
 const newYork = new Intl.DateTimeFormat('en-US', {
@@ -79,9 +83,9 @@ const isWeekend = (date: string) => [0, 6].includes(new Date(`${date}T00:00:00Z`
 /** Daily closes of readings sorted by time; see the module comment for the rule. */
 export function dailyCloses(readings: readonly FxReading[]): DailyCloses {
   const rates: DemoFxRate[] = [];
-  const thinDays: string[] = [];
+  const daysWithoutClose: string[] = [];
   let weekendReadings = 0;
-  if (!readings.length) return { rates, weekendReadings, thinDays };
+  if (!readings.length) return { rates, weekendReadings, daysWithoutClose };
   // The window of the first reading: its UTC day's, or one of the two days before.
   let day = new Date(readings[0].at - 2 * DAY_MS).toISOString().slice(0, 10);
   let cutoff = newYorkCutoff(day);
@@ -89,8 +93,8 @@ export function dailyCloses(readings: readonly FxReading[]): DailyCloses {
   const close = () => {
     if (!last) return;
     if (isWeekend(day)) return;
+    if (last.at < cutoff - HOUR_MS) return void daysWithoutClose.push(day);
     rates.push({ base: 'USD', quote: 'CHF', rateDate: day, rate: last.value, source: FX_CLOSE_SOURCE, asOf: new Date(cutoff).toISOString() });
-    if (last.at < cutoff - HOUR_MS) thinDays.push(day);
   };
   for (const reading of readings) {
     if (last && reading.at <= last.at) throw new Error(`readings out of order at ${new Date(reading.at).toISOString()}`);
@@ -104,7 +108,7 @@ export function dailyCloses(readings: readonly FxReading[]): DailyCloses {
     if (isWeekend(day)) weekendReadings++;
   }
   close();
-  return { rates, weekendReadings, thinDays };
+  return { rates, weekendReadings, daysWithoutClose };
 }
 
 /** The bundled file's readings, in file order (ascending time). */

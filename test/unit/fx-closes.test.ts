@@ -26,43 +26,47 @@ describe('the New York 17:00 cut-off', () => {
 
 describe('daily closes of 30-minute readings', () => {
   it('when a reading is exactly at the cut-off it closes that day; the next one opens the following day', () => {
-    const { rates } = dailyCloses([
+    const { rates, daysWithoutClose } = dailyCloses([
       reading('1997-01-15T21:30:00Z', 1.1),
       reading('1997-01-15T22:00:00Z', 1.2), // 17:00 New York: Wednesday's close
       reading('1997-01-15T22:30:00Z', 1.3), // 17:30 New York: Thursday's window
+      reading('1997-01-16T21:00:00Z', 1.4), // Thursday 16:00 New York: in the last hour, Thursday's close
     ]);
     expect(rates.map((r) => [r.rateDate, r.rate, r.asOf])).toEqual([
       ['1997-01-15', 1.2, '1997-01-15T22:00:00.000Z'],
-      ['1997-01-16', 1.3, '1997-01-16T22:00:00.000Z'],
+      ['1997-01-16', 1.4, '1997-01-16T22:00:00.000Z'],
     ]);
+    expect(daysWithoutClose).toEqual([]);
   });
 
   it('when a week crosses the spring switch, then Friday closes at 22:00 UTC and Monday at 21:00 UTC, and weekend readings are dropped and counted', () => {
-    const { rates, weekendReadings } = dailyCloses([
+    const { rates, weekendReadings, daysWithoutClose } = dailyCloses([
       reading('1999-04-02T21:30:00Z', 1.0), // Fri 16:30 EST
       reading('1999-04-02T22:00:00Z', 2.0), // Fri 17:00 EST: Friday's close
       reading('1999-04-02T22:30:00Z', 3.0), // Fri 17:30 EST: Saturday's window
       reading('1999-04-04T20:30:00Z', 4.0), // Sun 16:30 EDT: Sunday's window
       reading('1999-04-04T21:30:00Z', 5.0), // Sun 17:30 EDT: Monday's window
       reading('1999-04-05T21:00:00Z', 6.0), // Mon 17:00 EDT: Monday's close
-      reading('1999-04-05T21:30:00Z', 7.0), // Mon 17:30 EDT: Tuesday's window
+      reading('1999-04-05T21:30:00Z', 7.0), // Mon 17:30 EDT: Tuesday's window, and its only reading
     ]);
     expect(rates.map((r) => [r.rateDate, r.rate, r.asOf])).toEqual([
       ['1999-04-02', 2.0, '1999-04-02T22:00:00.000Z'],
       ['1999-04-05', 6.0, '1999-04-05T21:00:00.000Z'],
-      ['1999-04-06', 7.0, '1999-04-06T21:00:00.000Z'],
     ]);
     expect(weekendReadings).toBe(2);
+    // Tuesday's only reading is from 17:30 the evening before: not a close.
+    expect(daysWithoutClose).toEqual(['1999-04-06']);
   });
 
   it('when a weekday window has no reading, then no row is emitted for it (nothing is carried forward)', () => {
-    const { rates } = dailyCloses([reading('1997-01-14T20:00:00Z', 1.5), reading('1997-01-16T20:00:00Z', 1.6)]);
+    const { rates } = dailyCloses([reading('1997-01-14T21:30:00Z', 1.5), reading('1997-01-16T21:30:00Z', 1.6)]);
     expect(rates.map((r) => r.rateDate)).toEqual(['1997-01-14', '1997-01-16']);
   });
 
-  it('when the last reading of a window is before 16:00 New York, then the day is counted as thin', () => {
-    const { thinDays } = dailyCloses([reading('1997-01-15T20:30:00Z', 1.5), reading('1997-01-16T21:00:00Z', 1.6)]);
-    expect(thinDays).toEqual(['1997-01-15']); // 15:30 EST; the 16th's 16:00 EST is not thin
+  it('when the last reading of a window is before 16:00 New York, then the day has no rate and is listed', () => {
+    const { rates, daysWithoutClose } = dailyCloses([reading('1997-01-15T20:30:00Z', 1.5), reading('1997-01-16T21:00:00Z', 1.6)]);
+    expect(daysWithoutClose).toEqual(['1997-01-15']); // 15:30 EST; the 16th's 16:00 EST is in the last hour
+    expect(rates.map((r) => [r.rateDate, r.rate])).toEqual([['1997-01-16', 1.6]]);
   });
 });
 
@@ -84,9 +88,9 @@ describe('the demo USD/CHF closes from the bundled file', () => {
     expect(byDate.get(date)).toEqual({ base: 'USD', quote: 'CHF', rateDate: date, rate, source: FX_CLOSE_SOURCE, asOf });
   });
 
-  it('when the whole file is read, then it gives one row per weekday from 1996-04-01 to 2001-03-30, 259 weekend readings dropped, 3 thin days', () => {
+  it('when the whole file is read, then it gives a row for every weekday from 1996-04-01 to 2001-03-30 but 3 holidays, and 259 weekend readings are dropped', () => {
     expect(readings.length).toBe(62_496);
-    expect(closes.rates.length).toBe(1_305);
+    expect(closes.rates.length).toBe(1_302);
     expect(closes.rates[0].rateDate).toBe('1996-04-01');
     expect(closes.rates.at(-1)!.rateDate).toBe('2001-03-30');
     // 1996-04-01..2001-03-30 holds 1,305 weekdays: every one has a reading.
@@ -97,8 +101,9 @@ describe('the demo USD/CHF closes from the bundled file', () => {
     // reading of the 6 weeks it opens at Sunday 17:00 New York (between the
     // European and the US spring switch, and the file's first reading).
     expect(closes.weekendReadings).toBe(259);
-    // Each of these windows holds one reading, 17:30 New York the evening before.
-    expect(closes.thinDays).toEqual(['1996-12-25', '1998-12-25', '1999-01-01']);
-    expect(byDate.get('1998-12-25')!.rate).toBe(1.3745);
+    // Each of these windows holds one reading, 17:30 New York the evening
+    // before (1998-12-24T22:30Z, 1.3745 for Christmas 1998): not a close.
+    expect(closes.daysWithoutClose).toEqual(['1996-12-25', '1998-12-25', '1999-01-01']);
+    expect(byDate.has('1998-12-25')).toBe(false);
   });
 });
