@@ -8,6 +8,8 @@ import { dailyBarIngest, intradayBarIngest } from '../prices/ingest.ts';
 import { corporateActionIngest, coverageCheckIngest } from '../actions/ingest.ts';
 import { demoActionCoverage, demoCorporateActions, demoDailyBars, demoDailySources, demoInstruments } from './catalog.ts';
 import { syntheticMinuteBars } from './synthetic-intraday.ts';
+import { economicEventIngest } from '../economic-events/ingest.ts';
+import { demoEconomicEvents } from './economic-events.ts';
 
 /**
  * Loads the bundled demo set through the same ingest path as the admin API,
@@ -28,6 +30,7 @@ export async function loadDemoData(sql: Sql): Promise<Record<string, IngestResul
     intradayBars: await ingestRows(sql, intradayBarIngest, batchesOf(syntheticMinuteBars())),
     corporateActions: await ingestRows(sql, corporateActionIngest, batchesOf(demoCorporateActions())),
     coverageChecks: await ingestRows(sql, coverageCheckIngest, batchesOf(demoActionCoverage())),
+    economicEvents: await ingestRows(sql, economicEventIngest, batchesOf(demoEconomicEvents())),
   };
 }
 

@@ -49,7 +49,7 @@ describe('the API describes itself', () => {
     const adminServed = servedRoutes(svc.runtime.app('admin'), '/admin/v1').filter((r) => !r.endsWith('/openapi.json') && !r.endsWith('/metrics'));
     expect(new Set(publicServed)).toEqual(new Set(documented(publicDocument(VERSION))));
     expect(new Set(adminServed)).toEqual(new Set(documented(adminDocument(VERSION))));
-    expect(publicServed.length).toBe(13);
+    expect(publicServed.length).toBe(14);
   });
 
   it('when /v1/openapi.json is fetched without a key, then it is the public document; the admin document needs the admin token', async () => {
@@ -152,7 +152,7 @@ describe.skipIf(!CHROMIUM && !process.env.CI)('the reference page in a browser',
       await page.goto(`${svc.runtime.publicUrl}/docs`);
       await page.waitForSelector('.opblock', { timeout: 20_000 });
       const operations = await page.locator('.opblock').count();
-      expect(operations).toBe(13);
+      expect(operations).toBe(14);
       const elsewhere = requested.filter((u) => !u.startsWith(origin) && !u.startsWith('data:'));
       expect(elsewhere).toEqual([]);
     } finally {

@@ -443,6 +443,7 @@ const WRITTEN_TABLES = [
   'corporate_action_revisions',
   'action_set_versions',
   'action_coverage_checks',
+  'economic_events',
 ];
 let snapshotTables: string[];
 
@@ -455,7 +456,8 @@ let snapshotTables: string[];
 async function snapshot(): Promise<Record<string, string>> {
   const digest = (rows: string) => `md5(coalesce(string_agg(${rows}::text, ',' order by ${rows}::text), ''))`;
   const tables = snapshotTables.map((table) => {
-    const column = table === 'instruments' ? 'id' : 'instrument_id';
+    // Economic events are keyed by their own id, which the writes draw from the same ids as instruments.
+    const column = table === 'instruments' || table === 'economic_events' ? 'id' : 'instrument_id';
     return `(select count(*) from ${table}) || ' ' || (select ${digest('to_jsonb(t)')} from ${table} t where t.${column} = any($2::uuid[])) as ${table}`;
   });
   const [row] = await svc.sql.unsafe(
@@ -753,6 +755,14 @@ function publicRequests(): fc.Arbitrary<Req> {
     get('beta', withId('/v1/instruments/:id/beta'), { benchmarkId: [idValue, 'required'], lookbackDays: [int(20, 504), 'optional'], asOf: [asOf, 'optional'] }),
     { weight: 3, arbitrary: analytics },
     get('health', fc.constantFrom('/healthz', '/readyz', '/metrics', '/healthz/%FF', '/metrics/x'), {}),
+    get('economic-events', fc.constant('/v1/economic-events'), {
+      from: [date, 'optional'],
+      to: [date, 'optional'],
+      eventClass: [fc.constantFrom('central_bank', 'employment', 'inflation', 'bond_auction', 'earnings'), 'optional'],
+      country: [fc.constantFrom('US', 'us', 'EU', 'DE', 'USA', 'U1'), 'optional'],
+      importance: [fc.constantFrom('low', 'medium', 'high', 'urgent'), 'optional'],
+      limit: [int(1, 500), 'optional'],
+    }),
     otherRoutes('public'),
     adminReads(),
   );
@@ -1075,6 +1085,23 @@ function adminWrites(): fc.Arbitrary<Req> {
       }),
       [['instrumentId'], ['checkedAt'], ['source'], ['coveredFrom'], ['actionsFound']],
     ),
+    ingestWrite(
+      '/economic-events',
+      (id, v) => ({
+        id,
+        country: ['US', 'EU', 'de', 'JP'][v % 4],
+        eventClass: ['employment', 'inflation', 'central_bank', 'energy'][v % 4],
+        importance: ['low', 'medium', 'high'][v % 3],
+        name: `Fuzz release ${v % 7}`,
+        referencePeriod: `2024-${pad(1 + (v % 12), 2)}`,
+        scheduledAt: v % 50 === 0 ? INSTANT_EDGES[v % INSTANT_EDGES.length] : new Date(Date.UTC(2024, 0, 1, 13, 30) + v * DAY_MS).toISOString(),
+        actual: v % 3 ? `${v / 10}%` : null,
+        forecast: v % 5 ? null : ' 1,234.5 K ',
+        previous: '\u22120.1%',
+        source: 'fuzz',
+      }),
+      [['id'], ['country'], ['eventClass'], ['importance'], ['name'], ['referencePeriod'], ['scheduledAt'], ['actual'], ['forecast'], ['previous'], ['source']],
+    ),
     otherRoutes('admin'),
   );
 }
@@ -1326,6 +1353,7 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       'technicals',
       'correlations',
       'beta',
+      'economic-events',
       '/v1/analytics/option-price',
       '/v1/analytics/probability',
       '/v1/analytics/strategy-ev',
@@ -1372,6 +1400,7 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       '/bars/intraday',
       '/corporate-actions',
       '/corporate-actions/coverage-checks',
+      '/economic-events',
     ];
     expect(routes.flatMap((r) => ['stored', 'refused'].map((o) => `${o} ${r}`)).filter((k) => !writesByRoute.get(k))).toEqual([]);
   }, 300_000);
