@@ -4,11 +4,12 @@ import { adminRouteDefinitions } from './admin/routes.ts';
 import { actionsArea } from './actions/routes.ts';
 import { analyticsArea } from './analytics/routes.ts';
 import { fxArea } from './fx/routes.ts';
+import { economicEventsArea } from './economic-events/routes.ts';
 import { instrumentsArea } from './instruments/routes.ts';
 import { macroArea } from './macro/routes.ts';
 import { pricesArea } from './prices/routes.ts';
 
-export const AREAS: readonly Area[] = [instrumentsArea, pricesArea, actionsArea, analyticsArea, macroArea, fxArea];
+export const AREAS: readonly Area[] = [instrumentsArea, pricesArea, actionsArea, analyticsArea, macroArea, fxArea, economicEventsArea];
 
 /**
  * Public paths of the API that this version does not serve yet. They answer
@@ -26,7 +27,6 @@ export const NOT_YET_SERVED = [
   '/instruments/:id/news',
   '/instruments/:id/events',
   '/instruments/:id/event-reactions',
-  '/economic-events',
   '/instruments/:id/sentiment',
   '/sentiment/source-leads',
 ] as const;

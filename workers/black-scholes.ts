@@ -224,8 +224,9 @@ export function priceOption(input: OptionPricingInput): OptionPriceResult {
   const sDq = S * dq;
   const kDr = K * dr;
 
-  // Terms shared by both types. Where φ(d1) underflows to 0, gamma is 0 to
-  // double precision, and S·σ√T may underflow too (spot 1e-323: 0 / 0).
+  // Terms shared by both types. Where φ(d1) is 0, gamma is 0; testing it first
+  // matters for a spot near the smallest double (1e-323), where S·σ√T
+  // underflows to 0 and the quotient would be 0/0 = NaN.
   const gamma = sigmaSqrtT > 0 && pdf1 > 0 ? (dq * pdf1) / (S * sigmaSqrtT) : 0;
   const vegaAnnual = sDq * pdf1 * sqrtT; // ∂V/∂σ
   const thetaDecay = sigmaSqrtT > 0 ? -(sDq * pdf1 * sigma) / (2 * sqrtT) : 0; // −S e^{−qT} φ(d1) σ / (2√T)

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ingestCounts, type IngestKind, type IngestResult } from '../ingest/kind.ts';
+import { repeatedStagedKeys } from '../ingest/repository.ts';
 import { rejectFirstRow, rejectUnknownInstruments } from '../ingest/service.ts';
 import * as repo from './repository.ts';
 import { CorporateActionRowSchema, CoverageCheckRowSchema, type CorporateActionRow, type CoverageCheckRow } from './schema.ts';
@@ -42,7 +43,7 @@ export const corporateActionIngest: IngestKind<CorporateActionRow> = {
   async apply(tx): Promise<IngestResult> {
     await repo.lockActionIngest(tx);
     await rejectUnknownInstruments(tx);
-    await rejectFirstRow(repo.repeatedStagedActions(tx), 'id', 'the same action appears twice in this batch');
+    await rejectFirstRow(repeatedStagedKeys(tx, 'action_id'), 'id', 'the same action appears twice in this batch');
     await rejectFirstRow(repo.stagedActionsOfAnotherInstrument(tx), 'instrumentId', 'this action id belongs to another instrument');
     const { rows, inserted, updated, versions } = await repo.appendStagedRevisions(tx);
     return { rows, inserted, updated, unchanged: rows - inserted - updated, actionSetVersions: versions };

@@ -134,17 +134,6 @@ export async function lockActionIngest(tx: Sql): Promise<void> {
   await tx`select pg_advisory_xact_lock(${ACTION_INGEST_LOCK})`;
 }
 
-/** Staged rows that repeat an earlier row's action id, first first. */
-export function repeatedStagedActions(tx: Sql) {
-  return tx<{ row_index: number }[]>`
-    select row_index
-    from (select row_index, row_number() over (partition by action_id order by row_index) as k from ingest_staging) d
-    where k > 1
-    order by row_index
-    limit 1
-  `;
-}
-
 /** Staged rows whose action id is stored under another instrument, first first. */
 export function stagedActionsOfAnotherInstrument(tx: Sql) {
   return tx<{ row_index: number }[]>`

@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { nameBasedUuid } from '../ids.ts';
 import { FiniteNumber } from '../ingest/fields.ts';
 import { AsOfSchema, BooleanFlagSchema, DateSchema, InstantSchema, UuidSchema, isDate } from '../http/params.ts';
 
@@ -94,8 +94,7 @@ function normaliseParams(p: Record<string, unknown>) {
 
 /** Deterministic id so re-posting an action without an id is idempotent. */
 export function derivedActionId(instrumentId: string, kind: string, effectiveDate: string): string {
-  const h = createHash('sha1').update(`corporate-action:${instrumentId.toLowerCase()}:${kind}:${effectiveDate}`).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h.slice(16, 18), 16) & 0x3f) | 0x80).toString(16)}${h.slice(18, 20)}-${h.slice(20, 32)}`;
+  return nameBasedUuid(`corporate-action:${instrumentId.toLowerCase()}:${kind}:${effectiveDate}`);
 }
 
 export const CoverageCheckRowSchema = z.strictObject({

@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { nameBasedUuid } from '../ids.ts';
 import {
   DEMO_DATA_DIR,
   readCatalogFiles,
@@ -77,13 +77,7 @@ const DEMO_NAMESPACE = '3f6e1c52-8d0a-4b7e-9a61-5c2f0e4d7b18';
 
 /** RFC 9562 version 5 UUID (SHA-1 of namespace + name). */
 export function uuidV5(name: string, namespace: string = DEMO_NAMESPACE): string {
-  const ns = Buffer.from(namespace.replace(/-/g, ''), 'hex');
-  const hash = createHash('sha1').update(ns).update(name, 'utf8').digest();
-  const bytes = hash.subarray(0, 16);
-  bytes[6] = (bytes[6] & 0x0f) | 0x50;
-  bytes[8] = (bytes[8] & 0x3f) | 0x80;
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return nameBasedUuid(name, namespace);
 }
 
 interface Catalog extends CatalogFiles {

@@ -6,10 +6,12 @@ import { instrumentIngest } from '../instruments/ingest.ts';
 import { anyInstrumentStored } from '../instruments/repository.ts';
 import { dailyBarIngest, intradayBarIngest } from '../prices/ingest.ts';
 import { corporateActionIngest, coverageCheckIngest } from '../actions/ingest.ts';
+import { economicEventIngest } from '../economic-events/ingest.ts';
 import { fxRateIngest } from '../fx/ingest.ts';
 import { demoActionCoverage, demoCorporateActions, demoDailyBars, demoDailySources, demoInstruments } from './catalog.ts';
-import { loadDemoMacroSeries } from './macro-series.ts';
+import { demoEconomicEvents } from './economic-events.ts';
 import { demoFxRates } from './fx-closes.ts';
+import { loadDemoMacroSeries } from './macro-series.ts';
 import { syntheticMinuteBars } from './synthetic-intraday.ts';
 
 /**
@@ -33,6 +35,7 @@ export async function loadDemoData(sql: Sql): Promise<Record<string, IngestResul
     coverageChecks: await ingestRows(sql, coverageCheckIngest, batchesOf(demoActionCoverage())),
     macroSeries: await loadDemoMacroSeries(sql),
     fxRates: await ingestRows(sql, fxRateIngest, batchesOf(demoFxRates())),
+    economicEvents: await ingestRows(sql, economicEventIngest, batchesOf(demoEconomicEvents())),
   };
 }
 

@@ -104,6 +104,21 @@ export function unknownInstrumentRows(tx: Sql) {
   `;
 }
 
+/** The first staged row whose `column` repeats an earlier row's value, if any (a null repeats nothing). */
+export function repeatedStagedKeys(tx: Sql, column: string) {
+  return tx<{ row_index: number }[]>`
+    select row_index
+    from (
+      select row_index, row_number() over (partition by ${tx(column)} order by row_index) as k
+      from ingest_staging
+      where ${tx(column)} is not null
+    ) d
+    where k > 1
+    order by row_index
+    limit 1
+  `;
+}
+
 /** Those of `ids` that are not known instruments. */
 export async function unknownInstrumentIds(tx: Sql, ids: string[]): Promise<Set<string>> {
   const rows = await tx<{ id: string }[]>`

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Sql } from '../db/sql.ts';
 import { ingestCounts, type IngestKind } from '../ingest/kind.ts';
+import { repeatedStagedKeys } from '../ingest/repository.ts';
 import { rejectFirstRow } from '../ingest/service.ts';
 import * as repo from './repository.ts';
 import { InstrumentIngestSchema, type InstrumentIngestRow } from './schema.ts';
@@ -74,7 +75,7 @@ export const instrumentIngest: IngestKind<InstrumentIngestRow> = {
     r.currentSymbol ?? null,
   ],
   async apply(tx) {
-    await rejectFirstRow(repo.stagedRepeatedIds(tx), 'id', 'the same instrument id appears twice in the batch');
+    await rejectFirstRow(repeatedStagedKeys(tx, 'id'), 'id', 'the same instrument id appears twice in the batch');
     await rejectFirstRow(
       repo.stagedNewWithoutSymbols(tx),
       'symbols',

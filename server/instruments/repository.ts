@@ -240,17 +240,6 @@ export async function findInstrumentHeader(sql: Sql, id: string, day: string) {
 // Ingest: statements over the `ingest_staging` table of an instrument upload
 // (instruments/ingest.ts), inside its transaction.
 
-/** The first staged row whose id appeared earlier in the batch, if any. */
-export function stagedRepeatedIds(tx: Sql) {
-  return tx<{ row_index: number }[]>`
-    select row_index
-    from (select row_index, row_number() over (partition by id order by row_index) as k from ingest_staging where id is not null) d
-    where k > 1
-    order by row_index
-    limit 1
-  `;
-}
-
 /** The first staged row without symbols whose id is not a stored instrument, if any. */
 export function stagedNewWithoutSymbols(tx: Sql) {
   return tx<{ row_index: number }[]>`

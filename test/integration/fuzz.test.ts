@@ -5,9 +5,11 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_DEPTH } from '../../server/http/validate.ts';
 import { SCOPES } from '../../server/keys/scopes.ts';
+import { MACRO_SERIES_IDS } from '../../server/macro/schema.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
 import { startService, type Service } from './harness.ts';
 import { apiContract } from '../support/contract.ts';
+import { FredStub } from '../support/fred-stub.ts';
 
 // Hostile input against every route of both listeners: no response may be a
 // 5xx, every error must be the envelope with a request id, and an admin write
@@ -299,6 +301,8 @@ function mutated(base: Record<string, unknown>, paths: Path[]): fc.Arbitrary<Rec
 }
 
 let svc: Service;
+let fred: FredStub;
+const FRED_KEY = 'fuzz0000fred0000key0000abcdef0123';
 const keys = {} as Record<'live' | 'sandbox' | 'narrow' | 'revoked', string>;
 let accountId: string;
 let revocableKeyIds: string[];
@@ -444,6 +448,7 @@ const WRITTEN_TABLES = [
   'action_set_versions',
   'action_coverage_checks',
   'fx_rates',
+  'economic_events',
 ];
 let snapshotTables: string[];
 
@@ -457,7 +462,9 @@ async function snapshot(): Promise<Record<string, string>> {
   const digest = (rows: string) => `md5(coalesce(string_agg(${rows}::text, ',' order by ${rows}::text), ''))`;
   const tables = snapshotTables.map((table) => {
     // fx_rates names no instrument: every row is digested (the fixture's and the writes' rates, under 3,000 rows).
-    const rows = table === 'fx_rates' ? 'true' : `t.${table === 'instruments' ? 'id' : 'instrument_id'} = any($2::uuid[])`;
+    // Economic events are keyed by their own id, which the writes draw from the same ids as instruments.
+    const column = table === 'instruments' || table === 'economic_events' ? 'id' : 'instrument_id';
+    const rows = table === 'fx_rates' ? 'true' : `t.${column} = any($2::uuid[])`;
     return `(select count(*) from ${table}) || ' ' || (select ${digest('to_jsonb(t)')} from ${table} t where ${rows}) as ${table}`;
   });
   const [row] = await svc.sql.unsafe(
@@ -474,7 +481,24 @@ async function snapshot(): Promise<Record<string, string>> {
 
 beforeAll(async () => {
   const limit = '1000000000';
+  // FRED on loopback with every allowlisted series, so macro reads reach storage and the provider path.
+  fred = await new FredStub(FRED_KEY).start();
+  for (const id of MACRO_SERIES_IDS) {
+    fred.series.set(id, {
+      title: `${id} (fuzz)`,
+      units: 'Percent',
+      frequency: 'Daily',
+      frequencyShort: 'D',
+      observations: [
+        ['2024-01-02', '4.1'],
+        ['2024-01-03', '.'],
+        ['2024-01-04', '-0.25'],
+      ],
+    });
+  }
   svc = await startService({
+    FRED_API_KEY: FRED_KEY,
+    FRED_BASE_URL: fred.url,
     RATE_LIMIT_LIVE_PER_MINUTE: limit,
     RATE_LIMIT_LIVE_PER_DAY: limit,
     RATE_LIMIT_SANDBOX_PER_MINUTE: limit,
@@ -547,6 +571,7 @@ beforeAll(async () => {
 afterAll(async () => {
   agent.destroy();
   await svc?.stop();
+  await fred?.stop();
 });
 
 function intradayRow(instrumentId: string, barTimestamp: string, close = 10) {
@@ -769,8 +794,28 @@ function publicRequests(): fc.Arbitrary<Req> {
       fc.tuple(currency, currency).map(([base, quote]) => `/v1/fx/${base}/${quote}`),
       { date: [date, 'required'] },
     ),
+    get(
+      'macro',
+      fc
+        .oneof(
+          { weight: 6, arbitrary: fc.constantFrom(...MACRO_SERIES_IDS, 'dgs10', 'vixcls') },
+          { weight: 2, arbitrary: fc.constantFrom('GDP', 'GS10', 'TB3MS', 'DGS7', '', '%00', '..', 'DGS10%20') },
+          { weight: 1, arbitrary: segment },
+        )
+        .map((id) => `/v1/macro/series/${id}`),
+      { start: [date, 'optional'], end: [date, 'optional'] },
+    ),
+    get('risk-free', fc.constantFrom('/v1/rates/risk-free', '/v1/rates/risk-free/', '/v1/rates/RISK-FREE'), {}),
     { weight: 3, arbitrary: analytics },
     get('health', fc.constantFrom('/healthz', '/readyz', '/metrics', '/healthz/%FF', '/metrics/x'), {}),
+    get('economic-events', fc.constant('/v1/economic-events'), {
+      from: [date, 'optional'],
+      to: [date, 'optional'],
+      eventClass: [fc.constantFrom('central_bank', 'employment', 'inflation', 'bond_auction', 'earnings'), 'optional'],
+      country: [fc.constantFrom('US', 'us', 'EU', 'DE', 'USA', 'U1'), 'optional'],
+      importance: [fc.constantFrom('low', 'medium', 'high', 'urgent'), 'optional'],
+      limit: [int(1, 500), 'optional'],
+    }),
     otherRoutes('public'),
     adminReads(),
   );
@@ -1106,6 +1151,23 @@ function adminWrites(): fc.Arbitrary<Req> {
       }),
       [['base'], ['quote'], ['rateDate'], ['rate'], ['source'], ['asOf']],
     ),
+    ingestWrite(
+      '/economic-events',
+      (id, v) => ({
+        id,
+        country: ['US', 'EU', 'de', 'JP'][v % 4],
+        eventClass: ['employment', 'inflation', 'central_bank', 'energy'][v % 4],
+        importance: ['low', 'medium', 'high'][v % 3],
+        name: `Fuzz release ${v % 7}`,
+        referencePeriod: `2024-${pad(1 + (v % 12), 2)}`,
+        scheduledAt: v % 50 === 0 ? INSTANT_EDGES[v % INSTANT_EDGES.length] : new Date(Date.UTC(2024, 0, 1, 13, 30) + v * DAY_MS).toISOString(),
+        actual: v % 3 ? `${v / 10}%` : null,
+        forecast: v % 5 ? null : ' 1,234.5 K ',
+        previous: '\u22120.1%',
+        source: 'fuzz',
+      }),
+      [['id'], ['country'], ['eventClass'], ['importance'], ['name'], ['referencePeriod'], ['scheduledAt'], ['actual'], ['forecast'], ['previous'], ['source']],
+    ),
     otherRoutes('admin'),
   );
 }
@@ -1365,6 +1427,9 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       'correlations',
       'beta',
       'fx',
+      'economic-events',
+      'macro',
+      'risk-free',
       '/v1/analytics/option-price',
       '/v1/analytics/probability',
       '/v1/analytics/strategy-ev',
@@ -1412,6 +1477,7 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       '/corporate-actions',
       '/corporate-actions/coverage-checks',
       '/fx',
+      '/economic-events',
     ];
     expect(routes.flatMap((r) => ['stored', 'refused'].map((o) => `${o} ${r}`)).filter((k) => !writesByRoute.get(k))).toEqual([]);
   }, 300_000);

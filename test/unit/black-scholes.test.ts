@@ -226,6 +226,11 @@ describe('numerical sanity', () => {
     expect(Math.abs(r.price / 4.996529090722584478e-60 - 1)).toBeLessThan(1e-10);
   });
 
+  it('a spot near the smallest double (1e-323) gives gamma 0, not NaN: φ(d1) is 0 and S·σ√T underflows to 0', () => {
+    const r = priceOption({ spot: 1e-323, strike: 100, timeYears: 30 / 365, rate: 0.05, vol: 0.2, type: 'call' });
+    expect(r.greeks).toEqual({ delta: 0, gamma: 0, theta: 0, vega: 0, rho: 0 });
+  });
+
   it('rejects non-positive inputs', () => {
     expect(() => priceOption({ spot: 0, strike: 1, timeYears: 1, rate: 0, vol: 0.2, type: 'call' })).toThrow(RangeError);
     expect(() => priceOption({ spot: 1, strike: 1, timeYears: 0, rate: 0, vol: 0.2, type: 'call' })).toThrow(RangeError);

@@ -1,0 +1,110 @@
+import type { Sql } from '../db/sql.ts';
+import { timed } from '../db/sql.ts';
+import type { EconomicEvent, EventClass, Importance } from './schema.ts';
+
+export interface EventFilter {
+  /** Days (UTC) of scheduled_at, inclusive. */
+  from?: string;
+  to?: string;
+  eventClass?: EventClass;
+  country?: string;
+  importance?: Importance;
+  limit: number;
+}
+
+interface EventRow {
+  id: string;
+  country: string;
+  event_class: EventClass;
+  importance: Importance;
+  name: string;
+  reference_period: string;
+  scheduled_at: Date;
+  actual: string | null;
+  forecast: string | null;
+  previous: string | null;
+  source: string;
+}
+
+function toEconomicEvent(r: EventRow): EconomicEvent {
+  return {
+    id: r.id,
+    country: r.country,
+    eventClass: r.event_class,
+    importance: r.importance,
+    name: r.name,
+    referencePeriod: r.reference_period,
+    scheduledAt: r.scheduled_at.toISOString(),
+    actual: r.actual,
+    forecast: r.forecast,
+    previous: r.previous,
+    source: r.source,
+  };
+}
+
+/**
+ * The matching releases, newest scheduled first, ties by id, at most `limit`
+ * of them. Day bounds are turned into instants in SQL, at UTC midnight, so
+ * they hold for any session time zone and for the calendar's edges (to =
+ * 9999-12-31 ends at 10000-01-01, which a JS Date cannot write as ISO text).
+ */
+export async function selectEvents(sql: Sql, f: EventFilter): Promise<EconomicEvent[]> {
+  const rows = await timed(
+    'select_economic_events',
+    sql<EventRow[]>`
+      select id, country, event_class, importance, name, reference_period, scheduled_at, actual, forecast, previous, source
+      from economic_events
+      where true
+        ${f.from ? sql`and scheduled_at >= ${f.from}::date::timestamp at time zone 'UTC'` : sql``}
+        ${f.to ? sql`and scheduled_at < (${f.to}::date + 1)::timestamp at time zone 'UTC'` : sql``}
+        ${f.eventClass ? sql`and event_class = ${f.eventClass}` : sql``}
+        ${f.country ? sql`and country = ${f.country}` : sql``}
+        ${f.importance ? sql`and importance = ${f.importance}` : sql``}
+      order by scheduled_at desc, id
+      limit ${f.limit}
+    `,
+  );
+  return rows.map(toEconomicEvent);
+}
+
+// Ingest: statements over the `ingest_staging` table of an economic-event
+// upload (economic-events/ingest.ts), inside its transaction.
+
+/**
+ * Upserts the staged releases on id. A stored release is rewritten (and its
+ * updated_at moved) only when a value differs, so posting the same rows again
+ * changes nothing and counts them unchanged.
+ */
+export async function upsertStagedEvents(tx: Sql): Promise<{ rows: number; inserted: number; updated: number }> {
+  const [row] = await tx<{ rows: number; inserted: number; updated: number }[]>`
+    with upserted as (
+      insert into economic_events as e (id, country, event_class, importance, name, reference_period, scheduled_at,
+        actual, forecast, previous, source)
+      select id, country, event_class, importance, name, reference_period, scheduled_at, actual, forecast, previous, source
+      from ingest_staging
+      on conflict (id) do update set
+        country = excluded.country,
+        event_class = excluded.event_class,
+        importance = excluded.importance,
+        name = excluded.name,
+        reference_period = excluded.reference_period,
+        scheduled_at = excluded.scheduled_at,
+        actual = excluded.actual,
+        forecast = excluded.forecast,
+        previous = excluded.previous,
+        source = excluded.source,
+        updated_at = now()
+      where (e.country, e.event_class, e.importance, e.name, e.reference_period, e.scheduled_at, e.actual, e.forecast, e.previous, e.source)
+        is distinct from
+        (excluded.country, excluded.event_class, excluded.importance, excluded.name, excluded.reference_period, excluded.scheduled_at,
+         excluded.actual, excluded.forecast, excluded.previous, excluded.source)
+      returning (xmax = 0) as inserted
+    )
+    select
+      (select count(*)::int from ingest_staging) as rows,
+      count(*) filter (where inserted)::int as inserted,
+      count(*) filter (where not inserted)::int as updated
+    from upserted
+  `;
+  return row;
+}

@@ -1,0 +1,37 @@
+import { z } from 'zod';
+import type { Area } from '../area.ts';
+import { sendData } from '../http/envelope.ts';
+import { defineRoute } from '../http/route.ts';
+import { economicEventIngest } from './ingest.ts';
+import { EconomicEventSchema, EconomicEventsMetaSchema, EconomicEventsQuerySchema } from './schema.ts';
+import { listEconomicEvents } from './service.ts';
+
+export const economicEventsRoute = defineRoute({
+  method: 'get',
+  path: '/economic-events',
+  operationId: 'listEconomicEvents',
+  tag: 'Economic calendar',
+  summary: 'Scheduled macro releases, newest first',
+  description:
+    'Filters narrow by the UTC day of scheduledAt, eventClass, country and importance. actual, forecast and previous are the provider strings exactly as ingested, or null.',
+  scope: 'events:read',
+  query: EconomicEventsQuerySchema,
+  response: {
+    status: 200,
+    description: 'the releases, newest scheduledAt first, ties by id',
+    data: z.array(EconomicEventSchema),
+    meta: EconomicEventsMetaSchema,
+  },
+  errors: [],
+});
+
+export const economicEventsArea: Area = {
+  routes: [economicEventsRoute],
+  mount(routes, { readDb }) {
+    routes.handle(economicEventsRoute, async ({ query }, res) => {
+      const { data, meta } = await listEconomicEvents(readDb, query);
+      sendData(res, data, meta);
+    });
+  },
+  ingest: { 'economic-events': economicEventIngest },
+};

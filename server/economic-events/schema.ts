@@ -1,0 +1,157 @@
+import { z } from 'zod';
+import { DateSchema, InstantSchema, UuidSchema, isDate } from '../http/params.ts';
+import { nameBasedUuid } from '../ids.ts';
+
+/**
+ * The kinds of release a calendar lists, from what real calendars publish
+ * (examples in each comment). A closed list: a value outside it is a 400
+ * naming the list.
+ */
+export const EVENT_CLASSES = [
+  /** Rate decisions, minutes, policy statements, speeches; policy rates. */
+  'central_bank',
+  /** Payrolls, unemployment rate, jobless claims, earnings. */
+  'employment',
+  /** CPI, PPI, PCE prices, import prices. */
+  'inflation',
+  /** GDP and the national accounts. */
+  'growth',
+  /** Retail sales, personal income and spending, consumer credit. */
+  'consumer',
+  /** Industrial production, durable goods, factory orders, manufacturing PMIs. */
+  'manufacturing',
+  /** Services PMIs and activity. */
+  'services',
+  /** Housing starts, building permits, home sales, house prices. */
+  'housing',
+  /** Trade balance, current account. */
+  'trade',
+  /** Consumer confidence, business climate surveys. */
+  'sentiment_survey',
+  /** Budget balance, public debt. */
+  'fiscal',
+  /** Government debt auctions. */
+  'bond_auction',
+  /** Crude oil and natural gas inventories. */
+  'energy',
+] as const;
+export type EventClass = (typeof EVENT_CLASSES)[number];
+
+export const IMPORTANCES = ['low', 'medium', 'high'] as const;
+export type Importance = (typeof IMPORTANCES)[number];
+
+/** A closed enum whose error lists the allowed values, as the caller needs them to correct the request. */
+const closedEnum = <T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `must be one of ${values.join(', ')}` });
+
+export const EventClassSchema = closedEnum(EVENT_CLASSES).describe(
+  'central_bank (rate decisions, minutes, statements, speeches), employment (payrolls, unemployment, claims, earnings), ' +
+    'inflation (CPI, PPI, PCE prices, import prices), growth (GDP, national accounts), consumer (retail sales, personal income and spending, consumer credit), ' +
+    'manufacturing (industrial production, durable goods, factory orders, manufacturing PMIs), services (services PMIs and activity), ' +
+    'housing (starts, permits, home sales, house prices), trade (trade balance, current account), sentiment_survey (consumer confidence, business climate), ' +
+    'fiscal (budget balance, public debt), bond_auction (government debt auctions), energy (crude and gas inventories)',
+);
+export const ImportanceSchema = closedEnum(IMPORTANCES).describe('how much the release is expected to move markets, as the provider rates it');
+
+/** ISO 3166-1 alpha-2, upper-cased; the format is checked, not membership (`EU` stands for euro-area and EU releases). */
+export const CountrySchema = z
+  .string()
+  .regex(/^[A-Za-z]{2}$/, 'must be an ISO 3166-1 alpha-2 code (two letters)')
+  .transform((s) => s.toUpperCase())
+  .describe('ISO 3166-1 alpha-2 country code, case-insensitive; EU for euro-area and EU releases');
+
+/** The longest actual, forecast or previous string stored: real calendars print a dozen characters at most ("-20493K", "1,234.5 K"). */
+export const MAX_FIGURE_LENGTH = 64;
+
+export const EconomicEventsQuerySchema = z
+  .strictObject({
+    from: DateSchema.optional().describe('first day (UTC) of scheduledAt, inclusive'),
+    to: DateSchema.optional().describe('last day (UTC) of scheduledAt, inclusive'),
+    eventClass: EventClassSchema.optional(),
+    country: CountrySchema.optional(),
+    importance: ImportanceSchema.optional(),
+    limit: z.coerce
+      .number({ error: 'must be an integer' })
+      .int('must be an integer')
+      .min(1)
+      .max(500)
+      .default(100)
+      .describe('rows returned, newest first; meta.truncated says whether more matched'),
+  })
+  .refine((q) => !isDate(q.from) || !isDate(q.to) || q.from <= q.to, { path: ['to'], message: 'must be on or after from' });
+
+export type EconomicEventsQuery = z.infer<typeof EconomicEventsQuerySchema>;
+
+/** A provider's figure as text, kept exactly; null when the provider gives none (not yet released, no forecast). */
+const figure = (what: string) =>
+  z
+    // Present in every row, null when absent: "required" tells a row that left the field out from one that sent a number.
+    .string({ error: (issue) => (issue.input === undefined ? 'required' : "must be text (the provider's string) or null") })
+    .max(MAX_FIGURE_LENGTH, `at most ${MAX_FIGURE_LENGTH} characters`)
+    .nullable()
+    .describe(`${what}: the provider's string exactly as published (e.g. "3.4%", "-12K"), never parsed; null when absent`);
+
+const NAME = 'the release as calendars name it, e.g. "Nonfarm Payrolls"';
+const REFERENCE_PERIOD = 'the period the figure covers, as the provider writes it, e.g. "2022-09", "Q3 2022"';
+const SCHEDULED_AT = 'scheduled release time, UTC; a rescheduled release keeps its id';
+
+const FIELDS = {
+  country: CountrySchema,
+  eventClass: EventClassSchema,
+  importance: ImportanceSchema,
+  name: z.string().trim().min(1).max(200).describe(NAME),
+  referencePeriod: z.string().trim().min(1).max(64).describe(REFERENCE_PERIOD),
+  scheduledAt: InstantSchema.transform((s) => new Date(s).toISOString()).describe(SCHEDULED_AT),
+  actual: figure('the released value'),
+  forecast: figure('the consensus forecast'),
+  previous: figure("the prior period's value"),
+  source: z.string().trim().min(1).max(300),
+};
+
+/**
+ * The id a row without one gets: the name-based UUID (server/ids.ts) of
+ * `economic-event:` followed by the JSON array [country, name,
+ * referencePeriod], so a release posted again without an id, rescheduled or
+ * with its actual filled in, updates the row it made before. The array keeps
+ * the parts apart: a name holding ":" cannot run into the period.
+ */
+export function derivedEventId(country: string, name: string, referencePeriod: string): string {
+  return nameBasedUuid(`economic-event:${JSON.stringify([country, name, referencePeriod])}`);
+}
+
+/**
+ * An admin row: the public row's fields, `id` optional. actual, forecast and
+ * previous must be present (null when absent), so a row that forgets one
+ * cannot silently erase a stored figure.
+ */
+export const EconomicEventRowSchema = z
+  .strictObject({ id: UuidSchema.optional().describe('derived from country, name and referencePeriod when absent'), ...FIELDS })
+  .transform((row) => ({ ...row, id: (row.id ?? derivedEventId(row.country, row.name, row.referencePeriod)).toLowerCase() }));
+
+export type EconomicEventRow = z.infer<typeof EconomicEventRowSchema>;
+
+/** One scheduled release: the public row of GET /economic-events. */
+export const EconomicEventSchema = z
+  .strictObject({
+    id: z.string().describe('given at ingest, or derived from country, name and referencePeriod'),
+    country: z.string().describe('ISO 3166-1 alpha-2, upper case; EU for euro-area and EU releases'),
+    eventClass: EventClassSchema,
+    importance: ImportanceSchema,
+    name: z.string().describe(NAME),
+    referencePeriod: z.string().describe(REFERENCE_PERIOD),
+    scheduledAt: z.string().describe(SCHEDULED_AT),
+    actual: FIELDS.actual,
+    forecast: FIELDS.forecast,
+    previous: FIELDS.previous,
+    source: z.string(),
+  })
+  .meta({ id: 'EconomicEvent' });
+
+export type EconomicEvent = z.infer<typeof EconomicEventSchema>;
+
+export const EconomicEventsMetaSchema = z.strictObject({
+  asOf: z.string().describe('the time of the read'),
+  source: z.string(),
+  stale: z.boolean(),
+  limit: z.int(),
+  truncated: z.boolean().describe('more rows matched than limit'),
+});
