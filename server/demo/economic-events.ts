@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { DEMO_DATA_DIR } from './catalog-files.ts';
+import { fredMonthlyRows } from './macro-series.ts';
+import { newYorkTimeToUtc } from './new-york-time.ts';
 import type { EventClass, Importance } from '../economic-events/schema.ts';
 
 /**
@@ -13,7 +13,6 @@ import type { EventClass, Importance } from '../economic-events/schema.ts';
  */
 
 export const DEMO_EVENTS_SOURCE = 'synthetic-demo';
-const FRED_FILE = 'fred_monthly_demo.csv';
 export const FIRST_PERIOD = '2018-01';
 export const LAST_PERIOD = '2022-09';
 /** The reference month of the scheduled rows: released in January 2027. */
@@ -125,7 +124,7 @@ function previousMonth(period: string): string {
 
 function value(values: Observations, period: string): string {
   const v = values.get(period);
-  if (v === undefined) throw new Error(`${FRED_FILE} has no observation for ${period}`);
+  if (v === undefined) throw new Error(`the FRED snapshot has no observation for ${period}`);
   return v;
 }
 
@@ -134,14 +133,14 @@ const DECIMAL = /^(-?\d+)(?:\.(\d+))?$/;
 /** A decimal text written with exactly `places` decimals ("1.3" → "1.30"); refuses to round one that has more. */
 function withDecimals(text: string, places: number): string {
   const m = DECIMAL.exec(text);
-  if (!m || (m[2] ?? '').length > places) throw new Error(`${FRED_FILE}: ${text} does not fit ${places} decimals`);
+  if (!m || (m[2] ?? '').length > places) throw new Error(`the FRED snapshot: ${text} does not fit ${places} decimals`);
   return `${m[1]}.${(m[2] ?? '').padEnd(places, '0')}`;
 }
 
 /** A decimal text with at most three decimals (a CPI index level), in thousandths, exactly. */
 function thousandths(text: string): number {
   const m = DECIMAL.exec(text);
-  if (!m || m[1].startsWith('-') || (m[2] ?? '').length > 3) throw new Error(`${FRED_FILE}: ${text} is not an index level with at most 3 decimals`);
+  if (!m || m[1].startsWith('-') || (m[2] ?? '').length > 3) throw new Error(`the FRED snapshot: ${text} is not an index level with at most 3 decimals`);
   return Number(m[1]) * 1000 + Number((m[2] ?? '').padEnd(3, '0'));
 }
 
@@ -158,46 +157,12 @@ function monthOnMonthPercent(before: string, after: string): string {
   return `${change < 0 && tenths > 0 ? '-' : ''}${Math.floor(tenths / 10)}.${tenths % 10}%`;
 }
 
-const NEW_YORK = new Intl.DateTimeFormat('en-US', {
-  timeZone: 'America/New_York',
-  hourCycle: 'h23',
-  year: 'numeric',
-  month: '2-digit',
-  day: '2-digit',
-  hour: '2-digit',
-  minute: '2-digit',
-});
-
-/** The New York wall clock at `instant`, as milliseconds of the same wall clock read as UTC. */
-function newYorkWallClock(instant: number): number {
-  const part = Object.fromEntries(NEW_YORK.formatToParts(instant).map((p) => [p.type, p.value]));
-  return Date.UTC(Number(part.year), Number(part.month) - 1, Number(part.day), Number(part.hour), Number(part.minute));
-}
-
-/**
- * The UTC instant of a New York wall-clock time: UTC-5 in winter (EST), UTC-4
- * under daylight saving time (EDT), whichever the time zone database gives
- * for that day. The release times (08:30, 16:15) are never inside the 02:00
- * switch hour, so exactly one offset fits.
- */
-export function newYorkTimeToUtc(day: string, time: string): string {
-  const wall = Date.parse(`${day}T${time}:00Z`);
-  for (const hours of [5, 4]) {
-    const instant = wall + hours * 3_600_000;
-    if (newYorkWallClock(instant) === wall) return new Date(instant).toISOString();
-  }
-  throw new Error(`${day} ${time} does not exist in New York`);
-}
-
 function readObservations(): Map<string, Observations> {
-  const [header, ...lines] = readFileSync(new URL(FRED_FILE, DEMO_DATA_DIR), 'utf8').trim().split(/\r?\n/); // the file ends lines with CRLF
-  if (header !== 'series,date,value') throw new Error(`${FRED_FILE}: unexpected header ${header}`);
   const bySeries = new Map<string, Observations>();
-  for (const line of lines) {
-    const [series, date, v] = line.split(',');
+  for (const { series, date, value } of fredMonthlyRows()) {
     let values = bySeries.get(series);
     if (!values) bySeries.set(series, (values = new Map()));
-    values.set(date.slice(0, 7), v);
+    values.set(date.slice(0, 7), value);
   }
   return bySeries;
 }
@@ -214,7 +179,7 @@ export function demoEconomicEvents(): DemoEconomicEvent[] {
   const rows: DemoEconomicEvent[] = [];
   for (const rule of RULES) {
     const values = observations.get(rule.series);
-    if (!values) throw new Error(`${FRED_FILE} has no ${rule.series} series`);
+    if (!values) throw new Error(`the FRED snapshot has no ${rule.series} series`);
     const row = (referencePeriod: string, actual: string | null, previous: string | null): DemoEconomicEvent => {
       const { day, newYorkTime } = rule.release(referencePeriod);
       return {
@@ -223,7 +188,7 @@ export function demoEconomicEvents(): DemoEconomicEvent[] {
         importance: rule.importance,
         name: rule.name,
         referencePeriod,
-        scheduledAt: newYorkTimeToUtc(day, newYorkTime),
+        scheduledAt: new Date(newYorkTimeToUtc(day, newYorkTime)).toISOString(),
         actual,
         forecast: null,
         previous,

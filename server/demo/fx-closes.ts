@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { DEMO_DATA_DIR } from './catalog-files.ts';
+import { newYorkTimeToUtc } from './new-york-time.ts';
 
 /**
  * Daily USD/CHF closes from the bundled 30-minute readings
@@ -47,35 +48,8 @@ export interface DailyCloses {
   daysWithoutClose: string[];
 }
 
-const newYork = new Intl.DateTimeFormat('en-US', {
-  timeZone: 'America/New_York',
-  hourCycle: 'h23',
-  year: 'numeric',
-  month: '2-digit',
-  day: '2-digit',
-  hour: '2-digit',
-  minute: '2-digit',
-});
-
-/** The New York wall clock at an instant: `yyyy-mm-dd hh:mm`. */
-export function newYorkWallClock(at: number): string {
-  const p = Object.fromEntries(newYork.formatToParts(at).map((x) => [x.type, x.value]));
-  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}`;
-}
-
-/**
- * 17:00 New York on the day, as a UTC instant: 21:00 UTC under daylight saving
- * time (UTC−4), 22:00 UTC otherwise (UTC−5). 17:00 is never in a switch's
- * skipped or repeated hour (those are at 02:00), so exactly one of the two fits.
- */
-export function newYorkCutoff(date: string): number {
-  const midnight = Date.parse(`${date}T00:00:00Z`);
-  for (const offsetHours of [4, 5]) {
-    const at = midnight + (17 + offsetHours) * HOUR_MS;
-    if (newYorkWallClock(at) === `${date} 17:00`) return at;
-  }
-  throw new Error(`no 17:00 in New York on ${date}`);
-}
+/** 17:00 New York on the day, as a UTC instant (ms): 21:00 UTC under daylight saving time, 22:00 UTC otherwise. */
+export const newYorkCutoff = (date: string): number => newYorkTimeToUtc(date, '17:00');
 
 const nextDay = (date: string) => new Date(Date.parse(`${date}T00:00:00Z`) + DAY_MS).toISOString().slice(0, 10);
 const isWeekend = (date: string) => [0, 6].includes(new Date(`${date}T00:00:00Z`).getUTCDay());

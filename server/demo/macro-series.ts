@@ -18,7 +18,6 @@ import { DEMO_DATA_DIR } from './catalog-files.ts';
 const Text = z.string().trim().min(1);
 const MacroSeriesFileSchema = z.strictObject({
   source: Text,
-  file: z.string().regex(/^[\w.-]+\.csv$/),
   note: Text,
   series: z.array(z.strictObject({ seriesId: z.enum(MACRO_SERIES_IDS), title: Text, units: Text, seasonalAdjustment: Text })).min(1),
 });
@@ -31,18 +30,29 @@ export interface DemoMacroSeries {
   observations: { date: string; value: number }[];
 }
 
+/** The bundled FRED snapshot: `series,date,value` lines of the five demo series (CRLF line ends, as gretl wrote the file). */
+const FRED_MONTHLY_FILE = 'fred_monthly_demo.csv';
+
+const DECIMAL = /^-?\d+(\.\d+)?$/;
+
+/** The snapshot's observations, with each value as the file writes it (the calendar formats those digits exactly). */
+export function fredMonthlyRows(): { series: string; date: string; value: string }[] {
+  const [header, ...lines] = readFileSync(new URL(FRED_MONTHLY_FILE, DEMO_DATA_DIR), 'utf8').trim().split(/\r?\n/);
+  if (header !== 'series,date,value') throw new Error(`${FRED_MONTHLY_FILE}: unexpected header ${header}`);
+  return lines.map((line) => {
+    const [series, date, value] = line.split(',');
+    if (!DateSchema.safeParse(date).success || !DECIMAL.test(value ?? '')) throw new Error(`${FRED_MONTHLY_FILE}: bad line ${line}`);
+    return { series, date, value };
+  });
+}
+
 export function demoMacroSeries(): { source: string; series: DemoMacroSeries[] } {
   const file = MacroSeriesFileSchema.parse(JSON.parse(readFileSync(new URL('macro-series.json', DEMO_DATA_DIR), 'utf8')));
   const byId = new Map<string, { date: string; value: number }[]>(file.series.map((s) => [s.seriesId, []]));
-  const lines = readFileSync(new URL(file.file, DEMO_DATA_DIR), 'utf8').trim().split(/\r?\n/);
-  if (lines[0] !== 'series,date,value') throw new Error(`${file.file}: unexpected header ${lines[0]}`);
-  for (const line of lines.slice(1)) {
-    const [seriesId, date, value] = line.split(',');
-    const observations = byId.get(seriesId);
-    if (!observations) throw new Error(`${file.file}: series ${seriesId} is not described in macro-series.json`);
-    const number = Number(value);
-    if (!DateSchema.safeParse(date).success || value === '' || !Number.isFinite(number)) throw new Error(`${file.file}: bad line ${line}`);
-    observations.push({ date, value: number });
+  for (const { series, date, value } of fredMonthlyRows()) {
+    const observations = byId.get(series);
+    if (!observations) throw new Error(`${FRED_MONTHLY_FILE}: series ${series} is not described in macro-series.json`);
+    observations.push({ date, value: Number(value) });
   }
   return {
     source: file.source,

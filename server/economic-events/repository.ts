@@ -1,5 +1,6 @@
 import type { Sql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
+import { countedStagedUpsert } from '../ingest/repository.ts';
 import type { EconomicEvent, EventClass, Importance } from './schema.ts';
 
 export interface EventFilter {
@@ -75,9 +76,10 @@ export async function selectEvents(sql: Sql, f: EventFilter): Promise<EconomicEv
  * updated_at moved) only when a value differs, so posting the same rows again
  * changes nothing and counts them unchanged.
  */
-export async function upsertStagedEvents(tx: Sql): Promise<{ rows: number; inserted: number; updated: number }> {
-  const [row] = await tx<{ rows: number; inserted: number; updated: number }[]>`
-    with upserted as (
+export function upsertStagedEvents(tx: Sql): Promise<{ rows: number; inserted: number; updated: number }> {
+  return countedStagedUpsert(
+    tx,
+    tx`
       insert into economic_events as e (id, country, event_class, importance, name, reference_period, scheduled_at,
         actual, forecast, previous, source)
       select id, country, event_class, importance, name, reference_period, scheduled_at, actual, forecast, previous, source
@@ -99,12 +101,6 @@ export async function upsertStagedEvents(tx: Sql): Promise<{ rows: number; inser
         (excluded.country, excluded.event_class, excluded.importance, excluded.name, excluded.reference_period, excluded.scheduled_at,
          excluded.actual, excluded.forecast, excluded.previous, excluded.source)
       returning (xmax = 0) as inserted
-    )
-    select
-      (select count(*)::int from ingest_staging) as rows,
-      count(*) filter (where inserted)::int as inserted,
-      count(*) filter (where not inserted)::int as updated
-    from upserted
-  `;
-  return row;
+    `,
+  );
 }

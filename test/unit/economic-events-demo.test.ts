@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { derivedActionId } from '../../server/actions/schema.ts';
-import { demoEconomicEvents, newYorkTimeToUtc, type DemoEconomicEvent } from '../../server/demo/economic-events.ts';
+import { demoEconomicEvents, type DemoEconomicEvent } from '../../server/demo/economic-events.ts';
+import { newYorkTimeToUtc } from '../../server/demo/new-york-time.ts';
 import { EconomicEventRowSchema, derivedEventId } from '../../server/economic-events/schema.ts';
 
 // Expected values are worked out by hand from server/demo/data/fred_monthly_demo.csv
@@ -101,10 +102,10 @@ describe('demo economic calendar: synthetic release times', () => {
   });
 
   it('when New York wall-clock times are converted on the days of both switches, then the offsets are those of the day', () => {
-    expect(newYorkTimeToUtc('2022-03-12', '08:30')).toBe('2022-03-12T13:30:00.000Z');
-    expect(newYorkTimeToUtc('2022-03-13', '08:30')).toBe('2022-03-13T12:30:00.000Z');
-    expect(newYorkTimeToUtc('2021-11-06', '16:15')).toBe('2021-11-06T20:15:00.000Z');
-    expect(newYorkTimeToUtc('2021-11-07', '16:15')).toBe('2021-11-07T21:15:00.000Z');
+    expect(new Date(newYorkTimeToUtc('2022-03-12', '08:30')).toISOString()).toBe('2022-03-12T13:30:00.000Z');
+    expect(new Date(newYorkTimeToUtc('2022-03-13', '08:30')).toISOString()).toBe('2022-03-13T12:30:00.000Z');
+    expect(new Date(newYorkTimeToUtc('2021-11-06', '16:15')).toISOString()).toBe('2021-11-06T20:15:00.000Z');
+    expect(new Date(newYorkTimeToUtc('2021-11-07', '16:15')).toISOString()).toBe('2021-11-07T21:15:00.000Z');
   });
 
   it('when the December 2026 figures are scheduled, then five rows in January 2027 with actual, forecast and previous null', () => {
