@@ -7,9 +7,10 @@ import { fxArea } from './fx/routes.ts';
 import { economicEventsArea } from './economic-events/routes.ts';
 import { instrumentsArea } from './instruments/routes.ts';
 import { macroArea } from './macro/routes.ts';
+import { optionsArea } from './options/routes.ts';
 import { pricesArea } from './prices/routes.ts';
 
-export const AREAS: readonly Area[] = [instrumentsArea, pricesArea, actionsArea, analyticsArea, macroArea, fxArea, economicEventsArea];
+export const AREAS: readonly Area[] = [instrumentsArea, pricesArea, actionsArea, analyticsArea, macroArea, fxArea, economicEventsArea, optionsArea];
 
 /**
  * Public paths of the API that this version does not serve yet. They answer

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { nameBasedUuid } from '../ids.ts';
-import { FiniteNumber } from '../ingest/fields.ts';
+import { FiniteNumber, jsonCell } from '../ingest/fields.ts';
 import { AsOfSchema, BooleanFlagSchema, DateSchema, InstantSchema, UuidSchema, isDate } from '../http/params.ts';
 
 export const ACTION_KINDS = ['split', 'cash_dividend', 'stock_dividend', 'spinoff', 'merger', 'symbol_change', 'delisting'] as const;
@@ -29,15 +29,7 @@ export type CorporateActionsQuery = z.infer<typeof CorporateActionsQuerySchema>;
 
 const params = z.record(z.string(), z.unknown());
 
-// CSV cells carry params as JSON text.
-const paramsValue = z.preprocess((v) => {
-  if (typeof v !== 'string') return v;
-  try {
-    return JSON.parse(v);
-  } catch {
-    return v;
-  }
-}, params);
+const paramsValue = jsonCell(params);
 
 const Positive = FiniteNumber.refine((n) => n > 0, 'must be greater than 0');
 

@@ -25,3 +25,15 @@ export const PositiveNumber = FiniteNumber.refine((n) => n > 0, 'must be greater
 export const NonNegativeNumber = FiniteNumber.refine((n) => n >= 0, 'must be 0 or greater');
 
 export const BooleanValue = z.union([z.boolean(), z.enum(['true', 'false']).transform((s) => s === 'true')]);
+
+/** A nested field (an object or array): JSON in JSON and NDJSON rows, JSON text in a CSV cell. */
+export function jsonCell<T extends z.ZodType>(schema: T) {
+  return z.preprocess((v) => {
+    if (typeof v !== 'string') return v;
+    try {
+      return JSON.parse(v);
+    } catch {
+      return v;
+    }
+  }, schema);
+}

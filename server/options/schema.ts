@@ -1,0 +1,100 @@
+import { z } from 'zod';
+import { BooleanValue, FiniteNumber, jsonCell, NonNegativeNumber, PositiveNumber } from '../ingest/fields.ts';
+import { DateSchema, InstantSchema, UuidSchema } from '../http/params.ts';
+import { nameBasedUuid } from '../ids.ts';
+
+export const OPTION_RIGHTS = ['call', 'put'] as const;
+export type OptionRight = (typeof OPTION_RIGHTS)[number];
+
+const nullable = <T extends z.ZodType>(schema: T) =>
+  schema
+    .nullable()
+    .optional()
+    .transform((v) => v ?? null);
+
+const LowerUuid = UuidSchema.transform((s) => s.toLowerCase());
+const Instant = InstantSchema.transform((s) => new Date(s).toISOString());
+const Source = z.string().trim().min(1).max(300);
+
+/**
+ * The id a contract row without one gets: the name-based UUID (server/ids.ts)
+ * of `option-contract:` and the JSON array [instrumentId, contractSymbol], so
+ * a contract file posted again without ids updates the contracts it made.
+ */
+export function derivedContractId(instrumentId: string, contractSymbol: string): string {
+  return nameBasedUuid(`option-contract:${JSON.stringify([instrumentId.toLowerCase(), contractSymbol])}`);
+}
+
+/** A row of POST /admin/v1/options/contracts: the Contract as read, id optional, with listedAt. */
+export const OptionContractRowSchema = z
+  .strictObject({
+    id: LowerUuid.optional().describe('derived from instrumentId and contractSymbol when absent'),
+    instrumentId: LowerUuid.describe('the underlying'),
+    contractSymbol: z.string().trim().min(1).max(64).describe('e.g. the OCC symbol MSFT  240315C00400000'),
+    expiry: DateSchema.describe('last trading day'),
+    strike: PositiveNumber,
+    right: z.enum(OPTION_RIGHTS),
+    multiplier: FiniteNumber.refine((n) => Number.isInteger(n) && n > 0 && n <= 1_000_000, 'must be a whole number from 1 to 1000000').describe(
+      'deliverable units per contract, e.g. 100 shares',
+    ),
+    isActive: BooleanValue.default(true),
+    listedAt: nullable(Instant).describe('when the contract was listed; absent: listed from its first quote observation'),
+  })
+  .transform((r) => ({ ...r, id: r.id ?? derivedContractId(r.instrumentId, r.contractSymbol) }));
+export type OptionContractRow = z.infer<typeof OptionContractRowSchema>;
+
+/** The provider's Greeks as a quote carries them: all six, or none. Units as the option-price route's: theta per calendar day, vega and rho per percentage point. */
+export const ProviderGreeksSchema = z.strictObject({
+  delta: FiniteNumber,
+  gamma: FiniteNumber,
+  theta: FiniteNumber,
+  vega: FiniteNumber,
+  rho: FiniteNumber,
+  impliedVolatility: PositiveNumber.describe('annualised, as a decimal'),
+  asOf: Instant.optional().describe("as read back: the quote's observedAt; ignored when equal, refused when not"),
+  greeksSource: z
+    .literal('provider', { error: 'only the provider Greeks of an observation are stored; computed Greeks are worked out at read time' })
+    .optional(),
+});
+
+/** A row of POST /admin/v1/options/quotes: one observation of one contract. */
+export const OptionQuoteRowSchema = z
+  .strictObject({
+    contractId: LowerUuid,
+    observedAt: Instant.describe('when the quote was observed; observations are append-only'),
+    bid: nullable(NonNegativeNumber),
+    ask: nullable(NonNegativeNumber),
+    lastPrice: nullable(NonNegativeNumber),
+    volume: nullable(NonNegativeNumber),
+    openInterest: nullable(NonNegativeNumber),
+    source: Source,
+    greeks: nullable(jsonCell(ProviderGreeksSchema)).describe("the provider's Greeks, when it sent them (JSON text in a CSV cell)"),
+  })
+  .superRefine((r, ctx) => {
+    if (r.bid !== null && r.ask !== null && r.bid > r.ask) ctx.addIssue({ code: 'custom', path: ['ask'], message: 'must be at least bid' });
+    if (r.greeks?.asOf !== undefined && r.greeks.asOf !== r.observedAt) {
+      ctx.addIssue({ code: 'custom', path: ['greeks', 'asOf'], message: 'must equal observedAt: provider Greeks are part of the observation' });
+    }
+  });
+export type OptionQuoteRow = z.infer<typeof OptionQuoteRowSchema>;
+
+export const TermStructurePointSchema = z.strictObject({
+  expiry: DateSchema.optional(),
+  daysToExpiry: FiniteNumber.refine((n) => Number.isInteger(n) && n >= 0, 'must be a whole number of days, 0 or more'),
+  atmImpliedVolatility: PositiveNumber.nullable(),
+});
+
+/** A row of POST /admin/v1/iv-snapshots. */
+export const IvSnapshotRowSchema = z.strictObject({
+  instrumentId: LowerUuid,
+  asOfDate: DateSchema,
+  underlyingPrice: nullable(PositiveNumber),
+  atmImpliedVolatility: nullable(PositiveNumber).describe('the 30-day at-the-money implied volatility, annualised'),
+  impliedVolatility30d: nullable(PositiveNumber),
+  historicalVolatility30d: nullable(PositiveNumber),
+  parkinsonHistoricalVolatility30d: nullable(PositiveNumber),
+  putCallIvRatio30d: nullable(PositiveNumber),
+  termStructure: jsonCell(z.array(TermStructurePointSchema).max(500)).default([]).describe('one ATM IV per expiry (JSON text in a CSV cell)'),
+  source: Source.default('ingested'),
+});
+export type IvSnapshotRow = z.infer<typeof IvSnapshotRowSchema>;
