@@ -1,5 +1,6 @@
 import { computeBeta } from './beta.ts';
 import { correlationMatrix, type CorrelationMethod, type DatedCloses } from './correlation.ts';
+import { chainGreeks, type ChainGreeksInput } from './option-greeks.ts';
 import { evaluateStrategy, type StrategyInput } from './strategy-ev.ts';
 import { computeTechnicals, type OhlcvBars } from './technicals.ts';
 
@@ -12,6 +13,7 @@ const TASKS = {
   technicals: (bars: OhlcvBars) => computeTechnicals(bars),
   correlations: (input: { series: DatedCloses[]; method: CorrelationMethod }) => correlationMatrix(input.series, input.method),
   beta: (input: { subject: DatedCloses; benchmark: DatedCloses }) => computeBeta(input.subject, input.benchmark),
+  chainGreeks: (input: ChainGreeksInput) => chainGreeks(input),
 } satisfies Record<string, (input: never) => unknown>;
 
 export type Tasks = typeof TASKS;
