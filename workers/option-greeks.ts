@@ -28,10 +28,10 @@ export const GREEKS_MISSING_INPUTS = ['spotPrice', 'riskFreeRate', 'bid', 'ask',
 export type GreeksMissingInput = (typeof GREEKS_MISSING_INPUTS)[number];
 
 export interface ChainGreeksInput {
-  /** Underlying price at the cut-off, shared by the chain; null when none is known. */
-  spot: number | null;
-  /** Continuously compounded annual risk-free rate in force at the cut-off; null when none is. */
-  rate: number | null;
+  /** Underlying price for each contract's quote; null when none is known. */
+  spot: ArrayLike<number | null>;
+  /** Continuously compounded annual risk-free rate for each contract's quote; null when none is in force. */
+  rate: ArrayLike<number | null>;
   /** Continuous annual dividend yield, decimal. */
   dividendYield: number;
   strike: ArrayLike<number>;
@@ -118,13 +118,20 @@ function unavailable(missingInputs: GreeksMissingInput[], reasons: string[]): Gr
 /** Greeks of every contract of a chain, in input order. */
 export function chainGreeks(input: ChainGreeksInput): ContractGreeks[] {
   const n = input.strike.length;
-  for (const [name, column] of Object.entries({ timeYears: input.timeYears, right: input.right, bid: input.bid, ask: input.ask })) {
+  for (const [name, column] of Object.entries({
+    spot: input.spot,
+    rate: input.rate,
+    timeYears: input.timeYears,
+    right: input.right,
+    bid: input.bid,
+    ask: input.ask,
+  })) {
     if (column.length !== n) throw new RangeError(`chainGreeks: ${name} has ${column.length} entries, strike has ${n}`);
   }
   if (!Number.isFinite(input.dividendYield)) throw new RangeError('dividendYield must be a finite number');
   const out = new Array<ContractGreeks>(n);
   for (let i = 0; i < n; i++) {
-    out[i] = contractGreeks(input.spot, input.rate, input.dividendYield, input.strike[i], input.timeYears[i], input.right[i], input.bid[i], input.ask[i]);
+    out[i] = contractGreeks(input.spot[i], input.rate[i], input.dividendYield, input.strike[i], input.timeYears[i], input.right[i], input.bid[i], input.ask[i]);
   }
   return out;
 }

@@ -1,5 +1,5 @@
 import { fredMonthlyRows } from './macro-series.ts';
-import { newYorkTimeToUtc } from './new-york-time.ts';
+import { newYorkTimeToUtc } from '../new-york-time.ts';
 import type { EventClass, Importance } from '../economic-events/schema.ts';
 
 /**

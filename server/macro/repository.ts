@@ -84,21 +84,26 @@ function observations(sql: Sql, seriesId: string, start?: string, end?: string):
   );
 }
 
-/** A stored copy's description and its latest observation, in one snapshot. */
-export function latestOfCopy(sql: Sql, seriesId: string): Promise<{ series: StoredSeries; latest: { date: string; value: number } | undefined } | undefined> {
+/** A stored copy's description and its latest observation (on or before `onOrBefore` when given), in one snapshot. */
+export function latestOfCopy(
+  sql: Sql,
+  seriesId: string,
+  onOrBefore?: string,
+): Promise<{ series: StoredSeries; latest: { date: string; value: number } | undefined } | undefined> {
   return sql.begin('isolation level repeatable read read only', async (tx) => {
     const series = await storedSeries(tx as unknown as Sql, seriesId);
-    return series && { series, latest: await latestObservation(tx as unknown as Sql, seriesId) };
+    return series && { series, latest: await latestObservation(tx as unknown as Sql, seriesId, onOrBefore) };
   });
 }
 
-async function latestObservation(sql: Sql, seriesId: string): Promise<{ date: string; value: number } | undefined> {
+async function latestObservation(sql: Sql, seriesId: string, onOrBefore?: string): Promise<{ date: string; value: number } | undefined> {
   const [row] = await timed(
     'macro_latest_observation',
     sql<{ date: string; value: number }[]>`
       select obs_date as date, value
       from macro_observations
       where series_id = ${seriesId}
+        ${onOrBefore ? sql`and obs_date <= ${onOrBefore}` : sql``}
       order by obs_date desc
       limit 1
     `,

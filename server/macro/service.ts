@@ -100,26 +100,32 @@ export class MacroService {
   }
 
   /**
-   * The current annualised risk-free rate: the latest DGS3MO observation as a
-   * decimal, with source `fred` when it comes from a fresh copy. Otherwise a
+   * The annualised risk-free rate as a decimal: the latest DGS3MO observation,
+   * or with `onDate` the latest on or before that day (the rate in force
+   * then). Source `fred` when the observation comes from a copy that is fresh,
+   * or that was fetched after `onDate` (it knew that day's rate). Otherwise a
    * stand-in with source `fallback`: the last stored observation, or the
    * hard-coded rate when none is stored. The one place the service gets this
    * rate; every computation that needs it calls this.
    */
-  async riskFreeRate(): Promise<{ data: RiskFreeRate; meta: Meta & { seriesId: MacroSeriesId; fallback: RiskFreeFallback | null } }> {
+  async riskFreeRate(onDate?: string): Promise<{ data: RiskFreeRate; meta: Meta & { seriesId: MacroSeriesId; fallback: RiskFreeFallback | null } }> {
     const copy = await this.currentCopy(RISK_FREE_SERIES);
-    const stored = copy.kind === 'stored' ? await this.db.run((sql) => repo.latestOfCopy(sql, RISK_FREE_SERIES)) : undefined;
+    const stored = copy.kind === 'stored' ? await this.db.run((sql) => repo.latestOfCopy(sql, RISK_FREE_SERIES, onDate)) : undefined;
     if (stored?.latest && copy.kind === 'stored') {
       const rate = percentToDecimal(stored.latest.value);
       const meta = { asOf: stored.series.fetchedAt.toISOString(), source: stored.series.source, seriesId: RISK_FREE_SERIES };
-      return copy.fresh
+      const knownToCopy = onDate !== undefined && stored.series.source === FRED_SOURCE && onDate < stored.series.fetchedAt.toISOString().slice(0, 10);
+      return copy.fresh || knownToCopy
         ? { data: { rate, maturity: '3M', asOf: stored.latest.date, source: 'fred' }, meta: { ...meta, stale: false, fallback: null } }
         : {
             data: { rate, maturity: '3M', asOf: stored.latest.date, source: 'fallback' },
             meta: { ...meta, stale: true, fallback: { standIn: 'last_stored_observation', reason: copy.reason, detail: copy.detail } },
           };
     }
-    const why = copy.kind === 'none' ? copy : { reason: 'provider_error' as const, detail: `the stored ${RISK_FREE_SERIES} copy has no observations` };
+    const why =
+      copy.kind === 'none'
+        ? copy
+        : { reason: 'provider_error' as const, detail: `the stored ${RISK_FREE_SERIES} copy has no observation${onDate ? ` on or before ${onDate}` : 's'}` };
     return {
       data: { rate: percentToDecimal(HARDCODED_RISK_FREE.percent), maturity: '3M', asOf: HARDCODED_RISK_FREE.observationDate, source: 'fallback' },
       meta: {

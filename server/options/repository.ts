@@ -1,4 +1,5 @@
 import type { Sql } from '../db/sql.ts';
+import { timed } from '../db/sql.ts';
 import { countedStagedUpsert } from '../ingest/repository.ts';
 
 // Ingest: statements over the `ingest_staging` table of an options upload
@@ -128,4 +129,120 @@ export function upsertStagedIvSnapshots(tx: Sql) {
       returning (xmax = 0) as inserted
     `,
   );
+}
+
+// Reads.
+
+/** A contract with its latest quote observation at or before the cut-off (all quote fields null when none). */
+export interface ContractAtCutoff {
+  id: string;
+  instrument_id: string;
+  contract_symbol: string;
+  expiry: string;
+  strike: number;
+  option_right: 'call' | 'put';
+  multiplier: number;
+  is_active: boolean;
+  listed_at: Date | null;
+  observed_at: Date | null;
+  bid: number | null;
+  ask: number | null;
+  last_price: number | null;
+  volume: number | null;
+  open_interest: number | null;
+  source: string | null;
+  delta: number | null;
+  gamma: number | null;
+  theta: number | null;
+  vega: number | null;
+  rho: number | null;
+  implied_volatility: number | null;
+}
+
+export interface ChainFilter {
+  expiry?: string;
+  strike?: number;
+  right?: 'call' | 'put';
+}
+
+/**
+ * Listed at the cut-off: listed_at at or before it, or, when the source gave
+ * no listing time, a quote observed at or before it. The latest observation
+ * per contract is one backward step on the primary key (contract_id,
+ * observed_at) from the cut-off, so older history is never read.
+ */
+const LATEST_QUOTE = (sql: Sql, cutoff: Date) => sql`
+  left join lateral (
+    select q.observed_at, q.bid, q.ask, q.last_price, q.volume, q.open_interest, q.source,
+      q.delta, q.gamma, q.theta, q.vega, q.rho, q.implied_volatility
+    from option_quotes q
+    where q.contract_id = c.id and q.observed_at <= ${cutoff}
+    order by q.observed_at desc
+    limit 1
+  ) q on true
+`;
+const LISTED = (sql: Sql, cutoff: Date) => sql`(c.listed_at <= ${cutoff} or (c.listed_at is null and q.observed_at is not null))`;
+const CONTRACT_COLUMNS = (sql: Sql) =>
+  sql`c.id, c.instrument_id, c.contract_symbol, c.expiry, c.strike, c.option_right, c.multiplier, c.is_active, c.listed_at, q.*`;
+
+/** The chain at the cut-off: contracts listed then and not expired before its day, by expiry, strike and right (call first). */
+export function chainAt(sql: Sql, instrumentId: string, cutoff: Date, cutoffDay: string, filter: ChainFilter): Promise<ContractAtCutoff[]> {
+  return timed(
+    'option_chain',
+    sql<ContractAtCutoff[]>`
+      select ${CONTRACT_COLUMNS(sql)}
+      from option_contracts c
+      ${LATEST_QUOTE(sql, cutoff)}
+      where c.instrument_id = ${instrumentId}
+        and c.expiry >= ${cutoffDay}
+        and ${LISTED(sql, cutoff)}
+        ${filter.expiry ? sql`and c.expiry = ${filter.expiry}` : sql``}
+        ${filter.strike !== undefined ? sql`and c.strike = ${filter.strike}` : sql``}
+        ${filter.right ? sql`and c.option_right = ${filter.right}` : sql``}
+      order by c.expiry, c.strike, c.option_right
+    `,
+  );
+}
+
+/** One contract at the cut-off, listed or not (the caller decides); undefined for an unknown id. */
+export async function contractAt(sql: Sql, id: string, cutoff: Date): Promise<(ContractAtCutoff & { listed: boolean }) | undefined> {
+  const [row] = await sql<(ContractAtCutoff & { listed: boolean })[]>`
+    select ${CONTRACT_COLUMNS(sql)}, ${LISTED(sql, cutoff)} as listed
+    from option_contracts c
+    ${LATEST_QUOTE(sql, cutoff)}
+    where c.id = ${id}
+  `;
+  return row;
+}
+
+/** How many contracts the underlying has stored at all, and how many of them had expired before the cut-off's day. */
+export async function storedContractCounts(sql: Sql, instrumentId: string, cutoffDay: string): Promise<{ stored: number; expired: number }> {
+  const [row] = await sql<{ stored: number; expired: number }[]>`
+    select count(*)::int as stored, count(*) filter (where expiry < ${cutoffDay})::int as expired
+    from option_contracts
+    where instrument_id = ${instrumentId}
+  `;
+  return row;
+}
+
+/**
+ * For each day, the underlying's latest raw daily close dated on or before it
+ * (vendor-adjusted bars are not raw prices and are skipped).
+ */
+export async function rawClosesOnOrBefore(sql: Sql, instrumentId: string, days: string[]): Promise<Map<string, { barDate: string; close: number }>> {
+  const rows = await timed(
+    'option_underlying_closes',
+    sql<{ day: string; bar_date: string; close_price: number }[]>`
+      select d.day::text as day, b.bar_date, b.close_price
+      from unnest(${days}::date[]) as d (day)
+      cross join lateral (
+        select bar_date, close_price
+        from daily_bars
+        where instrument_id = ${instrumentId} and bar_date <= d.day and price_basis = 'raw'
+        order by bar_date desc
+        limit 1
+      ) b
+    `,
+  );
+  return new Map(rows.map((r) => [r.day, { barDate: r.bar_date, close: r.close_price }]));
 }

@@ -1,8 +1,70 @@
+import { z } from 'zod';
 import type { Area } from '../area.ts';
+import { sendData } from '../http/envelope.ts';
+import { IdParamsSchema } from '../http/params.ts';
+import { defineRoute } from '../http/route.ts';
 import { ivSnapshotIngest, optionContractIngest, optionQuoteIngest } from './ingest.ts';
+import { ChainItemSchema, ChainMetaSchema, ChainQuerySchema, ContractMetaSchema, ContractQuerySchema, ExpiriesQuerySchema } from './schema.ts';
+import { listExpiries, readChain, readContract } from './service.ts';
+
+const TAG = 'Options';
+
+export const expiriesRoute = defineRoute({
+  method: 'get',
+  path: '/instruments/:id/options/expiries',
+  operationId: 'listOptionExpiries',
+  tag: TAG,
+  summary: "An underlying's option expiries, ascending, each with at least one contract listed at the cut-off",
+  scope: 'options:read',
+  params: IdParamsSchema,
+  query: ExpiriesQuerySchema,
+  response: { status: 200, description: 'the expiry dates', data: z.array(z.string()), meta: ContractMetaSchema },
+  errors: ['not_found', 'options_unavailable'],
+});
+
+export const chainRoute = defineRoute({
+  method: 'get',
+  path: '/instruments/:id/options',
+  operationId: 'getOptionChain',
+  tag: TAG,
+  summary: 'The option chain as it stood at a cut-off: each contract with its latest quote and Greeks',
+  description:
+    "Greeks are the provider's when the quote carried them (greeksSource provider), else computed with Black–Scholes–Merton from the quote mid (greeksSource computed, with the inputs in model), else absent with greeksUnavailable saying what is missing. meta.greeksCoverage counts the three over the rows returned.",
+  scope: 'options:read',
+  params: IdParamsSchema,
+  query: ChainQuerySchema,
+  response: { status: 200, description: 'the chain, by expiry, strike and right', data: z.array(ChainItemSchema), meta: ChainMetaSchema },
+  errors: ['not_found', 'options_unavailable'],
+});
+
+export const contractRoute = defineRoute({
+  method: 'get',
+  path: '/options/:id',
+  operationId: 'getOptionContract',
+  tag: TAG,
+  summary: "One option contract at a cut-off, with its latest quote and Greeks by the chain's rules",
+  scope: 'options:read',
+  params: IdParamsSchema,
+  query: ContractQuerySchema,
+  response: { status: 200, description: 'the contract', data: ChainItemSchema, meta: ContractMetaSchema },
+  errors: ['not_found'],
+});
 
 export const optionsArea: Area = {
-  routes: [],
-  mount() {},
+  routes: [expiriesRoute, chainRoute, contractRoute],
+  mount(routes, deps) {
+    routes.handle(expiriesRoute, async ({ params, query }, res) => {
+      const { data, meta } = await listExpiries(deps, params.id, query.asOf);
+      sendData(res, data, meta);
+    });
+    routes.handle(chainRoute, async ({ params, query }, res) => {
+      const { data, meta } = await readChain(deps, params.id, query);
+      sendData(res, data, meta);
+    });
+    routes.handle(contractRoute, async ({ params, query }, res) => {
+      const { data, meta } = await readContract(deps, params.id, query.asOf);
+      sendData(res, data, meta);
+    });
+  },
   ingest: { 'options/contracts': optionContractIngest, 'options/quotes': optionQuoteIngest, 'iv-snapshots': ivSnapshotIngest },
 };

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { BooleanValue, FiniteNumber, jsonCell, NonNegativeNumber, PositiveNumber } from '../ingest/fields.ts';
-import { DateSchema, InstantSchema, UuidSchema } from '../http/params.ts';
+import { AsOfSchema, DateSchema, InstantSchema, UuidSchema } from '../http/params.ts';
 import { nameBasedUuid } from '../ids.ts';
+import { GREEKS_MISSING_INPUTS } from '../../workers/option-greeks.ts';
 
 export const OPTION_RIGHTS = ['call', 'put'] as const;
 export type OptionRight = (typeof OPTION_RIGHTS)[number];
@@ -98,3 +99,109 @@ export const IvSnapshotRowSchema = z.strictObject({
   source: Source.default('ingested'),
 });
 export type IvSnapshotRow = z.infer<typeof IvSnapshotRowSchema>;
+
+// Reads.
+
+const Cutoff = AsOfSchema.optional().describe('knowledge cut-off: a date means the end of that day; omit for now');
+
+export const ExpiriesQuerySchema = z.strictObject({ asOf: Cutoff });
+
+export const ChainQuerySchema = z.strictObject({
+  expiry: DateSchema.optional().describe('only contracts expiring that day'),
+  strike: z
+    .string()
+    .regex(/^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/, { message: 'must be a number', abort: true })
+    .transform(Number)
+    .refine((n) => Number.isFinite(n) && n > 0, 'must be a finite number greater than 0')
+    .optional()
+    .describe('only contracts with exactly this strike'),
+  right: z.enum(OPTION_RIGHTS).optional(),
+  asOf: Cutoff,
+});
+export type ChainQuery = z.infer<typeof ChainQuerySchema>;
+
+export const ContractQuerySchema = z.strictObject({ asOf: Cutoff });
+
+export const OptionContractSchema = z
+  .strictObject({
+    id: z.string(),
+    instrumentId: z.string(),
+    contractSymbol: z.string(),
+    expiry: z.string(),
+    strike: z.number(),
+    right: z.enum(OPTION_RIGHTS),
+    multiplier: z.int(),
+    isActive: z.boolean(),
+    listedAt: z.string().nullable().describe('when the contract was listed; null: from its first quote observation'),
+  })
+  .meta({ id: 'OptionContract' });
+
+export const OptionQuoteSchema = z
+  .strictObject({
+    bid: z.number().nullable(),
+    ask: z.number().nullable(),
+    lastPrice: z.number().nullable(),
+    volume: z.number().nullable(),
+    openInterest: z.number().nullable(),
+    asOf: z.string().describe('when the quote was observed'),
+    source: z.string(),
+  })
+  .meta({ id: 'OptionQuote' });
+
+export const GreeksModelSchema = z.strictObject({
+  name: z.literal('black-scholes-merton'),
+  spotPrice: z.number(),
+  riskFreeRate: z.number(),
+  dividendYield: z.number(),
+  spotAsOf: z.string().describe("date of the underlying's raw daily close used as spot"),
+  riskFreeRateSource: z.enum(['fred', 'fallback']).describe('as GET /v1/rates/risk-free reports it for the quote day'),
+  riskFreeRateAsOf: z.string().describe('date of the rate observation (or of the hard-coded rate)'),
+  dividendYieldSource: z.literal('assumed_zero').describe('no dividend-yield source is stored, so 0 is used'),
+  expiryDays: z.number().describe('calendar days from the quote to 16:00 New York on the expiry day'),
+  timeToExpirationYears: z.number().describe('expiryDays / 365 (ACT/365F)'),
+  optionPrice: z.number().describe('the price the implied volatility was solved from: the quote mid (bid + ask) / 2'),
+});
+
+export const GreeksSchema = z
+  .strictObject({
+    delta: z.number(),
+    gamma: z.number(),
+    theta: z.number().describe('per calendar day'),
+    vega: z.number().describe('per percentage point of volatility'),
+    rho: z.number().describe('per percentage point of rate'),
+    impliedVolatility: z.number(),
+    asOf: z.string().describe('the observation the Greeks belong to'),
+    greeksSource: z.enum(['provider', 'computed']),
+    model: GreeksModelSchema.optional().describe('computed Greeks only: the inputs exactly as used'),
+  })
+  .meta({ id: 'Greeks' });
+
+export const GreeksUnavailableSchema = z
+  .strictObject({
+    reason: z.enum(['not_supplied_and_not_computable']),
+    missingInputs: z.array(z.enum(GREEKS_MISSING_INPUTS)).min(1).describe('quote: no observation at the cut-off, or bid and ask both 0'),
+    detail: z.string(),
+  })
+  .meta({ id: 'GreeksUnavailable' });
+export type GreeksUnavailable = z.infer<typeof GreeksUnavailableSchema>;
+
+export const ChainItemSchema = z
+  .strictObject({
+    contract: OptionContractSchema,
+    quote: OptionQuoteSchema.nullable().describe('the latest observation at or before the cut-off; null when none'),
+    greeks: GreeksSchema.nullable(),
+    greeksUnavailable: GreeksUnavailableSchema.nullable().describe('present exactly when greeks is null'),
+  })
+  .meta({ id: 'OptionChainItem' });
+export type ChainItem = z.infer<typeof ChainItemSchema>;
+
+const GREEKS_SOURCES = { provider: z.int(), computed: z.int(), unavailable: z.int() };
+
+export const ChainMetaSchema = z.strictObject({
+  asOf: z.string().describe('the cut-off as given, or the time of the read'),
+  source: z.string().describe('sources of the quotes returned'),
+  stale: z.boolean(),
+  greeksCoverage: z.strictObject(GREEKS_SOURCES).describe('over exactly the rows returned'),
+});
+
+export const ContractMetaSchema = z.strictObject({ asOf: z.string(), source: z.string(), stale: z.boolean() });

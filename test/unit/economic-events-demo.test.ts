@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { derivedActionId } from '../../server/actions/schema.ts';
 import { demoEconomicEvents, type DemoEconomicEvent } from '../../server/demo/economic-events.ts';
-import { newYorkTimeToUtc } from '../../server/demo/new-york-time.ts';
+import { newYorkTimeToUtc } from '../../server/new-york-time.ts';
 import { EconomicEventRowSchema, derivedEventId } from '../../server/economic-events/schema.ts';
 
 // Expected values are worked out by hand from server/demo/data/fred_monthly_demo.csv

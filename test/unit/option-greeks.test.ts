@@ -34,8 +34,8 @@ describe('computed Greeks are the option-price route’s Greeks', () => {
     // From 14 days out, a strike 20 % in the money keeps enough time value for σ to be identifiable to 1e-8 (see implied-vol.test.ts).
     const rows = smileChain([14, 30, 91, 365], [80, 90, 95, 100, 105, 110, 120, 130]);
     const result = chainGreeks({
-      spot: SPOT,
-      rate: RATE,
+      spot: rows.map(() => SPOT),
+      rate: rows.map(() => RATE),
       dividendYield: DIVIDEND_YIELD,
       strike: rows.map((r) => r.strike),
       timeYears: rows.map((r) => yearsFromDays(r.expiryDays)),
@@ -66,8 +66,8 @@ describe('computed Greeks are the option-price route’s Greeks', () => {
   it('when the chain is computed as the chainGreeks task, on a pool thread and in line, then the answer is the same as the direct call', async () => {
     const rows = smileChain([30], [90, 100, 110]);
     const input = (): ChainGreeksInput => ({
-      spot: SPOT,
-      rate: RATE,
+      spot: Float64Array.from(rows, () => SPOT),
+      rate: Float64Array.from(rows, () => RATE),
       dividendYield: DIVIDEND_YIELD,
       strike: Float64Array.from(rows, (r) => r.strike),
       timeYears: Float64Array.from(rows, (r) => yearsFromDays(r.expiryDays)),
@@ -171,7 +171,16 @@ describe('unavailable Greeks name each missing input', () => {
 
   it('when the columns differ in length, then a RangeError', () => {
     expect(() =>
-      chainGreeks({ spot: 100, rate: 0.05, dividendYield: 0, strike: [90, 100], timeYears: [0.5], right: ['call', 'put'], bid: [1, 1], ask: [2, 2] }),
+      chainGreeks({
+        spot: [100, 100],
+        rate: [0.05, 0.05],
+        dividendYield: 0,
+        strike: [90, 100],
+        timeYears: [0.5],
+        right: ['call', 'put'],
+        bid: [1, 1],
+        ask: [2, 2],
+      }),
     ).toThrow('timeYears has 1 entries, strike has 2');
   });
 });

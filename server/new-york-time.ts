@@ -1,8 +1,9 @@
 /**
  * New York wall-clock times as UTC instants, with daylight saving time from
  * the time-zone database (Intl): 17:00 is 21:00 UTC under daylight saving
- * time (EDT, UTC−4) and 22:00 UTC otherwise (EST, UTC−5). Used for the demo
- * FX closes (the 17:00 cut-off) and the demo calendar's release times.
+ * time (EDT, UTC−4) and 22:00 UTC otherwise (EST, UTC−5). Used for option
+ * expiries (16:00 on the expiry day), the demo FX closes (the 17:00 cut-off)
+ * and the demo calendar's release times.
  */
 
 const HOUR_MS = 3_600_000;

@@ -1,0 +1,209 @@
+import type { AppDeps } from '../area.ts';
+import type { Sql } from '../db/sql.ts';
+import { sourcesMeta } from '../http/envelope.ts';
+import { AppError, notFound } from '../http/errors.ts';
+import type { PointInTime } from '../http/params.ts';
+import { requireInstrument } from '../instruments/service.ts';
+import { newYorkTimeToUtc } from '../new-york-time.ts';
+import type { ChainGreeksInput, ContractGreeks } from '../../workers/option-greeks.ts';
+import * as repo from './repository.ts';
+import type { RiskFreeRate } from '../macro/schema.ts';
+import type { ChainItem, ChainQuery } from './schema.ts';
+
+/**
+ * Options are served for these asset classes; any other is `not_optionable`
+ * (permanent): the service does not carry options on currencies, coins,
+ * futures, metals, funds or bonds.
+ */
+export const OPTIONABLE_ASSET_CLASSES = ['equity', 'etf', 'index'] as const;
+
+const DAY_MS = 86_400_000;
+const DAYS_PER_YEAR = 365;
+
+type Deps = Pick<AppDeps, 'readDb' | 'pool' | 'macro'>;
+
+/** The cut-off instant and its UTC day: asOf as given (a date is the end of that day), or now. */
+function cutoffOf(asOf: PointInTime | undefined): { at: Date; day: string; input: string } {
+  const at = asOf?.instant ?? new Date();
+  return { at, day: at.toISOString().slice(0, 10), input: asOf?.input ?? at.toISOString() };
+}
+
+/** The refusal for an underlying without a chain at the cut-off, naming the case. */
+async function unavailable(sql: Sql, instrument: { id: string; assetClass: string }, day: string): Promise<AppError> {
+  if (!(OPTIONABLE_ASSET_CLASSES as readonly string[]).includes(instrument.assetClass)) {
+    return new AppError('options_unavailable', `options are not served for ${instrument.assetClass} instruments`, { reason: ['not_optionable'] });
+  }
+  const { stored, expired } = await repo.storedContractCounts(sql, instrument.id, day);
+  const why = !stored
+    ? 'no option contract of this underlying has been ingested'
+    : expired === stored
+      ? `all ${stored} stored contracts had expired before ${day}; read the chain with an asOf before their expiries`
+      : `none of its ${stored} stored contracts was listed yet at the cut-off`;
+  return new AppError('options_unavailable', why, { reason: ['not_ingested'] });
+}
+
+/** The expiries with at least one contract listed at the cut-off, ascending. */
+export async function listExpiries(deps: Deps, id: string, asOf: PointInTime | undefined) {
+  const cutoff = cutoffOf(asOf);
+  const expiries = await deps.readDb.run(async (sql) => {
+    const instrument = await requireInstrument(sql, id);
+    const chain = await repo.chainAt(sql, id, cutoff.at, cutoff.day, {});
+    if (!chain.length) throw await unavailable(sql, instrument, cutoff.day);
+    return [...new Set(chain.map((c) => c.expiry))];
+  });
+  return { data: expiries, meta: { asOf: cutoff.input, source: 'option contracts', stale: false } };
+}
+
+/** The chain as it stood at the cut-off, each contract with its latest quote and its Greeks (provider, computed, or why neither). */
+export async function readChain(deps: Deps, id: string, q: ChainQuery) {
+  const cutoff = cutoffOf(q.asOf);
+  const { rows, closes } = await deps.readDb.run(async (sql) => {
+    const instrument = await requireInstrument(sql, id);
+    const rows = await repo.chainAt(sql, id, cutoff.at, cutoff.day, q);
+    if (!rows.length && !q.expiry && q.strike === undefined && !q.right) throw await unavailable(sql, instrument, cutoff.day);
+    return { rows, closes: await closesForQuotes(sql, id, rows) };
+  });
+  const data = await withGreeks(deps, rows, closes);
+  const coverage = { provider: 0, computed: 0, unavailable: 0 };
+  for (const item of data) coverage[item.greeks?.greeksSource ?? 'unavailable']++;
+  const sources = new Set(rows.flatMap((r) => (r.source ? [r.source] : [])));
+  return { data, meta: { asOf: cutoff.input, source: sourcesMeta(sources), stale: false, greeksCoverage: coverage } };
+}
+
+/** One contract at the cut-off, by the chain's rules; 404 when unknown or not yet listed then. */
+export async function readContract(deps: Deps, id: string, asOf: PointInTime | undefined) {
+  const cutoff = cutoffOf(asOf);
+  const { row, closes } = await deps.readDb.run(async (sql) => {
+    const row = await repo.contractAt(sql, id, cutoff.at);
+    if (!row || !row.listed) throw notFound(row ? `option contract (not listed yet at ${cutoff.input})` : 'option contract');
+    return { row, closes: await closesForQuotes(sql, row.instrument_id, [row]) };
+  });
+  const [item] = await withGreeks(deps, [row], closes);
+  return { data: item, meta: { asOf: cutoff.input, source: row.source ?? 'none', stale: false } };
+}
+
+const quoteDay = (r: repo.ContractAtCutoff) => r.observed_at!.toISOString().slice(0, 10);
+
+/** The underlying's raw close for each quote's observation day (the close of that day, or the latest before it). */
+function closesForQuotes(sql: Sql, instrumentId: string, rows: repo.ContractAtCutoff[]) {
+  const days = [...new Set(rows.filter((r) => r.observed_at && r.implied_volatility === null).map(quoteDay))];
+  return days.length ? repo.rawClosesOnOrBefore(sql, instrumentId, days) : Promise.resolve(new Map<string, { barDate: string; close: number }>());
+}
+
+/** 16:00 New York on the expiry day, when US equity and index options stop trading. */
+const expiryInstant = (expiry: string) => newYorkTimeToUtc(expiry, '16:00');
+
+/**
+ * Chain items with their Greeks. Provider Greeks are returned as observed.
+ * For the other quoted contracts the inputs are gathered here (the raw close
+ * of the quote's day, the risk-free rate in force that day, the time from the
+ * quote to expiry) and the worker pool solves the implied volatility from the
+ * mid and computes the Greeks with the Black–Scholes–Merton code of POST
+ * /v1/analytics/option-price, or says which input is missing
+ * (workers/option-greeks.ts).
+ */
+async function withGreeks(deps: Deps, rows: repo.ContractAtCutoff[], closes: Map<string, { barDate: string; close: number }>): Promise<ChainItem[]> {
+  const items: ChainItem[] = rows.map((r) => ({ contract: contractOf(r), quote: quoteOf(r), greeks: null, greeksUnavailable: null }));
+  const toCompute: { index: number; day: string; expiryDays: number }[] = [];
+  for (const [index, r] of rows.entries()) {
+    const item = items[index];
+    if (!r.observed_at) {
+      item.greeksUnavailable = {
+        reason: 'not_supplied_and_not_computable',
+        missingInputs: ['quote'],
+        detail: 'no quote of this contract was observed at or before the cut-off',
+      };
+    } else if (r.implied_volatility !== null) {
+      const asOf = r.observed_at.toISOString();
+      item.greeks = {
+        delta: r.delta!,
+        gamma: r.gamma!,
+        theta: r.theta!,
+        vega: r.vega!,
+        rho: r.rho!,
+        impliedVolatility: r.implied_volatility,
+        asOf,
+        greeksSource: 'provider',
+      };
+    } else {
+      toCompute.push({ index, day: quoteDay(r), expiryDays: (expiryInstant(r.expiry) - r.observed_at.getTime()) / DAY_MS });
+    }
+  }
+  if (!toCompute.length) return items;
+  const rates = new Map<string, RiskFreeRate>();
+  for (const day of new Set(toCompute.map((c) => c.day))) rates.set(day, (await deps.macro.riskFreeRate(day)).data);
+  const quoted = toCompute.map((c) => rows[c.index]);
+  const input: ChainGreeksInput = {
+    spot: toCompute.map((c) => closes.get(c.day)?.close ?? null),
+    rate: toCompute.map((c) => rates.get(c.day)!.rate),
+    dividendYield: 0,
+    strike: quoted.map((r) => r.strike),
+    timeYears: toCompute.map((c) => c.expiryDays / DAYS_PER_YEAR),
+    right: quoted.map((r) => r.option_right),
+    bid: quoted.map((r) => r.bid),
+    ask: quoted.map((r) => r.ask),
+  };
+  const results = await deps.pool.run<ContractGreeks[]>('chainGreeks', input);
+  for (const [k, result] of results.entries()) {
+    const { index, day, expiryDays } = toCompute[k];
+    const item = items[index];
+    if ('unavailable' in result) {
+      item.greeksUnavailable = result.unavailable;
+      continue;
+    }
+    const spot = closes.get(day)!;
+    const rate = rates.get(day)!;
+    const { bid, ask, observed_at } = quoted[k];
+    item.greeks = {
+      delta: result.delta,
+      gamma: result.gamma,
+      theta: result.theta,
+      vega: result.vega,
+      rho: result.rho,
+      impliedVolatility: result.impliedVolatility,
+      asOf: observed_at!.toISOString(),
+      greeksSource: 'computed',
+      model: {
+        name: 'black-scholes-merton',
+        spotPrice: spot.close,
+        riskFreeRate: rate.rate,
+        dividendYield: 0,
+        spotAsOf: spot.barDate,
+        riskFreeRateSource: rate.source,
+        riskFreeRateAsOf: rate.asOf,
+        dividendYieldSource: 'assumed_zero',
+        expiryDays,
+        timeToExpirationYears: expiryDays / DAYS_PER_YEAR,
+        optionPrice: (bid! + ask!) / 2,
+      },
+    };
+  }
+  return items;
+}
+
+function contractOf(r: repo.ContractAtCutoff): ChainItem['contract'] {
+  return {
+    id: r.id,
+    instrumentId: r.instrument_id,
+    contractSymbol: r.contract_symbol,
+    expiry: r.expiry,
+    strike: r.strike,
+    right: r.option_right,
+    multiplier: r.multiplier,
+    isActive: r.is_active,
+    listedAt: r.listed_at?.toISOString() ?? null,
+  };
+}
+
+function quoteOf(r: repo.ContractAtCutoff): ChainItem['quote'] {
+  if (!r.observed_at) return null;
+  return {
+    bid: r.bid,
+    ask: r.ask,
+    lastPrice: r.last_price,
+    volume: r.volume,
+    openInterest: r.open_interest,
+    asOf: r.observed_at.toISOString(),
+    source: r.source!,
+  };
+}
