@@ -23,7 +23,7 @@
  *    the 4,417 identifiable ones come back within 1.9e-10, median 1.8e-15.
  *  - `iterations` counts every BSM evaluation, bracketing included: mean 9.4,
  *    at most 29 over that grid; mean 7.8, at most 22, for prices ≥ 0.01
- *    (spot 100). Deep out-of-the-money prices (1e-200 and below) take the most.
+ *    (spot 100). Prices far below that (down to 1e-300 on the grid) take the most.
  *
  * No-arbitrage bounds, checked first (the price must lie strictly between):
  *    call: max(0, S·e^(−qT) − K·e^(−rT)) < price < S·e^(−qT)
@@ -155,9 +155,11 @@ export function impliedVolatility(input: ImpliedVolInput): ImpliedVolResult {
 }
 
 /**
- * Corrado and Miller's (1996) closed-form approximation of the implied
- * volatility of a call worth `call`, with the forward-discounted spot and
- * strike in place of S and K; clamped to [0.01, 5]. Only a starting point.
+ * Corrado and Miller's closed-form approximation of the implied
+ * volatility of a call worth `call`, with S·e^(−qT) and K·e^(−rT) in place
+ * of S and K; clamped to [0.01, 5]. Only a starting point.
+ * (C. J. Corrado, T. W. Miller, "A note on a simple, accurate formula to
+ * compute implied standard deviations", J. Banking & Finance 20, 1996.)
  */
 function initialGuess(sDq: number, kDr: number, T: number, call: number): number {
   const half = call - (sDq - kDr) / 2;
