@@ -8,11 +8,13 @@ import { dailyBarIngest, intradayBarIngest } from '../prices/ingest.ts';
 import { corporateActionIngest, coverageCheckIngest } from '../actions/ingest.ts';
 import { economicEventIngest } from '../economic-events/ingest.ts';
 import { fxRateIngest } from '../fx/ingest.ts';
+import { optionContractIngest, optionQuoteIngest } from '../options/ingest.ts';
 import { demoActionCoverage, demoCorporateActions, demoDailyBars, demoDailySources, demoInstruments } from './catalog.ts';
 import { demoEconomicEvents } from './economic-events.ts';
 import { demoFxRates } from './fx-closes.ts';
 import { loadDemoMacroSeries } from './macro-series.ts';
 import { syntheticMinuteBars } from './synthetic-intraday.ts';
+import { syntheticOptionContracts, syntheticOptionQuotes } from './synthetic-options.ts';
 
 /**
  * Loads the bundled demo set through the same ingest path as the admin API,
@@ -36,6 +38,8 @@ export async function loadDemoData(sql: Sql): Promise<Record<string, IngestResul
     macroSeries: await loadDemoMacroSeries(sql),
     fxRates: await ingestRows(sql, fxRateIngest, batchesOf(demoFxRates())),
     economicEvents: await ingestRows(sql, economicEventIngest, batchesOf(demoEconomicEvents())),
+    optionContracts: await ingestRows(sql, optionContractIngest, batchesOf(syntheticOptionContracts())),
+    optionQuotes: await ingestRows(sql, optionQuoteIngest, batchesOf(syntheticOptionQuotes())),
   };
 }
 

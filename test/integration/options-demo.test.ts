@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoInstrumentId, demoInstruments } from '../../server/demo/catalog.ts';
+import { SYNTHETIC_CHAINS, syntheticOptionContracts, syntheticOptionQuotes } from '../../server/demo/synthetic-options.ts';
+import { batchesOf } from '../../server/ingest/body.ts';
+import { ingestRows } from '../../server/ingest/service.ts';
+import { instrumentIngest } from '../../server/instruments/ingest.ts';
+import { optionContractIngest, optionQuoteIngest } from '../../server/options/ingest.ts';
+import { derivedContractId } from '../../server/options/schema.ts';
+import { startService, type Service } from './harness.ts';
+
+// The synthetic demo chain goes through the same ingest as an upload: the
+// contracts, then their quotes.
+
+describe('the demo option chains', () => {
+  let svc: Service;
+  const underlyings = SYNTHETIC_CHAINS.map((s) => demoInstrumentId(s.instrumentKey));
+
+  beforeAll(async () => {
+    svc = await startService();
+    const instruments = demoInstruments()
+      .filter((i) => underlyings.includes(i.id))
+      .map(({ currentSymbol: _current, ...i }) => i);
+    await ingestRows(svc.sql, instrumentIngest, batchesOf(instruments));
+  });
+  afterAll(() => svc?.stop());
+
+  it('when the demo contracts and quotes are ingested twice, then every row is stored once and the second load changes nothing', async () => {
+    const contracts = syntheticOptionContracts();
+    const quotes = syntheticOptionQuotes();
+    // Another suite may have loaded the demo chain into the shared database
+    // first; the first load then inserts exactly what is missing.
+    const [{ contracts: storedContracts, quotes: storedQuotes }] = await svc.sql`
+      select
+        (select count(*)::int from option_contracts where id = any (${contracts.map((c) => c.id)}::uuid[])) as contracts,
+        (select count(*)::int from option_quotes where contract_id = any (${contracts.map((c) => c.id)}::uuid[])) as quotes
+    `;
+    expect(await ingestRows(svc.sql, optionContractIngest, batchesOf(contracts))).toEqual({
+      rows: 216,
+      inserted: 216 - storedContracts,
+      updated: 0,
+      unchanged: storedContracts,
+    });
+    expect(await ingestRows(svc.sql, optionQuoteIngest, batchesOf(quotes))).toEqual({
+      rows: 594,
+      inserted: 594 - storedQuotes,
+      updated: 0,
+      unchanged: storedQuotes,
+    });
+    expect(await ingestRows(svc.sql, optionContractIngest, batchesOf(syntheticOptionContracts()))).toEqual({
+      rows: 216,
+      inserted: 0,
+      updated: 0,
+      unchanged: 216,
+    });
+    expect(await ingestRows(svc.sql, optionQuoteIngest, batchesOf(syntheticOptionQuotes()))).toEqual({ rows: 594, inserted: 0, updated: 0, unchanged: 594 });
+
+    const [counts] = await svc.sql`
+      select count(*)::int as quotes, count(q.delta)::int as with_greeks, count(distinct q.contract_id)::int as contracts
+      from option_quotes q
+      join option_contracts c on c.id = q.contract_id
+      where c.instrument_id = any (${underlyings}::uuid[]) and q.source = 'synthetic-demo'
+    `;
+    expect(counts).toEqual({ quotes: 594, with_greeks: 54, contracts: 216 });
+
+    // The stale contract's three observations read back as posted: the last repeats the first day's market.
+    const staleId = derivedContractId(demoInstrumentId('MSFT'), 'MSFT  010615P00080000');
+    const stored = await svc.sql`
+      select observed_at, bid, ask, last_price, volume, open_interest, delta from option_quotes where contract_id = ${staleId} order by observed_at
+    `;
+    const posted = quotes.filter((q) => q.contractId === staleId);
+    expect(stored.map((r) => [r.observed_at.toISOString(), r.bid, r.ask, r.last_price, r.volume, r.open_interest, r.delta])).toEqual(
+      posted.map((q) => [q.observedAt, q.bid, q.ask, null, q.volume, q.openInterest, null]),
+    );
+    expect(stored.map((r) => r.observed_at.toISOString())).toEqual(['2001-05-04T20:00:00.000Z', '2001-05-09T20:00:00.000Z', '2001-05-14T20:00:00.000Z']);
+    expect([stored[2].bid, stored[2].ask, stored[2].volume]).toEqual([stored[0].bid, stored[0].ask, 0]);
+    const [late] = await svc.sql`
+      select listed_at, multiplier from option_contracts where id = ${derivedContractId(demoInstrumentId('MSFT'), 'MSFT  010817C00070000')}
+    `;
+    expect(late).toEqual({ listed_at: new Date('2001-05-09T13:30:00.000Z'), multiplier: 100 });
+  });
+});
