@@ -5,20 +5,30 @@ import { actionsArea } from './actions/routes.ts';
 import { analyticsArea } from './analytics/routes.ts';
 import { fxArea } from './fx/routes.ts';
 import { economicEventsArea } from './economic-events/routes.ts';
+import { impliedVolatilityArea } from './implied-volatility/routes.ts';
 import { instrumentsArea } from './instruments/routes.ts';
 import { macroArea } from './macro/routes.ts';
 import { optionsArea } from './options/routes.ts';
 import { pricesArea } from './prices/routes.ts';
 
-export const AREAS: readonly Area[] = [instrumentsArea, pricesArea, actionsArea, analyticsArea, macroArea, fxArea, economicEventsArea, optionsArea];
+export const AREAS: readonly Area[] = [
+  instrumentsArea,
+  pricesArea,
+  actionsArea,
+  analyticsArea,
+  macroArea,
+  fxArea,
+  economicEventsArea,
+  optionsArea,
+  impliedVolatilityArea,
+];
 
 /**
  * Public paths of the API that this version does not serve yet. They answer
  * 404 before authorization, and being mounted most-specific first they keep
- * `/instruments/implied-volatility` from being read as an instrument id.
+ * `/instruments/event-reaction-coverage` from being read as an instrument id.
  */
 export const NOT_YET_SERVED = [
-  '/instruments/implied-volatility',
   '/instruments/event-reaction-coverage',
   '/earnings',
   '/instruments/:id/earnings',

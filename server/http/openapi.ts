@@ -57,11 +57,16 @@ function errorResponses(codes: ErrorCode[]): ZodOpenApiResponsesObject {
   return responses;
 }
 
+/** The success answer's schema: the envelope around the route's data and meta, or the route's own body. */
+function successBody(response: RouteDefinition['response']): z.ZodType {
+  if (response.body) return response.body;
+  return response.meta ? z.strictObject({ data: response.data, meta: response.meta }) : z.strictObject({ data: response.data });
+}
+
 function operation(listener: Listener, route: RouteDefinition): ZodOpenApiOperationObject {
   const { response } = route;
   const successHeaders: Record<string, z.ZodType> = { 'X-Request-Id': REQUEST_ID };
   for (const [name, description] of Object.entries(response.headers ?? {})) successHeaders[name] = z.string().meta({ description });
-  const envelope = response.meta ? z.strictObject({ data: response.data, meta: response.meta }) : z.strictObject({ data: response.data });
   const withBody = route.body !== undefined || route.upload !== undefined;
   const codes = [...listener.errors, ...(withBody ? listener.bodyErrors : []), ...route.errors];
   return {
@@ -92,7 +97,7 @@ function operation(listener: Listener, route: RouteDefinition): ZodOpenApiOperat
       [String(response.status)]: {
         description: response.description,
         headers: z.object(successHeaders),
-        content: { 'application/json': { schema: envelope } },
+        content: { 'application/json': { schema: successBody(response) } },
       },
       ...errorResponses([...new Set(codes)]),
     },

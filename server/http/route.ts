@@ -30,12 +30,26 @@ export interface RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.Zo
   response: {
     status: 200 | 201;
     description: string;
-    data: z.ZodType;
-    /** The public envelope's meta; admin answers carry `data` only. */
-    meta?: z.ZodType;
     /** Headers the success answer carries, by name, with what they mean. */
     headers?: Record<string, string>;
-  };
+  } & (
+    | {
+        data: z.ZodType;
+        /** The public envelope's meta; admin answers carry `data` only. */
+        meta?: z.ZodType;
+        body?: never;
+      }
+    | {
+        /**
+         * The whole success body, without the `{ data, meta }` envelope: only
+         * for the one route the spec exempts from it, the bulk
+         * implied-volatility read (`{ instruments, assumptions }`).
+         */
+        body: z.ZodType;
+        data?: never;
+        meta?: never;
+      }
+  );
   /** The error codes this route answers beyond those every route of its listener can (see http/openapi.ts). */
   errors: ErrorCode[];
 }

@@ -1,3 +1,4 @@
+import type postgres from 'postgres';
 import type { Sql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import type { Instrument } from './schema.ts';
@@ -6,9 +7,10 @@ import type { Instrument } from './schema.ts';
  * The symbol the instrument carried on `day`: the mapping valid that day, or,
  * for an instrument whose mappings had all ended (delisted, merged away), its
  * last one, so delisted instruments stay findable. An instrument with no
- * mapping started by then did not trade under any symbol: null.
+ * mapping started by then did not trade under any symbol: null. `day` is a
+ * date, or a column of the outer query (one day per row).
  */
-export function effectiveSymbol(sql: Sql, day: string) {
+export function effectiveSymbol(sql: Sql, day: string | postgres.Fragment) {
   return sql`
     left join lateral (
       select s.symbol

@@ -562,6 +562,32 @@ beforeAll(async () => {
     '/fx',
     days.map((rateDate, i) => ({ base: 'EUR', quote: 'JPY', rateDate, rate: 130 + 10 * Math.sin(i / 9), source: 'fuzz' })),
   );
+  // Implied-volatility snapshots: the equity's on every weekday (with a term
+  // structure), the ETF's every fifth with null figures, so reads with an asOf
+  // in the fixture's years find fresh ones; and one of the equity's dated
+  // today, the only day a read without asOf counts freshness from.
+  const ivSnapshot = (instrumentId: string, asOfDate: string, i: number, measured: boolean) => ({
+    instrumentId,
+    asOfDate,
+    underlyingPrice: 50 + (i % 17),
+    atmImpliedVolatility: measured ? 0.2 + (i % 9) / 100 : null,
+    impliedVolatility30d: measured ? 0.21 : null,
+    historicalVolatility30d: 0.18,
+    parkinsonHistoricalVolatility30d: measured ? 0.17 : null,
+    putCallIvRatio30d: null,
+    termStructure: measured
+      ? [
+          { daysToExpiry: 30, atmImpliedVolatility: 0.22 },
+          { daysToExpiry: 7, atmImpliedVolatility: null },
+        ]
+      : [],
+    source: 'fuzz',
+  });
+  await ingest(svc, '/iv-snapshots', [
+    ...days.map((d, i) => ivSnapshot(equity.id, d, i, true)),
+    ...days.filter((_, i) => i % 5 === 0).map((d, i) => ivSnapshot(etf.id, d, i, false)),
+    ivSnapshot(equity.id, new Date().toISOString().slice(0, 10), 0, true),
+  ]);
   scratchIds = [(await createInstrument(svc)).id, (await createInstrument(svc, { assetClass: 'crypto' })).id];
   const tables = await svc.sql<
     { name: string }[]
@@ -807,6 +833,13 @@ function publicRequests(): fc.Arbitrary<Req> {
       { start: [date, 'optional'], end: [date, 'optional'] },
     ),
     get('risk-free', fc.constantFrom('/v1/rates/risk-free', '/v1/rates/risk-free/', '/v1/rates/RISK-FREE'), {}),
+    get('implied-volatility', fc.constant('/v1/instruments/implied-volatility'), {
+      instrumentIds: [idList(8), 'required'],
+      maxAgeDays: [int(1, 30), 'optional'],
+      includeTermStructure: [bool, 'optional'],
+      // Freshness is counted back from asOf: the first and last storable days too.
+      asOf: [fc.oneof({ weight: 8, arbitrary: date }, { weight: 1, arbitrary: fc.constantFrom('0001-01-01', '9999-12-31') }), 'optional'],
+    }),
     { weight: 3, arbitrary: analytics },
     get('health', fc.constantFrom('/healthz', '/readyz', '/metrics', '/healthz/%FF', '/metrics/x'), {}),
     get('economic-events', fc.constant('/v1/economic-events'), {
@@ -1431,6 +1464,7 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       'economic-events',
       'macro',
       'risk-free',
+      'implied-volatility',
       '/v1/analytics/option-price',
       '/v1/analytics/probability',
       '/v1/analytics/strategy-ev',
