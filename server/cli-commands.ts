@@ -32,7 +32,7 @@ export interface Invocation {
   createsDatabase: boolean;
 }
 
-type Run = (db: Database, url: string, options: Invocation['options'], args: string[]) => Promise<unknown>;
+type Run = (db: Database, url: string, options: Invocation['options'], args: string[], config: Config) => Promise<unknown>;
 
 const RUNS: Record<CommandName, Run> = {
   'accounts create': (db, _url, o) => db.run((sql) => accounts.insertAccount(sql, parse(z.string().trim().min(1), o.name, 'body'))),
@@ -58,9 +58,10 @@ const RUNS: Record<CommandName, Run> = {
     if (!kind) throw new AppError('invalid_request', `unknown ingest kind ${kindName}`, { kind: [`one of ${Object.keys(kinds).join(', ')}`] });
     return ingestBody(db, kind, createReadStream(file), formatOfFile(file));
   },
-  'demo load': async (db) => {
+  'demo load': async (db, _url, _o, _args, config) => {
     const { loadDemoData } = await import('./demo/load.ts');
-    return db.run((sql) => loadDemoData(sql));
+    const { macroServiceOf } = await import('./macro/service.ts');
+    return loadDemoData(db, macroServiceOf(db, createLogger('silent'), config));
   },
   migrate: (_db, url) => migrate(url, (m) => process.stderr.write(`${m}\n`)),
   status: (db) => db.run((sql) => readStatus(sql, { threads: 0, queueDepth: 0 }, VERSION)),
@@ -108,7 +109,7 @@ export async function runCommand(config: Config, invocation: Invocation): Promis
       maxWaiting: 10,
     });
     if (invocation.name !== 'migrate') await migrate(database.url);
-    const result = await RUNS[invocation.name](db, database.url, invocation.options, invocation.args);
+    const result = await RUNS[invocation.name](db, database.url, invocation.options, invocation.args, config);
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } catch (err) {

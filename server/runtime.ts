@@ -16,7 +16,7 @@ import { createSql, type Sql } from './db/sql.ts';
 import { loadDemoDataIfEmpty } from './demo/load.ts';
 import { AppError, errorBody } from './http/errors.ts';
 import { LastUsedRecorder } from './keys/service.ts';
-import { MacroService } from './macro/service.ts';
+import { macroServiceOf } from './macro/service.ts';
 import type { Logger } from './logger.ts';
 import { httpRequests } from './metrics.ts';
 import { WorkerPool } from './worker-pool.ts';
@@ -158,7 +158,7 @@ export class Runtime {
       const deps = (this.deps = this.openPools());
       if (config.DEMO_DATA === 'auto') {
         const started = Date.now();
-        const loaded = await deps.db.run((sql) => loadDemoDataIfEmpty(sql));
+        const loaded = await loadDemoDataIfEmpty(deps.db, deps.macro);
         if (loaded)
           logger.info({ ms: Date.now() - started, rows: Object.fromEntries(Object.entries(loaded).map(([k, v]) => [k, v.rows])) }, 'demo data set loaded');
       }
@@ -269,12 +269,7 @@ export class Runtime {
       taskTimeoutMs: config.WORKER_TASK_TIMEOUT_MS,
       niceIncrement: config.WORKER_NICE,
     });
-    const macro = new MacroService(db, logger, {
-      apiKey: config.FRED_API_KEY,
-      baseUrl: config.FRED_BASE_URL,
-      timeoutMs: config.FRED_TIMEOUT_MS,
-      failureBackoffMs: config.FRED_FAILURE_BACKOFF_MS,
-    });
+    const macro = macroServiceOf(db, logger, config);
     return { config, db, authDb, readDb, logger, pool: workers, lastUsed: new LastUsedRecorder(authDb), macro, adminToken: this.adminToken, version: VERSION };
   }
 }

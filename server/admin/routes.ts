@@ -13,6 +13,7 @@ import { formatOf } from '../ingest/body.ts';
 import type { IngestKind } from '../ingest/kind.ts';
 import { ingestBody } from '../ingest/service.ts';
 import { UploadSlots, type UploadLimits } from '../ingest/uploads.ts';
+import { DerivedSnapshotsSchema } from '../options/ingest.ts';
 import type { StatusReport } from './status.ts';
 
 const AccountCreateSchema = z.strictObject({ name: z.string().trim().min(1).max(200).describe('account display name') });
@@ -188,7 +189,21 @@ function ingestRoute(path: string, kind: IngestKind<unknown>) {
   });
 }
 
-const ACCESS_ROUTES = [statusRoute, createAccountRoute, listAccountsRoute, createKeyRoute, listKeysRoute, revokeKeyRoute, usageRoute];
+export const deriveRoute = defineRoute({
+  method: 'post',
+  path: '/derive',
+  operationId: 'derive',
+  tag: 'Ingest',
+  summary: 'Derive what the service computes from stored data: the implied-volatility snapshots that are due',
+  description:
+    'A snapshot is due for each underlying and day with option quotes and no snapshot, or with a derived snapshot older than a quote recorded since; an ingested snapshot is never replaced. Option uploads run this step themselves after they commit.',
+  query: NoQuerySchema,
+  body: z.strictObject({ instrumentIds: z.array(UuidSchema).min(1).max(500).optional().describe('only these underlyings; omit for all') }),
+  response: { status: 200, description: 'what was derived', data: z.strictObject({ ivSnapshots: DerivedSnapshotsSchema }) },
+  errors: [],
+});
+
+const ACCESS_ROUTES = [statusRoute, createAccountRoute, listAccountsRoute, createKeyRoute, listKeysRoute, revokeKeyRoute, usageRoute, deriveRoute];
 
 /** Every admin route: the service's own, then each ingest kind's upload. */
 export function adminRouteDefinitions(ingestKinds: Record<string, IngestKind<unknown>>) {
@@ -198,6 +213,8 @@ export function adminRouteDefinitions(ingestKinds: Record<string, IngestKind<unk
 
 export interface AdminDeps {
   db: Database;
+  /** The derive step (options/derive.ts) for the given underlyings, or all. */
+  derive: (instrumentIds?: string[]) => Promise<z.infer<typeof DerivedSnapshotsSchema>>;
   status: () => Promise<StatusReport>;
   ingestKinds: Record<string, IngestKind<unknown>>;
   uploads: UploadLimits;
@@ -237,11 +254,16 @@ export function adminRouter(deps: AdminDeps): Router {
     res.json({ data: await keys.readUsage(db, query.accountId, query.days) });
   });
 
+  routes.handle(deriveRoute, async ({ body }, res) => {
+    res.json({ data: { ivSnapshots: await deps.derive(body.instrumentIds?.map((id) => id.toLowerCase())) } });
+  });
+
   const uploads = new UploadSlots(deps.uploads);
   for (const [path, kind] of Object.entries(deps.ingestKinds)) {
     routes.handle(definitions.ingest[path], async (_input, res, req) => {
       const format = formatOf(req.get('content-type'));
-      res.json({ data: await uploads.run(req, (body) => ingestBody(db, kind, body, format)) });
+      const stored = await uploads.run(req, (body) => ingestBody(db, kind, body, format));
+      res.json({ data: kind.derivesIvSnapshots ? { ...stored, ivSnapshots: await deps.derive() } : stored });
     });
   }
   return routes.build(definitions.all);

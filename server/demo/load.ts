@@ -1,4 +1,7 @@
+import type { Database } from '../db/database.ts';
 import type { Sql } from '../db/sql.ts';
+import type { MacroService } from '../macro/service.ts';
+import { deriveIvSnapshots } from '../options/derive.ts';
 import { batchesOf } from '../ingest/body.ts';
 import type { IngestResult } from '../ingest/kind.ts';
 import { ingestRows } from '../ingest/service.ts';
@@ -18,9 +21,16 @@ import { syntheticOptionContracts, syntheticOptionQuotes } from './synthetic-opt
 
 /**
  * Loads the bundled demo set through the same ingest path as the admin API,
- * so it is validated the same way and loading it twice changes nothing.
+ * so it is validated the same way and loading it twice changes nothing; then
+ * derives the implied-volatility snapshots of its option chains, as an
+ * options upload through the admin API does.
  */
-export async function loadDemoData(sql: Sql): Promise<Record<string, IngestResult>> {
+export async function loadDemoData(db: Database, macro: MacroService): Promise<Record<string, IngestResult>> {
+  const loaded = await db.run((sql) => loadDemoRows(sql));
+  return { ...loaded, ivSnapshots: await deriveIvSnapshots({ db, macro }) };
+}
+
+async function loadDemoRows(sql: Sql): Promise<Record<string, IngestResult>> {
   const instruments = demoInstruments().map(({ currentSymbol: _current, ...i }) => i);
   const basis = new Map(demoDailySources().map((s) => [s.source, s]));
   function* dailyBars() {
@@ -44,7 +54,7 @@ export async function loadDemoData(sql: Sql): Promise<Record<string, IngestResul
 }
 
 /** First start with DEMO_DATA=auto: an empty instrument table gets the demo set. */
-export async function loadDemoDataIfEmpty(sql: Sql): Promise<Record<string, IngestResult> | null> {
-  if (await anyInstrumentStored(sql)) return null;
-  return loadDemoData(sql);
+export async function loadDemoDataIfEmpty(db: Database, macro: MacroService): Promise<Record<string, IngestResult> | null> {
+  if (await db.run((sql) => anyInstrumentStored(sql))) return null;
+  return loadDemoData(db, macro);
 }

@@ -55,6 +55,12 @@ export interface IngestKind<Row> {
    * to run inside one).
    */
   afterCommit?(sql: Sql, range: OrdinalRange): Promise<void>;
+  /**
+   * Admin uploads of this kind run the derive step (POST /admin/v1/derive)
+   * after they commit, and the answer adds its counts as `ivSnapshots`
+   * (resultSchema must declare it).
+   */
+  derivesIvSnapshots?: boolean;
 }
 
 export interface RowKey<Row> {

@@ -1,3 +1,4 @@
+import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import type { Meta } from '../http/envelope.ts';
 import { AppError } from '../http/errors.ts';
@@ -219,6 +220,16 @@ export class MacroService {
       throw err;
     }
   }
+}
+
+/** The service as the configuration sets it up. */
+export function macroServiceOf(db: Database, logger: Logger, config: Config): MacroService {
+  return new MacroService(db, logger, {
+    apiKey: config.FRED_API_KEY,
+    baseUrl: config.FRED_BASE_URL,
+    timeoutMs: config.FRED_TIMEOUT_MS,
+    failureBackoffMs: config.FRED_FAILURE_BACKOFF_MS,
+  });
 }
 
 function staleReason(failure: ProviderFailure): StaleReason {

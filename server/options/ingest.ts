@@ -14,11 +14,18 @@ import {
 
 const counts = z.strictObject(ingestCounts);
 
+/** What the derive step stored: the iv-snapshots counts, and the days skipped for want of an underlying close. */
+export const DerivedSnapshotsSchema = z.strictObject({
+  ...ingestCounts,
+  skippedDays: z.int().describe('underlying days with quotes but no raw daily close on or before them'),
+});
+
 /** Contracts, upserted on id: a delisting (isActive false) or a corrected field updates the contract. */
 export const optionContractIngest: IngestKind<OptionContractRow> = {
   label: 'option contracts',
   rowSchema: OptionContractRowSchema,
-  resultSchema: counts,
+  resultSchema: z.strictObject({ ...ingestCounts, ivSnapshots: DerivedSnapshotsSchema }),
+  derivesIvSnapshots: true,
   stagingColumns: [
     ['id', 'uuid'],
     ['instrument_id', 'uuid'],
@@ -49,7 +56,8 @@ export const optionContractIngest: IngestKind<OptionContractRow> = {
 export const optionQuoteIngest: IngestKind<OptionQuoteRow> = {
   label: 'option quotes',
   rowSchema: OptionQuoteRowSchema,
-  resultSchema: counts,
+  resultSchema: z.strictObject({ ...ingestCounts, ivSnapshots: DerivedSnapshotsSchema }),
+  derivesIvSnapshots: true,
   stagingColumns: [
     ['contract_id', 'uuid'],
     ['observed_at', 'timestamptz'],

@@ -246,3 +246,38 @@ export async function rawClosesOnOrBefore(sql: Sql, instrumentId: string, days: 
   );
   return new Map(rows.map((r) => [r.day, { barDate: r.bar_date, close: r.close_price }]));
 }
+
+/**
+ * The (underlying, day) pairs whose implied-volatility snapshot is due: a day
+ * with quote observations and no snapshot, or a derived snapshot older than
+ * a quote recorded for that day since. An ingested snapshot is never replaced
+ * by a derived one.
+ */
+export function snapshotDaysToDerive(sql: Sql, instrumentIds?: string[]): Promise<{ instrument_id: string; day: string }[]> {
+  return sql<{ instrument_id: string; day: string }[]>`
+    select c.instrument_id, d.day::text as day
+    from (
+      select q.contract_id, (q.observed_at at time zone 'UTC')::date as day, max(q.recorded_at) as recorded_at
+      from option_quotes q
+      group by 1, 2
+    ) d
+    join option_contracts c on c.id = d.contract_id
+    left join iv_snapshots v on v.instrument_id = c.instrument_id and v.as_of_date = d.day
+    where (v.instrument_id is null or (v.source like 'derived%' and v.updated_at < d.recorded_at))
+      ${instrumentIds ? sql`and c.instrument_id = any (${instrumentIds}::uuid[])` : sql``}
+    group by c.instrument_id, d.day
+    order by c.instrument_id, d.day
+  `;
+}
+
+/** The underlying's last `count` raw daily bars dated on or before the day, ascending. */
+export async function rawBarsUpTo(sql: Sql, instrumentId: string, day: string, count: number) {
+  const rows = await sql<{ bar_date: string; close_price: number; high_price: number | null; low_price: number | null }[]>`
+    select bar_date, close_price, high_price, low_price
+    from daily_bars
+    where instrument_id = ${instrumentId} and bar_date <= ${day} and price_basis = 'raw'
+    order by bar_date desc
+    limit ${count}
+  `;
+  return rows.reverse();
+}

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_DEPTH } from '../../server/http/validate.ts';
 import { SCOPES } from '../../server/keys/scopes.ts';
 import { MACRO_SERIES_IDS } from '../../server/macro/schema.ts';
+import { derivedContractId } from '../../server/options/schema.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
 import { startService, type Service } from './harness.ts';
 import { apiContract } from '../support/contract.ts';
@@ -314,6 +315,9 @@ const FIXTURE_TO = '2025-12-31';
 let instrumentIds: string[];
 /** Instruments the admin writes may change. */
 let scratchIds: string[];
+let optionContractIds: string[];
+/** The days the fixture's option quotes were observed (an asOf that finds the chain listed). */
+let optionDays: string[];
 /** Ids that do not exist until an accepted write creates them. */
 const freshIds = Array.from({ length: 4 }, () => randomUUID());
 let publicBase: { hostname: string; port: string };
@@ -556,6 +560,36 @@ beforeAll(async () => {
     svc,
     '/bars/intraday',
     Array.from({ length: 120 }, (_, i) => intradayRow(equity.id, new Date(minute + i * 60_000).toISOString(), 20 + (i % 7))),
+  );
+  // An option chain on the equity: two expiries, calls and puts, quotes on two days (one with the provider's Greeks).
+  optionDays = [days[days.length - 30], days[days.length - 10]];
+  const contracts = [60, 70, 80].flatMap((strike) =>
+    ['call', 'put'].flatMap((right) =>
+      [days[days.length - 5], days[days.length - 1]].map((expiry) => ({
+        instrumentId: equity.id,
+        contractSymbol: `FUZZ ${expiry} ${right} ${strike}`,
+        expiry,
+        strike,
+        right,
+        multiplier: 100,
+      })),
+    ),
+  );
+  await ingest(svc, '/options/contracts', contracts);
+  optionContractIds = contracts.map((c) => derivedContractId(equity.id, c.contractSymbol));
+  await ingest(
+    svc,
+    '/options/quotes',
+    optionContractIds.flatMap((contractId, i) =>
+      optionDays.map((day, d) => ({
+        contractId,
+        observedAt: `${day}T20:00:00Z`,
+        bid: 1 + (i % 5),
+        ask: 1.2 + (i % 5),
+        source: 'fuzz',
+        greeks: d === 1 && i % 3 === 0 ? { delta: 0.5, gamma: 0.05, theta: -0.02, vega: 0.1, rho: 0.03, impliedVolatility: 0.3 } : null,
+      })),
+    ),
   );
   await ingest(
     svc,
@@ -833,6 +867,18 @@ function publicRequests(): fc.Arbitrary<Req> {
       { start: [date, 'optional'], end: [date, 'optional'] },
     ),
     get('risk-free', fc.constantFrom('/v1/rates/risk-free', '/v1/rates/risk-free/', '/v1/rates/RISK-FREE'), {}),
+    get('option-expiries', withId('/v1/instruments/:id/options/expiries'), { asOf: [fc.oneof(asOf, fc.constantFrom(...optionDays)), 'optional'] }),
+    get('option-chain', withId('/v1/instruments/:id/options'), {
+      expiry: [date, 'optional'],
+      strike: [fc.constantFrom('60', '70', '80.0', '1e2', 'abc', '-5', '0', 'NaN', '1e400'), 'optional'],
+      right: [fc.constantFrom('call', 'put', 'both'), 'optional'],
+      asOf: [fc.oneof(asOf, fc.constantFrom(...optionDays)), 'optional'],
+    }),
+    get(
+      'option-contract',
+      fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...(optionContractIds ?? [])) }, { weight: 1, arbitrary: segment }).map((id) => `/v1/options/${id}`),
+      { asOf: [asOf, 'optional'] },
+    ),
     get('implied-volatility', fc.constant('/v1/instruments/implied-volatility'), {
       instrumentIds: [idList(8), 'required'],
       maxAgeDays: [int(1, 30), 'optional'],
@@ -1465,6 +1511,9 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       'macro',
       'risk-free',
       'implied-volatility',
+      'option-expiries',
+      'option-chain',
+      'option-contract',
       '/v1/analytics/option-price',
       '/v1/analytics/probability',
       '/v1/analytics/strategy-ev',

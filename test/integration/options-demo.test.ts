@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { demoInstrumentId, demoInstruments } from '../../server/demo/catalog.ts';
+import { demoDailyBars, demoInstrumentId, demoInstruments } from '../../server/demo/catalog.ts';
 import { SYNTHETIC_CHAINS, syntheticOptionContracts, syntheticOptionQuotes } from '../../server/demo/synthetic-options.ts';
 import { batchesOf } from '../../server/ingest/body.ts';
 import { ingestRows } from '../../server/ingest/service.ts';
 import { instrumentIngest } from '../../server/instruments/ingest.ts';
 import { optionContractIngest, optionQuoteIngest } from '../../server/options/ingest.ts';
+import { dailyBarIngest } from '../../server/prices/ingest.ts';
 import { derivedContractId } from '../../server/options/schema.ts';
 import { startService, type Service } from './harness.ts';
 
@@ -77,5 +78,51 @@ describe('the demo option chains', () => {
       select listed_at, multiplier from option_contracts where id = ${derivedContractId(demoInstrumentId('MSFT'), 'MSFT  010817C00070000')}
     `;
     expect(late).toEqual({ listed_at: new Date('2001-05-09T13:30:00.000Z'), multiplier: 100 });
+  });
+
+  it('when the demo snapshots are derived, then the 30-day ATM IV is the total-variance interpolation of the ATM IVs that the chain read gives at each expiry', async () => {
+    const msft = demoInstrumentId('MSFT');
+    const bars = [...demoDailyBars()].filter((b) => b.instrumentId === msft && b.source === 'r-cran-timeseries/MSFT' && b.barDate <= '2001-05-14');
+    await ingestRows(svc.sql, dailyBarIngest, batchesOf(bars));
+    const derived = await svc.admin('POST', '/derive', { instrumentIds: [msft] });
+    expect(derived.status).toBe(200);
+    expect(derived.body.data.ivSnapshots.rows).toBe(3);
+
+    const key = await svc.keyWith(['options:read']);
+    const read = await svc.get(`/v1/instruments/implied-volatility?instrumentIds=${msft}&asOf=2001-05-04&maxAgeDays=1&includeTermStructure=true`, key);
+    const [row] = read.body.instruments;
+    expect(row).toMatchObject({ instrumentId: msft, asOfDate: '2001-05-04', source: 'derived from synthetic-demo' });
+
+    // By hand, from the chain as read at the end of 2001-05-04: per expiry, the
+    // strikes either side of spot, each the mean of its call and put implied
+    // volatility, interpolated linearly in strike to spot.
+    const chain = (await svc.get(`/v1/instruments/${msft}/options?asOf=2001-05-04`, key)).body.data;
+    const spot = row.underlyingPrice;
+    const atm = new Map<string, number>();
+    for (const expiry of [...new Set(chain.map((i: any) => i.contract.expiry))] as string[]) {
+      const ivAt = (strike: number) => {
+        const ivs = chain.filter((i: any) => i.contract.expiry === expiry && i.contract.strike === strike).map((i: any) => i.greeks.impliedVolatility);
+        return ivs.reduce((a: number, b: number) => a + b, 0) / ivs.length;
+      };
+      const strikes = [...new Set(chain.filter((i: any) => i.contract.expiry === expiry).map((i: any) => i.contract.strike))] as number[];
+      const below = Math.max(...strikes.filter((k) => k <= spot));
+      const above = Math.min(...strikes.filter((k) => k >= spot));
+      atm.set(expiry, below === above ? ivAt(below) : ivAt(below) + ((ivAt(above) - ivAt(below)) * (spot - below)) / (above - below));
+    }
+    const days = (expiry: string) => (Date.parse(expiry) - Date.parse('2001-05-04')) / 86_400_000;
+    expect(row.termStructure).toHaveLength(atm.size);
+    for (const point of row.termStructure) {
+      const expiry = [...atm.keys()].find((e) => days(e) === point.daysToExpiry)!;
+      expect(Math.abs(point.atmImpliedVolatility - atm.get(expiry)!)).toBeLessThan(1e-12);
+    }
+    // The expiries either side of 30 days: w = σ²·d, linear in d, σ30 = √(w30 / 30).
+    const [lo, hi] = [...atm.keys()]
+      .map((e) => ({ d: days(e), v: atm.get(e)! }))
+      .filter((p, _, all) => (p.d <= 30 ? !all.some((q) => q.d <= 30 && q.d > p.d) : !all.some((q) => q.d >= 30 && q.d < p.d)));
+    expect(lo.d).toBeLessThan(30);
+    expect(hi.d).toBeGreaterThan(30);
+    const w30 = lo.v ** 2 * lo.d + ((hi.v ** 2 * hi.d - lo.v ** 2 * lo.d) * (30 - lo.d)) / (hi.d - lo.d);
+    expect(Math.abs(row.atmImpliedVolatility - Math.sqrt(w30 / 30))).toBeLessThan(1e-12);
+    expect(row.volatilitySurface.impliedVolatility30d).toBe(row.atmImpliedVolatility);
   });
 });

@@ -2,10 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { derivedContractId } from '../../server/options/schema.ts';
 import { createInstrument } from './fixtures.ts';
-import { startService, type Service } from './harness.ts';
+import { startService, type Reply, type Service } from './harness.ts';
 
 // The three options uploads: contracts upserted on id, quote observations
 // append-only, implied-volatility snapshots upserted on (instrument, day).
+
+/** An option upload's counts, without the derive step's (`ivSnapshots`), which every option upload answer carries. */
+function countsOf(res: Reply) {
+  const { ivSnapshots, ...counts } = res.body.data;
+  expect(Object.keys(ivSnapshots).sort()).toEqual(['inserted', 'rows', 'skippedDays', 'unchanged', 'updated']);
+  return counts;
+}
 
 describe('options ingest', () => {
   let svc: Service;
@@ -39,20 +46,20 @@ describe('options ingest', () => {
 
   it('when a contract comes without an id, then it gets the one derived from underlying and symbol, and posting it again changes nothing', async () => {
     const first = await svc.admin('POST', '/options/contracts', [contract()]);
-    expect(first.body.data).toEqual({ rows: 1, inserted: 1, updated: 0, unchanged: 0 });
+    expect(countsOf(first)).toEqual({ rows: 1, inserted: 1, updated: 0, unchanged: 0 });
     const again = await svc.admin('POST', '/options/contracts', [contract({ id: derivedContractId(underlying, 'TEST  240315C00100000') })]);
-    expect(again.body.data).toEqual({ rows: 1, inserted: 0, updated: 0, unchanged: 1 });
+    expect(countsOf(again)).toEqual({ rows: 1, inserted: 0, updated: 0, unchanged: 1 });
     const delisted = await svc.admin('POST', '/options/contracts', [contract({ isActive: false })]);
-    expect(delisted.body.data).toEqual({ rows: 1, inserted: 0, updated: 1, unchanged: 0 });
+    expect(countsOf(delisted)).toEqual({ rows: 1, inserted: 0, updated: 1, unchanged: 0 });
   });
 
   it('when a quote observation is posted twice, then the second is unchanged; with other values it is refused and nothing of its batch is stored', async () => {
     const id = derivedContractId(underlying, 'TEST  240315C00100000');
     const greeks = { delta: 0.52, gamma: 0.04, theta: -0.05, vega: 0.11, rho: 0.03, impliedVolatility: 0.31 };
-    expect((await svc.admin('POST', '/options/quotes', [quote(id, { greeks })])).body.data).toEqual({ rows: 1, inserted: 1, updated: 0, unchanged: 0 });
+    expect(countsOf(await svc.admin('POST', '/options/quotes', [quote(id, { greeks })]))).toEqual({ rows: 1, inserted: 1, updated: 0, unchanged: 0 });
     // As read back: the Greeks carry asOf and greeksSource.
     const readBack = quote(id, { greeks: { ...greeks, asOf: '2024-03-01T20:00:00.000Z', greeksSource: 'provider' } });
-    expect((await svc.admin('POST', '/options/quotes', [readBack])).body.data).toEqual({ rows: 1, inserted: 0, updated: 0, unchanged: 1 });
+    expect(countsOf(await svc.admin('POST', '/options/quotes', [readBack]))).toEqual({ rows: 1, inserted: 0, updated: 0, unchanged: 1 });
     const rewrite = await svc.admin('POST', '/options/quotes', [quote(id, { observedAt: '2024-03-04T20:00:00Z' }), quote(id, { bid: 2.0, greeks })]);
     expect(rewrite.status).toBe(400);
     expect(Object.keys(rewrite.body.error.details)).toEqual(['rows[1].observedAt']);
@@ -85,7 +92,7 @@ describe('options ingest', () => {
       `${id},2024-03-06T20:00:00Z,1.9,2.05,,,,csv-feed,"{""delta"":0.5,""gamma"":0.04,""theta"":-0.05,""vega"":0.1,""rho"":0.03,""impliedVolatility"":0.3}"`,
       `${id},2024-03-07T20:00:00Z,1.8,1.95,,,,csv-feed,`,
     ].join('\n');
-    expect((await svc.admin('POST', '/options/quotes', csv, 'text/csv')).body.data).toEqual({ rows: 2, inserted: 2, updated: 0, unchanged: 0 });
+    expect(countsOf(await svc.admin('POST', '/options/quotes', csv, 'text/csv'))).toEqual({ rows: 2, inserted: 2, updated: 0, unchanged: 0 });
     const rows =
       await svc.sql`select observed_at, implied_volatility, last_price from option_quotes where contract_id = ${id} and source = 'csv-feed' order by observed_at`;
     expect(rows.map((r) => [r.implied_volatility, r.last_price])).toEqual([

@@ -1,0 +1,78 @@
+import type { AppDeps } from '../area.ts';
+import { batchesOf } from '../ingest/body.ts';
+import type { IngestResult } from '../ingest/kind.ts';
+import { ingestRows } from '../ingest/service.ts';
+import { newYorkTimeToUtc } from '../new-york-time.ts';
+import { contractGreeks } from '../../workers/option-greeks.ts';
+import { VOLATILITY_WINDOW_DAYS, volatilitySnapshot, type StrikeIv } from '../../workers/vol-stats.ts';
+import { ivSnapshotIngest } from './ingest.ts';
+import * as repo from './repository.ts';
+import type { IvSnapshotRow } from './schema.ts';
+
+const DAY_MS = 86_400_000;
+
+type Deps = Pick<AppDeps, 'db' | 'macro'>;
+
+/**
+ * Derives the implied-volatility snapshots that are due (repo.snapshotDaysToDerive):
+ * for each underlying and day with quotes, the chain at the end of that day
+ * (each contract's latest quote then), every contract's implied volatility
+ * (the provider's, else solved from the mid as the chain read solves it), and
+ * the underlying's raw daily bars up to that day, turned into the snapshot's
+ * figures by workers/vol-stats.ts. A day without a raw close is skipped: there
+ * is nothing to measure the strikes against. Stored through the
+ * iv-snapshots ingest, so the counts are its counts.
+ */
+export async function deriveIvSnapshots(deps: Deps, instrumentIds?: string[]): Promise<IngestResult & { skippedDays: number }> {
+  const due = await deps.db.run((sql) => repo.snapshotDaysToDerive(sql, instrumentIds));
+  const rows: IvSnapshotRow[] = [];
+  for (const { instrument_id: instrumentId, day } of due) {
+    const endOfDay = new Date(`${day}T23:59:59.999Z`);
+    const { chain, bars } = await deps.db.run(async (sql) => ({
+      chain: await repo.chainAt(sql, instrumentId, endOfDay, day, {}),
+      bars: await repo.rawBarsUpTo(sql, instrumentId, day, VOLATILITY_WINDOW_DAYS + 1),
+    }));
+    const spot = bars.at(-1)?.close_price;
+    if (spot === undefined) continue;
+    const { rate } = (await deps.macro.riskFreeRate(day)).data;
+    const byExpiry = new Map<string, { daysToExpiry: number; contracts: StrikeIv[] }>();
+    const sources = new Set<string>();
+    for (const c of chain) {
+      if (!c.observed_at) continue;
+      sources.add(c.source!);
+      const timeYears = (newYorkTimeToUtc(c.expiry, '16:00') - c.observed_at.getTime()) / DAY_MS / 365;
+      const solved = c.implied_volatility ?? impliedVolOf(contractGreeks(spot, rate, 0, c.strike, timeYears, c.option_right, c.bid, c.ask));
+      let expiry = byExpiry.get(c.expiry);
+      if (!expiry) byExpiry.set(c.expiry, (expiry = { daysToExpiry: (Date.parse(c.expiry) - Date.parse(day)) / DAY_MS, contracts: [] }));
+      expiry.contracts.push({ strike: c.strike, right: c.option_right, impliedVolatility: solved });
+    }
+    const snapshot = volatilitySnapshot({
+      spot,
+      expiries: [...byExpiry.values()],
+      closes: bars.map((b) => b.close_price),
+      highs: bars.map((b) => b.high_price),
+      lows: bars.map((b) => b.low_price),
+    });
+    const expiryOf = new Map([...byExpiry].map(([expiry, e]) => [e.daysToExpiry, expiry]));
+    rows.push({
+      instrumentId,
+      asOfDate: day,
+      underlyingPrice: spot,
+      atmImpliedVolatility: snapshot.impliedVolatility30d,
+      impliedVolatility30d: snapshot.impliedVolatility30d,
+      historicalVolatility30d: snapshot.historicalVolatility30d,
+      parkinsonHistoricalVolatility30d: snapshot.parkinsonHistoricalVolatility30d,
+      putCallIvRatio30d: snapshot.putCallIvRatio30d,
+      termStructure: snapshot.termStructure.map((p) => ({ expiry: expiryOf.get(p.daysToExpiry), ...p })),
+      source: `derived from ${[...sources].sort().join(', ') || 'no quotes'}`,
+    });
+  }
+  const result = rows.length
+    ? await deps.db.run((sql) => ingestRows(sql, ivSnapshotIngest, batchesOf(rows)))
+    : { rows: 0, inserted: 0, updated: 0, unchanged: 0 };
+  return { ...result, skippedDays: due.length - rows.length };
+}
+
+function impliedVolOf(greeks: ReturnType<typeof contractGreeks>): number | null {
+  return 'unavailable' in greeks ? null : greeks.impliedVolatility;
+}
