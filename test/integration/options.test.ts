@@ -21,6 +21,9 @@ describe('option chains', () => {
 
   beforeAll(async () => {
     svc = await startService();
+    // Without FRED_API_KEY and a stored DGS3MO copy (another suite may have left one), the rate is the hard-coded fallback.
+    await svc.sql`delete from macro_observations where series_id = 'DGS3MO'`;
+    await svc.sql`delete from macro_series where series_id = 'DGS3MO'`;
     key = await svc.keyWith(['options:read', 'analytics:read']);
     underlying = (await createInstrument(svc)).id;
     noBars = (await createInstrument(svc)).id;
