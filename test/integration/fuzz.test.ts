@@ -454,6 +454,9 @@ const WRITTEN_TABLES = [
   'action_coverage_checks',
   'fx_rates',
   'economic_events',
+  'option_contracts',
+  'option_quotes',
+  'iv_snapshots',
 ];
 let snapshotTables: string[];
 
@@ -468,8 +471,14 @@ async function snapshot(): Promise<Record<string, string>> {
   const tables = snapshotTables.map((table) => {
     // fx_rates names no instrument: every row is digested (the fixture's and the writes' rates, under 3,000 rows).
     // Economic events are keyed by their own id, which the writes draw from the same ids as instruments.
+    // Option quotes name their contract: those of the named instruments' contracts.
     const column = table === 'instruments' || table === 'economic_events' ? 'id' : 'instrument_id';
-    const rows = table === 'fx_rates' ? 'true' : `t.${column} = any($2::uuid[])`;
+    const rows =
+      table === 'fx_rates'
+        ? 'true'
+        : table === 'option_quotes'
+          ? 't.contract_id in (select c.id from option_contracts c where c.instrument_id = any($2::uuid[]))'
+          : `t.${column} = any($2::uuid[])`;
     return `(select count(*) from ${table}) || ' ' || (select ${digest('to_jsonb(t)')} from ${table} t where ${rows}) as ${table}`;
   });
   const [row] = await svc.sql.unsafe(
@@ -1219,6 +1228,69 @@ function adminWrites(): fc.Arbitrary<Req> {
       [['instrumentId'], ['checkedAt'], ['source'], ['coveredFrom'], ['actionsFound']],
     ),
     ingestWrite(
+      '/options/contracts',
+      (id, v) => ({
+        instrumentId: id,
+        contractSymbol: `FZ ${v % 13}`,
+        expiry: day(v % 60),
+        strike: 10 + (v % 9),
+        right: v % 2 ? 'call' : 'put',
+        multiplier: 100,
+        listedAt: v % 3 ? null : '2020-01-01T00:00:00Z',
+      }),
+      [['instrumentId'], ['contractSymbol'], ['expiry'], ['strike'], ['right'], ['multiplier'], ['isActive'], ['listedAt'], ['id']],
+    ),
+    ingestWrite(
+      '/options/quotes',
+      (id, v) => ({
+        // A fixture contract (stored), or one the contract writes may have made.
+        contractId: v % 2 ? optionContractIds[v % optionContractIds.length] : derivedContractId(id, `FZ ${v % 13}`),
+        observedAt: new Date(Date.UTC(2020, 0, 1, 20) + v * 3_600_000).toISOString(),
+        bid: 1 + (v % 4),
+        ask: 1.5 + (v % 4),
+        lastPrice: v % 3 ? null : 1.2,
+        volume: v % 5,
+        openInterest: null,
+        source: 'fuzz',
+        greeks: v % 4 ? null : { delta: 0.4, gamma: 0.02, theta: -0.01, vega: 0.1, rho: 0.02, impliedVolatility: 0.35 },
+      }),
+      [
+        ['contractId'],
+        ['observedAt'],
+        ['bid'],
+        ['ask'],
+        ['lastPrice'],
+        ['volume'],
+        ['greeks'],
+        ['greeks', 'delta'],
+        ['greeks', 'impliedVolatility'],
+        ['source'],
+      ],
+    ),
+    ingestWrite(
+      '/iv-snapshots',
+      (id, v) => ({
+        instrumentId: id,
+        asOfDate: day(v),
+        underlyingPrice: 50 + (v % 10),
+        atmImpliedVolatility: 0.2 + (v % 5) / 100,
+        impliedVolatility30d: 0.2 + (v % 5) / 100,
+        historicalVolatility30d: v % 3 ? 0.18 : null,
+        parkinsonHistoricalVolatility30d: null,
+        putCallIvRatio30d: 1.02,
+        termStructure: v % 2 ? [{ daysToExpiry: 30, atmImpliedVolatility: 0.25 }] : [],
+      }),
+      [
+        ['instrumentId'],
+        ['asOfDate'],
+        ['underlyingPrice'],
+        ['atmImpliedVolatility'],
+        ['termStructure'],
+        ['termStructure', 0, 'daysToExpiry'],
+        ['putCallIvRatio30d'],
+      ],
+    ),
+    ingestWrite(
       '/fx',
       (_id, v) => ({
         base: ['EUR', 'GBP', 'usd'][v % 3],
@@ -1561,6 +1633,9 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       '/corporate-actions',
       '/corporate-actions/coverage-checks',
       '/fx',
+      '/options/contracts',
+      '/options/quotes',
+      '/iv-snapshots',
       '/economic-events',
     ];
     expect(routes.flatMap((r) => ['stored', 'refused'].map((o) => `${o} ${r}`)).filter((k) => !writesByRoute.get(k))).toEqual([]);
