@@ -58,11 +58,17 @@ export const ProviderGreeksSchema = z.strictObject({
     .optional(),
 });
 
-/** A row of POST /admin/v1/options/quotes: one observation of one contract. */
+/**
+ * A row of POST /admin/v1/options/quotes: one observation of one contract.
+ * The observation time is `observedAt`, or `asOf` as the chain read names it,
+ * so a quote as read (with its provider Greeks) can be posted back under its
+ * contract's id.
+ */
 export const OptionQuoteRowSchema = z
   .strictObject({
     contractId: LowerUuid,
-    observedAt: Instant.describe('when the quote was observed; observations are append-only'),
+    observedAt: Instant.optional().describe('when the quote was observed; observations are append-only'),
+    asOf: Instant.optional().describe('the same instant under the name the chain read uses; give either, or both equal'),
     bid: nullable(NonNegativeNumber),
     ask: nullable(NonNegativeNumber),
     lastPrice: nullable(NonNegativeNumber),
@@ -72,11 +78,17 @@ export const OptionQuoteRowSchema = z
     greeks: nullable(jsonCell(ProviderGreeksSchema)).describe("the provider's Greeks, when it sent them (JSON text in a CSV cell)"),
   })
   .superRefine((r, ctx) => {
+    if (r.observedAt === undefined && r.asOf === undefined) ctx.addIssue({ code: 'custom', path: ['observedAt'], message: 'required (or asOf)' });
+    if (r.observedAt !== undefined && r.asOf !== undefined && r.observedAt !== r.asOf) {
+      ctx.addIssue({ code: 'custom', path: ['asOf'], message: 'must equal observedAt' });
+    }
+    const at = r.observedAt ?? r.asOf;
     if (r.bid !== null && r.ask !== null && r.bid > r.ask) ctx.addIssue({ code: 'custom', path: ['ask'], message: 'must be at least bid' });
-    if (r.greeks?.asOf !== undefined && r.greeks.asOf !== r.observedAt) {
+    if (r.greeks?.asOf !== undefined && r.greeks.asOf !== at) {
       ctx.addIssue({ code: 'custom', path: ['greeks', 'asOf'], message: 'must equal observedAt: provider Greeks are part of the observation' });
     }
-  });
+  })
+  .transform(({ asOf, observedAt, ...r }) => ({ ...r, observedAt: (observedAt ?? asOf)! }));
 export type OptionQuoteRow = z.infer<typeof OptionQuoteRowSchema>;
 
 export const TermStructurePointSchema = z.strictObject({

@@ -227,6 +227,27 @@ describe('option chains', () => {
     expect((await svc.get(`/v1/options/${id('NOPE')}`, key)).status).toBe(404);
   });
 
+  it('when a user posts back the contracts and quotes a chain read returned, then nothing changes', async () => {
+    const rows = (await chain(`?asOf=${T2}`)).body.data;
+    const contracts = await svc.admin(
+      'POST',
+      '/options/contracts',
+      rows.map((i: any) => i.contract),
+    );
+    expect(contracts.body.data).toMatchObject({ rows: 5, inserted: 0, updated: 0, unchanged: 5 });
+    // Provider Greeks go back with the quote; computed ones are model output and are not stored, so they are left out.
+    const quotes = await svc.admin(
+      'POST',
+      '/options/quotes',
+      rows.map((i: any) => ({ contractId: i.contract.id, ...i.quote, greeks: i.greeks?.greeksSource === 'provider' ? i.greeks : null })),
+    );
+    expect(quotes.body.data).toMatchObject({ rows: 5, inserted: 0, updated: 0, unchanged: 5 });
+    const computed = rows.find((i: any) => i.greeks?.greeksSource === 'computed');
+    const refused = await svc.admin('POST', '/options/quotes', [{ contractId: computed.contract.id, ...computed.quote, greeks: computed.greeks }]);
+    expect(refused.status).toBe(400);
+    expect(Object.keys(refused.body.error.details)).toEqual(expect.arrayContaining(['rows[0].greeks.greeksSource']));
+  });
+
   it('when a key lacks options:read, then 403', async () => {
     const other = await svc.keyWith(['prices:read']);
     expect((await svc.get(`/v1/instruments/${underlying}/options`, other)).status).toBe(403);
