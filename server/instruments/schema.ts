@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AssetClassSchema, AsOfSchema, DateSchema, UuidSchema, idListSchema } from '../http/params.ts';
-import { BooleanValue } from '../ingest/fields.ts';
+import { BooleanValue, jsonCell } from '../ingest/fields.ts';
 
 export const MAX_BULK_IDS = 500;
 
@@ -35,17 +35,6 @@ const SymbolPeriodSchema = z
     validTo: DateSchema.nullable().optional().describe('last day the symbol was used (inclusive); null while current'),
   })
   .refine((s) => !s.validTo || !s.validFrom || s.validTo >= s.validFrom, { path: ['validTo'], message: 'must not be before validFrom' });
-
-// CSV cells carry nested values as JSON text.
-const jsonText = <T extends z.ZodType>(schema: T) =>
-  z.preprocess((v) => {
-    if (typeof v !== 'string') return v;
-    try {
-      return JSON.parse(v);
-    } catch {
-      return v;
-    }
-  }, schema);
 
 const optionalText = z.string().trim().min(1).max(200).nullable().optional();
 
@@ -84,8 +73,8 @@ export const InstrumentIngestSchema = z
       .optional(),
     quoteUnit: optionalText,
     isActive: BooleanValue.default(true),
-    brokerCodes: jsonText(z.record(z.string().min(1).max(100), z.string().min(1).max(100))).default({}),
-    symbols: jsonText(z.array(SymbolPeriodSchema).min(1, 'at least one symbol period'))
+    brokerCodes: jsonCell(z.record(z.string().min(1).max(100), z.string().min(1).max(100))).default({}),
+    symbols: jsonCell(z.array(SymbolPeriodSchema).min(1, 'at least one symbol period'))
       .nullable()
       .optional()
       .describe('the whole symbol history, replacing the stored one; a stored instrument may leave it out (or null) to keep its history'),
