@@ -15,8 +15,8 @@ type Deps = Pick<AppDeps, 'db' | 'macro'>;
 
 /**
  * Derives the implied-volatility snapshots that are due (repo.snapshotDaysToDerive):
- * for each underlying and day with quotes, the chain at the end of that day
- * (each contract's latest quote then), every contract's implied volatility
+ * for each underlying and day with quotes, the contracts listed at the end of
+ * that day and quoted on it (UTC), every contract's implied volatility
  * (the provider's, else solved from the mid as the chain read solves it), and
  * the underlying's raw daily bars up to that day, turned into the snapshot's
  * figures by workers/vol-stats.ts. A day without a raw close is skipped: there
@@ -38,7 +38,8 @@ export async function deriveIvSnapshots(deps: Deps, instrumentIds?: string[]): P
     const byExpiry = new Map<string, { daysToExpiry: number; contracts: StrikeIv[] }>();
     const sources = new Set<string>();
     for (const c of chain) {
-      if (!c.observed_at) continue;
+      // Only that day's quotes: an older quote would be solved against a later close.
+      if (!c.observed_at || c.observed_at.toISOString().slice(0, 10) !== day) continue;
       sources.add(c.source!);
       const timeYears = (newYorkTimeToUtc(c.expiry, '16:00') - c.observed_at.getTime()) / DAY_MS / 365;
       const solved = c.implied_volatility ?? impliedVolOf(contractGreeks(spot, rate, 0, c.strike, timeYears, c.option_right, c.bid, c.ask));
