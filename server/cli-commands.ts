@@ -61,7 +61,14 @@ const RUNS: Record<CommandName, Run> = {
   'demo load': async (db, _url, _o, _args, config) => {
     const { loadDemoData } = await import('./demo/load.ts');
     const { macroServiceOf } = await import('./macro/service.ts');
-    return loadDemoData(db, macroServiceOf(db, createLogger('silent'), config));
+    const { WorkerPool } = await import('./worker-pool.ts');
+    // The snapshots' volatilities are solved on this thread: a one-off command has no requests to keep answering.
+    const pool = new WorkerPool({ threads: 0, maxQueue: config.WORKER_MAX_QUEUE, taskTimeoutMs: 600_000 });
+    try {
+      return await loadDemoData({ db, macro: macroServiceOf(db, createLogger('silent'), config), pool });
+    } finally {
+      await pool.destroy();
+    }
   },
   migrate: (_db, url) => migrate(url, (m) => process.stderr.write(`${m}\n`)),
   status: (db) => db.run((sql) => readStatus(sql, { threads: 0, queueDepth: 0 }, VERSION)),

@@ -158,7 +158,7 @@ export class Runtime {
       const deps = (this.deps = this.openPools());
       if (config.DEMO_DATA === 'auto') {
         const started = Date.now();
-        const loaded = await loadDemoDataIfEmpty(deps.db, deps.macro);
+        const loaded = await loadDemoDataIfEmpty(deps);
         if (loaded)
           logger.info({ ms: Date.now() - started, rows: Object.fromEntries(Object.entries(loaded).map(([k, v]) => [k, v.rows])) }, 'demo data set loaded');
       }

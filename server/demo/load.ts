@@ -1,6 +1,5 @@
-import type { Database } from '../db/database.ts';
+import type { AppDeps } from '../area.ts';
 import type { Sql } from '../db/sql.ts';
-import type { MacroService } from '../macro/service.ts';
 import { deriveIvSnapshots } from '../options/derive.ts';
 import { batchesOf } from '../ingest/body.ts';
 import type { IngestResult } from '../ingest/kind.ts';
@@ -25,10 +24,13 @@ import { syntheticOptionContracts, syntheticOptionQuotes } from './synthetic-opt
  * derives the implied-volatility snapshots of its option chains, as an
  * options upload through the admin API does.
  */
-export async function loadDemoData(db: Database, macro: MacroService): Promise<Record<string, IngestResult>> {
-  const loaded = await db.run((sql) => loadDemoRows(sql));
-  return { ...loaded, ivSnapshots: await deriveIvSnapshots({ db, macro }) };
+export async function loadDemoData(deps: DemoDeps): Promise<Record<string, IngestResult>> {
+  const loaded = await deps.db.run((sql) => loadDemoRows(sql));
+  return { ...loaded, ivSnapshots: await deriveIvSnapshots(deps) };
 }
+
+/** What the load needs besides the database: the risk-free rate and the worker pool, for deriving the snapshots. */
+export type DemoDeps = Pick<AppDeps, 'db' | 'macro' | 'pool'>;
 
 async function loadDemoRows(sql: Sql): Promise<Record<string, IngestResult>> {
   const instruments = demoInstruments().map(({ currentSymbol: _current, ...i }) => i);
@@ -54,7 +56,7 @@ async function loadDemoRows(sql: Sql): Promise<Record<string, IngestResult>> {
 }
 
 /** First start with DEMO_DATA=auto: an empty instrument table gets the demo set. */
-export async function loadDemoDataIfEmpty(db: Database, macro: MacroService): Promise<Record<string, IngestResult> | null> {
-  if (await db.run((sql) => anyInstrumentStored(sql))) return null;
-  return loadDemoData(db, macro);
+export async function loadDemoDataIfEmpty(deps: DemoDeps): Promise<Record<string, IngestResult> | null> {
+  if (await deps.db.run((sql) => anyInstrumentStored(sql))) return null;
+  return loadDemoData(deps);
 }

@@ -2,22 +2,23 @@ import type { AppDeps } from '../area.ts';
 import { batchesOf } from '../ingest/body.ts';
 import type { IngestResult } from '../ingest/kind.ts';
 import { ingestRows } from '../ingest/service.ts';
-import { newYorkTimeToUtc } from '../new-york-time.ts';
-import { contractGreeks } from '../../workers/option-greeks.ts';
+import type { ChainGreeksInput, ContractGreeks } from '../../workers/option-greeks.ts';
 import { VOLATILITY_WINDOW_DAYS, volatilitySnapshot, type StrikeIv } from '../../workers/vol-stats.ts';
 import { ivSnapshotIngest } from './ingest.ts';
 import * as repo from './repository.ts';
+import { yearsToExpiry } from './service.ts';
 import type { IvSnapshotRow } from './schema.ts';
 
 const DAY_MS = 86_400_000;
 
-type Deps = Pick<AppDeps, 'db' | 'macro'>;
+type Deps = Pick<AppDeps, 'db' | 'macro' | 'pool'>;
 
 /**
  * Derives the implied-volatility snapshots that are due (repo.snapshotDaysToDerive):
  * for each underlying and day with quotes, the contracts listed at the end of
  * that day and quoted on it (UTC), every contract's implied volatility
- * (the provider's, else solved from the mid as the chain read solves it), and
+ * (the provider's, else solved from the mid on the worker pool as the chain
+ * read solves it), and
  * the underlying's raw daily bars up to that day, turned into the snapshot's
  * figures by workers/vol-stats.ts. A day without a raw close is skipped: there
  * is nothing to measure the strikes against. Stored through the
@@ -35,17 +36,29 @@ export async function deriveIvSnapshots(deps: Deps, instrumentIds?: string[]): P
     const spot = bars.at(-1)?.close_price;
     if (spot === undefined) continue;
     const { rate } = (await deps.macro.riskFreeRate(day)).data;
+    // Only that day's quotes: an older quote would be solved against a later close.
+    const quoted = chain.filter((c) => c.observed_at && c.observed_at.toISOString().slice(0, 10) === day);
+    const toSolve = quoted.filter((c) => c.implied_volatility === null);
+    const solved = toSolve.length
+      ? await deps.pool.run<ContractGreeks[]>('chainGreeks', {
+          spot: toSolve.map(() => spot),
+          rate: toSolve.map(() => rate),
+          dividendYield: 0,
+          strike: toSolve.map((c) => c.strike),
+          timeYears: toSolve.map((c) => yearsToExpiry(c.expiry, c.observed_at!)),
+          right: toSolve.map((c) => c.option_right),
+          bid: toSolve.map((c) => c.bid),
+          ask: toSolve.map((c) => c.ask),
+        } satisfies ChainGreeksInput)
+      : [];
+    const solvedVol = new Map(toSolve.map((c, i) => [c.id, impliedVolOf(solved[i])]));
     const byExpiry = new Map<string, { daysToExpiry: number; contracts: StrikeIv[] }>();
     const sources = new Set<string>();
-    for (const c of chain) {
-      // Only that day's quotes: an older quote would be solved against a later close.
-      if (!c.observed_at || c.observed_at.toISOString().slice(0, 10) !== day) continue;
+    for (const c of quoted) {
       sources.add(c.source!);
-      const timeYears = (newYorkTimeToUtc(c.expiry, '16:00') - c.observed_at.getTime()) / DAY_MS / 365;
-      const solved = c.implied_volatility ?? impliedVolOf(contractGreeks(spot, rate, 0, c.strike, timeYears, c.option_right, c.bid, c.ask));
       let expiry = byExpiry.get(c.expiry);
       if (!expiry) byExpiry.set(c.expiry, (expiry = { daysToExpiry: (Date.parse(c.expiry) - Date.parse(day)) / DAY_MS, contracts: [] }));
-      expiry.contracts.push({ strike: c.strike, right: c.option_right, impliedVolatility: solved });
+      expiry.contracts.push({ strike: c.strike, right: c.option_right, impliedVolatility: c.implied_volatility ?? solvedVol.get(c.id)! });
     }
     const snapshot = volatilitySnapshot({
       spot,
@@ -74,6 +87,6 @@ export async function deriveIvSnapshots(deps: Deps, instrumentIds?: string[]): P
   return { ...result, skippedDays: due.length - rows.length };
 }
 
-function impliedVolOf(greeks: ReturnType<typeof contractGreeks>): number | null {
+function impliedVolOf(greeks: ContractGreeks): number | null {
   return 'unavailable' in greeks ? null : greeks.impliedVolatility;
 }

@@ -90,8 +90,11 @@ function closesForQuotes(sql: Sql, instrumentId: string, rows: repo.ContractAtCu
   return days.length ? repo.rawClosesOnOrBefore(sql, instrumentId, days) : Promise.resolve(new Map<string, { barDate: string; close: number }>());
 }
 
-/** 16:00 New York on the expiry day, when US equity and index options stop trading. */
-const expiryInstant = (expiry: string) => newYorkTimeToUtc(expiry, '16:00');
+/** Calendar days from an observation to 16:00 New York on the expiry day, when US equity and index options stop trading. */
+const daysToExpiry = (expiry: string, at: Date) => (newYorkTimeToUtc(expiry, '16:00') - at.getTime()) / DAY_MS;
+
+/** The same in years, ACT/365F as the option-price route counts them. */
+export const yearsToExpiry = (expiry: string, at: Date) => daysToExpiry(expiry, at) / DAYS_PER_YEAR;
 
 /**
  * Chain items with their Greeks. Provider Greeks are returned as observed.
@@ -126,7 +129,7 @@ async function withGreeks(deps: Deps, rows: repo.ContractAtCutoff[], closes: Map
         greeksSource: 'provider',
       };
     } else {
-      toCompute.push({ index, day: quoteDay(r), expiryDays: (expiryInstant(r.expiry) - r.observed_at.getTime()) / DAY_MS });
+      toCompute.push({ index, day: quoteDay(r), expiryDays: daysToExpiry(r.expiry, r.observed_at) });
     }
   }
   if (!toCompute.length) return items;
