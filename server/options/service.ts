@@ -5,9 +5,10 @@ import { AppError, notFound } from '../http/errors.ts';
 import type { PointInTime } from '../http/params.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { newYorkTimeToUtc } from '../new-york-time.ts';
+import { DAYS_PER_YEAR } from '../../workers/black-scholes.ts';
 import type { ChainGreeksInput, ContractGreeks } from '../../workers/option-greeks.ts';
-import * as repo from './repository.ts';
 import type { RiskFreeRate } from '../macro/schema.ts';
+import * as repo from './repository.ts';
 import type { ChainItem, ChainQuery } from './schema.ts';
 
 /**
@@ -18,7 +19,6 @@ import type { ChainItem, ChainQuery } from './schema.ts';
 export const OPTIONABLE_ASSET_CLASSES = ['equity', 'etf', 'index'] as const;
 
 const DAY_MS = 86_400_000;
-const DAYS_PER_YEAR = 365;
 
 type Deps = Pick<AppDeps, 'readDb' | 'pool' | 'macro'>;
 
