@@ -81,7 +81,7 @@ export function buildAdminApp(deps: AppDeps): Express {
     '/admin/v1',
     adminRouter({
       db: deps.db,
-      derive: (instrumentIds) => deriveIvSnapshots(deps, instrumentIds),
+      derive: (scope) => deriveIvSnapshots(deps, scope),
       ingestKinds: ingestKinds(),
       uploads: {
         maxConcurrent: deps.config.INGEST_MAX_CONCURRENT,

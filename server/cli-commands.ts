@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import postgres from 'postgres';
 import { z } from 'zod';
+import type { AppDeps } from './area.ts';
 import type { Config } from './config.ts';
 import { ingestKinds } from './areas.ts';
 import { EmbeddedPostgresError } from './db/cluster-placement.ts';
@@ -52,27 +53,38 @@ const RUNS: Record<CommandName, Run> = {
     ),
   'keys list': (db, _url, o) => keys.listKeys(db, o.account ? parse(UuidSchema, o.account, 'body') : undefined),
   'keys revoke': (db, _url, _o, [keyId]) => keys.revokeKey(db, parse(UuidSchema, keyId, 'body')),
-  ingest: (db, _url, _o, [kindName, file]) => {
+  ingest: async (db, _url, _o, [kindName, file], config) => {
     const kinds = ingestKinds();
     const kind = kinds[kindName];
     if (!kind) throw new AppError('invalid_request', `unknown ingest kind ${kindName}`, { kind: [`one of ${Object.keys(kinds).join(', ')}`] });
-    return ingestBody(db, kind, createReadStream(file), formatOfFile(file));
+    const { snapshotDays, ...stored } = await ingestBody(db, kind, createReadStream(file), formatOfFile(file));
+    if (!snapshotDays) return stored;
+    const { deriveIvSnapshots } = await import('./options/derive.ts');
+    return { ...stored, ivSnapshots: await withDeriveDeps(db, config, (deps) => deriveIvSnapshots(deps, { days: snapshotDays })) };
   },
   'demo load': async (db, _url, _o, _args, config) => {
     const { loadDemoData } = await import('./demo/load.ts');
-    const { macroServiceOf } = await import('./macro/service.ts');
-    const { WorkerPool } = await import('./worker-pool.ts');
-    // The snapshots' volatilities are solved on this thread: a one-off command has no requests to keep answering.
-    const pool = new WorkerPool({ threads: 0, maxQueue: config.WORKER_MAX_QUEUE, taskTimeoutMs: 600_000 });
-    try {
-      return await loadDemoData({ db, macro: macroServiceOf(db, createLogger('silent'), config), pool });
-    } finally {
-      await pool.destroy();
-    }
+    return withDeriveDeps(db, config, (deps) => loadDemoData(deps));
   },
   migrate: (_db, url) => migrate(url, (m) => process.stderr.write(`${m}\n`)),
   status: (db) => db.run((sql) => readStatus(sql, { threads: 0, queueDepth: 0 }, VERSION)),
 };
+
+/**
+ * What deriving implied-volatility snapshots needs besides the database: the
+ * risk-free rate and a worker pool, whose tasks run on this thread (a one-off
+ * command has no requests to keep answering).
+ */
+async function withDeriveDeps<T>(db: Database, config: Config, run: (deps: Pick<AppDeps, 'db' | 'macro' | 'pool'>) => Promise<T>): Promise<T> {
+  const { macroServiceOf } = await import('./macro/service.ts');
+  const { WorkerPool } = await import('./worker-pool.ts');
+  const pool = new WorkerPool({ threads: 0, maxQueue: config.WORKER_MAX_QUEUE, taskTimeoutMs: 600_000 });
+  try {
+    return await run({ db, macro: macroServiceOf(db, createLogger('silent'), config), pool });
+  } finally {
+    await pool.destroy();
+  }
+}
 
 function formatOfFile(file: string): BodyFormat {
   if (file.endsWith('.csv')) return 'csv';

@@ -13,6 +13,7 @@ import { formatOf } from '../ingest/body.ts';
 import type { IngestKind } from '../ingest/kind.ts';
 import { ingestBody } from '../ingest/service.ts';
 import { UploadSlots, type UploadLimits } from '../ingest/uploads.ts';
+import type { DeriveScope } from '../options/derive.ts';
 import { DerivedSnapshotsSchema } from '../options/ingest.ts';
 import type { StatusReport } from './status.ts';
 
@@ -214,7 +215,7 @@ export function adminRouteDefinitions(ingestKinds: Record<string, IngestKind<unk
 export interface AdminDeps {
   db: Database;
   /** The derive step (options/derive.ts) for the given underlyings, or all. */
-  derive: (instrumentIds?: string[]) => Promise<z.infer<typeof DerivedSnapshotsSchema>>;
+  derive: (scope: DeriveScope) => Promise<z.infer<typeof DerivedSnapshotsSchema>>;
   status: () => Promise<StatusReport>;
   ingestKinds: Record<string, IngestKind<unknown>>;
   uploads: UploadLimits;
@@ -255,15 +256,15 @@ export function adminRouter(deps: AdminDeps): Router {
   });
 
   routes.handle(deriveRoute, async ({ body }, res) => {
-    res.json({ data: { ivSnapshots: await deps.derive(body.instrumentIds?.map((id) => id.toLowerCase())) } });
+    res.json({ data: { ivSnapshots: await deps.derive({ instrumentIds: body.instrumentIds?.map((id) => id.toLowerCase()) }) } });
   });
 
   const uploads = new UploadSlots(deps.uploads);
   for (const [path, kind] of Object.entries(deps.ingestKinds)) {
     routes.handle(definitions.ingest[path], async (_input, res, req) => {
       const format = formatOf(req.get('content-type'));
-      const stored = await uploads.run(req, (body) => ingestBody(db, kind, body, format));
-      res.json({ data: kind.derivesIvSnapshots ? { ...stored, ivSnapshots: await deps.derive() } : stored });
+      const { snapshotDays, ...stored } = await uploads.run(req, (body) => ingestBody(db, kind, body, format));
+      res.json({ data: snapshotDays ? { ...stored, ivSnapshots: await deps.derive({ days: snapshotDays }) } : stored });
     });
   }
   return routes.build(definitions.all);

@@ -48,19 +48,13 @@ export interface IngestKind<Row> {
   /** Keyed kinds: extra result fields from the upload's first and last time ordinal. */
   summarise?(range: OrdinalRange): Record<string, unknown>;
   /** Unkeyed kinds: checks the staged rows against the database, then upserts. Throw AppError with the row index on a bad row. */
-  apply?(tx: Sql): Promise<IngestResult>;
+  apply?(tx: Sql): Promise<UploadResult>;
   /**
    * Keyed kinds: runs after the transaction commits, given the upload's first
    * and last time ordinal (e.g. refreshing continuous aggregates, which refuse
    * to run inside one).
    */
   afterCommit?(sql: Sql, range: OrdinalRange): Promise<void>;
-  /**
-   * Admin uploads of this kind run the derive step (POST /admin/v1/derive)
-   * after they commit, and the answer adds its counts as `ivSnapshots`
-   * (resultSchema must declare it).
-   */
-  derivesIvSnapshots?: boolean;
 }
 
 export interface RowKey<Row> {
@@ -102,3 +96,12 @@ export interface IngestResult {
   unchanged: number;
   [extra: string]: unknown;
 }
+
+/**
+ * What an upload reports to the admin API and the CLI: the result, and for
+ * option uploads the (underlying, UTC day) pairs whose implied-volatility
+ * snapshots the upload may have changed. After it commits, those that are due
+ * are derived and their counts answered as `ivSnapshots` in place of this list
+ * (the kind's resultSchema declares that).
+ */
+export type UploadResult = IngestResult & { snapshotDays?: { instrumentId: string; day: string }[] };

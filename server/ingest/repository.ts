@@ -104,14 +104,16 @@ export function unknownInstrumentRows(tx: Sql) {
   `;
 }
 
-/** The first staged row whose `column` repeats an earlier row's value, if any (a null repeats nothing). */
-export function repeatedStagedKeys(tx: Sql, column: string) {
+/** The first staged row whose key (`columns`) repeats an earlier row's (a key with a null repeats nothing). */
+export function repeatedStagedKeys(tx: Sql, ...columns: [string, ...string[]]) {
+  const key = identifierList(tx, columns);
+  const present = columns.map((c, i) => (i ? tx` and ${tx(c)} is not null` : tx`${tx(c)} is not null`));
   return tx<{ row_index: number }[]>`
     select row_index
     from (
-      select row_index, row_number() over (partition by ${tx(column)} order by row_index) as k
+      select row_index, row_number() over (partition by ${key} order by row_index) as k
       from ingest_staging
-      where ${tx(column)} is not null
+      where ${present}
     ) d
     where k > 1
     order by row_index

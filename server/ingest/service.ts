@@ -5,15 +5,15 @@ import { AppError } from '../http/errors.ts';
 import { hasNestedValue, mayHoldUnstorableText, unstorableText } from '../http/validate.ts';
 import { batchesFrom, type BodyFormat } from './body.ts';
 import { copyLine } from './copy-text.ts';
-import type { CopyBatch, IngestKind, IngestResult, OrdinalRange, WriteCounts } from './kind.ts';
+import type { CopyBatch, IngestKind, IngestResult, OrdinalRange, UploadResult, WriteCounts } from './kind.ts';
 import * as repo from './repository.ts';
 
 /**
  * Ingests an upload body (a request's, a file's) of the given format in one
  * transaction on a connection of `db`.
  */
-export function ingestBody<Row>(db: Database, kind: IngestKind<Row>, body: AsyncIterable<Buffer | string>, format: BodyFormat): Promise<IngestResult> {
-  return db.run((sql) => ingestRows(sql, kind, batchesFrom(body, format)));
+export function ingestBody<Row>(db: Database, kind: IngestKind<Row>, body: AsyncIterable<Buffer | string>, format: BodyFormat): Promise<UploadResult> {
+  return db.run((sql) => ingestUpload(sql, kind, batchesFrom(body, format)));
 }
 
 // A batch is written once its COPY text reaches this size: large enough that
@@ -40,12 +40,21 @@ function refuseUnstorable(kind: { label: string }, index: number, row: unknown) 
   throw new AppError('invalid_request', `row ${index} of the ${kind.label} batch holds text PostgreSQL cannot store; nothing was stored`, details);
 }
 
-/** Ingests batches of raw rows in one transaction; see IngestKind. */
+/** Ingests batches of raw rows in one transaction; see IngestKind. The counts only, for loaders that derive nothing afterwards. */
 export async function ingestRows<Row>(
   sql: Sql,
   kind: IngestKind<Row>,
   batches: AsyncIterable<readonly unknown[]> | Iterable<readonly unknown[]>,
 ): Promise<IngestResult> {
+  const { snapshotDays: _days, ...result } = await ingestUpload(sql, kind, batches);
+  return result;
+}
+
+async function ingestUpload<Row>(
+  sql: Sql,
+  kind: IngestKind<Row>,
+  batches: AsyncIterable<readonly unknown[]> | Iterable<readonly unknown[]>,
+): Promise<UploadResult> {
   const key = kind.key;
   if (key ? !kind.writeBatch : !kind.apply) throw new Error(`ingest kind ${kind.label}: keyed kinds need writeBatch, others apply`);
   // Time ordinals of the whole upload (keyed kinds).

@@ -6,6 +6,7 @@ import type { ChainGreeksInput, ContractGreeks } from '../../workers/option-gree
 import { VOLATILITY_WINDOW_DAYS, volatilitySnapshot, type StrikeIv } from '../../workers/vol-stats.ts';
 import { ivSnapshotIngest } from './ingest.ts';
 import * as repo from './repository.ts';
+import type { SnapshotDay } from './repository.ts';
 import { yearsToExpiry } from './service.ts';
 import type { IvSnapshotRow } from './schema.ts';
 
@@ -24,10 +25,16 @@ type Deps = Pick<AppDeps, 'db' | 'macro' | 'pool'>;
  * is nothing to measure the strikes against. Stored through the
  * iv-snapshots ingest, so the counts are its counts.
  */
-export async function deriveIvSnapshots(deps: Deps, instrumentIds?: string[]): Promise<IngestResult & { skippedDays: number }> {
-  const due = await deps.db.run((sql) => repo.snapshotDaysToDerive(sql, instrumentIds));
+/** What to derive: the pairs an upload touched, whole underlyings, or (empty) everything due. */
+export interface DeriveScope {
+  days?: SnapshotDay[];
+  instrumentIds?: string[];
+}
+
+export async function deriveIvSnapshots(deps: Deps, scope: DeriveScope = {}): Promise<IngestResult & { skippedDays: number }> {
+  const due = await deps.db.run((sql) => repo.snapshotDaysToDerive(sql, scope));
   const rows: IvSnapshotRow[] = [];
-  for (const { instrument_id: instrumentId, day } of due) {
+  for (const { instrumentId, day } of due) {
     const endOfDay = new Date(`${day}T23:59:59.999Z`);
     const { chain, bars } = await deps.db.run(async (sql) => ({
       chain: await repo.chainAt(sql, instrumentId, endOfDay, day, {}),

@@ -25,7 +25,6 @@ export const optionContractIngest: IngestKind<OptionContractRow> = {
   label: 'option contracts',
   rowSchema: OptionContractRowSchema,
   resultSchema: z.strictObject({ ...ingestCounts, ivSnapshots: DerivedSnapshotsSchema }),
-  derivesIvSnapshots: true,
   stagingColumns: [
     ['id', 'uuid'],
     ['instrument_id', 'uuid'],
@@ -43,7 +42,7 @@ export const optionContractIngest: IngestKind<OptionContractRow> = {
     await rejectFirstRow(repeatedStagedKeys(tx, 'id'), 'id', 'the same contract appears twice in this batch');
     await rejectFirstRow(repo.stagedContractsOfAnotherInstrument(tx), 'instrumentId', 'this contract id belongs to another underlying');
     const { rows, inserted, updated } = await repo.upsertStagedContracts(tx);
-    return { rows, inserted, updated, unchanged: rows - inserted - updated };
+    return { rows, inserted, updated, unchanged: rows - inserted - updated, snapshotDays: await repo.stagedContractQuoteDays(tx) };
   },
 };
 
@@ -57,7 +56,6 @@ export const optionQuoteIngest: IngestKind<OptionQuoteRow> = {
   label: 'option quotes',
   rowSchema: OptionQuoteRowSchema,
   resultSchema: z.strictObject({ ...ingestCounts, ivSnapshots: DerivedSnapshotsSchema }),
-  derivesIvSnapshots: true,
   stagingColumns: [
     ['contract_id', 'uuid'],
     ['observed_at', 'timestamptz'],
@@ -95,14 +93,14 @@ export const optionQuoteIngest: IngestKind<OptionQuoteRow> = {
   },
   async apply(tx) {
     await rejectFirstRow(repo.stagedQuotesOfUnknownContracts(tx), 'contractId', 'unknown option contract');
-    await rejectFirstRow(repo.repeatedStagedObservations(tx), 'observedAt', 'the same contract and observedAt appear twice in this batch');
+    await rejectFirstRow(repeatedStagedKeys(tx, 'contract_id', 'observed_at'), 'observedAt', 'the same contract and observedAt appear twice in this batch');
     await rejectFirstRow(
       repo.stagedQuotesThatRewrite(tx),
       'observedAt',
       'this observation is stored with other values; observations are append-only: post a new observedAt',
     );
     const { rows, inserted } = await repo.appendStagedQuotes(tx);
-    return { rows, inserted, updated: 0, unchanged: rows - inserted };
+    return { rows, inserted, updated: 0, unchanged: rows - inserted, snapshotDays: await repo.stagedQuoteDays(tx) };
   },
 };
 
@@ -137,7 +135,7 @@ export const ivSnapshotIngest: IngestKind<IvSnapshotRow> = {
   ],
   async apply(tx) {
     await rejectUnknownInstruments(tx);
-    await rejectFirstRow(repo.repeatedStagedSnapshots(tx), 'asOfDate', 'the same instrument and asOfDate appear twice in this batch');
+    await rejectFirstRow(repeatedStagedKeys(tx, 'instrument_id', 'as_of_date'), 'asOfDate', 'the same instrument and asOfDate appear twice in this batch');
     const { rows, inserted, updated } = await repo.upsertStagedIvSnapshots(tx);
     return { rows, inserted, updated, unchanged: rows - inserted - updated };
   },

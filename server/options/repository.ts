@@ -52,23 +52,6 @@ export function stagedQuotesOfUnknownContracts(tx: Sql) {
   `;
 }
 
-/** The first staged row whose (`a`, `b`) an earlier row of the batch already has. */
-function repeatedStagedPairs(tx: Sql, a: string, b: string) {
-  return tx<{ row_index: number }[]>`
-    select row_index
-    from (
-      select row_index, row_number() over (partition by ${tx(a)}, ${tx(b)} order by row_index) as k
-      from ingest_staging
-    ) d
-    where k > 1
-    order by row_index
-    limit 1
-  `;
-}
-
-export const repeatedStagedObservations = (tx: Sql) => repeatedStagedPairs(tx, 'contract_id', 'observed_at');
-export const repeatedStagedSnapshots = (tx: Sql) => repeatedStagedPairs(tx, 'instrument_id', 'as_of_date');
-
 const QUOTE_VALUES = ['bid', 'ask', 'last_price', 'volume', 'open_interest', 'source', 'delta', 'gamma', 'theta', 'vega', 'rho', 'implied_volatility'] as const;
 
 /** The first staged quote stored before with other values: observations are append-only. */
@@ -247,15 +230,39 @@ export async function rawClosesOnOrBefore(sql: Sql, instrumentId: string, days: 
   return new Map(rows.map((r) => [r.day, { barDate: r.bar_date, close: r.close_price }]));
 }
 
+/** An underlying and a UTC day of its quote observations: what one snapshot covers. */
+export interface SnapshotDay {
+  instrumentId: string;
+  day: string;
+}
+
 /**
- * The (underlying, day) pairs whose implied-volatility snapshot is due: a day
- * with quote observations and no snapshot, or a derived snapshot older than
- * a quote recorded for that day since. An ingested snapshot is never replaced
- * by a derived one.
+ * Which of the (underlying, day) pairs are due a snapshot: a day with quote
+ * observations and no snapshot, or a derived snapshot older than a quote
+ * recorded for that day since. An ingested snapshot is never replaced by a
+ * derived one. `scope` narrows the search: the pairs an upload touched (each
+ * read through the quotes primary key, one day's range per contract), or whole
+ * underlyings; without it every stored quote is grouped (a full derive).
  */
-export function snapshotDaysToDerive(sql: Sql, instrumentIds?: string[]): Promise<{ instrument_id: string; day: string }[]> {
-  return sql<{ instrument_id: string; day: string }[]>`
-    select c.instrument_id, d.day::text as day
+export function snapshotDaysToDerive(sql: Sql, scope: { days?: SnapshotDay[]; instrumentIds?: string[] }): Promise<SnapshotDay[]> {
+  if (scope.days) {
+    return sql<SnapshotDay[]>`
+      select s.instrument_id as "instrumentId", s.day::text as day
+      from unnest(${scope.days.map((d) => d.instrumentId)}::uuid[], ${scope.days.map((d) => d.day)}::date[]) as s (instrument_id, day)
+      cross join lateral (
+        select max(q.recorded_at) as recorded_at
+        from option_contracts c
+        join option_quotes q on q.contract_id = c.id
+          and q.observed_at >= s.day::timestamp at time zone 'UTC' and q.observed_at < (s.day + 1)::timestamp at time zone 'UTC'
+        where c.instrument_id = s.instrument_id
+      ) d
+      left join iv_snapshots v on v.instrument_id = s.instrument_id and v.as_of_date = s.day
+      where d.recorded_at is not null and (v.instrument_id is null or (v.source like 'derived%' and v.updated_at < d.recorded_at))
+      order by 1, 2
+    `;
+  }
+  return sql<SnapshotDay[]>`
+    select c.instrument_id as "instrumentId", d.day::text as day
     from (
       select q.contract_id, (q.observed_at at time zone 'UTC')::date as day, max(q.recorded_at) as recorded_at
       from option_quotes q
@@ -264,9 +271,27 @@ export function snapshotDaysToDerive(sql: Sql, instrumentIds?: string[]): Promis
     join option_contracts c on c.id = d.contract_id
     left join iv_snapshots v on v.instrument_id = c.instrument_id and v.as_of_date = d.day
     where (v.instrument_id is null or (v.source like 'derived%' and v.updated_at < d.recorded_at))
-      ${instrumentIds ? sql`and c.instrument_id = any (${instrumentIds}::uuid[])` : sql``}
+      ${scope.instrumentIds ? sql`and c.instrument_id = any (${scope.instrumentIds}::uuid[])` : sql``}
     group by c.instrument_id, d.day
-    order by c.instrument_id, d.day
+    order by 1, 2
+  `;
+}
+
+/** The (underlying, UTC day) pairs of the staged quotes. */
+export function stagedQuoteDays(tx: Sql) {
+  return tx<SnapshotDay[]>`
+    select distinct c.instrument_id as "instrumentId", (s.observed_at at time zone 'UTC')::date::text as day
+    from ingest_staging s
+    join option_contracts c on c.id = s.contract_id
+  `;
+}
+
+/** The (underlying, UTC day) pairs of the staged contracts' stored quotes: a changed contract changes its days' chains. */
+export function stagedContractQuoteDays(tx: Sql) {
+  return tx<SnapshotDay[]>`
+    select distinct s.instrument_id as "instrumentId", (q.observed_at at time zone 'UTC')::date::text as day
+    from ingest_staging s
+    join option_quotes q on q.contract_id = s.id
   `;
 }
 
