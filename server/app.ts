@@ -8,7 +8,7 @@ import { AppError, errorMiddleware, routeNotFound } from './http/errors.ts';
 import { observeRequests } from './http/observe.ts';
 import { publicRoutes } from './http/router.ts';
 import { registry } from './metrics.ts';
-import { deriveIvSnapshots } from './options/derive.ts';
+import { deriveAll, deriveChanged } from './derive.ts';
 import { adminRouter, requireAdminToken } from './admin/routes.ts';
 import { readStatus } from './admin/status.ts';
 
@@ -81,7 +81,8 @@ export function buildAdminApp(deps: AppDeps): Express {
     '/admin/v1',
     adminRouter({
       db: deps.db,
-      derive: (scope) => deriveIvSnapshots(deps, scope),
+      deriveAll: (request) => deriveAll(deps, request),
+      deriveChanged: (changes) => deriveChanged(deps, changes),
       ingestKinds: ingestKinds(),
       uploads: {
         maxConcurrent: deps.config.INGEST_MAX_CONCURRENT,

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import postgres from 'postgres';
 import { z } from 'zod';
-import type { AppDeps } from './area.ts';
+import type { DeriveDeps } from './derive.ts';
 import type { Config } from './config.ts';
 import { ingestKinds } from './areas.ts';
 import { EmbeddedPostgresError } from './db/cluster-placement.ts';
@@ -57,10 +57,10 @@ const RUNS: Record<CommandName, Run> = {
     const kinds = ingestKinds();
     const kind = kinds[kindName];
     if (!kind) throw new AppError('invalid_request', `unknown ingest kind ${kindName}`, { kind: [`one of ${Object.keys(kinds).join(', ')}`] });
-    const { snapshotDays, ...stored } = await ingestBody(db, kind, createReadStream(file), formatOfFile(file));
-    if (!snapshotDays) return stored;
-    const { deriveIvSnapshots } = await import('./options/derive.ts');
-    return { ...stored, ivSnapshots: await withDeriveDeps(db, config, (deps) => deriveIvSnapshots(deps, { days: snapshotDays })) };
+    const { changes, ...stored } = await ingestBody(db, kind, createReadStream(file), formatOfFile(file));
+    if (!changes) return stored;
+    const { deriveChanged } = await import('./derive.ts');
+    return { ...stored, derived: await withDeriveDeps(db, config, (deps) => deriveChanged(deps, changes)) };
   },
   'demo load': async (db, _url, _o, _args, config) => {
     const { loadDemoData } = await import('./demo/load.ts');
@@ -75,7 +75,7 @@ const RUNS: Record<CommandName, Run> = {
  * risk-free rate and a worker pool, whose tasks run on this thread (a one-off
  * command has no requests to keep answering).
  */
-async function withDeriveDeps<T>(db: Database, config: Config, run: (deps: Pick<AppDeps, 'db' | 'macro' | 'pool'>) => Promise<T>): Promise<T> {
+async function withDeriveDeps<T>(db: Database, config: Config, run: (deps: DeriveDeps) => Promise<T>): Promise<T> {
   const { macroServiceOf } = await import('./macro/service.ts');
   const { WorkerPool } = await import('./worker-pool.ts');
   const pool = new WorkerPool({ threads: 0, maxQueue: config.WORKER_MAX_QUEUE, taskTimeoutMs: 600_000 });

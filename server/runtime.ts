@@ -160,7 +160,10 @@ export class Runtime {
         const started = Date.now();
         const loaded = await loadDemoDataIfEmpty(deps);
         if (loaded)
-          logger.info({ ms: Date.now() - started, rows: Object.fromEntries(Object.entries(loaded).map(([k, v]) => [k, v.rows])) }, 'demo data set loaded');
+          logger.info(
+            { ms: Date.now() - started, rows: Object.fromEntries(Object.entries(loaded.stored).map(([k, v]) => [k, v.rows])) },
+            'demo data set loaded',
+          );
       }
       this.stopped.signal.throwIfAborted();
       this.apps.public = buildPublicApp(deps);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ingestCounts, type IngestKind, type IngestResult } from '../ingest/kind.ts';
+import { ingestCounts, type IngestKind, type UploadResult } from '../ingest/kind.ts';
 import { repeatedStagedKeys } from '../ingest/repository.ts';
 import { rejectFirstRow, rejectUnknownInstruments } from '../ingest/service.ts';
 import * as repo from './repository.ts';
@@ -40,13 +40,21 @@ export const corporateActionIngest: IngestKind<CorporateActionRow> = {
     JSON.stringify(r.params),
     r.source,
   ],
-  async apply(tx): Promise<IngestResult> {
+  async apply(tx): Promise<UploadResult> {
     await repo.lockActionIngest(tx);
     await rejectUnknownInstruments(tx);
     await rejectFirstRow(repeatedStagedKeys(tx, 'action_id'), 'id', 'the same action appears twice in this batch');
     await rejectFirstRow(repo.stagedActionsOfAnotherInstrument(tx), 'instrumentId', 'this action id belongs to another instrument');
     const { rows, inserted, updated, versions } = await repo.appendStagedRevisions(tx);
-    return { rows, inserted, updated, unchanged: rows - inserted - updated, actionSetVersions: versions };
+    const bumped = Object.keys(versions);
+    return {
+      rows,
+      inserted,
+      updated,
+      unchanged: rows - inserted - updated,
+      actionSetVersions: versions,
+      ...(bumped.length ? { changes: { adjustedCloses: bumped } } : {}),
+    };
   },
 };
 

@@ -13,8 +13,8 @@ import { formatOf } from '../ingest/body.ts';
 import type { IngestKind } from '../ingest/kind.ts';
 import { ingestBody } from '../ingest/service.ts';
 import { UploadSlots, type UploadLimits } from '../ingest/uploads.ts';
-import type { DeriveScope } from '../options/derive.ts';
-import { DerivedSnapshotsSchema } from '../options/ingest.ts';
+import { DerivedSchema, type Derived, type DeriveRequest } from '../derive.ts';
+import type { DataChanges } from '../ingest/kind.ts';
 import type { StatusReport } from './status.ts';
 
 const AccountCreateSchema = z.strictObject({ name: z.string().trim().min(1).max(200).describe('account display name') });
@@ -185,7 +185,13 @@ function ingestRoute(path: string, kind: IngestKind<unknown>) {
       rows: kind.rowSchema,
       description: 'a JSON array, NDJSON (application/x-ndjson) or CSV (text/csv) of rows; each record at most 1 MiB',
     },
-    response: { status: 200, description: 'what was stored', data: kind.resultSchema },
+    response: {
+      status: 200,
+      description: 'what was stored, and what was derived again from it',
+      data: kind.resultSchema.extend({
+        derived: DerivedSchema.optional().describe('present when the upload changed data the service derives from; see POST /derive'),
+      }),
+    },
     errors: ['request_timeout', 'payload_too_large'],
   });
 }
@@ -195,12 +201,12 @@ export const deriveRoute = defineRoute({
   path: '/derive',
   operationId: 'derive',
   tag: 'Ingest',
-  summary: 'Derive what the service computes from stored data: the implied-volatility snapshots that are due',
+  summary: 'Derive again what the service computes from stored data',
   description:
-    'A snapshot is due for each underlying and day with option quotes and no snapshot, or with a derived snapshot older than a quote recorded since; an ingested snapshot is never replaced. Option uploads run this step themselves after they commit.',
+    'Runs every derivation, each idempotent (a second run stores nothing new). Implied-volatility snapshots: one is due for each underlying and day with option quotes and no snapshot, or with a derived snapshot older than a quote recorded since; an ingested snapshot is never replaced. Uploads run the derivations that read what they changed themselves, after they commit, and answer their counts as `derived`.',
   query: NoQuerySchema,
-  body: z.strictObject({ instrumentIds: z.array(UuidSchema).min(1).max(500).optional().describe('only these underlyings; omit for all') }),
-  response: { status: 200, description: 'what was derived', data: z.strictObject({ ivSnapshots: DerivedSnapshotsSchema }) },
+  body: z.strictObject({ instrumentIds: z.array(UuidSchema).min(1).max(500).optional().describe('only these instruments; omit for all') }),
+  response: { status: 200, description: 'what was derived', data: DerivedSchema },
   errors: [],
 });
 
@@ -214,8 +220,10 @@ export function adminRouteDefinitions(ingestKinds: Record<string, IngestKind<unk
 
 export interface AdminDeps {
   db: Database;
-  /** The derive step (options/derive.ts) for the given underlyings, or all. */
-  derive: (scope: DeriveScope) => Promise<z.infer<typeof DerivedSnapshotsSchema>>;
+  /** Every derivation (server/derive.ts), for the given instruments or all. */
+  deriveAll: (request: DeriveRequest) => Promise<Derived>;
+  /** The derivations that read what an upload changed. */
+  deriveChanged: (changes: DataChanges) => Promise<Derived>;
   status: () => Promise<StatusReport>;
   ingestKinds: Record<string, IngestKind<unknown>>;
   uploads: UploadLimits;
@@ -256,15 +264,15 @@ export function adminRouter(deps: AdminDeps): Router {
   });
 
   routes.handle(deriveRoute, async ({ body }, res) => {
-    res.json({ data: { ivSnapshots: await deps.derive({ instrumentIds: body.instrumentIds?.map((id) => id.toLowerCase()) }) } });
+    res.json({ data: await deps.deriveAll({ instrumentIds: body.instrumentIds?.map((id) => id.toLowerCase()) }) });
   });
 
   const uploads = new UploadSlots(deps.uploads);
   for (const [path, kind] of Object.entries(deps.ingestKinds)) {
     routes.handle(definitions.ingest[path], async (_input, res, req) => {
       const format = formatOf(req.get('content-type'));
-      const { snapshotDays, ...stored } = await uploads.run(req, (body) => ingestBody(db, kind, body, format));
-      res.json({ data: snapshotDays ? { ...stored, ivSnapshots: await deps.derive({ days: snapshotDays }) } : stored });
+      const { changes, ...stored } = await uploads.run(req, (body) => ingestBody(db, kind, body, format));
+      res.json({ data: changes ? { ...stored, derived: await deps.deriveChanged(changes) } : stored });
     });
   }
   return routes.build(definitions.all);

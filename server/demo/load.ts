@@ -1,6 +1,5 @@
-import type { AppDeps } from '../area.ts';
 import type { Sql } from '../db/sql.ts';
-import { deriveIvSnapshots } from '../options/derive.ts';
+import { deriveAll, type DeriveDeps, type Derived } from '../derive.ts';
 import { batchesOf } from '../ingest/body.ts';
 import type { IngestResult } from '../ingest/kind.ts';
 import { ingestRows } from '../ingest/service.ts';
@@ -21,16 +20,17 @@ import { syntheticOptionContracts, syntheticOptionQuotes } from './synthetic-opt
 /**
  * Loads the bundled demo set through the same ingest path as the admin API,
  * so it is validated the same way and loading it twice changes nothing; then
- * derives the implied-volatility snapshots of its option chains, as an
- * options upload through the admin API does.
+ * runs every derivation (server/derive.ts) over it.
  */
-export async function loadDemoData(deps: DemoDeps): Promise<Record<string, IngestResult>> {
-  const loaded = await deps.db.run((sql) => loadDemoRows(sql));
-  return { ...loaded, ivSnapshots: await deriveIvSnapshots(deps) };
+export async function loadDemoData(deps: DeriveDeps): Promise<DemoLoad> {
+  return { stored: await deps.db.run((sql) => loadDemoRows(sql)), derived: await deriveAll(deps) };
 }
 
-/** What the load needs besides the database: the risk-free rate and the worker pool, for deriving the snapshots. */
-export type DemoDeps = Pick<AppDeps, 'db' | 'macro' | 'pool'>;
+/** The counts of each ingested kind, and what was derived from them. */
+export interface DemoLoad {
+  stored: Record<string, IngestResult>;
+  derived: Derived;
+}
 
 async function loadDemoRows(sql: Sql): Promise<Record<string, IngestResult>> {
   const instruments = demoInstruments().map(({ currentSymbol: _current, ...i }) => i);
@@ -56,7 +56,7 @@ async function loadDemoRows(sql: Sql): Promise<Record<string, IngestResult>> {
 }
 
 /** First start with DEMO_DATA=auto: an empty instrument table gets the demo set. */
-export async function loadDemoDataIfEmpty(deps: DemoDeps): Promise<Record<string, IngestResult> | null> {
+export async function loadDemoDataIfEmpty(deps: DeriveDeps): Promise<DemoLoad | null> {
   if (await deps.db.run((sql) => anyInstrumentStored(sql))) return null;
   return loadDemoData(deps);
 }

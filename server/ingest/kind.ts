@@ -31,7 +31,7 @@ export interface IngestKind<Row> {
   label: string;
   rowSchema: z.ZodType<Row>;
   /** The answer's `data`: the counts (ingestCounts) and what the kind adds. */
-  resultSchema: z.ZodType;
+  resultSchema: z.ZodObject;
   /** Columns of the temporary `ingest_staging` table (after `row_index` for unkeyed kinds). */
   stagingColumns: StagingColumns;
   /** Values in staging column order; null for an absent value. */
@@ -47,6 +47,8 @@ export interface IngestKind<Row> {
   writeBatch?(tx: Sql, batch: CopyBatch, state: Record<string, unknown>): Promise<WriteCounts>;
   /** Keyed kinds: extra result fields from the upload's first and last time ordinal. */
   summarise?(range: OrdinalRange): Record<string, unknown>;
+  /** Keyed kinds: what an upload that stored or rewrote rows of these instruments changed (DataChanges). */
+  changes?(instrumentIds: string[]): DataChanges;
   /** Unkeyed kinds: checks the staged rows against the database, then upserts. Throw AppError with the row index on a bad row. */
   apply?(tx: Sql): Promise<UploadResult>;
   /**
@@ -98,10 +100,16 @@ export interface IngestResult {
 }
 
 /**
- * What an upload reports to the admin API and the CLI: the result, and for
- * option uploads the (underlying, UTC day) pairs whose implied-volatility
- * snapshots the upload may have changed. After it commits, those that are due
- * are derived and their counts answered as `ivSnapshots` in place of this list
- * (the kind's resultSchema declares that).
+ * What an upload changed that the service derives other data from. After the
+ * upload commits, the admin API and the CLI run the derivations that read it
+ * (server/derive.ts) and answer their counts as `derived`.
  */
-export type UploadResult = IngestResult & { snapshotDays?: { instrumentId: string; day: string }[] };
+export interface DataChanges {
+  /** (underlying, UTC day) pairs whose option listings or quotes changed: their implied-volatility snapshots. */
+  optionDays?: { instrumentId: string; day: string }[];
+  /** Instruments whose daily bars or corporate actions changed: their adjusted closes. */
+  adjustedCloses?: string[];
+}
+
+/** What an upload reports to the admin API and the CLI: the result, and what it changed (see DataChanges). */
+export type UploadResult = IngestResult & { changes?: DataChanges };

@@ -46,7 +46,7 @@ export async function ingestRows<Row>(
   kind: IngestKind<Row>,
   batches: AsyncIterable<readonly unknown[]> | Iterable<readonly unknown[]>,
 ): Promise<IngestResult> {
-  const { snapshotDays: _days, ...result } = await ingestUpload(sql, kind, batches);
+  const { changes: _changes, ...result } = await ingestUpload(sql, kind, batches);
   return result;
 }
 
@@ -132,7 +132,16 @@ async function ingestUpload<Row>(
       await writing.catch(() => {});
       throw err;
     }
-    if (keys) return { rows: index, ...counts, unchanged: index - counts.inserted - counts.updated, ...kind.summarise?.(uploadRange) };
+    if (keys) {
+      const changed = counts.inserted + counts.updated > 0;
+      return {
+        rows: index,
+        ...counts,
+        unchanged: index - counts.inserted - counts.updated,
+        ...kind.summarise?.(uploadRange),
+        ...(changed && kind.changes ? { changes: kind.changes(keys.instrumentIds()) } : {}),
+      };
+    }
     await repo.analyzeStaging(tx as unknown as Sql);
     return kind.apply!(tx as unknown as Sql);
   });
@@ -169,6 +178,11 @@ export class RowKeys {
     if (bits[offset >>> 5] & mask) return false;
     bits[offset >>> 5] |= mask;
     return true;
+  }
+
+  /** Every instrument of the upload. */
+  instrumentIds(): string[] {
+    return [...this.pages.keys()];
   }
 
   /** The instruments first seen since the last call. */

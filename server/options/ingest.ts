@@ -1,8 +1,9 @@
 import { z } from 'zod';
-import { ingestCounts, type IngestKind } from '../ingest/kind.ts';
+import { ingestCounts, type IngestKind, type UploadResult } from '../ingest/kind.ts';
 import { repeatedStagedKeys } from '../ingest/repository.ts';
 import { rejectFirstRow, rejectUnknownInstruments } from '../ingest/service.ts';
 import * as repo from './repository.ts';
+import type { SnapshotDay } from './repository.ts';
 import {
   IvSnapshotRowSchema,
   OptionContractRowSchema,
@@ -14,17 +15,16 @@ import {
 
 const counts = z.strictObject(ingestCounts);
 
-/** What the derive step stored: the iv-snapshots counts, and the days skipped for want of an underlying close. */
-export const DerivedSnapshotsSchema = z.strictObject({
-  ...ingestCounts,
-  skippedDays: z.int().describe('underlying days with quotes but no raw daily close on or before them'),
-});
+/** The snapshots an upload may have changed, as the upload's DataChanges. */
+function changedDays(optionDays: SnapshotDay[]): Pick<UploadResult, 'changes'> {
+  return optionDays.length ? { changes: { optionDays } } : {};
+}
 
 /** Contracts, upserted on id: a delisting (isActive false) or a corrected field updates the contract. */
 export const optionContractIngest: IngestKind<OptionContractRow> = {
   label: 'option contracts',
   rowSchema: OptionContractRowSchema,
-  resultSchema: z.strictObject({ ...ingestCounts, ivSnapshots: DerivedSnapshotsSchema }),
+  resultSchema: counts,
   stagingColumns: [
     ['id', 'uuid'],
     ['instrument_id', 'uuid'],
@@ -42,7 +42,7 @@ export const optionContractIngest: IngestKind<OptionContractRow> = {
     await rejectFirstRow(repeatedStagedKeys(tx, 'id'), 'id', 'the same contract appears twice in this batch');
     await rejectFirstRow(repo.stagedContractsOfAnotherInstrument(tx), 'instrumentId', 'this contract id belongs to another underlying');
     const { rows, inserted, updated } = await repo.upsertStagedContracts(tx);
-    return { rows, inserted, updated, unchanged: rows - inserted - updated, snapshotDays: await repo.stagedContractQuoteDays(tx) };
+    return { rows, inserted, updated, unchanged: rows - inserted - updated, ...changedDays(await repo.stagedContractQuoteDays(tx)) };
   },
 };
 
@@ -55,7 +55,7 @@ export const optionContractIngest: IngestKind<OptionContractRow> = {
 export const optionQuoteIngest: IngestKind<OptionQuoteRow> = {
   label: 'option quotes',
   rowSchema: OptionQuoteRowSchema,
-  resultSchema: z.strictObject({ ...ingestCounts, ivSnapshots: DerivedSnapshotsSchema }),
+  resultSchema: counts,
   stagingColumns: [
     ['contract_id', 'uuid'],
     ['observed_at', 'timestamptz'],
@@ -100,7 +100,7 @@ export const optionQuoteIngest: IngestKind<OptionQuoteRow> = {
       'this observation is stored with other values; observations are append-only: post a new observedAt',
     );
     const { rows, inserted } = await repo.appendStagedQuotes(tx);
-    return { rows, inserted, updated: 0, unchanged: rows - inserted, snapshotDays: await repo.stagedQuoteDays(tx) };
+    return { rows, inserted, updated: 0, unchanged: rows - inserted, ...changedDays(await repo.stagedQuoteDays(tx)) };
   },
 };
 

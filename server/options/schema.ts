@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { BooleanValue, FiniteNumber, jsonCell, NonNegativeNumber, PositiveNumber } from '../ingest/fields.ts';
 import { AsOfSchema, DateSchema, InstantSchema, UuidSchema } from '../http/params.ts';
 import { nameBasedUuid } from '../ids.ts';
+import { ingestCounts } from '../ingest/kind.ts';
 import { GREEKS_MISSING_INPUTS } from '../../workers/option-greeks.ts';
 
 export const OPTION_RIGHTS = ['call', 'put'] as const;
@@ -217,3 +218,9 @@ export const ChainMetaSchema = z.strictObject({
 });
 
 export const ContractMetaSchema = z.strictObject({ asOf: z.string(), source: z.string(), stale: z.boolean() });
+
+/** What deriving snapshots stored: the iv-snapshots counts, and the days skipped for want of an underlying close. */
+export const DerivedSnapshotsSchema = z.strictObject({
+  ...ingestCounts,
+  skippedDays: z.int().describe('underlying days with quotes but no raw daily close on or before them'),
+});

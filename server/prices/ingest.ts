@@ -216,6 +216,7 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
     r.source,
     r.asOf,
   ],
+  changes: (instrumentIds) => ({ adjustedCloses: instrumentIds }),
   key: { field: 'barDate', instrumentId: (r) => r.instrumentId, ordinal: (r) => dayNumber(r.barDate) },
   /**
    * A batch of bars none of which is stored yet (a backfill, a new listing)

@@ -45,7 +45,7 @@ describe('batch ingest across several COPY batches', () => {
     const first = bars(ids.slice(0, 4), 10_000); // 40,000 new rows: copied straight in
     let res = await postCsv(first);
     expect(res.status).toBe(200);
-    expect(res.body.data).toEqual({ rows: 40_000, inserted: 40_000, updated: 0, unchanged: 0 });
+    expect(res.body.data).toMatchObject({ rows: 40_000, inserted: 40_000, updated: 0, unchanged: 0 });
 
     // 60,000 rows: the first 40,000 are stored already (the straight COPY
     // must fail and fall back), 100 of them corrected, the rest new.
@@ -54,7 +54,7 @@ describe('batch ingest across several COPY batches', () => {
     for (let i = 5_000; i < 5_100; i++) second[i].highPrice += 0.5;
     res = await postCsv(second);
     expect(res.status).toBe(200);
-    expect(res.body.data).toEqual({ rows: 60_000, inserted: 20_000, updated: 100, unchanged: 39_900 });
+    expect(res.body.data).toMatchObject({ rows: 60_000, inserted: 20_000, updated: 100, unchanged: 39_900 });
 
     const expectedTotal = second.reduce((n, r) => n + r.closePrice, 0);
     const after = await stored(ids);

@@ -7,10 +7,9 @@ import { startService, type Reply, type Service } from './harness.ts';
 // The three options uploads: contracts upserted on id, quote observations
 // append-only, implied-volatility snapshots upserted on (instrument, day).
 
-/** An option upload's counts, without the derive step's (`ivSnapshots`), which every option upload answer carries. */
+/** An option upload's counts, without what was derived from it (`derived`, present when it touched a quoted day). */
 function countsOf(res: Reply) {
-  const { ivSnapshots, ...counts } = res.body.data;
-  expect(Object.keys(ivSnapshots).sort()).toEqual(['inserted', 'rows', 'skippedDays', 'unchanged', 'updated']);
+  const { derived: _derived, ...counts } = res.body.data;
   return counts;
 }
 

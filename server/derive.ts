@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import type { AppDeps } from './area.ts';
+import type { DataChanges } from './ingest/kind.ts';
+import { deriveIvSnapshots } from './options/derive.ts';
+import { DerivedSnapshotsSchema } from './options/schema.ts';
+
+/**
+ * What the service computes from stored data rather than ingests, and when.
+ * Each derivation is idempotent: run twice on the same data it stores nothing
+ * the second time. Uploads report what they changed (DataChanges); after the
+ * upload commits, the derivations that read it run for what changed, and
+ * `POST /admin/v1/derive` runs them all.
+ */
+
+/** What deriving needs besides the database: the risk-free rate and the worker pool. */
+export type DeriveDeps = Pick<AppDeps, 'db' | 'macro' | 'pool'>;
+
+/** `POST /admin/v1/derive`'s narrowing: whole instruments, or (absent) everything. */
+export interface DeriveRequest {
+  instrumentIds?: string[];
+}
+
+/** What one run derived, by derivation; a derivation with nothing to do is absent. */
+export const DerivedSchema = z
+  .strictObject({
+    ivSnapshots: DerivedSnapshotsSchema.optional(),
+  })
+  .meta({ id: 'Derived' });
+
+export type Derived = z.infer<typeof DerivedSchema>;
+
+/** Every derivation, for the given instruments or all. */
+export async function deriveAll(deps: DeriveDeps, request: DeriveRequest = {}): Promise<Derived> {
+  return { ivSnapshots: await deriveIvSnapshots(deps, { instrumentIds: request.instrumentIds }) };
+}
+
+/** The derivations that read what an upload changed, for what it changed. */
+export async function deriveChanged(deps: DeriveDeps, changes: DataChanges): Promise<Derived> {
+  const derived: Derived = {};
+  if (changes.optionDays?.length) derived.ivSnapshots = await deriveIvSnapshots(deps, { days: changes.optionDays });
+  return derived;
+}
