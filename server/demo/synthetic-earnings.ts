@@ -5,24 +5,25 @@ import { SYNTHETIC_SOURCE } from './synthetic-intraday.ts';
 
 /**
  * A synthetic earnings calendar for the demo. Our sources hold no earnings
- * dates, so every demo equity with daily bars (the 30 Dow members, MSFT and
- * GOOGL) gets a quarterly report for each fiscal quarter whose report date
- * falls within its bars, all `reported`, and then one more, its next report
- * after its last bar, `scheduled`. Equities without bars (GOOG-C, GM-2010,
- * AA-2016), the index, the ETF, crypto and FX get none. Every row has
- * `source: 'synthetic-demo'`; the same catalog always gives the same rows.
+ * dates, so every demo equity with daily bars (the 30 Dow members, MSFT
+ * among them, and GOOGL) gets a quarterly report for each fiscal quarter
+ * whose report date falls within its bars, all `reported`, and then one
+ * more, its next report after its last bar, `scheduled`. Equities without
+ * bars (GOOG-C, GM-2010, AA-2016), the index, the ETF, crypto and FX get
+ * none. Every row has `source: 'synthetic-demo'`; the same catalog always
+ * gives the same rows.
  *
  * The rules:
  * - fiscal years end in December, except those in FISCAL_YEAR_END_MONTH; a
  *   fiscal year is named by the calendar year it ends in, and its quarters
  *   Q1..Q4 end 9, 6, 3 and 0 months before its last month;
  * - a report comes 21 to 35 days after its quarter's last day (the offset a
- *   hash of the instrument's id and the period picks), moved to the Monday after when
- *   that falls on a weekend, so every report date is a weekday;
+ *   hash of the instrument's id and the period picks), moved to the Monday
+ *   after when that falls on a weekend, so every report date is a weekday;
  * - each instrument reports habitually before the open or after the close
  *   (picked by a hash of its id); one reported row in 20 is during market
- *   hours instead, and a scheduled row whose hash is odd is `unknown`, as a
- *   date announced before its session.
+ *   hours instead, and a scheduled row whose hash is odd is `unknown`: its
+ *   date announced, its session not yet.
  */
 
 export interface SyntheticEarningsReport {
