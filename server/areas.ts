@@ -4,6 +4,7 @@ import { adminRouteDefinitions } from './admin/routes.ts';
 import { actionsArea } from './actions/routes.ts';
 import { analyticsArea } from './analytics/routes.ts';
 import { fxArea } from './fx/routes.ts';
+import { earningsArea } from './earnings/routes.ts';
 import { economicEventsArea } from './economic-events/routes.ts';
 import { impliedVolatilityArea } from './implied-volatility/routes.ts';
 import { instrumentsArea } from './instruments/routes.ts';
@@ -21,6 +22,7 @@ export const AREAS: readonly Area[] = [
   economicEventsArea,
   optionsArea,
   impliedVolatilityArea,
+  earningsArea,
 ];
 
 /**
@@ -30,8 +32,6 @@ export const AREAS: readonly Area[] = [
  */
 export const NOT_YET_SERVED = [
   '/instruments/event-reaction-coverage',
-  '/earnings',
-  '/instruments/:id/earnings',
   '/instruments/:id/news',
   '/instruments/:id/events',
   '/instruments/:id/event-reactions',

@@ -1,6 +1,6 @@
 import type { Sql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
-import { countedStagedUpsert } from '../ingest/repository.ts';
+import { countedStagedUpsert, lockUploads } from '../ingest/repository.ts';
 import type { ActionKind, CorporateAction, CoverageCheck, Provenance } from './schema.ts';
 
 export interface ActionSetQuery {
@@ -130,9 +130,7 @@ export async function latestCoverageChecks(sql: Sql, instrumentIds: string[], as
 // version N and both write N+1.
 const ACTION_INGEST_LOCK = 7_311_020_002;
 
-export async function lockActionIngest(tx: Sql): Promise<void> {
-  await tx`select pg_advisory_xact_lock(${ACTION_INGEST_LOCK})`;
-}
+export const lockActionIngest = (tx: Sql) => lockUploads(tx, ACTION_INGEST_LOCK);
 
 /** Staged rows whose action id is stored under another instrument, first first. */
 export function stagedActionsOfAnotherInstrument(tx: Sql) {

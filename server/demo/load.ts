@@ -7,6 +7,7 @@ import { instrumentIngest } from '../instruments/ingest.ts';
 import { anyInstrumentStored } from '../instruments/repository.ts';
 import { dailyBarIngest, intradayBarIngest } from '../prices/ingest.ts';
 import { corporateActionIngest, coverageCheckIngest } from '../actions/ingest.ts';
+import { earningsIngest } from '../earnings/ingest.ts';
 import { economicEventIngest } from '../economic-events/ingest.ts';
 import { fxRateIngest } from '../fx/ingest.ts';
 import { optionContractIngest, optionQuoteIngest } from '../options/ingest.ts';
@@ -14,6 +15,7 @@ import { demoActionCoverage, demoCorporateActions, demoDailyBars, demoDailySourc
 import { demoEconomicEvents } from './economic-events.ts';
 import { demoFxRates } from './fx-closes.ts';
 import { loadDemoMacroSeries } from './macro-series.ts';
+import { syntheticEarnings } from './synthetic-earnings.ts';
 import { syntheticMinuteBars } from './synthetic-intraday.ts';
 import { syntheticOptionContracts, syntheticOptionQuotes } from './synthetic-options.ts';
 
@@ -50,6 +52,7 @@ async function loadDemoRows(sql: Sql): Promise<Record<string, IngestResult>> {
     macroSeries: await loadDemoMacroSeries(sql),
     fxRates: await ingestRows(sql, fxRateIngest, batchesOf(demoFxRates())),
     economicEvents: await ingestRows(sql, economicEventIngest, batchesOf(demoEconomicEvents())),
+    earnings: await ingestRows(sql, earningsIngest, batchesOf(syntheticEarnings())),
     optionContracts: await ingestRows(sql, optionContractIngest, batchesOf(syntheticOptionContracts())),
     optionQuotes: await ingestRows(sql, optionQuoteIngest, batchesOf(syntheticOptionQuotes())),
   };

@@ -93,6 +93,15 @@ export async function countedStagedUpsert(tx: Sql, upsert: postgres.Fragment): P
   return row;
 }
 
+/**
+ * Serialises the uploads that take the same `lock` (a constant of their kind)
+ * until the transaction ends, across processes, for a kind whose checks
+ * against stored rows would otherwise race with a concurrent upload's writes.
+ */
+export async function lockUploads(tx: Sql, lock: number): Promise<void> {
+  await tx`select pg_advisory_xact_lock(${lock})`;
+}
+
 /** The first staged row whose instrument_id is not a known instrument, if any. */
 export function unknownInstrumentRows(tx: Sql) {
   return tx<{ row_index: number }[]>`

@@ -454,6 +454,7 @@ const WRITTEN_TABLES = [
   'action_coverage_checks',
   'fx_rates',
   'economic_events',
+  'earnings_reports',
   'option_contracts',
   'option_quotes',
   'iv_snapshots',
@@ -599,6 +600,23 @@ beforeAll(async () => {
         greeks: d === 1 && i % 3 === 0 ? { delta: 0.5, gamma: 0.05, theta: -0.02, vega: 0.1, rho: 0.03, impliedVolatility: 0.3 } : null,
       })),
     ),
+  );
+  // A report every 63rd weekday (about quarterly), cycling through the four sessions.
+  const sessions = ['bmo', 'amc', 'dmh', 'unknown'];
+  await ingest(
+    svc,
+    '/earnings',
+    days
+      .filter((_, i) => i % 63 === 20)
+      .map((reportDate, i) => ({
+        instrumentId: equity.id,
+        reportDate,
+        session: sessions[i % 4],
+        fiscalPeriod: `Q${(i % 4) + 1}`,
+        fiscalYear: 2021 + Math.floor(i / 4),
+        status: 'reported',
+        source: 'fuzz',
+      })),
   );
   await ingest(
     svc,
@@ -755,6 +773,9 @@ function publicRequests(): fc.Arbitrary<Req> {
       .map(([p, q, a, h]): Req & { route: string } => ({ route, to: 'public', method: 'GET', path: q ? `${p}?${q}` : p, auth: a, headers: h }))
       .filter((r) => r.path.length <= MAX_TARGET);
   const withId = (template: string) => segment.map((id) => template.replace(':id', id));
+  // Only the fixture's equity has an option chain: the option routes draw it a third of the time, so each answers some 2xx.
+  const withUnderlying = (template: string) =>
+    fc.oneof({ weight: 1, arbitrary: fc.constant(instrumentIds[0]) }, { weight: 2, arbitrary: segment }).map((id) => template.replace(':id', id));
   const dateRange = { from: [date, 'required'], to: [date, 'required'] } satisfies Record<string, Param>;
   // The fixture stores EUR/JPY; JPY/EUR is served as its inverse.
   const currency = fc.oneof(
@@ -876,8 +897,8 @@ function publicRequests(): fc.Arbitrary<Req> {
       { start: [date, 'optional'], end: [date, 'optional'] },
     ),
     get('risk-free', fc.constantFrom('/v1/rates/risk-free', '/v1/rates/risk-free/', '/v1/rates/RISK-FREE'), {}),
-    get('option-expiries', withId('/v1/instruments/:id/options/expiries'), { asOf: [fc.oneof(asOf, fc.constantFrom(...optionDays)), 'optional'] }),
-    get('option-chain', withId('/v1/instruments/:id/options'), {
+    get('option-expiries', withUnderlying('/v1/instruments/:id/options/expiries'), { asOf: [fc.oneof(asOf, fc.constantFrom(...optionDays)), 'optional'] }),
+    get('option-chain', withUnderlying('/v1/instruments/:id/options'), {
       expiry: [date, 'optional'],
       strike: [fc.constantFrom('60', '70', '80.0', '1e2', 'abc', '-5', '0', 'NaN', '1e400'), 'optional'],
       right: [fc.constantFrom('call', 'put', 'both'), 'optional'],
@@ -905,6 +926,13 @@ function publicRequests(): fc.Arbitrary<Req> {
       importance: [fc.constantFrom('low', 'medium', 'high', 'urgent'), 'optional'],
       limit: [int(1, 500), 'optional'],
     }),
+    // Windows of 365 days (2024 is a leap year: to 2024-12-30), 366 days, and reversed, among the random dates.
+    get('earnings', fc.constant('/v1/earnings'), {
+      from: [fc.oneof(fc.constantFrom('2024-01-01', '2024-07-01'), date), 'required'],
+      to: [fc.oneof(fc.constantFrom('2024-12-30', '2024-12-31', '2024-07-01'), date), 'required'],
+      instrumentId: [idValue, 'optional'],
+    }),
+    get('instrument-earnings', withId('/v1/instruments/:id/earnings'), { from: [date, 'optional'], to: [date, 'optional'] }),
     otherRoutes('public'),
     adminReads(),
   );
@@ -1320,6 +1348,19 @@ function adminWrites(): fc.Arbitrary<Req> {
       }),
       [['id'], ['country'], ['eventClass'], ['importance'], ['name'], ['referencePeriod'], ['scheduledAt'], ['actual'], ['forecast'], ['previous'], ['source']],
     ),
+    ingestWrite(
+      '/earnings',
+      (id, v) => ({
+        instrumentId: id,
+        reportDate: day(v),
+        session: ['bmo', 'amc', 'dmh', 'unknown'][v % 4],
+        fiscalPeriod: ['Q1', 'Q2', 'Q3', 'Q4', 'H1', 'H2', 'FY'][v % 7],
+        fiscalYear: 2020 + (v % 5),
+        status: v % 3 ? 'reported' : 'scheduled',
+        source: 'fuzz',
+      }),
+      [['id'], ['instrumentId'], ['reportDate'], ['session'], ['fiscalPeriod'], ['fiscalYear'], ['status'], ['source']],
+    ),
     otherRoutes('admin'),
   );
 }
@@ -1368,6 +1409,7 @@ const ID_ROUTES = [
   '/v1/instruments/:id/corporate-actions',
   '/v1/instruments/:id/technicals',
   '/v1/instruments/:id/beta',
+  '/v1/instruments/:id/earnings',
 ];
 const OPTION_PRICE = { spot: 100, strike: 100, expiryDays: 30, rate: 0.05, vol: 0.2, type: 'call' };
 const PROBABILITY = { spot: 100, target: 110, expiryDays: 30, rate: 0.05, vol: 0.2, direction: 'long' };
@@ -1475,6 +1517,7 @@ const NAMED: { name: string; req: () => Req; field: string }[] = [
     req: () => post('/v1/analytics/strategy-ev', { ...STRATEGY, expiryDays: 5e-324 }),
     field: 'expiryDays',
   },
+  { name: 'GET /v1/earnings over 366 days', req: () => get('/v1/earnings?from=2024-01-01&to=2024-12-31'), field: 'to' },
   { name: 'GET /v1/fx/US/CHF', req: () => get('/v1/fx/US/CHF?date=2024-01-02'), field: 'base' },
   { name: 'GET /v1/fx/EUR/eur', req: () => get('/v1/fx/EUR/eur?date=2024-01-02'), field: 'quote' },
   {
@@ -1580,6 +1623,8 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       'beta',
       'fx',
       'economic-events',
+      'earnings',
+      'instrument-earnings',
       'macro',
       'risk-free',
       'implied-volatility',
@@ -1637,6 +1682,7 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       '/options/quotes',
       '/iv-snapshots',
       '/economic-events',
+      '/earnings',
     ];
     expect(routes.flatMap((r) => ['stored', 'refused'].map((o) => `${o} ${r}`)).filter((k) => !writesByRoute.get(k))).toEqual([]);
   }, 300_000);

@@ -1,0 +1,123 @@
+import type { Sql } from '../db/sql.ts';
+import { timed } from '../db/sql.ts';
+import { countedStagedUpsert, lockUploads } from '../ingest/repository.ts';
+import { effectiveSymbol } from '../instruments/repository.ts';
+import type { EarningsReport, FiscalPeriod, Session, Status } from './schema.ts';
+
+export interface ReportFilter {
+  /** Days of report_date, inclusive; absent for no bound. */
+  from?: string;
+  to?: string;
+  instrumentId?: string;
+}
+
+interface ReportRow {
+  instrument_id: string;
+  symbol: string | null;
+  display_name: string;
+  report_date: string;
+  session: Session;
+  fiscal_period: FiscalPeriod;
+  fiscal_year: number;
+  status: Status;
+  source: string;
+}
+
+function toEarningsReport(r: ReportRow): EarningsReport {
+  return {
+    instrumentId: r.instrument_id,
+    symbol: r.symbol,
+    displayName: r.display_name,
+    reportDate: r.report_date,
+    session: r.session,
+    fiscalPeriod: r.fiscal_period,
+    fiscalYear: r.fiscal_year,
+    status: r.status,
+    source: r.source,
+  };
+}
+
+/**
+ * The reports in the window, earliest report_date first; ties by the symbol
+ * (nulls last), then instrument id, fiscal year and fiscal period, so the
+ * order is total. One statement: each row's symbol is resolved as of its own
+ * report_date by a lateral probe of the instrument's symbol history
+ * (instruments/repository.ts, effectiveSymbol).
+ */
+export async function selectReports(sql: Sql, f: ReportFilter): Promise<EarningsReport[]> {
+  const rows = await timed(
+    'select_earnings_reports',
+    sql<ReportRow[]>`
+      select r.instrument_id, e.symbol, i.display_name, r.report_date, r.session, r.fiscal_period, r.fiscal_year, r.status, r.source
+      from earnings_reports r
+      join instruments i on i.id = r.instrument_id
+      ${effectiveSymbol(sql, sql`r.report_date`)}
+      where true
+        ${f.instrumentId ? sql`and r.instrument_id = ${f.instrumentId}` : sql``}
+        ${f.from ? sql`and r.report_date >= ${f.from}::date` : sql``}
+        ${f.to ? sql`and r.report_date <= ${f.to}::date` : sql``}
+      order by r.report_date, e.symbol nulls last, r.instrument_id, r.fiscal_year, r.fiscal_period
+    `,
+  );
+  return rows.map(toEarningsReport);
+}
+
+// Ingest: statements over the `ingest_staging` table of an earnings upload
+// (earnings/ingest.ts), inside its transaction.
+
+// Any constant: serialises earnings ingests, so two batches cannot both find
+// a key absent and insert it under two different ids.
+const EARNINGS_INGEST_LOCK = 7_311_020_009;
+
+export const lockEarningsIngest = (tx: Sql) => lockUploads(tx, EARNINGS_INGEST_LOCK);
+
+/** The first staged row whose id is stored for another instrument or fiscal period. */
+export function stagedIdsOfAnotherReport(tx: Sql) {
+  return tx<{ row_index: number }[]>`
+    select s.row_index
+    from ingest_staging s
+    join earnings_reports r on r.id = s.id
+    where (r.instrument_id, r.fiscal_year, r.fiscal_period) <> (s.instrument_id, s.fiscal_year, s.fiscal_period)
+    order by s.row_index
+    limit 1
+  `;
+}
+
+/** The first staged row whose instrument and fiscal period are stored under another id. */
+export function stagedReportsUnderAnotherId(tx: Sql) {
+  return tx<{ row_index: number }[]>`
+    select s.row_index
+    from ingest_staging s
+    join earnings_reports r on (r.instrument_id, r.fiscal_year, r.fiscal_period) = (s.instrument_id, s.fiscal_year, s.fiscal_period)
+    where r.id <> s.id
+    order by s.row_index
+    limit 1
+  `;
+}
+
+/**
+ * Upserts the staged reports on id (which the checks before it have tied to
+ * the natural key). A stored report is rewritten, and its updated_at moved,
+ * only when its date, session, status or source differs, so posting the same
+ * rows again counts them unchanged.
+ */
+export function upsertStagedReports(tx: Sql): Promise<{ rows: number; inserted: number; updated: number }> {
+  return countedStagedUpsert(
+    tx,
+    tx`
+      insert into earnings_reports as r (id, instrument_id, fiscal_year, fiscal_period, report_date, session, status, source)
+      select id, instrument_id, fiscal_year, fiscal_period, report_date, session, status, source
+      from ingest_staging
+      on conflict (id) do update set
+        report_date = excluded.report_date,
+        session = excluded.session,
+        status = excluded.status,
+        source = excluded.source,
+        updated_at = now()
+      where (r.report_date, r.session, r.status, r.source)
+        is distinct from
+        (excluded.report_date, excluded.session, excluded.status, excluded.source)
+      returning (xmax = 0) as inserted
+    `,
+  );
+}
