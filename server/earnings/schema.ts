@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateSchema, UuidSchema, isDate } from '../http/params.ts';
+import { closedEnum, DateSchema, UuidSchema, isDate } from '../http/params.ts';
 import { nameBasedUuid } from '../ids.ts';
 import { FiniteNumber } from '../ingest/fields.ts';
 
@@ -25,9 +25,6 @@ export const MAX_FISCAL_YEAR = 2200;
 
 /** The longest window of the market-wide read, counted inclusively: 2022-01-01..2022-12-31 is 365 days. */
 export const MAX_WINDOW_DAYS = 365;
-
-/** A closed enum whose error lists the allowed values, as the caller needs them to correct the request. */
-const closedEnum = <T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `must be one of ${values.join(', ')}` });
 
 export const SessionSchema = closedEnum(SESSIONS).describe(
   'bmo (before market open), amc (after market close), dmh (during market hours), unknown (not announced)',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateSchema, InstantSchema, UuidSchema, isDate } from '../http/params.ts';
+import { closedEnum, DateSchema, InstantSchema, UuidSchema, isDate } from '../http/params.ts';
 import { nameBasedUuid } from '../ids.ts';
 
 /**
@@ -39,9 +39,6 @@ export type EventClass = (typeof EVENT_CLASSES)[number];
 
 export const IMPORTANCES = ['low', 'medium', 'high'] as const;
 export type Importance = (typeof IMPORTANCES)[number];
-
-/** A closed enum whose error lists the allowed values, as the caller needs them to correct the request. */
-const closedEnum = <T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `must be one of ${values.join(', ')}` });
 
 export const EventClassSchema = closedEnum(EVENT_CLASSES).describe(
   'central_bank (rate decisions, minutes, statements, speeches), employment (payrolls, unemployment, claims, earnings), ' +

@@ -88,4 +88,7 @@ export const ASSET_CLASSES = ['equity', 'etf', 'index', 'crypto', 'fx', 'future'
 export const AssetClassSchema = z.enum(ASSET_CLASSES);
 
 /** For routes that take no query parameters: an unknown one is an error, not silently ignored. */
+/** A closed enum whose error lists the allowed values, as the caller needs them to correct the request. */
+export const closedEnum = <T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `must be one of ${values.join(', ')}` });
+
 export const NoQuerySchema = z.strictObject({});
