@@ -10,12 +10,14 @@ import { corporateActionIngest, coverageCheckIngest } from '../actions/ingest.ts
 import { economicEventIngest } from '../economic-events/ingest.ts';
 import { fxRateIngest } from '../fx/ingest.ts';
 import { optionContractIngest, optionQuoteIngest } from '../options/ingest.ts';
+import { sentimentIngest } from '../sentiment/ingest.ts';
 import { demoActionCoverage, demoCorporateActions, demoDailyBars, demoDailySources, demoInstruments } from './catalog.ts';
 import { demoEconomicEvents } from './economic-events.ts';
 import { demoFxRates } from './fx-closes.ts';
 import { loadDemoMacroSeries } from './macro-series.ts';
 import { syntheticMinuteBars } from './synthetic-intraday.ts';
 import { syntheticOptionContracts, syntheticOptionQuotes } from './synthetic-options.ts';
+import { syntheticSentimentScores } from './synthetic-sentiment.ts';
 
 /**
  * Loads the bundled demo set through the same ingest path as the admin API,
@@ -52,6 +54,7 @@ async function loadDemoRows(sql: Sql): Promise<Record<string, IngestResult>> {
     economicEvents: await ingestRows(sql, economicEventIngest, batchesOf(demoEconomicEvents())),
     optionContracts: await ingestRows(sql, optionContractIngest, batchesOf(syntheticOptionContracts())),
     optionQuotes: await ingestRows(sql, optionQuoteIngest, batchesOf(syntheticOptionQuotes())),
+    sentiment: await ingestRows(sql, sentimentIngest, batchesOf(syntheticSentimentScores())),
   };
 }
 
