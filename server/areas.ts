@@ -11,6 +11,7 @@ import { instrumentsArea } from './instruments/routes.ts';
 import { macroArea } from './macro/routes.ts';
 import { optionsArea } from './options/routes.ts';
 import { pricesArea } from './prices/routes.ts';
+import { sentimentArea } from './sentiment/routes.ts';
 
 export const AREAS: readonly Area[] = [
   instrumentsArea,
@@ -23,6 +24,7 @@ export const AREAS: readonly Area[] = [
   optionsArea,
   impliedVolatilityArea,
   earningsArea,
+  sentimentArea,
 ];
 
 /**
@@ -35,8 +37,6 @@ export const NOT_YET_SERVED = [
   '/instruments/:id/news',
   '/instruments/:id/events',
   '/instruments/:id/event-reactions',
-  '/instruments/:id/sentiment',
-  '/sentiment/source-leads',
 ] as const;
 
 /** Admin upload routes by path (e.g. `bars/daily`), shared by the admin API and the CLI. */

@@ -3,6 +3,8 @@ import type { AppDeps } from './area.ts';
 import type { DataChanges } from './ingest/kind.ts';
 import { deriveIvSnapshots } from './options/derive.ts';
 import { DerivedSnapshotsSchema } from './options/schema.ts';
+import { deriveSourceLeads, leadsReadClosesOf } from './sentiment/derive.ts';
+import { DerivedLeadsSchema } from './sentiment/schema.ts';
 
 /**
  * What the service computes from stored data rather than ingests, and when.
@@ -24,19 +26,31 @@ export interface DeriveRequest {
 export const DerivedSchema = z
   .strictObject({
     ivSnapshots: DerivedSnapshotsSchema.optional(),
+    sourceLeads: DerivedLeadsSchema.optional(),
   })
   .meta({ id: 'Derived' });
 
 export type Derived = z.infer<typeof DerivedSchema>;
 
-/** Every derivation, for the given instruments or all. */
+/**
+ * Every derivation, for the given instruments or all. The source leads are
+ * always derived whole: each pools every instrument's scores, so a run for
+ * some instruments would still read them all.
+ */
 export async function deriveAll(deps: DeriveDeps, request: DeriveRequest = {}): Promise<Derived> {
-  return { ivSnapshots: await deriveIvSnapshots(deps, { instrumentIds: request.instrumentIds }) };
+  return {
+    ivSnapshots: await deriveIvSnapshots(deps, { instrumentIds: request.instrumentIds }),
+    sourceLeads: await deriveSourceLeads(deps),
+  };
 }
 
 /** The derivations that read what an upload changed, for what it changed. */
 export async function deriveChanged(deps: DeriveDeps, changes: DataChanges): Promise<Derived> {
   const derived: Derived = {};
   if (changes.optionDays?.length) derived.ivSnapshots = await deriveIvSnapshots(deps, { days: changes.optionDays });
+  // New closes of an instrument without scores change no lead.
+  if (changes.sentiment || (changes.adjustedCloses?.length && (await leadsReadClosesOf(deps, changes.adjustedCloses)))) {
+    derived.sourceLeads = await deriveSourceLeads(deps);
+  }
   return derived;
 }

@@ -1,6 +1,7 @@
 import { computeBeta } from './beta.ts';
 import { correlationMatrix, type CorrelationMethod, type DatedCloses } from './correlation.ts';
 import { chainGreeks, type ChainGreeksInput } from './option-greeks.ts';
+import { sourceLeads, type SourceLeadsInput } from './source-leads.ts';
 import { evaluateStrategy, type StrategyInput } from './strategy-ev.ts';
 import { computeTechnicals, type OhlcvBars } from './technicals.ts';
 
@@ -14,6 +15,7 @@ const TASKS = {
   correlations: (input: { series: DatedCloses[]; method: CorrelationMethod }) => correlationMatrix(input.series, input.method),
   beta: (input: { subject: DatedCloses; benchmark: DatedCloses }) => computeBeta(input.subject, input.benchmark),
   chainGreeks: (input: ChainGreeksInput) => chainGreeks(input),
+  sourceLeads: (input: SourceLeadsInput) => sourceLeads(input),
 } satisfies Record<string, (input: never) => unknown>;
 
 export type Tasks = typeof TASKS;

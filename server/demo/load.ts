@@ -11,6 +11,7 @@ import { earningsIngest } from '../earnings/ingest.ts';
 import { economicEventIngest } from '../economic-events/ingest.ts';
 import { fxRateIngest } from '../fx/ingest.ts';
 import { optionContractIngest, optionQuoteIngest } from '../options/ingest.ts';
+import { sentimentIngest } from '../sentiment/ingest.ts';
 import { demoActionCoverage, demoCorporateActions, demoDailyBars, demoDailySources, demoInstruments } from './catalog.ts';
 import { demoEconomicEvents } from './economic-events.ts';
 import { demoFxRates } from './fx-closes.ts';
@@ -18,6 +19,7 @@ import { loadDemoMacroSeries } from './macro-series.ts';
 import { syntheticEarnings } from './synthetic-earnings.ts';
 import { syntheticMinuteBars } from './synthetic-intraday.ts';
 import { syntheticOptionContracts, syntheticOptionQuotes } from './synthetic-options.ts';
+import { syntheticSentimentScores } from './synthetic-sentiment.ts';
 
 /**
  * Loads the bundled demo set through the same ingest path as the admin API,
@@ -55,6 +57,7 @@ async function loadDemoRows(sql: Sql): Promise<Record<string, IngestResult>> {
     earnings: await ingestRows(sql, earningsIngest, batchesOf(syntheticEarnings())),
     optionContracts: await ingestRows(sql, optionContractIngest, batchesOf(syntheticOptionContracts())),
     optionQuotes: await ingestRows(sql, optionQuoteIngest, batchesOf(syntheticOptionQuotes())),
+    sentiment: await ingestRows(sql, sentimentIngest, batchesOf(syntheticSentimentScores())),
   };
 }
 

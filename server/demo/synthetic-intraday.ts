@@ -74,7 +74,7 @@ export function mulberry32(seed: number): () => number {
 }
 
 /** Standard normal draw (Box-Muller), using only the given PRNG. */
-function normal(rand: () => number): number {
+export function normal(rand: () => number): number {
   const u = 1 - rand(); // in (0, 1], so the log is finite
   const v = rand();
   return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);

@@ -458,6 +458,9 @@ const WRITTEN_TABLES = [
   'option_contracts',
   'option_quotes',
   'iv_snapshots',
+  'sentiment_sources',
+  'sentiment_scores',
+  'sentiment_source_leads',
 ];
 let snapshotTables: string[];
 
@@ -474,8 +477,9 @@ async function snapshot(): Promise<Record<string, string>> {
     // Economic events are keyed by their own id, which the writes draw from the same ids as instruments.
     // Option quotes name their contract: those of the named instruments' contracts.
     const column = table === 'instruments' || table === 'economic_events' ? 'id' : 'instrument_id';
+    // Sentiment sources and leads name no instrument either: a refused write must leave every one as it was.
     const rows =
-      table === 'fx_rates'
+      table === 'fx_rates' || table === 'sentiment_sources' || table === 'sentiment_source_leads'
         ? 'true'
         : table === 'option_quotes'
           ? 't.contract_id in (select c.id from option_contracts c where c.instrument_id = any($2::uuid[]))'
@@ -649,6 +653,22 @@ beforeAll(async () => {
     ...days.filter((_, i) => i % 5 === 0).map((d, i) => ivSnapshot(etf.id, d, i, false)),
     ivSnapshot(equity.id, new Date().toISOString().slice(0, 10), 0, true),
   ]);
+  // Sentiment on the equity's weekdays, both subject classes, so reads and the leads find scores.
+  await ingest(
+    svc,
+    '/sentiment',
+    days.flatMap((asOfDate, i) =>
+      (['business', 'market_commentary'] as const).map((subjectClass) => ({
+        instrumentId: equity.id,
+        source: 'fuzz',
+        subjectClass,
+        asOfDate,
+        score: Math.sin(i / 5),
+        scale: [-1, 1],
+        isHeadlineOnly: i % 4 === 0,
+      })),
+    ),
+  );
   scratchIds = [(await createInstrument(svc)).id, (await createInstrument(svc, { assetClass: 'crypto' })).id];
   const tables = await svc.sql<
     { name: string }[]
@@ -935,6 +955,16 @@ function publicRequests(): fc.Arbitrary<Req> {
     get('instrument-earnings', withId('/v1/instruments/:id/earnings'), { from: [date, 'optional'], to: [date, 'optional'] }),
     otherRoutes('public'),
     adminReads(),
+    get('sentiment', withId('/v1/instruments/:id/sentiment'), {
+      from: [date, 'optional'],
+      to: [date, 'optional'],
+      subjectClass: [fc.constantFrom('business', 'market_commentary', 'price'), 'optional'],
+      source: [fc.oneof(fc.constant('fuzz'), text), 'optional'],
+    }),
+    get('source-leads', fc.constant('/v1/sentiment/source-leads'), {
+      source: [fc.oneof(fc.constant('fuzz'), text), 'optional'],
+      subjectClass: [fc.constantFrom('business', 'market_commentary', 'price'), 'optional'],
+    }),
   );
 }
 
@@ -1361,6 +1391,20 @@ function adminWrites(): fc.Arbitrary<Req> {
       }),
       [['id'], ['instrumentId'], ['reportDate'], ['session'], ['fiscalPeriod'], ['fiscalYear'], ['status'], ['source']],
     ),
+    ingestWrite(
+      '/sentiment',
+      (id, v) => ({
+        instrumentId: id,
+        source: v % 3 ? 'fuzz' : 'fuzz-percent',
+        subjectClass: v % 2 ? 'business' : 'market_commentary',
+        asOfDate: v % 50 === 0 ? CALENDAR_EDGES[(v / 50) % CALENDAR_EDGES.length] : day(v),
+        // Scores at and inside the scale's ends.
+        score: v % 3 ? [-1, 1, 0.1 + 0.2, -0][v % 4] : v % 101,
+        scale: v % 3 ? [-1, 1] : [0, 100],
+        isHeadlineOnly: v % 5 === 0,
+      }),
+      [['instrumentId'], ['source'], ['subjectClass'], ['asOfDate'], ['score'], ['scale'], ['scale', 0], ['scale', 1], ['isHeadlineOnly']],
+    ),
     otherRoutes('admin'),
   );
 }
@@ -1625,6 +1669,8 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       'economic-events',
       'earnings',
       'instrument-earnings',
+      'sentiment',
+      'source-leads',
       'macro',
       'risk-free',
       'implied-volatility',
@@ -1683,6 +1729,7 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       '/iv-snapshots',
       '/economic-events',
       '/earnings',
+      '/sentiment',
     ];
     expect(routes.flatMap((r) => ['stored', 'refused'].map((o) => `${o} ${r}`)).filter((k) => !writesByRoute.get(k))).toEqual([]);
   }, 300_000);

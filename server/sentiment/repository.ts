@@ -1,0 +1,282 @@
+import type { Sql } from '../db/sql.ts';
+import { timed } from '../db/sql.ts';
+import { countedStagedUpsert } from '../ingest/repository.ts';
+import type { SentimentScore, SourceLead, SubjectClass } from './schema.ts';
+
+interface ScoreRow {
+  instrument_id: string;
+  as_of_date: string;
+  score: number;
+  scale_min: number;
+  scale_max: number;
+  subject_class: SubjectClass;
+  is_headline_only: boolean;
+  source: string;
+}
+
+export interface ScoreFilter {
+  /** asOfDate bounds, inclusive. */
+  from?: string;
+  to?: string;
+  subjectClass?: SubjectClass;
+  source?: string;
+}
+
+/** One instrument's scores, by asOfDate, then source, then subject class (the primary key's order). */
+export async function selectScores(sql: Sql, instrumentId: string, f: ScoreFilter): Promise<SentimentScore[]> {
+  const rows = await timed(
+    'select_sentiment_scores',
+    sql<ScoreRow[]>`
+      select s.instrument_id, s.as_of_date, s.score, o.scale_min, o.scale_max, s.subject_class, s.is_headline_only, s.source
+      from sentiment_scores s
+      join sentiment_sources o on o.source = s.source
+      where s.instrument_id = ${instrumentId}
+        ${f.from ? sql`and s.as_of_date >= ${f.from}` : sql``}
+        ${f.to ? sql`and s.as_of_date <= ${f.to}` : sql``}
+        ${f.subjectClass ? sql`and s.subject_class = ${f.subjectClass}` : sql``}
+        ${f.source ? sql`and s.source = ${f.source}` : sql``}
+      order by s.as_of_date, s.source, s.subject_class
+    `,
+  );
+  return rows.map((r) => ({
+    instrumentId: r.instrument_id,
+    asOfDate: r.as_of_date,
+    score: r.score,
+    scale: [r.scale_min, r.scale_max],
+    subjectClass: r.subject_class,
+    isHeadlineOnly: r.is_headline_only,
+    source: r.source,
+  }));
+}
+
+// Ingest: statements over the `ingest_staging` table of a sentiment upload
+// (sentiment/ingest.ts), inside its transaction.
+
+/** The first staged row whose scale differs from an earlier row's of the same source. */
+export function stagedScalesDifferingInBatch(tx: Sql) {
+  return tx<{ row_index: number }[]>`
+    select row_index
+    from (
+      select row_index, scale_min, scale_max,
+        first_value(scale_min) over w as first_min,
+        first_value(scale_max) over w as first_max
+      from ingest_staging
+      window w as (partition by source order by row_index)
+    ) s
+    where (scale_min, scale_max) is distinct from (first_min, first_max)
+    order by row_index
+    limit 1
+  `;
+}
+
+/**
+ * Records the scale of each staged source not stored yet. Run after
+ * stagedScalesDifferingInBatch, so each source has one staged scale. A source
+ * another upload is recording at the same moment waits for it, and
+ * stagedScalesOtherThanStored then sees the scale that upload stored.
+ */
+export async function insertStagedSources(tx: Sql): Promise<void> {
+  await tx`
+    insert into sentiment_sources (source, scale_min, scale_max)
+    select distinct source, scale_min, scale_max
+    from ingest_staging
+    on conflict (source) do nothing
+  `;
+}
+
+/** The first staged row whose scale differs from its source's stored one, with that scale. */
+export function stagedScalesOtherThanStored(tx: Sql) {
+  return tx<{ row_index: number; scale_min: number; scale_max: number }[]>`
+    select s.row_index, o.scale_min, o.scale_max
+    from ingest_staging s
+    join sentiment_sources o on o.source = s.source
+    where (s.scale_min, s.scale_max) is distinct from (o.scale_min, o.scale_max)
+    order by s.row_index
+    limit 1
+  `;
+}
+
+/** Upserts the staged scores on their key; a stored score is rewritten only when a value differs. */
+export function upsertStagedScores(tx: Sql) {
+  return countedStagedUpsert(
+    tx,
+    tx`
+      insert into sentiment_scores as s (instrument_id, source, subject_class, as_of_date, score, is_headline_only)
+      select instrument_id, source, subject_class, as_of_date, score, is_headline_only
+      from ingest_staging
+      on conflict (instrument_id, as_of_date, source, subject_class) do update set
+        score = excluded.score,
+        is_headline_only = excluded.is_headline_only,
+        updated_at = now()
+      where (s.score, s.is_headline_only) is distinct from (excluded.score, excluded.is_headline_only)
+      returning (xmax = 0) as inserted
+    `,
+  );
+}
+
+// Source leads (sentiment/derive.ts).
+
+/** Whether any of `instrumentIds` has a score: only then do its adjusted closes feed the leads. */
+export async function anyScoresOf(sql: Sql, instrumentIds: string[]): Promise<boolean> {
+  const [row] = await sql<{ found: boolean }[]>`
+    select exists (select 1 from sentiment_scores where instrument_id = any (${instrumentIds}::uuid[])) as found
+  `;
+  return row.found;
+}
+
+/** Serialises derivations of the leads: each reads every score and rewrites every lead, so the last to start writes last. */
+export async function lockSourceLeads(tx: Sql): Promise<void> {
+  await tx`select pg_advisory_xact_lock(hashtext('sentiment_source_leads'))`;
+}
+
+export interface ScoreSeriesRow {
+  instrument_id: string;
+  source: string;
+  subject_class: SubjectClass;
+  /** Days since 1970-01-01 and the scores, in one order, not necessarily by date. */
+  days: number[];
+  scores: number[];
+}
+
+/**
+ * Every stored score, one row per (instrument, source, subject class). The
+ * aggregates carry no ORDER BY (PostgreSQL 15 would sort each group once per
+ * ordered aggregate); both consume the group's rows in the same order, so
+ * they stay aligned, and the caller sorts each series by day.
+ */
+export function selectScoreSeries(sql: Sql) {
+  return timed(
+    'select_sentiment_score_series',
+    sql<ScoreSeriesRow[]>`
+      select instrument_id, source, subject_class,
+        array_agg(as_of_date - date '1970-01-01') as days,
+        array_agg(score) as scores
+      from sentiment_scores
+      group by instrument_id, source, subject_class
+      order by source, subject_class, instrument_id
+    `,
+  );
+}
+
+/**
+ * The span of adjusted closes the leads of all stored scores read: from the
+ * session before the session of the earliest score (the bar on or before it
+ * and the one before that) to the 10th session after the latest score, over
+ * the instruments with scores. Each end found through the instrument's bars
+ * (the daily_bars key), so a gap in the bars cannot cut a lag short; a day
+ * with no such bar falls back to the score's own day. Null with no scores.
+ */
+export async function leadBarSpan(sql: Sql, lagSessions: number): Promise<{ from: string; to: string } | null> {
+  const [row] = await sql<{ from: string | null; to: string | null }[]>`
+    with spans as (
+      select instrument_id, min(as_of_date) as first_day, max(as_of_date) as last_day
+      from sentiment_scores
+      group by instrument_id
+    )
+    select
+      min(coalesce(
+        (select min(b.bar_date) from (
+          select bar_date from daily_bars where instrument_id = s.instrument_id and bar_date <= s.first_day order by bar_date desc limit 2
+        ) b),
+        s.first_day)) as from,
+      max(coalesce(
+        (select max(b.bar_date) from (
+          select bar_date from daily_bars where instrument_id = s.instrument_id and bar_date > s.last_day order by bar_date limit ${lagSessions}
+        ) b),
+        s.last_day)) as to
+    from spans s
+  `;
+  return row.from && row.to ? { from: row.from, to: row.to } : null;
+}
+
+export interface LeadRow {
+  source: string;
+  subject_class: SubjectClass;
+  best_lag_days: number | null;
+  peak_correlation: number | null;
+  sample_size: number | null;
+  is_promotion_eligible: boolean;
+  correlations: (number | null)[];
+  sample_sizes: number[];
+  instruments: number;
+  first_as_of_date: string;
+  last_as_of_date: string;
+}
+
+const LEAD_VALUES = [
+  'best_lag_days',
+  'peak_correlation',
+  'sample_size',
+  'is_promotion_eligible',
+  'correlations',
+  'sample_sizes',
+  'instruments',
+  'first_as_of_date',
+  'last_as_of_date',
+] as const;
+
+const LEAD_COLUMNS: (keyof LeadRow)[] = ['source', 'subject_class', ...LEAD_VALUES];
+
+/** Upserts the derived leads on (source, subject class); a stored lead is rewritten only when a value differs. */
+export async function upsertLeads(tx: Sql, rows: LeadRow[]): Promise<{ inserted: number; updated: number }> {
+  if (!rows.length) return { inserted: 0, updated: 0 };
+  // No alias for the table: postgres.js reads `as` before a helper as a select list.
+  const stored = LEAD_VALUES.map((c, i) => (i ? tx`, sentiment_source_leads.${tx(c)}` : tx`sentiment_source_leads.${tx(c)}`));
+  const excluded = LEAD_VALUES.map((c, i) => (i ? tx`, excluded.${tx(c)}` : tx`excluded.${tx(c)}`));
+  const assignments = LEAD_VALUES.map((c) => tx`${tx(c)} = excluded.${tx(c)},`);
+  const result = await tx<{ inserted: boolean }[]>`
+    insert into sentiment_source_leads ${tx(rows, LEAD_COLUMNS)}
+    on conflict (source, subject_class) do update set
+      ${assignments}
+      updated_at = now()
+    where (${stored}) is distinct from (${excluded})
+    returning (xmax = 0) as inserted
+  `;
+  const inserted = result.filter((r) => r.inserted).length;
+  return { inserted, updated: result.length - inserted };
+}
+
+/** Deletes the leads of (source, subject class) pairs not in `kept`; the count deleted. */
+export async function deleteLeadsExcept(tx: Sql, kept: { source: string; subjectClass: string }[]): Promise<number> {
+  const result = await tx`
+    delete from sentiment_source_leads l
+    where not exists (
+      select 1
+      from unnest(${kept.map((k) => k.source)}::text[], ${kept.map((k) => k.subjectClass)}::text[]) as k (source, subject_class)
+      where k.source = l.source and k.subject_class = l.subject_class
+    )
+  `;
+  return result.count;
+}
+
+export interface LeadFilter {
+  source?: string;
+  subjectClass?: SubjectClass;
+}
+
+/** The stored leads, by source, then subject class. */
+export async function selectLeads(sql: Sql, f: LeadFilter): Promise<SourceLead[]> {
+  const rows = await timed(
+    'select_sentiment_source_leads',
+    sql<LeadRow[]>`
+      select source, subject_class, ${sql([...LEAD_VALUES])}
+      from sentiment_source_leads
+      where true
+        ${f.source ? sql`and source = ${f.source}` : sql``}
+        ${f.subjectClass ? sql`and subject_class = ${f.subjectClass}` : sql``}
+      order by source, subject_class
+    `,
+  );
+  return rows.map((r) => ({
+    source: r.source,
+    subjectClass: r.subject_class,
+    bestLagDays: r.best_lag_days,
+    peakCorrelation: r.peak_correlation,
+    sampleSize: r.sample_size,
+    isPromotionEligible: r.is_promotion_eligible,
+    correlationByLag: r.correlations.map((correlation, lagDays) => ({ lagDays, correlation, sampleSize: r.sample_sizes[lagDays] })),
+    instruments: r.instruments,
+    firstAsOfDate: r.first_as_of_date,
+    lastAsOfDate: r.last_as_of_date,
+  }));
+}
