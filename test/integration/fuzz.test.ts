@@ -793,7 +793,8 @@ function publicRequests(): fc.Arbitrary<Req> {
       .map(([p, q, a, h]): Req & { route: string } => ({ route, to: 'public', method: 'GET', path: q ? `${p}?${q}` : p, auth: a, headers: h }))
       .filter((r) => r.path.length <= MAX_TARGET);
   const withId = (template: string) => segment.map((id) => template.replace(':id', id));
-  // Only the fixture's equity has an option chain: the option routes draw it a third of the time, so each answers some 2xx.
+  // Only the fixture's equity has an option chain, and intraday bars are served for few asset classes: the option and
+  // intraday routes draw it a third of the time, so each answers some 2xx however many routes share the draws.
   const withUnderlying = (template: string) =>
     fc.oneof({ weight: 1, arbitrary: fc.constant(instrumentIds[0]) }, { weight: 2, arbitrary: segment }).map((id) => template.replace(':id', id));
   const dateRange = { from: [date, 'required'], to: [date, 'required'] } satisfies Record<string, Param>;
@@ -882,7 +883,7 @@ function publicRequests(): fc.Arbitrary<Req> {
       asOf: [asOf, 'optional'],
       includeBackfilled: [bool, 'optional'],
     }),
-    get('intraday', withId('/v1/instruments/:id/intraday'), {
+    get('intraday', withUnderlying('/v1/instruments/:id/intraday'), {
       ...dateRange,
       interval: [fc.constantFrom('1min', '5min', '15min', '30min', '1hour'), 'required'],
     }),
