@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import type { AppDeps } from './area.ts';
+import { deriveEventReactions } from './event-reactions/derive.ts';
+import { DerivedReactionsSchema } from './event-reactions/schema.ts';
 import type { DataChanges } from './ingest/kind.ts';
 import { deriveIvSnapshots } from './options/derive.ts';
 import { DerivedSnapshotsSchema } from './options/schema.ts';
@@ -24,6 +26,7 @@ export interface DeriveRequest {
 export const DerivedSchema = z
   .strictObject({
     ivSnapshots: DerivedSnapshotsSchema.optional(),
+    eventReactions: DerivedReactionsSchema.optional(),
   })
   .meta({ id: 'Derived' });
 
@@ -31,12 +34,18 @@ export type Derived = z.infer<typeof DerivedSchema>;
 
 /** Every derivation, for the given instruments or all. */
 export async function deriveAll(deps: DeriveDeps, request: DeriveRequest = {}): Promise<Derived> {
-  return { ivSnapshots: await deriveIvSnapshots(deps, { instrumentIds: request.instrumentIds }) };
+  return {
+    ivSnapshots: await deriveIvSnapshots(deps, { instrumentIds: request.instrumentIds }),
+    eventReactions: await deriveEventReactions(deps, { instrumentIds: request.instrumentIds }),
+  };
 }
 
 /** The derivations that read what an upload changed, for what it changed. */
 export async function deriveChanged(deps: DeriveDeps, changes: DataChanges): Promise<Derived> {
   const derived: Derived = {};
   if (changes.optionDays?.length) derived.ivSnapshots = await deriveIvSnapshots(deps, { days: changes.optionDays });
+  // A reaction reads the news item and the adjusted closes around it.
+  const reacting = [...new Set([...(changes.news ?? []), ...(changes.adjustedCloses ?? [])])];
+  if (reacting.length) derived.eventReactions = await deriveEventReactions(deps, { instrumentIds: reacting });
   return derived;
 }

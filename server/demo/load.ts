@@ -9,12 +9,14 @@ import { dailyBarIngest, intradayBarIngest } from '../prices/ingest.ts';
 import { corporateActionIngest, coverageCheckIngest } from '../actions/ingest.ts';
 import { economicEventIngest } from '../economic-events/ingest.ts';
 import { fxRateIngest } from '../fx/ingest.ts';
+import { newsIngest } from '../news/ingest.ts';
 import { optionContractIngest, optionQuoteIngest } from '../options/ingest.ts';
 import { demoActionCoverage, demoCorporateActions, demoDailyBars, demoDailySources, demoInstruments } from './catalog.ts';
 import { demoEconomicEvents } from './economic-events.ts';
 import { demoFxRates } from './fx-closes.ts';
 import { loadDemoMacroSeries } from './macro-series.ts';
 import { syntheticMinuteBars } from './synthetic-intraday.ts';
+import { syntheticNews } from './synthetic-news.ts';
 import { syntheticOptionContracts, syntheticOptionQuotes } from './synthetic-options.ts';
 
 /**
@@ -52,6 +54,7 @@ async function loadDemoRows(sql: Sql): Promise<Record<string, IngestResult>> {
     economicEvents: await ingestRows(sql, economicEventIngest, batchesOf(demoEconomicEvents())),
     optionContracts: await ingestRows(sql, optionContractIngest, batchesOf(syntheticOptionContracts())),
     optionQuotes: await ingestRows(sql, optionQuoteIngest, batchesOf(syntheticOptionQuotes())),
+    news: await ingestRows(sql, newsIngest, batchesOf(syntheticNews())),
   };
 }
 

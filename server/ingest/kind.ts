@@ -109,6 +109,8 @@ export interface DataChanges {
   optionDays?: { instrumentId: string; day: string }[];
   /** Instruments whose daily bars or corporate actions changed: their adjusted closes. */
   adjustedCloses?: string[];
+  /** Instruments whose news changed: their event reactions. */
+  news?: string[];
 }
 
 /** What an upload reports to the admin API and the CLI: the result, and what it changed (see DataChanges). */
