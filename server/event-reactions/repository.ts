@@ -3,6 +3,17 @@ import { timed } from '../db/sql.ts';
 import { effectiveSymbol } from '../instruments/repository.ts';
 import type { Coverage, EventReaction } from './schema.ts';
 
+// Any constant: serialises reaction derivations. Each reads the news and bars
+// after taking it, so of two runs (after two uploads) the later one reads what
+// the earlier stored and what both uploads committed; without it, a run that
+// read the news before an upload committed could delete the reaction another
+// run had just derived for the new item.
+const REACTION_DERIVATION_LOCK = 7_311_020_010;
+
+export async function lockReactionDerivation(tx: Sql): Promise<void> {
+  await tx`select pg_advisory_xact_lock(${REACTION_DERIVATION_LOCK})`;
+}
+
 /** Instruments with news or stored reactions, of `instrumentIds` or all, in id order. */
 export async function instrumentsToDerive(sql: Sql, instrumentIds?: string[]): Promise<string[]> {
   const scoped = instrumentIds ? sql`where instrument_id = any (${instrumentIds}::uuid[])` : sql``;
