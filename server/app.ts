@@ -2,7 +2,7 @@ import express, { type Express } from 'express';
 import { publicBaseUrl, type Config } from './config.ts';
 import type { Logger } from './logger.ts';
 import type { AppDeps } from './area.ts';
-import { AREAS, ingestKinds, NOT_YET_SERVED, publicRouteDefinitions } from './areas.ts';
+import { AREAS, ingestKinds, publicRouteDefinitions } from './areas.ts';
 import { adminDocument, publicDocument, referencePage } from './api-reference.ts';
 import { AppError, errorMiddleware, routeNotFound } from './http/errors.ts';
 import { observeRequests } from './http/observe.ts';
@@ -53,7 +53,6 @@ export function buildPublicApp(deps: AppDeps): Express {
       },
     },
     deps.config.REQUEST_BODY_LIMIT,
-    NOT_YET_SERVED,
   );
   for (const area of AREAS) area.mount(v1, deps);
   const document = JSON.stringify(publicDocument(deps.version));

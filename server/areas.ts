@@ -6,9 +6,11 @@ import { analyticsArea } from './analytics/routes.ts';
 import { fxArea } from './fx/routes.ts';
 import { earningsArea } from './earnings/routes.ts';
 import { economicEventsArea } from './economic-events/routes.ts';
+import { eventReactionsArea } from './event-reactions/routes.ts';
 import { impliedVolatilityArea } from './implied-volatility/routes.ts';
 import { instrumentsArea } from './instruments/routes.ts';
 import { macroArea } from './macro/routes.ts';
+import { newsArea } from './news/routes.ts';
 import { optionsArea } from './options/routes.ts';
 import { pricesArea } from './prices/routes.ts';
 import { sentimentArea } from './sentiment/routes.ts';
@@ -25,19 +27,9 @@ export const AREAS: readonly Area[] = [
   impliedVolatilityArea,
   earningsArea,
   sentimentArea,
+  newsArea,
+  eventReactionsArea,
 ];
-
-/**
- * Public paths of the API that this version does not serve yet. They answer
- * 404 before authorization, and being mounted most-specific first they keep
- * `/instruments/event-reaction-coverage` from being read as an instrument id.
- */
-export const NOT_YET_SERVED = [
-  '/instruments/event-reaction-coverage',
-  '/instruments/:id/news',
-  '/instruments/:id/events',
-  '/instruments/:id/event-reactions',
-] as const;
 
 /** Admin upload routes by path (e.g. `bars/daily`), shared by the admin API and the CLI. */
 export function ingestKinds(): Record<string, IngestKind<unknown>> {

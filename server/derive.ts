@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import type { AppDeps } from './area.ts';
+import { deriveEventReactions } from './event-reactions/derive.ts';
+import { DerivedReactionsSchema } from './event-reactions/schema.ts';
 import type { DataChanges } from './ingest/kind.ts';
 import { deriveIvSnapshots } from './options/derive.ts';
 import { DerivedSnapshotsSchema } from './options/schema.ts';
@@ -26,6 +28,7 @@ export interface DeriveRequest {
 export const DerivedSchema = z
   .strictObject({
     ivSnapshots: DerivedSnapshotsSchema.optional(),
+    eventReactions: DerivedReactionsSchema.optional(),
     sourceLeads: DerivedLeadsSchema.optional(),
   })
   .meta({ id: 'Derived' });
@@ -40,6 +43,7 @@ export type Derived = z.infer<typeof DerivedSchema>;
 export async function deriveAll(deps: DeriveDeps, request: DeriveRequest = {}): Promise<Derived> {
   return {
     ivSnapshots: await deriveIvSnapshots(deps, { instrumentIds: request.instrumentIds }),
+    eventReactions: await deriveEventReactions(deps, { instrumentIds: request.instrumentIds }),
     sourceLeads: await deriveSourceLeads(deps),
   };
 }
@@ -48,6 +52,9 @@ export async function deriveAll(deps: DeriveDeps, request: DeriveRequest = {}): 
 export async function deriveChanged(deps: DeriveDeps, changes: DataChanges): Promise<Derived> {
   const derived: Derived = {};
   if (changes.optionDays?.length) derived.ivSnapshots = await deriveIvSnapshots(deps, { days: changes.optionDays });
+  // A reaction reads the news item and the adjusted closes around it.
+  const reacting = [...new Set([...(changes.news ?? []), ...(changes.adjustedCloses ?? [])])];
+  if (reacting.length) derived.eventReactions = await deriveEventReactions(deps, { instrumentIds: reacting });
   // New closes of an instrument without scores change no lead.
   if (changes.sentiment || (changes.adjustedCloses?.length && (await leadsReadClosesOf(deps, changes.adjustedCloses)))) {
     derived.sourceLeads = await deriveSourceLeads(deps);

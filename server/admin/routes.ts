@@ -203,7 +203,7 @@ export const deriveRoute = defineRoute({
   tag: 'Ingest',
   summary: 'Derive again what the service computes from stored data',
   description:
-    'Runs every derivation, each idempotent (a second run stores nothing new). Implied-volatility snapshots: one is due for each underlying and day with option quotes and no snapshot, or with a derived snapshot older than a quote recorded since; an ingested snapshot is never replaced. Uploads run the derivations that read what they changed themselves, after they commit, and answer their counts as `derived`.',
+    "Runs every derivation, each idempotent (a second run stores nothing new). Implied-volatility snapshots: one is due for each underlying and day with option quotes and no snapshot, or with a derived snapshot older than a quote recorded since; an ingested snapshot is never replaced. Event reactions: every news item of the instruments is measured again against their adjusted closes, and a reaction whose item no longer yields one is removed. Sentiment source leads: always derived whole, whatever instrumentIds says, since each pools every instrument's scores. Uploads run the derivations that read what they changed themselves, after they commit (option uploads: snapshots; daily bars and corporate actions: reactions, and leads when the instruments have scores; news: reactions; sentiment: leads), and answer their counts as `derived`.",
   query: NoQuerySchema,
   body: z.strictObject({ instrumentIds: z.array(UuidSchema).min(1).max(500).optional().describe('only these instruments; omit for all') }),
   response: { status: 200, description: 'what was derived', data: DerivedSchema },

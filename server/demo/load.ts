@@ -10,6 +10,7 @@ import { corporateActionIngest, coverageCheckIngest } from '../actions/ingest.ts
 import { earningsIngest } from '../earnings/ingest.ts';
 import { economicEventIngest } from '../economic-events/ingest.ts';
 import { fxRateIngest } from '../fx/ingest.ts';
+import { newsIngest } from '../news/ingest.ts';
 import { optionContractIngest, optionQuoteIngest } from '../options/ingest.ts';
 import { sentimentIngest } from '../sentiment/ingest.ts';
 import { demoActionCoverage, demoCorporateActions, demoDailyBars, demoDailySources, demoInstruments } from './catalog.ts';
@@ -18,6 +19,7 @@ import { demoFxRates } from './fx-closes.ts';
 import { loadDemoMacroSeries } from './macro-series.ts';
 import { syntheticEarnings } from './synthetic-earnings.ts';
 import { syntheticMinuteBars } from './synthetic-intraday.ts';
+import { syntheticNews } from './synthetic-news.ts';
 import { syntheticOptionContracts, syntheticOptionQuotes } from './synthetic-options.ts';
 import { syntheticSentimentScores } from './synthetic-sentiment.ts';
 
@@ -57,6 +59,7 @@ async function loadDemoRows(sql: Sql): Promise<Record<string, IngestResult>> {
     earnings: await ingestRows(sql, earningsIngest, batchesOf(syntheticEarnings())),
     optionContracts: await ingestRows(sql, optionContractIngest, batchesOf(syntheticOptionContracts())),
     optionQuotes: await ingestRows(sql, optionQuoteIngest, batchesOf(syntheticOptionQuotes())),
+    news: await ingestRows(sql, newsIngest, batchesOf(syntheticNews())),
     sentiment: await ingestRows(sql, sentimentIngest, batchesOf(syntheticSentimentScores())),
   };
 }

@@ -42,12 +42,6 @@ export interface RouterOptions {
   prefix: string;
   /** Authorization and body parsing a route needs before its input is parsed. */
   before(definition: RouteDefinition): RequestHandler[];
-  /**
-   * Paths the API reserves for routes this version does not serve yet: they
-   * answer 404 before any authorization and are never read as a parameter of
-   * another route (`/instruments/implied-volatility` is not an instrument id).
-   */
-  reserved?: readonly string[];
 }
 
 /**
@@ -78,15 +72,8 @@ export class RouteTable {
     router.use(routePrefix(this.options.prefix));
     const byPath = new Map<string, Entry[]>();
     for (const entry of this.entries) byPath.set(entry.definition.path, [...(byPath.get(entry.definition.path) ?? []), entry]);
-    const reserved = new Set(this.options.reserved ?? []);
-    for (const path of [...new Set([...byPath.keys(), ...reserved])].sort(bySpecificity)) {
-      const entries = byPath.get(path);
-      if (!entries) {
-        router.all(path, (req) => {
-          throw new AppError('not_found', `${req.method} ${this.options.prefix}${req.path} is part of the API but not served by this version`);
-        });
-        continue;
-      }
+    // Most specific first, so `/instruments/implied-volatility` is never read as an instrument id.
+    for (const [path, entries] of [...byPath].sort(([a], [b]) => bySpecificity(a, b))) {
       for (const { definition, handler } of entries) {
         router[definition.method](path, ...this.options.before(definition), inputParser(definition, handler));
       }
@@ -123,11 +110,10 @@ function methodNotAllowed(methods: string[]): RequestHandler {
 }
 
 /** The /v1 router: each route requires its one scope, checked before any body is read or parsed. */
-export function publicRoutes(auth: AuthDeps, bodyLimit: string, reserved: readonly string[]): RouteTable {
+export function publicRoutes(auth: AuthDeps, bodyLimit: string): RouteTable {
   const json = express.json({ limit: bodyLimit, strict: true });
   return new RouteTable({
     prefix: '/v1',
-    reserved,
     before(definition) {
       if (!definition.scope) throw new Error(`public route ${definition.path} declares no scope`);
       const auth_ = requireScope(auth, definition.scope);

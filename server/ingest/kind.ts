@@ -109,6 +109,8 @@ export interface DataChanges {
   optionDays?: { instrumentId: string; day: string }[];
   /** Instruments whose daily bars or corporate actions changed: their adjusted closes. */
   adjustedCloses?: string[];
+  /** Instruments whose news changed: their event reactions. */
+  news?: string[];
   /** Sentiment scores were stored or corrected: the source leads, which pool every instrument's scores. */
   sentiment?: true;
 }

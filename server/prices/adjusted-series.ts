@@ -19,6 +19,8 @@ export interface AdjustedSeries {
   close: Float64Array;
   /** NaN where the source published no value. */
   volume: Float64Array;
+  /** What each bar's prices were multiplied by (1 where no action applied); empty unless the read asked for it. */
+  priceMultiplier: Float64Array;
   actionSetVersion: number;
   firstDate: string | null;
   lastDate: string | null;
@@ -90,7 +92,7 @@ export function selectPackedSeries(sql: Sql, instrumentIds: string[], from: stri
 export async function readAdjustedSeries(
   sql: Sql,
   ids: string[],
-  window: { from: string; to: string; asOf?: PointInTime; fields: 'close' | 'ohlcv' },
+  window: { from: string; to: string; asOf?: PointInTime; fields: 'close' | 'ohlcv'; multipliers?: boolean },
 ): Promise<Map<string, AdjustedSeries>> {
   const q = { from: window.from, to: window.to, adjusted: true, asOf: window.asOf, includeBackfilled: false };
   const [plans, rows] = await Promise.all([
@@ -114,12 +116,16 @@ export async function readAdjustedSeries(
       low: ohlcv ? column(r?.low_price) : new Float64Array(0),
       close,
       volume: ohlcv ? column(r?.volume) : new Float64Array(0),
+      // Adjusted like a price column: a 1 comes out as the bar's multiplier, exactly.
+      priceMultiplier: window.multipliers ? new Float64Array(dates.length).fill(1) : new Float64Array(0),
       actionSetVersion: plans.get(id)!.version,
       firstDate: dates.length ? dayToDate(dates[0]) : null,
       lastDate: dates.length ? dayToDate(dates[dates.length - 1]) : null,
     };
     const reflects = reflectsThrough(dates, order, int32s(r?.reflects), int32s(r?.reflects_days));
-    new BarAdjuster(plans.get(id)!.factors).adjustSeries(dates, reflects, ohlcv ? [s.open, s.high, s.low, close] : [close], ohlcv ? s.volume : null);
+    const prices = ohlcv ? [s.open, s.high, s.low, close] : [close];
+    if (window.multipliers) prices.push(s.priceMultiplier);
+    new BarAdjuster(plans.get(id)!.factors).adjustSeries(dates, reflects, prices, ohlcv ? s.volume : null);
     out.set(id, s);
   }
   return out;

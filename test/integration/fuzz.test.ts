@@ -458,6 +458,8 @@ const WRITTEN_TABLES = [
   'option_contracts',
   'option_quotes',
   'iv_snapshots',
+  'news',
+  'event_reactions',
   'sentiment_sources',
   'sentiment_scores',
   'sentiment_source_leads',
@@ -653,6 +655,20 @@ beforeAll(async () => {
     ...days.filter((_, i) => i % 5 === 0).map((d, i) => ivSnapshot(etf.id, d, i, false)),
     ivSnapshot(equity.id, new Date().toISOString().slice(0, 10), 0, true),
   ]);
+  // News on the equity around its split, so reactions are derived and the coverage read finds it.
+  await ingest(
+    svc,
+    '/news',
+    [380, 399, 400, 401, 600, 900].map((d, i) => ({
+      instrumentId: equity.id,
+      eventClass: ['earnings_release', 'guidance'][i % 2],
+      headline: `Fuzz news ${i}`,
+      source: 'fuzz',
+      url: `https://news.example.test/fuzz/${i}`,
+      publishedAt: `${days[d]}T${i % 3 ? '21:30' : '14:00'}:00Z`,
+      isCompanyConfirmed: i % 3 !== 2,
+    })),
+  );
   // Sentiment on the equity's weekdays, both subject classes, so reads and the leads find scores.
   await ingest(
     svc,
@@ -774,6 +790,7 @@ function publicRequests(): fc.Arbitrary<Req> {
     { weight: 1, arbitrary: instantText.map(percentEncode) },
   );
   const bool = fc.constantFrom('true', 'false');
+  const newsClass = fc.constantFrom('earnings_release', 'guidance', 'media_report', '%20guidance', 'x'.repeat(65));
   const int = (min: number, max: number) =>
     fc.oneof({ weight: 4, arbitrary: fc.integer({ min, max }).map(String) }, { weight: 1, arbitrary: fc.integer({ min: min - 3, max: max + 3 }).map(String) });
   const text = fc.oneof(fc.constantFrom('FUZZ', 'Test', 'T', 'a', 'Company', '%25', '_'), fc.string({ maxLength: 12 }).map(percentEncode));
@@ -946,6 +963,25 @@ function publicRequests(): fc.Arbitrary<Req> {
       country: [fc.constantFrom('US', 'us', 'EU', 'DE', 'USA', 'U1'), 'optional'],
       importance: [fc.constantFrom('low', 'medium', 'high', 'urgent'), 'optional'],
       limit: [int(1, 500), 'optional'],
+    }),
+    ...(['news', 'events'] as const).map((route) =>
+      get(route, withId(`/v1/instruments/:id/${route}`), {
+        from: [date, 'optional'],
+        to: [date, 'optional'],
+        eventClass: [newsClass, 'optional'],
+        limit: [int(1, 500), 'optional'],
+      }),
+    ),
+    get('event-reactions', withId('/v1/instruments/:id/event-reactions'), {
+      eventClass: [newsClass, 'optional'],
+      from: [date, 'optional'],
+      to: [date, 'optional'],
+    }),
+    get('event-reaction-coverage', fc.constant('/v1/instruments/event-reaction-coverage'), {
+      eventClasses: [fc.array(newsClass, { minLength: 1, maxLength: 3 }).map((c) => c.join(',')), 'optional'],
+      minReactions: [int(1, 1000), 'optional'],
+      minWindowDays: [int(1, 36_500), 'optional'],
+      limit: [int(1, 5000), 'optional'],
     }),
     // Windows of 365 days (2024 is a leap year: to 2024-12-30), 366 days, and reversed, among the random dates.
     get('earnings', fc.constant('/v1/earnings'), {
@@ -1380,6 +1416,20 @@ function adminWrites(): fc.Arbitrary<Req> {
       [['id'], ['country'], ['eventClass'], ['importance'], ['name'], ['referencePeriod'], ['scheduledAt'], ['actual'], ['forecast'], ['previous'], ['source']],
     ),
     ingestWrite(
+      '/news',
+      (id, v) => ({
+        instrumentId: id,
+        eventClass: ['earnings_release', 'guidance', 'media_report'][v % 3],
+        headline: `Fuzz headline ${v}`,
+        source: 'fuzz',
+        url: `https://news.example.test/${v}`,
+        // Some at the edges of the calendar, where no session can be placed.
+        publishedAt: v % 50 === 0 ? INSTANT_EDGES[v % INSTANT_EDGES.length] : new Date(Date.UTC(2020, 0, 1, 13, 30) + v * DAY_MS).toISOString(),
+        isCompanyConfirmed: v % 2 === 0,
+      }),
+      [['id'], ['instrumentId'], ['eventClass'], ['headline'], ['source'], ['url'], ['publishedAt'], ['isCompanyConfirmed']],
+    ),
+    ingestWrite(
       '/earnings',
       (id, v) => ({
         instrumentId: id,
@@ -1454,6 +1504,9 @@ const ID_ROUTES = [
   '/v1/instruments/:id/corporate-actions',
   '/v1/instruments/:id/technicals',
   '/v1/instruments/:id/beta',
+  '/v1/instruments/:id/news',
+  '/v1/instruments/:id/events',
+  '/v1/instruments/:id/event-reactions',
   '/v1/instruments/:id/earnings',
 ];
 const OPTION_PRICE = { spot: 100, strike: 100, expiryDays: 30, rate: 0.05, vol: 0.2, type: 'call' };
@@ -1668,6 +1721,10 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       'beta',
       'fx',
       'economic-events',
+      'news',
+      'events',
+      'event-reactions',
+      'event-reaction-coverage',
       'earnings',
       'instrument-earnings',
       'sentiment',
@@ -1729,6 +1786,7 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       '/options/quotes',
       '/iv-snapshots',
       '/economic-events',
+      '/news',
       '/earnings',
       '/sentiment',
     ];

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate } from '../../server/db/migrate.ts';
-import { createSql, type Sql } from '../../server/db/sql.ts';
+import type { Sql } from '../../server/db/sql.ts';
 import { brokerCodeStatement, searchInstruments, searchStatement, searchThresholds, type SearchQuery } from '../../server/instruments/repository.ts';
-import { databaseUrl } from './harness.ts';
+import { dropScratchSchema, openScratchSchema } from './scratch-schema.ts';
 
 // 20,000 instruments in a schema of their own, migrated like the real one, so
 // the plans are those of the real indexes and no other test sees the rows.
@@ -33,13 +32,7 @@ const nameWordOf = (n: number) => {
 let sql: Sql;
 
 beforeAll(async () => {
-  const admin = createSql(databaseUrl(), { max: 1, name: 'index-probe-admin', statementTimeoutMs: 0 });
-  await admin`create schema ${admin(SCHEMA)}`;
-  await admin.end();
-  const url = new URL(databaseUrl());
-  url.searchParams.set('search_path', `${SCHEMA},public`);
-  await migrate(url.toString());
-  sql = createSql(url.toString(), { max: 1, name: 'index-probe', statementTimeoutMs: 0 });
+  sql = await openScratchSchema(SCHEMA, 'index-probe');
   await sql`
     insert into instruments (id, asset_class, display_name, quote_currency, quote_unit, is_active)
     select
@@ -69,12 +62,7 @@ beforeAll(async () => {
   for (const table of ['instruments', 'instrument_symbols', 'instrument_broker_codes']) await sql`vacuum analyze ${sql(table)}`;
 });
 
-afterAll(async () => {
-  await sql?.end();
-  const admin = createSql(databaseUrl(), { max: 1, name: 'index-probe-admin', statementTimeoutMs: 0 });
-  await admin`drop schema if exists ${admin(SCHEMA)} cascade`;
-  await admin.end();
-});
+afterAll(() => dropScratchSchema(SCHEMA, 'index-probe', sql));
 
 interface PlanNode {
   'Node Type': string;

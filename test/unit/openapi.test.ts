@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { describe, expect, it } from 'vitest';
-import { AREAS, NOT_YET_SERVED } from '../../server/areas.ts';
+import { AREAS } from '../../server/areas.ts';
 import { openApiPath } from '../../server/http/route.ts';
 import { SCOPES } from '../../server/keys/scopes.ts';
 import { OPENAPI_DIR, openApiFiles } from '../../server/write-openapi.ts';
@@ -94,11 +94,6 @@ describe('the OpenAPI documents', () => {
       }
     }
     expect(new Set(open)).toEqual(allowed);
-  });
-
-  it('when a path is reserved for a route this version does not serve, then the document does not list it', () => {
-    const document = JSON.parse(generated['public.json']);
-    for (const reserved of NOT_YET_SERVED) expect(Object.keys(document.paths)).not.toContain(openApiPath('/v1', reserved));
   });
 });
 

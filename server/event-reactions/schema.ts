@@ -1,0 +1,126 @@
+import { z } from 'zod';
+import { DateSchema, isDate } from '../http/params.ts';
+import { EventClassSchema } from '../news/schema.ts';
+import { MAX_GAP_DAYS, SESSION_CLOSE, SESSION_TIME_ZONE } from './session.ts';
+
+const integerParam = (min: number, max: number) => z.coerce.number({ error: 'must be an integer' }).int('must be an integer').min(min).max(max);
+
+export const EventReactionsQuerySchema = z
+  .strictObject({
+    eventClass: EventClassSchema.optional().describe('only reactions to news of this class (exact match); omit for all'),
+    from: DateSchema.optional().describe('first eventDate (the session date), inclusive'),
+    to: DateSchema.optional().describe('last eventDate (the session date), inclusive'),
+  })
+  .refine((q) => !isDate(q.from) || !isDate(q.to) || q.from <= q.to, { path: ['to'], message: 'must be on or after from' });
+
+export type EventReactionsQuery = z.infer<typeof EventReactionsQuerySchema>;
+
+const IS_CORPORATE_ADJUSTED =
+  'true when the two closes were adjusted by different factors, so the adjusted move differs from the raw one: an applied split, stock dividend or ' +
+  'cash dividend (known now, not backfilled, not already reflected by a vendor-adjusted bar) goes ex in (previousSessionDate, eventDate]';
+
+/** The move of one instrument across the session a news item falls in. */
+export const EventReactionSchema = z
+  .strictObject({
+    eventId: z.string().describe('the news item (GET /instruments/{id}/news)'),
+    eventClass: z.string(),
+    publishedAt: z.string(),
+    eventDate: z
+      .string()
+      .describe(
+        `the session the item falls in: the first day with a daily bar whose ${SESSION_CLOSE} ${SESSION_TIME_ZONE} close is at or after publishedAt ` +
+          '(published before or during a session: that session; after its close, at a weekend or on a holiday: the next)',
+      ),
+    previousSessionDate: z.string().describe('the bar before eventDate'),
+    previousClose: z.number().describe('adjusted close of previousSessionDate'),
+    sessionClose: z.number().describe('adjusted close of eventDate'),
+    reactionPct: z.number().describe('100 × (sessionClose / previousClose − 1): the signed move'),
+    absMovePct: z.number().describe('|reactionPct|'),
+    isCorporateAdjusted: z.boolean().describe(IS_CORPORATE_ADJUSTED),
+    actionSetVersion: z.int().nullable().describe("the instrument's action-set version the adjusted closes used, when isCorporateAdjusted; null otherwise"),
+  })
+  .meta({ id: 'EventReaction' });
+
+export type EventReaction = z.infer<typeof EventReactionSchema>;
+
+export const ReactionAssumptionsSchema = z.strictObject({
+  timeZone: z.literal(SESSION_TIME_ZONE),
+  sessionClose: z.literal(SESSION_CLOSE).describe('the regular session close, New York wall clock'),
+  maxGapDays: z
+    .literal(MAX_GAP_DAYS)
+    .describe('no reaction when eventDate is more than this many calendar days after the New York day of publication or after previousSessionDate'),
+  prices: z.literal('adjusted daily closes: actions known now, backfilled actions left out'),
+});
+
+export const reactionAssumptions = (): z.infer<typeof ReactionAssumptionsSchema> => ({
+  timeZone: SESSION_TIME_ZONE,
+  sessionClose: SESSION_CLOSE,
+  maxGapDays: MAX_GAP_DAYS,
+  prices: 'adjusted daily closes: actions known now, backfilled actions left out',
+});
+
+export const EventReactionsMetaSchema = z.strictObject({
+  asOf: z.string().describe('the time of the read'),
+  source: z.string().describe('the sources of the news items reacted to'),
+  stale: z.boolean(),
+  assumptions: ReactionAssumptionsSchema,
+});
+
+/** The most classes one coverage call names: far more than any source defines, and the query string stays short. */
+export const MAX_COVERAGE_CLASSES = 100;
+
+export const CoverageQuerySchema = z.strictObject({
+  eventClasses: z
+    .string()
+    .min(1, 'must name at least one class; omit it to count all classes together')
+    .transform((s) => [...new Set(s.split(',').map((c) => c.trim()))])
+    .pipe(z.array(EventClassSchema).max(MAX_COVERAGE_CLASSES, `at most ${MAX_COVERAGE_CLASSES} distinct classes per call`))
+    .optional()
+    .describe('comma-separated classes counted together (exact match); omit to count every class; a class with no reactions adds nothing'),
+  minReactions: integerParam(1, 1000).default(1).describe('only instruments with at least this many reactions'),
+  minWindowDays: integerParam(1, 36_500).optional().describe('only instruments whose first and last eventDate are at least this many calendar days apart'),
+  limit: integerParam(1, 5000).default(1000).describe('instruments returned, best covered first'),
+});
+
+export type CoverageQuery = z.infer<typeof CoverageQuerySchema>;
+
+export const CoveredInstrumentSchema = z.strictObject({
+  instrumentId: z.string(),
+  symbol: z.string().describe("the instrument's current symbol"),
+  reactionCount: z.int(),
+  firstEventDate: z.string(),
+  lastEventDate: z.string(),
+  observationWindowDays: z.int().describe('lastEventDate − firstEventDate, calendar days'),
+});
+
+export const CoverageSchema = z
+  .strictObject({
+    instruments: z
+      .array(CoveredInstrumentSchema)
+      .describe('best covered first: reactionCount descending, then observationWindowDays descending, then symbol (byte order), then instrumentId'),
+    assumptions: z.strictObject({
+      eventClasses: z
+        .array(z.string())
+        .describe('the classes counted, deduplicated in request order; empty when eventClasses was omitted (every class counted)'),
+      minReactions: z.int(),
+      minWindowDays: z.int().nullable().describe('null when omitted'),
+      limit: z.int(),
+    }),
+  })
+  .meta({ id: 'EventReactionCoverage' });
+
+export type Coverage = z.infer<typeof CoverageSchema>;
+
+export const CoverageMetaSchema = z.strictObject({ asOf: z.string(), source: z.string(), stale: z.boolean() });
+
+/** What one derivation run stored. */
+export const DerivedReactionsSchema = z.strictObject({
+  instruments: z.int().describe('instruments whose reactions were derived: those in scope with news or stored reactions'),
+  rows: z.int().describe('reactions derived (news items the bars could place)'),
+  inserted: z.int(),
+  updated: z.int().describe('stored reactions that changed'),
+  unchanged: z.int(),
+  removed: z.int().describe('stored reactions of news items that no longer yield one'),
+});
+
+export type DerivedReactions = z.infer<typeof DerivedReactionsSchema>;

@@ -1,0 +1,115 @@
+import type { Sql } from '../db/sql.ts';
+import { timed } from '../db/sql.ts';
+import type { NewsEvent } from './schema.ts';
+
+export interface NewsFilter {
+  instrumentId: string;
+  /** UTC days of published_at, inclusive. */
+  from?: string;
+  to?: string;
+  eventClass?: string;
+  /** Catalyst events: only what the company itself confirmed. */
+  companyConfirmedOnly: boolean;
+  limit: number;
+}
+
+interface NewsRowStored {
+  id: string;
+  instrument_id: string;
+  event_class: string;
+  headline: string;
+  source: string;
+  url: string;
+  published_at: Date;
+  is_company_confirmed: boolean;
+  created_at: Date;
+}
+
+function toNewsEvent(r: NewsRowStored): NewsEvent {
+  return {
+    id: r.id,
+    instrumentId: r.instrument_id,
+    eventClass: r.event_class,
+    headline: r.headline,
+    source: r.source,
+    url: r.url,
+    publishedAt: r.published_at.toISOString(),
+    isCompanyConfirmed: r.is_company_confirmed,
+    createdAt: r.created_at.toISOString(),
+  };
+}
+
+/**
+ * An instrument's news, newest published first, ties by id, at most `limit`.
+ * The one query behind both the news and the events read: catalyst events are
+ * this query with one more predicate, so they are the company-confirmed news
+ * by construction. Day bounds become instants in SQL at UTC midnight, as the
+ * economic calendar's do (a `to` of 9999-12-31 ends at 10000-01-01, which a JS
+ * Date cannot write as ISO text). Walks news_instrument_published_idx.
+ */
+export async function selectNews(sql: Sql, f: NewsFilter): Promise<NewsEvent[]> {
+  const rows = await timed(
+    f.companyConfirmedOnly ? 'select_events' : 'select_news',
+    sql<NewsRowStored[]>`
+      select id, instrument_id, event_class, headline, source, url, published_at, is_company_confirmed, created_at
+      from news
+      where instrument_id = ${f.instrumentId}
+        ${f.from ? sql`and published_at >= ${f.from}::date::timestamp at time zone 'UTC'` : sql``}
+        ${f.to ? sql`and published_at < (${f.to}::date + 1)::timestamp at time zone 'UTC'` : sql``}
+        ${f.eventClass ? sql`and event_class = ${f.eventClass}` : sql``}
+        ${f.companyConfirmedOnly ? sql`and is_company_confirmed` : sql``}
+      order by published_at desc, id
+      limit ${f.limit}
+    `,
+  );
+  return rows.map(toNewsEvent);
+}
+
+// Ingest: statements over the `ingest_staging` table of a news upload
+// (news/ingest.ts), inside its transaction.
+
+/** The first staged row whose id is stored under another instrument, if any. */
+export function stagedNewsOfAnotherInstrument(tx: Sql) {
+  return tx<{ row_index: number }[]>`
+    select s.row_index
+    from ingest_staging s
+    join news n on n.id = s.id and n.instrument_id <> s.instrument_id
+    order by s.row_index
+    limit 1
+  `;
+}
+
+/**
+ * Upserts the staged news on id. A stored item is rewritten (and its
+ * updated_at moved) only when a value differs, so posting the same rows again
+ * changes nothing and counts them unchanged; created_at keeps the first
+ * receipt. `instrumentIds` are the instruments whose news changed.
+ */
+export async function upsertStagedNews(tx: Sql): Promise<{ rows: number; inserted: number; updated: number; instrumentIds: string[] }> {
+  const [row] = await tx<{ rows: number; inserted: number; updated: number; instrument_ids: string[] }[]>`
+    with upserted as (
+      insert into news as n (id, instrument_id, event_class, headline, source, url, published_at, is_company_confirmed)
+      select id, instrument_id, event_class, headline, source, url, published_at, is_company_confirmed
+      from ingest_staging
+      on conflict (id) do update set
+        event_class = excluded.event_class,
+        headline = excluded.headline,
+        source = excluded.source,
+        url = excluded.url,
+        published_at = excluded.published_at,
+        is_company_confirmed = excluded.is_company_confirmed,
+        updated_at = now()
+      where (n.event_class, n.headline, n.source, n.url, n.published_at, n.is_company_confirmed)
+        is distinct from
+        (excluded.event_class, excluded.headline, excluded.source, excluded.url, excluded.published_at, excluded.is_company_confirmed)
+      returning n.instrument_id, (xmax = 0) as inserted
+    )
+    select
+      (select count(*)::int from ingest_staging) as rows,
+      count(*) filter (where inserted)::int as inserted,
+      count(*) filter (where not inserted)::int as updated,
+      coalesce(array_agg(distinct instrument_id::text), '{}') as instrument_ids
+    from upserted
+  `;
+  return { rows: row.rows, inserted: row.inserted, updated: row.updated, instrumentIds: row.instrument_ids };
+}

@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import type { Area } from '../area.ts';
+import { sendData } from '../http/envelope.ts';
+import { IdParamsSchema } from '../http/params.ts';
+import { defineRoute } from '../http/route.ts';
+import { newsIngest } from './ingest.ts';
+import { NewsEventSchema, NewsMetaSchema, NewsQuerySchema } from './schema.ts';
+import { listNews } from './service.ts';
+
+const DATE_BOUNDS = 'from and to bound the UTC day of publishedAt, both inclusive.';
+
+export const newsRoute = defineRoute({
+  method: 'get',
+  path: '/instruments/:id/news',
+  operationId: 'getNews',
+  tag: 'News and events',
+  summary: "An instrument's news, newest first",
+  description: `${DATE_BOUNDS} eventClass is the source's own class, matched exactly.`,
+  scope: 'news:read',
+  params: IdParamsSchema,
+  query: NewsQuerySchema,
+  response: {
+    status: 200,
+    description: 'the news, newest publishedAt first, ties by id',
+    data: z.array(NewsEventSchema),
+    meta: NewsMetaSchema,
+  },
+  errors: ['not_found'],
+});
+
+export const eventsRoute = defineRoute({
+  method: 'get',
+  path: '/instruments/:id/events',
+  operationId: 'getCatalystEvents',
+  tag: 'News and events',
+  summary: "An instrument's catalyst events (company-confirmed news), newest first",
+  description: `Exactly the news the same query returns with isCompanyConfirmed true: one query, with one more predicate. ${DATE_BOUNDS}`,
+  scope: 'events:read',
+  params: IdParamsSchema,
+  query: NewsQuerySchema,
+  response: {
+    status: 200,
+    description: 'the company-confirmed news, newest publishedAt first, ties by id',
+    data: z.array(NewsEventSchema),
+    meta: NewsMetaSchema,
+  },
+  errors: ['not_found'],
+});
+
+export const newsArea: Area = {
+  routes: [newsRoute, eventsRoute],
+  mount(routes, { readDb }) {
+    routes.handle(newsRoute, async ({ params, query }, res) => {
+      const { data, meta } = await listNews(readDb, params.id, query, false);
+      sendData(res, data, meta);
+    });
+    routes.handle(eventsRoute, async ({ params, query }, res) => {
+      const { data, meta } = await listNews(readDb, params.id, query, true);
+      sendData(res, data, meta);
+    });
+  },
+  ingest: { news: newsIngest },
+};

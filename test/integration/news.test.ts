@@ -1,0 +1,230 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { derivedNewsId } from '../../server/news/schema.ts';
+import { createInstrument } from './fixtures.ts';
+import { startService, type Service } from './harness.ts';
+
+// GET /v1/instruments/{id}/news and /events, POST /admin/v1/news. Each test
+// writes the news of instruments of its own.
+
+let svc: Service;
+let key: string;
+
+beforeAll(async () => {
+  svc = await startService();
+  key = await svc.keyWith(['news:read', 'events:read']);
+});
+afterAll(() => svc.stop());
+
+interface Item {
+  id?: string;
+  instrumentId: string;
+  eventClass: string;
+  headline: string;
+  source: string;
+  url: string;
+  publishedAt: string;
+  isCompanyConfirmed: boolean | string;
+}
+
+function newsItem(instrumentId: string, publishedAt: string, fields: Partial<Item> = {}): Item {
+  return {
+    id: randomUUID(),
+    instrumentId,
+    eventClass: 'earnings_release',
+    headline: `Test headline ${randomUUID().slice(0, 8)}`,
+    source: 'test-fixture',
+    url: `https://news.example.test/${randomUUID()}`,
+    publishedAt,
+    isCompanyConfirmed: true,
+    ...fields,
+  };
+}
+
+const post = (rows: unknown, contentType?: string) => svc.admin('POST', '/news', rows, contentType);
+
+async function ingestOk(rows: unknown, contentType?: string) {
+  const res = await post(rows, contentType);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body.data;
+}
+
+async function read(route: 'news' | 'events', instrumentId: string, query = '') {
+  const res = await svc.get(`/v1/instruments/${instrumentId}/${route}?${query}`, key);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body;
+}
+
+describe('POST /admin/v1/news', () => {
+  it('when an item comes without an id, then its id is derived from instrumentId, source and url, and posting it again with a corrected headline updates that row and keeps createdAt', async () => {
+    const { id: instrumentId } = await createInstrument(svc);
+    const { id: _id, ...row } = newsItem(instrumentId, '2031-03-04T14:00:00Z');
+    expect(await ingestOk([row])).toMatchObject({ rows: 1, inserted: 1, updated: 0, unchanged: 0 });
+    const [first] = (await read('news', instrumentId)).data;
+    expect(first.id).toBe(derivedNewsId(instrumentId, row.source, row.url));
+    expect(first).toMatchObject({ headline: row.headline, publishedAt: '2031-03-04T14:00:00.000Z', isCompanyConfirmed: true });
+
+    expect(await ingestOk([row])).toMatchObject({ rows: 1, inserted: 0, updated: 0, unchanged: 1 });
+    const corrected = { ...row, headline: 'Corrected headline', eventClass: 'guidance', isCompanyConfirmed: 'false' };
+    expect(await ingestOk([corrected])).toMatchObject({ rows: 1, inserted: 0, updated: 1, unchanged: 0 });
+    const { data } = await read('news', instrumentId);
+    expect(data).toEqual([{ ...first, headline: 'Corrected headline', eventClass: 'guidance', isCompanyConfirmed: false }]);
+  });
+
+  it('when a row names an unknown instrument, repeats an id, moves an id to another instrument, or has a bad url or class, then 400 names the row and field and nothing is stored', async () => {
+    const { id: instrumentId } = await createInstrument(svc);
+    const { id: otherId } = await createInstrument(svc);
+    const stored = newsItem(otherId, '2031-01-05T12:00:00Z');
+    await ingestOk([stored]);
+    const good = () => newsItem(instrumentId, '2031-01-06T12:00:00Z');
+    const repeated = good();
+    const cases: [unknown[], string][] = [
+      [[good(), newsItem(randomUUID(), '2031-01-06T12:00:00Z')], 'rows[1].instrumentId'],
+      [[repeated, good(), { ...repeated, url: 'https://news.example.test/other' }], 'rows[2].id'],
+      [[good(), { ...stored, instrumentId }], 'rows[1].instrumentId'],
+      [[{ ...good(), url: 'ftp://news.example.test/a' }], 'rows[0].url'],
+      [[{ ...good(), url: '/relative/path' }], 'rows[0].url'],
+      [[{ ...good(), url: 'https://news.example.test/a b' }], 'rows[0].url'],
+      [[{ ...good(), eventClass: '' }], 'rows[0].eventClass'],
+      [[{ ...good(), eventClass: 'x'.repeat(65) }], 'rows[0].eventClass'],
+      [[{ ...good(), headline: '   ' }], 'rows[0].headline'],
+      [[{ ...good(), publishedAt: '2031-01-06' }], 'rows[0].publishedAt'],
+      [[{ ...good(), isCompanyConfirmed: 'yes' }], 'rows[0].isCompanyConfirmed'],
+      [[{ ...good(), createdAt: '2031-01-06T12:00:00Z' }], 'rows[0]'],
+    ];
+    for (const [rows, field] of cases) {
+      const res = await post(rows);
+      expect(res.status, field).toBe(400);
+      expect(Object.keys(res.body.error.details), JSON.stringify(res.body)).toEqual([field]);
+    }
+    expect((await read('news', instrumentId)).data).toEqual([]);
+    expect((await read('news', otherId)).data.map((e: Item) => e.id)).toEqual([stored.id]);
+  });
+
+  it('when the items come as CSV, then they are stored as JSON rows would be', async () => {
+    const { id: instrumentId } = await createInstrument(svc);
+    const csv = [
+      'instrumentId,eventClass,headline,source,url,publishedAt,isCompanyConfirmed',
+      `${instrumentId},dividend,"Board declares a dividend, payable in May",test-fixture,https://news.example.test/csv-1,2031-04-01T20:30:00Z,true`,
+      `${instrumentId},media_report,Press report,test-fixture,https://news.example.test/csv-2,2031-04-02T08:00:00Z,false`,
+    ].join('\n');
+    expect(await ingestOk(csv, 'text/csv')).toMatchObject({ rows: 2, inserted: 2, updated: 0, unchanged: 0 });
+    const { data } = await read('news', instrumentId);
+    expect(data.map((e: Item) => [e.eventClass, e.headline, e.isCompanyConfirmed])).toEqual([
+      ['media_report', 'Press report', false],
+      ['dividend', 'Board declares a dividend, payable in May', true],
+    ]);
+  });
+});
+
+describe('news and catalyst events', () => {
+  let instrumentId: string;
+  let items: Item[];
+
+  beforeAll(async () => {
+    ({ id: instrumentId } = await createInstrument(svc));
+    // Twelve items over three days, classes and confirmation varied; two pairs share a publication instant.
+    const instants = [
+      '2032-05-01T00:00:00.000Z',
+      '2032-05-01T13:30:00.000Z',
+      '2032-05-01T13:30:00.000Z',
+      '2032-05-01T23:59:59.999Z',
+      '2032-05-02T00:00:00.000Z',
+      '2032-05-02T09:00:00.000Z',
+      '2032-05-02T16:00:00.000Z',
+      '2032-05-02T16:00:00.000Z',
+      '2032-05-02T21:00:00.000Z',
+      '2032-05-03T10:00:00.000Z',
+      '2032-05-03T12:00:00.000Z',
+      '2032-05-03T23:00:00.000Z',
+    ];
+    const classes = ['earnings_release', 'guidance', 'media_report'];
+    items = instants.map((publishedAt, i) =>
+      newsItem(instrumentId, publishedAt, { eventClass: classes[i % 3], isCompanyConfirmed: i % 4 !== 1 && i % 5 !== 0 }),
+    );
+    await ingestOk(items);
+  });
+
+  /** The items a filter selects, newest first, ties by id: the expectation, from the posted rows. */
+  function expected(f: { from?: string; to?: string; eventClass?: string; confirmedOnly?: boolean }) {
+    return items
+      .filter((e) => (!f.from || e.publishedAt.slice(0, 10) >= f.from) && (!f.to || e.publishedAt.slice(0, 10) <= f.to))
+      .filter((e) => !f.eventClass || e.eventClass === f.eventClass)
+      .filter((e) => !f.confirmedOnly || e.isCompanyConfirmed)
+      .sort((a, b) => (a.publishedAt === b.publishedAt ? (a.id! < b.id! ? -1 : 1) : a.publishedAt < b.publishedAt ? 1 : -1))
+      .map((e) => e.id);
+  }
+
+  it('when read with any combination of filters, then events are exactly the news with isCompanyConfirmed true, and a strict subset', async () => {
+    const filters: Record<string, string>[] = [
+      {},
+      { eventClass: 'earnings_release' },
+      { eventClass: 'guidance' },
+      { from: '2032-05-02' },
+      { to: '2032-05-01' },
+      { from: '2032-05-02', to: '2032-05-02' },
+      { from: '2032-05-02', to: '2032-05-03', eventClass: 'media_report' },
+      { eventClass: 'no_such_class' },
+    ];
+    for (const f of filters) {
+      const query = new URLSearchParams({ ...f, limit: '500' }).toString();
+      const news = (await read('news', instrumentId, query)).data as Item[];
+      const events = (await read('events', instrumentId, query)).data as Item[];
+      expect(
+        news.map((e) => e.id),
+        query,
+      ).toEqual(expected(f));
+      expect(events, query).toEqual(news.filter((e) => e.isCompanyConfirmed === true));
+      if (news.some((e) => !e.isCompanyConfirmed)) expect(events.length, query).toBeLessThan(news.length);
+    }
+    // The filters above are not vacuous: unconfirmed items are in the fixture and some filters keep them.
+    expect(items.filter((e) => !e.isCompanyConfirmed).length).toBeGreaterThan(2);
+  });
+
+  it('when from and to are given, then they bound the UTC day of publishedAt, both inclusive', async () => {
+    const { data } = await read('news', instrumentId, 'from=2032-05-01&to=2032-05-01');
+    expect(data.map((e: Item) => e.publishedAt)).toEqual([
+      '2032-05-01T23:59:59.999Z',
+      '2032-05-01T13:30:00.000Z',
+      '2032-05-01T13:30:00.000Z',
+      '2032-05-01T00:00:00.000Z',
+    ]);
+  });
+
+  it('when more items match than limit, then the newest come first, ties by id, and meta says truncated', async () => {
+    const first = await read('news', instrumentId, 'limit=7');
+    expect(first.data.map((e: Item) => e.id)).toEqual(expected({}).slice(0, 7));
+    expect(first.meta).toMatchObject({ limit: 7, truncated: true, source: 'test-fixture', stale: false });
+    const all = await read('news', instrumentId, 'limit=12');
+    expect(all.meta).toMatchObject({ limit: 12, truncated: false });
+    const events = await read('events', instrumentId, 'limit=2');
+    expect(events.data.map((e: Item) => e.id)).toEqual(expected({ confirmedOnly: true }).slice(0, 2));
+    expect(events.meta.truncated).toBe(true);
+    const defaulted = await read('news', instrumentId);
+    expect(defaulted.meta.limit).toBe(100);
+  });
+
+  it('when the instrument is unknown, then 404 not_found; when the key lacks the scope, 403; when a parameter is out of range, 400 naming it', async () => {
+    for (const route of ['news', 'events']) {
+      const res = await svc.get(`/v1/instruments/${randomUUID()}/${route}`, key);
+      expect(res.status).toBe(404);
+      expect(res.body.error.code).toBe('not_found');
+    }
+    const newsOnly = await svc.keyWith(['news:read']);
+    const denied = await svc.get(`/v1/instruments/${instrumentId}/events`, newsOnly);
+    expect(denied.status).toBe(403);
+    expect(denied.body.error.details.scope).toEqual(['requires events:read']);
+    for (const [query, field] of [
+      ['limit=0', 'limit'],
+      ['limit=501', 'limit'],
+      ['eventClass=', 'eventClass'],
+      ['from=2032-05-03&to=2032-05-01', 'to'],
+      ['from=2032-02-30', 'from'],
+      ['colour=red', 'colour'],
+    ]) {
+      const res = await svc.get(`/v1/instruments/${instrumentId}/news?${query}`, key);
+      expect(res.status, query).toBe(400);
+      expect(Object.keys(res.body.error.details), query).toEqual([field]);
+    }
+  });
+});
