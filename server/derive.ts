@@ -54,7 +54,11 @@ export async function deriveChanged(deps: DeriveDeps, changes: DataChanges): Pro
   if (changes.optionDays?.length) derived.ivSnapshots = await deriveIvSnapshots(deps, { days: changes.optionDays });
   // A reaction reads the news item and the adjusted closes around it.
   const reacting = [...new Set([...(changes.news ?? []), ...(changes.adjustedCloses ?? [])])];
-  if (reacting.length) derived.eventReactions = await deriveEventReactions(deps, { instrumentIds: reacting });
+  if (reacting.length) {
+    // New closes of an instrument without news change no reaction: nothing to report.
+    const reactions = await deriveEventReactions(deps, { instrumentIds: reacting });
+    if (reactions.instruments) derived.eventReactions = reactions;
+  }
   // New closes of an instrument without scores change no lead.
   if (changes.sentiment || (changes.adjustedCloses?.length && (await leadsReadClosesOf(deps, changes.adjustedCloses)))) {
     derived.sourceLeads = await deriveSourceLeads(deps);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { nameBasedUuid } from '../ids.ts';
 import { FiniteNumber, jsonCell } from '../ingest/fields.ts';
-import { AsOfSchema, BooleanFlagSchema, DateSchema, InstantSchema, UuidSchema, isDate } from '../http/params.ts';
+import { AsOfSchema, BooleanFlagSchema, DateSchema, InstantSchema, UuidSchema, withOrderedBounds } from '../http/params.ts';
 
 export const ACTION_KINDS = ['split', 'cash_dividend', 'stock_dividend', 'spinoff', 'merger', 'symbol_change', 'delisting'] as const;
 export type ActionKind = (typeof ACTION_KINDS)[number];
@@ -15,15 +15,15 @@ export function zeroProvenanceCounts(): Record<Provenance, number> {
   return { observed: 0, vendor_pit: 0, announced: 0, backfilled: 0 };
 }
 
-export const CorporateActionsQuerySchema = z
-  .strictObject({
+export const CorporateActionsQuerySchema = withOrderedBounds(
+  z.strictObject({
     from: DateSchema.describe('effective date, inclusive'),
     to: DateSchema.describe('effective date, inclusive'),
     asOf: AsOfSchema.optional().describe('knowledge cut-off'),
     includeBackfilled: BooleanFlagSchema.default(false),
     actionSetVersion: z.coerce.number({ error: 'must be an integer' }).int('must be an integer').min(0).optional(),
-  })
-  .refine((q) => !isDate(q.from) || !isDate(q.to) || q.from <= q.to, { path: ['to'], message: 'must be on or after from' });
+  }),
+);
 
 export type CorporateActionsQuery = z.infer<typeof CorporateActionsQuerySchema>;
 

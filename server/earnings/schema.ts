@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { closedEnum, DateSchema, UuidSchema, isDate } from '../http/params.ts';
+import { closedEnum, DateSchema, UuidSchema, isDate, withOrderedBounds } from '../http/params.ts';
 import { nameBasedUuid } from '../ids.ts';
 import { FiniteNumber } from '../ingest/fields.ts';
 
@@ -47,34 +47,30 @@ function lastDayOfWindow(from: string): string {
   return new Date(Date.parse(`${from}T00:00:00Z`) + (MAX_WINDOW_DAYS - 1) * 86_400_000).toISOString().slice(0, 10);
 }
 
-const TO_ON_OR_AFTER_FROM = { path: ['to'], message: 'must be on or after from' };
-const ordered = (q: { from?: string; to?: string }) => !isDate(q.from) || !isDate(q.to) || q.from <= q.to;
-
-export const InstrumentEarningsQuerySchema = z
-  .strictObject({
+export const InstrumentEarningsQuerySchema = withOrderedBounds(
+  z.strictObject({
     from: DateSchema.optional().describe('first reportDate, inclusive; omit for no lower bound'),
     to: DateSchema.optional().describe('last reportDate, inclusive; omit for no upper bound'),
-  })
-  .refine(ordered, TO_ON_OR_AFTER_FROM);
+  }),
+);
 
 export type InstrumentEarningsQuery = z.infer<typeof InstrumentEarningsQuerySchema>;
 
-export const MarketEarningsQuerySchema = z
-  .strictObject({
+export const MarketEarningsQuerySchema = withOrderedBounds(
+  z.strictObject({
     from: DateSchema.describe('first reportDate, inclusive'),
     to: DateSchema.describe(`last reportDate, inclusive; at most ${MAX_WINDOW_DAYS} days from from, both days counted`),
     instrumentId: UuidSchema.transform((s) => s.toLowerCase())
       .optional()
       .describe('narrows the calendar to one instrument; an unknown one is 404'),
-  })
-  .refine(ordered, TO_ON_OR_AFTER_FROM)
-  .refine((q) => !isDate(q.from) || !isDate(q.to) || q.from > q.to || inclusiveDays(q.from, q.to) <= MAX_WINDOW_DAYS, {
-    path: ['to'],
-    error: (issue) => {
-      const { from, to } = issue.input as { from: string; to: string };
-      return `the window ${from}..${to} spans ${inclusiveDays(from, to)} days, from and to both counted; at most ${MAX_WINDOW_DAYS}, so ${lastDayOfWindow(from)} at the latest`;
-    },
-  });
+  }),
+).refine((q) => !isDate(q.from) || !isDate(q.to) || q.from > q.to || inclusiveDays(q.from, q.to) <= MAX_WINDOW_DAYS, {
+  path: ['to'],
+  error: (issue) => {
+    const { from, to } = issue.input as { from: string; to: string };
+    return `the window ${from}..${to} spans ${inclusiveDays(from, to)} days, from and to both counted; at most ${MAX_WINDOW_DAYS}, so ${lastDayOfWindow(from)} at the latest`;
+  },
+});
 
 export type MarketEarningsQuery = z.infer<typeof MarketEarningsQuerySchema>;
 

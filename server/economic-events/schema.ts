@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { closedEnum, DateSchema, InstantSchema, UuidSchema, isDate } from '../http/params.ts';
+import { closedEnum, DateSchema, InstantSchema, UuidSchema, withOrderedBounds, integerParam } from '../http/params.ts';
 import { nameBasedUuid } from '../ids.ts';
 
 /**
@@ -59,22 +59,16 @@ export const CountrySchema = z
 /** The longest actual, forecast or previous string stored: real calendars print a dozen characters at most ("-20493K", "1,234.5 K"). */
 export const MAX_FIGURE_LENGTH = 64;
 
-export const EconomicEventsQuerySchema = z
-  .strictObject({
+export const EconomicEventsQuerySchema = withOrderedBounds(
+  z.strictObject({
     from: DateSchema.optional().describe('first day (UTC) of scheduledAt, inclusive'),
     to: DateSchema.optional().describe('last day (UTC) of scheduledAt, inclusive'),
     eventClass: EventClassSchema.optional(),
     country: CountrySchema.optional(),
     importance: ImportanceSchema.optional(),
-    limit: z.coerce
-      .number({ error: 'must be an integer' })
-      .int('must be an integer')
-      .min(1)
-      .max(500)
-      .default(100)
-      .describe('rows returned, newest first; meta.truncated says whether more matched'),
-  })
-  .refine((q) => !isDate(q.from) || !isDate(q.to) || q.from <= q.to, { path: ['to'], message: 'must be on or after from' });
+    limit: integerParam(1, 500).default(100).describe('rows returned, newest first; meta.truncated says whether more matched'),
+  }),
+);
 
 export type EconomicEventsQuery = z.infer<typeof EconomicEventsQuerySchema>;
 

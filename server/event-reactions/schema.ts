@@ -1,17 +1,15 @@
 import { z } from 'zod';
-import { DateSchema, isDate } from '../http/params.ts';
+import { DateSchema, withOrderedBounds, integerParam } from '../http/params.ts';
 import { EventClassSchema } from '../news/schema.ts';
 import { MAX_GAP_DAYS, SESSION_CLOSE, SESSION_TIME_ZONE } from './session.ts';
 
-const integerParam = (min: number, max: number) => z.coerce.number({ error: 'must be an integer' }).int('must be an integer').min(min).max(max);
-
-export const EventReactionsQuerySchema = z
-  .strictObject({
+export const EventReactionsQuerySchema = withOrderedBounds(
+  z.strictObject({
     eventClass: EventClassSchema.optional().describe('only reactions to news of this class (exact match); omit for all'),
     from: DateSchema.optional().describe('first eventDate (the session date), inclusive'),
     to: DateSchema.optional().describe('last eventDate (the session date), inclusive'),
-  })
-  .refine((q) => !isDate(q.from) || !isDate(q.to) || q.from <= q.to, { path: ['to'], message: 'must be on or after from' });
+  }),
+);
 
 export type EventReactionsQuery = z.infer<typeof EventReactionsQuerySchema>;
 

@@ -91,4 +91,14 @@ export const AssetClassSchema = z.enum(ASSET_CLASSES);
 /** A closed enum whose error lists the allowed values, as the caller needs them to correct the request. */
 export const closedEnum = <T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `must be one of ${values.join(', ')}` });
 
+/** An integer query parameter within [min, max]. */
+export const integerParam = (min: number, max: number) => z.coerce.number({ error: 'must be an integer' }).int('must be an integer').min(min).max(max);
+
+/** A query with optional `from` and `to` dates, refused when `to` comes before `from`. */
+export const withOrderedBounds = <T extends z.ZodObject>(query: T) =>
+  query.refine((q: { from?: unknown; to?: unknown }) => !isDate(q.from) || !isDate(q.to) || q.from <= q.to, {
+    path: ['to'],
+    message: 'must be on or after from',
+  });
+
 export const NoQuerySchema = z.strictObject({});

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { BooleanValue } from '../ingest/fields.ts';
-import { DateSchema, InstantSchema, UuidSchema, isDate } from '../http/params.ts';
+import { DateSchema, InstantSchema, UuidSchema, withOrderedBounds, integerParam } from '../http/params.ts';
 import { nameBasedUuid } from '../ids.ts';
 
 /** The longest event class stored: class names are identifiers, not prose. */
@@ -31,20 +31,14 @@ export const NewsUrlSchema = z
   .refine((s) => URL.canParse(s), 'is not a valid URL')
   .describe('the article, an absolute http(s) URL exactly as the source gave it');
 
-export const NewsQuerySchema = z
-  .strictObject({
+export const NewsQuerySchema = withOrderedBounds(
+  z.strictObject({
     from: DateSchema.optional().describe('first UTC day of publishedAt, inclusive'),
     to: DateSchema.optional().describe('last UTC day of publishedAt, inclusive'),
     eventClass: EventClassSchema.optional().describe('only this class (exact match); omit for all'),
-    limit: z.coerce
-      .number({ error: 'must be an integer' })
-      .int('must be an integer')
-      .min(1)
-      .max(500)
-      .default(100)
-      .describe('rows returned, newest first; meta.truncated says whether more matched'),
-  })
-  .refine((q) => !isDate(q.from) || !isDate(q.to) || q.from <= q.to, { path: ['to'], message: 'must be on or after from' });
+    limit: integerParam(1, 500).default(100).describe('rows returned, newest first; meta.truncated says whether more matched'),
+  }),
+);
 
 export type NewsQuery = z.infer<typeof NewsQuerySchema>;
 

@@ -1,5 +1,5 @@
 import type { Database } from '../db/database.ts';
-import { sourcesMeta } from '../http/envelope.ts';
+import { listPage } from '../http/envelope.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import * as repo from './repository.ts';
 import type { NewsQuery } from './schema.ts';
@@ -14,16 +14,5 @@ export async function listNews(db: Database, instrumentId: string, q: NewsQuery,
     await requireInstrument(sql, instrumentId);
     return repo.selectNews(sql, { ...q, instrumentId, companyConfirmedOnly, limit: q.limit + 1 });
   });
-  const truncated = rows.length > q.limit;
-  const data = truncated ? rows.slice(0, q.limit) : rows;
-  return {
-    data,
-    meta: {
-      asOf: new Date().toISOString(),
-      source: sourcesMeta(new Set(data.map((e) => e.source))),
-      stale: false,
-      limit: q.limit,
-      truncated,
-    },
-  };
+  return listPage(rows, q.limit);
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ProvenanceCountsSchema } from '../actions/schema.ts';
 import type { RawBar } from './adjustment.ts';
-import { AsOfSchema, BooleanFlagSchema, DateSchema, idListSchema, isDate } from '../http/params.ts';
+import { AsOfSchema, closedEnum, BooleanFlagSchema, DateSchema, idListSchema, isDate } from '../http/params.ts';
 
 export const MAX_BULK_INSTRUMENTS = 500;
 // One request may span at most this many calendar days: 30 years of daily
@@ -62,7 +62,7 @@ export const IntradayQuerySchema = z
   .strictObject({
     from: DateSchema,
     to: DateSchema,
-    interval: z.enum(INTERVALS, { error: `must be one of ${INTERVALS.join(', ')}` }),
+    interval: closedEnum(INTERVALS),
   })
   .superRefine((q, ctx) => {
     if (MAX_INTRADAY_SPAN_DAYS[q.interval] !== undefined) dateRange(MAX_INTRADAY_SPAN_DAYS[q.interval])(q, ctx);

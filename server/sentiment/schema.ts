@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateSchema, UuidSchema, isDate } from '../http/params.ts';
+import { closedEnum, DateSchema, UuidSchema, withOrderedBounds } from '../http/params.ts';
 import { BooleanValue, FiniteNumber, jsonCell } from '../ingest/fields.ts';
 import { ingestCounts } from '../ingest/kind.ts';
 import { LAGS, MAX_LAG_DAYS, PROMOTION_RULE, SESSION_LOOKBACK_DAYS } from '../../workers/source-leads.ts';
@@ -15,12 +15,10 @@ import { LAGS, MAX_LAG_DAYS, PROMOTION_RULE, SESSION_LOOKBACK_DAYS } from '../..
 export const SUBJECT_CLASSES = ['business', 'market_commentary'] as const;
 export type SubjectClass = (typeof SUBJECT_CLASSES)[number];
 
-export const SubjectClassSchema = z
-  .enum(SUBJECT_CLASSES, { error: `must be one of ${SUBJECT_CLASSES.join(', ')}` })
-  .describe(
-    'business: about the company itself (results, products, deals, management, legal), which may lead the price; ' +
-      "market_commentary: about the stock's own price and trading, which follows the price and is never a signal",
-  );
+export const SubjectClassSchema = closedEnum(SUBJECT_CLASSES).describe(
+  'business: about the company itself (results, products, deals, management, legal), which may lead the price; ' +
+    "market_commentary: about the stock's own price and trading, which follows the price and is never a signal",
+);
 
 const Source = z.string().trim().min(1).max(300);
 
@@ -61,14 +59,14 @@ export const SentimentRowSchema = z
 
 export type SentimentRow = z.infer<typeof SentimentRowSchema>;
 
-export const SentimentQuerySchema = z
-  .strictObject({
+export const SentimentQuerySchema = withOrderedBounds(
+  z.strictObject({
     from: DateSchema.optional().describe('first asOfDate, inclusive'),
     to: DateSchema.optional().describe('last asOfDate, inclusive'),
     subjectClass: SubjectClassSchema.optional(),
     source: Source.optional().describe('only this source (exact)'),
-  })
-  .refine((q) => !isDate(q.from) || !isDate(q.to) || q.from <= q.to, { path: ['to'], message: 'must be on or after from' });
+  }),
+);
 
 export type SentimentQuery = z.infer<typeof SentimentQuerySchema>;
 
