@@ -161,7 +161,11 @@ export class Runtime {
         const loaded = await loadDemoDataIfEmpty(deps);
         if (loaded)
           logger.info(
-            { ms: Date.now() - started, rows: Object.fromEntries(Object.entries(loaded.stored).map(([k, v]) => [k, v.rows])) },
+            {
+              ms: Date.now() - started,
+              rows: Object.fromEntries(Object.entries(loaded.stored).map(([k, v]) => [k, v.rows])),
+              derived: Object.fromEntries(Object.entries(loaded.derived).map(([k, v]) => [k, v?.rows])),
+            },
             'demo data set loaded',
           );
       }
