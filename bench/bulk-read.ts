@@ -1,6 +1,6 @@
 // bulk-read: GET /v1/prices/bulk for 500 instruments, end to end over HTTP,
 // against postgres.js alone fetching the same rows; then the server's memory
-// while it streams the full 10-year span to a slow reader.
+// while it streams the full 10-year span to one slow reader, and to ten at once.
 //
 // The service runs as a child process (its RSS is measured from
 // /proc/<pid>/status), loaded through the admin API like any client would.
@@ -21,8 +21,10 @@ const SERIES_TO = '2020-12-31';
 const WINDOW = { from: '2020-01-01', to: '2020-12-31' };
 const FULL_SPAN = { from: '2011-01-01', to: '2020-12-31' };
 const AS_OF = '2021-01-01T00:00:00.000Z';
-const TARGET_RATIO = 2;
-const TARGET_GROWTH_MB = 100;
+const TARGET_RATIO = 1.2;
+const TARGET_GROWTH_MB = 50;
+const SLOW_READERS = 10;
+const TARGET_GROWTH_MB_READERS = 100;
 
 export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const instruments = envInt('BENCH_BULK_INSTRUMENTS', 500);
@@ -40,7 +42,8 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const expectedFull = instruments * dates.length;
 
   const database = await ctx.db.createDatabase(`${ctx.runId}_bulk`);
-  const service = await startService(database.url);
+  // Room for the ten simultaneous downloads of (d), each from its own account.
+  const service = await startService(database.url, { env: { BULK_STREAMS_MAX: String(SLOW_READERS) } });
   const sql = benchSql(database.url);
   try {
     const status = await service.admin.status();
@@ -141,38 +144,64 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       if (rows.length !== expectedRows) throw new Error(`baseline returned ${rows.length} rows, expected ${expectedRows}`);
     });
 
-    // ---- (c) memory, full span, slow reader
+    // ---- (c) memory, full span, slow reader; (d) ten of them at once
     const httpSummary = summarise(httpSamples);
     const measuredRate = responseBytes / (httpSummary.medianMs / 1000);
     const expectedBytes = responseBytes * (expectedFull / expectedRows);
     // Slower than the server can write (half the rate it delivered in (a)), so
     // the socket backs up and the server must hold back rather than buffer;
     // but not so slow that the response outlives BENCH_SLOW_READ_MAX_SEC
-    // (default 35 s: the service's 60 s statement_timeout also bounds a
-    // streaming cursor). BENCH_SLOW_READ_MBPS overrides.
+    // (default 35 s). BENCH_SLOW_READ_MBPS overrides. The ten readers of (d)
+    // share that pace, each a tenth of it, unless that takes longer than
+    // BENCH_SLOW_READERS_MAX_SEC (default 240 s).
     const maxSec = envInt('BENCH_SLOW_READ_MAX_SEC', 35);
     const paceBytesPerSec = envInt('BENCH_SLOW_READ_MBPS', 0) * MB || Math.max(measuredRate / 2, expectedBytes / maxSec);
-    await sleep(1_000);
-    const before = procStatus(service.pid);
-    const hwmReset = resetPeakRss(service.pid);
-    if (!hwmReset) notes.push('could not reset VmHWM via /proc/<pid>/clear_refs; peak is the sampled maximum VmRSS');
-    const sampler = sampleRss(service.pid, 50);
-    log(
-      `bulk-read: (c) full ${FULL_SPAN.from}..${FULL_SPAN.to} span (~${(expectedBytes / MB).toFixed(0)} MB), reading at ${(paceBytesPerSec / MB).toFixed(1)} MB/s`,
-    );
-    const slow = await slowRead(`${service.publicUrl}${bulkUrl(FULL_SPAN)}`, { authorization: `Bearer ${key}` }, paceBytesPerSec);
-    const sampled = sampler.stop();
-    const after = procStatus(service.pid);
-    const peakKb = hwmReset ? after.hwmKb : sampled.maxRssKb;
-    const growthMb = round((peakKb - before.rssKb) / 1024, 1);
-    const complete = slow.status === 200 && !slow.aborted && slow.bars === expectedFull && slow.wellFormed;
-    if (!complete) {
-      serverIssues.push(
-        `full-span bulk read (${instruments} ids, ${FULL_SPAN.from}..${FULL_SPAN.to}) did not complete: status ${slow.status}, ` +
-          `${slow.aborted ? `connection aborted by the server after ${round(slow.ms / 1000, 1)} s and ${round(slow.bytes / MB, 1)} MB` : 'ended'}, ` +
-          `${slow.bars} of ${expectedFull} bars, well-formed=${slow.wellFormed}`,
+    const readersPace = Math.max(paceBytesPerSec / SLOW_READERS, expectedBytes / envInt('BENCH_SLOW_READERS_MAX_SEC', 240));
+    const keys = [key, ...(await Promise.all(Array.from({ length: SLOW_READERS - 1 }, () => service.admin.apiKey(['prices:read']))))];
+    const streamToSlowReaders = async (readers: number, pace: number) => {
+      await sleep(1_000);
+      const before = procStatus(service.pid);
+      const hwmReset = resetPeakRss(service.pid);
+      if (!hwmReset) notes.push('could not reset VmHWM via /proc/<pid>/clear_refs; peak is the sampled maximum VmRSS');
+      const sampler = sampleRss(service.pid, 50);
+      log(
+        `bulk-read: full ${FULL_SPAN.from}..${FULL_SPAN.to} span (~${(expectedBytes / MB).toFixed(0)} MB) to ${readers} reader(s), each at ${(pace / MB).toFixed(1)} MB/s`,
       );
-    }
+      const reads = await Promise.all(
+        keys.slice(0, readers).map((k) => slowRead(`${service.publicUrl}${bulkUrl(FULL_SPAN)}`, { authorization: `Bearer ${k}` }, pace, 600_000)),
+      );
+      const sampled = sampler.stop();
+      const after = procStatus(service.pid);
+      const peakKb = hwmReset ? after.hwmKb : sampled.maxRssKb;
+      const incomplete = reads.filter((slow) => !(slow.status === 200 && !slow.aborted && slow.bars === expectedFull && slow.wellFormed));
+      for (const slow of incomplete) {
+        serverIssues.push(
+          `full-span bulk read (${instruments} ids, ${FULL_SPAN.from}..${FULL_SPAN.to}, ${readers} reader(s)) did not complete: status ${slow.status}, ` +
+            `${slow.aborted ? `connection aborted by the server after ${round(slow.ms / 1000, 1)} s and ${round(slow.bytes / MB, 1)} MB` : 'ended'}, ` +
+            `${slow.bars} of ${expectedFull} bars, well-formed=${slow.wellFormed}`,
+        );
+      }
+      return {
+        request: `${FULL_SPAN.from}..${FULL_SPAN.to}, ${instruments} instruments, adjusted=true`,
+        readers,
+        readPaceMBps: round(pace / MB, 1),
+        bytesReceived: reads[0].bytes,
+        mbReceived: round(reads[0].bytes / MB, 1),
+        bars: reads[0].bars,
+        complete: incomplete.length === 0,
+        seconds: round(Math.max(...reads.map((r) => r.ms)) / 1000, 1),
+        rssBeforeMb: round(before.rssKb / 1024, 1),
+        peakRssMb: round(peakKb / 1024, 1),
+        peakSource: hwmReset ? 'VmHWM (reset via clear_refs just before the request)' : 'sampled VmRSS maximum',
+        sampledMaxRssMb: round(sampled.maxRssKb / 1024, 1),
+        rssAfterMb: round(after.rssKb / 1024, 1),
+        growthMb: round((peakKb - before.rssKb) / 1024, 1),
+      };
+    };
+    log('bulk-read: (c) one slow reader');
+    const memory = await streamToSlowReaders(1, paceBytesPerSec);
+    log(`bulk-read: (d) ${SLOW_READERS} slow readers at once`);
+    const memoryReaders = await streamToSlowReaders(SLOW_READERS, readersPace);
 
     const sqlSummary = summarise(sqlSamples);
     const readRatio = ratio(httpSummary.medianMs, sqlSummary.medianMs);
@@ -197,23 +226,18 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       measured: { httpBulk: { ...httpSummary, responseBytes, barsPerSec: Math.round(expectedRows / (httpSummary.medianMs / 1000)) } },
       baseline: { postgresJs: { ...sqlSummary, rows: expectedRows } },
       ratios: { httpOverPostgresJs: readRatio },
-      memory: {
-        request: `${FULL_SPAN.from}..${FULL_SPAN.to}, ${instruments} instruments, adjusted=true`,
-        readPaceMBps: round(paceBytesPerSec / MB, 1),
-        bytesReceived: slow.bytes,
-        mbReceived: round(slow.bytes / MB, 1),
-        bars: slow.bars,
-        complete,
-        seconds: round(slow.ms / 1000, 1),
-        rssBeforeMb: round(before.rssKb / 1024, 1),
-        peakRssMb: round(peakKb / 1024, 1),
-        peakSource: hwmReset ? 'VmHWM (reset via clear_refs just before the request)' : 'sampled VmRSS maximum',
-        sampledMaxRssMb: round(sampled.maxRssKb / 1024, 1),
-        rssAfterMb: round(after.rssKb / 1024, 1),
-        growthMb,
+      memory,
+      memoryTenReaders: memoryReaders,
+      targets: {
+        httpOverPostgresJs: `<= ${TARGET_RATIO}`,
+        memoryGrowthMb: `< ${TARGET_GROWTH_MB}`,
+        memoryGrowthMbTenReaders: `< ${TARGET_GROWTH_MB_READERS}`,
       },
-      targets: { httpOverPostgresJs: `<= ${TARGET_RATIO}`, memoryGrowthMb: `< ${TARGET_GROWTH_MB}` },
-      meetsTarget: { httpOverPostgresJs: readRatio <= TARGET_RATIO, memoryGrowthMb: complete && growthMb < TARGET_GROWTH_MB },
+      meetsTarget: {
+        httpOverPostgresJs: readRatio <= TARGET_RATIO,
+        memoryGrowthMb: memory.complete && memory.growthMb < TARGET_GROWTH_MB,
+        memoryGrowthMbTenReaders: memoryReaders.complete && memoryReaders.growthMb < TARGET_GROWTH_MB_READERS,
+      },
       serverIssues,
       notes,
     };

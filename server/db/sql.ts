@@ -37,6 +37,10 @@ export function createSql(url: string, options: SqlOptions): Sql {
     connection: {
       application_name: `market-data-service/${options.name}/${process.pid}`,
       statement_timeout: options.statementTimeoutMs,
+      // Shortest exact float8 text (PostgreSQL's default, set so a server
+      // configured otherwise cannot round prices): the price reads write it
+      // into responses (prices/text-repository.ts).
+      extra_float_digits: 1,
       ...(options.synchronousCommit ? { synchronous_commit: options.synchronousCommit } : {}),
     },
     types: {

@@ -29,15 +29,17 @@ export function sendData(res: Response, data: unknown, meta: Meta, status = 200)
 }
 
 /**
- * The same envelope for data already serialised (price bars are written field
- * by field so equal inputs always give equal bytes).
+ * The same envelope for data already serialised (price bars: PostgreSQL
+ * writes them field by field, so equal inputs always give equal bytes).
  */
-export function sendSerialisedData(res: Response, dataJson: string, meta: Meta): void {
+export function sendSerialisedData(res: Response, dataJson: Buffer, meta: Meta): void {
   res
     .status(200)
     .type('application/json')
-    .send(`{"data":${dataJson},"meta":${JSON.stringify(meta)}}`);
+    .send(Buffer.concat([DATA_KEY, dataJson, Buffer.from(`,"meta":${JSON.stringify(meta)}}`)]));
 }
+
+const DATA_KEY = Buffer.from('{"data":');
 
 /**
  * The envelope streamed: `produce` writes the data value in chunks and
@@ -49,8 +51,8 @@ export function sendSerialisedData(res: Response, dataJson: string, meta: Meta):
  * is closed by the idle timeout every public request has (http/observe.ts),
  * and the producer's next write rejects.
  */
-export async function streamData(res: Response, produce: (write: (chunk: string) => Promise<void>) => Promise<Meta>): Promise<void> {
-  const send = (chunk: string, end: boolean) =>
+export async function streamData(res: Response, produce: (write: (chunk: Buffer) => Promise<void>) => Promise<Meta>): Promise<void> {
+  const send = (chunk: Buffer, end: boolean) =>
     new Promise<void>((resolve, reject) => {
       if (res.destroyed) return reject(new ClientGoneError('the client went away'));
       // One chunk per turn of the event loop even while the socket takes
@@ -70,13 +72,13 @@ export async function streamData(res: Response, produce: (write: (chunk: string)
       res.once('close', onClose);
     });
   let started = false;
-  const write = (chunk: string) => {
+  const write = (chunk: Buffer) => {
     if (started) return send(chunk, false);
     started = true;
     res.status(200).type('application/json');
-    return send(`{"data":${chunk}`, false);
+    return send(Buffer.concat([DATA_KEY, chunk]), false);
   };
   const meta = await produce(write);
-  if (!started) await write('');
-  await send(`,"meta":${JSON.stringify(meta)}}`, true);
+  if (!started) await write(Buffer.alloc(0));
+  await send(Buffer.from(`,"meta":${JSON.stringify(meta)}}`), true);
 }

@@ -2,7 +2,7 @@ import os from 'node:os';
 import type postgres from 'postgres';
 import { timed, type Sql } from '../db/sql.ts';
 import type { PointInTime } from '../http/params.ts';
-import { BarAdjuster, dayToDate, NOT_VENDOR_ADJUSTED } from './adjustment.ts';
+import { adjustSeries, dayToDate, NOT_VENDOR_ADJUSTED } from './adjustment.ts';
 import { planAdjustments } from './adjustment-plan.ts';
 
 // The analytics read of daily bars: adjusted series as typed arrays for the
@@ -125,7 +125,7 @@ export async function readAdjustedSeries(
     const reflects = reflectsThrough(dates, order, int32s(r?.reflects), int32s(r?.reflects_days));
     const prices = ohlcv ? [s.open, s.high, s.low, close] : [close];
     if (window.multipliers) prices.push(s.priceMultiplier);
-    new BarAdjuster(plans.get(id)!.factors).adjustSeries(dates, reflects, prices, ohlcv ? s.volume : null);
+    adjustSeries(plans.get(id)!.factors, dates, reflects, prices, ohlcv ? s.volume : null);
     out.set(id, s);
   }
   return out;

@@ -1,7 +1,16 @@
 import type { Sql } from '../db/sql.ts';
 import type { PointInTime } from '../http/params.ts';
 import { actionSetsToApply } from '../actions/service.ts';
-import { buildFactors, priceBasisOf, type BarAdjuster, type Factor, type NotApplied } from './adjustment.ts';
+import {
+  buildFactors,
+  factorsUsed,
+  multiplierSegments,
+  priceBasisOf,
+  type Factor,
+  type MultiplierSegment,
+  type NotApplied,
+  type SeriesKeys,
+} from './adjustment.ts';
 import * as repo from './repository.ts';
 
 export interface AdjustmentOptions {
@@ -44,13 +53,31 @@ export async function planAdjustments(sql: Sql, ids: string[], q: AdjustmentOpti
   return plans;
 }
 
+/** The multipliers a read applies to each instrument: none for a raw read. */
+export function readSegments(q: AdjustmentOptions, plans: Map<string, InstrumentPlan>, ids: string[]): Map<string, MultiplierSegment[]> {
+  return new Map(q.adjusted ? ids.map((id) => [id, multiplierSegments(plans.get(id)!.factors)]) : []);
+}
+
+/** What a read's bars of one instrument tell of its numbers: the sources' bases, and the factors they applied or already reflected. */
+export interface SeriesUse {
+  bases: { raw: boolean; vendorAdjusted: boolean };
+  applied: Factor[];
+  alreadyReflected: Factor[];
+}
+
+/** `series` undefined: the instrument has no bars in the window. */
+export function seriesUse(q: AdjustmentOptions, plan: InstrumentPlan, series?: { bases: SeriesUse['bases']; keys: SeriesKeys }): SeriesUse {
+  if (!series) return { bases: { raw: false, vendorAdjusted: false }, applied: [], alreadyReflected: [] };
+  return { bases: series.bases, ...factorsUsed(q.adjusted ? plan.factors : [], series.keys) };
+}
+
 /** What meta says of the numbers a read returned for one instrument: their basis and the actions behind it. */
-export function priceBasisMeta(q: AdjustmentOptions, adjuster: BarAdjuster, plan: InstrumentPlan, readAt: Date) {
+export function priceBasisMeta(q: AdjustmentOptions, use: SeriesUse, plan: InstrumentPlan, readAt: Date) {
   return {
-    priceBasis: priceBasisOf(q.adjusted, adjuster.bases),
+    priceBasis: priceBasisOf(q.adjusted, use.bases),
     adjustedThrough: q.adjusted ? (q.asOf?.instant ?? readAt).toISOString() : null,
-    actionsApplied: adjuster.applied.size,
-    actionsAlreadyReflected: adjuster.alreadyReflected.size,
+    actionsApplied: use.applied.length,
+    actionsAlreadyReflected: use.alreadyReflected.length,
     actionsNotApplied: plan.notApplied,
   };
 }

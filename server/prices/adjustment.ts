@@ -92,17 +92,6 @@ export function buildFactors(actions: ActionForAdjustment[], priorCloses: PriorC
   return { factors, notApplied };
 }
 
-export interface RawBar {
-  barDate: string;
-  openPrice: number | null;
-  highPrice: number | null;
-  lowPrice: number | null;
-  closePrice: number;
-  volume: number | null;
-  priceBasis: 'raw' | 'vendor_adjusted';
-  reflectsActionsThrough: string | null;
-}
-
 /** Days since 1970-01-01 of a yyyy-mm-dd date, by arithmetic (this runs per bar; no Date objects). */
 export function dayNumber(date: string): number {
   let y = (date.charCodeAt(0) - 48) * 1000 + (date.charCodeAt(1) - 48) * 100 + (date.charCodeAt(2) - 48) * 10 + (date.charCodeAt(3) - 48);
@@ -124,95 +113,100 @@ export const dayToDate = (day: number) => new Date(day * DAY_MS).toISOString().s
 export const NOT_VENDOR_ADJUSTED = -2_147_483_648;
 
 /**
- * Adjusts bars in ascending date order (one at a time, so a cursor can
- * stream them, or a whole series of arrays at once), tracking which actions
- * changed something and which were already reflected by the source. Both
- * forms go through `multipliersAt`, so they give bit-identical numbers.
+ * The multipliers of an action set, by the key of a bar: its date, or its
+ * reflects-through date when the bar is vendor-adjusted and that is later.
+ * The factors that change a bar are those effective after its key (an action
+ * effective on or before the bar's date does not touch it; one effective on
+ * or before the reflects-through date is already in the vendor's number): a
+ * suffix of the factors in ascending effective date. So the keys fall into
+ * segments between consecutive effective dates, each with one price and one
+ * volume multiplier, and keys on or after the last effective date are not
+ * adjusted.
+ *
+ * Each multiplier is its factors multiplied in ascending effective-date order
+ * (ties by action id) starting from 1, so one action set always gives
+ * bit-identical numbers, whether JavaScript applies them (adjustSeries, for
+ * analytics) or PostgreSQL does (the price reads, prices/text-repository.ts).
  */
-export class BarAdjuster {
-  readonly applied = new Set<string>();
-  readonly alreadyReflected = new Set<string>();
-  readonly bases = new Set<'raw' | 'vendor_adjusted'>();
-  private readonly appliedProvenance = new Map<string, Provenance>();
-  private readonly effectiveDays: number[];
-  // Results of the last multipliersAt call (fields, not an object per bar).
-  private price = 1;
-  private volume = 1;
+export interface MultiplierSegment {
+  /** The segment's first key: the effective date of the factor before it, or null from the beginning. */
+  from: string | null;
+  /** The keys before this date: the effective date of the segment's first factor. */
+  until: string;
+  price: number;
+  volume: number;
+}
 
-  constructor(private readonly factors: Factor[]) {
-    this.effectiveDays = factors.map((f) => dayNumber(f.effectiveDate));
-  }
-
-  /**
-   * The price and volume multipliers of a bar dated `barDay` whose source
-   * reflects actions through `reflectsDay` (NOT_VENDOR_ADJUSTED for a raw
-   * bar). Multiplied in ascending effective-date order for every bar, so the
-   * same action set always yields bit-identical numbers.
-   */
-  private multipliersAt(barDay: number, reflectsDay: number): void {
+export function multiplierSegments(factors: Factor[]): MultiplierSegment[] {
+  const segments: MultiplierSegment[] = [];
+  for (let j = 0; j < factors.length; j++) {
+    // No key lies between two factors effective on the same date.
+    if (j > 0 && factors[j].effectiveDate === factors[j - 1].effectiveDate) continue;
     let price = 1;
     let volume = 1;
-    for (let i = 0; i < this.factors.length; i++) {
-      const effective = this.effectiveDays[i];
-      if (effective <= barDay) continue;
-      const f = this.factors[i];
-      if (effective <= reflectsDay) {
-        this.alreadyReflected.add(f.actionId);
-        continue;
-      }
-      price *= f.price;
-      volume *= f.volume;
-      this.applied.add(f.actionId);
-      this.appliedProvenance.set(f.actionId, f.provenance);
+    for (let i = j; i < factors.length; i++) {
+      price *= factors[i].price;
+      volume *= factors[i].volume;
     }
-    this.price = price;
-    this.volume = volume;
+    segments.push({ from: j === 0 ? null : factors[j - 1].effectiveDate, until: factors[j].effectiveDate, price, volume });
   }
+  return segments;
+}
 
-  adjust<B extends RawBar>(bar: B): B {
-    this.bases.add(bar.priceBasis);
-    if (this.factors.length === 0) return bar;
-    this.multipliersAt(dayNumber(bar.barDate), bar.reflectsActionsThrough === null ? NOT_VENDOR_ADJUSTED : dayNumber(bar.reflectsActionsThrough));
-    const { price, volume } = this;
-    if (price === 1 && volume === 1) return bar;
-    return {
-      ...bar,
-      openPrice: bar.openPrice === null ? null : bar.openPrice * price,
-      highPrice: bar.highPrice === null ? null : bar.highPrice * price,
-      lowPrice: bar.lowPrice === null ? null : bar.lowPrice * price,
-      closePrice: bar.closePrice * price,
-      volume: bar.volume === null ? null : bar.volume * volume,
-    };
+/**
+ * Adjusts a series in place: `days` ascending and `reflects` in day-number
+ * form (NOT_VENDOR_ADJUSTED for a raw bar), `prices` the price arrays (NaN for
+ * an absent value stays NaN).
+ */
+export function adjustSeries(factors: Factor[], days: Int32Array, reflects: Int32Array, prices: Float64Array[], volume: Float64Array | null): void {
+  const segments = multiplierSegments(factors);
+  const until = segments.map((s) => dayNumber(s.until));
+  for (let i = 0; i < days.length; i++) {
+    const key = Math.max(days[i], reflects[i]);
+    let s = 0;
+    while (s < until.length && until[s] <= key) s++;
+    if (s === until.length) continue;
+    const { price, volume: volumeFactor } = segments[s];
+    for (const p of prices) p[i] *= price;
+    if (volume) volume[i] *= volumeFactor;
   }
+}
 
-  /**
-   * Adjusts a series in place: `days` and `reflects` in day-number form,
-   * `prices` the price arrays (NaN for an absent value stays NaN).
-   */
-  adjustSeries(days: Int32Array, reflects: Int32Array, prices: Float64Array[], volume: Float64Array | null): void {
-    for (let i = 0; i < days.length; i++) {
-      this.bases.add(reflects[i] === NOT_VENDOR_ADJUSTED ? 'raw' : 'vendor_adjusted');
-      if (this.factors.length === 0) continue;
-      this.multipliersAt(days[i], reflects[i]);
-      if (this.price !== 1 || this.volume !== 1) {
-        for (const p of prices) p[i] *= this.price;
-        if (volume) volume[i] *= this.volume;
-      }
-    }
-  }
+/**
+ * What a read's bars of one instrument say about its actions: the earliest
+ * key (see MultiplierSegment) and, for each reflects-through date of its
+ * vendor-adjusted bars, the first bar carrying it.
+ */
+export interface SeriesKeys {
+  minKey: string | null;
+  vendorSpans: { reflectsThrough: string; firstBar: string }[];
+}
 
-  provenanceCounts(): Record<Provenance, number> {
-    const counts = zeroProvenanceCounts();
-    for (const p of this.appliedProvenance.values()) counts[p]++;
-    return counts;
-  }
+/**
+ * The factors that changed at least one of the bars (effective after the
+ * earliest key), and those a vendor-adjusted bar already reflected (effective
+ * after the bar's date and on or before its reflects-through date); an action
+ * can be both, for different bars.
+ */
+export function factorsUsed(factors: Factor[], keys: SeriesKeys): { applied: Factor[]; alreadyReflected: Factor[] } {
+  return {
+    applied: keys.minKey === null ? [] : factors.filter((f) => f.effectiveDate > keys.minKey!),
+    alreadyReflected: factors.filter((f) => keys.vendorSpans.some((s) => s.firstBar < f.effectiveDate && f.effectiveDate <= s.reflectsThrough)),
+  };
+}
+
+/** Distinct actions by knowledge provenance. */
+export function provenanceCounts(factors: Factor[]): Record<Provenance, number> {
+  const counts = zeroProvenanceCounts();
+  for (const f of factors) counts[f.provenance]++;
+  return counts;
 }
 
 export type PriceBasis = 'raw' | 'adjusted' | 'vendor_adjusted' | 'mixed';
 
 /** What the returned numbers are; see the README's "Price basis" section. */
-export function priceBasisOf(adjusted: boolean, bases: Set<'raw' | 'vendor_adjusted'>): PriceBasis {
-  if (bases.size > 1) return 'mixed';
-  if (bases.has('vendor_adjusted')) return 'vendor_adjusted';
+export function priceBasisOf(adjusted: boolean, bases: { raw: boolean; vendorAdjusted: boolean }): PriceBasis {
+  if (bases.raw && bases.vendorAdjusted) return 'mixed';
+  if (bases.vendorAdjusted) return 'vendor_adjusted';
   return adjusted ? 'adjusted' : 'raw';
 }

@@ -1,15 +1,15 @@
 import type { Units } from '../db/database.ts';
-import { timed } from '../db/sql.ts';
 import { sourcesMeta, type Meta } from '../http/envelope.ts';
 import { PROVENANCES, zeroProvenanceCounts, type CoverageCheck } from '../actions/schema.ts';
 import { actionCoverage, latestCoverageChecks, provenanceMeta } from '../actions/service.ts';
-import { BarAdjuster } from './adjustment.ts';
-import { planAdjustments, priceBasisMeta, type InstrumentPlan } from './adjustment-plan.ts';
+import { provenanceCounts } from './adjustment.ts';
+import { planAdjustments, priceBasisMeta, readSegments, seriesUse, type InstrumentPlan } from './adjustment-plan.ts';
 import * as repo from './repository.ts';
-import { dailyBarJson, type BulkPricesQuery } from './schema.ts';
+import * as text from './text-repository.ts';
+import type { BulkPricesQuery } from './schema.ts';
 
-// One page statement returns at most this many bars (~2 MB of JSON, a few
-// MB of row objects) unless a single instrument's window holds more; see
+// One page statement returns at most this many bars (~2.6 MB of JSON text,
+// one row per instrument) unless a single instrument's window holds more; see
 // instrumentsPerPage.
 const PAGE_ROWS = 10_000;
 const FLUSH_BYTES = 64 * 1024;
@@ -30,7 +30,9 @@ function instrumentsPerPage(from: string, to: string): number {
  * their adjustment plans (action-set versions, the actions at exactly those
  * versions, prior closes, coverage); then pages of whole series, each read by
  * one short statement on a pooled connection that is released before the
- * page is written. The next page is read while this one is written, so at
+ * page is written. PostgreSQL writes each series as its JSON text, adjusted
+ * with the plan's multipliers (text-repository.ts), and the bytes are passed
+ * on as they came. The next page is read while this one is written, so at
  * most two pages are held; a stalled client costs a socket and those pages,
  * and nothing in the database. The plan is read with `db`, the pages through
  * `pages`, a lane of the pool (prices/routes.ts): however many downloads run,
@@ -48,7 +50,7 @@ function instrumentsPerPage(from: string, to: string): number {
 export async function streamBulkPrices(
   db: Units,
   q: BulkPricesQuery,
-  write: (chunk: string) => Promise<void>,
+  write: (chunk: Buffer) => Promise<void>,
   pages: { lane: Units; nextPageWaitMs: number },
 ): Promise<Meta> {
   const readAt = new Date();
@@ -58,65 +60,53 @@ export async function streamBulkPrices(
     const [plans, coverage] = await Promise.all([planAdjustments(sql, known, q), latestCoverageChecks(sql, known, q.asOf?.instant)]);
     return { known, plans, coverage };
   });
-  const adjusters = new Map(known.map((id) => [id, new BarAdjuster(q.adjusted ? plans.get(id)!.factors : [])]));
+  const segments = readSegments(q, plans, known);
+  const uses = new Map<string, ReturnType<typeof seriesUse>>();
   const firstBar = new Map<string, string>();
   const sources = new Set<string>();
   let stale = false;
 
-  let buffer = '{';
-  let written = 0;
+  const parts: Buffer[] = [Buffer.from('{')];
+  let size = 1;
+  const add = (part: Buffer) => {
+    parts.push(part);
+    size += part.length;
+  };
   const flush = async () => {
-    await write(buffer);
-    buffer = '';
-  };
-  let pending = 0;
-  let current: string | null = null;
-  let first = true;
-  const open = (id: string) => {
-    buffer += `${written++ ? ',' : ''}"${id}":[`;
-    current = id;
-    first = true;
-  };
-  const closeUpTo = (id: string | null) => {
-    if (current !== null) buffer += ']';
-    current = null;
-    while (pending < known.length && (id === null || known[pending] < id)) {
-      buffer += `${written++ ? ',' : ''}"${known[pending++]}":[]`;
-    }
-    if (id !== null && known[pending] === id) pending++;
+    await write(parts.length === 1 ? parts[0] : Buffer.concat(parts, size));
+    parts.length = 0;
+    size = 0;
   };
 
   const perPage = instrumentsPerPage(q.from, q.to);
   // The first page is read before anything is sent, so waiting too long for
   // it is a 503; once the response has begun, a stream waits for its next page
   // as long as it would for an idle reader before it is cut.
-  const readPage = (start: number) =>
-    pages.lane.run(
-      (sql) => timed('bulk_bars_page', repo.selectDailyBars(sql, known.slice(start, start + perPage), q.from, q.to)),
-      start === 0 ? undefined : pages.nextPageWaitMs,
-    );
+  const readPage = (start: number) => {
+    const ids = known.slice(start, start + perPage);
+    const pageSegments = new Map(ids.filter((id) => segments.has(id)).map((id) => [id, segments.get(id)!]));
+    return pages.lane.run((sql) => text.dailySeriesText(sql, ids, pageSegments, q.from, q.to), start === 0 ? undefined : pages.nextPageWaitMs);
+  };
   let next = known.length ? readPage(0) : null;
   for (let start = 0; next; start += perPage) {
-    const page = await next;
+    const page = new Map((await next).map((series) => [series.instrumentId, series]));
     next = start + perPage < known.length ? readPage(start + perPage) : null;
     // Awaited on the next round; when this page's writes fail first, it settles unobserved.
     next?.catch(() => {});
-    for (const raw of page) {
-      const id = raw.instrumentId;
-      if (id !== current) {
-        closeUpTo(id);
-        open(id);
-        firstBar.set(id, raw.barDate);
+    for (const id of known.slice(start, start + perPage)) {
+      const series = page.get(id);
+      add(Buffer.from(`${uses.size ? ',' : ''}"${id}":[`));
+      if (series) {
+        add(series.bars);
+        firstBar.set(id, series.firstBar);
+        for (const source of series.sources) sources.add(source);
+        stale ||= series.stale;
       }
-      const bar = adjusters.get(id)!.adjust(raw);
-      sources.add(bar.source);
-      stale ||= bar.stale;
-      buffer += `${first ? '' : ','}${dailyBarJson(bar)}`;
-      first = false;
-      if (buffer.length >= FLUSH_BYTES) await flush();
+      add(CLOSE_ARRAY);
+      uses.set(id, seriesUse(q, plans.get(id)!, series));
+      if (size >= FLUSH_BYTES) await flush();
     }
   }
-  closeUpTo(null);
 
   const actionSetVersions: Record<string, number> = {};
   const priceBases: Record<string, unknown> = {};
@@ -124,11 +114,11 @@ export async function streamBulkPrices(
   const provenance = zeroProvenanceCounts();
   for (const id of known) {
     const plan = plans.get(id)!;
-    const adjuster = adjusters.get(id)!;
+    const use = uses.get(id)!;
     actionSetVersions[id] = plan.version;
-    priceBases[id] = priceBasisMeta(q, adjuster, plan, readAt);
+    priceBases[id] = priceBasisMeta(q, use, plan, readAt);
     actionCoverages[id] = actionCoverage(coverage.get(id), firstBar.get(id) ?? q.from);
-    const counts = adjuster.provenanceCounts();
+    const counts = provenanceCounts(use.applied);
     for (const p of PROVENANCES) provenance[p] += counts[p];
   }
   const coverages = Object.values(actionCoverages);
@@ -150,7 +140,9 @@ export async function streamBulkPrices(
     },
     provenance: provenanceMeta(provenance),
   };
-  buffer += '}';
+  add(Buffer.from('}'));
   await flush();
   return meta;
 }
+
+const CLOSE_ARRAY = Buffer.from(']');

@@ -1,7 +1,6 @@
 import type { Sql } from '../db/sql.ts';
 import { identifierList, timed } from '../db/sql.ts';
 import type { PriorClose } from './adjustment.ts';
-import type { DailyBar, IntradayBar } from './schema.ts';
 import type { StagingColumns, WriteCounts } from '../ingest/kind.ts';
 
 const MINUTE_MS = 60_000;
@@ -33,71 +32,6 @@ export async function priorCloses(sql: Sql, dividends: { instrumentId: string; e
   return result;
 }
 
-interface DailyBarRow {
-  instrument_id: string;
-  bar_date: string;
-  open_price: number | null;
-  high_price: number | null;
-  low_price: number | null;
-  close_price: number;
-  volume: number | null;
-  quote_currency: string;
-  quote_unit: string;
-  stale: boolean;
-  price_basis: 'raw' | 'vendor_adjusted';
-  reflects_actions_through: string | null;
-  source: string;
-  as_of: Date;
-}
-
-const DAILY_BAR_COLUMNS: (keyof DailyBarRow)[] = [
-  'instrument_id',
-  'bar_date',
-  'open_price',
-  'high_price',
-  'low_price',
-  'close_price',
-  'volume',
-  'quote_currency',
-  'quote_unit',
-  'stale',
-  'price_basis',
-  'reflects_actions_through',
-  'source',
-  'as_of',
-];
-
-function toDailyBar(r: DailyBarRow): DailyBar {
-  return {
-    instrumentId: r.instrument_id,
-    barDate: r.bar_date,
-    openPrice: r.open_price,
-    highPrice: r.high_price,
-    lowPrice: r.low_price,
-    closePrice: r.close_price,
-    volume: r.volume,
-    quoteCurrency: r.quote_currency,
-    quoteUnit: r.quote_unit,
-    stale: r.stale,
-    asOf: r.as_of.toISOString(),
-    source: r.source,
-    priceBasis: r.price_basis,
-    reflectsActionsThrough: r.reflects_actions_through,
-  };
-}
-
-/** The stored daily bars of the instruments in the window, by instrument, then date. */
-export async function selectDailyBars(sql: Sql, instrumentIds: string[], from: string, to: string): Promise<DailyBar[]> {
-  const rows = await sql<DailyBarRow[]>`
-    select ${sql(DAILY_BAR_COLUMNS)}
-    from daily_bars
-    where instrument_id = any (${instrumentIds}::uuid[])
-      and bar_date between ${from}::date and ${to}::date
-    order by instrument_id, bar_date
-  `;
-  return rows.map(toDailyBar);
-}
-
 export async function existingInstruments(sql: Sql, ids: string[]): Promise<Map<string, { quoteCurrency: string | null }>> {
   const rows = await timed(
     'existing_instruments',
@@ -110,7 +44,7 @@ export async function existingInstruments(sql: Sql, ids: string[]): Promise<Map<
   return new Map(rows.map((r) => [r.id, { quoteCurrency: r.quote_currency }]));
 }
 
-const INTRADAY_TABLES = {
+export const INTRADAY_TABLES = {
   '1min': 'intraday_bars',
   '5min': 'intraday_bars_5min',
   '15min': 'intraday_bars_15min',
@@ -119,45 +53,6 @@ const INTRADAY_TABLES = {
 } as const;
 
 export type Interval = keyof typeof INTRADAY_TABLES;
-
-interface IntradayBarRow {
-  bar_ts: Date;
-  open_price: number;
-  high_price: number;
-  low_price: number;
-  close_price: number;
-  volume: number | null;
-  quote_currency: string;
-  quote_unit: string;
-  source: string;
-  as_of: Date;
-}
-
-/** The stored bars of one instrument at `interval` whose start is within [from, to], in time order. */
-export async function intradayBars(sql: Sql, instrumentId: string, interval: Interval, from: Date, to: Date): Promise<IntradayBar[]> {
-  const rows = await timed(
-    `intraday_bars_${interval}`,
-    sql<IntradayBarRow[]>`
-      select bar_ts, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit, source, as_of
-      from ${sql(INTRADAY_TABLES[interval])}
-      where instrument_id = ${instrumentId}
-        and bar_ts between ${from} and ${to}
-      order by bar_ts
-    `,
-  );
-  return rows.map((r) => ({
-    barTimestamp: r.bar_ts.toISOString(),
-    openPrice: r.open_price,
-    highPrice: r.high_price,
-    lowPrice: r.low_price,
-    closePrice: r.close_price,
-    volume: r.volume,
-    quoteCurrency: r.quote_currency,
-    quoteUnit: r.quote_unit,
-    source: r.source,
-    asOf: r.as_of.toISOString(),
-  }));
-}
 
 // Ingest: statements over the `ingest_staging` table of a bar upload
 // (prices/ingest.ts), inside its transaction.

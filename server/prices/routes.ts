@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Area } from '../area.ts';
-import { sendData, sendSerialisedData, streamData } from '../http/envelope.ts';
+import { sendSerialisedData, streamData } from '../http/envelope.ts';
 import { defineRoute } from '../http/route.ts';
 import { StreamSlots } from '../http/stream-slots.ts';
 import { IdParamsSchema } from '../http/params.ts';
@@ -64,8 +64,8 @@ export const pricesArea: Area = {
   routes: [dailyPricesRoute, bulkPricesRoute, intradayRoute],
   mount(routes, { readDb, config }) {
     routes.handle(dailyPricesRoute, async ({ params, query }, res) => {
-      const { dataJson, meta } = await service.readDailyPrices(readDb, params.id, query);
-      sendSerialisedData(res, dataJson, meta);
+      const { data, meta } = await service.readDailyPrices(readDb, params.id, query);
+      sendSerialisedData(res, data, meta);
     });
 
     const halfThePool = Math.max(1, Math.floor(config.DATABASE_POOL_SIZE / 2));
@@ -73,13 +73,11 @@ export const pricesArea: Area = {
     // All downloads together read at most two pages at once (a download's
     // plan, one short read, takes the pool like any request). Each download
     // reads a page while it writes the previous one, so without a lane five
-    // downloads could hold all ten connections of the default pool; and a
-    // page (one 30-year series is 7,800 rows) is parsed on the request thread
-    // as it arrives, so pages arriving together stall every other request.
-    // Measured with eleven 53 MB downloads starting at once and instrument
-    // reads meanwhile, lanes of 1, 2 and 5: reads took 150-375, 340-490 and
-    // 540-615 ms on average; three concurrent downloads took 9.2, 9.0 and
-    // 10.0-11.9 s, one alone 3.6-4.4, 3.1-3.3 and 3.2 s.
+    // downloads could hold all ten connections of the default pool. A page
+    // costs PostgreSQL the CPU of writing its bars' text (a 10,000-bar page
+    // takes it about 50 ms here) and the request thread only a copy, so two at
+    // a time keep a download fed and leave PostgreSQL's other cores to every
+    // other request.
     const bulkPages = readDb.lane('bulk', Math.min(2, halfThePool));
     routes.handle(bulkPricesRoute, async ({ query: q }, res) => {
       const release = bulkSlots.admit(res.locals.auth.accountId);
@@ -92,7 +90,7 @@ export const pricesArea: Area = {
 
     routes.handle(intradayRoute, async ({ params, query }, res) => {
       const { data, meta } = await service.readIntradayBars(readDb, params.id, query);
-      sendData(res, data, meta);
+      sendSerialisedData(res, data, meta);
     });
   },
   ingest: { 'bars/daily': dailyBarIngest, 'bars/intraday': intradayBarIngest },

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { ProvenanceCountsSchema } from '../actions/schema.ts';
-import type { RawBar } from './adjustment.ts';
 import { AsOfSchema, closedEnum, BooleanFlagSchema, DateSchema, idListSchema, isDate } from '../http/params.ts';
 
 export const MAX_BULK_INSTRUMENTS = 500;
@@ -163,36 +162,3 @@ export const IntradayMetaSchema = z.strictObject({
   to: z.string(),
   bucketing: z.string(),
 });
-/** A stored daily bar. */
-export interface DailyBar extends RawBar {
-  instrumentId: string;
-  quoteCurrency: string;
-  quoteUnit: string;
-  stale: boolean;
-  asOf: string;
-  source: string;
-}
-
-/** A stored intraday bar: the public fields, then when the source published it. */
-export interface IntradayBar {
-  barTimestamp: string;
-  openPrice: number;
-  highPrice: number;
-  lowPrice: number;
-  closePrice: number;
-  volume: number | null;
-  quoteCurrency: string;
-  quoteUnit: string;
-  source: string;
-  asOf: string;
-}
-
-/** The public bar: the spec's fields, in a fixed order so equal inputs give equal bytes. */
-export function dailyBarJson(b: DailyBar): string {
-  return (
-    `{"barDate":"${b.barDate}","openPrice":${JSON.stringify(b.openPrice)},"highPrice":${JSON.stringify(b.highPrice)},` +
-    `"lowPrice":${JSON.stringify(b.lowPrice)},"closePrice":${JSON.stringify(b.closePrice)},"volume":${JSON.stringify(b.volume)},` +
-    `"quoteCurrency":${JSON.stringify(b.quoteCurrency)},"quoteUnit":${JSON.stringify(b.quoteUnit)},"stale":${b.stale},` +
-    `"asOf":"${b.asOf}","source":${JSON.stringify(b.source)}}`
-  );
-}

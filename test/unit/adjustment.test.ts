@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { BarAdjuster, buildFactors, dayNumber, dayToDate, NOT_VENDOR_ADJUSTED, type RawBar } from '../../server/prices/adjustment.ts';
+import {
+  adjustSeries,
+  buildFactors,
+  dayNumber,
+  dayToDate,
+  factorsUsed,
+  multiplierSegments,
+  NOT_VENDOR_ADJUSTED,
+  type Factor,
+} from '../../server/prices/adjustment.ts';
 import { dateOrder, inOrder, reflectsThrough } from '../../server/prices/adjusted-series.ts';
 
 const DAY_MS = 86_400_000;
@@ -27,30 +36,64 @@ describe('day numbers', () => {
   });
 });
 
-describe('BarAdjuster: one bar at a time and a whole series give identical numbers', () => {
-  it('when random action sets meet random raw and vendor-adjusted bars, then adjust() and adjustSeries() agree bit for bit, and on what they applied', () => {
+interface Bar {
+  barDate: string;
+  open: number | null;
+  close: number;
+  volume: number | null;
+  reflectsActionsThrough: string | null;
+}
+
+/**
+ * The definition, bar by bar: the factors effective after the bar's date and
+ * not already reflected by its vendor, multiplied in ascending effective
+ * date starting from 1; and which factors that touched or found reflected.
+ */
+function referenceAdjust(factors: Factor[], bars: Bar[]) {
+  const applied = new Set<string>();
+  const reflected = new Set<string>();
+  const out = bars.map((bar) => {
+    let price = 1;
+    let volume = 1;
+    for (const f of factors) {
+      if (f.effectiveDate <= bar.barDate) continue;
+      if (bar.reflectsActionsThrough !== null && f.effectiveDate <= bar.reflectsActionsThrough) {
+        reflected.add(f.actionId);
+        continue;
+      }
+      price *= f.price;
+      volume *= f.volume;
+      applied.add(f.actionId);
+    }
+    return { open: bar.open === null ? null : bar.open * price, close: bar.close * price, volume: bar.volume === null ? null : bar.volume * volume };
+  });
+  return { out, applied, reflected };
+}
+
+describe('adjustment: the multiplier segments give what the per-bar definition gives', () => {
+  it('when random action sets meet random raw and vendor-adjusted bars, then adjustSeries agrees bit for bit, and factorsUsed names the same actions', () => {
     const rand = prng(20261122);
     let appliedSomewhere = 0;
-    for (let trial = 0; trial < 200; trial++) {
+    let reflectedSomewhere = 0;
+    for (let trial = 0; trial < 300; trial++) {
       const start = dayNumber('2000-01-03');
-      const bars: RawBar[] = [];
+      const bars: Bar[] = [];
       let close = 50 + rand() * 100;
       for (let i = 0; i < 300; i++) {
         close *= 1 + (rand() - 0.5) * 0.04;
         const vendor = rand() < 0.2;
         bars.push({
           barDate: dayToDate(start + i),
-          openPrice: rand() < 0.1 ? null : close * (1 + (rand() - 0.5) * 0.01),
-          highPrice: close * 1.01,
-          lowPrice: rand() < 0.1 ? null : close * 0.99,
-          closePrice: close,
+          open: rand() < 0.1 ? null : close * (1 + (rand() - 0.5) * 0.01),
+          close,
           volume: rand() < 0.1 ? null : Math.round(rand() * 1e6),
-          priceBasis: vendor ? 'vendor_adjusted' : 'raw',
           reflectsActionsThrough: vendor ? dayToDate(start + Math.floor(rand() * 400)) : null,
         });
       }
-      const actions = Array.from({ length: Math.floor(rand() * 6) }, (_, k) => {
-        const effectiveDate = dayToDate(start + Math.floor(rand() * 320));
+      // Some actions share an effective date: their factors compound in one segment.
+      const dates = Array.from({ length: 4 }, () => dayToDate(start + Math.floor(rand() * 320)));
+      const actions = Array.from({ length: Math.floor(rand() * 8) }, (_, k) => {
+        const effectiveDate = dates[Math.floor(rand() * dates.length)];
         return rand() < 0.5
           ? { id: `a${k}`, kind: 'split', effectiveDate, knowledgeProvenance: 'announced' as const, params: { ratio: [2, 3, 0.1, 1.5][k % 4] } }
           : { id: `a${k}`, kind: 'cash_dividend', effectiveDate, knowledgeProvenance: 'observed' as const, params: { amount: rand() } };
@@ -62,36 +105,48 @@ describe('BarAdjuster: one bar at a time and a whole series give identical numbe
         quoteCurrency: 'USD',
       }));
       const { factors } = buildFactors(actions, priorCloses);
+      const reference = referenceAdjust(factors, bars);
 
-      const one = new BarAdjuster(factors);
-      const adjusted = bars.map((b) => one.adjust(b));
-
-      const many = new BarAdjuster(factors);
       const days = Int32Array.from(bars, (b) => dayNumber(b.barDate));
       const reflects = Int32Array.from(bars, (b) => (b.reflectsActionsThrough === null ? NOT_VENDOR_ADJUSTED : dayNumber(b.reflectsActionsThrough)));
-      const col = (f: (b: RawBar) => number | null) => Float64Array.from(bars, (b) => f(b) ?? NaN);
-      const [open, high, low, closes, volume] = [
-        col((b) => b.openPrice),
-        col((b) => b.highPrice),
-        col((b) => b.lowPrice),
-        col((b) => b.closePrice),
-        col((b) => b.volume),
-      ];
-      many.adjustSeries(days, reflects, [open, high, low, closes], volume);
-
+      const open = Float64Array.from(bars, (b) => b.open ?? NaN);
+      const closes = Float64Array.from(bars, (b) => b.close);
+      const volume = Float64Array.from(bars, (b) => b.volume ?? NaN);
+      adjustSeries(factors, days, reflects, [open, closes], volume);
       // toEqual compares numbers with Object.is: bit-identical (NaN for an absent value on both sides).
-      expect([...open]).toEqual(adjusted.map((b) => b.openPrice ?? NaN));
-      expect([...high]).toEqual(adjusted.map((b) => b.highPrice ?? NaN));
-      expect([...low]).toEqual(adjusted.map((b) => b.lowPrice ?? NaN));
-      expect([...closes]).toEqual(adjusted.map((b) => b.closePrice));
-      expect([...volume]).toEqual(adjusted.map((b) => b.volume ?? NaN));
-      if (one.applied.size) appliedSomewhere++;
-      expect([...many.applied].sort()).toEqual([...one.applied].sort());
-      expect([...many.alreadyReflected].sort()).toEqual([...one.alreadyReflected].sort());
-      expect([...many.bases].sort()).toEqual([...one.bases].sort());
-      expect(many.provenanceCounts()).toEqual(one.provenanceCounts());
+      expect([...open]).toEqual(reference.out.map((b) => b.open ?? NaN));
+      expect([...closes]).toEqual(reference.out.map((b) => b.close));
+      expect([...volume]).toEqual(reference.out.map((b) => b.volume ?? NaN));
+
+      // What a read's statement reports of these bars (text-repository.ts): the earliest key, and the first bar of each reflects-through date.
+      const firstOf = new Map<string, string>();
+      for (const b of bars) if (b.reflectsActionsThrough !== null && !firstOf.has(b.reflectsActionsThrough)) firstOf.set(b.reflectsActionsThrough, b.barDate);
+      const used = factorsUsed(factors, {
+        minKey: bars.map((b) => (b.reflectsActionsThrough !== null && b.reflectsActionsThrough > b.barDate ? b.reflectsActionsThrough : b.barDate)).sort()[0],
+        vendorSpans: [...firstOf].map(([reflectsThrough, firstBar]) => ({ reflectsThrough, firstBar })),
+      });
+      expect(used.applied.map((f) => f.actionId).sort()).toEqual([...reference.applied].sort());
+      expect(used.alreadyReflected.map((f) => f.actionId).sort()).toEqual([...reference.reflected].sort());
+      if (reference.applied.size) appliedSomewhere++;
+      if (reference.reflected.size) reflectedSomewhere++;
     }
-    expect(appliedSomewhere).toBeGreaterThan(100);
+    expect(appliedSomewhere).toBeGreaterThan(150);
+    expect(reflectedSomewhere).toBeGreaterThan(50);
+  });
+
+  it('when two actions share an effective date, then one segment carries both factors, and keys on or after the last date are not adjusted', () => {
+    const { factors } = buildFactors(
+      [
+        { id: 'a', kind: 'split', effectiveDate: '2020-03-04', knowledgeProvenance: 'announced', params: { ratio: 2 } },
+        { id: 'b', kind: 'split', effectiveDate: '2020-03-04', knowledgeProvenance: 'announced', params: { ratio: 5 } },
+        { id: 'c', kind: 'split', effectiveDate: '2020-06-01', knowledgeProvenance: 'announced', params: { ratio: 4 } },
+      ],
+      [],
+    );
+    expect(multiplierSegments(factors)).toEqual([
+      { from: null, until: '2020-03-04', price: 0.025, volume: 40 },
+      { from: '2020-03-04', until: '2020-06-01', price: 0.25, volume: 4 },
+    ]);
   });
 
   it('when a 2-for-1 split is effective on D, then the series path halves prices and doubles volume strictly before D only', () => {
@@ -99,7 +154,7 @@ describe('BarAdjuster: one bar at a time and a whole series give identical numbe
     const days = Int32Array.from(['2020-03-03', '2020-03-04'], dayNumber);
     const close = Float64Array.from([100, 52]);
     const volume = Float64Array.from([10, 20]);
-    new BarAdjuster(factors).adjustSeries(days, Int32Array.from([NOT_VENDOR_ADJUSTED, NOT_VENDOR_ADJUSTED]), [close], volume);
+    adjustSeries(factors, days, Int32Array.from([NOT_VENDOR_ADJUSTED, NOT_VENDOR_ADJUSTED]), [close], volume);
     expect([...close]).toEqual([50, 52]);
     expect([...volume]).toEqual([20, 20]);
   });

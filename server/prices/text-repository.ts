@@ -1,0 +1,244 @@
+import type postgres from 'postgres';
+import type { Sql } from '../db/sql.ts';
+import { timed } from '../db/sql.ts';
+import type { MultiplierSegment, SeriesKeys } from './adjustment.ts';
+import { INTRADAY_TABLES, type Interval } from './repository.ts';
+
+// The price reads whose response text PostgreSQL writes: each bar becomes
+// its JSON object in SQL, adjusted there with the multipliers of the read's
+// plan (adjustment.ts, multiplierSegments), and the service passes the bytes
+// on without making an object per bar. Node would spend more time parsing
+// the rows than PostgreSQL spends writing them.
+
+type Fragment = postgres.Fragment;
+
+/**
+ * A float8 written as JavaScript writes it (JSON.stringify), so the text is
+ * what the service would write from the number. From 1e-4 up to 1e15
+ * PostgreSQL's output (with extra_float_digits ≥ 1, set on every connection in
+ * db/sql.ts) is the shortest decimal that reads back as the same double, the
+ * closest of them to it, written plain, as JavaScript's is: there, no decimal
+ * as short as 17 digits lies halfway between two doubles, the one case where
+ * the two differ. Everything else, exponents, -0, NaN and ±Infinity, goes
+ * through json_number_text (sql/012_price_text.sql).
+ */
+export function jsonNumber(sql: Sql, x: Fragment): Fragment {
+  return sql`case
+    when abs(${x}) >= 1e-4::float8 and abs(${x}) < 1e15::float8 then ${x}::text
+    when ${x} is null then 'null'
+    else json_number_text(${x})
+  end`;
+}
+
+/** An instant as JavaScript's toISOString writes it: UTC, milliseconds, Z. */
+const isoInstant = (sql: Sql, column: Fragment) => sql`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * A field of a bar as a response writes it: a number (as JavaScript writes
+ * it), free text (in JSON a string, PostgreSQL's escaping being
+ * JSON.stringify's for every string it can store), text that never needs
+ * escaping (dates, instants), or a boolean.
+ */
+interface BarField {
+  key: string;
+  kind: 'number' | 'text' | 'plain' | 'boolean';
+  value: Fragment;
+}
+
+/** The bar's JSON object: its fields in the given order, so equal bars give equal bytes. */
+function jsonObject(sql: Sql, fields: BarField[]): Fragment {
+  const value = ({ kind, value }: BarField) =>
+    kind === 'number'
+      ? jsonNumber(sql, value)
+      : kind === 'text'
+        ? sql`to_json(${value})::text`
+        : kind === 'plain'
+          ? sql`'"' || ${value} || '"'`
+          : sql`${value}::text`;
+  return sql`${fields.reduce((text, field, i) => sql`${text} || ${`${i ? ',' : '{'}"${field.key}":`}::text || ${value(field)}`, sql`''`)} || '}'`;
+}
+
+const ohlcvFields = (col: (name: string) => Fragment): BarField[] => [
+  { key: 'openPrice', kind: 'number', value: col('open_price') },
+  { key: 'highPrice', kind: 'number', value: col('high_price') },
+  { key: 'lowPrice', kind: 'number', value: col('low_price') },
+  { key: 'closePrice', kind: 'number', value: col('close_price') },
+  { key: 'volume', kind: 'number', value: col('volume') },
+  { key: 'quoteCurrency', kind: 'text', value: col('quote_currency') },
+  { key: 'quoteUnit', kind: 'text', value: col('quote_unit') },
+];
+
+/** A daily bar's fields: the spec's, in its order. */
+const dailyBarFields = (sql: Sql, col: (name: string) => Fragment): BarField[] => [
+  { key: 'barDate', kind: 'plain', value: sql`${col('bar_date')}::text` },
+  ...ohlcvFields(col),
+  { key: 'stale', kind: 'boolean', value: col('stale') },
+  { key: 'asOf', kind: 'plain', value: isoInstant(sql, col('as_of')) },
+  { key: 'source', kind: 'text', value: col('source') },
+];
+
+/** An intraday bar's fields: the spec's, in its order. */
+const intradayBarFields = (sql: Sql, col: (name: string) => Fragment): BarField[] => [
+  { key: 'barTimestamp', kind: 'plain', value: isoInstant(sql, col('bar_ts')) },
+  ...ohlcvFields(col),
+  { key: 'source', kind: 'text', value: col('source') },
+];
+
+/**
+ * `value` times the segment's `factor` (null when no segment applies: the
+ * value as stored). Two magnitudes within 1e-150..1e150 multiply without
+ * leaving the double range, so `*` cannot fail; anything else goes through
+ * ieee_product (sql/012_price_text.sql).
+ */
+function adjusted(sql: Sql, value: Fragment, factor: 'price' | 'volume'): Fragment {
+  const m = sql`s.${sql(factor)}`;
+  const within = (x: Fragment) => sql`abs(${x}) between 1e-150::float8 and 1e150::float8`;
+  return sql`case
+    when ${m} is null or ${value} is null then ${value}
+    when ${within(value)} and ${within(m)} then ${value} * ${m}
+    else ieee_product(${value}, ${m})
+  end`;
+}
+
+/** One instrument's bars in a window, as the response text, with what meta needs to know of them. */
+export interface DailySeriesText {
+  instrumentId: string;
+  /** The bars' JSON objects in date order, comma-separated. */
+  bars: Buffer;
+  firstBar: string;
+  sources: string[];
+  stale: boolean;
+  bases: { raw: boolean; vendorAdjusted: boolean };
+  keys: SeriesKeys;
+}
+
+const text = (b: Buffer) => b.toString('utf8');
+const bool = (b: Buffer) => b[0] === 0x74; // 't'
+
+/**
+ * The daily bars of `instrumentIds` in [from, to], adjusted with each
+ * instrument's multiplier segments (none: as stored), one row per instrument
+ * with bars, in one statement: each series is read whole from one snapshot.
+ *
+ * The vendor-adjusted spans are read by a second scan of the same instrument
+ * within the statement (same snapshot), only for instruments that have such
+ * bars in the window.
+ *
+ * The rows come back raw (postgres.js hands over the bytes as they arrived),
+ * and only the small columns are decoded. The inner select is kept apart
+ * (offset 0) so each adjusted value is computed once, not once for every
+ * reference the JSON expression makes to it.
+ */
+export async function dailySeriesText(
+  sql: Sql,
+  instrumentIds: string[],
+  segments: Map<string, MultiplierSegment[]>,
+  from: string,
+  to: string,
+): Promise<DailySeriesText[]> {
+  const flat = [...segments].flatMap(([id, list]) => list.map((s) => ({ id, ...s })));
+  const key = sql`greatest(b.bar_date, b.reflects_actions_through)`;
+  const join = flat.length
+    ? sql`left join unnest(
+          ${flat.map((s) => s.id)}::uuid[],
+          ${flat.map((s) => s.from ?? '-infinity')}::date[],
+          ${flat.map((s) => s.until)}::date[],
+          ${flat.map((s) => s.price)}::float8[],
+          ${flat.map((s) => s.volume)}::float8[]
+        ) as s (instrument_id, from_key, until_key, price, volume)
+          on s.instrument_id = b.instrument_id and ${key} >= s.from_key and ${key} < s.until_key`
+    : sql``;
+  const value = (column: string, factor: 'price' | 'volume') =>
+    flat.length ? sql`${adjusted(sql, sql`b.${sql(column)}`, factor)} as ${sql(column)}` : sql`b.${sql(column)}`;
+  const rows = await timed(
+    'daily_series_text',
+    sql`
+      select
+        a.instrument_id::text,
+        string_agg(${jsonObject(
+          sql,
+          dailyBarFields(sql, (name) => sql`a.${sql(name)}`),
+        )}, ',' order by a.bar_date) as bars,
+        min(a.bar_date)::text as first_bar,
+        array_to_json(array_agg(distinct a.source))::text as sources,
+        bool_or(a.stale) as stale,
+        bool_or(a.reflects_actions_through is null) as has_raw,
+        bool_or(a.reflects_actions_through is not null) as has_vendor,
+        min(a.key)::text as min_key,
+        case when bool_or(a.reflects_actions_through is not null) then (
+          select json_agg(json_build_array(v.reflects_actions_through, v.first_bar))::text
+          from (
+            select reflects_actions_through, min(bar_date) as first_bar
+            from daily_bars
+            where instrument_id = a.instrument_id
+              and bar_date between ${from}::date and ${to}::date
+              and reflects_actions_through is not null
+            group by reflects_actions_through
+          ) v
+        ) end as vendor_spans
+      from (
+        select
+          b.instrument_id, b.bar_date, b.quote_currency, b.quote_unit, b.stale, b.as_of, b.source, b.reflects_actions_through,
+          ${key} as key,
+          ${value('open_price', 'price')},
+          ${value('high_price', 'price')},
+          ${value('low_price', 'price')},
+          ${value('close_price', 'price')},
+          ${value('volume', 'volume')}
+        from daily_bars b
+        ${join}
+        where b.instrument_id = any (${instrumentIds}::uuid[])
+          and b.bar_date between ${from}::date and ${to}::date
+        offset 0
+      ) a
+      group by a.instrument_id
+    `.raw(),
+  );
+  return rows.map(([id, bars, firstBar, sources, stale, hasRaw, hasVendor, minKey, vendorSpans]) => ({
+    instrumentId: text(id),
+    bars,
+    firstBar: text(firstBar),
+    sources: JSON.parse(text(sources)) as string[],
+    stale: bool(stale),
+    bases: { raw: bool(hasRaw), vendorAdjusted: bool(hasVendor) },
+    keys: {
+      minKey: text(minKey),
+      vendorSpans: vendorSpans
+        ? (JSON.parse(text(vendorSpans)) as [string, string][]).map(([reflectsThrough, firstBar]) => ({ reflectsThrough, firstBar }))
+        : [],
+    },
+  }));
+}
+
+/** One instrument's intraday bars in a window, as the response text. */
+export interface IntradayText {
+  /** The bars' JSON objects in time order, comma-separated (empty without bars). */
+  bars: Buffer;
+  sources: string[];
+  /** The latest `asOf` of the bars (ISO), null without bars. */
+  latestAsOf: string | null;
+}
+
+/** The stored bars of one instrument at `interval` whose start is within [from, to], in one statement. */
+export async function intradayText(sql: Sql, instrumentId: string, interval: Interval, from: Date, to: Date): Promise<IntradayText> {
+  const [[bars, sources, latest]] = await timed(
+    `intraday_text_${interval}`,
+    sql`
+      select
+        string_agg(${jsonObject(
+          sql,
+          intradayBarFields(sql, (name) => sql`${sql(name)}`),
+        )}, ',' order by bar_ts) as bars,
+        array_to_json(array_agg(distinct source))::text as sources,
+        ${isoInstant(sql, sql`max(as_of)`)} as latest_as_of
+      from ${sql(INTRADAY_TABLES[interval])}
+      where instrument_id = ${instrumentId}
+        and bar_ts between ${from} and ${to}
+    `.raw(),
+  );
+  return {
+    bars: bars ?? Buffer.alloc(0),
+    sources: sources ? (JSON.parse(text(sources)) as string[]) : [],
+    latestAsOf: latest ? text(latest) : null,
+  };
+}
