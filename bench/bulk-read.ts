@@ -7,6 +7,7 @@
 import http from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import zlib from 'node:zlib';
 import { benchUuid, DAILY_BARS_COLUMNS, dailyBarsCsv, equity, weekdays } from './lib/data.ts';
 import { benchSql } from './lib/database.ts';
 import { envInt, log, sleep } from './lib/harness.ts';
@@ -111,11 +112,11 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     await sql`analyze`;
     const expectedRows = instruments * in2020.length;
 
-    // ---- (a) HTTP
+    // ---- (a) HTTP, uncompressed and compressed; (b) postgres.js alone, interleaved with (a)
     const bulkUrl = (span: { from: string; to: string }) => `/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=${span.from}&to=${span.to}&adjusted=true`;
     const key = await service.admin.apiKey(['prices:read']);
-    const get = () => callRoute(service.publicUrl, key, { path: bulkUrl(WINDOW) });
-    const probe = await get();
+    const get = (encoding: Encoding) => () => callRoute(service.publicUrl, key, { path: bulkUrl(WINDOW), headers: { 'accept-encoding': encoding } });
+    const probe = await get('identity')();
     if (probe.status !== 200) throw new Error(`GET /v1/prices/bulk answered ${probe.status}: ${probe.text.slice(0, 500)}`);
 
     let responseBytes = 0;
@@ -129,54 +130,84 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       if (body.meta.priceBases[ids[0]].actionsApplied !== 2) throw new Error('expected both corporate actions applied');
       responseBytes = Buffer.byteLength(r.text);
     };
-    log(`bulk-read: (a) HTTP bulk read, ${runs} runs after a warm-up`);
-    const httpSamples = await timeRuns(runs, 1, get, checkHttp);
-
-    // ---- (b) postgres.js alone
     const query = () => sql`
       select instrument_id, bar_date, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit, stale, source, as_of
       from daily_bars
       where instrument_id = any (${sortedIds}::uuid[]) and bar_date between ${WINDOW.from}::date and ${WINDOW.to}::date
       order by instrument_id, bar_date
     `;
-    log(`bulk-read: (b) postgres.js baseline, ${runs} runs after a warm-up`);
-    const sqlSamples = await timeRuns(runs, 1, query, (rows) => {
+    const checkSql = (rows: unknown[]) => {
       if (rows.length !== expectedRows) throw new Error(`baseline returned ${rows.length} rows, expected ${expectedRows}`);
-    });
+    };
+    // One HTTP run, then one baseline run, and so on, so a change in the
+    // machine's load falls on both alike.
+    log(`bulk-read: (a) HTTP bulk read and (b) the postgres.js baseline, ${runs} interleaved runs after a warm-up`);
+    const httpSamples: number[] = [];
+    const sqlSamples: number[] = [];
+    checkHttp(await get('identity')());
+    checkSql(await query());
+    for (let i = 0; i < runs; i++) {
+      httpSamples.push(...(await timeRuns(1, 0, get('identity'), checkHttp)));
+      sqlSamples.push(...(await timeRuns(1, 0, query, checkSql)));
+    }
+    const compressed: Record<string, ReturnType<typeof summarise> & { responseBytes: number; ratioOverPostgresJs: number }> = {};
+    for (const encoding of ['gzip', 'br'] as const) {
+      log(`bulk-read: (a) HTTP bulk read with Accept-Encoding: ${encoding}, ${runs} runs after a warm-up`);
+      const samples = await timeRuns(runs, 1, get(encoding), checkHttp);
+      const wire = await wireBytes(`${service.publicUrl}${bulkUrl(WINDOW)}`, { authorization: `Bearer ${key}`, 'accept-encoding': encoding });
+      if (wire.encoding !== encoding) throw new Error(`asked for ${encoding}, got content-encoding ${wire.encoding}`);
+      const summary = summarise(samples);
+      compressed[encoding] = { ...summary, responseBytes: wire.bytes, ratioOverPostgresJs: ratio(summary.medianMs, summarise(sqlSamples).medianMs) };
+    }
 
-    // ---- (c) memory, full span, slow reader; (d) ten of them at once
+    // ---- (c) memory, full span, one slow reader, uncompressed and br; (d) ten compressed ones at once
     const httpSummary = summarise(httpSamples);
     const measuredRate = responseBytes / (httpSummary.medianMs / 1000);
     const expectedBytes = responseBytes * (expectedFull / expectedRows);
     // Slower than the server can write (half the rate it delivered in (a)), so
     // the socket backs up and the server must hold back rather than buffer;
     // but not so slow that the response outlives BENCH_SLOW_READ_MAX_SEC
-    // (default 35 s). BENCH_SLOW_READ_MBPS overrides. The ten readers of (d)
-    // share that pace, each a tenth of it, unless that takes longer than
-    // BENCH_SLOW_READERS_MAX_SEC (default 240 s).
+    // (default 35 s). BENCH_SLOW_READ_MBPS overrides. The pace counts the
+    // body's decoded bytes, so a compressed reader takes bars as fast as an
+    // uncompressed one. Each of the ten readers of (d) reads at a fifth of
+    // that pace, unless that takes longer than BENCH_SLOW_READERS_MAX_SEC
+    // (default 240 s); half ask for gzip, half for br.
     const maxSec = envInt('BENCH_SLOW_READ_MAX_SEC', 35);
     const paceBytesPerSec = envInt('BENCH_SLOW_READ_MBPS', 0) * MB || Math.max(measuredRate / 2, expectedBytes / maxSec);
-    const readersPace = Math.max(paceBytesPerSec / SLOW_READERS, expectedBytes / envInt('BENCH_SLOW_READERS_MAX_SEC', 240));
+    const readersPace = Math.max(paceBytesPerSec / 5, expectedBytes / envInt('BENCH_SLOW_READERS_MAX_SEC', 240));
     const keys = [key, ...(await Promise.all(Array.from({ length: SLOW_READERS - 1 }, () => service.admin.apiKey(['prices:read']))))];
-    const streamToSlowReaders = async (readers: number, pace: number) => {
+    const streamToSlowReaders = async (encodings: Encoding[], pace: number) => {
+      const readers = encodings.length;
       await sleep(1_000);
       const before = procStatus(service.pid);
       const hwmReset = resetPeakRss(service.pid);
       if (!hwmReset) notes.push('could not reset VmHWM via /proc/<pid>/clear_refs; peak is the sampled maximum VmRSS');
       const sampler = sampleRss(service.pid, 50);
       log(
-        `bulk-read: full ${FULL_SPAN.from}..${FULL_SPAN.to} span (~${(expectedBytes / MB).toFixed(0)} MB) to ${readers} reader(s), each at ${(pace / MB).toFixed(1)} MB/s`,
+        `bulk-read: full ${FULL_SPAN.from}..${FULL_SPAN.to} span (~${(expectedBytes / MB).toFixed(0)} MB) to ${readers} reader(s) (${encodings.join(', ')}), each at ${(pace / MB).toFixed(1)} MB/s`,
       );
-      const reads = await Promise.all(
-        keys.slice(0, readers).map((k) => slowRead(`${service.publicUrl}${bulkUrl(FULL_SPAN)}`, { authorization: `Bearer ${k}` }, pace, 600_000)),
-      );
+      // Each starts once the one before has its answer's head: ten first pages
+      // asked for at the same instant would queue for the bulk lane, and a
+      // first page that waits past the acquire deadline is a 503.
+      const reads: Promise<SlowRead>[] = [];
+      for (const [i, encoding] of encodings.entries()) {
+        const started = slowRead(
+          `${service.publicUrl}${bulkUrl(FULL_SPAN)}`,
+          { authorization: `Bearer ${keys[i]}`, 'accept-encoding': encoding },
+          pace,
+          600_000,
+        );
+        reads.push(started.done);
+        await started.head;
+      }
+      const results = await Promise.all(reads);
       const sampled = sampler.stop();
       const after = procStatus(service.pid);
       const peakKb = hwmReset ? after.hwmKb : sampled.maxRssKb;
-      const incomplete = reads.filter((slow) => !(slow.status === 200 && !slow.aborted && slow.bars === expectedFull && slow.wellFormed));
+      const incomplete = results.filter((slow) => !(slow.status === 200 && !slow.aborted && slow.bars === expectedFull && slow.wellFormed));
       for (const slow of incomplete) {
         serverIssues.push(
-          `full-span bulk read (${instruments} ids, ${FULL_SPAN.from}..${FULL_SPAN.to}, ${readers} reader(s)) did not complete: status ${slow.status}, ` +
+          `full-span bulk read (${instruments} ids, ${FULL_SPAN.from}..${FULL_SPAN.to}, ${readers} reader(s), ${slow.encoding}) did not complete: status ${slow.status}, ` +
             `${slow.aborted ? `connection aborted by the server after ${round(slow.ms / 1000, 1)} s and ${round(slow.bytes / MB, 1)} MB` : 'ended'}, ` +
             `${slow.bars} of ${expectedFull} bars, well-formed=${slow.wellFormed}`,
         );
@@ -184,12 +215,14 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       return {
         request: `${FULL_SPAN.from}..${FULL_SPAN.to}, ${instruments} instruments, adjusted=true`,
         readers,
+        encodings,
         readPaceMBps: round(pace / MB, 1),
-        bytesReceived: reads[0].bytes,
-        mbReceived: round(reads[0].bytes / MB, 1),
-        bars: reads[0].bars,
+        bytesReceived: results[0].decodedBytes,
+        mbReceived: round(results[0].decodedBytes / MB, 1),
+        wireMbReceived: round(results.reduce((n, r) => n + r.bytes, 0) / MB, 1),
+        bars: results[0].bars,
         complete: incomplete.length === 0,
-        seconds: round(Math.max(...reads.map((r) => r.ms)) / 1000, 1),
+        seconds: round(Math.max(...results.map((r) => r.ms)) / 1000, 1),
         rssBeforeMb: round(before.rssKb / 1024, 1),
         peakRssMb: round(peakKb / 1024, 1),
         peakSource: hwmReset ? 'VmHWM (reset via clear_refs just before the request)' : 'sampled VmRSS maximum',
@@ -198,10 +231,14 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         growthMb: round((peakKb - before.rssKb) / 1024, 1),
       };
     };
-    log('bulk-read: (c) one slow reader');
-    const memory = await streamToSlowReaders(1, paceBytesPerSec);
-    log(`bulk-read: (d) ${SLOW_READERS} slow readers at once`);
-    const memoryReaders = await streamToSlowReaders(SLOW_READERS, readersPace);
+    log('bulk-read: (c) one slow reader, uncompressed, then one asking for br');
+    const memory = await streamToSlowReaders(['identity'], paceBytesPerSec);
+    const memoryBr = await streamToSlowReaders(['br'], paceBytesPerSec);
+    log(`bulk-read: (d) ${SLOW_READERS} slow readers at once, gzip and br`);
+    const memoryReaders = await streamToSlowReaders(
+      Array.from({ length: SLOW_READERS }, (_, i) => (i % 2 ? 'br' : 'gzip')),
+      readersPace,
+    );
 
     const sqlSummary = summarise(sqlSamples);
     const readRatio = ratio(httpSummary.medianMs, sqlSummary.medianMs);
@@ -223,10 +260,14 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         loadSec: round(loadSec, 1),
         loadRowsPerSec: Math.round(expectedFull / loadSec),
       },
-      measured: { httpBulk: { ...httpSummary, responseBytes, barsPerSec: Math.round(expectedRows / (httpSummary.medianMs / 1000)) } },
+      measured: {
+        httpBulk: { ...httpSummary, responseBytes, barsPerSec: Math.round(expectedRows / (httpSummary.medianMs / 1000)) },
+        httpBulkCompressed: compressed,
+      },
       baseline: { postgresJs: { ...sqlSummary, rows: expectedRows } },
       ratios: { httpOverPostgresJs: readRatio },
       memory,
+      memoryBr,
       memoryTenReaders: memoryReaders,
       targets: {
         httpOverPostgresJs: `<= ${TARGET_RATIO}`,
@@ -235,7 +276,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       },
       meetsTarget: {
         httpOverPostgresJs: readRatio <= TARGET_RATIO,
-        memoryGrowthMb: memory.complete && memory.growthMb < TARGET_GROWTH_MB,
+        memoryGrowthMb: memory.complete && memory.growthMb < TARGET_GROWTH_MB && memoryBr.complete && memoryBr.growthMb < TARGET_GROWTH_MB,
         memoryGrowthMbTenReaders: memoryReaders.complete && memoryReaders.growthMb < TARGET_GROWTH_MB_READERS,
       },
       serverIssues,
@@ -248,57 +289,99 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   }
 }
 
+type Encoding = 'identity' | 'gzip' | 'br';
+
+interface SlowRead {
+  encoding: string;
+  status: number;
+  /** Bytes on the wire, and after decoding. */
+  bytes: number;
+  decodedBytes: number;
+  bars: number;
+  ms: number;
+  wellFormed: boolean;
+  aborted: boolean;
+}
+
+/** How many bytes the body of a GET takes on the wire, and its Content-Encoding. */
+function wireBytes(url: string, headers: Record<string, string>): Promise<{ bytes: number; encoding: string }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { headers }, (res) => {
+        let bytes = 0;
+        res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+        res.on('end', () => resolve({ bytes, encoding: String(res.headers['content-encoding'] ?? 'identity') }));
+        res.on('error', reject);
+      })
+      .on('error', reject);
+  });
+}
+
 /**
- * Streams a GET response and discards it, pausing so the average read rate
- * stays at `bytesPerSec`. Counts bars by their "barDate" keys (across chunk
- * boundaries) and checks the body's first and last bytes.
+ * Streams a GET response and discards it, decoding it as its
+ * Content-Encoding says, and pausing so the decoded bytes arrive at
+ * `bytesPerSec` on average. Counts bars by their "barDate" keys (across chunk
+ * boundaries) and checks the body's first and last bytes. `head` resolves
+ * when the answer's head has arrived.
  */
-function slowRead(url: string, headers: Record<string, string>, bytesPerSec: number, timeoutMs = 180_000) {
-  type Outcome = { status: number; bytes: number; bars: number; ms: number; wellFormed: boolean; aborted: boolean };
-  return new Promise<Outcome>((resolve, reject) => {
+function slowRead(url: string, headers: Record<string, string>, bytesPerSec: number, timeoutMs: number) {
+  let headArrived!: () => void;
+  const head = new Promise<void>((resolve) => (headArrived = resolve));
+  const done = new Promise<SlowRead>((resolve, reject) => {
     const started = performance.now();
     const needle = '"barDate":';
     const req = http.get(url, { headers }, (res) => {
+      headArrived();
+      const encoding = String(res.headers['content-encoding'] ?? 'identity');
+      const decoded: Readable = encoding === 'gzip' ? res.pipe(zlib.createGunzip()) : encoding === 'br' ? res.pipe(zlib.createBrotliDecompress()) : res;
       let bytes = 0;
+      let decodedBytes = 0;
       let bars = 0;
       let carry = '';
-      let head = '';
+      let first = '';
       let settled = false;
       const finish = (aborted: boolean) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
         resolve({
+          encoding,
           status: res.statusCode ?? 0,
           bytes,
+          decodedBytes,
           bars,
           ms: performance.now() - started,
-          wellFormed: head.startsWith('{"data":{') && carry.endsWith('}}'),
+          wellFormed: first.startsWith('{"data":{') && carry.endsWith('}}'),
           aborted,
         });
       };
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        bytes += Buffer.byteLength(chunk);
-        if (head.length < 16) head += chunk.slice(0, 16);
+      res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+      decoded.setEncoding('utf8');
+      decoded.on('data', (chunk: string) => {
+        decodedBytes += Buffer.byteLength(chunk);
+        if (first.length < 16) first += chunk.slice(0, 16);
         const text = carry + chunk;
         for (let i = text.indexOf(needle); i !== -1; i = text.indexOf(needle, i + needle.length)) bars++;
         carry = text.slice(-(needle.length - 1));
-        const ahead = (bytes / bytesPerSec) * 1000 - (performance.now() - started);
+        const ahead = (decodedBytes / bytesPerSec) * 1000 - (performance.now() - started);
         if (ahead > 5) {
-          res.pause();
-          setTimeout(() => res.resume(), ahead);
+          // Pausing the decoder stops it reading the socket once its buffers fill.
+          decoded.pause();
+          setTimeout(() => decoded.resume(), ahead);
         }
       });
-      res.on('end', () => finish(false));
+      decoded.on('end', () => finish(false));
       // The server cutting the stream short shows as 'aborted' then an error.
       res.on('aborted', () => finish(true));
       res.on('error', () => finish(true));
+      decoded.on('error', () => finish(true));
     });
     const timer = setTimeout(() => req.destroy(new Error(`full-span read exceeded ${timeoutMs / 1000}s`)), timeoutMs);
     req.on('error', (err) => {
       clearTimeout(timer);
+      headArrived();
       reject(err);
     });
   });
+  return { head, done };
 }

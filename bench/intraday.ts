@@ -183,7 +183,8 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     // ---- (a) the rollup, over HTTP and in SQL
     const key = await service.admin.apiKey(['prices:read']);
     const path = `/v1/instruments/${id}/intraday?interval=1hour&from=${YEAR.from}&to=${toDate}`;
-    const httpGet = () => callRoute(service.publicUrl, key, { path });
+    // Uncompressed, as the SQL baseline's rows are.
+    const httpGet = () => callRoute(service.publicUrl, key, { path, headers: { 'accept-encoding': 'identity' } });
     let httpBars: HourBar[] = [];
     log(`intraday: (a) 1-hour bars from the rollup over HTTP, ${runs} runs after a warm-up`);
     const httpSamples = await timeRuns(runs, 1, httpGet, (r) => {

@@ -5,6 +5,7 @@ import type { AppDeps } from './area.ts';
 import { AREAS, ingestKinds, publicRouteDefinitions } from './areas.ts';
 import { adminDocument, publicDocument, referencePage } from './api-reference.ts';
 import { AppError, errorMiddleware, routeNotFound } from './http/errors.ts';
+import { compressResponses } from './http/compression.ts';
 import { observeRequests } from './http/observe.ts';
 import { publicRoutes } from './http/router.ts';
 import { registry } from './metrics.ts';
@@ -35,6 +36,7 @@ function metricsRoute(app: Express): void {
 export function buildPublicApp(deps: AppDeps): Express {
   const app = baseApp();
   app.use(observeRequests('public', deps.logger, deps.config.CLIENT_IDLE_TIMEOUT_MS));
+  app.use(compressResponses());
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -70,6 +72,7 @@ export function buildPublicApp(deps: AppDeps): Express {
 export function buildAdminApp(deps: AppDeps): Express {
   const app = baseApp();
   app.use(observeRequests('admin', deps.logger));
+  app.use(compressResponses());
   metricsRoute(app);
   app.use(requireAdminToken(deps.adminToken));
   const document = JSON.stringify(adminDocument(deps.version));

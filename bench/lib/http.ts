@@ -18,15 +18,19 @@ function parseBody(text: string): unknown {
   }
 }
 
-/** An authenticated request to a public route; a body is sent as JSON. */
+/**
+ * An authenticated request to a public route; a body is sent as JSON. fetch
+ * asks for gzip and deflate unless `headers` names an Accept-Encoding, and
+ * decodes what it gets.
+ */
 export async function callRoute(
   baseUrl: string,
   key: string,
-  route: { method?: string; path: string; body?: string },
+  route: { method?: string; path: string; body?: string; headers?: Record<string, string> },
 ): Promise<{ status: number; text: string }> {
   const res = await fetch(`${baseUrl}${route.path}`, {
     method: route.method ?? 'GET',
-    headers: { authorization: `Bearer ${key}`, ...(route.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: { authorization: `Bearer ${key}`, ...(route.body !== undefined ? { 'content-type': 'application/json' } : {}), ...route.headers },
     body: route.body,
   });
   return { status: res.status, text: await res.text() };

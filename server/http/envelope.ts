@@ -29,56 +29,97 @@ export function sendData(res: Response, data: unknown, meta: Meta, status = 200)
 }
 
 /**
- * The same envelope for data already serialised (price bars: PostgreSQL
- * writes them field by field, so equal inputs always give equal bytes).
+ * How a body frames data that is already text (price bars: PostgreSQL writes
+ * them field by field, so equal inputs always give equal bytes): the JSON
+ * envelope around an array or an object, or CSV's header row before the rows
+ * and the `#meta` row after them.
  */
-export function sendSerialisedData(res: Response, dataJson: Buffer, meta: Meta): void {
-  res
-    .status(200)
-    .type('application/json')
-    .send(Buffer.concat([DATA_KEY, dataJson, Buffer.from(`,"meta":${JSON.stringify(meta)}}`)]));
+export interface Framing {
+  type: string;
+  open: Buffer;
+  close(meta: Meta): Buffer;
 }
 
-const DATA_KEY = Buffer.from('{"data":');
+/** `{"data":[…],"meta":{…}}` or `{"data":{…},"meta":{…}}` around the data's items. */
+export function jsonFraming(data: 'array' | 'object'): Framing {
+  const [open, close] = data === 'array' ? ['[', ']'] : ['{', '}'];
+  return {
+    type: 'application/json',
+    open: Buffer.from(`{"data":${open}`),
+    close: (meta) => Buffer.from(`${close},"meta":${JSON.stringify(meta)}}`),
+  };
+}
+
+const CRLF = '\r\n';
+const csvQuoted = (text: string) => `"${text.replaceAll('"', '""')}"`;
 
 /**
- * The envelope streamed: `produce` writes the data value in chunks and
- * returns the meta, which can only be known at the end. Nothing is sent until
- * the first chunk, so a failure before it still gets a status and an error
- * envelope. Each write waits for the socket to drain, so a slow reader slows
- * the producer instead of growing a buffer, and for the next turn of the
- * event loop, so downloads take turns with other requests. A reader that takes nothing at all
- * is closed by the idle timeout every public request has (http/observe.ts),
- * and the producer's next write rejects.
+ * RFC 4180 CSV: the header row, the rows (each ended by CRLF), then the
+ * meta row: `#meta` in the first cell, the envelope's meta as JSON in the
+ * second, the others empty, so every row has the header's number of cells.
+ * The meta can only be known once the rows are read, so it comes last; a
+ * reader that skips `#` lines (pandas: comment='#') reads the bars alone.
  */
-export async function streamData(res: Response, produce: (write: (chunk: Buffer) => Promise<void>) => Promise<Meta>): Promise<void> {
+export function csvFraming(columns: readonly string[]): Framing {
+  return {
+    type: 'text/csv; charset=utf-8',
+    open: Buffer.from(columns.join(',') + CRLF),
+    close: (meta) => Buffer.from(`#meta,${csvQuoted(JSON.stringify(meta))}${','.repeat(columns.length - 2)}${CRLF}`),
+  };
+}
+
+/** A framed body whose items are all at hand. */
+export function sendFramed(res: Response, framing: Framing, items: Buffer, meta: Meta): void {
+  res
+    .status(200)
+    .type(framing.type)
+    .send(Buffer.concat([framing.open, items, framing.close(meta)]));
+}
+
+/**
+ * A framed body streamed: `produce` writes the items in chunks and returns
+ * the meta, which can only be known at the end. Nothing is sent until the
+ * first chunk, so a failure before it still gets a status and an error
+ * envelope. Each write waits for the response to take it (the socket, or the
+ * compression stream in front of it, to drain), so a slow reader slows the
+ * producer instead of growing a buffer, and for the next turn of the event
+ * loop, so downloads take turns with other requests. A reader that takes
+ * nothing at all is closed by the idle timeout every public request has
+ * (http/observe.ts), and the producer's next write rejects.
+ */
+export async function streamFramed(res: Response, framing: Framing, produce: (write: (chunk: Buffer) => Promise<void>) => Promise<Meta>): Promise<void> {
+  // One listener each for the whole response, never removed: compression
+  // routes 'drain' listeners to its zlib stream, where removing them (and so
+  // `once`) does not reach.
+  let waiting: { resolve(): void; reject(err: Error): void } | null = null;
+  const settle = (err?: Error) => {
+    const w = waiting;
+    waiting = null;
+    if (err) w?.reject(err);
+    else w?.resolve();
+  };
+  res.on('drain', () => settle());
+  res.on('finish', () => settle());
+  res.on('close', () => settle(new ClientGoneError('the client went away')));
   const send = (chunk: Buffer, end: boolean) =>
     new Promise<void>((resolve, reject) => {
       if (res.destroyed) return reject(new ClientGoneError('the client went away'));
+      const sent = { resolve, reject };
+      waiting = sent;
       // One chunk per turn of the event loop even while the socket takes
       // everything: a download filling empty socket buffers (megabytes each)
       // would otherwise render page after page while other requests wait.
-      if (end ? (res.end(chunk), false) : res.write(chunk)) return void setImmediate(resolve);
-      const progress = end ? 'finish' : 'drain';
-      const done = (err?: Error) => {
-        res.off(progress, onProgress);
-        res.off('close', onClose);
-        if (err) reject(err);
-        else resolve();
-      };
-      const onProgress = () => done();
-      const onClose = () => done(new ClientGoneError('the client went away'));
-      res.once(progress, onProgress);
-      res.once('close', onClose);
+      if (end) res.end(chunk);
+      else if (res.write(chunk)) setImmediate(() => waiting === sent && settle());
     });
   let started = false;
   const write = (chunk: Buffer) => {
     if (started) return send(chunk, false);
     started = true;
-    res.status(200).type('application/json');
-    return send(Buffer.concat([DATA_KEY, chunk]), false);
+    res.status(200).type(framing.type);
+    return send(Buffer.concat([framing.open, chunk]), false);
   };
   const meta = await produce(write);
   if (!started) await write(Buffer.alloc(0));
-  await send(Buffer.from(`,"meta":${JSON.stringify(meta)}}`), true);
+  await send(framing.close(meta), true);
 }

@@ -97,7 +97,10 @@ function operation(listener: Listener, route: RouteDefinition): ZodOpenApiOperat
       [String(response.status)]: {
         description: response.description,
         headers: z.object(successHeaders),
-        content: { 'application/json': { schema: successBody(response) } },
+        content: {
+          'application/json': { schema: successBody(response) },
+          ...(response.csv ? { 'text/csv': { schema: z.string().meta({ description: response.csv }) } } : {}),
+        },
       },
       ...errorResponses([...new Set(codes)]),
     },

@@ -32,6 +32,8 @@ export interface RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.Zo
     description: string;
     /** Headers the success answer carries, by name, with what they mean. */
     headers?: Record<string, string>;
+    /** The route also answers in CSV (http/format.ts): what its rows hold. */
+    csv?: string;
   } & (
     | {
         data: z.ZodType;

@@ -7,12 +7,13 @@ import { planAdjustments, priceBasisMeta, readSegments, seriesUse, type Instrume
 import * as repo from './repository.ts';
 import * as text from './text-repository.ts';
 import type { BulkPricesQuery } from './schema.ts';
+import type { Format } from '../http/format.ts';
 
 // One page statement returns at most this many bars (~2.6 MB of JSON text,
 // one row per instrument) unless a single instrument's window holds more; see
 // instrumentsPerPage.
 const PAGE_ROWS = 10_000;
-const FLUSH_BYTES = 64 * 1024;
+const CHUNK_BYTES = 64 * 1024;
 
 /**
  * How many instruments one page statement reads: as many whole series as
@@ -44,12 +45,14 @@ function instrumentsPerPage(from: string, to: string): number {
  * at the version meta.actionSetVersions reports, read before the first byte.
  * Different instruments may be read moments apart.
  *
- * Instruments appear in ascending id order; known instruments without bars in
- * the window map to an empty array, unknown ids are absent.
+ * Instruments appear in ascending id order. In JSON, `produce` writes the
+ * members of the data object: known instruments without bars in the window
+ * map to an empty array, unknown ids are absent. In CSV it writes the rows.
  */
 export async function streamBulkPrices(
   db: Units,
   q: BulkPricesQuery,
+  format: Format,
   write: (chunk: Buffer) => Promise<void>,
   pages: { lane: Units; nextPageWaitMs: number },
 ): Promise<Meta> {
@@ -66,17 +69,7 @@ export async function streamBulkPrices(
   const sources = new Set<string>();
   let stale = false;
 
-  const parts: Buffer[] = [Buffer.from('{')];
-  let size = 1;
-  const add = (part: Buffer) => {
-    parts.push(part);
-    size += part.length;
-  };
-  const flush = async () => {
-    await write(parts.length === 1 ? parts[0] : Buffer.concat(parts, size));
-    parts.length = 0;
-    size = 0;
-  };
+  const out = new Chunks(write);
 
   const perPage = instrumentsPerPage(q.from, q.to);
   // The first page is read before anything is sent, so waiting too long for
@@ -85,7 +78,7 @@ export async function streamBulkPrices(
   const readPage = (start: number) => {
     const ids = known.slice(start, start + perPage);
     const pageSegments = new Map(ids.filter((id) => segments.has(id)).map((id) => [id, segments.get(id)!]));
-    return pages.lane.run((sql) => text.dailySeriesText(sql, ids, pageSegments, q.from, q.to), start === 0 ? undefined : pages.nextPageWaitMs);
+    return pages.lane.run((sql) => text.dailySeriesText(sql, format, ids, pageSegments, q.from, q.to), start === 0 ? undefined : pages.nextPageWaitMs);
   };
   let next = known.length ? readPage(0) : null;
   for (let start = 0; next; start += perPage) {
@@ -95,16 +88,18 @@ export async function streamBulkPrices(
     next?.catch(() => {});
     for (const id of known.slice(start, start + perPage)) {
       const series = page.get(id);
-      add(Buffer.from(`${uses.size ? ',' : ''}"${id}":[`));
+      // JSON: "id":[bars], comma-separated; CSV: the rows, which name their instrument.
+      if (format === 'json') await out.add(Buffer.from(`${uses.size ? ',' : ''}"${id}":[`));
       if (series) {
-        add(series.bars);
+        // Let the series go once it is written: a download holds no more than it must.
+        page.delete(id);
+        await out.add(series.bars);
         firstBar.set(id, series.firstBar);
         for (const source of series.sources) sources.add(source);
         stale ||= series.stale;
       }
-      add(CLOSE_ARRAY);
+      if (format === 'json') await out.add(CLOSE_ARRAY);
       uses.set(id, seriesUse(q, plans.get(id)!, series));
-      if (size >= FLUSH_BYTES) await flush();
     }
   }
 
@@ -140,9 +135,39 @@ export async function streamBulkPrices(
     },
     provenance: provenanceMeta(provenance),
   };
-  add(Buffer.from('}'));
-  await flush();
+  await out.flush();
   return meta;
 }
 
 const CLOSE_ARRAY = Buffer.from(']');
+
+/**
+ * Writes parts in chunks of CHUNK_BYTES: small parts gathered, large ones (a
+ * 10-year series is about 650 KB) cut into views of themselves, so the
+ * response's own buffer never holds much more than one chunk beyond what the
+ * socket took.
+ */
+class Chunks {
+  private parts: Buffer[] = [];
+  private size = 0;
+
+  constructor(private readonly write: (chunk: Buffer) => Promise<void>) {}
+
+  async add(part: Buffer): Promise<void> {
+    for (let offset = 0; offset < part.length;) {
+      const take = Math.min(CHUNK_BYTES - this.size, part.length - offset);
+      this.parts.push(part.subarray(offset, offset + take));
+      this.size += take;
+      offset += take;
+      if (this.size === CHUNK_BYTES) await this.flush();
+    }
+  }
+
+  async flush(): Promise<void> {
+    if (!this.size) return;
+    const chunk = this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts, this.size);
+    this.parts = [];
+    this.size = 0;
+    await this.write(chunk);
+  }
+}

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Area } from '../area.ts';
-import { sendSerialisedData, streamData } from '../http/envelope.ts';
+import { csvFraming, jsonFraming, sendFramed, streamFramed } from '../http/envelope.ts';
+import { negotiateFormat } from '../http/format.ts';
 import { defineRoute } from '../http/route.ts';
 import { StreamSlots } from '../http/stream-slots.ts';
 import { IdParamsSchema } from '../http/params.ts';
@@ -19,6 +20,7 @@ import {
 import * as service from './service.ts';
 
 const TAG = 'Prices';
+const DAILY_CSV = `columns ${service.CSV_COLUMNS.daily.join(', ')}; one row per bar (instrument by instrument, in date order), then the #meta row`;
 
 export const dailyPricesRoute = defineRoute({
   method: 'get',
@@ -29,7 +31,13 @@ export const dailyPricesRoute = defineRoute({
   scope: 'prices:read',
   params: IdParamsSchema,
   query: DailyPricesQuerySchema,
-  response: { status: 200, description: 'the bars in date order', data: z.array(DailyBarSchema), meta: DailyPricesMetaSchema },
+  response: {
+    status: 200,
+    description: 'the bars in date order',
+    data: z.array(DailyBarSchema),
+    meta: DailyPricesMetaSchema,
+    csv: DAILY_CSV,
+  },
   errors: ['not_found'],
 });
 
@@ -43,7 +51,7 @@ export const bulkPricesRoute = defineRoute({
     "The body is streamed as it is read, each instrument's series from one statement. A failure after the first byte cuts the connection rather than sending a partial document.",
   scope: 'prices:read',
   query: BulkPricesQuerySchema,
-  response: { status: 200, description: 'bars by instrument id', data: BulkPricesDataSchema, meta: BulkPricesMetaSchema },
+  response: { status: 200, description: 'bars by instrument id', data: BulkPricesDataSchema, meta: BulkPricesMetaSchema, csv: DAILY_CSV },
   errors: [],
 });
 
@@ -56,16 +64,23 @@ export const intradayRoute = defineRoute({
   scope: 'prices:read',
   params: IdParamsSchema,
   query: IntradayQuerySchema,
-  response: { status: 200, description: 'the bars in time order', data: z.array(IntradayBarSchema), meta: IntradayMetaSchema },
+  response: {
+    status: 200,
+    description: 'the bars in time order',
+    data: z.array(IntradayBarSchema),
+    meta: IntradayMetaSchema,
+    csv: `columns ${service.CSV_COLUMNS.intraday.join(', ')}; one row per bar, then the #meta row`,
+  },
   errors: ['not_found'],
 });
 
 export const pricesArea: Area = {
   routes: [dailyPricesRoute, bulkPricesRoute, intradayRoute],
   mount(routes, { readDb, config }) {
-    routes.handle(dailyPricesRoute, async ({ params, query }, res) => {
-      const { data, meta } = await service.readDailyPrices(readDb, params.id, query);
-      sendSerialisedData(res, data, meta);
+    routes.handle(dailyPricesRoute, async ({ params, query }, res, req) => {
+      const format = negotiateFormat(req, res, query.format);
+      const { items, meta } = await service.readDailyPrices(readDb, params.id, query, format);
+      sendFramed(res, format === 'json' ? jsonFraming('array') : csvFraming(service.CSV_COLUMNS.daily), items, meta);
     });
 
     const halfThePool = Math.max(1, Math.floor(config.DATABASE_POOL_SIZE / 2));
@@ -79,18 +94,22 @@ export const pricesArea: Area = {
     // a time keep a download fed and leave PostgreSQL's other cores to every
     // other request.
     const bulkPages = readDb.lane('bulk', Math.min(2, halfThePool));
-    routes.handle(bulkPricesRoute, async ({ query: q }, res) => {
+    routes.handle(bulkPricesRoute, async ({ query: q }, res, req) => {
+      const format = negotiateFormat(req, res, q.format);
       const release = bulkSlots.admit(res.locals.auth.accountId);
       try {
-        await streamData(res, (write) => service.streamBulkPrices(readDb, q, write, { lane: bulkPages, nextPageWaitMs: config.CLIENT_IDLE_TIMEOUT_MS }));
+        await streamFramed(res, format === 'json' ? jsonFraming('object') : csvFraming(service.CSV_COLUMNS.daily), (write) =>
+          service.streamBulkPrices(readDb, q, format, write, { lane: bulkPages, nextPageWaitMs: config.CLIENT_IDLE_TIMEOUT_MS }),
+        );
       } finally {
         release();
       }
     });
 
-    routes.handle(intradayRoute, async ({ params, query }, res) => {
-      const { data, meta } = await service.readIntradayBars(readDb, params.id, query);
-      sendSerialisedData(res, data, meta);
+    routes.handle(intradayRoute, async ({ params, query }, res, req) => {
+      const format = negotiateFormat(req, res, query.format);
+      const { items, meta } = await service.readIntradayBars(readDb, params.id, query, format);
+      sendFramed(res, format === 'json' ? jsonFraming('array') : csvFraming(service.CSV_COLUMNS.intraday), items, meta);
     });
   },
   ingest: { 'bars/daily': dailyBarIngest, 'bars/intraday': intradayBarIngest },

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ProvenanceCountsSchema } from '../actions/schema.ts';
 import { AsOfSchema, closedEnum, BooleanFlagSchema, DateSchema, idListSchema, isDate } from '../http/params.ts';
+import { FormatSchema } from '../http/format.ts';
 
 export const MAX_BULK_INSTRUMENTS = 500;
 // One request may span at most this many calendar days: 30 years of daily
@@ -47,6 +48,7 @@ export const DailyPricesQuerySchema = z
       .min(0)
       .optional()
       .describe('pin the adjustment to this action-set version (beyond the spec)'),
+    format: FormatSchema,
   })
   .superRefine(dateRange(MAX_SPAN_DAYS));
 
@@ -54,6 +56,7 @@ export const BulkPricesQuerySchema = z
   .strictObject({
     instrumentIds: idListSchema(MAX_BULK_INSTRUMENTS),
     ...adjustmentParams,
+    format: FormatSchema,
   })
   .superRefine(dateRange(MAX_SPAN_DAYS));
 
@@ -62,6 +65,7 @@ export const IntradayQuerySchema = z
     from: DateSchema,
     to: DateSchema,
     interval: closedEnum(INTERVALS),
+    format: FormatSchema,
   })
   .superRefine((q, ctx) => {
     if (MAX_INTRADAY_SPAN_DAYS[q.interval] !== undefined) dateRange(MAX_INTRADAY_SPAN_DAYS[q.interval])(q, ctx);

@@ -1,5 +1,6 @@
 import type { Database } from '../db/database.ts';
 import { AppError } from '../http/errors.ts';
+import type { Format } from '../http/format.ts';
 import { sourcesMeta, type Meta } from '../http/envelope.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { actionCoverage, latestCoverageChecks, provenanceMeta } from '../actions/service.ts';
@@ -10,18 +11,16 @@ import { INTRADAY_ASSET_CLASSES, type DailyPricesQuery, type INTERVALS } from '.
 
 export { streamBulkPrices } from './bulk-stream.ts';
 
-/** A JSON array of the comma-separated values in `items`. */
-export const jsonArray = (items: Buffer) => Buffer.concat([OPEN, items, CLOSE]);
-const OPEN = Buffer.from('[');
-const CLOSE = Buffer.from(']');
+export { CSV_COLUMNS } from './text-repository.ts';
 
-export async function readDailyPrices(db: Database, id: string, q: DailyPricesQuery): Promise<{ data: Buffer; meta: Meta }> {
+/** The bars as text in `format` (JSON objects joined by commas, or CSV rows), and the meta. */
+export async function readDailyPrices(db: Database, id: string, q: DailyPricesQuery, format: Format): Promise<{ items: Buffer; meta: Meta }> {
   const readAt = new Date();
   const { plan, coverage, series } = await db.run(async (sql) => {
     await requireInstrument(sql, id);
     // planAdjustments refuses a pinned version the instrument has not reached.
     const [plans, coverage] = await Promise.all([planAdjustments(sql, [id], q), latestCoverageChecks(sql, [id], q.asOf?.instant)]);
-    const [series] = await text.dailySeriesText(sql, [id], readSegments(q, plans, [id]), q.from, q.to);
+    const [series] = await text.dailySeriesText(sql, format, [id], readSegments(q, plans, [id]), q.from, q.to);
     return { plan: plans.get(id)!, coverage, series };
   });
   const use = seriesUse(q, plan, series);
@@ -37,10 +36,10 @@ export async function readDailyPrices(db: Database, id: string, q: DailyPricesQu
     priceBasis: priceBasisMeta(q, use, plan, readAt),
     actionCoverage: actionCoverage(coverage.get(id), series?.firstBar ?? q.from),
   };
-  return { data: jsonArray(series?.bars ?? Buffer.alloc(0)), meta };
+  return { items: series?.bars ?? Buffer.alloc(0), meta };
 }
 
-export async function readIntradayBars(db: Database, id: string, q: { from: string; to: string; interval: (typeof INTERVALS)[number] }) {
+export async function readIntradayBars(db: Database, id: string, q: { from: string; to: string; interval: (typeof INTERVALS)[number] }, format: Format) {
   const bars = await db.run(async (sql) => {
     const instrument = await requireInstrument(sql, id);
     if (!(INTRADAY_ASSET_CLASSES as readonly string[]).includes(instrument.assetClass)) {
@@ -48,10 +47,10 @@ export async function readIntradayBars(db: Database, id: string, q: { from: stri
         id: [`asset class ${instrument.assetClass} has no intraday bars`],
       });
     }
-    return text.intradayText(sql, id, q.interval, new Date(`${q.from}T00:00:00.000Z`), new Date(`${q.to}T23:59:59.999Z`));
+    return text.intradayText(sql, format, id, q.interval, new Date(`${q.from}T00:00:00.000Z`), new Date(`${q.to}T23:59:59.999Z`));
   });
   return {
-    data: jsonArray(bars.bars),
+    items: bars.bars,
     meta: {
       // The bars carry no asOf of their own in the answer: meta reports the latest.
       asOf: bars.latestAsOf ?? new Date().toISOString(),

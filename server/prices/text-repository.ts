@@ -1,5 +1,6 @@
 import type postgres from 'postgres';
 import type { Sql } from '../db/sql.ts';
+import type { Format } from '../http/format.ts';
 import { timed } from '../db/sql.ts';
 import type { MultiplierSegment, SeriesKeys } from './adjustment.ts';
 import { INTRADAY_TABLES, type Interval } from './repository.ts';
@@ -34,55 +35,98 @@ export function jsonNumber(sql: Sql, x: Fragment): Fragment {
 const isoInstant = (sql: Sql, column: Fragment) => sql`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
- * A field of a bar as a response writes it: a number (as JavaScript writes
- * it), free text (in JSON a string, PostgreSQL's escaping being
- * JSON.stringify's for every string it can store), text that never needs
- * escaping (dates, instants), or a boolean.
+ * A field of a bar: its key, what kind of value it is, and its column. A
+ * number is written as JavaScript writes it; free text as a JSON string
+ * (PostgreSQL's escaping is JSON.stringify's for every string it can store)
+ * or a CSV cell (see csvText); dates, instants, ids and booleans never need
+ * escaping.
  */
-interface BarField {
-  key: string;
-  kind: 'number' | 'text' | 'plain' | 'boolean';
-  value: Fragment;
-}
+type BarField = readonly [key: string, kind: 'number' | 'text' | 'date' | 'instant' | 'id' | 'boolean', column: string];
 
-/** The bar's JSON object: its fields in the given order, so equal bars give equal bytes. */
-function jsonObject(sql: Sql, fields: BarField[]): Fragment {
-  const value = ({ kind, value }: BarField) =>
-    kind === 'number'
-      ? jsonNumber(sql, value)
-      : kind === 'text'
-        ? sql`to_json(${value})::text`
-        : kind === 'plain'
-          ? sql`'"' || ${value} || '"'`
-          : sql`${value}::text`;
-  return sql`${fields.reduce((text, field, i) => sql`${text} || ${`${i ? ',' : '{'}"${field.key}":`}::text || ${value(field)}`, sql`''`)} || '}'`;
-}
-
-const ohlcvFields = (col: (name: string) => Fragment): BarField[] => [
-  { key: 'openPrice', kind: 'number', value: col('open_price') },
-  { key: 'highPrice', kind: 'number', value: col('high_price') },
-  { key: 'lowPrice', kind: 'number', value: col('low_price') },
-  { key: 'closePrice', kind: 'number', value: col('close_price') },
-  { key: 'volume', kind: 'number', value: col('volume') },
-  { key: 'quoteCurrency', kind: 'text', value: col('quote_currency') },
-  { key: 'quoteUnit', kind: 'text', value: col('quote_unit') },
+const OHLCV: BarField[] = [
+  ['openPrice', 'number', 'open_price'],
+  ['highPrice', 'number', 'high_price'],
+  ['lowPrice', 'number', 'low_price'],
+  ['closePrice', 'number', 'close_price'],
+  ['volume', 'number', 'volume'],
+  ['quoteCurrency', 'text', 'quote_currency'],
+  ['quoteUnit', 'text', 'quote_unit'],
 ];
 
 /** A daily bar's fields: the spec's, in its order. */
-const dailyBarFields = (sql: Sql, col: (name: string) => Fragment): BarField[] => [
-  { key: 'barDate', kind: 'plain', value: sql`${col('bar_date')}::text` },
-  ...ohlcvFields(col),
-  { key: 'stale', kind: 'boolean', value: col('stale') },
-  { key: 'asOf', kind: 'plain', value: isoInstant(sql, col('as_of')) },
-  { key: 'source', kind: 'text', value: col('source') },
+const DAILY_BAR: BarField[] = [
+  ['barDate', 'date', 'bar_date'],
+  ...OHLCV,
+  ['stale', 'boolean', 'stale'],
+  ['asOf', 'instant', 'as_of'],
+  ['source', 'text', 'source'],
 ];
 
 /** An intraday bar's fields: the spec's, in its order. */
-const intradayBarFields = (sql: Sql, col: (name: string) => Fragment): BarField[] => [
-  { key: 'barTimestamp', kind: 'plain', value: isoInstant(sql, col('bar_ts')) },
-  ...ohlcvFields(col),
-  { key: 'source', kind: 'text', value: col('source') },
-];
+const INTRADAY_BAR: BarField[] = [['barTimestamp', 'instant', 'bar_ts'], ...OHLCV, ['source', 'text', 'source']];
+
+// In CSV, each row also names its instrument.
+const CSV_ID: BarField = ['instrumentId', 'id', 'instrument_id'];
+
+/** The header row of a CSV price read. */
+export const CSV_COLUMNS = {
+  daily: [CSV_ID, ...DAILY_BAR].map(([key]) => key),
+  intraday: [CSV_ID, ...INTRADAY_BAR].map(([key]) => key),
+};
+
+/** A field's value as text that never needs escaping. */
+function plainText(sql: Sql, kind: BarField[1], value: Fragment): Fragment {
+  return kind === 'instant' ? isoInstant(sql, value) : sql`${value}::text`;
+}
+
+/** The bar's JSON object: its fields in the given order, so equal bars give equal bytes. */
+function jsonObject(sql: Sql, fields: BarField[], col: (name: string) => Fragment): Fragment {
+  const value = ([, kind, column]: BarField) =>
+    kind === 'number'
+      ? jsonNumber(sql, col(column))
+      : kind === 'text'
+        ? sql`to_json(${col(column)})::text`
+        : kind === 'boolean'
+          ? sql`${col(column)}::text`
+          : sql`'"' || ${plainText(sql, kind, col(column))} || '"'`;
+  const pairs = fields.map((field, i) => sql`${`${i ? ',' : '{'}"${field[0]}":`}::text || ${value(field)}`);
+  return sql`${pairs.reduce((text, pair) => sql`${text} || ${pair}`)} || '}'`;
+}
+
+/**
+ * A text cell of RFC 4180 CSV. Text starting with =, +, -, @, tab or carriage
+ * return is what a spreadsheet would take for a formula: it is written with a
+ * leading apostrophe, quoted, so it shows as the text it is. Text holding a
+ * comma, quote, CR, LF or # is quoted (# so a reader skipping `#` comment
+ * lines, such as pandas' comment='#', never cuts a cell). Quotes are doubled.
+ */
+function csvText(sql: Sql, value: Fragment): Fragment {
+  const quoted = sql`replace(${value}, '"', '""')`;
+  return sql`case
+    when ${value} ~ '^[-=+@\t\r]' then '"''' || ${quoted} || '"'
+    when ${value} ~ '[",\r\n#]' then '"' || ${quoted} || '"'
+    else ${value}
+  end`;
+}
+
+/** The bar's CSV row, ended by CRLF: its instrument, then its fields; an absent number is an empty cell. */
+function csvRow(sql: Sql, fields: BarField[], col: (name: string) => Fragment): Fragment {
+  const value = ([, kind, column]: BarField) =>
+    kind === 'number'
+      ? sql`coalesce(nullif(${jsonNumber(sql, col(column))}, 'null'), '')`
+      : kind === 'text'
+        ? csvText(sql, col(column))
+        : plainText(sql, kind, col(column));
+  const cells = [CSV_ID, ...fields].map(value);
+  return sql`${cells.reduce((row, cell) => sql`${row} || ',' || ${cell}`)} || ${'\r\n'}::text`;
+}
+
+/** Each bar's text in `format`: JSON objects joined by commas, or CSV rows. */
+function barsText(sql: Sql, format: Format, fields: BarField[], col: (name: string) => Fragment, order: Fragment): Fragment {
+  return format === 'json'
+    ? sql`string_agg(${jsonObject(sql, fields, col)}, ',' order by ${order})`
+    : sql`string_agg(${csvRow(sql, fields, col)}, '' order by ${order})`;
+}
 
 /**
  * `value` times the segment's `factor` (null when no segment applies: the
@@ -103,7 +147,7 @@ function adjusted(sql: Sql, value: Fragment, factor: 'price' | 'volume'): Fragme
 /** One instrument's bars in a window, as the response text, with what meta needs to know of them. */
 export interface DailySeriesText {
   instrumentId: string;
-  /** The bars' JSON objects in date order, comma-separated. */
+  /** The bars in date order: JSON objects joined by commas, or CSV rows. */
   bars: Buffer;
   firstBar: string;
   sources: string[];
@@ -131,6 +175,7 @@ const bool = (b: Buffer) => b[0] === 0x74; // 't'
  */
 export async function dailySeriesText(
   sql: Sql,
+  format: Format,
   instrumentIds: string[],
   segments: Map<string, MultiplierSegment[]>,
   from: string,
@@ -155,10 +200,7 @@ export async function dailySeriesText(
     sql`
       select
         a.instrument_id::text,
-        string_agg(${jsonObject(
-          sql,
-          dailyBarFields(sql, (name) => sql`a.${sql(name)}`),
-        )}, ',' order by a.bar_date) as bars,
+        ${barsText(sql, format, DAILY_BAR, (name) => sql`a.${sql(name)}`, sql`a.bar_date`)} as bars,
         min(a.bar_date)::text as first_bar,
         array_to_json(array_agg(distinct a.source))::text as sources,
         bool_or(a.stale) as stale,
@@ -212,7 +254,7 @@ export async function dailySeriesText(
 
 /** One instrument's intraday bars in a window, as the response text. */
 export interface IntradayText {
-  /** The bars' JSON objects in time order, comma-separated (empty without bars). */
+  /** The bars in time order: JSON objects joined by commas, or CSV rows (empty without bars). */
   bars: Buffer;
   sources: string[];
   /** The latest `asOf` of the bars (ISO), null without bars. */
@@ -220,15 +262,12 @@ export interface IntradayText {
 }
 
 /** The stored bars of one instrument at `interval` whose start is within [from, to], in one statement. */
-export async function intradayText(sql: Sql, instrumentId: string, interval: Interval, from: Date, to: Date): Promise<IntradayText> {
+export async function intradayText(sql: Sql, format: Format, instrumentId: string, interval: Interval, from: Date, to: Date): Promise<IntradayText> {
   const [[bars, sources, latest]] = await timed(
     `intraday_text_${interval}`,
     sql`
       select
-        string_agg(${jsonObject(
-          sql,
-          intradayBarFields(sql, (name) => sql`${sql(name)}`),
-        )}, ',' order by bar_ts) as bars,
+        ${barsText(sql, format, INTRADAY_BAR, (name) => sql`${sql(name)}`, sql`bar_ts`)} as bars,
         array_to_json(array_agg(distinct source))::text as sources,
         ${isoInstant(sql, sql`max(as_of)`)} as latest_as_of
       from ${sql(INTRADAY_TABLES[interval])}

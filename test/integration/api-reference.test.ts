@@ -96,7 +96,9 @@ describe('errors that teach', () => {
     const id = '00000000-0000-4000-8000-00000000abcd';
     const unknown = await svc.get(`/v1/instruments/${id}/prices?from=2020-01-01&to=2020-02-01&form=x`, key);
     expect(unknown.status).toBe(400);
-    expect(unknown.body.error.details).toEqual({ form: ['unknown parameter; accepted: from, to, adjusted, asOf, includeBackfilled, actionSetVersion'] });
+    expect(unknown.body.error.details).toEqual({
+      form: ['unknown parameter; accepted: from, to, adjusted, asOf, includeBackfilled, actionSetVersion, format'],
+    });
     const missing = await svc.get(`/v1/instruments/${id}/prices?from=2020-01-01`, key);
     expect(missing.body.error.details).toEqual({ to: ['required'] });
     const badFrom = await svc.get(`/v1/instruments/${id}/prices?from=2020-13-01&to=2020-02-01`, key);

@@ -1,3 +1,5 @@
+import http from 'node:http';
+import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoActionCoverage, demoCorporateActions, demoDailyBars, demoDailySources, demoInstruments } from '../../server/demo/catalog.ts';
 import { corporateActionIngest, coverageCheckIngest } from '../../server/actions/ingest.ts';
@@ -11,10 +13,11 @@ import { jsonNumber } from '../../server/prices/text-repository.ts';
 import { startService, type Service } from './harness.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
 
-// PostgreSQL writes the price reads' JSON (prices/text-repository.ts). These
-// tests hold it to what JavaScript writes from the same numbers: each value
-// through JSON.stringify, each adjusted value as adjustSeries multiplies it,
-// each instant through toISOString; compared as text, digit for digit.
+// PostgreSQL writes the price reads' JSON and CSV (prices/text-repository.ts).
+// These tests hold the JSON to what JavaScript writes from the same numbers:
+// each value through JSON.stringify, each adjusted value as adjustSeries
+// multiplies it, each instant through toISOString; compared as text, digit
+// for digit. Then the CSV to the JSON, and gzip and br to the plain bytes.
 
 let svc: Service;
 let key: string;
@@ -306,5 +309,267 @@ describe('intraday bars as PostgreSQL writes them', () => {
       const latest = rows.reduce((a, r) => (r.as_of > a ? r.as_of : a), new Date(0));
       expect(JSON.parse(body).meta.asOf).toBe(latest.toISOString());
     }
+  });
+});
+
+/** RFC 4180 records: quoted cells may hold commas, doubled quotes, CR and LF; rows end with CRLF. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quoted && c === '"' && text[i + 1] === '"') {
+      cell += '"';
+      i++;
+    } else if (c === '"') {
+      quoted = !quoted;
+    } else if (!quoted && c === ',') {
+      row.push(cell);
+      cell = '';
+    } else if (!quoted && c === '\r' && text[i + 1] === '\n') {
+      row.push(cell);
+      rows.push(row);
+      row = [];
+      cell = '';
+      i++;
+    } else {
+      cell += c;
+    }
+  }
+  expect(row.length === 0 && cell === '', 'the last record ends with CRLF').toBe(true);
+  return rows;
+}
+
+/** A raw GET: the status, headers and undecoded body bytes. */
+function rawGet(path: string, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(`${svc.runtime.publicUrl}${path}`, { headers: { authorization: `Bearer ${key}`, ...headers } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      })
+      .on('error', reject);
+  });
+}
+
+const DAILY_COLUMNS = [
+  'instrumentId',
+  'barDate',
+  'openPrice',
+  'highPrice',
+  'lowPrice',
+  'closePrice',
+  'volume',
+  'quoteCurrency',
+  'quoteUnit',
+  'stale',
+  'asOf',
+  'source',
+];
+
+const TEXT_COLUMNS = ['quoteCurrency', 'quoteUnit', 'source'];
+
+/**
+ * A JSON bar as its CSV row's cells: numbers as JSON writes them, null as an
+ * empty cell, and text that a spreadsheet would take for a formula behind an
+ * apostrophe.
+ */
+function asCells(columns: string[], id: string, bar: Record<string, unknown>): string[] {
+  return columns.map((c) => {
+    const value = bar[c];
+    if (c === 'instrumentId') return id;
+    if (value === null) return '';
+    if (typeof value !== 'string') return JSON.stringify(value);
+    return TEXT_COLUMNS.includes(c) && /^[-=+@\t\r]/.test(value) ? `'${value}` : value;
+  });
+}
+
+describe('price reads in CSV', () => {
+  let plain: string;
+  let tricky: string;
+  const days = weekdays('2022-01-03', '2022-03-31');
+  const sources = ['=HYPERLINK("http://x","y")', '+1 feed', '-dash', '@at', 'comma, "quoted"', 'hash # mark', 'line\nbreak', 'plain'];
+
+  beforeAll(async () => {
+    plain = (await createInstrument(svc)).id;
+    tricky = (await createInstrument(svc)).id;
+    await ingest(
+      svc,
+      '/bars/daily',
+      days.flatMap((barDate, i) => [
+        dailyBar(plain, { barDate, close: 100 + i / 7, volume: i % 5 ? 1000 + i : null }),
+        dailyBar(tricky, { barDate, close: 10 + i / 3 }, { source: sources[i % sources.length], quoteUnit: 'USD, per "share"' }),
+      ]),
+    );
+    // A dividend larger than the close before it: the factor is negative, so are the adjusted prices before it.
+    await ingest(svc, '/corporate-actions', [
+      {
+        instrumentId: tricky,
+        kind: 'cash_dividend',
+        effectiveDate: days[40],
+        knowledgeDate: '2021-12-01',
+        knowledgeProvenance: 'announced',
+        params: { amount: 50, currency: 'USD' },
+        source: 'test-fixture',
+      },
+      {
+        instrumentId: plain,
+        kind: 'split',
+        effectiveDate: days[30],
+        knowledgeDate: '2021-12-01',
+        knowledgeProvenance: 'announced',
+        params: { ratio: 3 },
+        source: 'test-fixture',
+      },
+    ]);
+  });
+
+  it('when format=csv or Accept: text/csv, then the daily bars come as RFC 4180 rows with the numbers of the JSON answer, and meta in the #meta row', async () => {
+    const query = `from=2022-01-01&to=2022-03-31&adjusted=true&asOf=2022-06-01`;
+    for (const id of [plain, tricky]) {
+      const json = await svc.get(`/v1/instruments/${id}/prices?${query}`, key);
+      const byParam = await svc.get(`/v1/instruments/${id}/prices?${query}&format=csv`, key);
+      const byAccept = await svc.get(`/v1/instruments/${id}/prices?${query}`, key, { accept: 'text/csv' });
+      expect(byParam.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+      expect(byParam.headers.get('vary')).toMatch(/Accept\b/);
+      expect(byAccept.body).toBe(byParam.body);
+      const rows = parseCsv(byParam.body);
+      expect(rows[0]).toEqual(DAILY_COLUMNS);
+      const bars = rows.slice(1, -1);
+      expect(bars).toEqual(json.body.data.map((bar: Record<string, unknown>) => asCells(DAILY_COLUMNS, id, bar)));
+      expect(bars).toHaveLength(days.length);
+      const metaRow = rows.at(-1)!;
+      expect(metaRow).toHaveLength(DAILY_COLUMNS.length);
+      expect(metaRow[0]).toBe('#meta');
+      expect(JSON.parse(metaRow[1])).toEqual(json.body.meta);
+    }
+  });
+
+  it('when a text cell starts with =, +, - or @, then it is written behind an apostrophe, quoted; negative numbers and other cells are as they are', async () => {
+    const text = (await svc.get(`/v1/instruments/${tricky}/prices?from=2022-01-01&to=2022-03-31&adjusted=true&format=csv`, key)).body as string;
+    expect(text).toContain(`,"'=HYPERLINK(""http://x"",""y"")"\r\n`);
+    expect(text).toContain(`,"'+1 feed"\r\n`);
+    expect(text).toContain(`,"'-dash"\r\n`);
+    expect(text).toContain(`,"'@at"\r\n`);
+    expect(text).toContain(`,"comma, ""quoted"""\r\n`);
+    expect(text).toContain(`,"hash # mark"\r\n`);
+    expect(text).toContain(`,"line\nbreak"\r\n`);
+    expect(text).toContain(`,plain\r\n`);
+    expect(text).toContain(`,USD,"USD, per ""share""",false,`);
+    // Before the dividend the factor is 1 - 50/close, below zero: a number, not text, so not escaped.
+    const first = parseCsv(text)[1];
+    expect(Number(first[5])).toBeLessThan(0);
+    expect(first[5]).toMatch(/^-\d/);
+    expect(text.split('\r\n')[1]).toContain(`,${first[5]},`);
+  });
+
+  it('when the bulk read is asked for CSV, then its rows carry each instrument id and the numbers of its JSON; an instrument without bars has no rows', async () => {
+    const empty = (await createInstrument(svc)).id;
+    const ids = [plain, tricky, empty];
+    const query = `instrumentIds=${ids.join(',')}&from=2022-01-01&to=2022-03-31&adjusted=true&asOf=2022-06-01`;
+    const json = await svc.get(`/v1/prices/bulk?${query}`, key);
+    const csv = await svc.get(`/v1/prices/bulk?${query}`, key, { accept: 'text/csv, application/json;q=0.5' });
+    expect(csv.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+    const rows = parseCsv(csv.body);
+    expect(rows[0]).toEqual(DAILY_COLUMNS);
+    const expected = [...ids].sort().flatMap((id) => json.body.data[id].map((bar: Record<string, unknown>) => asCells(DAILY_COLUMNS, id, bar)));
+    expect(rows.slice(1, -1)).toEqual(expected);
+    expect(expected).toHaveLength(2 * days.length);
+    expect(JSON.parse(rows.at(-1)![1])).toEqual(json.body.meta);
+  });
+
+  it('when intraday bars are asked for CSV, then each row is a bar of the JSON answer, with its instrument id', async () => {
+    const { id } = await createInstrument(svc, { assetClass: 'crypto' });
+    await ingest(
+      svc,
+      '/bars/intraday',
+      Array.from({ length: 90 }, (_, i) => ({
+        instrumentId: id,
+        barTimestamp: new Date(Date.UTC(2024, 0, 2, 10) + i * 60_000).toISOString(),
+        openPrice: 1.5e-7 + i * 1e-9,
+        highPrice: 2e-7 + i * 1e-9,
+        lowPrice: 1e-7,
+        closePrice: 1.5e-7 + i * 1e-9,
+        volume: i % 4 ? 1e21 + i * 1e6 : null,
+        quoteCurrency: 'USD',
+        quoteUnit: 'USD per coin',
+        source: 'feed',
+        asOf: '2024-01-03T00:00:00Z',
+      })),
+    );
+    for (const interval of ['1min', '1hour']) {
+      const path = `/v1/instruments/${id}/intraday?interval=${interval}&from=2024-01-02&to=2024-01-02`;
+      const json = await svc.get(path, key);
+      const rows = parseCsv((await svc.get(`${path}&format=csv`, key)).body);
+      const columns = ['instrumentId', 'barTimestamp', 'openPrice', 'highPrice', 'lowPrice', 'closePrice', 'volume', 'quoteCurrency', 'quoteUnit', 'source'];
+      expect(rows[0]).toEqual(columns);
+      expect(rows.slice(1, -1)).toEqual(json.body.data.map((bar: Record<string, unknown>) => asCells(columns, id, bar)));
+      expect(rows.length - 2).toBe(interval === '1min' ? 90 : 2);
+      expect(JSON.parse(rows.at(-1)![1])).toEqual(json.body.meta);
+    }
+  });
+
+  it('when format is neither json nor csv, then 400 names it; with neither format nor a CSV Accept, the answer is JSON', async () => {
+    const bad = await svc.get(`/v1/instruments/${plain}/prices?from=2022-01-01&to=2022-01-31&format=xml`, key);
+    expect(bad.status).toBe(400);
+    expect(Object.keys(bad.body.error.details)).toEqual(['format']);
+    const html = await svc.get(`/v1/instruments/${plain}/prices?from=2022-01-01&to=2022-01-31`, key, { accept: 'text/html' });
+    expect(html.headers.get('content-type')).toMatch(/^application\/json/);
+    const json = await svc.get(`/v1/instruments/${plain}/prices?from=2022-01-01&to=2022-01-31&format=json`, key, { accept: 'text/csv' });
+    expect(json.headers.get('content-type')).toMatch(/^application\/json/);
+  });
+});
+
+describe('compression', () => {
+  let ids: string[];
+  beforeAll(async () => {
+    ids = [];
+    const days = weekdays('2019-01-01', '2021-12-31');
+    for (let k = 0; k < 3; k++) {
+      const { id } = await createInstrument(svc);
+      ids.push(id);
+      await ingest(
+        svc,
+        '/bars/daily',
+        days.map((barDate, i) => dailyBar(id, { barDate, close: 50 + k + Math.sin(i) * 5 })),
+      );
+    }
+  });
+
+  it('when gzip or br is accepted, then JSON and CSV answers, single and streamed, decompress to exactly the uncompressed bytes', async () => {
+    const paths = [
+      `/v1/instruments/${ids[0]}/prices?from=2019-01-01&to=2021-12-31&asOf=2022-01-01`,
+      `/v1/instruments/${ids[0]}/prices?from=2019-01-01&to=2021-12-31&asOf=2022-01-01&format=csv`,
+      `/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=2019-01-01&to=2021-12-31&asOf=2022-01-01`,
+      `/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=2019-01-01&to=2021-12-31&asOf=2022-01-01&format=csv`,
+    ];
+    for (const path of paths) {
+      const identity = await rawGet(path, { 'accept-encoding': 'identity' });
+      expect(identity.status).toBe(200);
+      expect(identity.headers['content-encoding']).toBeUndefined();
+      const gzip = await rawGet(path, { 'accept-encoding': 'gzip' });
+      expect(gzip.headers['content-encoding']).toBe('gzip');
+      expect(gzip.headers.vary).toMatch(/Accept-Encoding/);
+      const br = await rawGet(path, { 'accept-encoding': 'gzip, deflate, br' });
+      expect(br.headers['content-encoding']).toBe('br');
+      expect(zlib.gunzipSync(gzip.body).equals(identity.body)).toBe(true);
+      expect(zlib.brotliDecompressSync(br.body).equals(identity.body)).toBe(true);
+      // Not vacuous: the bodies are large and really compressed.
+      expect(identity.body.length).toBeGreaterThan(100_000);
+      expect(gzip.body.length).toBeLessThan(identity.body.length / 3);
+    }
+  });
+
+  it('when an answer is under 1 KiB, then it goes uncompressed whatever the client accepts', async () => {
+    // A Saturday: no bars.
+    const small = await rawGet(`/v1/instruments/${ids[0]}/prices?from=2019-01-05&to=2019-01-05`, { 'accept-encoding': 'gzip, br' });
+    expect(small.status).toBe(200);
+    expect(small.body.length).toBeLessThan(1024);
+    expect(small.headers['content-encoding']).toBeUndefined();
+    expect(JSON.parse(small.body.toString()).data).toEqual([]);
   });
 });

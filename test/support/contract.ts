@@ -25,7 +25,7 @@ class Contract {
   private readonly operations: Operation[] = [];
   private readonly validators = new Map<string, ValidateFunction>();
 
-  constructor(documents: Record<string, ReturnType<typeof publicDocument>>) {
+  constructor(private readonly documents: Record<string, ReturnType<typeof publicDocument>>) {
     addFormats(this.ajv);
     for (const [documentId, document] of Object.entries(documents)) {
       this.ajv.addSchema(document as object, documentId);
@@ -61,6 +61,10 @@ class Contract {
     const where = `${method.toUpperCase()} ${path} (${op.template}) answered ${status}`;
     if (!op.statuses.has(String(status)))
       throw new Error(`${where}, a status the OpenAPI document does not list for it (it lists ${[...op.statuses].join(', ')})`);
+    if (contentType?.startsWith('text/csv') && this.documentsContent(op, String(status), 'text/csv')) {
+      if (typeof body !== 'string') throw new Error(`${where} with a CSV body that is not text`);
+      return;
+    }
     if (!contentType?.startsWith('application/json')) throw new Error(`${where} with content type ${contentType}, not application/json`);
     const validate = this.validatorFor(op, String(status));
     if (!validate(body)) {
@@ -69,6 +73,13 @@ class Contract {
         .map((e) => `${e.instancePath || '/'} ${e.message}${e.params ? ` ${JSON.stringify(e.params)}` : ''}`);
       throw new Error(`${where} with a body the OpenAPI document does not allow:\n  ${problems.join('\n  ')}`);
     }
+  }
+
+  private documentsContent(op: Operation, status: string, type: string): boolean {
+    const responses = (this.documents[op.documentId].paths as Record<string, Record<string, { responses: Record<string, { content?: object }> }>>)[op.template][
+      op.method.toLowerCase()
+    ].responses;
+    return Object.hasOwn(responses[status]?.content ?? {}, type);
   }
 
   private validatorFor(op: Operation, status: string): ValidateFunction {
