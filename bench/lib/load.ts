@@ -20,6 +20,8 @@ export interface LoadOptions {
   rotateHeaders?: Record<string, string>[];
   /** The server's pid: its CPU time (all threads) over the measured run is reported per request. */
   serverPid?: number;
+  /** The pids of the server's PostgreSQL backends: their CPU time over the measured run is reported per request. */
+  databasePids?: () => Promise<number[]>;
   /** autocannon's per-request timeout (default 10 s). */
   timeoutSec?: number;
 }
@@ -46,7 +48,7 @@ export async function warmUp(o: LoadOptions): Promise<void> {
   if (o.warmupSec > 0) await autocannon({ ...autocannonOptions(o), duration: o.warmupSec });
 }
 
-interface RawLoad {
+export interface RawLoad {
   durationSec: number;
   requests: number;
   ok: number;
@@ -56,6 +58,26 @@ interface RawLoad {
   statuses: Map<number, number>;
   latencies: number[];
   serverCpuSec: number;
+  databaseCpuSec: number;
+}
+
+/** CPU seconds so far of each of `pids` still running. */
+function cpuByPid(pids: number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      out.set(pid, cpuSeconds(pid));
+    } catch {
+      // the backend ended
+    }
+  }
+  return out;
+}
+
+/** CPU seconds the processes of `pidsOf` used from `before` until now (a process started since counts from zero). */
+async function cpuSince(before: Map<number, number>, pidsOf: () => Promise<number[]>): Promise<number> {
+  const after = cpuByPid([...new Set([...before.keys(), ...(await pidsOf())])]);
+  return [...after].reduce((n, [pid, sec]) => n + sec - (before.get(pid) ?? 0), 0);
 }
 
 /** One measured run (no warm-up), keeping every 2xx latency. */
@@ -63,6 +85,7 @@ export async function measureLoad(o: LoadOptions): Promise<RawLoad> {
   const latencies: number[] = [];
   const statuses = new Map<number, number>();
   const cpuBefore = o.serverPid ? cpuSeconds(o.serverPid) : 0;
+  const databaseBefore = o.databasePids ? cpuByPid(await o.databasePids()) : new Map<number, number>();
   const instance = autocannon({ ...autocannonOptions(o), duration: o.durationSec });
   instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
     statuses.set(status, (statuses.get(status) ?? 0) + 1);
@@ -79,6 +102,7 @@ export async function measureLoad(o: LoadOptions): Promise<RawLoad> {
     statuses,
     latencies,
     serverCpuSec: o.serverPid ? cpuSeconds(o.serverPid) - cpuBefore : NaN,
+    databaseCpuSec: o.databasePids ? await cpuSince(databaseBefore, o.databasePids) : NaN,
   };
 }
 
@@ -92,6 +116,7 @@ export function summariseLoad(o: LoadOptions, parts: RawLoad[]) {
   const ok = sum((p) => p.ok);
   const requests = sum((p) => p.requests);
   const serverCpuSec = sum((p) => p.serverCpuSec);
+  const databaseCpuSec = sum((p) => p.databaseCpuSec);
   return {
     connections: o.connections,
     ...(parts.length > 1 ? { rounds: parts.length } : {}),
@@ -104,6 +129,7 @@ export function summariseLoad(o: LoadOptions, parts: RawLoad[]) {
     statuses: Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])),
     rps: round(ok / durationSec, 1),
     ...(o.serverPid ? { serverCpuSec: round(serverCpuSec, 2), serverCpuMsPerRequest: round((serverCpuSec * 1000) / requests, 3) } : {}),
+    ...(o.databasePids ? { databaseCpuSec: round(databaseCpuSec, 2), databaseCpuMsPerRequest: round((databaseCpuSec * 1000) / requests, 3) } : {}),
     latencyMs: latencySummary(latencies),
   };
 }
