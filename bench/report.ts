@@ -186,16 +186,24 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
     return [
       ['trivial route probed at 100 requests/s, idle', p('idle', 'pool'), `inline (\`WORKER_THREADS=0\`): ${p('idle', 'inline')}`, '', '', ''],
       [
-        "the same while strategy-EV and correlation clients load the service (the probe on another account's key)",
+        "the same while strategy-EV and correlation clients load the service closed loop (the probe on another account's key)",
         p('underLoad', 'pool'),
         `inline: ${p('underLoad', 'inline')}`,
         `inline/pool p99 ${times(at(r, 'eventLoop.p99InlineOverPool.anotherAccount'))}`,
         `pool p99 ${text(at(r, 'targets.p99PoolMinusIdleMs'))} above idle`,
         met(at(r, 'meetsTarget.p99PoolWithinFewMsOfIdle')),
       ],
-      throughput('strategyEv', 'strategy EV, 4-leg iron condor'),
+      [
+        `the same with the heavy requests sent open loop, ${fmt(at(r, 'eventLoop.openLoop.heavyRatePerSec.strategyEv'), 0)} strategy EVs and ${fmt(at(r, 'eventLoop.openLoop.heavyRatePerSec.correlations'), 0)} correlations a second (half the pool's measured capacity) to both`,
+        p('underOpenLoopLoad', 'pool'),
+        `inline: ${p('underOpenLoopLoad', 'inline')}`,
+        `inline/pool p99 ${times(at(r, 'eventLoop.p99InlineOverPool.openLoop'))}`,
+        '',
+        '',
+      ],
+      throughput('strategyEv', 'strategy EV, custom 8 legs with drift'),
       throughput('technicals', 'technicals, one instrument, 1000 days'),
-      throughput('correlations', '20 × 20 correlation, 504 days'),
+      throughput('correlations', '20 × 20 Spearman correlation, 504 days'),
     ];
   },
   resilience: (r) => {

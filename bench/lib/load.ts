@@ -6,7 +6,7 @@ import os from 'node:os';
 import autocannon from 'autocannon';
 import { ROOT, sleep } from './harness.ts';
 import { cpuSeconds } from './proc.ts';
-import { latencySummary, round } from './stats.ts';
+import { latencySummary, percentile, round } from './stats.ts';
 
 export interface LoadOptions {
   url: string;
@@ -144,15 +144,48 @@ export async function load(o: LoadOptions) {
   return summariseLoad(o, [await measureLoad(o)]);
 }
 
+/**
+ * A load of bench/heavy-load.ts: closed loop (autocannon, `connections`
+ * clients each sending its next request when the last is answered) or open
+ * loop (`ratePerSec` requests a second on schedule, answered or not).
+ */
+export type HeavyLoad = LoadOptions | ProbeOptions;
+
 /** What bench/heavy-load.ts reports for each of its loads. */
 export interface HeavyResult {
+  /** From the first request sent to the last answer. */
+  durationSec: number;
   requests: number;
   ok: number;
-  non2xx: number;
-  errors: number;
-  timeouts: number;
+  /** Connection errors, timeouts and non-2xx answers. */
+  failed: number;
   p50Ms: number;
   p99Ms: number;
+}
+
+/** Runs one heavy load in this process. */
+export async function runHeavyLoad(o: HeavyLoad): Promise<HeavyResult> {
+  if ('ratePerSec' in o) {
+    const started = performance.now();
+    const run = await probe(o);
+    return {
+      durationSec: round((performance.now() - started) / 1000, 3),
+      requests: run.requests,
+      ok: run.ok,
+      failed: run.failed,
+      p50Ms: round(percentile(run.latencies, 50), 3),
+      p99Ms: round(percentile(run.latencies, 99), 3),
+    };
+  }
+  const r = await autocannon({ ...autocannonOptions(o), duration: o.durationSec });
+  return {
+    durationSec: r.duration,
+    requests: r.requests.total,
+    ok: r['2xx'],
+    failed: r.non2xx + r.errors + r.timeouts,
+    p50Ms: r.latency.p50,
+    p99Ms: r.latency.p99,
+  };
 }
 
 /**
@@ -160,7 +193,7 @@ export interface HeavyResult {
  * `nice` when given, and resolves with their results. A process of their own
  * keeps their responses off the event loop of whoever measures beside them.
  */
-export function heavyLoad(loads: LoadOptions[], opts: { nice?: number } = {}): Promise<HeavyResult[]> {
+export function heavyLoad(loads: HeavyLoad[], opts: { nice?: number } = {}): Promise<HeavyResult[]> {
   const proc = spawn(process.execPath, ['--import', 'tsx', 'bench/heavy-load.ts'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, HEAVY_LOAD: JSON.stringify(loads) },
