@@ -1,16 +1,21 @@
 // platform-overhead: what the platform (request id, metrics, key lookup,
 // scope check, rate-limit counters, validation, envelope) costs per request,
-// against a bare Express 5 route answering a similar JSON body, same machine,
-// same run, same load.
+// against two bare Express 5 routes answering the same JSON body, same
+// machine, same run, same load: one that makes the service's key lookup (the
+// spec requires it on every request, so this is the physical limit) and one
+// with no database at all. The service is measured with one account's key and
+// with the load spread over ten accounts, to show what contention on one
+// account's counters costs.
 //
 // Both servers run as child processes: with 2 cores, a server inside the
 // bench process would share one event loop with autocannon and be measured
 // slower than it is; as children, each gets its own event loop and the
 // comparison is like for like.
+import postgres from 'postgres';
 import { equity } from './lib/data.ts';
 import { envInt, log } from './lib/harness.ts';
 import { callRoute } from './lib/http.ts';
-import { load, measureLoad, summariseLoad, warmUp } from './lib/load.ts';
+import { measureLoad, summariseLoad, warmUp, type LoadOptions, type RawLoad } from './lib/load.ts';
 import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
 import { startBareServer, startService } from './lib/service.ts';
 import { percentile, ratio } from './lib/stats.ts';
@@ -40,7 +45,12 @@ export const FALLBACK_ROUTE: RouteSpec = {
   scope: 'instruments:read',
 };
 
-const TARGET_P50_RATIO = 1.5;
+/** The target, against the one-lookup baseline: the spec's key lookup on every request is the physical limit. */
+const TARGET_P50_RATIO = 1.3;
+/** Accounts the service's load is spread over in the many-accounts measure. */
+const SPREAD_ACCOUNTS = 10;
+
+type Side = 'bare' | 'lookup' | 'oneAccount' | 'manyAccounts';
 
 export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const connections = envInt('BENCH_CONNECTIONS', 50);
@@ -48,20 +58,19 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const warmupSec = envInt('BENCH_WARMUP', 2);
   const rounds = envInt('BENCH_PLATFORM_ROUNDS', 2);
   const forced = process.env.BENCH_PLATFORM_ROUTE;
-  // Diagnostic (off by default): a third run spreading the load over this
-  // many keys of separate accounts, to tell per-key counter contention apart
-  // from the per-request database round trip.
-  const spreadKeys = envInt('BENCH_PLATFORM_KEYS', 1);
   const serverIssues: string[] = [];
   const notes: string[] = [
-    'both servers are child processes (node --import tsx), loopback only; autocannon runs in the bench process',
+    'every server is a child process (node --import tsx), loopback only; autocannon runs in the bench process',
     'latency percentiles are computed from autocannon per-response hrtime durations of 2xx responses, pooled over the rounds',
-    'each server is warmed up once, then measured in interleaved rounds (bare, auth, auth, bare, ...) totalling durationSec each',
-    'the service keeps its rate limiter on (limits raised to 1e9 so nothing is refused); one API key, so every request upserts the same usage-counter rows',
+    'each server is warmed up once, then the four loads are measured in interleaved rounds (the order reversed every other round) totalling durationSec each',
+    'databaseCpuMsPerRequest: CPU of the PostgreSQL backends of the server process (sessions named after its pid), from /proc',
+    'the one-lookup baseline hashes the bearer key and runs the service key lookup (keyByHash) on a pool with the auth pool settings, on the same database and key row',
+    `the service keeps its rate limiter on (limits raised to 1e9 so nothing is refused); oneAccount sends every request with one key, manyAccounts round-robins over keys of ${SPREAD_ACCOUNTS} accounts`,
   ];
 
   const database = await ctx.db.createDatabase(`${ctx.runId}_platform`);
   const service = await startService(database.url);
+  const stops: (() => Promise<void>)[] = [];
   try {
     const status = await service.admin.status();
     // For the fallback route: one instrument to find.
@@ -84,73 +93,74 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     }
     if (probe.status !== 200) throw new Error(`${route.method} ${route.path} answered ${probe.status}: ${probe.text.slice(0, 300)}`);
     const enveloped = JSON.parse(probe.text);
-    // The bare route answers the same payload without the envelope.
+    // The bare routes answer the same payload without the envelope.
     const bareBody = enveloped.data ?? enveloped;
-    log(`platform-overhead: measuring ${route.method} ${route.path} (${probe.text.length} B) against a bare route (${JSON.stringify(bareBody).length} B)`);
+    log(`platform-overhead: measuring ${route.method} ${route.path} (${probe.text.length} B) against bare routes (${JSON.stringify(bareBody).length} B)`);
 
-    const bare = await startBareServer({ method: route.method, path: route.path.split('?')[0] }, bareBody);
+    const bareRoute = { method: route.method, path: route.path.split('?')[0] };
+    const bare = await startBareServer(bareRoute, bareBody);
+    stops.push(bare.stop);
+    const lookup = await startBareServer(bareRoute, bareBody, database.url);
+    stops.push(lookup.stop);
+    const spread = [];
+    for (let i = 0; i < SPREAD_ACCOUNTS; i++) spread.push({ authorization: `Bearer ${await service.admin.apiKey([route.scope])}` });
+
+    // The PostgreSQL backends of a server process: its pools name their sessions after its pid.
+    const watch = postgres(database.url, { max: 1, onnotice: () => {} });
+    stops.push(() => watch.end());
+    const backendsOf = (pid: number) => async () =>
+      (
+        await watch<{ pid: number }[]>`
+          select pid
+          from pg_stat_activity
+          where application_name like ${`market-data-service/%/${pid}`}
+        `
+      ).map((r) => r.pid);
+
     const body = route.body ? JSON.stringify(route.body) : undefined;
-    const bareLoad = {
-      url: `${bare.url}${route.path}`,
-      method: route.method,
-      body,
-      connections,
-      durationSec: durationSec / rounds,
-      warmupSec,
-      serverPid: bare.pid,
+    const base = { method: route.method, body, connections, durationSec: durationSec / rounds, warmupSec };
+    const loads: Record<Side, LoadOptions> = {
+      bare: { ...base, url: `${bare.url}${route.path}`, serverPid: bare.pid },
+      lookup: { ...base, url: `${lookup.url}${route.path}`, headers, serverPid: lookup.pid, databasePids: backendsOf(lookup.pid) },
+      oneAccount: { ...base, url: `${service.publicUrl}${route.path}`, headers, serverPid: service.pid, databasePids: backendsOf(service.pid) },
+      manyAccounts: { ...base, url: `${service.publicUrl}${route.path}`, rotateHeaders: spread, serverPid: service.pid, databasePids: backendsOf(service.pid) },
     };
-    const authLoad = { ...bareLoad, url: `${service.publicUrl}${route.path}`, headers, serverPid: service.pid };
-    // Interleaved rounds (bare, auth, auth, bare, ...) so a change in the
-    // machine's background load during the run falls on both sides alike.
-    const bareParts: Awaited<ReturnType<typeof measureLoad>>[] = [];
-    const authParts: Awaited<ReturnType<typeof measureLoad>>[] = [];
-    try {
-      log(`platform-overhead: warming up both servers (${warmupSec}s each)`);
-      await warmUp(bareLoad);
-      await warmUp(authLoad);
-      for (let i = 0; i < rounds; i++) {
-        const order = i % 2 === 0 ? (['bare', 'auth'] as const) : (['auth', 'bare'] as const);
-        for (const which of order) {
-          log(
-            `platform-overhead: round ${i + 1}/${rounds}, ${which === 'bare' ? 'bare Express route' : 'authenticated route'}, ${connections} connections, ${bareLoad.durationSec}s`,
-          );
-          if (which === 'bare') bareParts.push(await measureLoad(bareLoad));
-          else authParts.push(await measureLoad(authLoad));
-        }
+    const what: Record<Side, string> = {
+      bare: 'bare Express route',
+      lookup: 'bare Express route with the key lookup',
+      oneAccount: 'the service, one account',
+      manyAccounts: `the service, ${SPREAD_ACCOUNTS} accounts`,
+    };
+    const sides = Object.keys(loads) as Side[];
+    const parts = Object.fromEntries(sides.map((s) => [s, [] as RawLoad[]])) as Record<Side, RawLoad[]>;
+    log(`platform-overhead: warming up the servers (${warmupSec}s each)`);
+    for (const side of sides) await warmUp(loads[side]);
+    // Interleaved rounds, the order reversed every other round, so a change in
+    // the machine's background load during the run falls on every side alike.
+    for (let i = 0; i < rounds; i++) {
+      for (const side of i % 2 === 0 ? sides : [...sides].reverse()) {
+        log(`platform-overhead: round ${i + 1}/${rounds}, ${what[side]}, ${connections} connections, ${base.durationSec}s`);
+        parts[side].push(await measureLoad(loads[side]));
       }
-    } finally {
-      await bare.stop();
     }
-    const bareRun = summariseLoad(bareLoad, bareParts);
-    const authRun = summariseLoad(authLoad, authParts);
-    const roundP50Ratios = authParts.map((a, i) => ratio(percentile(a.latencies, 50), percentile(bareParts[i].latencies, 50)));
-    let spreadRun: Awaited<ReturnType<typeof load>> | undefined;
-    if (spreadKeys > 1) {
-      const keys = [];
-      for (let i = 0; i < spreadKeys; i++) keys.push({ authorization: `Bearer ${await service.admin.apiKey([route.scope])}` });
-      log(`platform-overhead: authenticated route, load spread over ${spreadKeys} keys of separate accounts`);
-      spreadRun = await load({
-        url: `${service.publicUrl}${route.path}`,
-        method: route.method,
-        body,
-        connections,
-        durationSec,
-        warmupSec,
-        rotateHeaders: keys,
-        serverPid: service.pid,
-      });
-    }
-    for (const [name, r] of [
-      ['bare', bareRun],
-      ['authenticated', authRun],
-      ['spread', spreadRun],
-    ] as const) {
-      if (!r) continue;
+    const runs = Object.fromEntries(sides.map((s) => [s, summariseLoad(loads[s], parts[s])])) as Record<Side, ReturnType<typeof summariseLoad>>;
+    for (const side of sides) {
+      const r = runs[side];
       if (r.non2xx > 0 || r.errors > 0)
-        serverIssues.push(`${name} run had ${r.non2xx} non-2xx responses and ${r.errors} errors: ${JSON.stringify(r.statuses)}`);
+        serverIssues.push(`${side} run had ${r.non2xx} non-2xx responses and ${r.errors} errors: ${JSON.stringify(r.statuses)}`);
     }
+    const against = (ours: Side, baseline: Side) => ({
+      p50: ratio(runs[ours].latencyMs.p50, runs[baseline].latencyMs.p50),
+      p99: ratio(runs[ours].latencyMs.p99, runs[baseline].latencyMs.p99),
+      rps: ratio(runs[ours].rps, runs[baseline].rps),
+      p50ByRound: parts[ours].map((p, i) => ratio(percentile(p.latencies, 50), percentile(parts[baseline][i].latencies, 50))),
+      serverCpuPerRequest: ratio(runs[ours].serverCpuMsPerRequest!, runs[baseline].serverCpuMsPerRequest!),
+      ...(runs[baseline].databaseCpuMsPerRequest
+        ? { databaseCpuPerRequest: ratio(runs[ours].databaseCpuMsPerRequest!, runs[baseline].databaseCpuMsPerRequest) }
+        : {}),
+    });
 
-    const p50Ratio = ratio(authRun.latencyMs.p50, bareRun.latencyMs.p50);
+    const p50Ratio = ratio(runs.oneAccount.latencyMs.p50, runs.lookup.latencyMs.p50);
     return {
       scenario: 'platform-overhead',
       ...resultHeader(ctx, status, service),
@@ -163,24 +173,28 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         warmupSec,
         durationSec,
         rounds,
+        spreadAccounts: SPREAD_ACCOUNTS,
         loadGenerator: 'autocannon (in the bench process)',
       },
-      measured: { authenticated: authRun, ...(spreadRun ? { [`authenticatedSpreadOver${spreadKeys}Keys`]: spreadRun } : {}) },
-      baseline: { bareExpress: bareRun },
+      measured: { authenticated: runs.oneAccount, [`authenticatedOver${SPREAD_ACCOUNTS}Accounts`]: runs.manyAccounts },
+      baseline: { bareExpressKeyLookup: runs.lookup, bareExpress: runs.bare },
       ratios: {
-        p50: p50Ratio,
-        p99: ratio(authRun.latencyMs.p99, bareRun.latencyMs.p99),
-        rps: ratio(authRun.rps, bareRun.rps),
-        p50ByRound: roundP50Ratios,
-        serverCpuPerRequest: ratio(authRun.serverCpuMsPerRequest!, bareRun.serverCpuMsPerRequest!),
-        ...(spreadRun ? { spreadKeysP50: ratio(spreadRun.latencyMs.p50, bareRun.latencyMs.p50) } : {}),
+        overKeyLookup: against('oneAccount', 'lookup'),
+        overBareExpress: against('oneAccount', 'bare'),
+        keyLookupOverBareExpress: against('lookup', 'bare'),
+        // Above 1: one account's requests are slower than the same load spread over accounts (contention on its counters).
+        oneAccountOverMany: {
+          p50: ratio(runs.oneAccount.latencyMs.p50, runs.manyAccounts.latencyMs.p50),
+          rps: ratio(runs.oneAccount.rps, runs.manyAccounts.rps),
+        },
       },
-      targets: { p50Ratio: `<= ${TARGET_P50_RATIO}` },
-      meetsTarget: { p50Ratio: p50Ratio <= TARGET_P50_RATIO },
+      targets: { p50OverKeyLookup: `<= ${TARGET_P50_RATIO}` },
+      meetsTarget: { p50OverKeyLookup: p50Ratio <= TARGET_P50_RATIO },
       serverIssues,
       notes,
     };
   } finally {
+    for (const stop of stops) await stop();
     await service.stop();
     await database.drop();
   }

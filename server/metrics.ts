@@ -156,6 +156,13 @@ export const readSlotWait = new client.Histogram({
   registers: [registry],
 });
 
+export const ingestedRows = new client.Counter({
+  name: 'ingest_rows_total',
+  help: 'Rows of committed uploads (admin API, demo load, derived snapshots) by ingest kind and what the upsert did with each: inserted, updated, unchanged',
+  labelNames: ['kind', 'outcome'] as const,
+  registers: [registry],
+});
+
 export const upstreamDuration = new client.Histogram({
   name: 'upstream_request_duration_seconds',
   help: 'Calls to outside providers (FRED) by endpoint and outcome (ok, http_<status>, unreachable, unreadable)',

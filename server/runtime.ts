@@ -48,6 +48,13 @@ const ADMIN_REQUEST_TIMEOUT_MS = 3_600_000;
 const START_RETRY_FIRST_MS = 500;
 const START_RETRY_MAX_MS = 5_000;
 
+// Key lookups pipelined on one connection of the auth pool. With 50 clients
+// on 2 cores, 4 rather than 1 took the service's system calls per request
+// from 2.0 reads and 2.0 writes to 1.4 and 1.6, its CPU per request from 0.60
+// to 0.51 ms and its PostgreSQL sessions' from 0.19 to 0.16 ms, and a
+// request no longer waits for a permit on a timer; 8 measured as 4.
+const AUTH_UNITS_PER_CONNECTION = 4;
+
 /** After the drain, what is left closes within this budget (pools, the embedded cluster). */
 const CLOSE_BUDGET_S = 0.5;
 
@@ -266,7 +273,13 @@ export class Runtime {
     // Key resolution and request counting run on every /v1 request. Their commits
     // skip the WAL flush wait (synchronous_commit=off): a crash can lose the last
     // fraction of a second of counter increments and lastUsedAt times, never data.
-    const authDb = new Database('auth', pool(this.databaseUrl, 'auth', 'off'), primaryHealth, gate);
+    //
+    // Its units are one statement each, so AUTH_UNITS_PER_CONNECTION of them
+    // share a connection, pipelined (see DatabaseOptions.unitsPerConnection).
+    const authDb = new Database('auth', pool(this.databaseUrl, 'auth', 'off'), primaryHealth, {
+      ...gate,
+      unitsPerConnection: AUTH_UNITS_PER_CONNECTION,
+    });
     const readDb = config.DATABASE_READ_URL
       ? new Database('replica', pool(config.DATABASE_READ_URL, 'replica'), new DatabaseHealth(config.DATABASE_READ_URL, 'replica', logger), gate)
       : db;

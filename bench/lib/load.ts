@@ -6,7 +6,7 @@ import os from 'node:os';
 import autocannon from 'autocannon';
 import { ROOT, sleep } from './harness.ts';
 import { cpuSeconds } from './proc.ts';
-import { latencySummary, round } from './stats.ts';
+import { latencySummary, percentile, round } from './stats.ts';
 
 export interface LoadOptions {
   url: string;
@@ -20,6 +20,8 @@ export interface LoadOptions {
   rotateHeaders?: Record<string, string>[];
   /** The server's pid: its CPU time (all threads) over the measured run is reported per request. */
   serverPid?: number;
+  /** The pids of the server's PostgreSQL backends: their CPU time over the measured run is reported per request. */
+  databasePids?: () => Promise<number[]>;
   /** autocannon's per-request timeout (default 10 s). */
   timeoutSec?: number;
 }
@@ -46,7 +48,7 @@ export async function warmUp(o: LoadOptions): Promise<void> {
   if (o.warmupSec > 0) await autocannon({ ...autocannonOptions(o), duration: o.warmupSec });
 }
 
-interface RawLoad {
+export interface RawLoad {
   durationSec: number;
   requests: number;
   ok: number;
@@ -56,6 +58,26 @@ interface RawLoad {
   statuses: Map<number, number>;
   latencies: number[];
   serverCpuSec: number;
+  databaseCpuSec: number;
+}
+
+/** CPU seconds so far of each of `pids` still running. */
+function cpuByPid(pids: number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      out.set(pid, cpuSeconds(pid));
+    } catch {
+      // the backend ended
+    }
+  }
+  return out;
+}
+
+/** CPU seconds the processes of `pidsOf` used from `before` until now (a process started since counts from zero). */
+async function cpuSince(before: Map<number, number>, pidsOf: () => Promise<number[]>): Promise<number> {
+  const after = cpuByPid([...new Set([...before.keys(), ...(await pidsOf())])]);
+  return [...after].reduce((n, [pid, sec]) => n + sec - (before.get(pid) ?? 0), 0);
 }
 
 /** One measured run (no warm-up), keeping every 2xx latency. */
@@ -63,6 +85,7 @@ export async function measureLoad(o: LoadOptions): Promise<RawLoad> {
   const latencies: number[] = [];
   const statuses = new Map<number, number>();
   const cpuBefore = o.serverPid ? cpuSeconds(o.serverPid) : 0;
+  const databaseBefore = o.databasePids ? cpuByPid(await o.databasePids()) : new Map<number, number>();
   const instance = autocannon({ ...autocannonOptions(o), duration: o.durationSec });
   instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
     statuses.set(status, (statuses.get(status) ?? 0) + 1);
@@ -79,6 +102,7 @@ export async function measureLoad(o: LoadOptions): Promise<RawLoad> {
     statuses,
     latencies,
     serverCpuSec: o.serverPid ? cpuSeconds(o.serverPid) - cpuBefore : NaN,
+    databaseCpuSec: o.databasePids ? await cpuSince(databaseBefore, o.databasePids) : NaN,
   };
 }
 
@@ -92,6 +116,7 @@ export function summariseLoad(o: LoadOptions, parts: RawLoad[]) {
   const ok = sum((p) => p.ok);
   const requests = sum((p) => p.requests);
   const serverCpuSec = sum((p) => p.serverCpuSec);
+  const databaseCpuSec = sum((p) => p.databaseCpuSec);
   return {
     connections: o.connections,
     ...(parts.length > 1 ? { rounds: parts.length } : {}),
@@ -104,6 +129,7 @@ export function summariseLoad(o: LoadOptions, parts: RawLoad[]) {
     statuses: Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])),
     rps: round(ok / durationSec, 1),
     ...(o.serverPid ? { serverCpuSec: round(serverCpuSec, 2), serverCpuMsPerRequest: round((serverCpuSec * 1000) / requests, 3) } : {}),
+    ...(o.databasePids ? { databaseCpuSec: round(databaseCpuSec, 2), databaseCpuMsPerRequest: round((databaseCpuSec * 1000) / requests, 3) } : {}),
     latencyMs: latencySummary(latencies),
   };
 }
@@ -118,15 +144,48 @@ export async function load(o: LoadOptions) {
   return summariseLoad(o, [await measureLoad(o)]);
 }
 
+/**
+ * A load of bench/heavy-load.ts: closed loop (autocannon, `connections`
+ * clients each sending its next request when the last is answered) or open
+ * loop (`ratePerSec` requests a second on schedule, answered or not).
+ */
+export type HeavyLoad = LoadOptions | ProbeOptions;
+
 /** What bench/heavy-load.ts reports for each of its loads. */
 export interface HeavyResult {
+  /** From the first request sent to the last answer. */
+  durationSec: number;
   requests: number;
   ok: number;
-  non2xx: number;
-  errors: number;
-  timeouts: number;
+  /** Connection errors, timeouts and non-2xx answers. */
+  failed: number;
   p50Ms: number;
   p99Ms: number;
+}
+
+/** Runs one heavy load in this process. */
+export async function runHeavyLoad(o: HeavyLoad): Promise<HeavyResult> {
+  if ('ratePerSec' in o) {
+    const started = performance.now();
+    const run = await probe(o);
+    return {
+      durationSec: round((performance.now() - started) / 1000, 3),
+      requests: run.requests,
+      ok: run.ok,
+      failed: run.failed,
+      p50Ms: round(percentile(run.latencies, 50), 3),
+      p99Ms: round(percentile(run.latencies, 99), 3),
+    };
+  }
+  const r = await autocannon({ ...autocannonOptions(o), duration: o.durationSec });
+  return {
+    durationSec: r.duration,
+    requests: r.requests.total,
+    ok: r['2xx'],
+    failed: r.non2xx + r.errors + r.timeouts,
+    p50Ms: r.latency.p50,
+    p99Ms: r.latency.p99,
+  };
 }
 
 /**
@@ -134,7 +193,7 @@ export interface HeavyResult {
  * `nice` when given, and resolves with their results. A process of their own
  * keeps their responses off the event loop of whoever measures beside them.
  */
-export function heavyLoad(loads: LoadOptions[], opts: { nice?: number } = {}): Promise<HeavyResult[]> {
+export function heavyLoad(loads: HeavyLoad[], opts: { nice?: number } = {}): Promise<HeavyResult[]> {
   const proc = spawn(process.execPath, ['--import', 'tsx', 'bench/heavy-load.ts'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, HEAVY_LOAD: JSON.stringify(loads) },

@@ -189,10 +189,19 @@ export async function startService(databaseUrl: string, opts: { env?: Record<str
   return { publicUrl, adminUrl, adminToken, pid: child.pid, nodeArgs, admin, stop };
 }
 
-/** A bare Express 5 server (bench/bare-server.ts) in a child process, like the service. */
-export async function startBareServer(route: { method: string; path: string }, body: unknown): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+/**
+ * A bare Express 5 server (bench/bare-server.ts) in a child process, like the
+ * service; with `databaseUrl`, its route makes the service's key lookup first.
+ */
+export async function startBareServer(
+  route: { method: string; path: string },
+  body: unknown,
+  databaseUrl?: string,
+): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const port = await freePort();
-  const child = spawnChild('bare', ['--import', 'tsx', 'bench/bare-server.ts'], {
+  // BENCH_NODE_ARGS reaches the bare servers too, so a profile can compare both sides.
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawnChild(databaseUrl ? 'bare-lookup' : 'bare', [...nodeArgs, '--import', 'tsx', 'bench/bare-server.ts'], {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     NODE_ENV: 'production',
@@ -200,6 +209,7 @@ export async function startBareServer(route: { method: string; path: string }, b
     BARE_METHOD: route.method,
     BARE_PATH: route.path,
     BARE_BODY: JSON.stringify(body),
+    ...(databaseUrl ? { BARE_DATABASE_URL: databaseUrl } : {}),
   });
   const url = `http://${LOOPBACK}:${port}`;
   await waitFor('the bare server', child, 60_000, async () => {

@@ -11,6 +11,14 @@ export interface DatabaseOptions {
   acquireTimeoutMs: number;
   /** Units allowed to wait at once; one more is refused without waiting. */
   maxWaiting: number;
+  /**
+   * Units that may run on one connection at once (default 1). Above 1,
+   * postgres.js pipelines them: it writes the queued statements together and
+   * reads their replies together, so each costs fewer system calls on both
+   * sides, but one waits for the statements ahead of it. Only for a pool
+   * whose every unit is one short statement (the key lookup of each request).
+   */
+  unitsPerConnection?: number;
 }
 
 type Refusal = 'unavailable' | 'queue_full' | 'timeout';
@@ -52,7 +60,7 @@ class Permits {
     dbRefused.inc({ pool: this.name, reason });
     const message = {
       unavailable: 'the database is unavailable',
-      queue_full: `all ${this.count} database connections of ${this.name} are busy and ${this.maxWaiting} requests are waiting`,
+      queue_full: `all ${this.count} database permits of ${this.name} are taken and ${this.maxWaiting} requests are waiting`,
       timeout: `no database connection of ${this.name} became free within ${waitMs} ms`,
     }[reason];
     return new AppError('overloaded', `${message}; retry shortly`, {}, { 'Retry-After': '1' });
@@ -73,8 +81,9 @@ class Permits {
  *   503 `overloaded` with Retry-After;
  * - the server marked down (DatabaseHealth): 503 at once, for those waiting
  *   too, until a probe finds it back.
- * With at most `connections` units at once, a unit's queries never queue
- * behind another unit's on the client side.
+ * With at most `connections` units at once (the default of one unit per
+ * connection), a unit's queries never queue behind another unit's on the
+ * client side.
  */
 export class Database {
   private readonly permits: Permits;
@@ -90,8 +99,10 @@ export class Database {
     const inUse = dbConnectionsInUse.labels({ pool: name });
     const waiting = dbUnitsWaiting.labels({ pool: name });
     this.acquireWait = dbAcquireWait.labels({ pool: name });
-    this.permits = new Permits(name, options.connections, options.maxWaiting, health, (used, queued) => {
-      inUse.set(used);
+    const perConnection = options.unitsPerConnection ?? 1;
+    this.permits = new Permits(name, options.connections * perConnection, options.maxWaiting, health, (used, queued) => {
+      // postgres.js spreads units over idle connections before it pipelines.
+      inUse.set(Math.min(used, options.connections));
       waiting.set(queued);
     });
     inUse.set(0);

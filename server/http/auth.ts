@@ -16,7 +16,7 @@ export function requireScope(deps: AuthDeps, scope: Scope): RequestHandler {
   return async (req, res, next) => {
     let auth: AuthContext;
     try {
-      auth = await authorize(deps.db, req.get('authorization'), scope, deps.limits);
+      auth = await authorize(deps.db, req.headers.authorization, scope, deps.limits);
     } catch (err) {
       if (err instanceof AppError) authFailures.inc({ code: err.code });
       throw err;

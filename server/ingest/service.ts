@@ -3,6 +3,7 @@ import type { Database } from '../db/database.ts';
 import type { Sql } from '../db/sql.ts';
 import { AppError } from '../http/errors.ts';
 import { hasNestedValue, mayHoldUnstorableText, unstorableText } from '../http/validate.ts';
+import { ingestedRows } from '../metrics.ts';
 import { batchesFrom, type BodyFormat } from './body.ts';
 import { copyLine } from './copy-text.ts';
 import type { CopyBatch, IngestKind, IngestResult, OrdinalRange, UploadResult, WriteCounts } from './kind.ts';
@@ -145,6 +146,10 @@ async function ingestUpload<Row>(
     await repo.analyzeStaging(tx as unknown as Sql);
     return kind.apply!(tx as unknown as Sql);
   });
+  // Counted once the transaction has committed: an upload refused anywhere stored nothing.
+  for (const outcome of ['inserted', 'updated', 'unchanged'] as const) {
+    ingestedRows.inc({ kind: kind.label, outcome }, result[outcome]);
+  }
   await kind.afterCommit?.(sql, uploadRange);
   return result;
 }

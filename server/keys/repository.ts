@@ -75,12 +75,26 @@ export async function revokeKey(sql: Sql, id: string): Promise<KeyRow | null> {
   return row ? toKeyRow(row) : null;
 }
 
+/**
+ * The key lookup every request makes: one probe of the unique index on
+ * key_hash. bench/bare-server.ts runs this same statement as the one-lookup
+ * baseline of the platform-overhead benchmark.
+ */
+export function keyByHash(sql: Sql, hash: Buffer) {
+  return sql<{ id: string; account_id: string; environment: Environment; scopes: string[]; revoked_at: Date | null }[]>`
+    select id, account_id, environment, scopes, revoked_at
+    from api_keys
+    where key_hash = ${hash}
+  `;
+}
+
 export interface ResolvedKey {
   id: string;
   accountId: string;
   environment: Environment;
-  scopes: string[];
   revoked: boolean;
+  /** Whether the key holds the route's scope (exact match). */
+  hasScope: boolean;
   /**
    * Requests admitted in the current minute and UTC day, this one included;
    * null when the request was not counted (the key is revoked, lacks the
@@ -98,66 +112,69 @@ export interface WindowCounts {
 
 export type WindowLimits = Record<Environment, { perMinute: number; perDay: number }>;
 
+interface ResolvedKeyRow {
+  id: string;
+  account_id: string;
+  environment: Environment;
+  revoked: boolean;
+  has_scope: boolean;
+  minute_count: number | null;
+  day_count: number | null;
+  now_epoch: number;
+}
+
 /**
  * One round trip per request: resolve the key by hash and, only when it is
  * active and holds the route's scope, admit the request against both windows
- * in a single upsert. The row lock makes the check-and-increment atomic across
- * every API process. A rejected key or scope costs no quota, and a request
+ * in a single upsert of the account's row for the day. The row lock makes the
+ * check-and-increment atomic across every API process: a second request of
+ * the account waits for the first one's commit, then its WHERE sees the
+ * first one's count. A rejected key or scope costs no quota, and a request
  * refused for rate is not admitted (the caller records it as refused).
  * Data-modifying CTEs run exactly once whether or not the outer select reads them.
+ *
+ * One row per account and day is not what limits an account's rate: on 2
+ * cores this statement alone ran 7,000 to 9,000 times a second for one
+ * account (pgbench, 10 clients; 10,000 to 16,000 spread over ten accounts),
+ * while the whole service answered 1,100 to 2,300 requests a second, and as
+ * many for one account as for ten (the platform-overhead benchmark measures
+ * both).
  */
 export async function resolveKeyAndAdmit(sql: Sql, hash: Buffer, scope: Scope, limits: WindowLimits): Promise<ResolvedKey | null> {
   const [row] = await timed(
     'resolve_key_and_admit',
-    sql<
-      {
-        id: string;
-        account_id: string;
-        environment: Environment;
-        scopes: string[];
-        revoked: boolean;
-        minute_count: number | null;
-        day_count: number | null;
-        now_epoch: number;
-      }[]
-    >`
+    sql<ResolvedKeyRow[]>`
       with key as (
-        select id, account_id, environment, scopes, revoked_at
-        from api_keys
-        where key_hash = ${hash}
-      ),
-      eligible as (
-        select
-          account_id,
-          environment,
-          case environment when 'live' then ${limits.live.perMinute}::int else ${limits.sandbox.perMinute}::int end as per_minute,
-          case environment when 'live' then ${limits.live.perDay}::int else ${limits.sandbox.perDay}::int end as per_day
-        from key
-        where revoked_at is null
-          and ${scope} = any (scopes)
+        ${keyByHash(sql, hash)}
       ),
       admitted as (
         insert into usage_counters as u (account_id, environment, day, admitted, minute_start, minute_admitted)
         select account_id, environment, (now() at time zone 'UTC')::date, 1, date_trunc('minute', now(), 'UTC'), 1
-        from eligible
+        from key
+        where revoked_at is null
+          and ${scope} = any (scopes)
         on conflict (account_id, environment, day) do update set
           admitted = u.admitted + 1,
           minute_start = excluded.minute_start,
           minute_admitted = case when u.minute_start = excluded.minute_start then u.minute_admitted + 1 else 1 end
-        where u.admitted < (select per_day from eligible)
-          and (u.minute_start <> excluded.minute_start or u.minute_admitted < (select per_minute from eligible))
+        where u.admitted < case u.environment when 'live' then ${limits.live.perDay}::int else ${limits.sandbox.perDay}::int end
+          and (
+            u.minute_start <> excluded.minute_start
+            or u.minute_admitted < case u.environment when 'live' then ${limits.live.perMinute}::int else ${limits.sandbox.perMinute}::int end
+          )
         returning admitted, minute_admitted
       )
       select
         key.id,
         key.account_id,
         key.environment,
-        key.scopes,
         key.revoked_at is not null as revoked,
-        (select minute_admitted from admitted) as minute_count,
-        (select admitted from admitted) as day_count,
+        ${scope} = any (key.scopes) as has_scope,
+        admitted.minute_admitted as minute_count,
+        admitted.admitted as day_count,
         extract(epoch from now())::float8 as now_epoch
       from key
+      left join admitted on true
     `,
   );
   if (!row) return null;
@@ -165,8 +182,8 @@ export async function resolveKeyAndAdmit(sql: Sql, hash: Buffer, scope: Scope, l
     id: row.id,
     accountId: row.account_id,
     environment: row.environment,
-    scopes: row.scopes,
     revoked: row.revoked,
+    hasScope: row.has_scope,
     admitted: row.day_count === null || row.minute_count === null ? null : { minuteCount: row.minute_count, dayCount: row.day_count },
     nowEpoch: row.now_epoch,
   };

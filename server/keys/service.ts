@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { AppError, notFound } from '../http/errors.ts';
 import type { Database } from '../db/database.ts';
 import * as accounts from '../accounts/repository.ts';
@@ -10,7 +10,7 @@ const KEY_PATTERN = /^pk_(test|live)_[A-Za-z0-9_-]{43}$/;
 const DISPLAY_PREFIX_LENGTH = 12;
 
 export function hashApiKey(key: string): Buffer {
-  return createHash('sha256').update(key).digest();
+  return hash('sha256', key, 'buffer');
 }
 
 export function generateApiKey(environment: Environment): { key: string; hash: Buffer; prefix: string } {
@@ -98,37 +98,38 @@ export async function authorize(db: Database, authorization: string | undefined,
   const resolved = KEY_PATTERN.test(key) ? await db.run((sql) => repo.resolveKeyAndAdmit(sql, hashApiKey(key), scope, limits)) : null;
   if (!resolved) throw new AppError('invalid_api_key', 'the API key is not recognised');
   if (resolved.revoked) throw new AppError('revoked_api_key', 'the API key has been revoked; use its replacement');
-  if (!resolved.scopes.includes(scope)) {
+  if (!resolved.hasScope) {
     throw new AppError('insufficient_scope', `this route needs the ${scope} scope`, { scope: [`requires ${scope}`] });
   }
   const limit = limits[resolved.environment];
   const now = resolved.nowEpoch;
   const counts = resolved.admitted ?? (await db.run((sql) => repo.recordRefused(sql, resolved.accountId, resolved.environment)));
-  const windows = [
-    { name: 'minute', limit: limit.perMinute, used: counts.minuteCount, reset: 60 - (now % 60) },
-    { name: 'day', limit: limit.perDay, used: counts.dayCount, reset: 86_400 - (now % 86_400) },
-  ];
+  const minuteLeft = limit.perMinute - counts.minuteCount;
+  const dayLeft = limit.perDay - counts.dayCount;
+  const minuteReset = 60 - (now % 60);
+  const dayReset = 86_400 - (now % 86_400);
   if (!resolved.admitted) {
-    const exhausted = windows.find((w) => w.used >= w.limit) ?? windows[0];
-    const retryAfter = String(Math.max(1, Math.ceil(exhausted.reset)));
+    // The window that refused: the minute's when it is full, else the day's.
+    const [name, windowLimit, reset] = minuteLeft <= 0 || dayLeft > 0 ? ['minute', limit.perMinute, minuteReset] : ['day', limit.perDay, dayReset];
+    const retryAfter = String(Math.max(1, Math.ceil(reset)));
     throw new AppError(
       'rate_limited',
-      `${resolved.environment} ${exhausted.name} allowance of ${exhausted.limit} requests is used up`,
-      { [resolved.environment]: [`${exhausted.name} limit ${exhausted.limit} reached`] },
+      `${resolved.environment} ${name} allowance of ${windowLimit} requests is used up`,
+      { [resolved.environment]: [`${name} limit ${windowLimit} reached`] },
       {
         'Retry-After': retryAfter,
-        'RateLimit-Limit': String(exhausted.limit),
+        'RateLimit-Limit': String(windowLimit),
         'RateLimit-Remaining': '0',
         'RateLimit-Reset': retryAfter,
       },
     );
   }
-  // Headers describe the window closest to its limit.
-  const tightest = windows.reduce((a, b) => (b.limit - b.used < a.limit - a.used ? b : a));
+  // Headers describe the window closest to its limit (the minute's on a tie).
+  const dayTighter = dayLeft < minuteLeft;
   const rateLimit = {
-    limit: tightest.limit,
-    remaining: Math.max(0, tightest.limit - tightest.used),
-    resetSeconds: Math.max(1, Math.ceil(tightest.reset)),
+    limit: dayTighter ? limit.perDay : limit.perMinute,
+    remaining: Math.max(0, dayTighter ? dayLeft : minuteLeft),
+    resetSeconds: Math.max(1, Math.ceil(dayTighter ? dayReset : minuteReset)),
   };
   return { keyId: resolved.id, accountId: resolved.accountId, environment: resolved.environment, rateLimit };
 }
@@ -138,7 +139,8 @@ export async function authorize(db: Database, authorization: string | undefined,
  * a busy key costs one UPDATE per second rather than one per request.
  */
 export class LastUsedRecorder {
-  private pending = new Map<string, Date>();
+  /** Key id → the time of its latest request (ms since the epoch). */
+  private pending = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -146,7 +148,7 @@ export class LastUsedRecorder {
     private readonly intervalMs = 1000,
   ) {}
 
-  record(keyId: string, at = new Date()): void {
+  record(keyId: string, at = Date.now()): void {
     this.pending.set(keyId, at);
     this.timer ??= setTimeout(() => void this.flush(), this.intervalMs).unref();
   }
@@ -161,7 +163,7 @@ export class LastUsedRecorder {
         repo.recordLastUsed(
           sql,
           [...batch.keys()],
-          [...batch.values()].map((d) => d.toISOString()),
+          [...batch.values()].map((ms) => new Date(ms).toISOString()),
         ),
       );
     } catch {

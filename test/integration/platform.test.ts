@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { connect, createServer } from 'node:net';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
@@ -10,6 +11,7 @@ import { loadConfig } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
 import { startEmbeddedPostgres } from '../../server/db/embedded.ts';
 import { Runtime, startRuntime } from '../../server/runtime.ts';
+import { PROJECT_ROOT } from './child-process.ts';
 import { databaseUrl, Service, startService } from './harness.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -295,6 +297,103 @@ describe('platform: two processes on one database', () => {
         await b.stop();
       }
     });
+  });
+});
+
+/**
+ * The service as `npm start` runs it, in a child process against the suite's
+ * database with `env`; resolves with its public URL once it serves.
+ */
+async function startServiceProcess(env: Record<string, string>): Promise<{ publicUrl: string; stop(): Promise<void> }> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-test-child-'));
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+    cwd: PROJECT_ROOT,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DATABASE_URL: databaseUrl(),
+      DATA_DIR: dataDir,
+      PORT: '0',
+      ADMIN_PORT: '0',
+      ADMIN_TOKEN: `test-admin-token-${randomUUID()}`,
+      LOG_LEVEL: 'info',
+      DEMO_DATA: 'off',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    child.kill('SIGTERM');
+    await exited;
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  let output = '';
+  const ready = new Promise<string>((resolve, reject) => {
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      output += chunk;
+      const line = output.split('\n').find((l) => l.includes('"market-data-service ready"'));
+      if (line) resolve(JSON.parse(line).public);
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    void exited.then(() => reject(new Error(`the service exited before it was ready: ${output.slice(-2000)}`)));
+  });
+  try {
+    return { publicUrl: await ready, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+describe('platform: limits across processes', () => {
+  const env = { RATE_LIMIT_LIVE_PER_MINUTE: '40', RATE_LIMIT_SANDBOX_PER_MINUTE: '1000', RATE_LIMIT_SANDBOX_PER_DAY: '30' };
+  let inProcess: Service;
+  let other: { publicUrl: string; stop(): Promise<void> };
+  beforeAll(async () => {
+    [inProcess, other] = await Promise.all([startService(env), startServiceProcess(env)]);
+  });
+  afterAll(async () => {
+    await other?.stop();
+    await inProcess?.stop();
+  });
+
+  /** `n` requests of one key at once, alternating between the two processes; the statuses, counted. */
+  async function burst(key: string, n: number) {
+    const urls = [inProcess.runtime.publicUrl, other.publicUrl];
+    const replies = await Promise.all(
+      Array.from({ length: n }, async (_, i) => {
+        const res = await fetch(`${urls[i % 2]}/v1/instruments?query=x`, { headers: { authorization: `Bearer ${key}` } });
+        const body = await res.json();
+        return { status: res.status, body };
+      }),
+    );
+    const statuses: Record<number, number> = {};
+    for (const r of replies) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+    return { statuses, replies };
+  }
+
+  it('when 100 requests of one account arrive at once at two service processes, then exactly the minute limit of 40 are served and 60 refused, and the usage says so', async () => {
+    const account = await inProcess.createAccount();
+    const { key } = await inProcess.createKey(account, ['instruments:read'], 'live');
+    // All 100 in one minute window.
+    const secondsIntoMinute = new Date().getUTCSeconds();
+    if (secondsIntoMinute > 45) await sleep((61 - secondsIntoMinute) * 1000);
+    const { statuses, replies } = await burst(key, 100);
+    expect(statuses).toEqual({ 200: 40, 429: 60 });
+    for (const r of replies.filter((x) => x.status === 429)) expect(r.body.error.details.live).toEqual(['minute limit 40 reached']);
+    const usage = await inProcess.admin('GET', `/usage?accountId=${account}`);
+    expect(usage.body.data.usage.live.days[0]).toMatchObject({ admitted: 40, refused: 60 });
+  });
+
+  it('when 80 requests of one sandbox account arrive at once at two service processes, then exactly the day limit of 30 are served', async () => {
+    const account = await inProcess.createAccount();
+    const { key } = await inProcess.createKey(account, ['instruments:read'], 'sandbox');
+    const { statuses, replies } = await burst(key, 80);
+    expect(statuses).toEqual({ 200: 30, 429: 50 });
+    for (const r of replies.filter((x) => x.status === 429)) expect(r.body.error.details.sandbox).toEqual(['day limit 30 reached']);
+    const usage = await inProcess.admin('GET', `/usage?accountId=${account}`);
+    expect(usage.body.data.usage.sandbox.days[0]).toMatchObject({ admitted: 30, refused: 50 });
   });
 });
 
