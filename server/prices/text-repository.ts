@@ -134,15 +134,72 @@ function barsText(sql: Sql, format: Format, fields: BarField[], col: (name: stri
  * leaving the double range, so `*` cannot fail; anything else goes through
  * ieee_product (sql/012_price_text.sql).
  */
-function adjusted(sql: Sql, value: Fragment, factor: 'price' | 'volume'): Fragment {
+export function adjusted(sql: Sql, value: Fragment, factor: 'price' | 'volume'): Fragment {
   const m = sql`s.${sql(factor)}`;
-  const within = (x: Fragment) => sql`abs(${x}) between 1e-150::float8 and 1e150::float8`;
   return sql`case
     when ${m} is null or ${value} is null then ${value}
-    when ${within(value)} and ${within(m)} then ${value} * ${m}
+    when ${within(sql, value)} and ${within(sql, m)} then ${value} * ${m}
     else ieee_product(${value}, ${m})
   end`;
 }
+
+const within = (sql: Sql, x: Fragment) => sql`abs(${x}) between 1e-150::float8 and 1e150::float8`;
+
+/**
+ * Adjusted values are rounded to this many significant digits (docs/api.md,
+ * "Adjusted prices": a return between two rounded values is within
+ * (1 + r) · 1e-12 of the unrounded one).
+ */
+export const SIGNIFICANT_DIGITS = 13;
+
+/**
+ * What rounding `value` times the segment's `factor` takes: null for a value
+ * written as stored (no segment, a multiplier of exactly 1, or no value);
+ * else 10^k, the power of ten that puts its 13th significant digit in the
+ * units, when 10^k is an exact double (1e-10 ≤ |product| < 1e13); else 0, for
+ * the exact path of roundedValue. Computed beside the product, so the
+ * logarithm is taken once per value.
+ */
+export function roundingScale(sql: Sql, value: Fragment, factor: 'price' | 'volume'): Fragment {
+  const m = sql`s.${sql(factor)}`;
+  return sql`case
+    when ${m} is null or ${m} = 1 or ${value} is null then null
+    when ${within(sql, value)} and ${within(sql, m)} and abs(${value} * ${m}) >= 1e-10::float8 and abs(${value} * ${m}) < 1e13::float8
+      then power(10::float8, ${SIGNIFICANT_DIGITS - 1} - floor(log(abs(${value} * ${m}))))
+    else 0
+  end`;
+}
+
+/**
+ * `x` rounded to 13 significant digits: the shortest decimal that reads back
+ * as x (PostgreSQL's float8 text with extra_float_digits 1, JavaScript's
+ * String(x)) rounded half away from zero, read back as the nearest double,
+ * whose shortest decimal is then the rounded one. With `scale` > 0 that is
+ * |x| · scale rounded to an integer and divided by the scale again, in float8:
+ * both the product and the shortest decimal lie within 0.008 of |x| · scale's
+ * exact value (two half-ulps of a number below 2^44), so the two roundings
+ * agree unless |x| · scale is within 0.01 of a half, when the exact path
+ * (numeric, about four times slower) decides. Zero and ±Infinity stay as
+ * they are.
+ */
+export function roundedValue(sql: Sql, x: Fragment, scale: Fragment): Fragment {
+  const scaled = sql`abs(${x}) * ${scale}`;
+  const decimal = sql`${x}::text::numeric`;
+  return sql`case
+    when ${scale} is null then ${x}
+    when ${scale} > 0 and abs(${scaled} - floor(${scaled}) - 0.5::float8) >= 0.01::float8 then sign(${x}) * floor(${scaled} + 0.5::float8) / ${scale}
+    when ${x} = 0 or abs(${x}) = 'Infinity'::float8 then ${x}
+    else round(${decimal}, ${SIGNIFICANT_DIGITS - 1} - floor(log(abs(${decimal})))::integer)::float8
+  end`;
+}
+
+const NUMBER_COLUMNS = [
+  ['open_price', 'price'],
+  ['high_price', 'price'],
+  ['low_price', 'price'],
+  ['close_price', 'price'],
+  ['volume', 'volume'],
+] as const;
 
 /** One instrument's bars in a window, as the response text, with what meta needs to know of them. */
 export interface DailySeriesText {
@@ -193,8 +250,40 @@ export async function dailySeriesText(
         ) as s (instrument_id, from_key, until_key, price, volume)
           on s.instrument_id = b.instrument_id and ${key} >= s.from_key and ${key} < s.until_key`
     : sql``;
-  const value = (column: string, factor: 'price' | 'volume') =>
-    flat.length ? sql`${adjusted(sql, sql`b.${sql(column)}`, factor)} as ${sql(column)}` : sql`b.${sql(column)}`;
+  const other = sql`b.instrument_id, b.bar_date, b.quote_currency, b.quote_unit, b.stale, b.as_of, b.source, b.reflects_actions_through, ${key} as key`;
+  const where = sql`where b.instrument_id = any (${instrumentIds}::uuid[]) and b.bar_date between ${from}::date and ${to}::date`;
+  const list = (items: Fragment[]) => items.reduce((all, item) => sql`${all}, ${item}`);
+  // Raw: the stored values. Adjusted: each value times its segment's
+  // multiplier and that product's rounding scale, one level down, then the
+  // rounded value from those two; each level kept apart (offset 0) so a value
+  // is computed once, not once for every reference the level above makes to it.
+  const bars = flat.length
+    ? sql`(
+        select
+          u.instrument_id, u.bar_date, u.quote_currency, u.quote_unit, u.stale, u.as_of, u.source, u.reflects_actions_through, u.key,
+          ${list(NUMBER_COLUMNS.map(([c]) => sql`${roundedValue(sql, sql`u.${sql(c)}`, sql`u.${sql(`${c}_scale`)}`)} as ${sql(c)}`))}
+        from (
+          select
+            ${other},
+            ${list(
+              NUMBER_COLUMNS.map(
+                ([c, factor]) =>
+                  sql`${adjusted(sql, sql`b.${sql(c)}`, factor)} as ${sql(c)}, ${roundingScale(sql, sql`b.${sql(c)}`, factor)} as ${sql(`${c}_scale`)}`,
+              ),
+            )}
+          from daily_bars b
+          ${join}
+          ${where}
+          offset 0
+        ) u
+        offset 0
+      )`
+    : sql`(
+        select ${other}, ${list(NUMBER_COLUMNS.map(([c]) => sql`b.${sql(c)}`))}
+        from daily_bars b
+        ${where}
+        offset 0
+      )`;
   const rows = await timed(
     'daily_series_text',
     sql`
@@ -218,21 +307,7 @@ export async function dailySeriesText(
             group by reflects_actions_through
           ) v
         ) end as vendor_spans
-      from (
-        select
-          b.instrument_id, b.bar_date, b.quote_currency, b.quote_unit, b.stale, b.as_of, b.source, b.reflects_actions_through,
-          ${key} as key,
-          ${value('open_price', 'price')},
-          ${value('high_price', 'price')},
-          ${value('low_price', 'price')},
-          ${value('close_price', 'price')},
-          ${value('volume', 'volume')}
-        from daily_bars b
-        ${join}
-        where b.instrument_id = any (${instrumentIds}::uuid[])
-          and b.bar_date between ${from}::date and ${to}::date
-        offset 0
-      ) a
+      from ${bars} a
       group by a.instrument_id
     `.raw(),
   );

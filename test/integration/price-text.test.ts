@@ -9,7 +9,7 @@ import { instrumentIngest } from '../../server/instruments/ingest.ts';
 import { adjustSeries, dayNumber, NOT_VENDOR_ADJUSTED } from '../../server/prices/adjustment.ts';
 import { planAdjustments } from '../../server/prices/adjustment-plan.ts';
 import { dailyBarIngest } from '../../server/prices/ingest.ts';
-import { jsonNumber } from '../../server/prices/text-repository.ts';
+import { adjusted, jsonNumber, roundedValue, roundingScale } from '../../server/prices/text-repository.ts';
 import { startService, type Service } from './harness.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
 
@@ -144,7 +144,10 @@ async function expectedDailyJson(id: string, from: string, to: string, adjusted:
   if (adjusted) {
     const days = Int32Array.from(rows, (r) => dayNumber(r.bar_date));
     const reflects = Int32Array.from(rows, (r) => (r.reflects_actions_through === null ? NOT_VENDOR_ADJUSTED : dayNumber(r.reflects_actions_through)));
+    const stored = [open, high, low, close, volume].map((c) => c.slice());
     adjustSeries(plans.get(id)!.factors, days, reflects, [open, high, low, close], volume);
+    // A value its multiplier changed is rounded; one it left alone is as stored.
+    [open, high, low, close, volume].forEach((c, k) => c.forEach((x, i) => (c[i] = Object.is(x, stored[k][i]) ? x : roundSignificant(x))));
   }
   const n = (x: number) => JSON.stringify(Number.isNaN(x) ? null : x);
   const bars = rows.map(
@@ -155,6 +158,27 @@ async function expectedDailyJson(id: string, from: string, to: string, adjusted:
   );
   return `[${bars.join(',')}]`;
 }
+
+/**
+ * x rounded to 13 significant digits as docs/api.md states the rule: its
+ * shortest decimal (toExponential without digits) cut to 13 digits, rounded
+ * half away from zero, read back as a double.
+ */
+function roundSignificant(x: number): number {
+  if (x === 0 || !Number.isFinite(x)) return x;
+  const [mantissa, exponent] = Math.abs(x).toExponential().split('e');
+  const digits = mantissa.replace('.', '');
+  if (digits.length <= 13) return x;
+  const head = BigInt(digits.slice(0, 13)) + (digits[13] >= '5' ? 1n : 0n);
+  return Math.sign(x) * Number(`${head}e${Number(exponent) - 12}`);
+}
+
+/** How many significant digits a number's text carries. */
+const significantDigits = (text: string) =>
+  text
+    .replace(/^-|e.*$/g, '')
+    .replace('.', '')
+    .replace(/^0+|0+$/g, '').length;
 
 /** The response text of a GET, unparsed. */
 async function getText(path: string): Promise<string> {
@@ -247,6 +271,102 @@ describe('adjusted daily bars as PostgreSQL writes them', () => {
       }
     }
   }, 60_000);
+});
+
+describe('adjusted values rounded to 13 significant digits', () => {
+  it('when products land on, near and far from a half in the 14th digit, at every scale, then each is rounded as the documented rule says', async () => {
+    const rand = prng(1313);
+    const pairs: [number, number][] = [];
+    for (let i = 0; i < 30_000; i++) {
+      const scale = 10 ** (Math.floor(rand() * 40) - 20);
+      pairs.push([Math.round(rand() * 1e6) / 100, [0.5, 1 / 3, 2, 0.25, 1 - rand() * 0.05, 1e-20, 7][i % 7] * scale]);
+    }
+    // Exact ties: a 14-digit decimal ending in 5, halved and doubled back (both exact in binary).
+    for (let i = 0; i < 5_000; i++) {
+      const tie = Number(`${1 + Math.floor(rand() * 9)}.${String(Math.floor(rand() * 1e11)).padStart(11, '0')}5e${Math.floor(rand() * 20) - 8}`);
+      pairs.push([tie / 2, 2], [-tie / 2, 2]);
+    }
+    pairs.push([0, 0.5], [3, 1], [1e300, 1e300], [-1e300, 1e300], [5e-324, 0.5], [2.727, 1 / 3], [1.5e-7, 0.5]);
+    const sql = svc.sql;
+    const rows = await sql<{ json: string }[]>`
+      select ${jsonNumber(sql, roundedValue(sql, sql`u.x`, sql`u.scale`))} as json
+      from (
+        select s.i, ${adjusted(sql, sql`s.v`, 'price')} as x, ${roundingScale(sql, sql`s.v`, 'price')} as scale
+        from unnest(${pairs.map(([v]) => String(v))}::float8[], ${pairs.map(([, m]) => String(m))}::float8[]) with ordinality as s (v, price, i)
+        offset 0
+      ) u
+      order by u.i
+    `;
+    const want = pairs.map(([v, m]) => JSON.stringify(m === 1 ? v : roundSignificant(v * m)));
+    const mismatches = pairs.map((p, i) => [p, rows[i].json, want[i]]).filter(([, got, w]) => got !== w);
+    expect(mismatches.slice(0, 10)).toEqual([]);
+    // Not vacuous: most products needed rounding.
+    expect(pairs.filter(([v, m]) => m !== 1 && roundSignificant(v * m) !== v * m).length).toBeGreaterThan(10_000);
+    expect(rows.at(-2)!.json).toBe('0.909');
+    expect(rows.filter((r) => significantDigits(r.json) > 13)).toEqual([]);
+  });
+
+  it('when a series is adjusted for a split and dividends, then its prices carry at most 13 significant digits and its daily returns are the unrounded ones to 1e-10', async () => {
+    const { id } = await createInstrument(svc);
+    const days = weekdays('2023-01-02', '2023-12-29');
+    const rand = prng(77);
+    let c = 2.727;
+    const closes = days.map(() => (c = Math.round(c * (1 + (rand() - 0.5) * 0.08) * 1000) / 1000));
+    // A stored value with representation noise is written back as stored by a raw read.
+    closes[5] = 2.7270000000000003;
+    await ingest(
+      svc,
+      '/bars/daily',
+      days.map((barDate, i) => dailyBar(id, { barDate, close: closes[i], open: closes[i], high: closes[i], low: closes[i], volume: 1_000_003 + i })),
+    );
+    const actions = [
+      { kind: 'split', at: 60, params: { ratio: 3 } },
+      { kind: 'cash_dividend', at: 120, params: { amount: 0.037, currency: 'USD' } },
+      { kind: 'cash_dividend', at: 200, params: { amount: 0.041, currency: 'USD' } },
+      { kind: 'split', at: 230, params: { ratio: 7 } },
+    ];
+    await ingest(
+      svc,
+      '/corporate-actions',
+      actions.map((a) => ({
+        instrumentId: id,
+        kind: a.kind,
+        effectiveDate: days[a.at],
+        knowledgeDate: '2022-06-01',
+        knowledgeProvenance: 'announced',
+        params: a.params,
+        source: 'test-fixture',
+      })),
+    );
+    // The unrounded adjustment, from the stored closes and the actions: each bar's
+    // close times 1/ratio of every later split and 1 − amount / (the close before
+    // the ex-date) of every later dividend.
+    const multiplier = (i: number) =>
+      actions.filter((a) => a.at > i).reduce((m, a) => m * (a.kind === 'split' ? 1 / a.params.ratio! : 1 - a.params.amount! / closes[a.at - 1]), 1);
+    const unrounded = closes.map((x, i) => x * multiplier(i));
+    const body = (await svc.get(`/v1/instruments/${id}/prices?from=2023-01-01&to=2023-12-31&adjusted=true`, key)).body;
+    expect(body.meta.priceBasis.actionsApplied).toBe(4);
+    const text = JSON.stringify(body.data);
+    const served = body.data.map((b: { closePrice: number }) => b.closePrice);
+    let largest = 0;
+    for (let i = 1; i < days.length; i++) {
+      const error = Math.abs(served[i] / served[i - 1] - unrounded[i] / unrounded[i - 1]);
+      largest = Math.max(largest, error);
+      expect(error, days[i]).toBeLessThanOrEqual(1e-10);
+    }
+    // No number of the answer carries more than 13 significant digits...
+    const numbers = [...text.matchAll(/":(-?[\d.]+(?:e[-+]\d+)?)[,}]/g)].map((m) => m[1]);
+    expect(numbers).toHaveLength(days.length * 5);
+    expect(numbers.filter((t) => significantDigits(t) > 13)).toEqual([]);
+    // ...while the unrounded ones do (not vacuous), and the rounding moved them.
+    expect(unrounded.filter((x) => significantDigits(String(x)) > 13).length).toBeGreaterThan(50);
+    expect(largest).toBeGreaterThan(0);
+    // After the last action, and in a raw read, the values are as stored.
+    expect(served.slice(230)).toEqual(closes.slice(230));
+    const raw = await getText(`/v1/instruments/${id}/prices?from=2023-01-01&to=2023-12-31`);
+    expect(raw).toContain(`"closePrice":2.7270000000000003,`);
+    expect(JSON.parse(raw).data.map((b: { closePrice: number }) => b.closePrice)).toEqual(closes);
+  });
 });
 
 describe('intraday bars as PostgreSQL writes them', () => {
