@@ -1,4 +1,5 @@
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
+import { createHash } from 'node:crypto';
 import { ClientGoneError } from './errors.ts';
 
 export interface Meta {
@@ -68,12 +69,47 @@ export function csvFraming(columns: readonly string[]): Framing {
   };
 }
 
-/** A framed body whose items are all at hand. */
-export function sendFramed(res: Response, framing: Framing, items: Buffer, meta: Meta): void {
+/**
+ * What a client may do with a price read it holds: keep it for itself alone
+ * and reuse it only after the service confirms its ETag (a 304). No read is
+ * immutable: a bar posted again replaces the stored one for every action-set
+ * version, so even a raw or pinned read of a past window changes when its
+ * bars are corrected. `private` because a shared cache would answer without
+ * the key check every request must make (docs/api.md, "Caching").
+ */
+export const REVALIDATE = 'private, no-cache';
+
+/**
+ * A framed body whose items are all at hand, with its validator: the ETag is
+ * a SHA-256 of the answer's bytes, so it changes exactly when they do, and
+ * If-None-Match naming it gets 304 with no body. Strong when the bytes are
+ * all the answer depends on; weak when the meta carries the time of reading
+ * (`readAt`, left out of the hash), so two reads of the same bars at
+ * different moments match. The tag names the bytes before content coding:
+ * identity, gzip and br answers share it (every answer is private and whole,
+ * never a range, so no cache splices one coding's bytes into another's).
+ */
+export function sendFramed(req: Request, res: Response, framing: Framing, items: Buffer, meta: Meta, readAt: string | null): void {
+  const close = framing.close(meta);
+  const hash = createHash('sha256')
+    .update(framing.open)
+    .update(items)
+    .update(readAt === null ? close : close.toString().replaceAll(readAt, ''));
+  const etag = `${readAt === null ? '' : 'W/'}"${hash.digest('base64url').slice(0, 32)}"`;
+  // A 304 carries the headers the 200 would (RFC 9110, 15.4.5); compression adds its Vary only to bodies it considers.
+  res.vary('Accept-Encoding').set({ ETag: etag, 'Cache-Control': REVALIDATE });
+  if (matchesAny(req.headers['if-none-match'], etag)) return void res.status(304).end();
   res
     .status(200)
     .type(framing.type)
-    .send(Buffer.concat([framing.open, items, framing.close(meta)]));
+    .send(Buffer.concat([framing.open, items, close]));
+}
+
+/** Whether an If-None-Match header names `etag`, by the weak comparison (RFC 9110, 13.1.2). */
+function matchesAny(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  const opaque = (tag: string) => tag.trim().replace(/^W\//, '');
+  return header.trim() === '*' || header.split(',').some((tag) => opaque(tag) === opaque(etag));
 }
 
 /**
@@ -116,7 +152,8 @@ export async function streamFramed(res: Response, framing: Framing, produce: (wr
   const write = (chunk: Buffer) => {
     if (started) return send(chunk, false);
     started = true;
-    res.status(200).type(framing.type);
+    // Its bytes are not known before its head, so it has no validator, and a copy could be revalidated against nothing (docs/api.md, "Caching").
+    res.status(200).type(framing.type).set('Cache-Control', 'no-store');
     return send(Buffer.concat([framing.open, chunk]), false);
   };
   const meta = await produce(write);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponsesObject } from 'zod-openapi';
 import { ERROR_CODES, STATUS, type ErrorCode } from './errors.ts';
+import { REVALIDATE } from './envelope.ts';
 import { openApiPath, type RouteDefinition } from './route.ts';
 
 export interface Listener {
@@ -67,6 +68,15 @@ function operation(listener: Listener, route: RouteDefinition): ZodOpenApiOperat
   const { response } = route;
   const successHeaders: Record<string, z.ZodType> = { 'X-Request-Id': REQUEST_ID };
   for (const [name, description] of Object.entries(response.headers ?? {})) successHeaders[name] = z.string().meta({ description });
+  if (response.validated) {
+    successHeaders.ETag = z.string().meta({
+      description:
+        'a SHA-256 of the answer (before content coding), changing whenever it does; weak (W/) when the meta carries the time of reading, which it leaves out',
+    });
+    successHeaders['Cache-Control'] = z.string().meta({
+      description: `\`${REVALIDATE}\`: a client may keep the answer for itself and reuse it after revalidating; no read is immutable, as a corrected bar replaces the stored one`,
+    });
+  }
   const withBody = route.body !== undefined || route.upload !== undefined;
   const codes = [...listener.errors, ...(withBody ? listener.bodyErrors : []), ...route.errors];
   return {
@@ -102,6 +112,9 @@ function operation(listener: Listener, route: RouteDefinition): ZodOpenApiOperat
           ...(response.csv ? { 'text/csv': { schema: z.string().meta({ description: response.csv }) } } : {}),
         },
       },
+      ...(response.validated
+        ? { '304': { description: 'If-None-Match named the ETag of the answer the request would get: no body', headers: z.object(successHeaders) } }
+        : {}),
       ...errorResponses([...new Set(codes)]),
     },
   };

@@ -34,6 +34,8 @@ export interface RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.Zo
     headers?: Record<string, string>;
     /** The route also answers in CSV (http/format.ts): what its rows hold. */
     csv?: string;
+    /** The answer carries an ETag, and If-None-Match naming it gets 304 (http/envelope.ts, sendFramed). */
+    validated?: boolean;
   } & (
     | {
         data: z.ZodType;

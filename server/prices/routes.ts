@@ -37,6 +37,7 @@ export const dailyPricesRoute = defineRoute({
     data: z.array(DailyBarSchema),
     meta: DailyPricesMetaSchema,
     csv: DAILY_CSV,
+    validated: true,
   },
   errors: ['not_found'],
 });
@@ -51,7 +52,14 @@ export const bulkPricesRoute = defineRoute({
     "The body is streamed as it is read, each instrument's series from one statement. A failure after the first byte cuts the connection rather than sending a partial document.",
   scope: 'prices:read',
   query: BulkPricesQuerySchema,
-  response: { status: 200, description: 'bars by instrument id', data: BulkPricesDataSchema, meta: BulkPricesMetaSchema, csv: DAILY_CSV },
+  response: {
+    status: 200,
+    description: 'bars by instrument id',
+    headers: { 'Cache-Control': '`no-store`: the bytes are not known before the first is sent, so the answer has no ETag to revalidate against' },
+    data: BulkPricesDataSchema,
+    meta: BulkPricesMetaSchema,
+    csv: DAILY_CSV,
+  },
   errors: [],
 });
 
@@ -70,6 +78,7 @@ export const intradayRoute = defineRoute({
     data: z.array(IntradayBarSchema),
     meta: IntradayMetaSchema,
     csv: `columns ${service.CSV_COLUMNS.intraday.join(', ')}; one row per bar, then the #meta row`,
+    validated: true,
   },
   errors: ['not_found'],
 });
@@ -79,8 +88,8 @@ export const pricesArea: Area = {
   mount(routes, { readDb, config }) {
     routes.handle(dailyPricesRoute, async ({ params, query }, res, req) => {
       const format = negotiateFormat(req, res, query.format);
-      const { items, meta } = await service.readDailyPrices(readDb, params.id, query, format);
-      sendFramed(res, format === 'json' ? jsonFraming('array') : csvFraming(service.CSV_COLUMNS.daily), items, meta);
+      const { items, meta, readAt } = await service.readDailyPrices(readDb, params.id, query, format);
+      sendFramed(req, res, format === 'json' ? jsonFraming('array') : csvFraming(service.CSV_COLUMNS.daily), items, meta, readAt);
     });
 
     const halfThePool = Math.max(1, Math.floor(config.DATABASE_POOL_SIZE / 2));
@@ -108,8 +117,8 @@ export const pricesArea: Area = {
 
     routes.handle(intradayRoute, async ({ params, query }, res, req) => {
       const format = negotiateFormat(req, res, query.format);
-      const { items, meta } = await service.readIntradayBars(readDb, params.id, query, format);
-      sendFramed(res, format === 'json' ? jsonFraming('array') : csvFraming(service.CSV_COLUMNS.intraday), items, meta);
+      const { items, meta, readAt } = await service.readIntradayBars(readDb, params.id, query, format);
+      sendFramed(req, res, format === 'json' ? jsonFraming('array') : csvFraming(service.CSV_COLUMNS.intraday), items, meta, readAt);
     });
   },
   ingest: { 'bars/daily': dailyBarIngest, 'bars/intraday': intradayBarIngest },

@@ -13,8 +13,18 @@ export { streamBulkPrices } from './bulk-stream.ts';
 
 export { CSV_COLUMNS } from './text-repository.ts';
 
-/** The bars as text in `format` (JSON objects joined by commas, or CSV rows), and the meta. */
-export async function readDailyPrices(db: Database, id: string, q: DailyPricesQuery, format: Format): Promise<{ items: Buffer; meta: Meta }> {
+/**
+ * A price read's answer: the bars as text in `format` (JSON objects joined by
+ * commas, or CSV rows), the meta, and the time of reading as the meta writes
+ * it, when it does (no asOf asked for), else null.
+ */
+export interface PriceText {
+  items: Buffer;
+  meta: Meta;
+  readAt: string | null;
+}
+
+export async function readDailyPrices(db: Database, id: string, q: DailyPricesQuery, format: Format): Promise<PriceText> {
   const readAt = new Date();
   const { plan, coverage, series } = await db.run(async (sql) => {
     await requireInstrument(sql, id);
@@ -36,10 +46,15 @@ export async function readDailyPrices(db: Database, id: string, q: DailyPricesQu
     priceBasis: priceBasisMeta(q, use, plan, readAt),
     actionCoverage: actionCoverage(coverage.get(id), series?.firstBar ?? q.from),
   };
-  return { items: series?.bars ?? Buffer.alloc(0), meta };
+  return { items: series?.bars ?? Buffer.alloc(0), meta, readAt: q.asOf ? null : readAt.toISOString() };
 }
 
-export async function readIntradayBars(db: Database, id: string, q: { from: string; to: string; interval: (typeof INTERVALS)[number] }, format: Format) {
+export async function readIntradayBars(
+  db: Database,
+  id: string,
+  q: { from: string; to: string; interval: (typeof INTERVALS)[number] },
+  format: Format,
+): Promise<PriceText> {
   const bars = await db.run(async (sql) => {
     const instrument = await requireInstrument(sql, id);
     if (!(INTRADAY_ASSET_CLASSES as readonly string[]).includes(instrument.assetClass)) {
@@ -49,11 +64,13 @@ export async function readIntradayBars(db: Database, id: string, q: { from: stri
     }
     return text.intradayText(sql, format, id, q.interval, new Date(`${q.from}T00:00:00.000Z`), new Date(`${q.to}T23:59:59.999Z`));
   });
+  const readAt = bars.latestAsOf ? null : new Date().toISOString();
   return {
     items: bars.bars,
+    readAt,
     meta: {
-      // The bars carry no asOf of their own in the answer: meta reports the latest.
-      asOf: bars.latestAsOf ?? new Date().toISOString(),
+      // The bars carry no asOf of their own in the answer: meta reports the latest, or the time of reading without bars.
+      asOf: bars.latestAsOf ?? readAt!,
       source: sourcesMeta(new Set(bars.sources)),
       stale: false,
       interval: q.interval,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -691,5 +692,165 @@ describe('compression', () => {
     expect(small.body.length).toBeLessThan(1024);
     expect(small.headers['content-encoding']).toBeUndefined();
     expect(JSON.parse(small.body.toString()).data).toEqual([]);
+  });
+});
+
+describe('caching: ETag, If-None-Match and Cache-Control', () => {
+  // The tag the service should give a body, computed here from the bytes received: a SHA-256, base64url, 32 characters.
+  const tagOf = (body: Buffer | string) => `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"`;
+  const days = weekdays('2023-03-01', '2023-04-28');
+  let id: string;
+  beforeAll(async () => {
+    id = (await createInstrument(svc)).id;
+    await ingest(
+      svc,
+      '/bars/daily',
+      days.map((barDate, i) => dailyBar(id, { barDate, close: 40 + i / 3 })),
+    );
+    await ingest(svc, '/corporate-actions', [
+      {
+        instrumentId: id,
+        kind: 'split',
+        effectiveDate: days[20],
+        knowledgeDate: '2023-01-10',
+        knowledgeProvenance: 'announced',
+        params: { ratio: 2 },
+        source: 'test-fixture',
+      },
+    ]);
+  });
+  const pinned = () => `/v1/instruments/${id}/prices?from=2023-03-01&to=2023-04-28&adjusted=true&actionSetVersion=1&asOf=2023-06-01`;
+  const raw = () => `/v1/instruments/${id}/prices?from=2023-03-01&to=2023-04-28&asOf=2023-06-01`;
+
+  it('when a pinned past read is asked again with its ETag, then 304 with no body and the same headers, whatever the coding; the tag is strong and the SHA-256 of the bytes', async () => {
+    for (const path of [pinned(), raw(), `${pinned()}&format=csv`]) {
+      const first = await rawGet(path, { 'accept-encoding': 'identity' });
+      expect(first.status).toBe(200);
+      const etag = first.headers.etag!;
+      expect(etag).toBe(tagOf(first.body));
+      expect(first.headers['cache-control']).toBe('private, no-cache');
+      expect(first.headers.vary).toMatch(/Accept-Encoding/);
+      // Checked against the OpenAPI document, which lists the 304 and requires it empty.
+      const again = await svc.get(path, key, { 'if-none-match': etag });
+      expect(again.status).toBe(304);
+      expect(again.body).toBe('');
+      expect(again.headers.get('etag')).toBe(etag);
+      expect(again.headers.get('cache-control')).toBe('private, no-cache');
+
+      const gzip = await rawGet(path, { 'accept-encoding': 'gzip' });
+      expect(gzip.headers['content-encoding']).toBe('gzip');
+      expect(gzip.headers.etag).toBe(etag);
+      const gzip304 = await rawGet(path, { 'accept-encoding': 'gzip, br', 'if-none-match': etag });
+      expect(gzip304.status).toBe(304);
+      expect(gzip304.body.length).toBe(0);
+      expect(gzip304.headers['content-encoding']).toBeUndefined();
+      expect(gzip304.headers.etag).toBe(etag);
+      expect(gzip304.headers.vary).toMatch(/Accept-Encoding/);
+    }
+    const tags = await Promise.all([pinned(), raw(), `${pinned()}&format=csv`].map(async (p) => (await rawGet(p, {})).headers.etag));
+    expect(new Set(tags).size).toBe(3);
+  });
+
+  it('when the meta carries the time of reading (no asOf), then the ETag is weak, leaves that time out, and still revalidates to 304', async () => {
+    for (const path of [
+      `/v1/instruments/${id}/prices?from=2023-03-01&to=2023-04-28&adjusted=true`,
+      `/v1/instruments/${id}/prices?from=2023-03-01&to=2023-04-28`,
+    ]) {
+      const first = await rawGet(path, {});
+      const meta = JSON.parse(first.body.toString()).meta;
+      // The tag of the body with each mention of the time of reading taken out.
+      expect(first.headers.etag).toBe(`W/${tagOf(first.body.toString().replaceAll(meta.asOf, ''))}`);
+      const second = await rawGet(path, { 'if-none-match': first.headers.etag! });
+      expect(second.status).toBe(304);
+      expect(second.headers.etag).toBe(first.headers.etag);
+    }
+  });
+
+  it('when bars, actions or minutes change, then every read they reach gets a new ETag and the old one a full 200; a pinned read no action reaches keeps its tag', async () => {
+    const unpinned = `/v1/instruments/${id}/prices?from=2023-03-01&to=2023-04-28&adjusted=true`;
+    const before = Object.fromEntries(await Promise.all([pinned(), raw(), unpinned].map(async (p) => [p, (await rawGet(p, {})).headers.etag!])));
+
+    // A new action: version 2. The unpinned read changes, and so does the raw one, whose meta reports the version; the read pinned to version 1 does not.
+    await ingest(svc, '/corporate-actions', [
+      {
+        instrumentId: id,
+        kind: 'split',
+        effectiveDate: days[30],
+        knowledgeDate: '2023-01-10',
+        knowledgeProvenance: 'announced',
+        params: { ratio: 3 },
+        source: 'test-fixture',
+      },
+    ]);
+    for (const path of [unpinned, raw()]) {
+      const changed = await rawGet(path, { 'if-none-match': before[path] });
+      expect(changed.status).toBe(200);
+      expect(changed.headers.etag).not.toBe(before[path]);
+      expect(JSON.parse(changed.body.toString()).meta.actionSetVersion).toBe(2);
+    }
+    expect((await svc.get(pinned(), key, { 'if-none-match': before[pinned()] })).status).toBe(304);
+
+    // A corrected bar, posted again: even the pinned past read and the raw past read change, which is why neither is immutable.
+    await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: days[5], close: 99.5 })]);
+    // Before the version-1 split (2 for 1), the pinned read halves the corrected close.
+    for (const [path, close] of [
+      [pinned(), 49.75],
+      [raw(), 99.5],
+    ] as const) {
+      const after = await rawGet(path, { 'if-none-match': before[path] });
+      expect(after.status).toBe(200);
+      expect(after.headers.etag).toBe(tagOf(after.body));
+      expect(after.headers.etag).not.toBe(before[path]);
+      expect(JSON.parse(after.body.toString()).data[5].closePrice).toBe(close);
+    }
+
+    // Intraday: a minute more in the hour changes the hour's bar and the tag.
+    const crypto = (await createInstrument(svc, { assetClass: 'crypto' })).id;
+    const minute = (i: number, close: number) => ({
+      instrumentId: crypto,
+      barTimestamp: new Date(Date.UTC(2024, 0, 2, 10, i)).toISOString(),
+      openPrice: close,
+      highPrice: close + 1,
+      lowPrice: close - 1,
+      closePrice: close,
+      volume: 10,
+      quoteCurrency: 'USD',
+      quoteUnit: 'USD per coin',
+      source: 'feed',
+      asOf: '2024-01-03T00:00:00Z',
+    });
+    await ingest(svc, '/bars/intraday', [minute(0, 100), minute(1, 101)]);
+    const hour = `/v1/instruments/${crypto}/intraday?interval=1hour&from=2024-01-02&to=2024-01-02`;
+    const first = await rawGet(hour, {});
+    expect(first.headers.etag).toBe(tagOf(first.body));
+    expect(first.headers['cache-control']).toBe('private, no-cache');
+    expect((await rawGet(hour, { 'if-none-match': first.headers.etag! })).status).toBe(304);
+    await ingest(svc, '/bars/intraday', [minute(2, 105)]);
+    const second = await rawGet(hour, { 'if-none-match': first.headers.etag! });
+    expect(second.status).toBe(200);
+    expect(second.headers.etag).not.toBe(first.headers.etag);
+    expect(JSON.parse(second.body.toString()).data[0].closePrice).toBe(105);
+  });
+
+  it('when If-None-Match names other tags, then 200; a list naming the tag, its W/ form (the weak comparison If-None-Match uses) or * gets 304', async () => {
+    const etag = (await rawGet(raw(), {})).headers.etag!;
+    const opaque = etag.slice(1, -1);
+    for (const other of ['"x"', opaque, `"${opaque.slice(0, -1)}"`, `"${opaque}x"`, `W/"${opaque.slice(1)}"`, '"x", "y"']) {
+      const res = await svc.get(raw(), key, { 'if-none-match': other });
+      expect(res.status, other).toBe(200);
+      expect(res.body.data).toHaveLength(days.length);
+    }
+    for (const naming of [`"x", ${etag}`, `W/${etag}`, '*', ` ${etag} `]) {
+      expect((await svc.get(raw(), key, { 'if-none-match': naming })).status, naming).toBe(304);
+    }
+  });
+
+  it('when the bulk read streams, then it carries no ETag, says no-store, and ignores If-None-Match', async () => {
+    const path = `/v1/prices/bulk?instrumentIds=${id}&from=2023-03-01&to=2023-04-28&asOf=2023-06-01`;
+    const res = await svc.get(path, key, { 'if-none-match': '*' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('etag')).toBeNull();
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(res.body.data[id]).toHaveLength(days.length);
   });
 });

@@ -61,6 +61,10 @@ class Contract {
     const where = `${method.toUpperCase()} ${path} (${op.template}) answered ${status}`;
     if (!op.statuses.has(String(status)))
       throw new Error(`${where}, a status the OpenAPI document does not list for it (it lists ${[...op.statuses].join(', ')})`);
+    if (status === 304) {
+      if (body !== '') throw new Error(`${where} with a body`);
+      return;
+    }
     if (contentType?.startsWith('text/csv') && this.documentsContent(op, String(status), 'text/csv')) {
       if (typeof body !== 'string') throw new Error(`${where} with a CSV body that is not text`);
       return;
