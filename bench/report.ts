@@ -116,24 +116,48 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
       ],
     ];
   },
-  'bulk-read': (r) => [
-    [
-      `\`GET /v1/prices/bulk\`, ${fmt(at(r, 'config.instruments'), 0)} instruments × ${text(at(r, 'config.window.from'))}..${text(at(r, 'config.window.to'))} (${fmt(at(r, 'config.window.bars'), 0)} bars), adjusted, to the last byte; median of ${fmt(at(r, 'measured.httpBulk.runs'), 0)}`,
-      ms(at(r, 'measured.httpBulk.medianMs'), 0),
-      `postgres.js fetching the same rows: ${ms(at(r, 'baseline.postgresJs.medianMs'), 0)}`,
-      times(at(r, 'ratios.httpOverPostgresJs')),
-      text(at(r, 'targets.httpOverPostgresJs')),
-      met(at(r, 'meetsTarget.httpOverPostgresJs')),
-    ],
-    [
-      `server RSS growth while streaming ${fmt(at(r, 'memory.bars'), 0)} bars (${fmt(at(r, 'memory.mbReceived'))} MB) to a reader at ${fmt(at(r, 'memory.readPaceMBps'))} MB/s`,
-      `+${fmt(at(r, 'memory.growthMb'))} MB (peak ${fmt(at(r, 'memory.peakRssMb'))} MB)`,
-      '',
-      '',
-      `${text(at(r, 'targets.memoryGrowthMb'))} MB`,
-      met(at(r, 'meetsTarget.memoryGrowthMb')),
-    ],
-  ],
+  'bulk-read': (r) => {
+    const compressed = (encoding: string): Row => {
+      const c = `measured.httpBulkCompressed.${encoding}`;
+      return [
+        `the same with \`Accept-Encoding: ${encoding}\` (${fmt((at(r, `${c}.responseBytes`) as number) / 2 ** 20)} MB on the wire, ${fmt((at(r, 'measured.httpBulk.responseBytes') as number) / 2 ** 20)} MB uncompressed)`,
+        ms(at(r, `${c}.medianMs`), 0),
+        `postgres.js: ${ms(at(r, 'baseline.postgresJs.medianMs'), 0)}`,
+        times(at(r, `${c}.ratioOverPostgresJs`)),
+        '',
+        '',
+      ];
+    };
+    const growth = (side: string) => `+${fmt(at(r, `${side}.growthMb`))} MB (peak ${fmt(at(r, `${side}.peakRssMb`))} MB)`;
+    return [
+      [
+        `\`GET /v1/prices/bulk\`, ${fmt(at(r, 'config.instruments'), 0)} instruments × ${text(at(r, 'config.window.from'))}..${text(at(r, 'config.window.to'))} (${fmt(at(r, 'config.window.bars'), 0)} bars), adjusted, uncompressed, to the last byte; median of ${fmt(at(r, 'measured.httpBulk.runs'), 0)}`,
+        ms(at(r, 'measured.httpBulk.medianMs'), 0),
+        `postgres.js fetching the same rows: ${ms(at(r, 'baseline.postgresJs.medianMs'), 0)}`,
+        times(at(r, 'ratios.httpOverPostgresJs')),
+        text(at(r, 'targets.httpOverPostgresJs')),
+        met(at(r, 'meetsTarget.httpOverPostgresJs')),
+      ],
+      compressed('gzip'),
+      compressed('br'),
+      [
+        `server RSS growth while streaming ${fmt(at(r, 'memory.bars'), 0)} bars (${fmt(at(r, 'memory.mbReceived'))} MB) to one reader at ${fmt(at(r, 'memory.readPaceMBps'))} MB/s: uncompressed / br`,
+        `${growth('memory')} / ${growth('memoryBr')}`,
+        '',
+        '',
+        `${text(at(r, 'targets.memoryGrowthMb'))} MB`,
+        met(at(r, 'meetsTarget.memoryGrowthMb')),
+      ],
+      [
+        `the same to ${fmt(at(r, 'memoryTenReaders.readers'), 0)} readers at once, half gzip and half br, each at ${fmt(at(r, 'memoryTenReaders.readPaceMBps'))} MB/s`,
+        growth('memoryTenReaders'),
+        '',
+        '',
+        `${text(at(r, 'targets.memoryGrowthMbTenReaders'))} MB`,
+        met(at(r, 'meetsTarget.memoryGrowthMbTenReaders')),
+      ],
+    ];
+  },
   ingest: (r) => [
     [
       `${fmt(at(r, 'config.rows'), 0)} daily bars (${fmt(at(r, 'config.fileMb'))} MB CSV) in one \`POST /admin/v1/bars/daily\``,
@@ -169,7 +193,15 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
       text(at(r, 'targets.speedUpSql')),
       met(at(r, 'meetsTarget.speedUpSql')),
     ],
-    ['the same over HTTP', ms(at(r, 'measured.rollupHttp.medianMs')), '', `${times(at(r, 'ratios.speedUpHttp'))} faster`, '', ''],
+    [
+      'the same over HTTP, uncompressed, to the last byte',
+      ms(at(r, 'measured.rollupHttp.medianMs')),
+      `the rollup in SQL: ${ms(at(r, 'measured.rollupSql.medianMs'))}`,
+      times(at(r, 'ratios.httpOverRollupSql')),
+      text(at(r, 'targets.httpOverRollupSql')),
+      met(at(r, 'meetsTarget.httpOverRollupSql')),
+    ],
+    ['the rollup, the on-the-fly aggregate and the HTTP answer hold the same bars', '', '', '', 'equal', met(at(r, 'meetsTarget.resultsEqual'))],
   ],
   analytics: (r) => {
     const probe = 'eventLoop.trivialRoute';
