@@ -29,12 +29,20 @@ function run(scenario: string, file: string, startedAt: string, result: Record<s
 const bulkRead = (commit: string, medianMs: number) => ({
   code: { commit, uncommitted: [] },
   config: { instruments: 10, window: { from: '2020-01-01', to: '2020-12-31', bars: 2620 } },
-  measured: { httpBulk: { runs: 3, medianMs } },
+  measured: {
+    httpBulk: { runs: 3, medianMs, responseBytes: 4 * 2 ** 20 },
+    httpBulkCompressed: {
+      gzip: { medianMs: 1800, responseBytes: 2 ** 20, ratioOverPostgresJs: 18 },
+      br: { medianMs: 1700, responseBytes: 2 ** 19, ratioOverPostgresJs: 17 },
+    },
+  },
   baseline: { postgresJs: { medianMs: 100 } },
   ratios: { httpOverPostgresJs: medianMs / 100 },
   memory: { bars: 26090, mbReceived: 7, readPaceMBps: 1.5, growthMb: 12.25, peakRssMb: 200 },
-  targets: { httpOverPostgresJs: '<= 2', memoryGrowthMb: '< 100' },
-  meetsTarget: { httpOverPostgresJs: medianMs <= 200, memoryGrowthMb: true },
+  memoryBr: { growthMb: 14, peakRssMb: 201 },
+  memoryTenReaders: { readers: 10, readPaceMBps: 0.3, growthMb: 61, peakRssMb: 250 },
+  targets: { httpOverPostgresJs: '<= 2', memoryGrowthMb: '< 50', memoryGrowthMbTenReaders: '< 100' },
+  meetsTarget: { httpOverPostgresJs: medianMs <= 200, memoryGrowthMb: true, memoryGrowthMbTenReaders: false },
 });
 
 /** The generated table as docs/benchmarks.md holds it. */
@@ -96,13 +104,32 @@ describe('bench report', () => {
   it('the table shows the newest figures with their commit and machine, and names scenarios without a result', () => {
     const table = renderReport(newestPerScenario([run('bulk-read', 'bulk-read-bbbbbbb-1.json', '2026-02-01T10:20:30.000Z', bulkRead('bbbbbbb', 1500))]));
     expect(table).toContain(
-      '| `bulk-read` | `GET /v1/prices/bulk`, 10 instruments × 2020-01-01..2020-12-31 (2,620 bars), adjusted, to the last byte; median of 3 | 1,500 ms | postgres.js fetching the same rows: 100 ms | 15.00× | <= 2 | no |',
+      '| `bulk-read` | `GET /v1/prices/bulk`, 10 instruments × 2020-01-01..2020-12-31 (2,620 bars), adjusted, uncompressed, to the last byte; median of 3 | 1,500 ms | postgres.js fetching the same rows: 100 ms | 15.00× | <= 2 | no |',
     );
-    expect(table).toContain('| +12.3 MB (peak 200.0 MB) |');
+    expect(table).toContain('| the same with `Accept-Encoding: gzip` (1.0 MB on the wire, 4.0 MB uncompressed) | 1,800 ms | postgres.js: 100 ms | 18.00× |');
+    expect(table).toContain('| the same with `Accept-Encoding: br` (0.5 MB on the wire, 4.0 MB uncompressed) | 1,700 ms | postgres.js: 100 ms | 17.00× |');
+    expect(table).toContain('to one reader at 1.5 MB/s: uncompressed / br | +12.3 MB (peak 200.0 MB) / +14.0 MB (peak 201.0 MB) |  |  | < 50 MB | yes |');
+    expect(table).toContain('| the same to 10 readers at once, half gzip and half br, each at 0.3 MB/s | +61.0 MB (peak 250.0 MB) |  |  | < 100 MB | no |');
     expect(table).toContain('| `ingest` | no committed result |');
     expect(table).toContain(
       '| `bulk-read` | [bulk-read-bbbbbbb-1.json](../bench/results/bulk-read-bbbbbbb-1.json) | `bbbbbbb` | 2026-02-01 10:20 | 4 × Test CPU, 8.0 GiB, linux 6.1, Node v20.0.0 | `postgresql` tier, embedded PostgreSQL 15.1 |',
     );
+  });
+
+  it('the intraday rows put HTTP against the rollup read in SQL, with its target', () => {
+    const intraday = run('intraday', 'intraday-ddddddd-1.json', '2026-02-01T00:00:00.000Z', {
+      config: { minuteBars: 525600, hourBars: 8760 },
+      measured: { rollupSql: { runs: 7, medianMs: 20 }, rollupHttp: { medianMs: 27 } },
+      baseline: { onTheFlyAggregateSql: { medianMs: 400 } },
+      ratios: { speedUpSql: 20, httpOverRollupSql: 1.35 },
+      targets: { httpOverRollupSql: '<= 1.5 (the rollup over HTTP against the same rows in SQL)' },
+      meetsTarget: { httpOverRollupSql: true, resultsEqual: false },
+    });
+    const table = renderReport(newestPerScenario([intraday]));
+    expect(table).toContain(
+      '| `intraday` | the same over HTTP, uncompressed, to the last byte | 27.0 ms | the rollup in SQL: 20.0 ms | 1.35× | <= 1.5 (the rollup over HTTP against the same rows in SQL) | yes |',
+    );
+    expect(table).toContain('hold the same bars |  |  |  | equal | no |');
   });
 
   it('a result measured with uncommitted changes says so beside its commit', () => {
