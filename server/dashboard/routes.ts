@@ -4,28 +4,31 @@ import { fileURLToPath } from 'node:url';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { z } from 'zod';
 import type { AppDeps } from '../area.ts';
+import { publicBaseUrl } from '../config.ts';
 import { AppError, notFound } from '../http/errors.ts';
 import { IdParamsSchema } from '../http/params.ts';
 import { parse } from '../http/validate.ts';
 import * as keys from '../keys/service.ts';
 import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
 import { createdKeyPage, keyPage, keysPage, revokeConfirmPage } from './keys-pages.ts';
+import { cookieOf, FORM_COOKIE, SESSION_COOKIE, setCookie } from './cookies.ts';
 import * as dashboard from './service.ts';
 import { errorPage, invitationPage, signInPage } from './sign-in-pages.ts';
 import { USAGE_PERIODS, usagePage } from './usage-page.ts';
 
-const SESSION_COOKIE = 'mds_session';
-
 /**
  * Sent with every dashboard answer. Scripts, styles and everything else load
  * from this origin only, with no inline script or style; no page may frame
- * the dashboard; forms post only here; no Referer leaves (the invitation page
- * has its token in its URL).
+ * the dashboard; forms post only here. No Referer leaves for another origin
+ * (the invitation page has its token in its URL); `same-origin` rather than
+ * `no-referrer`, because under `no-referrer` a browser sends `Origin: null`
+ * with a form post, and the origin check below could not tell it from a
+ * post made by another site.
  */
 const SECURITY_HEADERS = {
   'Content-Security-Policy':
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-  'Referrer-Policy': 'no-referrer',
+  'Referrer-Policy': 'same-origin',
   'X-Content-Type-Options': 'nosniff',
   'X-Frame-Options': 'DENY',
 };
@@ -43,33 +46,8 @@ const noStore: RequestHandler = (_req, res, next) => {
 
 const wantsJson = (req: Request) => req.accepts(['html', 'json']) === 'json';
 
-function sessionIdOf(req: Request): string | null {
-  for (const part of (req.headers.cookie ?? '').split(';')) {
-    const at = part.indexOf('=');
-    if (at > 0 && part.slice(0, at).trim() === SESSION_COOKIE) return part.slice(at + 1).trim() || null;
-  }
-  return null;
-}
-
-/**
- * HttpOnly (no script reads it), SameSite=Strict (no other site's page sends
- * it), Path=/account, and Secure when the request came over TLS (`req.secure`
- * honours Express's `trust proxy` when a proxy terminates TLS). No Max-Age:
- * the server-side session decides when it ends.
- */
-function sessionCookie(req: Request, value: string, clear = false): string {
-  return [
-    `${SESSION_COOKIE}=${value}`,
-    'Path=/account',
-    'HttpOnly',
-    'SameSite=Strict',
-    ...(req.secure ? ['Secure'] : []),
-    ...(clear ? ['Max-Age=0'] : []),
-  ].join('; ');
-}
-
-const SignInFormSchema = z.object({ login: dashboard.LoginSchema, password: z.string().min(1, 'required').max(200) });
-const InvitationFormSchema = z.object({ token: z.string().min(1).max(100), password: dashboard.PasswordSchema, confirm: z.string() });
+const SignInFormSchema = z.object({ login: dashboard.LoginSchema, password: z.string().min(1, 'required').max(200), csrf: z.string() });
+const InvitationFormSchema = z.object({ token: z.string().min(1).max(100), password: dashboard.PasswordSchema, confirm: z.string(), csrf: z.string() });
 const KeyFormSchema = z.object({
   name: z.string().trim().min(1, 'required').max(200),
   environment: z.enum(ENVIRONMENTS),
@@ -79,7 +57,7 @@ const KeyFormSchema = z.object({
     .transform((s) => (Array.isArray(s) ? s : [s]))
     .pipe(z.array(z.enum(SCOPES, { error: 'not a scope' })).min(1, 'choose at least one scope')),
 });
-const UsageQuerySchema = z.object({
+const UsageQuerySchema = z.strictObject({
   days: z.coerce
     .number()
     .refine((d) => (USAGE_PERIODS as readonly number[]).includes(d), `one of ${USAGE_PERIODS.join(', ')}`)
@@ -98,6 +76,14 @@ function refuseOnPage(req: Request, res: Response, err: unknown, render: (messag
     .set(err.headers)
     .type('html')
     .send(render(formProblem(err)));
+}
+
+/** Refuses a state-changing request whose token (form field `csrf`, or header X-CSRF-Token) is not `expected`. */
+function requireCsrfToken(req: Request, expected: string | null): void {
+  if (expected && dashboard.csrfTokenMatches(expected, req.body?.csrf ?? req.get('x-csrf-token'))) return;
+  throw new AppError('invalid_csrf_token', 'the form is missing its CSRF token, or it belongs to another session; reload the page', {
+    csrf: ['missing or not this session’s token'],
+  });
 }
 
 function assets(): Router {
@@ -129,18 +115,41 @@ export function dashboardRouter(deps: AppDeps): Router {
   router.use(noStore);
   router.use(express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 }));
 
-  // A state-changing request sent by another origin's page is refused
-  // whatever it carries; each session's requests also need its CSRF token.
+  const secure = (req: Request) => req.secure || publicBaseUrl(config).startsWith('https:');
+  // The request's own origin, and the public address clients are given (a
+  // proxy in front may end TLS, so the browser's origin is https while this
+  // server sees http).
+  const ownOrigins = (req: Request) => new Set([`${req.protocol}://${req.get('host')}`, new URL(publicBaseUrl(config)).origin]);
+
+  // A state-changing request that another origin's page sent is refused
+  // whatever it carries; every one also needs the CSRF token of its cookie.
   router.post('/{*any}', (req, _res, next) => {
     const origin = req.get('origin');
-    if (origin !== undefined && origin !== `${req.protocol}://${req.get('host')}`) {
+    if (origin !== undefined && !ownOrigins(req).has(origin)) {
       throw new AppError('invalid_csrf_token', 'a dashboard form can only be posted from the dashboard itself', { origin: [`${origin} is not this origin`] });
     }
     next();
   });
 
+  /** The secret of the form cookie, set now when the browser has none. */
+  function formSecret(req: Request, res: Response): string {
+    const existing = cookieOf(req, FORM_COOKIE);
+    if (existing) return existing;
+    const secret = dashboard.newSecret();
+    setCookie(res, FORM_COOKIE, secret, secure(req));
+    return secret;
+  }
+
+  // The sign-in and invitation forms, posted before there is a session, carry the form cookie's token.
+  router.post(['/sign-in', '/invitation'], (req, _res, next) => {
+    const secret = cookieOf(req, FORM_COOKIE);
+    requireCsrfToken(req, secret && dashboard.csrfTokenOf(secret));
+    next();
+  });
+
   router.get('/sign-in', (req, res) => {
-    res.type('html').send(signInPage(req.query.welcome === '1' ? { info: 'Your password is set: sign in with it.' } : {}));
+    const info = req.query.welcome === '1' ? 'Your password is set: sign in with it.' : undefined;
+    res.type('html').send(signInPage({ csrfToken: dashboard.csrfTokenOf(formSecret(req, res)), info }));
   });
 
   router.post('/sign-in', async (req, res) => {
@@ -148,19 +157,20 @@ export function dashboardRouter(deps: AppDeps): Router {
     try {
       const form = parse(SignInFormSchema, req.body, 'body');
       login = form.login;
-      const earlier = sessionIdOf(req);
+      const earlier = cookieOf(req, SESSION_COOKIE);
       if (earlier) await dashboard.signOut(db, earlier);
       const { sessionId } = await dashboard.signIn(db, { ...form, address: req.ip ?? 'unknown' }, limits, expiry);
-      res.setHeader('Set-Cookie', sessionCookie(req, sessionId));
+      setCookie(res, SESSION_COOKIE, sessionId, secure(req));
       res.redirect(303, '/account/keys');
     } catch (err) {
-      refuseOnPage(req, res, err, (error) => signInPage({ login, error }));
+      refuseOnPage(req, res, err, (error) => signInPage({ csrfToken: dashboard.csrfTokenOf(formSecret(req, res)), login, error }));
     }
   });
 
   router.get('/invitation', async (req, res) => {
     const { token } = parse(z.object({ token: z.string().min(1).max(100) }), req.query);
-    res.type('html').send(invitationPage({ token, login: await dashboard.invitationFor(db, token) }));
+    const login = await dashboard.invitationFor(db, token);
+    res.type('html').send(invitationPage({ csrfToken: dashboard.csrfTokenOf(formSecret(req, res)), token, login }));
   });
 
   router.post('/invitation', async (req, res) => {
@@ -173,24 +183,20 @@ export function dashboardRouter(deps: AppDeps): Router {
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'invalid_request') throw err;
       const login = await dashboard.invitationFor(db, token);
-      refuseOnPage(req, res, err, (error) => invitationPage({ token, login, error }));
+      refuseOnPage(req, res, err, (error) => invitationPage({ csrfToken: dashboard.csrfTokenOf(formSecret(req, res)), token, login, error }));
     }
   });
 
-  // Everything below needs a session; a state-changing request also needs its CSRF token.
+  // Everything below needs a session; a state-changing request also needs the session's CSRF token.
   router.use(async (req, res, next) => {
-    const sessionId = sessionIdOf(req);
+    const sessionId = cookieOf(req, SESSION_COOKIE);
     const session = sessionId ? await dashboard.resumeSession(db, sessionId, expiry) : null;
     if (!session) {
-      if (sessionId) res.setHeader('Set-Cookie', sessionCookie(req, '', true));
+      if (req.headers.cookie?.includes(`${SESSION_COOKIE}=`)) setCookie(res, SESSION_COOKIE, null, secure(req));
       res.redirect(303, '/account/sign-in');
       return;
     }
-    if (req.method === 'POST' && !dashboard.csrfTokenMatches(session, req.body?.csrf ?? req.get('x-csrf-token'))) {
-      throw new AppError('invalid_csrf_token', 'the form is missing its CSRF token, or it belongs to another session; reload the page', {
-        csrf: ['missing or not this session’s token'],
-      });
-    }
+    if (req.method === 'POST') requireCsrfToken(req, session.csrfToken);
     res.locals.session = session;
     next();
   });
@@ -256,8 +262,8 @@ export function dashboardRouter(deps: AppDeps): Router {
   });
 
   router.post('/sign-out', async (req, res) => {
-    await dashboard.signOut(db, sessionIdOf(req) as string);
-    res.setHeader('Set-Cookie', sessionCookie(req, '', true));
+    await dashboard.signOut(db, cookieOf(req, SESSION_COOKIE) as string);
+    setCookie(res, SESSION_COOKIE, null, secure(req));
     res.redirect(303, '/account/sign-in');
   });
 

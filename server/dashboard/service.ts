@@ -17,8 +17,8 @@ export const PasswordSchema = z.string().min(12, 'at least 12 characters').max(2
 
 const sha256 = (s: string) => hash('sha256', s, 'buffer');
 
-/** 32 random bytes, base64url: the secret part of a session cookie or an invitation link. */
-const newSecret = () => randomBytes(32).toString('base64url');
+/** 32 random bytes, base64url: a session id, a form cookie's secret, or an invitation link's token. */
+export const newSecret = () => randomBytes(32).toString('base64url');
 
 const loginTaken = (login: string) =>
   new AppError('invalid_request', `another account already uses the login ${login}`, { login: ['already used by another account'] });
@@ -132,16 +132,19 @@ export async function resumeSession(db: Database, sessionId: string, expiry: rep
 export const signOut = (db: Database, sessionId: string) => db.run((sql) => repo.deleteSession(sql, sha256(sessionId)));
 
 /**
- * The session's CSRF token: an HMAC of a fixed label under the session id. It
- * is as unguessable as the id, needs no storage, and cannot be turned back
- * into the id (the page carries the token, never the id).
+ * The CSRF token of a cookie's secret (the session id once signed in, the
+ * form cookie before): an HMAC of a fixed label under the secret. It is as
+ * unguessable as the secret, needs no storage, and cannot be turned back into
+ * it (pages carry the token, never the secret). Another site can neither read
+ * the cookie nor make the browser send it (SameSite=Strict), so it cannot
+ * produce the token.
  */
-function csrfTokenOf(sessionId: string): string {
-  return createHmac('sha256', sessionId).update('dashboard csrf').digest('base64url');
+export function csrfTokenOf(secret: string): string {
+  return createHmac('sha256', secret).update('dashboard csrf').digest('base64url');
 }
 
-/** Whether `presented` is the session's CSRF token, compared in constant time. */
-export function csrfTokenMatches(session: Session, presented: unknown): boolean {
+/** Whether `presented` is `expected`, compared in constant time. */
+export function csrfTokenMatches(expected: string, presented: unknown): boolean {
   if (typeof presented !== 'string') return false;
-  return timingSafeEqual(sha256(presented), sha256(session.csrfToken));
+  return timingSafeEqual(sha256(presented), sha256(expected));
 }

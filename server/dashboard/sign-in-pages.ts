@@ -1,11 +1,13 @@
-import { html, notice, page } from './html.ts';
+import { csrfField, html, notice, page } from './html.ts';
 
-export function signInPage(options: { login?: string; error?: string; info?: string } = {}): string {
+/** The sign-in form; `csrfToken` is the form cookie's (the page that shows the form also sets that cookie). */
+export function signInPage(options: { csrfToken: string; login?: string; error?: string; info?: string }): string {
   return page({
     title: 'Sign in',
     body: html`<h1>Sign in</h1>
       ${notice(options.error)}${notice(options.info, 'info')}
       <form method="post" action="/account/sign-in" class="stack">
+        ${csrfField(options.csrfToken)}
         <label for="login">Login</label>
         <input id="login" name="login" type="text" autocomplete="username" required maxlength="200" value="${options.login ?? ''}" />
         <label for="password">Password</label>
@@ -17,13 +19,14 @@ export function signInPage(options: { login?: string; error?: string; info?: str
 }
 
 /** The invitation link's page: choose the password. The token rides in a hidden field, never in a URL the form posts to. */
-export function invitationPage(options: { token: string; login: string; error?: string }): string {
+export function invitationPage(options: { csrfToken: string; token: string; login: string; error?: string }): string {
   return page({
     title: 'Choose your password',
     body: html`<h1>Choose your password</h1>
       <p>You are invited to the account dashboard as <strong>${options.login}</strong>. This link works once.</p>
       ${notice(options.error)}
       <form method="post" action="/account/invitation" class="stack">
+        ${csrfField(options.csrfToken)}
         <input type="hidden" name="token" value="${options.token}" />
         <input type="text" name="login" autocomplete="username" value="${options.login}" hidden />
         <label for="password">New password (at least 12 characters)</label>
