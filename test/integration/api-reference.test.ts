@@ -1,9 +1,8 @@
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import type { Express } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminDocument, publicDocument } from '../../server/api-reference.ts';
 import { VERSION } from '../../server/runtime.ts';
+import { launchChromium, SKIP_BROWSER } from '../support/chromium.ts';
 import { Service, startService } from './harness.ts';
 
 let svc: Service;
@@ -126,19 +125,9 @@ describe('errors that teach', () => {
   });
 });
 
-// Debian's chromium package, found on PATH (CHROMIUM_PATH overrides).
-const CHROMIUM =
-  process.env.CHROMIUM_PATH ??
-  (process.env.PATH ?? '')
-    .split(path.delimiter)
-    .flatMap((dir) => ['chromium', 'chromium-browser'].map((name) => path.join(dir, name)))
-    .find((p) => existsSync(p));
-
-// .ci/run installs chromium, so in CI (CI=true) this runs and a missing browser fails it.
-describe.skipIf(!CHROMIUM && !process.env.CI)('the reference page in a browser', () => {
+describe.skipIf(SKIP_BROWSER)('the reference page in a browser', () => {
   it('when /docs is opened, then it renders every public operation and requests nothing from any other origin', async () => {
-    const { chromium } = await import('playwright-core');
-    const browser = await chromium.launch({ executablePath: CHROMIUM ?? 'chromium', args: ['--no-sandbox'] });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage();
       const origin = new URL(svc.runtime.publicUrl).origin;

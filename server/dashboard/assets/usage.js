@@ -4,6 +4,7 @@
 // alternative, with the same numbers). Days without a row had no requests.
 (() => {
   const DAY_SECONDS = 86_400;
+  const WHOLE_STEPS = [1, 2, 5].flatMap((m) => [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7].map((p) => m * p)).sort((a, b) => a - b);
   for (const chart of document.querySelectorAll('.chart[data-chart-for]')) {
     const table = document.getElementById(chart.dataset.chartFor);
     const counts = new Map(
@@ -27,13 +28,18 @@
         width: Math.max(320, Math.min(960, chart.clientWidth || 960)),
         height: 240,
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
-        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+        // Half a day of room at each end, so the first and last days' bars are whole.
+        scales: {
+          x: { time: true, range: () => [x[0] - DAY_SECONDS / 2, x[x.length - 1] + DAY_SECONDS / 2] },
+          y: { range: (_u, _min, max) => [0, Math.max(1, max)] },
+        },
         series: [
           { label: 'Day (UTC)' },
           { label: 'Admitted', stroke: '#1d4f91', fill: 'rgba(29, 79, 145, 0.5)', paths: bars(-1), points: { show: false } },
           { label: 'Refused (429)', stroke: '#a4262c', fill: 'rgba(164, 38, 44, 0.5)', paths: bars(1), points: { show: false } },
         ],
-        axes: [{}, { label: 'requests' }],
+        // Requests are whole: the y axis steps by 1, 2, 5, 10, 20, 50, ...
+        axes: [{}, { label: 'requests', incrs: WHOLE_STEPS }],
       },
       [x, admitted, refused],
       chart,
