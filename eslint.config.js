@@ -40,6 +40,14 @@ export default tseslint.config(
     rules: { 'no-loss-of-precision': 'off' },
   },
   {
+    // The dashboard's browser scripts, served as they are (no build step); uPlot is loaded before usage.js.
+    files: ['server/dashboard/assets/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: { window: 'readonly', document: 'readonly', history: 'readonly', location: 'readonly', navigator: 'readonly', uPlot: 'readonly' },
+    },
+  },
+  {
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     languageOptions: {
       globals: { process: 'readonly', console: 'readonly', require: 'readonly', module: 'writable', exports: 'writable', __dirname: 'readonly' },

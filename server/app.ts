@@ -12,6 +12,7 @@ import { registry } from './metrics.ts';
 import { deriveAll, deriveChanged } from './derive.ts';
 import { adminRouter, requireAdminToken } from './admin/routes.ts';
 import { readStatus } from './admin/status.ts';
+import { dashboardRouter } from './dashboard/routes.ts';
 
 function baseApp(): Express {
   const app = express();
@@ -63,6 +64,8 @@ export function buildPublicApp(deps: AppDeps): Express {
   });
   app.use(referencePage());
   app.use('/v1', v1.build(publicRouteDefinitions()));
+  // The account dashboard's pages (docs/dashboard.md): outside the API and its document.
+  app.use('/account', dashboardRouter(deps));
   app.use(routeNotFound);
   app.use(errorMiddleware(publicBaseUrl(deps.config), (err, req) => deps.logger.error({ err, requestId: req.res?.locals.requestId }, 'request failed')));
   return app;
@@ -94,6 +97,8 @@ export function buildAdminApp(deps: AppDeps): Express {
       },
       status: () => deps.db.run((sql) => readStatus(sql, { threads: deps.pool.threads, queueDepth: deps.pool.queueDepth }, deps.version)),
       bodyLimit: '1mb',
+      publicBaseUrl: publicBaseUrl(deps.config),
+      invitationHours: deps.config.DASHBOARD_INVITATION_HOURS,
     }),
   );
   app.use(routeNotFound);

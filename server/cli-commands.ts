@@ -1,8 +1,9 @@
 import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
 import postgres from 'postgres';
 import { z } from 'zod';
 import type { DeriveDeps } from './derive.ts';
-import type { Config } from './config.ts';
+import { publicBaseUrl, type Config } from './config.ts';
 import { ingestKinds } from './areas.ts';
 import { EmbeddedPostgresError } from './db/cluster-placement.ts';
 import { openDatabase } from './db/embedded.ts';
@@ -19,14 +20,26 @@ import { ingestBody } from './ingest/service.ts';
 import { readStatus } from './admin/status.ts';
 import * as accounts from './accounts/repository.ts';
 import * as keys from './keys/service.ts';
+import * as logins from './dashboard/service.ts';
 import { ENVIRONMENTS, SCOPES } from './keys/scopes.ts';
 import { VERSION } from './runtime.ts';
 
-export type CommandName = 'accounts create' | 'keys create' | 'keys list' | 'keys revoke' | 'ingest' | 'demo load' | 'migrate' | 'status';
+export type CommandName =
+  | 'accounts create'
+  | 'accounts set-password'
+  | 'accounts invite'
+  | 'keys create'
+  | 'keys list'
+  | 'keys revoke'
+  | 'keys roll'
+  | 'ingest'
+  | 'demo load'
+  | 'migrate'
+  | 'status';
 
 export interface Invocation {
   name: CommandName;
-  options: { name?: string; account?: string; env?: string; scopes?: string };
+  options: { name?: string; account?: string; env?: string; scopes?: string; login?: string };
   /** The positional arguments after the command's words. */
   args: string[];
   /** Whether the command may create the embedded cluster when there is none. */
@@ -37,6 +50,20 @@ type Run = (db: Database, url: string, options: Invocation['options'], args: str
 
 const RUNS: Record<CommandName, Run> = {
   'accounts create': (db, _url, o) => db.run((sql) => accounts.insertAccount(sql, parse(z.string().trim().min(1), o.name, 'body'))),
+  'accounts set-password': async (db, _url, o) => {
+    const target = parse(z.strictObject({ accountId: UuidSchema, login: logins.LoginSchema }), { accountId: o.account, login: o.login }, 'body');
+    const password = parse(z.strictObject({ password: logins.PasswordSchema }), { password: await firstLineOfStdin() }, 'body').password;
+    return logins.setPassword(db, { ...target, password });
+  },
+  'accounts invite': (db, _url, o, _args, config) =>
+    logins.invite(
+      db,
+      {
+        ...parse(z.strictObject({ accountId: UuidSchema, login: logins.LoginSchema }), { accountId: o.account, login: o.login }, 'body'),
+        validHours: config.DASHBOARD_INVITATION_HOURS,
+      },
+      publicBaseUrl(config),
+    ),
   'keys create': (db, _url, o) =>
     keys.createKey(
       db,
@@ -53,6 +80,7 @@ const RUNS: Record<CommandName, Run> = {
     ),
   'keys list': (db, _url, o) => keys.listKeys(db, o.account ? parse(UuidSchema, o.account, 'body') : undefined),
   'keys revoke': (db, _url, _o, [keyId]) => keys.revokeKey(db, parse(UuidSchema, keyId, 'body')),
+  'keys roll': (db, _url, _o, [keyId]) => keys.rollKey(db, parse(UuidSchema, keyId, 'body')),
   ingest: async (db, _url, _o, [kindName, file], config) => {
     const kinds = ingestKinds();
     const kind = kinds[kindName];
@@ -83,6 +111,18 @@ async function withDeriveDeps<T>(db: Database, config: Config, run: (deps: Deriv
     return await run({ db, macro: macroServiceOf(db, createLogger('silent'), config), pool });
   } finally {
     await pool.destroy();
+  }
+}
+
+/** The password, read as the first line of standard input so it is never in the command line, the shell history or `ps`. */
+async function firstLineOfStdin(): Promise<string | undefined> {
+  if (process.stdin.isTTY) process.stderr.write('password (it is shown as typed; pipe it in to keep it off the screen): ');
+  const lines = createInterface({ input: process.stdin, terminal: false });
+  try {
+    for await (const line of lines) return line;
+    return undefined;
+  } finally {
+    lines.close();
   }
 }
 

@@ -6,10 +6,18 @@ import type { CommandName, Invocation } from './cli-commands.ts';
 const USAGE = `usage: npm run cli -- <command> [options]   (bin: mds)
 
   accounts create --name <name>
+  accounts set-password --account <accountId> --login <login>
+                              sets the account's dashboard sign-in; the password is read from the
+                              first line of standard input (never an argument), at least 12 characters
+  accounts invite --account <accountId> --login <login>
+                              prints a dashboard link that sets the password once, within
+                              DASHBOARD_INVITATION_HOURS (default 72); the operator never sees the password
   keys create --account <accountId> --env sandbox|live --scopes <scope,scope,...>|all --name <name>
                               --scopes all grants each of the ${SCOPES.length} scopes (stored one by one; there is no wildcard)
   keys list [--account <accountId>]
   keys revoke <keyId>
+  keys roll <keyId>           a new key with the same name, environment and scopes; revoke the old one
+                              once its lastUsedAt shows traffic has moved
   ingest <kind> <file>        kind: one of the admin upload routes; file: .csv, .ndjson/.jsonl or .json
   demo load                   load the bundled demo data set (idempotent)
   migrate                     apply pending migrations
@@ -26,9 +34,12 @@ when there is none; the other commands refuse.`;
 /** Each command's positional arguments, and whether it may create the embedded cluster. */
 const COMMANDS: Record<CommandName, { args: string[]; createsDatabase?: true }> = {
   'accounts create': { args: [] },
+  'accounts set-password': { args: [] },
+  'accounts invite': { args: [] },
   'keys create': { args: [] },
   'keys list': { args: [] },
   'keys revoke': { args: ['keyId'] },
+  'keys roll': { args: ['keyId'] },
   ingest: { args: ['kind', 'file'] },
   'demo load': { args: [], createsDatabase: true },
   migrate: { args: [], createsDatabase: true },
@@ -56,7 +67,7 @@ function invocation(argv: string[]): Invocation {
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: { name: { type: 'string' }, account: { type: 'string' }, env: { type: 'string' }, scopes: { type: 'string' } },
+      options: { name: { type: 'string' }, account: { type: 'string' }, env: { type: 'string' }, scopes: { type: 'string' }, login: { type: 'string' } },
     });
   } catch (err) {
     exitWithUsage((err as Error).message);

@@ -82,6 +82,12 @@ export const ConfigSchema = z.object({
   RATE_LIMIT_LIVE_PER_DAY: positiveInt.default(500_000),
   RATE_LIMIT_SANDBOX_PER_MINUTE: positiveInt.default(120),
   RATE_LIMIT_SANDBOX_PER_DAY: positiveInt.default(20_000),
+  DASHBOARD_SESSION_IDLE_MINUTES: positiveInt.default(30).describe('a dashboard session unused for this long ends'),
+  DASHBOARD_SESSION_MAX_HOURS: positiveInt.default(12).describe('a dashboard session ends this long after sign-in, however busy'),
+  DASHBOARD_SIGN_IN_WINDOW_MINUTES: positiveInt.default(15).describe('the fixed window the dashboard sign-in limits count attempts in'),
+  DASHBOARD_SIGN_IN_PER_LOGIN: positiveInt.default(10).describe('dashboard sign-in attempts per login name per window; more get 429 rate_limited'),
+  DASHBOARD_SIGN_IN_PER_ADDRESS: positiveInt.default(50).describe('dashboard sign-in attempts per client address per window; more get 429 rate_limited'),
+  DASHBOARD_INVITATION_HOURS: positiveInt.default(72).describe('how long a dashboard invitation link can be used (once)'),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

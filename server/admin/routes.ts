@@ -8,6 +8,7 @@ import { defineRoute } from '../http/route.ts';
 import { adminRoutes } from '../http/router.ts';
 import * as accounts from '../accounts/service.ts';
 import * as keys from '../keys/service.ts';
+import * as logins from '../dashboard/service.ts';
 import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
 import { formatOf } from '../ingest/body.ts';
 import type { IngestKind } from '../ingest/kind.ts';
@@ -24,6 +25,12 @@ const KeyCreateSchema = z.strictObject({
   environment: z.enum(ENVIRONMENTS).describe('sandbox keys start pk_test_, live keys pk_live_'),
   scopes: z.array(z.enum(SCOPES, { error: `each scope must be one of ${SCOPES.join(', ')}` })).min(1, 'grant at least one scope'),
   name: z.string().trim().min(1).max(200).describe('what the key is for'),
+});
+
+const PasswordSetSchema = z.strictObject({ login: logins.LoginSchema, password: logins.PasswordSchema });
+const InvitationCreateSchema = z.strictObject({
+  login: logins.LoginSchema,
+  validHours: z.int().min(1).max(720).optional().describe('how long the link can be used, once (default DASHBOARD_INVITATION_HOURS)'),
 });
 
 const KeyListSchema = z.strictObject({ accountId: UuidSchema.optional() });
@@ -60,6 +67,7 @@ const KeySchema = z.strictObject({
   createdAt: z.string(),
   lastUsedAt: z.string().nullable(),
   revokedAt: z.string().nullable(),
+  rolledFrom: z.string().nullable().describe('the key this one replaced, when it was made by rolling that key'),
 });
 const CreatedKeySchema = z.strictObject({
   id: z.string(),
@@ -69,6 +77,14 @@ const CreatedKeySchema = z.strictObject({
   scopes: z.array(z.enum(SCOPES)),
   name: z.string(),
   createdAt: z.string(),
+  rolledFrom: z.string().nullable().describe('the key this one replaced, when it was made by rolling that key'),
+});
+const LoginSchema = z.strictObject({ accountId: z.string(), login: z.string() });
+const InvitationSchema = z.strictObject({
+  accountId: z.string(),
+  login: z.string(),
+  url: z.string().describe('the link to hand to the account holder: it sets the password once; shown here only'),
+  expiresAt: z.string(),
 });
 const UsageWindowSchema = z.strictObject({
   days: z.array(z.strictObject({ day: z.string(), admitted: z.int(), refused: z.int() })),
@@ -124,6 +140,36 @@ export const listAccountsRoute = defineRoute({
   errors: [],
 });
 
+export const setPasswordRoute = defineRoute({
+  method: 'post',
+  path: '/accounts/:id/password',
+  operationId: 'setDashboardPassword',
+  tag: TAG_ACCESS,
+  summary: "Set the account's dashboard login and password",
+  description:
+    'Replaces any earlier login, password and pending invitation of the account, and ends its dashboard sessions. An invitation (POST /accounts/{id}/invitations) lets the account holder choose the password instead.',
+  params: IdParamsSchema,
+  query: NoQuerySchema,
+  body: PasswordSetSchema,
+  response: { status: 200, description: 'the login', data: LoginSchema },
+  errors: ['not_found'],
+});
+
+export const createInvitationRoute = defineRoute({
+  method: 'post',
+  path: '/accounts/:id/invitations',
+  operationId: 'createDashboardInvitation',
+  tag: TAG_ACCESS,
+  summary: 'Invite the account holder to the dashboard: a link that sets the password once',
+  description:
+    'Replaces a pending invitation of the account. Its current password, if any, keeps working until the link is used. The link is in this answer only; the service keeps its hash.',
+  params: IdParamsSchema,
+  query: NoQuerySchema,
+  body: InvitationCreateSchema,
+  response: { status: 201, description: 'the invitation', data: InvitationSchema },
+  errors: ['not_found'],
+});
+
 export const createKeyRoute = defineRoute({
   method: 'post',
   path: '/keys',
@@ -156,6 +202,19 @@ export const revokeKeyRoute = defineRoute({
   params: IdParamsSchema,
   query: NoQuerySchema,
   response: { status: 200, description: 'the revoked key', data: KeySchema },
+  errors: ['not_found'],
+});
+
+export const rollKeyRoute = defineRoute({
+  method: 'post',
+  path: '/keys/:id/roll',
+  operationId: 'rollKey',
+  tag: TAG_ACCESS,
+  summary: 'Roll a key: a new key with its name, environment and scopes; the full new key is in this answer only',
+  description: 'The old key stays active until it is revoked; both keys show lastUsedAt, so traffic can be seen to move before the old one is revoked.',
+  params: IdParamsSchema,
+  query: NoQuerySchema,
+  response: { status: 201, description: 'the new key', data: CreatedKeySchema },
   errors: ['not_found'],
 });
 
@@ -210,7 +269,19 @@ export const deriveRoute = defineRoute({
   errors: [],
 });
 
-const ACCESS_ROUTES = [statusRoute, createAccountRoute, listAccountsRoute, createKeyRoute, listKeysRoute, revokeKeyRoute, usageRoute, deriveRoute];
+const ACCESS_ROUTES = [
+  statusRoute,
+  createAccountRoute,
+  listAccountsRoute,
+  setPasswordRoute,
+  createInvitationRoute,
+  createKeyRoute,
+  listKeysRoute,
+  revokeKeyRoute,
+  rollKeyRoute,
+  usageRoute,
+  deriveRoute,
+];
 
 /** Every admin route: the service's own, then each ingest kind's upload. */
 export function adminRouteDefinitions(ingestKinds: Record<string, IngestKind<unknown>>) {
@@ -228,6 +299,10 @@ export interface AdminDeps {
   ingestKinds: Record<string, IngestKind<unknown>>;
   uploads: UploadLimits;
   bodyLimit: string;
+  /** Where account holders reach the public listener, for invitation links. */
+  publicBaseUrl: string;
+  /** How long an invitation link lasts when the request names no `validHours`. */
+  invitationHours: number;
 }
 
 export function adminRouter(deps: AdminDeps): Router {
@@ -247,6 +322,15 @@ export function adminRouter(deps: AdminDeps): Router {
     res.json({ data: await accounts.listAccounts(db) });
   });
 
+  routes.handle(setPasswordRoute, async ({ params, body }, res) => {
+    res.json({ data: await logins.setPassword(db, { accountId: params.id, ...body }) });
+  });
+
+  routes.handle(createInvitationRoute, async ({ params, body }, res) => {
+    const validHours = body.validHours ?? deps.invitationHours;
+    res.status(201).json({ data: await logins.invite(db, { accountId: params.id, login: body.login, validHours }, deps.publicBaseUrl) });
+  });
+
   routes.handle(createKeyRoute, async ({ body }, res) => {
     res.status(201).json({ data: await keys.createKey(db, body) });
   });
@@ -257,6 +341,10 @@ export function adminRouter(deps: AdminDeps): Router {
 
   routes.handle(revokeKeyRoute, async ({ params }, res) => {
     res.json({ data: await keys.revokeKey(db, params.id) });
+  });
+
+  routes.handle(rollKeyRoute, async ({ params }, res) => {
+    res.status(201).json({ data: await keys.rollKey(db, params.id) });
   });
 
   routes.handle(usageRoute, async ({ query }, res) => {

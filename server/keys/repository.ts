@@ -12,6 +12,8 @@ export interface KeyRow {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+  /** The key this one replaced, when it was made by rolling that key. */
+  rolledFrom: string | null;
 }
 
 interface ApiKeyRow {
@@ -24,10 +26,11 @@ interface ApiKeyRow {
   created_at: Date;
   last_used_at: Date | null;
   revoked_at: Date | null;
+  rolled_from: string | null;
 }
 
 /** The columns of ApiKeyRow: never key_hash, which stays in the database. */
-const API_KEY_COLUMNS = ['id', 'account_id', 'name', 'prefix', 'environment', 'scopes', 'created_at', 'last_used_at', 'revoked_at'];
+const API_KEY_COLUMNS = ['id', 'account_id', 'name', 'prefix', 'environment', 'scopes', 'created_at', 'last_used_at', 'revoked_at', 'rolled_from'];
 
 function toKeyRow(r: ApiKeyRow): KeyRow {
   return {
@@ -40,7 +43,17 @@ function toKeyRow(r: ApiKeyRow): KeyRow {
     createdAt: r.created_at.toISOString(),
     lastUsedAt: r.last_used_at?.toISOString() ?? null,
     revokedAt: r.revoked_at?.toISOString() ?? null,
+    rolledFrom: r.rolled_from,
   };
+}
+
+/**
+ * `where id = … [and account_id = …]`: with an account, a key of another
+ * account is not found, exactly as a key that does not exist (the
+ * dashboard's ownership rule lives in the query, not in its callers).
+ */
+function keyOf(sql: Sql, id: string, accountId: string | undefined) {
+  return sql`where id = ${id} ${accountId ? sql`and account_id = ${accountId}` : sql``}`;
 }
 
 export async function insertKey(
@@ -65,11 +78,36 @@ export async function listKeys(sql: Sql, accountId: string | undefined): Promise
   return rows.map(toKeyRow);
 }
 
-export async function revokeKey(sql: Sql, id: string): Promise<KeyRow | null> {
+export async function keyById(sql: Sql, id: string, accountId: string | undefined): Promise<KeyRow | null> {
+  const [row] = await sql<ApiKeyRow[]>`
+    select ${sql(API_KEY_COLUMNS)}
+    from api_keys
+    ${keyOf(sql, id, accountId)}
+  `;
+  return row ? toKeyRow(row) : null;
+}
+
+export async function revokeKey(sql: Sql, id: string, accountId: string | undefined): Promise<KeyRow | null> {
   const [row] = await sql<ApiKeyRow[]>`
     update api_keys
     set revoked_at = coalesce(revoked_at, now())
-    where id = ${id}
+    ${keyOf(sql, id, accountId)}
+    returning ${sql(API_KEY_COLUMNS)}
+  `;
+  return row ? toKeyRow(row) : null;
+}
+
+/**
+ * A new key with the name, environment and scopes of active key `id`, in one
+ * statement; null when `id` is not an active key (of `accountId`, when given).
+ */
+export async function insertRolledKey(sql: Sql, id: string, accountId: string | undefined, key: { hash: Buffer; prefix: string }): Promise<KeyRow | null> {
+  const [row] = await sql<ApiKeyRow[]>`
+    insert into api_keys (account_id, name, environment, scopes, key_hash, prefix, rolled_from)
+    select account_id, name, environment, scopes, ${key.hash}, ${key.prefix}, id
+    from api_keys
+    ${keyOf(sql, id, accountId)}
+      and revoked_at is null
     returning ${sql(API_KEY_COLUMNS)}
   `;
   return row ? toKeyRow(row) : null;

@@ -29,16 +29,49 @@ export async function createKey(db: Database, input: { accountId: string; enviro
       prefix: generated.prefix,
     });
   });
-  // The full key leaves the service exactly once, here.
-  return { id: row.id, key: generated.key, prefix: row.prefix, environment: row.environment, scopes: row.scopes, name: row.name, createdAt: row.createdAt };
+  return createdKey(row, generated.key);
 }
 
+// The full key leaves the service exactly once, in what createKey or rollKey returns.
+function createdKey(row: repo.KeyRow, key: string) {
+  const { id, prefix, environment, scopes, name, createdAt, rolledFrom } = row;
+  return { id, key, prefix, environment, scopes, name, createdAt, rolledFrom };
+}
+
+export type CreatedKey = ReturnType<typeof createdKey>;
+
+/**
+ * Every function below takes an optional `accountId`: the admin API and the
+ * CLI act for the operator and pass none; the dashboard passes its signed-in
+ * account, and a key of any other account is then `not_found`.
+ */
 export const listKeys = (db: Database, accountId?: string) => db.run((sql) => repo.listKeys(sql, accountId));
 
-export async function revokeKey(db: Database, id: string) {
-  const row = await db.run((sql) => repo.revokeKey(sql, id));
+export async function getKey(db: Database, id: string, accountId?: string) {
+  const row = await db.run((sql) => repo.keyById(sql, id, accountId));
   if (!row) throw notFound('key');
   return row;
+}
+
+export async function revokeKey(db: Database, id: string, accountId?: string) {
+  const row = await db.run((sql) => repo.revokeKey(sql, id, accountId));
+  if (!row) throw notFound('key');
+  return row;
+}
+
+/**
+ * Rolling a key: a new key with the old one's name, environment and scopes,
+ * naming the old one as `rolledFrom`. The old key stays active until it is
+ * revoked, so traffic can move over while both keys' lastUsedAt are watched.
+ */
+export async function rollKey(db: Database, id: string, accountId?: string): Promise<CreatedKey> {
+  const old = await getKey(db, id, accountId);
+  if (old.revokedAt) throw new AppError('invalid_request', 'a revoked key cannot be rolled', { id: ['the key is revoked'] });
+  const generated = generateApiKey(old.environment);
+  const row = await db.run((sql) => repo.insertRolledKey(sql, id, accountId, generated));
+  // Revoked between the two statements.
+  if (!row) throw new AppError('invalid_request', 'a revoked key cannot be rolled', { id: ['the key is revoked'] });
+  return createdKey(row, generated.key);
 }
 
 /**

@@ -1,9 +1,8 @@
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import type { Express } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminDocument, publicDocument } from '../../server/api-reference.ts';
 import { VERSION } from '../../server/runtime.ts';
+import { launchChromium, SKIP_BROWSER } from '../support/chromium.ts';
 import { Service, startService } from './harness.ts';
 
 let svc: Service;
@@ -15,12 +14,15 @@ afterAll(() => svc.stop());
 interface Layer {
   route?: { path: string; methods: Record<string, boolean> };
   handle?: { stack?: Layer[] };
+  /** The path a router is mounted at ('/' for `app.use(router)`). */
+  rawPath?: unknown;
 }
 
 /**
- * `METHOD /path` of every route an Express app serves: its own routes as they
- * are, those of the router mounted at `prefix` with the prefix (405 catch-alls
- * and reserved paths, which answer every method, excluded).
+ * `METHOD /path` of every route an Express app serves under `prefix`, each
+ * with the path of the routers it is mounted in (405 catch-alls and reserved
+ * paths, which answer every method, excluded). Routers mounted elsewhere
+ * (the dashboard's /account pages, /docs) fall outside the prefix.
  */
 function servedRoutes(app: Express, prefix: string): string[] {
   const out: string[] = [];
@@ -30,7 +32,7 @@ function servedRoutes(app: Express, prefix: string): string[] {
         if (layer.route.methods._all) continue;
         for (const method of Object.keys(layer.route.methods)) out.push(`${method} ${mount}${layer.route.path}`);
       } else if (layer.handle?.stack) {
-        walk(layer.handle.stack, prefix);
+        walk(layer.handle.stack, typeof layer.rawPath === 'string' && layer.rawPath !== '/' ? mount + layer.rawPath : mount);
       }
     }
   };
@@ -46,8 +48,8 @@ const documented = (document: ReturnType<typeof publicDocument>) =>
 
 describe('the API describes itself', () => {
   it('when the apps are built, then every route they serve is in their OpenAPI document, and every documented route is served', () => {
-    // The routes of the /v1 and /admin/v1 routers; the apps' own routes (/healthz, /readyz, /docs, the documents, /metrics) are outside the API.
-    const publicServed = servedRoutes(svc.runtime.app('public'), '/v1').filter((r) => !r.endsWith('/openapi.json') && !r.includes('/docs'));
+    // The routes of the /v1 and /admin/v1 routers; the apps' own routes (/healthz, /readyz, /docs, /account, the documents, /metrics) are outside the API.
+    const publicServed = servedRoutes(svc.runtime.app('public'), '/v1').filter((r) => !r.endsWith('/openapi.json'));
     const adminServed = servedRoutes(svc.runtime.app('admin'), '/admin/v1').filter((r) => !r.endsWith('/openapi.json') && !r.endsWith('/metrics'));
     expect(new Set(publicServed)).toEqual(new Set(documented(publicDocument(VERSION))));
     expect(new Set(adminServed)).toEqual(new Set(documented(adminDocument(VERSION))));
@@ -125,19 +127,9 @@ describe('errors that teach', () => {
   });
 });
 
-// Debian's chromium package, found on PATH (CHROMIUM_PATH overrides).
-const CHROMIUM =
-  process.env.CHROMIUM_PATH ??
-  (process.env.PATH ?? '')
-    .split(path.delimiter)
-    .flatMap((dir) => ['chromium', 'chromium-browser'].map((name) => path.join(dir, name)))
-    .find((p) => existsSync(p));
-
-// .ci/run installs chromium, so in CI (CI=true) this runs and a missing browser fails it.
-describe.skipIf(!CHROMIUM && !process.env.CI)('the reference page in a browser', () => {
+describe.skipIf(SKIP_BROWSER)('the reference page in a browser', () => {
   it('when /docs is opened, then it renders every public operation and requests nothing from any other origin', async () => {
-    const { chromium } = await import('playwright-core');
-    const browser = await chromium.launch({ executablePath: CHROMIUM ?? 'chromium', args: ['--no-sandbox'] });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage();
       const origin = new URL(svc.runtime.publicUrl).origin;

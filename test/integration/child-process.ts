@@ -14,10 +14,14 @@ export interface Exit {
 // test sets exactly the ones it means.
 const SERVICE_VARIABLES = ['DATABASE_URL', 'DATABASE_READ_URL', 'DATA_DIR', 'PORT', 'ADMIN_PORT', 'ADMIN_HOST', 'ADMIN_TOKEN', 'LOG_LEVEL', 'DEMO_DATA'];
 
-/** Runs `node <args>` from `cwd` with this environment, less the service's variables, plus `env`; resolves when it has exited. */
-export function runNode(args: string[], options: { cwd: string; env: Record<string, string> }): Promise<Exit> {
+/** Runs `node <args>` from `cwd` with this environment, less the service's variables, plus `env`, and `input` on its standard input; resolves when it has exited. */
+export function runNode(args: string[], options: { cwd: string; env: Record<string, string>; input?: string }): Promise<Exit> {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !SERVICE_VARIABLES.includes(name)));
-  const child = spawn(process.execPath, args, { cwd: options.cwd, env: { ...inherited, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, { cwd: options.cwd, env: { ...inherited, ...options.env }, stdio: 'pipe' });
+  // Without `input`, standard input is at its end at once. A child that exits
+  // without reading it makes the write fail with EPIPE, which is no failure here.
+  child.stdin.on('error', () => {});
+  child.stdin.end(options.input ?? '');
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
@@ -6,7 +7,8 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../../server/keys/scopes.ts';
 import { PROJECT_ROOT, runNode } from './child-process.ts';
-import { databaseUrl } from './harness.ts';
+import { databaseUrl, Service, startService } from './harness.ts';
+import { csrfOn, DashboardClient } from '../support/dashboard-client.ts';
 
 // The CLI as a user runs it: its bin in a child process, from a folder outside the project.
 const CLI = path.join(PROJECT_ROOT, 'server', 'mds.mjs');
@@ -21,7 +23,7 @@ beforeAll(async () => {
 });
 afterAll(() => rm(scratch, { recursive: true, force: true }));
 
-const cli = (args: string[], env: Record<string, string>) => runNode([CLI, ...args], { cwd: elsewhere, env });
+const cli = (args: string[], env: Record<string, string>, input?: string) => runNode([CLI, ...args], { cwd: elsewhere, env, input });
 
 /** An empty folder for DATA_DIR. */
 async function emptyDataDir(): Promise<string> {
@@ -56,6 +58,70 @@ describe('cli: usage', () => {
     expect(run.code).toBe(2);
     expect(run.stderr.split('\n')[0]).toContain("'--acount'");
     expect(run.stderr).not.toMatch(STACK_LINE);
+  });
+});
+
+describe('cli: dashboard logins', () => {
+  let svc: Service;
+  beforeAll(async () => {
+    svc = await startService();
+  });
+  afterAll(() => svc.stop());
+
+  it('when set-password reads the password from standard input, then the holder signs in to the dashboard with it, and no output holds it', async () => {
+    const env = { DATABASE_URL: databaseUrl() };
+    const accountId = JSON.parse((await cli(['accounts', 'create', '--name', 'cli dashboard'], env)).stdout).id as string;
+    const login = `cli-${randomUUID()}@example.com`;
+    const password = 'typed into standard input';
+    const set = await cli(['accounts', 'set-password', '--account', accountId, '--login', login], env, `${password}\nignored second line\n`);
+    expect(set.code).toBe(0);
+    expect(JSON.parse(set.stdout)).toEqual({ accountId, login });
+    expect(set.stdout + set.stderr).not.toContain(password);
+    expect((await new DashboardClient(svc.runtime.publicUrl).signIn(login, password)).status).toBe(303);
+    expect((await new DashboardClient(svc.runtime.publicUrl).signIn(login, 'ignored second line')).status).toBe(401);
+    const short = await cli(['accounts', 'set-password', '--account', accountId, '--login', login], env, 'short\n');
+    expect(short.code).toBe(1);
+    expect(short.stderr).toContain('at least 12 characters');
+    const none = await cli(['accounts', 'set-password', '--account', accountId, '--login', login], env);
+    expect(none.code).toBe(1);
+    const [row] = await svc.sql<{ password_hash: string }[]>`select password_hash from dashboard_logins where account_id = ${accountId}`;
+    expect(row.password_hash).toMatch(/^scrypt\$32768\$8\$3\$/);
+    expect(row.password_hash).not.toContain(password);
+  });
+
+  it('when an invitation is made, then the command prints a link on the public address that sets the password once', async () => {
+    const env = { DATABASE_URL: databaseUrl(), PUBLIC_BASE_URL: 'https://data.example.com' };
+    const accountId = JSON.parse((await cli(['accounts', 'create', '--name', 'cli invite'], env)).stdout).id as string;
+    const invited = await cli(['accounts', 'invite', '--account', accountId, '--login', `Invitee-${randomUUID()}@Example.com`], env);
+    expect(invited.code).toBe(0);
+    const out = JSON.parse(invited.stdout);
+    expect(out.url).toMatch(/^https:\/\/data\.example\.com\/account\/invitation\?token=[A-Za-z0-9_-]{43}$/);
+    expect(out.login).toBe(out.login.toLowerCase());
+    // DASHBOARD_INVITATION_HOURS defaults to 72.
+    expect(Date.parse(out.expiresAt) - Date.now()).toBeGreaterThan(71 * 3600_000);
+    expect(Date.parse(out.expiresAt) - Date.now()).toBeLessThanOrEqual(72 * 3600_000);
+    const link = new URL(out.url);
+    const holder = new DashboardClient(svc.runtime.publicUrl);
+    const csrf = csrfOn((await holder.get(link.pathname + link.search)).text)!;
+    const password = 'chosen by the holder';
+    const form = { csrf, token: link.searchParams.get('token')!, password, confirm: password };
+    expect((await holder.post('/account/invitation', form)).status).toBe(303);
+    expect((await holder.post('/account/invitation', form)).status).toBe(404);
+    expect((await holder.signIn(out.login, password)).status).toBe(303);
+  });
+
+  it('when a key is rolled, then the new key has its name, scopes and environment and names the old one', async () => {
+    const env = { DATABASE_URL: databaseUrl() };
+    const accountId = JSON.parse((await cli(['accounts', 'create', '--name', 'cli roll'], env)).stdout).id as string;
+    const created = JSON.parse(
+      (await cli(['keys', 'create', '--account', accountId, '--env', 'sandbox', '--scopes', 'fx:read', '--name', 'rolled'], env)).stdout,
+    );
+    const rolled = await cli(['keys', 'roll', created.id], env);
+    expect(rolled.code).toBe(0);
+    const next = JSON.parse(rolled.stdout);
+    expect(next).toMatchObject({ environment: 'sandbox', scopes: ['fx:read'], name: 'rolled', rolledFrom: created.id });
+    expect(next.key).toMatch(/^pk_test_/);
+    expect(next.key).not.toBe(created.key);
   });
 });
 

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
+import type { DestinationStream } from 'pino';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
@@ -11,8 +12,12 @@ import { apiContract } from '../support/contract.ts';
 
 export const databaseUrl = () => inject('databaseUrl');
 
-/** Starts the real service in-process on ephemeral ports against the suite's database. */
-export async function startService(env: Record<string, string> = {}): Promise<Service> {
+/**
+ * Starts the real service in-process on ephemeral ports against the suite's
+ * database. Its log goes nowhere (LOG_LEVEL silent) unless `log` is given:
+ * then every line the logger writes goes to it (set LOG_LEVEL too).
+ */
+export async function startService(env: Record<string, string> = {}, log?: DestinationStream): Promise<Service> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-test-data-'));
   const config: Config = loadConfig({
     DATABASE_URL: databaseUrl(),
@@ -26,7 +31,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Se
     ...env,
   });
   const removeDataDir = () => rm(dataDir, { recursive: true, force: true });
-  const runtime = await startRuntime(config, createLogger(config.LOG_LEVEL)).catch(async (err) => {
+  const runtime = await startRuntime(config, createLogger(config.LOG_LEVEL, [], log)).catch(async (err) => {
     await removeDataDir();
     throw err;
   });

@@ -1,0 +1,442 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { SCOPES } from '../../server/keys/scopes.ts';
+import { csrfOn, DashboardClient, fullKeyOn } from '../support/dashboard-client.ts';
+import { Service, startService } from './harness.ts';
+
+// Low sign-in limits, so the tests reach them; the attempt table is emptied
+// before each test, so each starts with fresh windows.
+const PER_LOGIN = 3;
+const PER_ADDRESS = 6;
+const LIMITS = {
+  DASHBOARD_SIGN_IN_PER_LOGIN: String(PER_LOGIN),
+  DASHBOARD_SIGN_IN_PER_ADDRESS: String(PER_ADDRESS),
+  RATE_LIMIT_SANDBOX_PER_MINUTE: '2',
+};
+const PASSWORD = 'a long enough password';
+
+let svc: Service;
+beforeAll(async () => {
+  svc = await startService(LIMITS);
+});
+afterAll(() => svc.stop());
+beforeEach(async () => {
+  await svc.sql`delete from dashboard_sign_in_attempts`;
+});
+
+/** A new account with a dashboard login set through the admin API. */
+async function accountWithLogin(): Promise<{ accountId: string; login: string }> {
+  const accountId = await svc.createAccount();
+  const login = `holder-${randomUUID()}@example.com`;
+  const res = await svc.admin('POST', `/accounts/${accountId}/password`, { login, password: PASSWORD });
+  expect(res.status).toBe(200);
+  return { accountId, login };
+}
+
+async function signedIn(): Promise<{ client: DashboardClient; accountId: string; csrf: string }> {
+  const { accountId, login } = await accountWithLogin();
+  const client = new DashboardClient(svc.runtime.publicUrl);
+  const res = await client.signIn(login, PASSWORD);
+  expect(res.status).toBe(303);
+  return { client, accountId, csrf: await client.csrfToken() };
+}
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest();
+
+describe('dashboard: sign-in and sessions', () => {
+  it('when the password is right, then a session cookie that is HttpOnly, SameSite=Strict and under /account leads to the keys page', async () => {
+    const { login } = await accountWithLogin();
+    const client = new DashboardClient(svc.runtime.publicUrl);
+    const res = await client.signIn(login.toUpperCase(), PASSWORD);
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe('/account/keys');
+    const session = res.setCookies.filter((c) => c.startsWith('mds_session='));
+    expect(session).toHaveLength(1);
+    const attributes = session[0].split(';').map((a) => a.trim());
+    expect(attributes[0]).toMatch(/^mds_session=[A-Za-z0-9_-]{43}$/);
+    expect(attributes).toEqual(expect.arrayContaining(['Path=/account', 'HttpOnly', 'SameSite=Strict']));
+    // Plain HTTP here: no Secure attribute.
+    expect(attributes).not.toContain('Secure');
+    // The database holds the id's hash only.
+    const id = attributes[0].split('=')[1];
+    const rows = await svc.sql`select id_hash from dashboard_sessions where id_hash = ${sha256(id)}`;
+    expect(rows).toHaveLength(1);
+    const [{ count }] = await svc.sql<{ count: number }[]>`select count(*)::int as count from dashboard_sessions where id_hash = ${Buffer.from(id)}`;
+    expect(count).toBe(0);
+    expect((await client.get('/account/keys')).status).toBe(200);
+  });
+
+  it('when the password is wrong or the login unknown, then 401 invalid_credentials, the same answer for both, and no cookie', async () => {
+    const { login } = await accountWithLogin();
+    const client = new DashboardClient(svc.runtime.publicUrl);
+    const wrong = await client.signIn(login, 'not the password at all', { accept: 'application/json' });
+    const unknown = await client.signIn(`nobody-${randomUUID()}@example.com`, PASSWORD, { accept: 'application/json' });
+    for (const res of [wrong, unknown]) {
+      expect(res.status).toBe(401);
+      expect(res.setCookies).toEqual([]);
+      expect(JSON.parse(res.text).error).toMatchObject({ code: 'invalid_credentials', message: 'the login or the password is wrong' });
+    }
+    const page = await client.signIn(login, 'not the password at all');
+    expect(page.status).toBe(401);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(page.text).toContain('the login or the password is wrong');
+    expect((await client.get('/account/keys')).headers.get('location')).toBe('/account/sign-in');
+  });
+
+  it(`when a login has had ${PER_LOGIN} attempts in the window, then the next is 429 with Retry-After and the error envelope, even with the right password, on any process`, async () => {
+    const { login } = await accountWithLogin();
+    const other = await startService(LIMITS);
+    try {
+      const here = new DashboardClient(svc.runtime.publicUrl);
+      const there = new DashboardClient(other.runtime.publicUrl);
+      expect((await here.signIn(login, 'wrong password 1')).status).toBe(401);
+      expect((await there.signIn(login, 'wrong password 2')).status).toBe(401);
+      expect((await here.signIn(login, PASSWORD)).status).toBe(303);
+      const refused = await there.signIn(login, PASSWORD, { accept: 'application/json' });
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(15 * 60);
+      const body = JSON.parse(refused.text);
+      expect(body.error.code).toBe('rate_limited');
+      expect(body.error.details).toEqual({ login: [`${PER_LOGIN} attempts per 15 minutes reached`] });
+      expect(body.error.docsUrl).toMatch(/\/docs#rate_limited$/);
+      expect(refused.setCookies).toEqual([]);
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it(`when one address has made ${PER_ADDRESS} attempts on different logins, then its next attempt is 429`, async () => {
+    const client = new DashboardClient(svc.runtime.publicUrl);
+    for (let i = 0; i < PER_ADDRESS; i++) expect((await client.signIn(`guess-${i}-${randomUUID()}@example.com`, 'guessed password')).status).toBe(401);
+    const refused = await client.signIn(`guess-last-${randomUUID()}@example.com`, 'guessed password', { accept: 'application/json' });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(JSON.parse(refused.text).error.details).toEqual({ address: [`${PER_ADDRESS} attempts per 15 minutes reached`] });
+    // A browser gets the sign-in page with the reason, same status and header.
+    const page = await client.signIn(`guess-page-${randomUUID()}@example.com`, 'guessed password');
+    expect(page.status).toBe(429);
+    expect(page.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(page.text).toContain('too many sign-in attempts');
+  });
+
+  it('when a session has been idle past its limit, or is older than its maximum, then the next page sends it back to sign-in and clears the cookie', async () => {
+    for (const age of [sqlAge('last_seen_at', '31 minutes'), sqlAge('created_at', '13 hours')]) {
+      const { client } = await signedIn();
+      await age(sha256(client.sessionId!));
+      const res = await client.get('/account/keys');
+      expect(res.status).toBe(303);
+      expect(res.headers.get('location')).toBe('/account/sign-in');
+      expect(res.setCookies).toEqual([expect.stringMatching(/^mds_session=; .*Max-Age=0/)]);
+    }
+  });
+
+  it('when the holder signs out, then the session row is gone and its cookie no longer works', async () => {
+    const { client, csrf } = await signedIn();
+    const id = client.sessionId!;
+    const res = await client.post('/account/sign-out', { csrf });
+    expect(res.status).toBe(303);
+    expect(client.sessionId).toBeUndefined();
+    expect(await svc.sql`select 1 from dashboard_sessions where id_hash = ${sha256(id)}`).toHaveLength(0);
+    client.cookies.set('mds_session', id);
+    expect((await client.get('/account/keys')).headers.get('location')).toBe('/account/sign-in');
+  });
+});
+
+function sqlAge(column: 'last_seen_at' | 'created_at', by: string) {
+  return (idHash: Buffer) => svc.sql`update dashboard_sessions set ${svc.sql(column)} = now() - ${by}::interval where id_hash = ${idHash}`;
+}
+
+describe('dashboard: CSRF', () => {
+  it('when a state-changing request lacks its session token, carries another session’s, or comes from another origin, then 403 invalid_csrf_token and nothing changes', async () => {
+    const { client, accountId, csrf } = await signedIn();
+    const other = await signedIn();
+    const form = { name: 'csrf probe', environment: 'live', scopes: 'prices:read' };
+    const refusals = [
+      await client.post('/account/keys', form, { accept: 'application/json' }),
+      await client.post('/account/keys', { ...form, csrf: other.csrf }, { accept: 'application/json' }),
+      await client.post('/account/keys', { ...form, csrf }, { accept: 'application/json', origin: 'http://evil.example' }),
+    ];
+    for (const res of refusals) {
+      expect(res.status).toBe(403);
+      expect(JSON.parse(res.text).error.code).toBe('invalid_csrf_token');
+    }
+    expect((await client.post('/account/keys', form)).status).toBe(403);
+    expect((await svc.admin('GET', `/keys?accountId=${accountId}`)).body.data).toEqual([]);
+    // With the token (form field or header), the same request is accepted.
+    expect((await client.post('/account/keys', { ...form, csrf })).status).toBe(201);
+    expect((await client.post('/account/keys', form, { 'x-csrf-token': csrf })).status).toBe(201);
+  });
+});
+
+describe('dashboard: forms before sign-in', () => {
+  it('when the sign-in form is posted without the token of its form cookie, or with another browser’s, then 403 and no session', async () => {
+    const { login } = await accountWithLogin();
+    const client = new DashboardClient(svc.runtime.publicUrl);
+    const bare = await client.post('/account/sign-in', { login, password: PASSWORD }, { accept: 'application/json' });
+    expect(bare.status).toBe(403);
+    expect(JSON.parse(bare.text).error.code).toBe('invalid_csrf_token');
+    // A token of one browser's form cookie is no good with another's cookie.
+    const elsewhere = csrfOn((await new DashboardClient(svc.runtime.publicUrl).get('/account/sign-in')).text)!;
+    await client.get('/account/sign-in');
+    const foreign = await client.post('/account/sign-in', { login, password: PASSWORD, csrf: elsewhere });
+    expect(foreign.status).toBe(403);
+    expect(client.sessionId).toBeUndefined();
+    expect((await client.signIn(login, PASSWORD)).status).toBe(303);
+  });
+
+  it('when a form is posted with Origin null or another origin, then 403; behind an https PUBLIC_BASE_URL its origin is accepted and cookies are Secure', async () => {
+    const { login } = await accountWithLogin();
+    const client = new DashboardClient(svc.runtime.publicUrl);
+    for (const origin of ['null', 'http://evil.example']) {
+      const res = await client.signIn(login, PASSWORD, { origin });
+      expect(res.status, origin).toBe(403);
+      expect(res.text, origin).toContain('can only be posted from the dashboard itself');
+    }
+    const proxied = await startService({ ...LIMITS, PUBLIC_BASE_URL: 'https://data.example.com' });
+    try {
+      const behind = new DashboardClient(proxied.runtime.publicUrl);
+      const res = await behind.signIn(login, PASSWORD, { origin: 'https://data.example.com' });
+      expect(res.status).toBe(303);
+      expect(res.setCookies).toHaveLength(1);
+      expect(res.setCookies[0].split('; ')).toEqual([`mds_session=${behind.sessionId}`, 'Path=/account', 'HttpOnly', 'SameSite=Strict', 'Secure']);
+      expect((await behind.get('/account/sign-in')).setCookies).toEqual([]);
+      expect(behind.cookies.size).toBe(2);
+    } finally {
+      await proxied.stop();
+    }
+  });
+});
+
+describe('dashboard: keys', () => {
+  it('when a key is created, then the answer shows it once with no-store, it works on /v1 at once, and no later page holds it', async () => {
+    const { client, accountId, csrf } = await signedIn();
+    const res = await client.post('/account/keys', { csrf, name: 'ci', environment: 'sandbox', scopes: [...SCOPES] });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const key = fullKeyOn(res.text)!;
+    expect(key).toMatch(/^pk_test_/);
+    expect((await svc.get('/v1/instruments?query=zz', key)).status).toBe(200);
+    const [stored] = (await svc.admin('GET', `/keys?accountId=${accountId}`)).body.data;
+    expect(stored).toMatchObject({ name: 'ci', environment: 'sandbox', prefix: key.slice(0, 12), rolledFrom: null });
+    expect([...stored.scopes].sort()).toEqual([...SCOPES].sort());
+    for (const path of ['/account/keys', `/account/keys/${stored.id}`, '/account/usage']) expect((await client.get(path)).text).not.toContain(key);
+  });
+
+  it('when the form names no scope or an unknown environment, then 400 naming each field, and no key', async () => {
+    const { client, accountId, csrf } = await signedIn();
+    const res = await client.post('/account/keys', { csrf, name: 'bad', environment: 'staging' }, { accept: 'application/json' });
+    expect(res.status).toBe(400);
+    expect(Object.keys(JSON.parse(res.text).error.details).sort()).toEqual(['environment', 'scopes']);
+    expect((await svc.admin('GET', `/keys?accountId=${accountId}`)).body.data).toEqual([]);
+  });
+
+  it('when a key is revoked from the dashboard, then its next /v1 request answers revoked_api_key', async () => {
+    const { client, accountId, csrf } = await signedIn();
+    const key = fullKeyOn((await client.post('/account/keys', { csrf, name: 'to revoke', environment: 'live', scopes: 'instruments:read' })).text)!;
+    const [{ id }] = (await svc.admin('GET', `/keys?accountId=${accountId}`)).body.data;
+    expect((await client.get(`/account/keys/${id}/revoke`)).text).toContain('revoked_api_key');
+    const res = await client.post(`/account/keys/${id}/revoke`, { csrf });
+    expect(res.status).toBe(303);
+    expect((await svc.get('/v1/instruments?query=zz', key)).body.error.code).toBe('revoked_api_key');
+    expect((await client.get(res.headers.get('location')!)).text).toMatch(/Key to revoke \([^)]+\) is revoked/);
+  });
+
+  it('when a key is rolled, then the new key has its scopes and environment, names it, and both stay active until the old one is revoked', async () => {
+    const { client, accountId, csrf } = await signedIn();
+    await client.post('/account/keys', { csrf, name: 'rolling', environment: 'live', scopes: ['fx:read', 'macro:read'] });
+    const [old] = (await svc.admin('GET', `/keys?accountId=${accountId}`)).body.data;
+    const res = await client.post(`/account/keys/${old.id}/roll`, { csrf });
+    expect(res.status).toBe(201);
+    const key = fullKeyOn(res.text)!;
+    const list = (await svc.admin('GET', `/keys?accountId=${accountId}`)).body.data;
+    const next = list.find((k: { id: string }) => k.id !== old.id);
+    expect(next).toMatchObject({
+      name: 'rolling',
+      environment: 'live',
+      scopes: ['fx:read', 'macro:read'],
+      rolledFrom: old.id,
+      revokedAt: null,
+      prefix: key.slice(0, 12),
+    });
+    const page = await client.get('/account/keys');
+    expect(page.text).toContain(`data-old-id="${old.id}" data-new-id="${next.id}"`);
+    await client.post(`/account/keys/${old.id}/revoke`, { csrf });
+    expect((await client.get('/account/keys')).text).not.toContain('data-old-id=');
+    // A revoked key cannot be rolled.
+    expect((await client.post(`/account/keys/${old.id}/roll`, { csrf }, { accept: 'application/json' })).status).toBe(400);
+  });
+});
+
+describe('dashboard: another account', () => {
+  it('when a holder names another account’s key id, then reading, revoking and rolling it are each not_found, and the key is untouched', async () => {
+    const { client, csrf } = await signedIn();
+    const victim = await svc.createAccount();
+    const foreign = await svc.createKey(victim, ['prices:read'], 'live');
+    const before = (await svc.admin('GET', `/keys?accountId=${victim}`)).body.data;
+    const json = { accept: 'application/json' };
+    const answers = [
+      await client.get(`/account/keys/${foreign.id}`, json),
+      await client.get(`/account/keys/${foreign.id}/revoke`, json),
+      await client.post(`/account/keys/${foreign.id}/revoke`, { csrf }, json),
+      await client.post(`/account/keys/${foreign.id}/roll`, { csrf }, json),
+    ];
+    for (const res of answers) {
+      expect(res.status).toBe(404);
+      expect(JSON.parse(res.text).error.code).toBe('not_found');
+    }
+    expect((await svc.admin('GET', `/keys?accountId=${victim}`)).body.data).toEqual(before);
+    expect((await client.get('/account/keys')).text).not.toContain(foreign.id);
+    // Still active: its next request is refused for scope, not as revoked.
+    expect((await svc.get('/v1/instruments?query=zz', foreign.key)).body.error.code).toBe('insufficient_scope');
+  });
+
+  it('when a holder’s forms and queries name another account, then only the signed-in account is read or changed', async () => {
+    const a = await signedIn();
+    const b = await signedIn();
+    const bKey = fullKeyOn((await b.client.post('/account/keys', { csrf: b.csrf, name: 'b only', environment: 'live', scopes: 'instruments:read' })).text)!;
+    await svc.get('/v1/instruments?query=zz', bKey);
+    const [bStored] = (await svc.admin('GET', `/keys?accountId=${b.accountId}`)).body.data;
+    // The pages a browser gets (not JSON) refuse too.
+    for (const res of [await a.client.get(`/account/keys/${bStored.id}`), await a.client.post(`/account/keys/${bStored.id}/roll`, { csrf: a.csrf })]) {
+      expect(res.status).toBe(404);
+      expect(res.text).not.toContain('b only');
+    }
+    const made = await a.client.post('/account/keys', { csrf: a.csrf, name: 'planted', environment: 'live', scopes: 'fx:read', accountId: b.accountId });
+    expect(made.status).toBe(201);
+    expect((await svc.admin('GET', `/keys?accountId=${a.accountId}`)).body.data.map((k: { name: string }) => k.name)).toEqual(['planted']);
+    expect((await svc.admin('GET', `/keys?accountId=${b.accountId}`)).body.data).toEqual([{ ...bStored }]);
+    const usage = await a.client.get(`/account/usage?days=30&accountId=${b.accountId}`, { accept: 'application/json' });
+    expect(usage.status).toBe(400);
+    const page = await a.client.get('/account/usage?days=30');
+    expect(page.text).not.toContain('data-day=');
+    expect((await b.client.get('/account/usage?days=30')).text).toContain('data-admitted="1"');
+    expect((await a.client.get('/account/keys')).text).not.toContain(bStored.id);
+  });
+});
+
+describe('dashboard: usage', () => {
+  it('when keys of both environments have been used, some refused, then each period’s page shows exactly what GET /admin/v1/usage answers, live billable', async () => {
+    const { client, accountId, csrf } = await signedIn();
+    const live = fullKeyOn((await client.post('/account/keys', { csrf, name: 'live', environment: 'live', scopes: 'instruments:read' })).text)!;
+    const sandbox = fullKeyOn((await client.post('/account/keys', { csrf, name: 'sb', environment: 'sandbox', scopes: 'instruments:read' })).text)!;
+    for (let i = 0; i < 3; i++) await svc.get('/v1/instruments?query=zz', live);
+    // The sandbox allows 2 a minute here: the third is refused (unless a minute boundary falls between them).
+    const sandboxStatuses = [];
+    for (let i = 0; i < 3; i++) sandboxStatuses.push((await svc.get('/v1/instruments?query=zz', sandbox)).status);
+    for (const days of [30, 90, 400]) {
+      const page = await client.get(`/account/usage?days=${days}`);
+      expect(page.status).toBe(200);
+      const admin = (await svc.admin('GET', `/usage?accountId=${accountId}&days=${days}`)).body.data;
+      expect(admin.billable).toEqual(['live']);
+      for (const env of ['live', 'sandbox'] as const) {
+        const section = page.text.split(`data-environment="${env}"`)[1].split('</section>')[0];
+        const shown = [...section.matchAll(/data-day="([^"]+)" data-admitted="(\d+)" data-refused="(\d+)"/g)].map((m) => ({
+          day: m[1],
+          admitted: Number(m[2]),
+          refused: Number(m[3]),
+        }));
+        expect(shown).toEqual(admin.usage[env].days);
+        expect(section).toContain(env === 'live' ? '>billable<' : '>not billed<');
+      }
+    }
+    const admin = (await svc.admin('GET', `/usage?accountId=${accountId}&days=30`)).body.data;
+    expect(admin.usage.live.days[0]).toMatchObject({ admitted: 3, refused: 0 });
+    expect(admin.usage.sandbox.days[0].admitted + admin.usage.sandbox.days[0].refused).toBe(3);
+    expect(admin.usage.sandbox.days[0].refused).toBe(sandboxStatuses.filter((s) => s === 429).length);
+    expect((await client.get('/account/usage?days=7', { accept: 'application/json' })).status).toBe(400);
+  });
+});
+
+describe('dashboard: logins made by the operator', () => {
+  it('when an invitation is used, then its password signs in, and the link does not work a second time or after it expires', async () => {
+    const accountId = await svc.createAccount();
+    const login = `invited-${randomUUID()}@example.com`;
+    const invitation = await svc.admin('POST', `/accounts/${accountId}/invitations`, { login });
+    expect(invitation.status).toBe(201);
+    const url = new URL(invitation.body.data.url);
+    expect(url.pathname).toBe('/account/invitation');
+    const client = new DashboardClient(svc.runtime.publicUrl);
+    const page = await client.get(url.pathname + url.search);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(login);
+    const token = url.searchParams.get('token')!;
+    const csrf = csrfOn(page.text)!;
+    const withoutToken = await client.post('/account/invitation', { token, password: PASSWORD, confirm: PASSWORD });
+    expect(withoutToken.status).toBe(403);
+    const mismatch = await client.post('/account/invitation', { csrf, token, password: PASSWORD, confirm: `${PASSWORD}!` });
+    expect(mismatch.status).toBe(400);
+    expect(mismatch.text).toContain('does not match the password');
+    const set = await client.post('/account/invitation', { csrf, token, password: PASSWORD, confirm: PASSWORD });
+    expect(set.status).toBe(303);
+    expect(set.headers.get('location')).toBe('/account/sign-in?welcome=1');
+    expect((await client.signIn(login, PASSWORD)).status).toBe(303);
+    expect((await client.get(url.pathname + url.search)).status).toBe(404);
+    const again = await client.post('/account/invitation', { csrf, token, password: 'another long password', confirm: 'another long password' });
+    expect(again.status).toBe(404);
+    expect((await new DashboardClient(svc.runtime.publicUrl).signIn(login, 'another long password')).status).toBe(401);
+
+    const second = new URL((await svc.admin('POST', `/accounts/${accountId}/invitations`, { login, validHours: 1 })).body.data.url);
+    expect((await client.get(second.pathname + second.search)).status).toBe(200);
+    await svc.sql`update dashboard_logins set invitation_expires_at = now() - interval '1 second' where account_id = ${accountId}`;
+    expect((await client.get(second.pathname + second.search)).status).toBe(404);
+    const late = await client.post('/account/invitation', {
+      csrf,
+      token: second.searchParams.get('token')!,
+      password: 'a late long password',
+      confirm: 'a late long password',
+    });
+    expect(late.status).toBe(404);
+  });
+
+  it('when the operator sets a password for a login another account holds, or for no account, then it is refused', async () => {
+    const { login } = await accountWithLogin();
+    const other = await svc.createAccount();
+    const taken = await svc.admin('POST', `/accounts/${other}/password`, { login, password: PASSWORD });
+    expect(taken.status).toBe(400);
+    expect(taken.body.error.details).toEqual({ login: ['already used by another account'] });
+    const missing = await svc.admin('POST', `/accounts/${randomUUID()}/password`, { login: `x-${randomUUID()}`, password: PASSWORD });
+    expect(missing.status).toBe(404);
+    const short = await svc.admin('POST', `/accounts/${other}/password`, { login: `y-${randomUUID()}`, password: 'short' });
+    expect(short.body.error.details).toEqual({ password: ['at least 12 characters'] });
+  });
+
+  it('when the operator sets a new password, then the account’s open sessions end', async () => {
+    const { client, accountId } = await signedIn();
+    const login = `renamed-${randomUUID()}@example.com`;
+    await svc.admin('POST', `/accounts/${accountId}/password`, { login, password: 'a different long password' });
+    expect((await client.get('/account/keys')).headers.get('location')).toBe('/account/sign-in');
+  });
+});
+
+describe('dashboard: every answer', () => {
+  it('when any page, asset or refusal is served, then it carries the security headers, and the pages run no inline script', async () => {
+    const { client } = await signedIn();
+    const paths = [
+      '/account/keys',
+      '/account/usage',
+      '/account/sign-in',
+      '/account/nowhere',
+      '/account/keys/not-a-uuid',
+      '/account/assets/keys.js',
+      '/account/assets/uplot/uPlot.iife.min.js',
+      '/account/assets/uplot/uPlot.min.css',
+    ];
+    for (const path of paths) {
+      const res = await client.get(path);
+      const csp = res.headers.get('content-security-policy') ?? '';
+      expect(csp, path).toContain("default-src 'self'");
+      expect(csp, path).toContain("frame-ancestors 'none'");
+      expect(csp, path).toContain("script-src 'self'");
+      expect(csp, path).not.toContain('unsafe-inline');
+      expect(res.headers.get('referrer-policy'), path).toBe('same-origin');
+      expect(res.headers.get('x-content-type-options'), path).toBe('nosniff');
+      if (res.headers.get('content-type')?.startsWith('text/html')) {
+        expect(res.headers.get('cache-control'), path).toBe('no-store');
+        expect([...res.text.matchAll(/<script(?![^>]*\bsrc=)[^>]*>/g)], path).toEqual([]);
+      }
+    }
+    expect((await client.get('/account/nowhere')).status).toBe(404);
+    expect((await client.get('/account/keys/not-a-uuid')).status).toBe(400);
+  });
+});
