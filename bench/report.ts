@@ -2,13 +2,11 @@
 //
 // Rewrites the figures in docs/benchmarks.md, between its two marker
 // comments, from the result files under bench/results/: for each scenario the
-// newest result (by its run's start), with the commit and the machine it was
-// measured on. Result files whose every scenario has a newer result are
-// deleted: bench/results keeps one file per scenario, and git keeps the rest.
-// With --check nothing is written or deleted; it exits 1 when the table in
-// the document differs from what the files give, or when a scenario has more
-// than one file.
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// result in bench/results/<scenario>.json, with the commit and the machine it
+// was measured on. Each run overwrites its scenarios' files; git keeps the
+// earlier ones. With --check nothing is written; it exits 1 when the table in
+// the document differs from what the files give.
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -32,35 +30,27 @@ export interface ScenarioRun {
   result: Json;
 }
 
-/** Every scenario result in the JSON files of `dir` (latest.json, a copy of the last run, excepted); failed scenarios are left out. */
-export function readResults(dir = RESULTS_DIR): ScenarioRun[] {
-  const runs: ScenarioRun[] = [];
+/**
+ * Each scenario's result, from `<scenario>.json` in `dir` (latest.json, a copy
+ * of the last run, excepted); a failed scenario is left out. A file must hold
+ * exactly the scenario it is named for.
+ */
+export function readResults(dir = RESULTS_DIR): Map<string, ScenarioRun> {
+  const runs = new Map<string, ScenarioRun>();
   for (const file of readdirSync(dir)
     .filter((f) => f.endsWith('.json') && f !== 'latest.json')
     .sort()) {
     const summary = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as Json;
-    for (const [scenario, result] of Object.entries((summary.scenarios ?? {}) as Record<string, Json>)) {
-      if (result.error !== undefined) continue;
-      runs.push({ scenario, file, startedAt: String(summary.startedAt), machine: (summary.machine ?? {}) as Json, result });
+    const scenario = file.slice(0, -'.json'.length);
+    const held = Object.keys((summary.scenarios ?? {}) as Json);
+    if (held.length !== 1 || held[0] !== scenario) {
+      throw new Error(`bench/results/${file} must hold the one scenario ${scenario}; it holds ${held.join(', ') || 'none'}`);
     }
+    const result = (summary.scenarios as Record<string, Json>)[scenario]!;
+    if (result.error !== undefined) continue;
+    runs.set(scenario, { scenario, file, startedAt: String(summary.startedAt), machine: (summary.machine ?? {}) as Json, result });
   }
   return runs;
-}
-
-/** The newest result of each scenario (ties: the later file name). */
-export function newestPerScenario(runs: ScenarioRun[]): Map<string, ScenarioRun> {
-  const newest = new Map<string, ScenarioRun>();
-  for (const run of runs) {
-    const held = newest.get(run.scenario);
-    if (!held || run.startedAt > held.startedAt || (run.startedAt === held.startedAt && run.file > held.file)) newest.set(run.scenario, run);
-  }
-  return newest;
-}
-
-/** Files none of whose results is the newest of its scenario. */
-export function supersededFiles(runs: ScenarioRun[]): string[] {
-  const kept = new Set([...newestPerScenario(runs).values()].map((r) => r.file));
-  return [...new Set(runs.map((r) => r.file))].filter((f) => !kept.has(f));
 }
 
 /** The value at a dotted path, or undefined. */
@@ -350,22 +340,11 @@ export function replaceGenerated(doc: string, generated: string): string {
 }
 
 function main(argv: string[]): number {
-  const check = argv.includes('--check');
-  const runs = readResults();
   const doc = readFileSync(DOC, 'utf8');
-  const expected = replaceGenerated(doc, renderReport(newestPerScenario(runs)));
-  const superseded = supersededFiles(runs);
-  if (check) {
-    const problems = [
-      ...(expected === doc ? [] : ['docs/benchmarks.md differs from the result files: run npm run bench:report']),
-      ...superseded.map((f) => `bench/results/${f} is superseded by a newer result of each of its scenarios: run npm run bench:report`),
-    ];
-    for (const p of problems) process.stderr.write(`${p}\n`);
-    return problems.length ? 1 : 0;
-  }
-  for (const f of superseded) {
-    rmSync(path.join(RESULTS_DIR, f));
-    process.stderr.write(`removed bench/results/${f} (superseded; git keeps it)\n`);
+  const expected = replaceGenerated(doc, renderReport(readResults()));
+  if (argv.includes('--check')) {
+    if (expected !== doc) process.stderr.write('docs/benchmarks.md differs from the result files: run npm run bench:report\n');
+    return expected === doc ? 0 : 1;
   }
   if (expected !== doc) writeFileSync(DOC, expected);
   process.stderr.write(`docs/benchmarks.md ${expected === doc ? 'already matches' : 'rewritten from'} the result files\n`);

@@ -5,7 +5,7 @@
 // (loopback only) or a throwaway embedded PostgreSQL. Prints the combined
 // JSON summary on stdout (progress goes to stderr) and writes it to
 // bench/results/latest.json, and each measured scenario's result to
-// bench/results/<scenario>-<commit>-<start>.json (see bench/report.ts).
+// bench/results/<scenario>.json (see bench/report.ts).
 // Exits non-zero when a scenario failed.
 import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -60,12 +60,12 @@ async function writeSummary(aborted?: string) {
   const dir = path.join(ROOT, 'bench', 'results');
   await mkdir(dir, { recursive: true });
   await writeFile(path.join(dir, 'latest.json'), `${json}\n`);
-  // One file per measured scenario, named by scenario, commit and start, in the
-  // shape of the whole summary: what npm run bench:report reads, and what is committed.
+  // One file per measured scenario, bench/results/<scenario>.json, in the shape
+  // of the whole summary: what npm run bench:report reads, and what is committed.
   const written = ['latest.json'];
   for (const [name, result] of Object.entries(run.results)) {
     if (!('code' in result)) continue;
-    const file = `${name}-${result.code.commit ?? 'unknown'}${result.code.uncommitted.length ? '-dirty' : ''}-${STAMP}.json`;
+    const file = `${name}.json`;
     await writeFile(path.join(dir, file), `${JSON.stringify({ ...summary, scenarios: { [name]: result } }, null, 2)}\n`);
     written.push(file);
   }

@@ -1,18 +1,8 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  DOC,
-  END_MARKER,
-  newestPerScenario,
-  readResults,
-  renderReport,
-  replaceGenerated,
-  ROOT,
-  START_MARKER,
-  supersededFiles,
-  type ScenarioRun,
-} from '../../bench/report.ts';
+import { DOC, END_MARKER, readResults, renderReport, replaceGenerated, ROOT, START_MARKER, type ScenarioRun } from '../../bench/report.ts';
 
 const machine = { node: 'v20.0.0', platform: 'linux 6.1', cpus: 4, cpuModel: 'Test CPU', memGiB: 8 };
 
@@ -56,12 +46,8 @@ function committedTable(doc: string): string {
 
 describe('bench report', () => {
   it('when the committed table in docs/benchmarks.md differs from what bench/results gives, this fails (run npm run bench:report)', () => {
-    const generated = renderReport(newestPerScenario(readResults()));
+    const generated = renderReport(readResults());
     expect(committedTable(readFileSync(DOC, 'utf8'))).toBe(generated);
-  });
-
-  it('bench/results keeps only the newest result file of each scenario', () => {
-    expect(supersededFiles(readResults())).toEqual([]);
   });
 
   it('every bench/results file the README and docs/ link to is committed', () => {
@@ -80,29 +66,25 @@ describe('bench report', () => {
     expect(linked.filter((l) => !committed.has(l.file))).toEqual([]);
   });
 
-  it('when a scenario has two results, the later run is reported and the earlier file is superseded, whatever the file order', () => {
-    const older = run('bulk-read', 'z-older.json', '2026-01-01T00:00:00.000Z', bulkRead('aaaaaaa', 300));
-    const newer = run('bulk-read', 'a-newer.json', '2026-02-01T00:00:00.000Z', bulkRead('bbbbbbb', 150));
-    for (const runs of [
-      [older, newer],
-      [newer, older],
-    ]) {
-      expect(newestPerScenario(runs).get('bulk-read')?.file).toBe('a-newer.json');
-      expect(supersededFiles(runs)).toEqual(['z-older.json']);
+  it('a result file holds exactly the scenario it is named for; a failed scenario is left out', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-results-'));
+    const write = (file: string, scenarios: Record<string, unknown>) =>
+      writeFileSync(path.join(dir, file), JSON.stringify({ startedAt: '2026-02-01T00:00:00.000Z', machine, scenarios }));
+    try {
+      write('bulk-read.json', { 'bulk-read': bulkRead('aaaaaaa', 300) });
+      write('ingest.json', { ingest: { error: 'failed' } });
+      write('latest.json', { 'bulk-read': {}, ingest: {} });
+      expect([...readResults(dir).keys()]).toEqual(['bulk-read']);
+      expect(readResults(dir).get('bulk-read')?.file).toBe('bulk-read.json');
+      write('intraday.json', { 'bulk-read': bulkRead('bbbbbbb', 150) });
+      expect(() => readResults(dir)).toThrow('bench/results/intraday.json must hold the one scenario intraday; it holds bulk-read');
+    } finally {
+      rmSync(dir, { recursive: true });
     }
   });
 
-  it('a file is superseded only when every scenario in it has a newer result', () => {
-    const both = [
-      run('bulk-read', 'run-1.json', '2026-01-01T00:00:00.000Z', bulkRead('aaaaaaa', 300)),
-      run('ingest', 'run-1.json', '2026-01-01T00:00:00.000Z', {}),
-      run('bulk-read', 'bulk-read-2.json', '2026-02-01T00:00:00.000Z', bulkRead('bbbbbbb', 150)),
-    ];
-    expect(supersededFiles(both)).toEqual([]);
-  });
-
   it('the table shows the newest figures with their commit and machine, and names scenarios without a result', () => {
-    const table = renderReport(newestPerScenario([run('bulk-read', 'bulk-read-bbbbbbb-1.json', '2026-02-01T10:20:30.000Z', bulkRead('bbbbbbb', 1500))]));
+    const table = renderReport(new Map([['bulk-read', run('bulk-read', 'bulk-read.json', '2026-02-01T10:20:30.000Z', bulkRead('bbbbbbb', 1500))]]));
     expect(table).toContain(
       '| `bulk-read` | `GET /v1/prices/bulk`, 10 instruments × 2020-01-01..2020-12-31 (2,620 bars), adjusted, uncompressed, to the last byte; median of 3 | 1,500 ms | postgres.js fetching the same rows: 100 ms | 15.00× | <= 2 | no |',
     );
@@ -112,12 +94,12 @@ describe('bench report', () => {
     expect(table).toContain('| the same to 10 readers at once, half gzip and half br, each at 0.3 MB/s | +61.0 MB (peak 250.0 MB) |  |  | < 100 MB | no |');
     expect(table).toContain('| `ingest` | no committed result |');
     expect(table).toContain(
-      '| `bulk-read` | [bulk-read-bbbbbbb-1.json](../bench/results/bulk-read-bbbbbbb-1.json) | `bbbbbbb` | 2026-02-01 10:20 | 4 × Test CPU, 8.0 GiB, linux 6.1, Node v20.0.0 | `postgresql` tier, embedded PostgreSQL 15.1 |',
+      '| `bulk-read` | [bulk-read.json](../bench/results/bulk-read.json) | `bbbbbbb` | 2026-02-01 10:20 | 4 × Test CPU, 8.0 GiB, linux 6.1, Node v20.0.0 | `postgresql` tier, embedded PostgreSQL 15.1 |',
     );
   });
 
   it('the intraday rows put HTTP against the rollup read in SQL, with its target', () => {
-    const intraday = run('intraday', 'intraday-ddddddd-1.json', '2026-02-01T00:00:00.000Z', {
+    const intraday = run('intraday', 'intraday.json', '2026-02-01T00:00:00.000Z', {
       config: { minuteBars: 525600, hourBars: 8760 },
       measured: { rollupSql: { runs: 7, medianMs: 20 }, rollupHttp: { medianMs: 27 } },
       baseline: { onTheFlyAggregateSql: { medianMs: 400 } },
@@ -125,7 +107,7 @@ describe('bench report', () => {
       targets: { httpOverRollupSql: '<= 1.5 (the rollup over HTTP against the same rows in SQL)' },
       meetsTarget: { httpOverRollupSql: true, resultsEqual: false },
     });
-    const table = renderReport(newestPerScenario([intraday]));
+    const table = renderReport(new Map([['intraday', intraday]]));
     expect(table).toContain(
       '| `intraday` | the same over HTTP, uncompressed, to the last byte | 27.0 ms | the rollup in SQL: 20.0 ms | 1.35× | <= 1.5 (the rollup over HTTP against the same rows in SQL) | yes |',
     );
@@ -133,11 +115,11 @@ describe('bench report', () => {
   });
 
   it('a result measured with uncommitted changes says so beside its commit', () => {
-    const dirty = run('bulk-read', 'f.json', '2026-02-01T00:00:00.000Z', {
+    const dirty = run('bulk-read', 'bulk-read.json', '2026-02-01T00:00:00.000Z', {
       ...bulkRead('ccccccc', 150),
       code: { commit: 'ccccccc', uncommitted: ['server/app.ts'] },
     });
-    expect(renderReport(newestPerScenario([dirty]))).toContain('`ccccccc` with uncommitted changes to `server/app.ts`');
+    expect(renderReport(new Map([['bulk-read', dirty]]))).toContain('`ccccccc` with uncommitted changes to `server/app.ts`');
   });
 
   it('rewriting keeps the text around the markers and replaces only what is between them', () => {
