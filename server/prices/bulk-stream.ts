@@ -14,6 +14,9 @@ import type { Format } from '../http/format.ts';
 // instrumentsPerPage.
 const PAGE_ROWS = 10_000;
 const CHUNK_BYTES = 64 * 1024;
+// Page statements a download has running or read and not yet written; the
+// bulk lane (prices/routes.ts) has as many permits, shared by all downloads.
+const PAGES_AHEAD = 2;
 
 /**
  * How many instruments one page statement reads: as many whole series as
@@ -33,9 +36,9 @@ function instrumentsPerPage(from: string, to: string): number {
  * one short statement on a pooled connection that is released before the
  * page is written. PostgreSQL writes each series as its JSON text, adjusted
  * with the plan's multipliers (text-repository.ts), and the bytes are passed
- * on as they came. The next page is read while this one is written, so at
- * most two pages are held; a stalled client costs a socket and those pages,
- * and nothing in the database. The plan is read with `db`, the pages through
+ * on as they came. The next PAGES_AHEAD pages are read while this one is
+ * written, so at most three pages are held; a stalled client costs a socket
+ * and those pages, and nothing in the database. The plan is read with `db`, the pages through
  * `pages`, a lane of the pool (prices/routes.ts): however many downloads run,
  * their page reads leave the rest of the pool free.
  *
@@ -80,12 +83,23 @@ export async function streamBulkPrices(
     const pageSegments = new Map(ids.filter((id) => segments.has(id)).map((id) => [id, segments.get(id)!]));
     return pages.lane.run((sql) => text.dailySeriesText(sql, format, ids, pageSegments, q.from, q.to), start === 0 ? undefined : pages.nextPageWaitMs);
   };
-  let next = known.length ? readPage(0) : null;
-  for (let start = 0; next; start += perPage) {
-    const page = new Map((await next).map((series) => [series.instrumentId, series]));
-    next = start + perPage < known.length ? readPage(start + perPage) : null;
-    // Awaited on the next round; when this page's writes fail first, it settles unobserved.
-    next?.catch(() => {});
+  // Pages are read PAGES_AHEAD at a time: PostgreSQL writing a page's text is
+  // the bulk read's cost, and two statements run on two cores at once.
+  const starts = Array.from({ length: Math.ceil(known.length / perPage) }, (_, i) => i * perPage);
+  const ahead: ReturnType<typeof readPage>[] = [];
+  let begun = 0;
+  const readAhead = () => {
+    while (ahead.length < PAGES_AHEAD && begun < starts.length) {
+      const read = readPage(starts[begun++]);
+      // Awaited in its turn; when an earlier page's writes fail first, it settles unobserved.
+      read.catch(() => {});
+      ahead.push(read);
+    }
+  };
+  for (const start of starts) {
+    readAhead();
+    const page = new Map((await ahead.shift()!).map((series) => [series.instrumentId, series]));
+    readAhead();
     for (const id of known.slice(start, start + perPage)) {
       const series = page.get(id);
       // JSON: "id":[bars], comma-separated; CSV: the rows, which name their instrument.
