@@ -64,6 +64,14 @@ export class Semaphore {
     });
   }
 
+  /** Takes a permit only when one is free and nobody is waiting for it: never queues, never refuses. */
+  tryAcquire(): boolean {
+    if (this.used >= this.permits || this.queue.length) return false;
+    this.used++;
+    this.onChange(this.used, this.queue.length);
+    return true;
+  }
+
   release(): void {
     const next = this.queue.shift();
     if (next) next.grant();

@@ -52,6 +52,11 @@ class Permits {
     }
   }
 
+  /** A permit when one is free now (and the server is reachable), else false; a miss is not a refusal. */
+  tryTake(): boolean {
+    return this.health.available && this.semaphore.tryAcquire();
+  }
+
   release(): void {
     this.semaphore.release();
   }
@@ -114,6 +119,22 @@ export class Database {
     const queuedAt = performance.now();
     await this.permits.take(waitMs);
     this.acquireWait.observe((performance.now() - queuedAt) / 1000);
+    return this.holdingPermit(unit);
+  }
+
+  /**
+   * Runs `unit` only when a connection permit is free now, for work that can
+   * be done another way when the pool is busy (a read split to run in
+   * parallel, say); null when none is free.
+   */
+  tryRun<T>(unit: (sql: Sql) => Promise<T>): Promise<T> | null {
+    if (!this.permits.tryTake()) return null;
+    this.acquireWait.observe(0);
+    return this.holdingPermit(unit);
+  }
+
+  /** Runs `unit` with a permit already taken, and gives the permit back after. */
+  private async holdingPermit<T>(unit: (sql: Sql) => Promise<T>): Promise<T> {
     try {
       return await unit(this.sql);
     } catch (err) {

@@ -2,6 +2,7 @@ import type { Sql } from '../db/sql.ts';
 import { identifierList, timed } from '../db/sql.ts';
 import type { PriorClose } from './adjustment.ts';
 import type { StagingColumns, WriteCounts } from '../ingest/kind.ts';
+import { INTERVAL_MINUTES } from './schema.ts';
 
 const MINUTE_MS = 60_000;
 
@@ -112,17 +113,10 @@ export async function upsertStagedBars(tx: Sql, table: 'daily_bars' | 'intraday_
   return { inserted: row.inserted, updated: row.updated };
 }
 
-const ROLLUPS = (
-  [
-    ['5min', 5],
-    ['15min', 15],
-    ['30min', 30],
-    ['1hour', 60],
-  ] as const
-).map(([interval, minutes]) => ({
+const ROLLUPS = (['5min', '15min', '30min', '1hour'] as const).map((interval) => ({
   table: INTRADAY_TABLES[interval],
-  width: `${minutes} minutes`,
-  ms: minutes * MINUTE_MS,
+  width: `${INTERVAL_MINUTES[interval]} minutes`,
+  ms: INTERVAL_MINUTES[interval] * MINUTE_MS,
 }));
 
 // Bucket origin: a Monday midnight UTC, the same as TimescaleDB's time_bucket

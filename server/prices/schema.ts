@@ -9,6 +9,8 @@ export const MAX_BULK_INSTRUMENTS = 500;
 // streamed with bounded memory. Longer histories are read in pieces.
 export const MAX_SPAN_DAYS = 30 * 366;
 export const INTERVALS = ['1min', '5min', '15min', '30min', '1hour'] as const;
+/** Each interval's bar width in minutes. */
+export const INTERVAL_MINUTES: Record<(typeof INTERVALS)[number], number> = { '1min': 1, '5min': 5, '15min': 15, '30min': 30, '1hour': 60 };
 export const INTRADAY_ASSET_CLASSES = ['equity', 'etf', 'index', 'crypto'] as const;
 // Intraday spans are capped per interval so one response stays under about
 // 53,000 bars even for a 24-hour market (31 days of 1-minute bars is 44,640).

@@ -7,7 +7,9 @@ import { actionCoverage, latestCoverageChecks, provenanceMeta } from '../actions
 import { provenanceCounts } from './adjustment.ts';
 import { planAdjustments, priceBasisMeta, readSegments, seriesUse } from './adjustment-plan.ts';
 import * as text from './text-repository.ts';
-import { INTRADAY_ASSET_CLASSES, type DailyPricesQuery, type INTERVALS } from './schema.ts';
+import { INTERVAL_MINUTES, INTRADAY_ASSET_CLASSES, type DailyPricesQuery, type INTERVALS } from './schema.ts';
+import { readInExportedSnapshot, readInSnapshot } from '../db/snapshot.ts';
+import type { Sql } from '../db/sql.ts';
 
 export { streamBulkPrices } from './bulk-stream.ts';
 
@@ -49,21 +51,52 @@ export async function readDailyPrices(db: Database, id: string, q: DailyPricesQu
   return { items: series?.bars ?? Buffer.alloc(0), meta, readAt: q.asOf ? null : readAt.toISOString() };
 }
 
+/**
+ * Intraday windows of at least this many bars (a window's length over the
+ * interval) are read in two halves at once, when a second connection is free:
+ * PostgreSQL writing the bars' text is most of such a read, and two
+ * statements use two cores.
+ */
+export const SPLIT_INTRADAY_BARS = 2_000;
+
 export async function readIntradayBars(
   db: Database,
   id: string,
   q: { from: string; to: string; interval: (typeof INTERVALS)[number] },
   format: Format,
 ): Promise<PriceText> {
-  const bars = await db.run(async (sql) => {
+  const from = new Date(`${q.from}T00:00:00.000Z`);
+  const to = new Date(`${q.to}T23:59:59.999Z`);
+  const barMs = INTERVAL_MINUTES[q.interval] * 60_000;
+  const checked = async (sql: Sql) => {
     const instrument = await requireInstrument(sql, id);
     if (!(INTRADAY_ASSET_CLASSES as readonly string[]).includes(instrument.assetClass)) {
       throw new AppError('invalid_request', `intraday bars are served for ${INTRADAY_ASSET_CLASSES.join(', ')} only`, {
         id: [`asset class ${instrument.assetClass} has no intraday bars`],
       });
     }
-    return text.intradayText(sql, format, id, q.interval, new Date(`${q.from}T00:00:00.000Z`), new Date(`${q.to}T23:59:59.999Z`));
-  });
+  };
+  const bars =
+    (to.getTime() - from.getTime()) / barMs < SPLIT_INTRADAY_BARS
+      ? await db.run(async (sql) => {
+          await checked(sql);
+          return text.intradayText(sql, format, id, q.interval, from, to);
+        })
+      : // Both halves read one snapshot, so the answer is what one statement would give.
+        await db.run((sql) =>
+          readInExportedSnapshot(sql, async (tx, snapshot) => {
+            await checked(tx);
+            // The later half starts on a bar boundary of the interval (bars start on whole multiples of it).
+            const middle = new Date(Math.ceil((from.getTime() + to.getTime()) / 2 / barMs) * barMs);
+            const endOfFirst = new Date(middle.getTime() - 1);
+            const later = (sql: Sql) => text.intradayText(sql, format, id, q.interval, middle, to);
+            const second = db.tryRun((other) => readInSnapshot(other, snapshot, later));
+            // Awaited below; when the first half fails first, it settles unobserved.
+            second?.catch(() => {});
+            const first = await text.intradayText(tx, format, id, q.interval, from, endOfFirst);
+            return text.joinIntradayTexts(format, first, await (second ?? later(tx)));
+          }),
+        );
   const readAt = bars.latestAsOf ? null : new Date().toISOString();
   return {
     items: bars.bars,

@@ -356,3 +356,15 @@ export async function intradayText(sql: Sql, format: Format, instrumentId: strin
     latestAsOf: latest ? text(latest) : null,
   };
 }
+
+/** Two consecutive windows' texts (`first` the earlier) as the text of the whole window. */
+export function joinIntradayTexts(format: Format, first: IntradayText, second: IntradayText): IntradayText {
+  const parts = [first.bars, second.bars].filter((b) => b.length);
+  const separator = format === 'json' && parts.length === 2 ? [Buffer.from(',')] : [];
+  const latest = [first.latestAsOf, second.latestAsOf].filter((t) => t !== null).sort();
+  return {
+    bars: Buffer.concat(parts.length === 2 ? [parts[0], ...separator, parts[1]] : parts),
+    sources: [...new Set([...first.sources, ...second.sources])],
+    latestAsOf: latest.at(-1) ?? null,
+  };
+}

@@ -11,6 +11,7 @@ import { adjustSeries, dayNumber, NOT_VENDOR_ADJUSTED } from '../../server/price
 import { planAdjustments } from '../../server/prices/adjustment-plan.ts';
 import { dailyBarIngest } from '../../server/prices/ingest.ts';
 import { adjusted, jsonNumber, roundedValue, roundingScale } from '../../server/prices/text-repository.ts';
+import { SPLIT_INTRADAY_BARS } from '../../server/prices/service.ts';
 import { startService, type Service } from './harness.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
 
@@ -371,11 +372,14 @@ describe('adjusted values rounded to 13 significant digits', () => {
 });
 
 describe('intraday bars as PostgreSQL writes them', () => {
+  // 2,500 minutes in a 2-day window: the 1-minute read (2,880 bars long) is
+  // read in two halves (SPLIT_INTRADAY_BARS), the 1-hour read (48) in one.
   it('when minute bars of odd sizes are read at 1 minute and 1 hour, then every bar is the JavaScript text of the stored rows', async () => {
+    expect(2 * 1440).toBeGreaterThanOrEqual(SPLIT_INTRADAY_BARS);
     const { id } = await createInstrument(svc, { assetClass: 'crypto' });
     const rand = prng(60);
     const start = Date.UTC(2024, 2, 4, 0, 0);
-    const minutes = Array.from({ length: 600 }, (_, i) => {
+    const minutes = Array.from({ length: 2500 }, (_, i) => {
       const c = [0.00001234, 1.5e-7, 27.15, 64_123.4567][i % 4] * (1 + rand() * 0.01);
       return {
         instrumentId: id,
@@ -426,9 +430,13 @@ describe('intraday bars as PostgreSQL writes them', () => {
         .join(',')}]`;
       const body = await getText(`/v1/instruments/${id}/intraday?interval=${interval}&from=2024-03-04&to=2024-03-05`);
       expect(dataText(body)).toBe(expected);
-      expect(rows.length).toBe(interval === '1min' ? 600 : 10);
+      expect(rows.length).toBe(interval === '1min' ? 2500 : 42);
       const latest = rows.reduce((a, r) => (r.as_of > a ? r.as_of : a), new Date(0));
       expect(JSON.parse(body).meta.asOf).toBe(latest.toISOString());
+      // CSV: the header, a row per bar with its timestamp in order, then #meta.
+      const csv = parseCsv(await getText(`/v1/instruments/${id}/intraday?interval=${interval}&from=2024-03-04&to=2024-03-05&format=csv`));
+      expect(csv.slice(1, -1).map((row) => row[1])).toEqual(rows.map((r) => r.bar_ts.toISOString()));
+      expect(csv.at(-1)?.[0]).toBe('#meta');
     }
   });
 });
