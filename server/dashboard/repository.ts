@@ -30,8 +30,10 @@ export async function upsertPassword(sql: Sql, accountId: string, login: string,
 
 /**
  * Stores an invitation (the hash of its token) valid for `validHours`,
- * replacing an earlier one; the account's current password, if any, keeps
- * working until the invitation is accepted. Null when another account holds `login`.
+ * replacing an earlier one. For the account's current login, its password
+ * keeps working until the invitation is accepted; for another login, the
+ * account's login and password are replaced and its sessions deleted at once.
+ * Null when another account holds `login`.
  */
 export async function upsertInvitation(
   sql: Sql,
@@ -41,17 +43,23 @@ export async function upsertInvitation(
   validHours: number,
 ): Promise<{ login: string; expiresAt: string } | null> {
   try {
-    const [row] = await sql<{ login: string; expires_at: Date }[]>`
-      insert into dashboard_logins (account_id, login, invitation_hash, invitation_expires_at)
-      values (${accountId}, ${login}, ${tokenHash}, now() + make_interval(hours => ${validHours}))
-      on conflict (account_id) do update set
-        login = excluded.login,
-        invitation_hash = excluded.invitation_hash,
-        invitation_expires_at = excluded.invitation_expires_at,
-        updated_at = now()
-      returning login, invitation_expires_at as expires_at
-    `;
-    return { login: row.login, expiresAt: row.expires_at.toISOString() };
+    return (await sql.begin(async (tx) => {
+      const [earlier] = await tx<{ login: string }[]>`select login from dashboard_logins where account_id = ${accountId} for update`;
+      const [row] = await tx<{ login: string; expires_at: Date }[]>`
+        insert into dashboard_logins as l (account_id, login, invitation_hash, invitation_expires_at)
+        values (${accountId}, ${login}, ${tokenHash}, now() + make_interval(hours => ${validHours}))
+        on conflict (account_id) do update set
+          login = excluded.login,
+          password_hash = case when l.login = excluded.login then l.password_hash end,
+          invitation_hash = excluded.invitation_hash,
+          invitation_expires_at = excluded.invitation_expires_at,
+          updated_at = now()
+        returning login, invitation_expires_at as expires_at
+      `;
+      // A replaced login's sessions end in the same transaction.
+      if (earlier !== undefined && earlier.login !== row.login) await deleteSessionsOfAccount(tx as unknown as Sql, accountId);
+      return { login: row.login, expiresAt: row.expires_at.toISOString() };
+    })) as { login: string; expiresAt: string };
   } catch (err) {
     if (isUniqueViolation(err)) return null;
     throw err;

@@ -48,7 +48,9 @@ export async function setPassword(db: Database, input: { accountId: string; logi
  * The operator invites an account holder (CLI `accounts invite`, POST
  * /admin/v1/accounts/{id}/invitations): a link that sets the password once,
  * within `validHours`. The token leaves the service here only; the database
- * keeps its hash, so the operator never learns the password.
+ * keeps its hash, so the operator never learns the password. An invitation
+ * for another login than the account's replaces that login, its password
+ * and its sessions at once.
  */
 export async function invite(db: Database, input: { accountId: string; login: string; validHours: number }, publicBaseUrl: string) {
   await requireAccount(db, input.accountId);

@@ -84,22 +84,24 @@ export async function streamBulkPrices(
     return pages.lane.run((sql) => text.dailySeriesText(sql, format, ids, pageSegments, q.from, q.to), start === 0 ? undefined : pages.nextPageWaitMs);
   };
   // Pages are read PAGES_AHEAD at a time: PostgreSQL writing a page's text is
-  // the bulk read's cost, and two statements run on two cores at once.
+  // the bulk read's cost, and two statements run on two cores at once. The
+  // first page is read alone: nothing is sent before it arrives, so it gets
+  // the cores to itself.
   const starts = Array.from({ length: Math.ceil(known.length / perPage) }, (_, i) => i * perPage);
   const ahead: ReturnType<typeof readPage>[] = [];
   let begun = 0;
-  const readAhead = () => {
-    while (ahead.length < PAGES_AHEAD && begun < starts.length) {
+  const readAhead = (depth: number) => {
+    while (ahead.length < depth && begun < starts.length) {
       const read = readPage(starts[begun++]);
       // Awaited in its turn; when an earlier page's writes fail first, it settles unobserved.
       read.catch(() => {});
       ahead.push(read);
     }
   };
+  readAhead(1);
   for (const start of starts) {
-    readAhead();
     const page = new Map((await ahead.shift()!).map((series) => [series.instrumentId, series]));
-    readAhead();
+    readAhead(PAGES_AHEAD);
     for (const id of known.slice(start, start + perPage)) {
       const series = page.get(id);
       // JSON: "id":[bars], comma-separated; CSV: the rows, which name their instrument.

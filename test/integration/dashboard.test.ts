@@ -401,6 +401,20 @@ describe('dashboard: logins made by the operator', () => {
     expect(short.body.error.details).toEqual({ password: ['at least 12 characters'] });
   });
 
+  it('when an invitation names the current login, then its password works until the link is used; when it names another, the old login, password and sessions end at once', async () => {
+    const { client, accountId } = await signedIn();
+    const [{ login }] = await svc.sql<{ login: string }[]>`select login from dashboard_logins where account_id = ${accountId}`;
+    expect((await svc.admin('POST', `/accounts/${accountId}/invitations`, { login })).status).toBe(201);
+    expect((await client.get('/account/keys')).status).toBe(200);
+    expect((await new DashboardClient(svc.runtime.publicUrl).signIn(login, PASSWORD)).status).toBe(303);
+
+    const successor = `successor-${randomUUID()}@example.com`;
+    expect((await svc.admin('POST', `/accounts/${accountId}/invitations`, { login: successor })).status).toBe(201);
+    expect((await client.get('/account/keys')).headers.get('location')).toBe('/account/sign-in');
+    expect((await new DashboardClient(svc.runtime.publicUrl).signIn(login, PASSWORD)).status).toBe(401);
+    expect((await new DashboardClient(svc.runtime.publicUrl).signIn(successor, PASSWORD)).status).toBe(401);
+  });
+
   it('when the operator sets a new password, then the account’s open sessions end', async () => {
     const { client, accountId } = await signedIn();
     const login = `renamed-${randomUUID()}@example.com`;

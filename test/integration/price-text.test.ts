@@ -108,6 +108,22 @@ describe('numbers as PostgreSQL writes them into responses', () => {
     `;
     expect(rows.map((r) => r.json)).toEqual(cases.map(([a, b]) => JSON.stringify(a * b)));
   });
+
+  // ieee_product catches the range error in a PL/pgSQL exception block, a
+  // subtransaction, which no process of a parallel query may start: a
+  // statement calling it must not be planned in parallel (sql/014).
+  it('when the planner runs a read in parallel, then an out-of-range product is still computed, not an error', async () => {
+    const rows = await svc.sql.begin(async (tx) => {
+      await tx`set local force_parallel_mode = on`;
+      await tx`set local parallel_setup_cost = 0`;
+      await tx`set local parallel_tuple_cost = 0`;
+      return tx<{ json: string }[]>`
+        select ${jsonNumber(svc.sql, svc.sql`ieee_product(v.a, 1e10::float8)`)} as json
+        from (select 1e299::float8 * g as a from generate_series(1, 3) g) v
+      `;
+    });
+    expect(rows.map((r) => r.json)).toEqual(['null', 'null', 'null']);
+  });
 });
 
 interface StoredBar {
