@@ -17,6 +17,8 @@ const CHUNK_BYTES = 64 * 1024;
 // Page statements a download has running or read and not yet written; the
 // bulk lane (prices/routes.ts) has as many permits, shared by all downloads.
 const PAGES_AHEAD = 2;
+// The first page holds this share of a page's instruments (see streamBulkPrices).
+const FIRST_PAGE_SHARE = 4;
 
 /**
  * How many instruments one page statement reads: as many whole series as
@@ -78,31 +80,33 @@ export async function streamBulkPrices(
   // The first page is read before anything is sent, so waiting too long for
   // it is a 503; once the response has begun, a stream waits for its next page
   // as long as it would for an idle reader before it is cut.
-  const readPage = (start: number) => {
-    const ids = known.slice(start, start + perPage);
+  const readPage = (ids: string[], first: boolean) => {
     const pageSegments = new Map(ids.filter((id) => segments.has(id)).map((id) => [id, segments.get(id)!]));
-    return pages.lane.run((sql) => text.dailySeriesText(sql, format, ids, pageSegments, q.from, q.to), start === 0 ? undefined : pages.nextPageWaitMs);
+    return pages.lane.run((sql) => text.dailySeriesText(sql, format, ids, pageSegments, q.from, q.to), first ? undefined : pages.nextPageWaitMs);
   };
   // Pages are read PAGES_AHEAD at a time: PostgreSQL writing a page's text is
   // the bulk read's cost, and two statements run on two cores at once. The
-  // first page is read alone: nothing is sent before it arrives, so it gets
-  // the cores to itself.
-  const starts = Array.from({ length: Math.ceil(known.length / perPage) }, (_, i) => i * perPage);
+  // first page is read alone, since nothing is sent before it arrives, and is
+  // a quarter of the others, so that the time nothing overlaps is short.
+  const firstPage = Math.max(1, Math.ceil(perPage / FIRST_PAGE_SHARE));
+  const pageIds = [known.slice(0, firstPage)];
+  for (let start = firstPage; start < known.length; start += perPage) pageIds.push(known.slice(start, start + perPage));
   const ahead: ReturnType<typeof readPage>[] = [];
   let begun = 0;
   const readAhead = (depth: number) => {
-    while (ahead.length < depth && begun < starts.length) {
-      const read = readPage(starts[begun++]);
+    while (ahead.length < depth && begun < pageIds.length) {
+      const read = readPage(pageIds[begun], begun === 0);
+      begun++;
       // Awaited in its turn; when an earlier page's writes fail first, it settles unobserved.
       read.catch(() => {});
       ahead.push(read);
     }
   };
   readAhead(1);
-  for (const start of starts) {
+  for (const ids of pageIds) {
     const page = new Map((await ahead.shift()!).map((series) => [series.instrumentId, series]));
     readAhead(PAGES_AHEAD);
-    for (const id of known.slice(start, start + perPage)) {
+    for (const id of ids) {
       const series = page.get(id);
       // JSON: "id":[bars], comma-separated; CSV: the rows, which name their instrument.
       if (format === 'json') await out.add(Buffer.from(`${uses.size ? ',' : ''}"${id}":[`));
