@@ -6,6 +6,8 @@ export class PermitRefused extends Error {
 }
 
 interface Waiter {
+  /** When its wait ends (performance.now() milliseconds). */
+  deadline: number;
   grant(): void;
   refuse(err: Error): void;
 }
@@ -14,7 +16,10 @@ interface Waiter {
  * Counting semaphore whose waiters have deadlines and whose queue has a
  * bound: the building block for every "at most N at once, and nobody waits
  * for ever" limit in the service. Permits pass straight from a releaser to the
- * first waiter (FIFO), so a burst cannot starve an early waiter.
+ * waiter whose deadline is nearest, in arrival order among equal deadlines
+ * (FIFO when every waiter waits as long), so a burst cannot starve an early
+ * waiter, and a short wait (a request that has sent nothing yet) is not
+ * refused while waits of minutes (a download's read-ahead) hold the queue.
  */
 export class Semaphore {
   private used = 0;
@@ -45,6 +50,7 @@ export class Semaphore {
     if (this.queue.length >= this.maxWaiting) return Promise.reject(new PermitRefused('queue_full'));
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
+        deadline: performance.now() + timeoutMs,
         grant: () => {
           clearTimeout(timer);
           resolve();
@@ -59,7 +65,9 @@ export class Semaphore {
         this.onChange(this.used, this.queue.length);
         reject(new PermitRefused('timeout'));
       }, timeoutMs);
-      this.queue.push(waiter);
+      let at = this.queue.length;
+      while (at > 0 && this.queue[at - 1].deadline > waiter.deadline) at--;
+      this.queue.splice(at, 0, waiter);
       this.onChange(this.used, this.queue.length);
     });
   }

@@ -34,4 +34,17 @@ describe('Semaphore', () => {
     await expect(late).rejects.toEqual(new PermitRefused('timeout'));
     expect(s.waiting).toBe(0);
   });
+
+  it('a released permit goes to the nearest deadline, and to the earliest arrival among equal ones', async () => {
+    const s = new Semaphore(1, 10);
+    expect(s.tryAcquire()).toBe(true);
+    const granted: string[] = [];
+    const wait = (name: string, ms: number) => s.acquire(ms).then(() => granted.push(name));
+    const waits = [wait('long', 60_000), wait('first 1s', 1_000), wait('second 1s', 1_000), wait('medium', 10_000)];
+    for (let i = 0; i < waits.length; i++) {
+      s.release();
+      await waits[[1, 2, 3, 0][i]];
+    }
+    expect(granted).toEqual(['first 1s', 'second 1s', 'medium', 'long']);
+  });
 });
