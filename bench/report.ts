@@ -67,6 +67,7 @@ const DASH = '—';
 const fmt = (v: unknown, digits = 1): string =>
   typeof v === 'number' && Number.isFinite(v) ? v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }) : DASH;
 const ms = (v: unknown, digits = 1) => (typeof v === 'number' ? `${fmt(v, digits)} ms` : DASH);
+const signed = (v: unknown, digits = 1) => (typeof v === 'number' && v >= 0 ? `+${fmt(v, digits)}` : fmt(v, digits));
 const times = (v: unknown) => (typeof v === 'number' ? `${fmt(v, 2)}×` : DASH);
 const met = (v: unknown) => (v === true ? 'yes' : v === false ? 'no' : '');
 const text = (v: unknown) => (v === undefined || v === null ? '' : String(v).replace(/\|/g, '\\|'));
@@ -118,7 +119,7 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
         '',
       ];
     };
-    const growth = (side: string) => `+${fmt(at(r, `${side}.growthMb`))} MB (peak ${fmt(at(r, `${side}.peakRssMb`))} MB)`;
+    const growth = (side: string) => `${signed(at(r, `${side}.growthMb`))} MB (peak ${fmt(at(r, `${side}.peakRssMb`))} MB)`;
     return [
       [
         `\`GET /v1/prices/bulk\`, ${fmt(at(r, 'config.instruments'), 0)} instruments × ${text(at(r, 'config.window.from'))}..${text(at(r, 'config.window.to'))} (${fmt(at(r, 'config.window.bars'), 0)} bars), adjusted, uncompressed, to the last byte; median of ${fmt(at(r, 'measured.httpBulk.runs'), 0)}`,
