@@ -16,10 +16,10 @@ interface Waiter {
  * Counting semaphore whose waiters have deadlines and whose queue has a
  * bound: the building block for every "at most N at once, and nobody waits
  * for ever" limit in the service. Permits pass straight from a releaser to the
- * waiter whose deadline is nearest, in arrival order among equal deadlines
- * (FIFO when every waiter waits as long), so a burst cannot starve an early
- * waiter, and a short wait (a request that has sent nothing yet) is not
- * refused while waits of minutes (a download's read-ahead) hold the queue.
+ * waiter whose deadline is nearest, in arrival order among equal deadlines:
+ * among waits of one length (FIFO) a burst cannot starve an early waiter, and
+ * a short wait (a request that has sent nothing yet) is served before waits
+ * of minutes (a download's read-ahead), which can afford to yield to it.
  */
 export class Semaphore {
   private used = 0;

@@ -40,10 +40,11 @@ describe('Semaphore', () => {
     expect(s.tryAcquire()).toBe(true);
     const granted: string[] = [];
     const wait = (name: string, ms: number) => s.acquire(ms).then(() => granted.push(name));
-    const waits = [wait('long', 60_000), wait('first 1s', 1_000), wait('second 1s', 1_000), wait('medium', 10_000)];
-    for (let i = 0; i < waits.length; i++) {
+    const [long, first, second, medium] = [wait('long', 60_000), wait('first 1s', 1_000), wait('second 1s', 1_000), wait('medium', 10_000)];
+    // Each release grants one waiter; await the one expected, so a wrong order shows in `granted`.
+    for (const next of [first, second, medium, long]) {
       s.release();
-      await waits[[1, 2, 3, 0][i]];
+      await Promise.race([next, new Promise((resolve) => setTimeout(resolve, 50))]);
     }
     expect(granted).toEqual(['first 1s', 'second 1s', 'medium', 'long']);
   });
