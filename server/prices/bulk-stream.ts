@@ -40,9 +40,9 @@ function instrumentsPerPage(from: string, to: string): number {
  * with the plan's multipliers (text-repository.ts), and the bytes are passed
  * on as they came. The next PAGES_AHEAD pages are read while this one is
  * written, so at most three pages are held; a stalled client costs a socket
- * and those pages, and nothing in the database. The plan is read with `db`, the pages through
- * `pages`, a lane of the pool (prices/routes.ts): however many downloads run,
- * their page reads leave the rest of the pool free.
+ * and those pages, and nothing in the database. The plan is read with `db`,
+ * the pages through `pages`, a lane of the pool (prices/routes.ts): however
+ * many downloads run, their page reads leave the rest of the pool free.
  *
  * What a reader can rely on while corrections land during the stream: each
  * instrument's series comes from one statement, so it never mixes bars from

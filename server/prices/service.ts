@@ -89,12 +89,13 @@ export async function readIntradayBars(
             // The later half starts on a bar boundary of the interval (bars start on whole multiples of it).
             const middle = new Date(Math.ceil((from.getTime() + to.getTime()) / 2 / barMs) * barMs);
             const endOfFirst = new Date(middle.getTime() - 1);
-            const later = (sql: Sql) => text.intradayText(sql, format, id, q.interval, middle, to);
-            const second = db.tryRun((other) => readInSnapshot(other, snapshot, later));
+            const second = db.tryRun((other) => readInSnapshot(other, snapshot, (s) => text.intradayText(s, format, id, q.interval, middle, to)));
+            // No connection free now: one statement reads the whole window.
+            if (!second) return text.intradayText(tx, format, id, q.interval, from, to);
             // Awaited below; when the first half fails first, it settles unobserved.
-            second?.catch(() => {});
+            second.catch(() => {});
             const first = await text.intradayText(tx, format, id, q.interval, from, endOfFirst);
-            return text.joinIntradayTexts(format, first, await (second ?? later(tx)));
+            return text.joinIntradayTexts(format, first, await second);
           }),
         );
   const readAt = bars.latestAsOf ? null : new Date().toISOString();
