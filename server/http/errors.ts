@@ -28,7 +28,10 @@ export const ERRORS = {
   request_header_too_large: [431, 'the request headers are over the limit'],
   internal_error: [500, 'a fault in the service; the request id finds it in the log'],
   upstream_unavailable: [503, 'the outside provider (FRED) has no key configured or did not answer, and nothing stored can stand in'],
-  overloaded: [503, 'the service is shedding load (database, worker pool or stream slots busy, or starting); wait `Retry-After` seconds'],
+  overloaded: [
+    503,
+    'the service is shedding load (database unreachable or too slow to answer, worker pool or stream slots busy, or starting); wait `Retry-After` seconds',
+  ],
 } as const satisfies Record<string, readonly [number, string]>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -88,11 +91,19 @@ function isDatabaseUnavailable(err: unknown): boolean {
   return isConnectionFailure(err) || (typeof code === 'string' && DATABASE_BUSY_OR_CLOSING.has(code));
 }
 
+// A statement cancelled by the server: past DATABASE_STATEMENT_TIMEOUT_MS (the
+// database too busy or blocked to answer in time), or by an operator's
+// pg_cancel_backend. The service cancels nothing itself. Either is shed, not a bug.
+const QUERY_CANCELED = '57014';
+
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   if (err instanceof z.ZodError) return invalidRequest('request validation failed', zodDetails(err));
   if (isDatabaseUnavailable(err)) {
     return new AppError('overloaded', 'the database is unavailable; retry shortly', {}, { 'Retry-After': '1' });
+  }
+  if ((err as { code?: unknown })?.code === QUERY_CANCELED) {
+    return new AppError('overloaded', 'the database did not answer within the statement timeout; retry shortly', {}, { 'Retry-After': '1' });
   }
   const e = err as { type?: string; status?: number; expose?: boolean };
   // body-parser errors carry a status and a type; they are the client's fault.

@@ -5,8 +5,11 @@ import { databaseUrl, Service, startService } from './harness.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
 
 // Clients that stall, pause, vanish or crowd the service, against the real
-// app and database. The statement timeout is 1 s here (60 s by default) so
-// that a stall outlives it within a test's time.
+// app and database. The statement timeout is 3 s here (60 s by default), so
+// that a stall outlives it within a test's time, while a download's first page
+// still fits in it: one instrument's 30 years took 0.4-0.8 s on TimescaleDB
+// with this file alone, and over 1 s on a loaded CI machine.
+const STATEMENT_TIMEOUT_MS = 3000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -65,7 +68,7 @@ const bulkUrl = (ids: string[], extra = '') => `${svc.runtime.publicUrl}/v1/pric
 
 beforeAll(async () => {
   svc = await startService({
-    DATABASE_STATEMENT_TIMEOUT_MS: '1000',
+    DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
     DATABASE_POOL_SIZE: '4',
     BULK_STREAMS_PER_ACCOUNT: '6',
     BULK_STREAMS_MAX: '6',
@@ -118,7 +121,7 @@ describe('resilience: stalled, paused and vanished readers', () => {
         expect(await stalled[i].status).toBe(200);
         await sleep(150);
       }
-      await sleep(1200); // the readers' buffers are full and the 1 s statement timeout has passed
+      await sleep(STATEMENT_TIMEOUT_MS + 200); // the readers' buffers are full and the statement timeout has passed
 
       const during = readsAreOwnInstruments(30);
       const keysDuring = svc.admin('GET', '/keys');
@@ -142,7 +145,7 @@ describe('resilience: stalled, paused and vanished readers', () => {
     expect(reference.status).toBe(200);
     const paused = holdGet(bulkUrl(bulkIds), key);
     expect(await paused.status).toBe(200);
-    await sleep(2500);
+    await sleep(STATEMENT_TIMEOUT_MS + 1500);
     const body = JSON.parse(await paused.readAll());
     expect(Object.keys(body.data)).toEqual([...bulkIds].sort());
     expect(body.data).toEqual(reference.body.data);
@@ -210,6 +213,23 @@ describe('resilience: admission and deadlines', () => {
     }
   }, 30_000);
 
+  it('when a statement runs past the statement timeout, then the request gets 503 overloaded with Retry-After, and the next one is served', async () => {
+    const k = await svc.keyWith(['instruments:read']);
+    const lock = postgres(databaseUrl(), { max: 1, onnotice: () => {} });
+    try {
+      await lock`begin`;
+      await lock`lock table instruments in access exclusive mode`;
+      const timedOut = await svc.get(`/v1/instruments/${small[0].id}`, k);
+      expect(timedOut.status).toBe(503);
+      expect(timedOut.body.error).toMatchObject({ code: 'overloaded', message: expect.stringContaining('statement timeout') });
+      expect(timedOut.headers.get('retry-after')).toBe('1');
+      await lock`rollback`;
+      expect((await svc.get(`/v1/instruments/${small[0].id}`, k)).status).toBe(200);
+    } finally {
+      await lock.end();
+    }
+  }, 30_000);
+
   it('when a reader takes nothing for the idle timeout, then the server closes its stream and counts it', async () => {
     // The timeout also runs while the server prepares the response head: with two cores under a load average of 16,
     // 500 ms passed before the head of this 62,600-bar download, and on a starved CI machine more than 3 s, so the
@@ -244,7 +264,7 @@ describe('resilience: what a bulk read guarantees while corrections land', () =>
   // This test is about consistency, not deadlines, so its service has the
   // default statement timeout (60 s). Right after the 62,600-bar correction,
   // each one-instrument page statement took 0.4-0.8 s on TimescaleDB with this
-  // file running alone: under the file's 1 s timeout a loaded machine cut the download.
+  // file running alone: under a 1 s timeout a loaded machine cut the download.
   let standard: Service;
   let standardKey: string;
   beforeAll(async () => {
