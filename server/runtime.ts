@@ -31,9 +31,9 @@ async function resolveAdminToken(config: Config, logger: Logger): Promise<string
   await mkdir(path.dirname(file), { recursive: true });
   await writeFile(file, `${token}\n`, { mode: 0o600 });
   await chmod(file, 0o600);
-  // Printed once, to the terminal only (not the structured log); kept in the file above.
-  process.stderr.write(`\nGenerated admin token (stored in ${file}, mode 0600):\n  ${token}\n\n`);
-  logger.info({ file }, 'admin token generated');
+  // Only where it is: a process's stderr is a log too once a supervisor
+  // (systemd, docker compose logs) keeps it, and no secret goes to a log.
+  logger.info({ file }, 'admin token generated; read it from the file (mode 0600)');
   return token;
 }
 

@@ -41,7 +41,7 @@ export const corporateActionIngest: IngestKind<CorporateActionRow> = {
     r.source,
   ],
   async apply(tx): Promise<UploadResult> {
-    await repo.lockActionIngest(tx);
+    await repo.lockPriceHistory(tx);
     await rejectUnknownInstruments(tx);
     await rejectFirstRow(repeatedStagedKeys(tx, 'action_id'), 'id', 'the same action appears twice in this batch');
     await rejectFirstRow(repo.stagedActionsOfAnotherInstrument(tx), 'instrumentId', 'this action id belongs to another instrument');

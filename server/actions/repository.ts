@@ -126,11 +126,39 @@ export async function latestCoverageChecks(sql: Sql, instrumentIds: string[], as
 // Ingest: statements over the `ingest_staging` table of an action upload
 // (actions/ingest.ts), inside its transaction.
 
-// Any constant: serialises action ingests so two batches cannot both read
-// version N and both write N+1.
-const ACTION_INGEST_LOCK = 7_311_020_002;
+// Any constant. Serialises the uploads that write an instrument's daily price
+// history, corporate actions and daily bars alike, so two cannot both read
+// version N and both write N+1, and a version's last bar date
+// (daily_price_versions) is read with no bar upload in flight.
+const PRICE_HISTORY_LOCK = 7_311_020_002;
 
-export const lockActionIngest = (tx: Sql) => lockUploads(tx, ACTION_INGEST_LOCK);
+export const lockPriceHistory = (tx: Sql) => lockUploads(tx, PRICE_HISTORY_LOCK);
+
+/**
+ * Bumps each instrument's version by one and records the new version with
+ * the latest bar date stored before it (daily_price_versions). Inside
+ * lockPriceHistory. Returns the new versions.
+ */
+export async function bumpVersions(tx: Sql, bumps: { instrumentId: string; priorLastBarDate: string | null }[]): Promise<Map<string, number>> {
+  const rows = await tx<{ instrument_id: string; version: number }[]>`
+    with bumped as (
+      insert into action_set_versions as v (instrument_id, version, changed_at)
+      select instrument_id, 1, now()
+      from unnest(${bumps.map((b) => b.instrumentId)}::uuid[]) as b (instrument_id)
+      on conflict (instrument_id) do update set version = v.version + 1, changed_at = now()
+      returning instrument_id, version
+    ),
+    recorded as (
+      insert into daily_price_versions (instrument_id, version, made_at, prior_last_bar_date)
+      select b.instrument_id, b.version, now(), p.prior_last_bar_date
+      from bumped b
+      join unnest(${bumps.map((b) => b.instrumentId)}::uuid[], ${bumps.map((b) => b.priorLastBarDate)}::date[])
+        as p (instrument_id, prior_last_bar_date) using (instrument_id)
+    )
+    select instrument_id, version from bumped
+  `;
+  return new Map(rows.map((r) => [r.instrument_id, r.version]));
+}
 
 /** Staged rows whose action id is stored under another instrument, first first. */
 export function stagedActionsOfAnotherInstrument(tx: Sql) {
@@ -145,7 +173,9 @@ export function stagedActionsOfAnotherInstrument(tx: Sql) {
 
 /**
  * Appends a revision for each staged action that is new or differs from its
- * latest revision, under one new action-set version per instrument touched.
+ * latest revision, under one new action-set version per instrument touched,
+ * recorded with the instrument's latest bar date (daily_price_versions).
+ * Inside lockPriceHistory.
  * `versions` maps each bumped instrument to its new version.
  */
 export async function appendStagedRevisions(tx: Sql): Promise<{ rows: number; inserted: number; updated: number; versions: Record<string, number> }> {
@@ -180,6 +210,12 @@ export async function appendStagedRevisions(tx: Sql): Promise<{ rows: number; in
       from changed c
       join bumped b using (instrument_id)
       returning action_id
+    ),
+    recorded as (
+      insert into daily_price_versions (instrument_id, version, made_at, prior_last_bar_date)
+      select b.instrument_id, b.version, now(),
+        (select bar_date from daily_bars where instrument_id = b.instrument_id order by bar_date desc limit 1)
+      from bumped b
     )
     select
       (select count(*)::int from ingest_staging) as rows,

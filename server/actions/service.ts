@@ -66,18 +66,21 @@ export async function actionSetsToApply(
   sql: Sql,
   ids: string[],
   q: { adjusted: boolean; actionSetVersion?: number; asOf?: PointInTime; includeBackfilled: boolean },
-): Promise<{ versions: number[]; actions: Map<string, CorporateAction[]> }> {
+): Promise<{ versions: number[]; latest: number[]; actions: Map<string, CorporateAction[]> }> {
   const latest = await repo.actionSetVersions(sql, ids);
   const versions = ids.map((id) => versionToRead(q.actionSetVersion, latest.get(id)!));
   const actions = q.adjusted
     ? await repo.actionsForAdjustment(sql, { instrumentIds: ids, versions, asOf: q.asOf?.instant, includeBackfilled: q.includeBackfilled })
     : new Map<string, CorporateAction[]>();
-  return { versions, actions };
+  return { versions, latest: ids.map((id) => latest.get(id)!), actions };
 }
 
 export type CoverageGap = 'none' | 'never_checked' | 'starts_after_series';
 
 export const latestCoverageChecks = repo.latestCoverageChecks;
+
+// A daily bar upload takes part in the versions too (prices/ingest.ts).
+export const { lockPriceHistory, bumpVersions, actionSetVersions } = repo;
 
 /** What meta says of an instrument's action coverage, given its latest check and the first bar the read returned. */
 export function actionCoverage(check: CoverageCheck | undefined, firstBarDate: string) {

@@ -70,14 +70,16 @@ export function csvFraming(columns: readonly string[]): Framing {
 }
 
 /**
- * What a client may do with a price read it holds: keep it for itself alone
- * and reuse it only after the service confirms its ETag (a 304). No read is
- * immutable: a bar posted again replaces the stored one for every action-set
- * version, so even a raw or pinned read of a past window changes when its
- * bars are corrected. `private` because a shared cache would answer without
- * the key check every request must make (docs/api.md, "Caching").
+ * What a client may do with a price read it holds. Most reads can change (a
+ * bar corrected, a bar appended, an action added): keep it and reuse it only
+ * after the service confirms its ETag (a 304). A read whose bytes can never
+ * change (a pinned version of a past window, prices/service.ts) may be reused
+ * for a year without asking. Both `private`: a shared cache would answer
+ * without the key check every request must make, and would hand a keyed
+ * answer to requests without a key (docs/api.md, "Caching").
  */
 export const REVALIDATE = 'private, no-cache';
+export const IMMUTABLE = 'private, max-age=31536000, immutable';
 
 /**
  * A framed body whose items are all at hand, with its validator: the ETag is
@@ -89,7 +91,13 @@ export const REVALIDATE = 'private, no-cache';
  * identity, gzip and br answers share it (every answer is private and whole,
  * never a range, so no cache splices one coding's bytes into another's).
  */
-export function sendFramed(req: Request, res: Response, framing: Framing, items: Buffer, meta: Meta, readAt: string | null): void {
+export function sendFramed(
+  req: Request,
+  res: Response,
+  framing: Framing,
+  answer: { items: Buffer; meta: Meta; readAt: string | null; immutable: boolean },
+): void {
+  const { items, meta, readAt } = answer;
   const close = framing.close(meta);
   const hash = createHash('sha256')
     .update(framing.open)
@@ -97,7 +105,7 @@ export function sendFramed(req: Request, res: Response, framing: Framing, items:
     .update(readAt === null ? close : close.toString().replaceAll(readAt, ''));
   const etag = `${readAt === null ? '' : 'W/'}"${hash.digest('base64url').slice(0, 32)}"`;
   // A 304 carries the headers the 200 would (RFC 9110, 15.4.5); compression adds its Vary only to bodies it considers.
-  res.vary('Accept-Encoding').set({ ETag: etag, 'Cache-Control': REVALIDATE });
+  res.vary('Accept-Encoding').set({ ETag: etag, 'Cache-Control': answer.immutable ? IMMUTABLE : REVALIDATE });
   if (matchesAny(req.headers['if-none-match'], etag)) return void res.status(304).end();
   res
     .status(200)

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponsesObject } from 'zod-openapi';
 import { ERROR_CODES, STATUS, type ErrorCode } from './errors.ts';
-import { REVALIDATE } from './envelope.ts';
+import { IMMUTABLE, REVALIDATE } from './envelope.ts';
 import { openApiPath, type RouteDefinition } from './route.ts';
 
 export interface Listener {
@@ -74,7 +74,7 @@ function operation(listener: Listener, route: RouteDefinition): ZodOpenApiOperat
         'a SHA-256 of the answer (before content coding), changing whenever it does; weak (W/) when the meta carries the time of reading, which it leaves out',
     });
     successHeaders['Cache-Control'] = z.string().meta({
-      description: `\`${REVALIDATE}\`: a client may keep the answer for itself and reuse it after revalidating; no read is immutable, as a corrected bar replaces the stored one`,
+      description: `\`${REVALIDATE}\`: a client may keep the answer for itself and reuse it after revalidating. \`${IMMUTABLE}\` on a read whose bytes can never change: daily prices pinned to an actionSetVersion, for a window that ended before today and either on or before the latest bar or in a superseded version`,
     });
   }
   const withBody = route.body !== undefined || route.upload !== undefined;

@@ -45,8 +45,8 @@ export interface IngestKind<Row> {
   key?: RowKey<Row>;
   /** Keyed kinds: writes one batch of staging-format COPY text; `state` lives for the whole upload. */
   writeBatch?(tx: Sql, batch: CopyBatch, state: Record<string, unknown>): Promise<WriteCounts>;
-  /** Keyed kinds: extra result fields from the upload's first and last time ordinal. */
-  summarise?(range: OrdinalRange): Record<string, unknown>;
+  /** Keyed kinds: extra result fields from the upload's first and last time ordinal and what writeBatch kept in `state`. */
+  summarise?(range: OrdinalRange, state: Record<string, unknown>): Record<string, unknown>;
   /** Keyed kinds: what an upload that stored or rewrote rows of these instruments changed (DataChanges). */
   changes?(instrumentIds: string[]): DataChanges;
   /** Unkeyed kinds: checks the staged rows against the database, then upserts. Throw AppError with the row index on a bad row. */
@@ -76,6 +76,8 @@ export interface CopyBatch extends OrdinalRange {
   /** COPY text (tab-separated, \N for null), one line per row, in staging column order. */
   text: string;
   rows: number;
+  /** Each instrument of the batch with its first time ordinal in it. */
+  firstByInstrument: Map<string, number>;
 }
 
 export interface WriteCounts {

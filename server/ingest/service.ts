@@ -71,6 +71,7 @@ async function ingestUpload<Row>(
     let bytes = 0;
     // Time ordinals of the batch being built (keyed kinds).
     let batchRange: OrdinalRange = { first: Infinity, last: -Infinity };
+    let firstByInstrument = new Map<string, number>();
     // The previous batch's write, running while the next batch is parsed.
     let writing: Promise<void> = Promise.resolve();
 
@@ -86,11 +87,12 @@ async function ingestUpload<Row>(
       uploadRange.last = Math.max(uploadRange.last, batchRange.last);
       await writing;
       lines.push('');
-      writing = write({ text: lines.join('\n'), rows: lines.length - 1, ...batchRange });
+      writing = write({ text: lines.join('\n'), rows: lines.length - 1, ...batchRange, firstByInstrument });
       writing.catch(() => {}); // observed by the next flush or the final await
       lines = [];
       bytes = 0;
       batchRange = { first: Infinity, last: -Infinity };
+      firstByInstrument = new Map();
     };
 
     try {
@@ -104,11 +106,14 @@ async function ingestUpload<Row>(
           }
           if (keys) {
             const ordinal = key!.ordinal(row);
-            if (!keys.add(key!.instrumentId(row), ordinal, index)) {
+            const instrumentId = key!.instrumentId(row);
+            if (!keys.add(instrumentId, ordinal, index)) {
               throw rowError(index, key!.field, 'duplicates an earlier row of this batch');
             }
             if (ordinal < batchRange.first) batchRange.first = ordinal;
             if (ordinal > batchRange.last) batchRange.last = ordinal;
+            const first = firstByInstrument.get(instrumentId);
+            if (first === undefined || ordinal < first) firstByInstrument.set(instrumentId, ordinal);
           }
           // Text PostgreSQL cannot store is refused by field, on the parsed row,
           // so a NUL in a CSV cell's JSON text (brokerCodes, symbols, params)
@@ -139,7 +144,7 @@ async function ingestUpload<Row>(
         rows: index,
         ...counts,
         unchanged: index - counts.inserted - counts.updated,
-        ...kind.summarise?.(uploadRange),
+        ...kind.summarise?.(uploadRange, state),
         ...(changed && kind.changes ? { changes: kind.changes(keys.instrumentIds()) } : {}),
       };
     }

@@ -12,6 +12,9 @@ import {
   type SeriesKeys,
 } from './adjustment.ts';
 import * as repo from './repository.ts';
+import * as text from './text-repository.ts';
+import type { DailySeriesText } from './text-repository.ts';
+import type { Format } from '../http/format.ts';
 
 export interface AdjustmentOptions {
   from: string;
@@ -23,7 +26,10 @@ export interface AdjustmentOptions {
 }
 
 export interface InstrumentPlan {
+  /** The version read. */
   version: number;
+  /** A superseded version's bars (version < latest); undefined: the stored bars. */
+  view?: repo.VersionView;
   factors: Factor[];
   notApplied: NotApplied[];
 }
@@ -33,24 +39,72 @@ export interface InstrumentPlan {
  * queries whatever the instrument count: the versions, the actions at exactly
  * those versions (so a read applies the set it reports, even when an action
  * set changes between the two), then the closes before the dividends that
- * touch the window.
+ * touch the window. A version pinned below the latest (one instrument: only
+ * the single-instrument read pins) also reads which bars that version covers,
+ * and its prior closes come from its own bars, as do those of a version that
+ * an upload superseded while the plan was read.
  */
 export async function planAdjustments(sql: Sql, ids: string[], q: AdjustmentOptions): Promise<Map<string, InstrumentPlan>> {
-  const { versions, actions } = await actionSetsToApply(sql, ids, q);
+  const { versions, latest, actions } = await actionSetsToApply(sql, ids, q);
+  const superseded = ids.findIndex((_, i) => versions[i] < latest[i]);
+  if (superseded >= 0 && ids.length > 1) throw new Error('a superseded version is read for one instrument at a time');
+  const view = superseded >= 0 ? await repo.versionView(sql, ids[0], versions[0]) : undefined;
   // Only dividends that can touch the window need a prior close.
   const dividends = [...actions].flatMap(([instrumentId, list]) =>
     list.filter((a) => a.kind === 'cash_dividend' && a.effectiveDate > q.from).map((a) => ({ instrumentId, effectiveDate: a.effectiveDate })),
   );
-  const closes = await repo.priorCloses(sql, dividends);
+  const { closes, latestVersions } = await repo.priorCloses(sql, dividends, view);
+  // An upload that corrected bars between the versions and the closes made a
+  // new version: the closes of the version read then come from its kept bars.
+  if (!view) {
+    for (const [i, id] of ids.entries()) {
+      if (!latestVersions.has(id) || latestVersions.get(id) === latest[i]) continue;
+      const own = dividends.filter((d) => d.instrumentId === id);
+      const kept = await repo.priorCloses(sql, own, await repo.versionView(sql, id, versions[i]));
+      closes.set(id, kept.closes.get(id) ?? []);
+    }
+  }
   const plans = new Map<string, InstrumentPlan>();
   ids.forEach((id, i) => {
     const { factors, notApplied } = buildFactors(
       (actions.get(id) ?? []).filter((a) => a.effectiveDate > q.from),
       closes.get(id) ?? [],
     );
-    plans.set(id, { version: versions[i], factors, notApplied });
+    plans.set(id, { version: versions[i], view, factors, notApplied });
   });
   return plans;
+}
+
+/**
+ * The series of `ids` in the window, each with the bars of the version its
+ * plan applies. A plan of a superseded version reads that version's bars; a
+ * series whose version moved on after the plan was read (an upload corrected
+ * or filled in its bars meanwhile) is read again as the planned version,
+ * whose bars are kept as they stood, so the bars always match the version
+ * the meta reports.
+ */
+export async function seriesAsPlanned(
+  sql: Sql,
+  format: Format,
+  ids: string[],
+  segments: Map<string, MultiplierSegment[]>,
+  window: { from: string; to: string },
+  plans: Map<string, InstrumentPlan>,
+): Promise<DailySeriesText[]> {
+  const view = ids.length === 1 ? plans.get(ids[0])!.view : undefined;
+  const read = await text.dailySeriesText(sql, format, ids, segments, window.from, window.to, view);
+  const asPlanned = await Promise.all(
+    read.map(async (series) => {
+      const id = series.instrumentId;
+      const { version } = plans.get(id)!;
+      if (view || series.latestVersion === version) return series;
+      const own = new Map(segments.has(id) ? [[id, segments.get(id)!]] : []);
+      const [again] = await text.dailySeriesText(sql, format, [id], own, window.from, window.to, await repo.versionView(sql, id, version));
+      return again;
+    }),
+  );
+  // The planned version may have no bars in the window where the latest has some.
+  return asPlanned.filter((series) => series !== undefined);
 }
 
 /** The multipliers a read applies to each instrument: none for a raw read. */

@@ -3,9 +3,8 @@ import { sourcesMeta, type Meta } from '../http/envelope.ts';
 import { PROVENANCES, zeroProvenanceCounts, type CoverageCheck } from '../actions/schema.ts';
 import { actionCoverage, latestCoverageChecks, provenanceMeta } from '../actions/service.ts';
 import { provenanceCounts } from './adjustment.ts';
-import { planAdjustments, priceBasisMeta, readSegments, seriesUse, type InstrumentPlan } from './adjustment-plan.ts';
+import { planAdjustments, priceBasisMeta, readSegments, seriesAsPlanned, seriesUse, type InstrumentPlan } from './adjustment-plan.ts';
 import * as repo from './repository.ts';
-import * as text from './text-repository.ts';
 import type { BulkPricesQuery } from './schema.ts';
 import type { Format } from '../http/format.ts';
 
@@ -82,7 +81,7 @@ export async function streamBulkPrices(
   // as long as it would for an idle reader before it is cut.
   const readPage = (ids: string[], first: boolean) => {
     const pageSegments = new Map(ids.filter((id) => segments.has(id)).map((id) => [id, segments.get(id)!]));
-    return pages.lane.run((sql) => text.dailySeriesText(sql, format, ids, pageSegments, q.from, q.to), first ? undefined : pages.nextPageWaitMs);
+    return pages.lane.run((sql) => seriesAsPlanned(sql, format, ids, pageSegments, q, plans), first ? undefined : pages.nextPageWaitMs);
   };
   // Pages are read PAGES_AHEAD at a time: PostgreSQL writing a page's text is
   // the bulk read's cost, and two statements run on two cores at once. The

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { BooleanValue, finiteNumber, NonNegativeNumber, PositiveNumber } from '../ingest/fields.ts';
-import { ingestCounts, type IngestKind } from '../ingest/kind.ts';
+import { ingestCounts, type CopyBatch, type IngestKind } from '../ingest/kind.ts';
+import { actionSetVersions, bumpVersions, lockPriceHistory } from '../actions/service.ts';
 import { analyzeStaging, copyInto, restage } from '../ingest/repository.ts';
 import { dayNumber } from './adjustment.ts';
 import type { Sql } from '../db/sql.ts';
@@ -189,15 +190,17 @@ function fastIntradayBar(raw: unknown): IntradayBarRow | undefined {
   };
 }
 
-const UNIQUE_VIOLATION = '23505';
-type Savepoints = { savepoint<T>(fn: (sp: Sql) => Promise<T>): Promise<T> };
-
 const MINUTE_MS = 60_000;
 
 export const dailyBarIngest: IngestKind<DailyBarRow> = {
   label: 'daily bars',
   rowSchema: DailyBarRowSchema,
-  resultSchema: z.strictObject(ingestCounts),
+  resultSchema: z.strictObject({
+    ...ingestCounts,
+    actionSetVersions: z
+      .record(z.string(), z.int())
+      .describe('instrument id → its new action-set version, for each instrument whose stored bars the upload corrected or filled in'),
+  }),
   fastRow: fastDailyBar,
   stagingColumns: repo.DAILY_COLUMNS,
   toStagingValues: (r) => [
@@ -217,29 +220,81 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
     r.asOf,
   ],
   changes: (instrumentIds) => ({ adjustedCloses: instrumentIds }),
+  summarise: (_range, state) => ({
+    actionSetVersions: Object.fromEntries(
+      [...((state as UploadState).heads?.values() ?? [])].filter((h) => h.bumpedTo !== undefined).map((h) => [h.instrumentId, h.bumpedTo]),
+    ),
+  }),
   key: { field: 'barDate', instrumentId: (r) => r.instrumentId, ordinal: (r) => dayNumber(r.barDate) },
   /**
-   * A batch of bars none of which is stored yet (a backfill, a new listing)
-   * is copied straight into daily_bars, at the cost of a bare COPY. A stored
-   * bar makes that COPY fail on the primary key; the savepoint undoes it and
-   * the batch goes through staging and the upsert instead, as do the batches
-   * after it until one turns out all new again.
+   * Under the price-history lock (versions, sql/015): a batch that only
+   * appends, every bar after its instrument's latest date before the upload,
+   * is copied straight into daily_bars, at the cost of a bare COPY, and
+   * changes no version. Any other batch goes through staging: what it
+   * replaces (a bar's values, or a bar's absence on or before the latest
+   * date) is kept under the instrument's next version, the version is bumped
+   * once per upload, and the bars are upserted.
    */
   async writeBatch(tx, batch, state) {
-    if (state.copyStraight !== false) {
-      try {
-        await (tx as unknown as Savepoints).savepoint((sp) => copyInto(sp, 'daily_bars', batch.text, repo.columnNames(repo.DAILY_COLUMNS)));
-        return { inserted: batch.rows, updated: 0 };
-      } catch (err) {
-        if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
-      }
+    const heads = await historyHeads(tx, batch, state as UploadState);
+    const appendsOnly = [...batch.firstByInstrument].every(([id, first]) => {
+      const latest = heads.get(id)!.latestBefore;
+      return latest === null || first > dayNumber(latest);
+    });
+    if (appendsOnly) {
+      await copyInto(tx, 'daily_bars', batch.text, repo.columnNames(repo.DAILY_COLUMNS));
+      return { inserted: batch.rows, updated: 0 };
     }
     await restage(tx, batch.text);
-    const written = await repo.upsertStagedBars(tx, 'daily_bars', repo.DAILY_COLUMNS);
-    state.copyStraight = written.inserted === batch.rows;
-    return written;
+    // Statistics, so the search for what the batch replaces joins by hash: without them
+    // the planner probes daily_bars once per staged row, and an unchanged re-post of
+    // 1,000,000 bars took 44.0 s instead of 17.5 s (npm run bench -- ingest).
+    await analyzeStaging(tx);
+    const writes = [...heads.values()].map((h) => ({ instrumentId: h.instrumentId, version: h.bumpedTo ?? h.version + 1, latestBefore: h.latestBefore }));
+    const replaced = (await repo.keepReplacedBars(tx, writes)).map((id) => heads.get(id)!).filter((h) => h.bumpedTo === undefined);
+    if (replaced.length) {
+      const bumped = await bumpVersions(
+        tx,
+        replaced.map((h) => ({ instrumentId: h.instrumentId, priorLastBarDate: h.latestBefore })),
+      );
+      for (const h of replaced) h.bumpedTo = bumped.get(h.instrumentId)!;
+    }
+    return repo.upsertStagedBars(tx, 'daily_bars', repo.DAILY_COLUMNS);
   },
 };
+
+/** An instrument of a daily upload: its version and latest bar date when the upload first wrote it, and the version the upload bumped it to. */
+interface HistoryHead {
+  instrumentId: string;
+  version: number;
+  latestBefore: string | null;
+  bumpedTo?: number;
+}
+
+interface UploadState {
+  heads?: Map<string, HistoryHead>;
+}
+
+/**
+ * The heads of the batch's instruments, read when the upload first meets
+ * each, after taking the price-history lock on the upload's first batch: no
+ * other upload can then bump a version or write a bar until this one ends.
+ */
+async function historyHeads(tx: Sql, batch: CopyBatch, state: UploadState): Promise<Map<string, HistoryHead>> {
+  if (!state.heads) {
+    await lockPriceHistory(tx);
+    state.heads = new Map();
+  }
+  // Instrument ids arrive lower-cased (the row schema), as the database writes them.
+  const all = state.heads;
+  const ids = [...batch.firstByInstrument.keys()];
+  const unseen = ids.filter((id) => !all.has(id));
+  if (unseen.length) {
+    const [versions, latest] = [await actionSetVersions(tx, unseen), await repo.latestBarDates(tx, unseen)];
+    for (const id of unseen) all.set(id, { instrumentId: id, version: versions.get(id)!, latestBefore: latest.get(id) ?? null });
+  }
+  return new Map(ids.map((id) => [id, all.get(id)!]));
+}
 
 export const intradayBarIngest: IngestKind<IntradayBarRow> = {
   label: 'intraday bars',

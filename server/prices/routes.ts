@@ -88,8 +88,8 @@ export const pricesArea: Area = {
   mount(routes, { readDb, config }) {
     routes.handle(dailyPricesRoute, async ({ params, query }, res, req) => {
       const format = negotiateFormat(req, res, query.format);
-      const { items, meta, readAt } = await service.readDailyPrices(readDb, params.id, query, format);
-      sendFramed(req, res, format === 'json' ? jsonFraming('array') : csvFraming(service.CSV_COLUMNS.daily), items, meta, readAt);
+      const answer = await service.readDailyPrices(readDb, params.id, query, format);
+      sendFramed(req, res, format === 'json' ? jsonFraming('array') : csvFraming(service.CSV_COLUMNS.daily), answer);
     });
 
     const halfThePool = Math.max(1, Math.floor(config.DATABASE_POOL_SIZE / 2));
@@ -117,8 +117,8 @@ export const pricesArea: Area = {
 
     routes.handle(intradayRoute, async ({ params, query }, res, req) => {
       const format = negotiateFormat(req, res, query.format);
-      const { items, meta, readAt } = await service.readIntradayBars(readDb, params.id, query, format);
-      sendFramed(req, res, format === 'json' ? jsonFraming('array') : csvFraming(service.CSV_COLUMNS.intraday), items, meta, readAt);
+      const answer = await service.readIntradayBars(readDb, params.id, query, format);
+      sendFramed(req, res, format === 'json' ? jsonFraming('array') : csvFraming(service.CSV_COLUMNS.intraday), answer);
     });
   },
   ingest: { 'bars/daily': dailyBarIngest, 'bars/intraday': intradayBarIngest },

@@ -5,8 +5,9 @@ import { sourcesMeta, type Meta } from '../http/envelope.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { actionCoverage, latestCoverageChecks, provenanceMeta } from '../actions/service.ts';
 import { provenanceCounts } from './adjustment.ts';
-import { planAdjustments, priceBasisMeta, readSegments, seriesUse } from './adjustment-plan.ts';
+import { planAdjustments, priceBasisMeta, readSegments, seriesAsPlanned, seriesUse, type InstrumentPlan } from './adjustment-plan.ts';
 import * as text from './text-repository.ts';
+import type { DailySeriesText } from './text-repository.ts';
 import { INTERVAL_MINUTES, INTRADAY_ASSET_CLASSES, type DailyPricesQuery, type INTERVALS } from './schema.ts';
 import { readInExportedSnapshot, readInSnapshot } from '../db/snapshot.ts';
 import type { Sql } from '../db/sql.ts';
@@ -24,6 +25,20 @@ export interface PriceText {
   items: Buffer;
   meta: Meta;
   readAt: string | null;
+  /** Whether the answer's bytes can never change (`immutable` caching, docs/api.md "Caching"). */
+  immutable: boolean;
+}
+
+/**
+ * Whether a daily read's bars and numbers are fixed for good: it pins a
+ * version and its window ended before today (UTC), and either the version is
+ * superseded (its bars are kept as they stood) or the window ends on or
+ * before the instrument's latest bar when the bars were read, so that only an
+ * upload that bumps the version could change a bar in it (sql/015).
+ */
+function isImmutable(q: DailyPricesQuery, plan: InstrumentPlan, series: DailySeriesText | undefined, today: string): boolean {
+  if (q.actionSetVersion === undefined || q.to >= today) return false;
+  return plan.view !== undefined || (series !== undefined && q.to <= series.latestBar);
 }
 
 export async function readDailyPrices(db: Database, id: string, q: DailyPricesQuery, format: Format): Promise<PriceText> {
@@ -32,9 +47,10 @@ export async function readDailyPrices(db: Database, id: string, q: DailyPricesQu
     await requireInstrument(sql, id);
     // planAdjustments refuses a pinned version the instrument has not reached.
     const [plans, coverage] = await Promise.all([planAdjustments(sql, [id], q), latestCoverageChecks(sql, [id], q.asOf?.instant)]);
-    const [series] = await text.dailySeriesText(sql, format, [id], readSegments(q, plans, [id]), q.from, q.to);
+    const [series] = await seriesAsPlanned(sql, format, [id], readSegments(q, plans, [id]), q, plans);
     return { plan: plans.get(id)!, coverage, series };
   });
+  const immutable = isImmutable(q, plan, series, readAt.toISOString().slice(0, 10));
   const use = seriesUse(q, plan, series);
   const meta = {
     asOf: q.asOf?.input ?? readAt.toISOString(),
@@ -48,7 +64,7 @@ export async function readDailyPrices(db: Database, id: string, q: DailyPricesQu
     priceBasis: priceBasisMeta(q, use, plan, readAt),
     actionCoverage: actionCoverage(coverage.get(id), series?.firstBar ?? q.from),
   };
-  return { items: series?.bars ?? Buffer.alloc(0), meta, readAt: q.asOf ? null : readAt.toISOString() };
+  return { items: series?.bars ?? Buffer.alloc(0), meta, readAt: q.asOf ? null : readAt.toISOString(), immutable };
 }
 
 /**
@@ -102,6 +118,7 @@ export async function readIntradayBars(
   return {
     items: bars.bars,
     readAt,
+    immutable: false,
     meta: {
       // The bars carry no asOf of their own in the answer: meta reports the latest, or the time of reading without bars.
       asOf: bars.latestAsOf ?? readAt!,

@@ -3,7 +3,7 @@ import type { Sql } from '../db/sql.ts';
 import type { Format } from '../http/format.ts';
 import { timed } from '../db/sql.ts';
 import type { MultiplierSegment, SeriesKeys } from './adjustment.ts';
-import { INTRADAY_TABLES, type Interval } from './repository.ts';
+import { dailyBarsAt, INTRADAY_TABLES, latestBarDate, latestVersion, type Interval, type VersionView } from './repository.ts';
 
 // The price reads whose response text PostgreSQL writes: each bar becomes
 // its JSON object in SQL, adjusted there with the multipliers of the read's
@@ -211,6 +211,9 @@ export interface DailySeriesText {
   stale: boolean;
   bases: { raw: boolean; vendorAdjusted: boolean };
   keys: SeriesKeys;
+  /** The instrument's latest version and latest stored bar date, in the statement's snapshot. */
+  latestVersion: number;
+  latestBar: string;
 }
 
 const text = (b: Buffer) => b.toString('utf8');
@@ -220,6 +223,7 @@ const bool = (b: Buffer) => b[0] === 0x74; // 't'
  * The daily bars of `instrumentIds` in [from, to], adjusted with each
  * instrument's multiplier segments (none: as stored), one row per instrument
  * with bars, in one statement: each series is read whole from one snapshot.
+ * With `view`, the bars of that superseded version of its one instrument.
  *
  * The vendor-adjusted spans are read by a second scan of the same instrument
  * within the statement (same snapshot), only for instruments that have such
@@ -237,7 +241,9 @@ export async function dailySeriesText(
   segments: Map<string, MultiplierSegment[]>,
   from: string,
   to: string,
+  view?: VersionView,
 ): Promise<DailySeriesText[]> {
+  const stored = dailyBarsAt(sql, view);
   const flat = [...segments].flatMap(([id, list]) => list.map((s) => ({ id, ...s })));
   const key = sql`greatest(b.bar_date, b.reflects_actions_through)`;
   const join = flat.length
@@ -271,7 +277,7 @@ export async function dailySeriesText(
                   sql`${adjusted(sql, sql`b.${sql(c)}`, factor)} as ${sql(c)}, ${roundingScale(sql, sql`b.${sql(c)}`, factor)} as ${sql(`${c}_scale`)}`,
               ),
             )}
-          from daily_bars b
+          from ${stored} b
           ${join}
           ${where}
           offset 0
@@ -280,7 +286,7 @@ export async function dailySeriesText(
       )`
     : sql`(
         select ${other}, ${list(NUMBER_COLUMNS.map(([c]) => sql`b.${sql(c)}`))}
-        from daily_bars b
+        from ${stored} b
         ${where}
         offset 0
       )`;
@@ -300,18 +306,20 @@ export async function dailySeriesText(
           select json_agg(json_build_array(v.reflects_actions_through, v.first_bar))::text
           from (
             select reflects_actions_through, min(bar_date) as first_bar
-            from daily_bars
+            from ${stored} v
             where instrument_id = a.instrument_id
               and bar_date between ${from}::date and ${to}::date
               and reflects_actions_through is not null
             group by reflects_actions_through
           ) v
-        ) end as vendor_spans
+        ) end as vendor_spans,
+        ${latestVersion(sql, sql`a.instrument_id`)}::text as latest_version,
+        ${latestBarDate(sql, sql`a.instrument_id`)} as latest_bar
       from ${bars} a
       group by a.instrument_id
     `.raw(),
   );
-  return rows.map(([id, bars, firstBar, sources, stale, hasRaw, hasVendor, minKey, vendorSpans]) => ({
+  return rows.map(([id, bars, firstBar, sources, stale, hasRaw, hasVendor, minKey, vendorSpans, latestVersion, latestBar]) => ({
     instrumentId: text(id),
     bars,
     firstBar: text(firstBar),
@@ -324,6 +332,8 @@ export async function dailySeriesText(
         ? (JSON.parse(text(vendorSpans)) as [string, string][]).map(([reflectsThrough, firstBar]) => ({ reflectsThrough, firstBar }))
         : [],
     },
+    latestVersion: Number(text(latestVersion)),
+    latestBar: text(latestBar),
   }));
 }
 

@@ -203,8 +203,10 @@ describe('reactions follow the bars, the actions and the news', () => {
 
   it('when a bar is corrected, then the bar upload derives the reaction again; when an item moves to a day the bars cannot place, its reaction is removed', async () => {
     const corrected = await ingest(svc, '/bars/daily', [dailyBar(instrumentId, { barDate: '2041-06-05', close: 56.1 })]);
-    expect(corrected.derived.eventReactions).toEqual({ instruments: 1, rows: 2, inserted: 0, updated: 1, unchanged: 1, removed: 0 });
-    const [, r] = await reactions(instrumentId);
+    // The correction makes a new action-set version, which the adjusted reaction (the first) records: both rows change.
+    expect(corrected.derived.eventReactions).toEqual({ instruments: 1, rows: 2, inserted: 0, updated: 2, unchanged: 0, removed: 0 });
+    const [first, r] = await reactions(instrumentId);
+    expect(first).toMatchObject({ isCorporateAdjusted: true, actionSetVersion: corrected.actionSetVersions[instrumentId] });
     expect(r).toMatchObject({ sessionClose: 56.1, previousClose: 51 });
     expect(r.reactionPct).toBeCloseTo(10, 10);
 

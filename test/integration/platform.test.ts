@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { connect, createServer } from 'node:net';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -304,11 +304,15 @@ describe('platform: two processes on one database', () => {
  * The service as `npm start` runs it, in a child process against the suite's
  * database with `env`; resolves with its public URL once it serves.
  */
-async function startServiceProcess(env: Record<string, string>): Promise<{ publicUrl: string; stop(): Promise<void> }> {
+async function startServiceProcess(
+  env: Record<string, string | undefined>,
+): Promise<{ publicUrl: string; dataDir: string; output(): string; stop(): Promise<void> }> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-test-child-'));
+  const unset = (vars: Record<string, string | undefined>) =>
+    Object.fromEntries(Object.entries(vars).filter(([, v]) => v !== undefined)) as Record<string, string>;
   const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
     cwd: PROJECT_ROOT,
-    env: {
+    env: unset({
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       DATABASE_URL: databaseUrl(),
@@ -319,7 +323,7 @@ async function startServiceProcess(env: Record<string, string>): Promise<{ publi
       LOG_LEVEL: 'info',
       DEMO_DATA: 'off',
       ...env,
-    },
+    }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -339,12 +343,28 @@ async function startServiceProcess(env: Record<string, string>): Promise<{ publi
     void exited.then(() => reject(new Error(`the service exited before it was ready: ${output.slice(-2000)}`)));
   });
   try {
-    return { publicUrl: await ready, stop };
+    return { publicUrl: await ready, dataDir, output: () => output, stop };
   } catch (err) {
     await stop();
     throw err;
   }
 }
+
+describe('platform: the generated admin token', () => {
+  it('when no admin token is configured, then one is generated into DATA_DIR/admin-token with mode 0600, and neither stdout nor stderr holds it', async () => {
+    const child = await startServiceProcess({ ADMIN_TOKEN: undefined });
+    try {
+      const file = path.join(child.dataDir, 'admin-token');
+      const token = (await readFile(file, 'utf8')).trim();
+      expect(token).toMatch(/^adm_[A-Za-z0-9_-]{43}$/);
+      expect((await stat(file)).mode & 0o777).toBe(0o600);
+      expect(child.output()).toContain('admin token generated');
+      expect(child.output()).not.toContain(token.slice(4));
+    } finally {
+      await child.stop();
+    }
+  });
+});
 
 describe('platform: limits across processes', () => {
   const env = { RATE_LIMIT_LIVE_PER_MINUTE: '40', RATE_LIMIT_SANDBOX_PER_MINUTE: '1000', RATE_LIMIT_SANDBOX_PER_DAY: '30' };

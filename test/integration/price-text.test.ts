@@ -747,19 +747,24 @@ describe('caching: ETag, If-None-Match and Cache-Control', () => {
   const raw = () => `/v1/instruments/${id}/prices?from=2023-03-01&to=2023-04-28&asOf=2023-06-01`;
 
   it('when a pinned past read is asked again with its ETag, then 304 with no body and the same headers, whatever the coding; the tag is strong and the SHA-256 of the bytes', async () => {
-    for (const path of [pinned(), raw(), `${pinned()}&format=csv`]) {
+    // Pinned to a version, for a window ended before today and on the latest bar: immutable. Not pinned: revalidate.
+    for (const [path, cacheControl] of [
+      [pinned(), 'private, max-age=31536000, immutable'],
+      [raw(), 'private, no-cache'],
+      [`${pinned()}&format=csv`, 'private, max-age=31536000, immutable'],
+    ] as const) {
       const first = await rawGet(path, { 'accept-encoding': 'identity' });
       expect(first.status).toBe(200);
       const etag = first.headers.etag!;
       expect(etag).toBe(tagOf(first.body));
-      expect(first.headers['cache-control']).toBe('private, no-cache');
+      expect(first.headers['cache-control']).toBe(cacheControl);
       expect(first.headers.vary).toMatch(/Accept-Encoding/);
       // Checked against the OpenAPI document, which lists the 304 and requires it empty.
       const again = await svc.get(path, key, { 'if-none-match': etag });
       expect(again.status).toBe(304);
       expect(again.body).toBe('');
       expect(again.headers.get('etag')).toBe(etag);
-      expect(again.headers.get('cache-control')).toBe('private, no-cache');
+      expect(again.headers.get('cache-control')).toBe(cacheControl);
 
       const gzip = await rawGet(path, { 'accept-encoding': 'gzip' });
       expect(gzip.headers['content-encoding']).toBe('gzip');
@@ -790,7 +795,7 @@ describe('caching: ETag, If-None-Match and Cache-Control', () => {
     }
   });
 
-  it('when bars, actions or minutes change, then every read they reach gets a new ETag and the old one a full 200; a pinned read no action reaches keeps its tag', async () => {
+  it('when bars, actions or minutes change, then every read they reach gets a new ETag and the old one a full 200; a read pinned to an earlier version keeps its tag', async () => {
     const unpinned = `/v1/instruments/${id}/prices?from=2023-03-01&to=2023-04-28&adjusted=true`;
     const before = Object.fromEntries(await Promise.all([pinned(), raw(), unpinned].map(async (p) => [p, (await rawGet(p, {})).headers.etag!])));
 
@@ -814,19 +819,18 @@ describe('caching: ETag, If-None-Match and Cache-Control', () => {
     }
     expect((await svc.get(pinned(), key, { 'if-none-match': before[pinned()] })).status).toBe(304);
 
-    // A corrected bar, posted again: even the pinned past read and the raw past read change, which is why neither is immutable.
+    // A corrected bar, posted again: version 3. The raw read changes; the read pinned to version 1 keeps its bytes, since a
+    // version's bars are kept as they stood; a read pinned to version 3 divides the corrected close by 6 (both splits,
+    // 2 and 3 for 1, come after it), to 13 significant digits.
     await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: days[5], close: 99.5 })]);
-    // Before the version-1 split (2 for 1), the pinned read halves the corrected close.
-    for (const [path, close] of [
-      [pinned(), 49.75],
-      [raw(), 99.5],
-    ] as const) {
-      const after = await rawGet(path, { 'if-none-match': before[path] });
-      expect(after.status).toBe(200);
-      expect(after.headers.etag).toBe(tagOf(after.body));
-      expect(after.headers.etag).not.toBe(before[path]);
-      expect(JSON.parse(after.body.toString()).data[5].closePrice).toBe(close);
-    }
+    const rawAfter = await rawGet(raw(), { 'if-none-match': before[raw()] });
+    expect(rawAfter.status).toBe(200);
+    expect(rawAfter.headers.etag).toBe(tagOf(rawAfter.body));
+    expect(JSON.parse(rawAfter.body.toString()).data[5].closePrice).toBe(99.5);
+    expect(JSON.parse(rawAfter.body.toString()).meta.actionSetVersion).toBe(3);
+    expect((await svc.get(pinned(), key, { 'if-none-match': before[pinned()] })).status).toBe(304);
+    const version3 = await rawGet(pinned().replace('actionSetVersion=1', 'actionSetVersion=3'), {});
+    expect(JSON.parse(version3.body.toString()).data[5].closePrice).toBe(16.58333333333);
 
     // Intraday: a minute more in the hour changes the hour's bar and the tag.
     const crypto = (await createInstrument(svc, { assetClass: 'crypto' })).id;

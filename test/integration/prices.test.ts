@@ -26,6 +26,31 @@ function split(instrumentId: string, effectiveDate: string, ratio: number, knowl
   };
 }
 
+/** Resolves once another session's statement naming `table` waits for a lock (within 10 s). */
+async function untilAStatementWaitsFor(table: string) {
+  for (let waited = 0; ; waited += 10) {
+    const [w] = await svc.sql`
+      select count(*)::int as n from pg_stat_activity
+      where wait_event_type = 'Lock' and query like ${`%${table}%`} and pid <> pg_backend_pid()
+    `;
+    if (w.n > 0) return;
+    if (waited > 10_000) throw new Error(`no statement waited for ${table}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function dividend(instrumentId: string, effectiveDate: string, amount: number, knowledgeDate: string) {
+  return {
+    instrumentId,
+    kind: 'cash_dividend',
+    effectiveDate,
+    knowledgeDate,
+    knowledgeProvenance: 'announced',
+    params: { amount, currency: 'USD' },
+    source: 'test-fixture',
+  };
+}
+
 describe('daily bars and the adjustment engine', () => {
   it('when a 2-for-1 split takes effect on D, then adjusted prices before D are halved, volume doubled, and raw reads are untouched', async () => {
     const { id } = await createInstrument(svc);
@@ -206,6 +231,111 @@ describe('daily bars and the adjustment engine', () => {
     ]);
   });
 
+  it('when bars are corrected, filled in or appended, then corrections and fills bump the version once per upload, and every version reads back exactly the bytes it gave while it was the latest', async () => {
+    const { id } = await createInstrument(svc);
+    const days = weekdays('2023-01-02', '2023-01-31');
+    // 2023-01-10 is left out: a gap filled later.
+    const gap = '2023-01-10';
+    const stored = days.filter((d) => d !== gap && d <= '2023-01-20');
+    await ingest(
+      svc,
+      '/bars/daily',
+      stored.map((d, i) => dailyBar(id, { barDate: d, close: 50 + i * 0.25 })),
+    );
+    // A dividend ex on 2023-01-17: its factor takes the close of 2023-01-16, which a later upload corrects.
+    await ingest(svc, '/corporate-actions', [dividend(id, '2023-01-17', 0.5, '2023-01-05')]);
+    const window = 'from=2023-01-01&to=2023-01-31';
+    const dataOf = (text: string) => text.slice(0, text.indexOf(',"meta":'));
+    const read = (query: string) =>
+      fetch(`${svc.runtime.publicUrl}/v1/instruments/${id}/prices?${query}`, { headers: { authorization: `Bearer ${key}` } }).then(async (r) => ({
+        text: await r.text(),
+        cacheControl: r.headers.get('cache-control'),
+      }));
+    // What each version answered while it was the latest: raw and adjusted, read pinned to it.
+    const asLatest = new Map<number, { raw: string; adjusted: string }>();
+    const capture = async (version: number) => {
+      const raw = await read(`${window}&actionSetVersion=${version}`);
+      const adjusted = await read(`${window}&adjusted=true&actionSetVersion=${version}`);
+      expect(JSON.parse(raw.text).meta.actionSetVersion).toBe(version);
+      asLatest.set(version, { raw: dataOf(raw.text), adjusted: dataOf(adjusted.text) });
+    };
+    await capture(1);
+
+    // Appending after the latest bar changes no version; the version's read grows by the appended bars.
+    const appended = await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2023-01-23', close: 60 })]);
+    expect(appended).toMatchObject({ inserted: 1, updated: 0 });
+    expect(appended.actionSetVersions).toEqual({});
+    expect((await prices(id, window)).body.meta.actionSetVersion).toBe(1);
+    await capture(1);
+
+    // Posting a stored bar again unchanged changes nothing.
+    await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2023-01-23', close: 60 })]);
+    expect((await prices(id, window)).body.meta.actionSetVersion).toBe(1);
+
+    // One upload corrects two bars (one the dividend's prior close) and fills the gap: one new version, 2.
+    const corrected = await ingest(svc, '/bars/daily', [
+      dailyBar(id, { barDate: '2023-01-05', close: 77 }),
+      dailyBar(id, { barDate: '2023-01-16', close: 80 }),
+      dailyBar(id, { barDate: gap, close: 55 }),
+    ]);
+    expect(corrected).toMatchObject({ inserted: 1, updated: 2 });
+    expect(corrected.actionSetVersions).toEqual({ [id]: 2 });
+    const v2 = await prices(id, window);
+    expect(v2.body.meta.actionSetVersion).toBe(2);
+    expect(v2.body.data.map((b: any) => b.barDate)).toContain(gap);
+    await capture(2);
+
+    // Then an append (no version), and an action (version 3).
+    await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2023-01-24', close: 61 })]);
+    await capture(2);
+    await ingest(svc, '/corporate-actions', [split(id, '2023-01-19', 2)]);
+    await capture(3);
+    // And a correction of a bar appended under version 2, with an append in the same upload: version 4.
+    await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2023-01-24', close: 62 }), dailyBar(id, { barDate: '2023-01-25', close: 63 })]);
+    await capture(4);
+
+    // Every version, read now, gives the bytes it gave when it was the latest (the last capture of it).
+    for (const [version, { raw, adjusted }] of asLatest) {
+      expect(dataOf((await read(`${window}&actionSetVersion=${version}`)).text)).toBe(raw);
+      expect(dataOf((await read(`${window}&adjusted=true&actionSetVersion=${version}`)).text)).toBe(adjusted);
+    }
+    // Spot checks against the bars as posted: version 1 has the old 2023-01-05 close, no gap bar, bars to 2023-01-23;
+    // its dividend factor uses the old close of 2023-01-16 (the tenth bar stored: 50 + 9 × 0.25 = 52.25).
+    const v1 = JSON.parse(asLatest.get(1)!.raw + '}');
+    expect(v1.data.map((b: any) => b.barDate)).not.toContain(gap);
+    expect(v1.data.find((b: any) => b.barDate === '2023-01-05').closePrice).toBe(50.75);
+    expect(v1.data.at(-1).barDate).toBe('2023-01-23');
+    const v1Adjusted = JSON.parse(asLatest.get(1)!.adjusted + '}');
+    const factor1 = 1 - 0.5 / 52.25;
+    expect(Math.abs(v1Adjusted.data[0].closePrice - 50 * factor1) / (50 * factor1)).toBeLessThan(1e-12);
+    const v2Adjusted = JSON.parse(asLatest.get(2)!.adjusted + '}');
+    const factor2 = 1 - 0.5 / 80;
+    expect(Math.abs(v2Adjusted.data[0].closePrice - 50 * factor2) / (50 * factor2)).toBeLessThan(1e-12);
+    expect(JSON.parse(asLatest.get(2)!.raw + '}').data.at(-1)).toMatchObject({ barDate: '2023-01-24', closePrice: 61 });
+    expect(JSON.parse(asLatest.get(4)!.raw + '}').data.at(-1)).toMatchObject({ barDate: '2023-01-25', closePrice: 63 });
+
+    // Caching: a pinned read of a past window is immutable when nothing can enter it without a new version.
+    const immutable = 'private, max-age=31536000, immutable';
+    expect((await read(`${window}&actionSetVersion=1`)).cacheControl).toBe(immutable);
+    expect((await read(`from=2023-01-01&to=2023-01-20&actionSetVersion=4`)).cacheControl).toBe(immutable);
+    // The latest version over a window past its latest bar (2023-01-25): an append could still land in it.
+    expect((await read(`${window}&actionSetVersion=4`)).cacheControl).toBe('private, no-cache');
+    expect((await read(window)).cacheControl).toBe('private, no-cache');
+    const today = new Date().toISOString().slice(0, 10);
+    expect((await read(`from=2023-01-01&to=${today}&actionSetVersion=1`)).cacheControl).toBe('private, no-cache');
+
+    // The store keeps what each bumping upload replaced: two earlier values and one absence under version 2, one value under 4.
+    const kept = await svc.sql`
+      select bar_date::text, replaced_in_version, absent, close_price from daily_bar_revisions where instrument_id = ${id} order by bar_date, replaced_in_version
+    `;
+    expect(kept.map((k) => [k.bar_date, k.replaced_in_version, k.absent, k.close_price])).toEqual([
+      ['2023-01-05', 2, false, 50.75],
+      [gap, 2, true, null],
+      ['2023-01-16', 2, false, 52.25],
+      ['2023-01-24', 4, false, 61],
+    ]);
+  });
+
   it('when the action set changes while a read stands between its version and its actions, then the read applies exactly the version it reports', async () => {
     const { id } = await createInstrument(svc);
     await ingest(
@@ -228,15 +358,7 @@ describe('daily bars and the adjustment engine', () => {
       `;
       await tx`update action_set_versions set version = 2, changed_at = now() where instrument_id = ${id}`;
       read = prices(id, query);
-      for (let waited = 0; ; waited += 10) {
-        const [w] = await svc.sql`
-          select count(*)::int as n from pg_stat_activity
-          where wait_event_type = 'Lock' and query like '%corporate_action_revisions%' and pid <> pg_backend_pid()
-        `;
-        if (w.n > 0) break;
-        if (waited > 10_000) throw new Error('the read never waited for the revisions');
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await untilAStatementWaitsFor('corporate_action_revisions');
     });
     const res = await read!;
     expect(res.status).toBe(200);
@@ -248,6 +370,48 @@ describe('daily bars and the adjustment engine', () => {
     const latest = await prices(id, query);
     expect(latest.body.meta.actionSetVersion).toBe(2);
     expect(latest.body.data[0].closePrice).toBe(25);
+  });
+
+  it('when a bar correction lands while a read stands between its version and its bars, then the read gives exactly the bytes of the version it reports, dividend factor included', async () => {
+    const { id } = await createInstrument(svc);
+    const days = weekdays('2023-01-02', '2023-01-20');
+    await ingest(
+      svc,
+      '/bars/daily',
+      days.map((d, i) => dailyBar(id, { barDate: d, close: 50 + i })),
+    );
+    await ingest(svc, '/corporate-actions', [dividend(id, '2023-01-17', 0.5, '2023-01-05')]);
+    const query = 'from=2023-01-01&to=2023-01-31&adjusted=true';
+    const before = await prices(id, query);
+    expect(before.body.meta.actionSetVersion).toBe(1);
+    // A writer holds daily_bars while it corrects the dividend's prior close (2023-01-16) as an upload does: it keeps the
+    // old values under version 2, records version 2, bumps the version and rewrites the bar. The read finds version 1
+    // and its actions, then waits for the bars, and the writer commits before the read gets them.
+    let read: ReturnType<typeof prices> | undefined;
+    await svc.sql.begin(async (tx) => {
+      await tx`lock table daily_bars in access exclusive mode`;
+      await tx`
+        insert into daily_bar_revisions (instrument_id, bar_date, replaced_in_version, absent, open_price, high_price, low_price,
+          close_price, volume, quote_currency, quote_unit, stale, price_basis, reflects_actions_through, source, as_of)
+        select instrument_id, bar_date, 2, false, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit,
+          stale, price_basis, reflects_actions_through, source, as_of
+        from daily_bars where instrument_id = ${id} and bar_date = '2023-01-16'
+      `;
+      await tx`insert into daily_price_versions (instrument_id, version, made_at, prior_last_bar_date) values (${id}, 2, now(), '2023-01-20')`;
+      await tx`update action_set_versions set version = 2, changed_at = now() where instrument_id = ${id}`;
+      await tx`update daily_bars set close_price = 80 where instrument_id = ${id} and bar_date = '2023-01-16'`;
+      read = prices(id, query);
+      await untilAStatementWaitsFor('daily_bars');
+    });
+    const res = await read!;
+    expect(res.status).toBe(200);
+    expect(res.body.meta.actionSetVersion).toBe(1);
+    expect(res.body.data).toEqual(before.body.data);
+    // Version 1's factor: 1 − 0.5 / 60 (the close of 2023-01-16 as it stood, the 11th weekday: 50 + 10).
+    expect(Math.abs(res.body.data[0].closePrice - 50 * (1 - 0.5 / 60)) / 50).toBeLessThan(1e-12);
+    const latest = await prices(id, query);
+    expect(latest.body.meta.actionSetVersion).toBe(2);
+    expect(Math.abs(latest.body.data[0].closePrice - 50 * (1 - 0.5 / 80)) / 50).toBeLessThan(1e-12);
   });
 
   it('when bars come from a vendor-adjusted source, then actions the source already reflects are counted, not applied twice', async () => {
