@@ -7,17 +7,17 @@
 //
 // With BARE_DATABASE_URL the route first makes the one database round trip the
 // spec requires of every request, and nothing else: it hashes the bearer key
-// and runs the service's own key lookup (keyByHash, one probe of the unique
-// index on key_hash) on a pool made by the service's createSql with the auth
-// pool's settings; an unknown key gets 401. That is the physical limit of a
-// service that must look the key up in the store on every request.
+// and selects the key's row by its hash (one probe of the unique index on
+// key_hash, the lookup the service makes for each request) on a pool made by
+// the service's createSql with the auth pool's settings; an unknown key gets
+// 401. That is the physical limit of a service that must look the key up in
+// the store on every request, one request at a time.
 //
 // Started by startBareServer() in bench/lib/service.ts as a child process, like the
 // service, with BARE_PORT, BARE_METHOD, BARE_PATH, BARE_BODY and BARE_DATABASE_URL.
 import express, { type RequestHandler } from 'express';
 import { ConfigSchema } from '../server/config.ts';
 import { createSql } from '../server/db/sql.ts';
-import { keyByHash } from '../server/keys/repository.ts';
 import { hashApiKey, parseBearer } from '../server/keys/service.ts';
 
 const port = Number(process.env.BARE_PORT ?? 0);
@@ -38,7 +38,14 @@ const sql = databaseUrl
 const answer: RequestHandler = sql
   ? async (req, res) => {
       const key = parseBearer(req.get('authorization'));
-      const [row] = key === null ? [] : await keyByHash(sql, hashApiKey(key));
+      const [row] =
+        key === null
+          ? []
+          : await sql`
+              select id, account_id, environment, scopes, revoked_at
+              from api_keys
+              where key_hash = ${hashApiKey(key)}
+            `;
       if (!row) res.status(401).json({ error: 'unknown key' });
       else res.json(body);
     }

@@ -64,7 +64,9 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     'latency percentiles are computed from autocannon per-response hrtime durations of 2xx responses, pooled over the rounds',
     'each server is warmed up once, then the four loads are measured in interleaved rounds (the order reversed every other round) totalling durationSec each',
     'databaseCpuMsPerRequest: CPU of the PostgreSQL backends of the server process (sessions named after its pid), from /proc',
-    'the one-lookup baseline hashes the bearer key and runs the service key lookup (keyByHash) on a pool with the auth pool settings, on the same database and key row',
+    'the one-lookup baseline hashes the bearer key and selects its api_keys row by key_hash (one probe of the unique index, as the service makes for each request) on a pool with the auth pool settings, on the same database and key row; one statement per request',
+    'the service admits the requests that arrive while its admission statements are in flight together, in one statement per batch (server/keys/admission.ts); every request still resolves its key in the store',
+    'autocannon sends no Accept-Encoding, so no answer is compressed on any side',
     `the service keeps its rate limiter on (limits raised to 1e9 so nothing is refused); oneAccount sends every request with one key, manyAccounts round-robins over keys of ${SPREAD_ACCOUNTS} accounts`,
   ];
 

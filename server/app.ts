@@ -9,6 +9,7 @@ import { compressResponses } from './http/compression.ts';
 import { observeRequests } from './http/observe.ts';
 import { publicRoutes } from './http/router.ts';
 import { registry } from './metrics.ts';
+import { Admissions } from './keys/admission.ts';
 import { deriveAll, deriveChanged } from './derive.ts';
 import { adminRouter, requireAdminToken } from './admin/routes.ts';
 import { readStatus } from './admin/status.ts';
@@ -48,12 +49,11 @@ export function buildPublicApp(deps: AppDeps): Express {
   });
   const v1 = publicRoutes(
     {
-      db: deps.authDb,
-      lastUsed: deps.lastUsed,
-      limits: {
+      admissions: new Admissions(deps.authDb, {
         sandbox: { perMinute: deps.config.RATE_LIMIT_SANDBOX_PER_MINUTE, perDay: deps.config.RATE_LIMIT_SANDBOX_PER_DAY },
         live: { perMinute: deps.config.RATE_LIMIT_LIVE_PER_MINUTE, perDay: deps.config.RATE_LIMIT_LIVE_PER_DAY },
-      },
+      }),
+      lastUsed: deps.lastUsed,
     },
     deps.config.REQUEST_BODY_LIMIT,
   );

@@ -13,7 +13,7 @@ export const PROJECT_ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.
 export const ConfigSchema = z.object({
   DATABASE_URL: z.string().url().optional().describe('PostgreSQL/TimescaleDB URL; embedded PostgreSQL under DATA_DIR when absent'),
   DATABASE_READ_URL: z.string().url().optional().describe('optional read replica for read-only queries'),
-  DATABASE_POOL_SIZE: positiveInt.default(10).describe('connections per pool (primary, auth, and the replica when set)'),
+  DATABASE_POOL_SIZE: positiveInt.default(10).describe('connections per pool (primary, and the replica when set; the auth pool has two)'),
   DATABASE_ACQUIRE_TIMEOUT_MS: positiveInt.default(1000).describe('a request waiting longer than this for a database connection gets 503 overloaded'),
   DATABASE_MAX_WAITING: positiveInt.default(200).describe('requests allowed to wait for a connection per pool; the next one gets 503 overloaded at once'),
   DATABASE_STATEMENT_TIMEOUT_MS: positiveInt.default(60_000).describe('PostgreSQL statement_timeout of every pooled connection (ingest transactions lift it)'),

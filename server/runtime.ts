@@ -48,12 +48,14 @@ const ADMIN_REQUEST_TIMEOUT_MS = 3_600_000;
 const START_RETRY_FIRST_MS = 500;
 const START_RETRY_MAX_MS = 5_000;
 
-// Key lookups pipelined on one connection of the auth pool. With 50 clients
-// on 2 cores, 4 rather than 1 took the service's system calls per request
-// from 2.0 reads and 2.0 writes to 1.4 and 1.6, its CPU per request from 0.60
-// to 0.51 ms and its PostgreSQL sessions' from 0.19 to 0.16 ms, and a
-// request no longer waits for a permit on a timer; 8 measured as 4.
-const AUTH_UNITS_PER_CONNECTION = 4;
+// Connections of the auth pool. Requests that arrive while its statements are
+// in flight are admitted together in the next one (keys/admission.ts), so
+// fewer connections make larger batches. With 50 clients on 2 cores, one
+// request's service CPU was 0.15 to 0.18 ms with 1 connection (about 20
+// requests a statement), 0.17 to 0.19 with 2 (12), 0.18 to 0.19 with 4 (7)
+// and 0.20 to 0.22 with 10 (4). Two keep a second statement ready while one
+// waits on a row lock or the network.
+const AUTH_CONNECTIONS = 2;
 
 /** After the drain, what is left closes within this budget (pools, the embedded cluster). */
 const CLOSE_BUDGET_S = 0.5;
@@ -265,21 +267,16 @@ export class Runtime {
   private openPools(): AppDeps {
     const { config, logger } = this;
     const gate = { connections: config.DATABASE_POOL_SIZE, acquireTimeoutMs: config.DATABASE_ACQUIRE_TIMEOUT_MS, maxWaiting: config.DATABASE_MAX_WAITING };
-    const pool = (url: string, name: string, synchronousCommit?: 'off') =>
-      createSql(url, { max: config.DATABASE_POOL_SIZE, name, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS, synchronousCommit });
+    const pool = (url: string, name: string, synchronousCommit?: 'off', max = config.DATABASE_POOL_SIZE) =>
+      createSql(url, { max, name, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS, synchronousCommit });
     const primaryHealth = new DatabaseHealth(this.databaseUrl, 'primary', logger);
     this.primarySql = pool(this.databaseUrl, 'primary');
     const db = new Database('primary', this.primarySql, primaryHealth, gate);
     // Key resolution and request counting run on every /v1 request. Their commits
     // skip the WAL flush wait (synchronous_commit=off): a crash can lose the last
     // fraction of a second of counter increments and lastUsedAt times, never data.
-    //
-    // Its units are one statement each, so AUTH_UNITS_PER_CONNECTION of them
-    // share a connection, pipelined (see DatabaseOptions.unitsPerConnection).
-    const authDb = new Database('auth', pool(this.databaseUrl, 'auth', 'off'), primaryHealth, {
-      ...gate,
-      unitsPerConnection: AUTH_UNITS_PER_CONNECTION,
-    });
+    // Its units are batches of admissions (keys/admission.ts) and lastUsedAt writes.
+    const authDb = new Database('auth', pool(this.databaseUrl, 'auth', 'off', AUTH_CONNECTIONS), primaryHealth, { ...gate, connections: AUTH_CONNECTIONS });
     const readDb = config.DATABASE_READ_URL
       ? new Database('replica', pool(config.DATABASE_READ_URL, 'replica'), new DatabaseHealth(config.DATABASE_READ_URL, 'replica', logger), gate)
       : db;

@@ -11,14 +11,6 @@ export interface DatabaseOptions {
   acquireTimeoutMs: number;
   /** Units allowed to wait at once; one more is refused without waiting. */
   maxWaiting: number;
-  /**
-   * Units that may run on one connection at once (default 1). Above 1,
-   * postgres.js pipelines them: it writes the queued statements together and
-   * reads their replies together, so each costs fewer system calls on both
-   * sides, but one waits for the statements ahead of it. Only for a pool
-   * whose every unit is one short statement (the key lookup of each request).
-   */
-  unitsPerConnection?: number;
 }
 
 type Refusal = 'unavailable' | 'queue_full' | 'timeout';
@@ -86,9 +78,8 @@ class Permits {
  *   503 `overloaded` with Retry-After;
  * - the server marked down (DatabaseHealth): 503 at once, for those waiting
  *   too, until a probe finds it back.
- * With at most `connections` units at once (the default of one unit per
- * connection), a unit's queries never queue behind another unit's on the
- * client side.
+ * With at most `connections` units at once, a unit's queries never queue
+ * behind another unit's on the client side.
  */
 export class Database {
   private readonly permits: Permits;
@@ -104,10 +95,8 @@ export class Database {
     const inUse = dbConnectionsInUse.labels({ pool: name });
     const waiting = dbUnitsWaiting.labels({ pool: name });
     this.acquireWait = dbAcquireWait.labels({ pool: name });
-    const perConnection = options.unitsPerConnection ?? 1;
-    this.permits = new Permits(name, options.connections * perConnection, options.maxWaiting, health, (used, queued) => {
-      // postgres.js spreads units over idle connections before it pipelines.
-      inUse.set(Math.min(used, options.connections));
+    this.permits = new Permits(name, options.connections, options.maxWaiting, health, (used, queued) => {
+      inUse.set(used);
       waiting.set(queued);
     });
     inUse.set(0);

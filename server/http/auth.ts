@@ -1,13 +1,12 @@
 import type { RequestHandler } from 'express';
-import type { Database } from '../db/database.ts';
 import { authFailures } from '../metrics.ts';
 import { AppError } from './errors.ts';
-import { authorize, type AuthContext, type LastUsedRecorder, type WindowLimits } from '../keys/service.ts';
+import type { Admissions } from '../keys/admission.ts';
+import { authorize, type AuthContext, type LastUsedRecorder } from '../keys/service.ts';
 import type { Scope } from '../keys/scopes.ts';
 
 export interface AuthDeps {
-  db: Database;
-  limits: WindowLimits;
+  admissions: Admissions;
   lastUsed: LastUsedRecorder;
 }
 
@@ -16,7 +15,7 @@ export function requireScope(deps: AuthDeps, scope: Scope): RequestHandler {
   return async (req, res, next) => {
     let auth: AuthContext;
     try {
-      auth = await authorize(deps.db, req.headers.authorization, scope, deps.limits);
+      auth = await authorize(deps.admissions, req.headers.authorization, scope);
     } catch (err) {
       if (err instanceof AppError) authFailures.inc({ code: err.code });
       throw err;

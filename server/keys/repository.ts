@@ -1,3 +1,4 @@
+import type postgres from 'postgres';
 import type { Sql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import type { Environment, Scope } from './scopes.ts';
@@ -113,19 +114,6 @@ export async function insertRolledKey(sql: Sql, id: string, accountId: string | 
   return row ? toKeyRow(row) : null;
 }
 
-/**
- * The key lookup every request makes: one probe of the unique index on
- * key_hash. bench/bare-server.ts runs this same statement as the one-lookup
- * baseline of the platform-overhead benchmark.
- */
-export function keyByHash(sql: Sql, hash: Buffer) {
-  return sql<{ id: string; account_id: string; environment: Environment; scopes: string[]; revoked_at: Date | null }[]>`
-    select id, account_id, environment, scopes, revoked_at
-    from api_keys
-    where key_hash = ${hash}
-  `;
-}
-
 export interface ResolvedKey {
   id: string;
   accountId: string;
@@ -133,12 +121,14 @@ export interface ResolvedKey {
   revoked: boolean;
   /** Whether the key holds the route's scope (exact match). */
   hasScope: boolean;
+  /** Whether the request was admitted: false when a window was full, and when it was not counted. */
+  admitted: boolean;
   /**
-   * Requests admitted in the current minute and UTC day, this one included;
-   * null when the request was not counted (the key is revoked, lacks the
-   * scope, or a window is full).
+   * The account's windows after this request: this one included when it was
+   * admitted, as they stand when it was refused; null when it was not counted
+   * (the key is revoked or lacks the scope, which costs no quota).
    */
-  admitted: WindowCounts | null;
+  counts: WindowCounts | null;
   /** Database clock, seconds since the epoch: windows are aligned to it. */
   nowEpoch: number;
 }
@@ -150,99 +140,121 @@ export interface WindowCounts {
 
 export type WindowLimits = Record<Environment, { perMinute: number; perDay: number }>;
 
-interface ResolvedKeyRow {
+/** One request to admit: its key's hash and the scope its route needs. */
+export interface AdmissionRequest {
+  hash: Buffer;
+  scope: Scope;
+}
+
+interface AdmissionRow {
+  ord: number;
   id: string;
   account_id: string;
   environment: Environment;
   revoked: boolean;
   has_scope: boolean;
+  admitted: boolean | null;
   minute_count: number | null;
   day_count: number | null;
   now_epoch: number;
 }
 
 /**
- * One round trip per request: resolve the key by hash and, only when it is
- * active and holds the route's scope, admit the request against both windows
- * in a single upsert of the account's row for the day. The row lock makes the
- * check-and-increment atomic across every API process: a second request of
- * the account waits for the first one's commit, then its WHERE sees the
- * first one's count. A rejected key or scope costs no quota, and a request
- * refused for rate is not admitted (the caller records it as refused).
+ * One statement for a batch of requests (server/keys/admission.ts): resolves
+ * each key by hash (a probe of the unique index on key_hash), and admits the
+ * requests whose key is active and holds the route's scope against both
+ * windows of their account, with one upsert of each account's row for the
+ * day. Within a batch an account's requests are granted in arrival order, as
+ * many as both windows allow; the rest are counted as refused. The row lock
+ * makes the check-and-increment atomic across batches and API processes: a
+ * second statement on the account's row waits for the first one's commit and
+ * then sees its counts. Rows are upserted in key order, so two batches that
+ * share accounts cannot deadlock. A rejected key or scope costs no quota.
  * Data-modifying CTEs run exactly once whether or not the outer select reads them.
  *
- * One row per account and day is not what limits an account's rate: on 2
- * cores this statement alone ran 7,000 to 9,000 times a second for one
- * account (pgbench, 10 clients; 10,000 to 16,000 spread over ten accounts),
- * while the whole service answered 1,100 to 2,300 requests a second, and as
- * many for one account as for ten (the platform-overhead benchmark measures
- * both).
+ * Returns one entry per request, in order: null for an unknown key.
  */
-export async function resolveKeyAndAdmit(sql: Sql, hash: Buffer, scope: Scope, limits: WindowLimits): Promise<ResolvedKey | null> {
-  const [row] = await timed(
-    'resolve_key_and_admit',
-    sql<ResolvedKeyRow[]>`
-      with key as (
-        ${keyByHash(sql, hash)}
+export async function resolveKeysAndAdmit(sql: Sql, requests: readonly AdmissionRequest[], limits: WindowLimits): Promise<(ResolvedKey | null)[]> {
+  const dayLimit = (environment: postgres.Fragment) =>
+    sql`case ${environment} when 'live' then ${limits.live.perDay}::int else ${limits.sandbox.perDay}::int end`;
+  const minuteLimit = (environment: postgres.Fragment) =>
+    sql`case ${environment} when 'live' then ${limits.live.perMinute}::int else ${limits.sandbox.perMinute}::int end`;
+  const rows = await timed(
+    'resolve_keys_and_admit',
+    sql<AdmissionRow[]>`
+      with request as (
+        select r.ord::int, k.id, k.account_id, k.environment, k.revoked_at is not null as revoked, r.scope = any (k.scopes) as has_scope
+        -- Hashes travel as hex: postgres.js sends an array of Buffers as one bytea.
+        from unnest(${requests.map((r) => r.hash.toString('hex'))}::text[], ${requests.map((r) => r.scope)}::text[]) with ordinality as r (hash, scope, ord)
+        join api_keys k on k.key_hash = decode(r.hash, 'hex')
       ),
-      admitted as (
-        insert into usage_counters as u (account_id, environment, day, admitted, minute_start, minute_admitted)
-        select account_id, environment, (now() at time zone 'UTC')::date, 1, date_trunc('minute', now(), 'UTC'), 1
-        from key
-        where revoked_at is null
-          and ${scope} = any (scopes)
+      asking as (
+        select ord, account_id, environment, row_number() over (partition by account_id, environment order by ord)::int as rank
+        from request
+        where not revoked
+          and has_scope
+      ),
+      counted as (
+        insert into usage_counters as u (account_id, environment, day, admitted, minute_start, minute_admitted, refused, latest_grant)
+        select d.account_id, d.environment, (now() at time zone 'UTC')::date, g.granted, date_trunc('minute', now(), 'UTC'), g.granted, d.asked - g.granted, g.granted
+        from (
+          select account_id, environment, count(*)::int as asked
+          from asking
+          group by account_id, environment
+        ) d
+        cross join lateral (
+          select greatest(0, least(d.asked, ${dayLimit(sql`d.environment`)}, ${minuteLimit(sql`d.environment`)})) as granted
+        ) g
+        order by d.account_id, d.environment
+        -- The inserted row carries the batch's demand: asked = admitted + refused.
         on conflict (account_id, environment, day) do update set
-          admitted = u.admitted + 1,
-          minute_start = excluded.minute_start,
-          minute_admitted = case when u.minute_start = excluded.minute_start then u.minute_admitted + 1 else 1 end
-        where u.admitted < case u.environment when 'live' then ${limits.live.perDay}::int else ${limits.sandbox.perDay}::int end
-          and (
-            u.minute_start <> excluded.minute_start
-            or u.minute_admitted < case u.environment when 'live' then ${limits.live.perMinute}::int else ${limits.sandbox.perMinute}::int end
+          (admitted, minute_start, minute_admitted, refused, latest_grant) = (
+            select u.admitted + x.granted, excluded.minute_start, x.minute_before + x.granted, u.refused + x.asked - x.granted, x.granted
+            from (
+              select y.asked, y.minute_before, greatest(0, least(
+                y.asked,
+                ${dayLimit(sql`u.environment`)} - u.admitted,
+                ${minuteLimit(sql`u.environment`)} - y.minute_before
+              )) as granted
+              from (
+                select
+                  excluded.admitted + excluded.refused as asked,
+                  case when u.minute_start = excluded.minute_start then u.minute_admitted else 0 end as minute_before
+              ) y
+            ) x
           )
-        returning admitted, minute_admitted
+        returning account_id, environment, admitted, minute_admitted, latest_grant
       )
       select
-        key.id,
-        key.account_id,
-        key.environment,
-        key.revoked_at is not null as revoked,
-        ${scope} = any (key.scopes) as has_scope,
-        admitted.minute_admitted as minute_count,
-        admitted.admitted as day_count,
+        r.ord,
+        r.id,
+        r.account_id,
+        r.environment,
+        r.revoked,
+        r.has_scope,
+        a.rank <= c.latest_grant as admitted,
+        c.minute_admitted - case when a.rank <= c.latest_grant then c.latest_grant - a.rank else 0 end as minute_count,
+        c.admitted - case when a.rank <= c.latest_grant then c.latest_grant - a.rank else 0 end as day_count,
         extract(epoch from now())::float8 as now_epoch
-      from key
-      left join admitted on true
+      from request r
+      left join asking a on a.ord = r.ord
+      left join counted c on c.account_id = a.account_id and c.environment = a.environment
     `,
   );
-  if (!row) return null;
-  return {
-    id: row.id,
-    accountId: row.account_id,
-    environment: row.environment,
-    revoked: row.revoked,
-    hasScope: row.has_scope,
-    admitted: row.day_count === null || row.minute_count === null ? null : { minuteCount: row.minute_count, dayCount: row.day_count },
-    nowEpoch: row.now_epoch,
-  };
-}
-
-/** Counts a request refused for rate and returns the windows as they stand. */
-export async function recordRefused(sql: Sql, accountId: string, environment: Environment): Promise<WindowCounts> {
-  const [row] = await timed(
-    'record_refused',
-    sql<{ day_count: number; minute_count: number }[]>`
-      update usage_counters
-      set refused = refused + 1
-      where account_id = ${accountId}
-        and environment = ${environment}
-        and day = (now() at time zone 'UTC')::date
-      returning
-        admitted as day_count,
-        case when minute_start = date_trunc('minute', now(), 'UTC') then minute_admitted else 0 end as minute_count
-    `,
-  );
-  return { minuteCount: row?.minute_count ?? 0, dayCount: row?.day_count ?? 0 };
+  const resolved: (ResolvedKey | null)[] = requests.map(() => null);
+  for (const row of rows) {
+    resolved[row.ord - 1] = {
+      id: row.id,
+      accountId: row.account_id,
+      environment: row.environment,
+      revoked: row.revoked,
+      hasScope: row.has_scope,
+      admitted: row.admitted === true,
+      counts: row.day_count === null || row.minute_count === null ? null : { minuteCount: row.minute_count, dayCount: row.day_count },
+      nowEpoch: row.now_epoch,
+    };
+  }
+  return resolved;
 }
 
 export async function recordLastUsed(sql: Sql, ids: string[], times: string[]): Promise<void> {

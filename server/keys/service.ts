@@ -2,6 +2,7 @@ import { hash, randomBytes } from 'node:crypto';
 import { AppError, notFound } from '../http/errors.ts';
 import type { Database } from '../db/database.ts';
 import * as accounts from '../accounts/repository.ts';
+import type { Admissions } from './admission.ts';
 import * as repo from './repository.ts';
 import { ENVIRONMENTS, KEY_PREFIX, type Environment, type Scope } from './scopes.ts';
 
@@ -120,7 +121,7 @@ export function parseBearer(header: string | undefined): string | null {
  * Resolves the key against the database on every call (no cache: revocation is
  * effective on the next request), checks the scope, then the quota windows.
  */
-export async function authorize(db: Database, authorization: string | undefined, scope: Scope, limits: repo.WindowLimits): Promise<AuthContext> {
+export async function authorize(admissions: Admissions, authorization: string | undefined, scope: Scope): Promise<AuthContext> {
   const key = parseBearer(authorization);
   if (key === null) {
     throw new AppError('missing_api_key', 'send the API key as "Authorization: Bearer <key>"', {
@@ -128,15 +129,15 @@ export async function authorize(db: Database, authorization: string | undefined,
     });
   }
   // A token that cannot be a key of ours is unknown without asking the database.
-  const resolved = KEY_PATTERN.test(key) ? await db.run((sql) => repo.resolveKeyAndAdmit(sql, hashApiKey(key), scope, limits)) : null;
+  const resolved = KEY_PATTERN.test(key) ? await admissions.admit(hashApiKey(key), scope) : null;
   if (!resolved) throw new AppError('invalid_api_key', 'the API key is not recognised');
   if (resolved.revoked) throw new AppError('revoked_api_key', 'the API key has been revoked; use its replacement');
-  if (!resolved.hasScope) {
+  if (!resolved.hasScope || resolved.counts === null) {
     throw new AppError('insufficient_scope', `this route needs the ${scope} scope`, { scope: [`requires ${scope}`] });
   }
-  const limit = limits[resolved.environment];
+  const limit = admissions.limits[resolved.environment];
   const now = resolved.nowEpoch;
-  const counts = resolved.admitted ?? (await db.run((sql) => repo.recordRefused(sql, resolved.accountId, resolved.environment)));
+  const counts = resolved.counts;
   const minuteLeft = limit.perMinute - counts.minuteCount;
   const dayLeft = limit.perDay - counts.dayCount;
   const minuteReset = 60 - (now % 60);

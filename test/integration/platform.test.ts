@@ -11,6 +11,12 @@ import { loadConfig } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
 import { startEmbeddedPostgres } from '../../server/db/embedded.ts';
 import { Runtime, startRuntime } from '../../server/runtime.ts';
+import { Database } from '../../server/db/database.ts';
+import { DatabaseHealth } from '../../server/db/health.ts';
+import { Admissions } from '../../server/keys/admission.ts';
+import { resolveKeysAndAdmit, type ResolvedKey, type WindowLimits } from '../../server/keys/repository.ts';
+import { hashApiKey } from '../../server/keys/service.ts';
+import { dbQueryDuration } from '../../server/metrics.ts';
 import { PROJECT_ROOT } from './child-process.ts';
 import { databaseUrl, Service, startService } from './harness.ts';
 
@@ -415,6 +421,110 @@ describe('platform: limits across processes', () => {
     const usage = await inProcess.admin('GET', `/usage?accountId=${account}`);
     expect(usage.body.data.usage.sandbox.days[0]).toMatchObject({ admitted: 30, refused: 50 });
   });
+});
+
+describe('platform: admission in batches', () => {
+  let svc: Service;
+  beforeAll(async () => {
+    svc = await startService();
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  const limits: WindowLimits = { live: { perMinute: 2, perDay: 100 }, sandbox: { perMinute: 100, perDay: 1 } };
+  const counted = (r: ResolvedKey | null) => r && { admitted: r.admitted, counts: r.counts };
+  const usage = async (account: string) =>
+    svc.sql<{ environment: string; admitted: number; refused: number }[]>`
+      select environment, admitted, refused from usage_counters where account_id = ${account} order by environment
+    `;
+
+  it('when one statement admits a batch mixing accounts, environments, unknown, revoked and unscoped keys, then each window grants in arrival order up to its limit and refuses the rest, and keys that fail cost nothing', async () => {
+    const [a, b] = [await svc.createAccount(), await svc.createAccount()];
+    const aLive = (await svc.createKey(a, ['instruments:read'], 'live')).key;
+    const aSandbox = (await svc.createKey(a, ['instruments:read'], 'sandbox')).key;
+    const bLive = (await svc.createKey(b, ['instruments:read'], 'live')).key;
+    const revoked = await svc.createKey(b, ['instruments:read'], 'live');
+    expect((await svc.admin('POST', `/keys/${revoked.id}/revoke`)).status).toBe(200);
+    const unscoped = (await svc.createKey(b, ['prices:read'], 'live')).key;
+    const batch = [aLive, aLive, bLive, 'pk_live_unknown', aLive, aSandbox, aSandbox, revoked.key, unscoped, aLive];
+    // One minute window for the whole batch.
+    if (new Date().getUTCSeconds() > 55) await sleep(6000);
+    const resolved = await resolveKeysAndAdmit(
+      svc.sql,
+      batch.map((key) => ({ hash: hashApiKey(key), scope: 'instruments:read' })),
+      limits,
+    );
+    const admitted = (minute: number, day: number) => ({ admitted: true, counts: { minuteCount: minute, dayCount: day } });
+    const refused = (minute: number, day: number) => ({ admitted: false, counts: { minuteCount: minute, dayCount: day } });
+    expect(resolved.map(counted)).toEqual([
+      admitted(1, 1), // A live: the minute allows 2
+      admitted(2, 2),
+      admitted(1, 1), // B live: its own row
+      null, // unknown key
+      refused(2, 2), // A live: the minute is full
+      admitted(1, 1), // A sandbox: the day allows 1
+      refused(1, 1),
+      { admitted: false, counts: null }, // revoked: not counted
+      { admitted: false, counts: null }, // lacks the scope: not counted
+      refused(2, 2),
+    ]);
+    expect(resolved[7]).toMatchObject({ revoked: true });
+    expect(resolved[8]).toMatchObject({ revoked: false, hasScope: false });
+    expect(await usage(a)).toEqual([
+      { environment: 'live', admitted: 2, refused: 2 },
+      { environment: 'sandbox', admitted: 1, refused: 1 },
+    ]);
+    expect(await usage(b)).toEqual([{ environment: 'live', admitted: 1, refused: 0 }]);
+  });
+
+  it('when requests arrive while the one permit is held by a statement, then they wait as one batch, one statement, and are counted in arrival order', async () => {
+    const account = await svc.createAccount();
+    const key = hashApiKey((await svc.createKey(account, ['instruments:read'])).key);
+    const wide: WindowLimits = { live: { perMinute: 1000, perDay: 1000 }, sandbox: limits.sandbox };
+    const admissions = new Admissions(
+      new Database('admission-test', svc.sql, new DatabaseHealth(databaseUrl(), 'admission-test', createLogger('silent')), {
+        connections: 1,
+        acquireTimeoutMs: 10_000,
+        maxWaiting: 10,
+      }),
+      wide,
+    );
+    expect((await admissions.admit(key, 'instruments:read'))?.counts?.dayCount).toBe(1);
+    const statements = async () =>
+      (await dbQueryDuration.get()).values.find((v) => v.metricName?.endsWith('_count') && v.labels.query === 'resolve_keys_and_admit')?.value ?? 0;
+    const before = await statements();
+    // Holding the account's row keeps the first batch's statement, and so the one permit, busy.
+    const holder = postgres(databaseUrl(), { max: 1, onnotice: () => {} });
+    try {
+      const released = holder.begin(async (tx) => {
+        await tx`select 1 from usage_counters where account_id = ${account} for update`;
+        const first = admissions.admit(key, 'instruments:read');
+        await untilWaitingOnLock(account);
+        const later = Array.from({ length: 9 }, () => admissions.admit(key, 'instruments:read'));
+        // Not an array: begin() would await an array's elements before it commits.
+        return { pending: [first, ...later] };
+      });
+      const results = await Promise.all((await released).pending);
+      expect(results.map((r) => r?.counts?.dayCount)).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+      expect(results.every((r) => r?.admitted)).toBe(true);
+      expect((await statements()) - before).toBe(2);
+    } finally {
+      await holder.end();
+    }
+  });
+
+  /** Until a statement of another session waits for a lock (the held usage row). */
+  async function untilWaitingOnLock(account: string) {
+    for (let i = 0; i < 200; i++) {
+      const [row] = await svc.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%usage_counters%'
+      `;
+      if (row.n > 0) return;
+      await sleep(25);
+    }
+    throw new Error(`no admission statement waited on the row of ${account}`);
+  }
 });
 
 describe('platform: database outage', () => {
