@@ -186,8 +186,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     // Uncompressed, as the SQL baseline's rows are.
     const httpGet = () => callRoute(service.publicUrl, key, { path, headers: { 'accept-encoding': 'identity' } });
     let httpBars: HourBar[] = [];
-    log(`intraday: (a) 1-hour bars from the rollup over HTTP, ${runs} runs after a warm-up`);
-    const httpSamples = await timeRuns(runs, 1, httpGet, (r) => {
+    const checkHttp = (r: { status: number; text: string }) => {
       if (r.status !== 200) throw new Error(`intraday read answered ${r.status}: ${r.text.slice(0, 300)}`);
       const body = JSON.parse(r.text);
       httpBars = body.data.map((b: Record<string, unknown>) => ({
@@ -198,7 +197,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         c: b.closePrice,
         v: b.volume ?? null,
       }));
-    });
+    };
 
     const from = new Date(fromMs);
     const to = new Date(toMs - 1);
@@ -208,9 +207,20 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       where instrument_id = ${id} and bar_ts between ${from} and ${to}
       order by bar_ts
     `;
-    log(`intraday: (a) 1-hour bars from the rollup in SQL, ${runs} runs after a warm-up`);
     let rollupRows: HourBar[] = [];
-    const rollupSamples = await timeRuns(runs, 1, rollupQuery, (rows) => (rollupRows = toHourBars(rows)));
+    const checkRollup = (rows: readonly Record<string, unknown>[]) => (rollupRows = toHourBars(rows));
+    log(`intraday: (a) 1-hour bars from the rollup over HTTP and in SQL, ${runs} interleaved runs after a warm-up of each`);
+    await timeRuns(0, 1, httpGet, checkHttp);
+    await timeRuns(0, 1, rollupQuery, checkRollup);
+    // Interleaved, the order reversed every other run, so a change in the
+    // machine's load falls on both sides alike.
+    const httpSamples: number[] = [];
+    const rollupSamples: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      const http = async () => httpSamples.push(...(await timeRuns(1, 0, httpGet, checkHttp)));
+      const rollup = async () => rollupSamples.push(...(await timeRuns(1, 0, rollupQuery, checkRollup)));
+      for (const side of i % 2 === 0 ? [http, rollup] : [rollup, http]) await side();
+    }
 
     // ---- (b) the same aggregated on the fly from the 1-minute bars
     const aggregateQuery = timescale
