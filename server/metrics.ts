@@ -27,6 +27,13 @@ export const authFailures = new client.Counter({
   registers: [registry],
 });
 
+export const admissionBatchSize = new client.Histogram({
+  name: 'auth_admission_batch_size',
+  help: 'Requests resolved and counted by one admission statement (the requests that arrived while the auth pool was busy go together)',
+  buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
+  registers: [registry],
+});
+
 export const dbQueryDuration = new client.Histogram({
   name: 'db_query_duration_seconds',
   help: 'Database query latency by query name and outcome',

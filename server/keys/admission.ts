@@ -1,4 +1,5 @@
 import type { Database } from '../db/database.ts';
+import { admissionBatchSize } from '../metrics.ts';
 import * as repo from './repository.ts';
 import type { Scope } from './scopes.ts';
 
@@ -50,6 +51,7 @@ export class Admissions {
       // caller's request is in the batch by then; taking the permit closes it.
       resolved: this.db.run((sql) => {
         if (this.open === batch) this.open = null;
+        admissionBatchSize.observe(requests.length);
         return repo.resolveKeysAndAdmit(sql, requests, this.limits);
       }),
     };

@@ -16,7 +16,7 @@ import { DatabaseHealth } from '../../server/db/health.ts';
 import { Admissions } from '../../server/keys/admission.ts';
 import { resolveKeysAndAdmit, type ResolvedKey, type WindowLimits } from '../../server/keys/repository.ts';
 import { hashApiKey } from '../../server/keys/service.ts';
-import { dbQueryDuration } from '../../server/metrics.ts';
+import { admissionBatchSize, dbQueryDuration } from '../../server/metrics.ts';
 import { PROJECT_ROOT } from './child-process.ts';
 import { databaseUrl, Service, startService } from './harness.ts';
 
@@ -184,6 +184,7 @@ describe('platform: keys, scopes, errors, metrics', () => {
       ['worker_task_run_seconds', 'histogram'],
       ['nodejs_eventloop_lag_seconds', 'gauge'],
       ['auth_failures_total', 'counter'],
+      ['auth_admission_batch_size', 'histogram'],
     ]) {
       expect(families.get(name), name).toBe(type);
     }
@@ -493,7 +494,9 @@ describe('platform: admission in batches', () => {
     expect((await admissions.admit(key, 'instruments:read'))?.counts?.dayCount).toBe(1);
     const statements = async () =>
       (await dbQueryDuration.get()).values.find((v) => v.metricName?.endsWith('_count') && v.labels.query === 'resolve_keys_and_admit')?.value ?? 0;
+    const batched = async () => (await admissionBatchSize.get()).values.find((v) => v.metricName?.endsWith('_sum'))?.value ?? 0;
     const before = await statements();
+    const batchedBefore = await batched();
     // Holding the account's row keeps the first batch's statement, and so the one permit, busy.
     const holder = postgres(databaseUrl(), { max: 1, onnotice: () => {} });
     try {
@@ -509,6 +512,7 @@ describe('platform: admission in batches', () => {
       expect(results.map((r) => r?.counts?.dayCount)).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
       expect(results.every((r) => r?.admitted)).toBe(true);
       expect((await statements()) - before).toBe(2);
+      expect((await batched()) - batchedBefore).toBe(10);
     } finally {
       await holder.end();
     }
