@@ -1,5 +1,7 @@
+import type postgres from 'postgres';
 import type { Sql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
+import { latestBarDate } from '../prices/repository.ts';
 import { countedStagedUpsert, lockUploads } from '../ingest/repository.ts';
 import type { ActionKind, CorporateAction, CoverageCheck, Provenance } from './schema.ts';
 
@@ -135,16 +137,19 @@ const PRICE_HISTORY_LOCK = 7_311_020_002;
 export const lockPriceHistory = (tx: Sql) => lockUploads(tx, PRICE_HISTORY_LOCK);
 
 /**
- * Bumps each instrument's version by one and records the new version with
- * the latest bar date stored before it (daily_price_versions). Inside
- * lockPriceHistory. Returns the new versions.
+ * The CTEs `bumped` and `recorded` of a statement that bumps versions: each
+ * instrument of `instruments` (a relation of distinct instrument_id with its
+ * prior_last_bar_date, the latest bar date stored before the new version)
+ * gets its version bumped by one, and the new version is recorded with that
+ * date (daily_price_versions). `bumped` holds each instrument's new version.
+ * Inside lockPriceHistory.
  */
-export async function bumpVersions(tx: Sql, bumps: { instrumentId: string; priorLastBarDate: string | null }[]): Promise<Map<string, number>> {
-  const rows = await tx<{ instrument_id: string; version: number }[]>`
-    with bumped as (
+function versionBumps(tx: Sql, instruments: postgres.Fragment): postgres.Fragment {
+  return tx`
+    bumped as (
       insert into action_set_versions as v (instrument_id, version, changed_at)
       select instrument_id, 1, now()
-      from unnest(${bumps.map((b) => b.instrumentId)}::uuid[]) as b (instrument_id)
+      from ${instruments}
       on conflict (instrument_id) do update set version = v.version + 1, changed_at = now()
       returning instrument_id, version
     ),
@@ -152,9 +157,16 @@ export async function bumpVersions(tx: Sql, bumps: { instrumentId: string; prior
       insert into daily_price_versions (instrument_id, version, made_at, prior_last_bar_date)
       select b.instrument_id, b.version, now(), p.prior_last_bar_date
       from bumped b
-      join unnest(${bumps.map((b) => b.instrumentId)}::uuid[], ${bumps.map((b) => b.priorLastBarDate)}::date[])
-        as p (instrument_id, prior_last_bar_date) using (instrument_id)
+      join ${instruments} using (instrument_id)
     )
+  `;
+}
+
+/** Bumps each instrument's version by one, recorded with the latest bar date stored before it (versionBumps). Returns the new versions. */
+export async function bumpVersions(tx: Sql, bumps: { instrumentId: string; priorLastBarDate: string | null }[]): Promise<Map<string, number>> {
+  const instruments = tx`unnest(${bumps.map((b) => b.instrumentId)}::uuid[], ${bumps.map((b) => b.priorLastBarDate)}::date[]) as p (instrument_id, prior_last_bar_date)`;
+  const rows = await tx<{ instrument_id: string; version: number }[]>`
+    with ${versionBumps(tx, instruments)}
     select instrument_id, version from bumped
   `;
   return new Map(rows.map((r) => [r.instrument_id, r.version]));
@@ -195,13 +207,13 @@ export async function appendStagedRevisions(tx: Sql): Promise<{ rows: number; in
             is distinct from
             (s.kind, s.effective_date, s.announcement_date, s.knowledge_date, s.knowledge_provenance, s.params, s.source)
     ),
-    bumped as (
-      insert into action_set_versions as v (instrument_id, version, changed_at)
-      select distinct instrument_id, 1, now()
-      from changed
-      on conflict (instrument_id) do update set version = v.version + 1, changed_at = now()
-      returning instrument_id, version
-    ),
+    ${versionBumps(
+      tx,
+      tx`(
+        select distinct c.instrument_id, ${latestBarDate(tx, tx`c.instrument_id`)}::date as prior_last_bar_date
+        from changed c
+      ) p`,
+    )},
     appended as (
       insert into corporate_action_revisions (action_id, instrument_id, action_set_version, kind, effective_date,
         announcement_date, knowledge_date, knowledge_provenance, params, source, created_at)
@@ -210,12 +222,6 @@ export async function appendStagedRevisions(tx: Sql): Promise<{ rows: number; in
       from changed c
       join bumped b using (instrument_id)
       returning action_id
-    ),
-    recorded as (
-      insert into daily_price_versions (instrument_id, version, made_at, prior_last_bar_date)
-      select b.instrument_id, b.version, now(),
-        (select bar_date from daily_bars where instrument_id = b.instrument_id order by bar_date desc limit 1)
-      from bumped b
     )
     select
       (select count(*)::int from ingest_staging) as rows,

@@ -22,8 +22,7 @@ const OFFERS_A_CODING = /gzip|br|deflate|\*/i;
  * response it sees (write, end, writeHead, a close listener, a type and
  * Cache-Control check): with autocannon at 50 connections on 2 cores, the
  * probability route's 600-byte answer took 0.19 to 0.20 ms of the service's
- * CPU a request without it and 0.22 to 0.23 ms with it. Its answer still says
- * that it varies by Accept-Encoding.
+ * CPU a request without it and 0.22 to 0.23 ms with it.
  */
 export function compressResponses(): RequestHandler {
   const compress = compression({
@@ -36,12 +35,10 @@ export function compressResponses(): RequestHandler {
     },
   });
   return (req, res, next) => {
-    const accepted = req.headers['accept-encoding'];
-    if (accepted !== undefined && OFFERS_A_CODING.test(accepted)) {
-      compress(req, res, next);
-      return;
-    }
+    // Every answer, a 304 and an answer left in identity included, varies by Accept-Encoding.
     res.setHeader('Vary', 'Accept-Encoding');
-    next();
+    const accepted = req.headers['accept-encoding'];
+    if (accepted !== undefined && OFFERS_A_CODING.test(accepted)) compress(req, res, next);
+    else next();
   };
 }

@@ -104,8 +104,8 @@ export function sendFramed(
     .update(items)
     .update(readAt === null ? close : close.toString().replaceAll(readAt, ''));
   const etag = `${readAt === null ? '' : 'W/'}"${hash.digest('base64url').slice(0, 32)}"`;
-  // A 304 carries the headers the 200 would (RFC 9110, 15.4.5); compression adds its Vary only to bodies it considers.
-  res.vary('Accept-Encoding').set({ ETag: etag, 'Cache-Control': answer.immutable ? IMMUTABLE : REVALIDATE });
+  // A 304 carries the headers the 200 would (RFC 9110, 15.4.5), Vary included (http/compression.ts).
+  res.set({ ETag: etag, 'Cache-Control': answer.immutable ? IMMUTABLE : REVALIDATE });
   if (matchesAny(req.headers['if-none-match'], etag)) return void res.status(304).end();
   res
     .status(200)
