@@ -54,6 +54,12 @@ const next = (x: number, direction: 1 | -1) => {
 };
 
 describe('numbers as PostgreSQL writes them into responses', () => {
+  it('when a service session runs a statement, then it writes float8 as the shortest exact text and compiles no plan (jit off, whatever the server default)', async () => {
+    // Every pool is made by createSql (db/sql.ts); the server's own defaults are extra_float_digits 1 and jit on.
+    const [session] = await svc.sql<{ jit: string; digits: string }[]>`select current_setting('jit') as jit, current_setting('extra_float_digits') as digits`;
+    expect(session).toEqual({ jit: 'off', digits: '1' });
+  });
+
   it('when doubles of every magnitude, the format boundaries and their neighbours are written, then the text is JSON.stringify of each', async () => {
     const rand = prng(16);
     const values: number[] = [0, -0, 1, -1, 0.1 + 0.2, 2.7270000000000003, 5e-324, -5e-324, Number.MAX_VALUE, -Number.MAX_VALUE, 2 ** 53, 2 ** 53 + 2];
