@@ -95,22 +95,27 @@ export function sendFramed(
   req: Request,
   res: Response,
   framing: Framing,
-  answer: { items: Buffer; meta: Meta; readAt: string | null; immutable: boolean },
+  answer: { items: Buffer[]; meta: Meta; readAt: string | null; immutable: boolean },
 ): void {
   const { items, meta, readAt } = answer;
   const close = framing.close(meta);
-  const hash = createHash('sha256')
-    .update(framing.open)
-    .update(items)
-    .update(readAt === null ? close : close.toString().replaceAll(readAt, ''));
+  const hash = createHash('sha256').update(framing.open);
+  for (const part of items) hash.update(part);
+  hash.update(readAt === null ? close : close.toString().replaceAll(readAt, ''));
   const etag = `${readAt === null ? '' : 'W/'}"${hash.digest('base64url').slice(0, 32)}"`;
   // A 304 carries the headers the 200 would (RFC 9110, 15.4.5), Vary included (http/compression.ts).
   res.set({ ETag: etag, 'Cache-Control': answer.immutable ? IMMUTABLE : REVALIDATE });
   if (matchesAny(req.headers['if-none-match'], etag)) return void res.status(304).end();
+  // The parts are written as they are, not joined: a year of 1-hour bars is
+  // 1.9 MB, and a copy of it costs a millisecond and garbage to collect. With
+  // Content-Length set, compression still sees the size (http/compression.ts).
+  const parts = [framing.open, ...items, close];
   res
     .status(200)
     .type(framing.type)
-    .send(Buffer.concat([framing.open, items, close]));
+    .set('Content-Length', String(parts.reduce((n, part) => n + part.length, 0)));
+  for (const part of parts.slice(0, -1)) res.write(part);
+  res.end(close);
 }
 
 /** Whether an If-None-Match header names `etag`, by the weak comparison (RFC 9110, 13.1.2). */

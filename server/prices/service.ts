@@ -18,11 +18,11 @@ export { CSV_COLUMNS } from './text-repository.ts';
 
 /**
  * A price read's answer: the bars as text in `format` (JSON objects joined by
- * commas, or CSV rows), the meta, and the time of reading as the meta writes
+ * commas, or CSV rows), in parts to be sent one after another, the meta, and the time of reading as the meta writes
  * it, when it does (no asOf asked for), else null.
  */
 export interface PriceText {
-  items: Buffer;
+  items: Buffer[];
   meta: Meta;
   readAt: string | null;
   /** Whether the answer's bytes can never change (`immutable` caching, docs/api.md "Caching"). */
@@ -64,7 +64,7 @@ export async function readDailyPrices(db: Database, id: string, q: DailyPricesQu
     priceBasis: priceBasisMeta(q, use, plan, readAt),
     actionCoverage: actionCoverage(coverage.get(id), series?.firstBar ?? q.from),
   };
-  return { items: series?.bars ?? Buffer.alloc(0), meta, readAt: q.asOf ? null : readAt.toISOString(), immutable };
+  return { items: series ? [series.bars] : [], meta, readAt: q.asOf ? null : readAt.toISOString(), immutable };
 }
 
 /**

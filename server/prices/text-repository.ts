@@ -339,8 +339,8 @@ export async function dailySeriesText(
 
 /** One instrument's intraday bars in a window, as the response text. */
 export interface IntradayText {
-  /** The bars in time order: JSON objects joined by commas, or CSV rows (empty without bars). */
-  bars: Buffer;
+  /** The bars in time order, as parts to be sent one after another: JSON objects joined by commas, or CSV rows (none without bars). */
+  bars: Buffer[];
   sources: string[];
   /** The latest `asOf` of the bars (ISO), null without bars. */
   latestAsOf: string | null;
@@ -361,19 +361,20 @@ export async function intradayText(sql: Sql, format: Format, instrumentId: strin
     `.raw(),
   );
   return {
-    bars: bars ?? Buffer.alloc(0),
+    bars: bars ? [bars] : [],
     sources: sources ? (JSON.parse(text(sources)) as string[]) : [],
     latestAsOf: latest ? text(latest) : null,
   };
 }
 
-/** Two consecutive windows' texts (`first` the earlier) as the text of the whole window. */
+const COMMA = Buffer.from(',');
+
+/** Two consecutive windows' texts (`first` the earlier) as the text of the whole window, without copying their bytes. */
 export function joinIntradayTexts(format: Format, first: IntradayText, second: IntradayText): IntradayText {
-  const parts = [first.bars, second.bars].filter((b) => b.length);
-  const separator = format === 'json' && parts.length === 2 ? [Buffer.from(',')] : [];
+  const separator = format === 'json' && first.bars.length && second.bars.length ? [COMMA] : [];
   const latest = [first.latestAsOf, second.latestAsOf].filter((t) => t !== null).sort();
   return {
-    bars: Buffer.concat(parts.length === 2 ? [parts[0], ...separator, parts[1]] : parts),
+    bars: [...first.bars, ...separator, ...second.bars],
     sources: [...new Set([...first.sources, ...second.sources])],
     latestAsOf: latest.at(-1) ?? null,
   };
