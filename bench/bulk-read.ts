@@ -7,11 +7,10 @@
 import http from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import zlib from 'node:zlib';
 import { benchUuid, DAILY_BARS_COLUMNS, dailyBarsCsv, equity, weekdays } from './lib/data.ts';
 import { benchSql } from './lib/database.ts';
 import { envInt, log, sleep } from './lib/harness.ts';
-import { getBody, type BodyRead } from './lib/http.ts';
+import { decodedBody, getBody, type BodyRead } from './lib/http.ts';
 import { procStatus, resetPeakRss, sampleRss } from './lib/proc.ts';
 import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
 import { startService } from './lib/service.ts';
@@ -154,11 +153,14 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const compressed: Record<string, ReturnType<typeof summarise> & { responseBytes: number; ratioOverPostgresJs: number }> = {};
     for (const encoding of ['gzip', 'br'] as const) {
       log(`bulk-read: (a) HTTP bulk read with Accept-Encoding: ${encoding}, ${runs} runs after a warm-up`);
-      const samples = await timeRuns(runs, 1, get(encoding), checkHttp);
-      const wire = await wireBytes(`${service.publicUrl}${bulkUrl(WINDOW)}`, { authorization: `Bearer ${key}`, 'accept-encoding': encoding });
+      let wire!: BodyRead;
+      const samples = await timeRuns(runs, 1, get(encoding), (r) => {
+        checkHttp(r);
+        wire = r;
+      });
       if (wire.encoding !== encoding) throw new Error(`asked for ${encoding}, got content-encoding ${wire.encoding}`);
       const summary = summarise(samples);
-      compressed[encoding] = { ...summary, responseBytes: wire.bytes, ratioOverPostgresJs: ratio(summary.medianMs, summarise(sqlSamples).medianMs) };
+      compressed[encoding] = { ...summary, responseBytes: wire.wireBytes, ratioOverPostgresJs: ratio(summary.medianMs, summarise(sqlSamples).medianMs) };
     }
 
     // ---- (c) memory, full span, one slow reader, uncompressed and br; (d) ten compressed ones at once
@@ -304,20 +306,6 @@ interface SlowRead {
   aborted: boolean;
 }
 
-/** How many bytes the body of a GET takes on the wire, and its Content-Encoding. */
-function wireBytes(url: string, headers: Record<string, string>): Promise<{ bytes: number; encoding: string }> {
-  return new Promise((resolve, reject) => {
-    http
-      .get(url, { headers }, (res) => {
-        let bytes = 0;
-        res.on('data', (chunk: Buffer) => (bytes += chunk.length));
-        res.on('end', () => resolve({ bytes, encoding: String(res.headers['content-encoding'] ?? 'identity') }));
-        res.on('error', reject);
-      })
-      .on('error', reject);
-  });
-}
-
 /**
  * Streams a GET response and discards it, decoding it as its
  * Content-Encoding says, and pausing so the decoded bytes arrive at
@@ -333,8 +321,7 @@ function slowRead(url: string, headers: Record<string, string>, bytesPerSec: num
     const needle = '"barDate":';
     const req = http.get(url, { headers }, (res) => {
       headArrived();
-      const encoding = String(res.headers['content-encoding'] ?? 'identity');
-      const decoded: Readable = encoding === 'gzip' ? res.pipe(zlib.createGunzip()) : encoding === 'br' ? res.pipe(zlib.createBrotliDecompress()) : res;
+      const { encoding, decoded } = decodedBody(res);
       let bytes = 0;
       let decodedBytes = 0;
       let bars = 0;

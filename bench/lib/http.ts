@@ -40,7 +40,10 @@ export async function callRoute(
 /** A body read to its last byte: the bytes as they arrived, decoded (see getBody). */
 export interface BodyRead {
   status: number;
-  /** The decoded body's length. */
+  /** Content-Encoding: identity, gzip or br. */
+  encoding: string;
+  /** The body's length on the wire, and decoded. */
+  wireBytes: number;
   bytes: number;
   /** The body as text, joined and decoded only when asked: after the timing. */
   readonly text: string;
@@ -59,8 +62,9 @@ export function getBody(baseUrl: string, key: string, path: string, headers: Rec
   return new Promise((resolve, reject) => {
     http
       .get(`${baseUrl}${path}`, { headers: { authorization: `Bearer ${key}`, ...headers } }, (res) => {
-        const encoding = res.headers['content-encoding'];
-        const decoded: Readable = encoding === 'gzip' ? res.pipe(zlib.createGunzip()) : encoding === 'br' ? res.pipe(zlib.createBrotliDecompress()) : res;
+        const { encoding, decoded } = decodedBody(res);
+        let wireBytes = 0;
+        res.on('data', (chunk: Buffer) => (wireBytes += chunk.length));
         const chunks: Buffer[] = [];
         decoded.on('data', (chunk: Buffer) => chunks.push(chunk));
         decoded.on('error', reject);
@@ -68,6 +72,8 @@ export function getBody(baseUrl: string, key: string, path: string, headers: Rec
         decoded.on('end', () =>
           resolve({
             status: res.statusCode ?? 0,
+            encoding,
+            wireBytes,
             bytes: chunks.reduce((n, chunk) => n + chunk.length, 0),
             get text() {
               return Buffer.concat(chunks).toString('utf8');
@@ -77,6 +83,13 @@ export function getBody(baseUrl: string, key: string, path: string, headers: Rec
       })
       .on('error', reject);
   });
+}
+
+/** A response's body as it decodes: gunzipped or brotli-decoded as its Content-Encoding says, else the response itself. */
+export function decodedBody(res: http.IncomingMessage): { encoding: string; decoded: Readable } {
+  const encoding = String(res.headers['content-encoding'] ?? 'identity');
+  const decoded = encoding === 'gzip' ? res.pipe(zlib.createGunzip()) : encoding === 'br' ? res.pipe(zlib.createBrotliDecompress()) : res;
+  return { encoding, decoded };
 }
 
 /** GET /admin/v1/status, the parts the results report. */

@@ -290,7 +290,9 @@ async function historyHeads(tx: Sql, batch: CopyBatch, state: UploadState): Prom
   const ids = [...batch.firstByInstrument.keys()];
   const unseen = ids.filter((id) => !all.has(id));
   if (unseen.length) {
-    const [versions, latest] = [await actionSetVersions(tx, unseen), await repo.latestBarDates(tx, unseen)];
+    // One transaction's connection: the two reads run one after the other.
+    const versions = await actionSetVersions(tx, unseen);
+    const latest = await repo.latestBarDates(tx, unseen);
     for (const id of unseen) all.set(id, { instrumentId: id, version: versions.get(id)!, latestBefore: latest.get(id) ?? null });
   }
   return new Map(ids.map((id) => [id, all.get(id)!]));

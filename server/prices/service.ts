@@ -18,8 +18,9 @@ export { CSV_COLUMNS } from './text-repository.ts';
 
 /**
  * A price read's answer: the bars as text in `format` (JSON objects joined by
- * commas, or CSV rows), in parts to be sent one after another, the meta, and the time of reading as the meta writes
- * it, when it does (no asOf asked for), else null.
+ * commas, or CSV rows), in parts to be sent one after another; the meta; and
+ * the time of reading as the meta writes it, when it does (no asOf asked
+ * for), else null.
  */
 export interface PriceText {
   items: Buffer[];

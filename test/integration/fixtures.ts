@@ -73,3 +73,19 @@ export function weekdays(from: string, to: string): string[] {
   }
   return out;
 }
+
+/**
+ * Resolves once a statement of another session waits for a lock while naming
+ * `table` (a row the test holds); fails after 10 s.
+ */
+export async function untilAStatementWaitsFor(svc: Service, table: string): Promise<void> {
+  for (let waited = 0; ; waited += 10) {
+    const [w] = await svc.sql<{ n: number }[]>`
+      select count(*)::int as n from pg_stat_activity
+      where wait_event_type = 'Lock' and query like ${`%${table}%`} and pid <> pg_backend_pid()
+    `;
+    if (w.n > 0) return;
+    if (waited > 10_000) throw new Error(`no statement waited for ${table}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -19,6 +19,7 @@ import { hashApiKey } from '../../server/keys/service.ts';
 import { admissionBatchSize, dbQueryDuration } from '../../server/metrics.ts';
 import { PROJECT_ROOT } from './child-process.ts';
 import { databaseUrl, Service, startService } from './harness.ts';
+import { untilAStatementWaitsFor } from './fixtures.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -503,7 +504,7 @@ describe('platform: admission in batches', () => {
       const released = holder.begin(async (tx) => {
         await tx`select 1 from usage_counters where account_id = ${account} for update`;
         const first = admissions.admit(key, 'instruments:read');
-        await untilWaitingOnLock(account);
+        await untilAStatementWaitsFor(svc, 'usage_counters');
         const later = Array.from({ length: 9 }, () => admissions.admit(key, 'instruments:read'));
         // Not an array: begin() would await an array's elements before it commits.
         return { pending: [first, ...later] };
@@ -517,18 +518,6 @@ describe('platform: admission in batches', () => {
       await holder.end();
     }
   });
-
-  /** Until a statement of another session waits for a lock (the held usage row). */
-  async function untilWaitingOnLock(account: string) {
-    for (let i = 0; i < 200; i++) {
-      const [row] = await svc.sql<{ n: number }[]>`
-        select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%usage_counters%'
-      `;
-      if (row.n > 0) return;
-      await sleep(25);
-    }
-    throw new Error(`no admission statement waited on the row of ${account}`);
-  }
 });
 
 describe('platform: database outage', () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Service, startService } from './harness.ts';
-import { createInstrument, dailyBar, ingest, uniqueSymbol, weekdays } from './fixtures.ts';
+import { createInstrument, dailyBar, ingest, uniqueSymbol, untilAStatementWaitsFor, weekdays } from './fixtures.ts';
 
 let svc: Service;
 let key: string;
@@ -24,19 +24,6 @@ function split(instrumentId: string, effectiveDate: string, ratio: number, knowl
     source: 'test-fixture',
     ...extra,
   };
-}
-
-/** Resolves once another session's statement naming `table` waits for a lock (within 10 s). */
-async function untilAStatementWaitsFor(table: string) {
-  for (let waited = 0; ; waited += 10) {
-    const [w] = await svc.sql`
-      select count(*)::int as n from pg_stat_activity
-      where wait_event_type = 'Lock' and query like ${`%${table}%`} and pid <> pg_backend_pid()
-    `;
-    if (w.n > 0) return;
-    if (waited > 10_000) throw new Error(`no statement waited for ${table}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 function dividend(instrumentId: string, effectiveDate: string, amount: number, knowledgeDate: string) {
@@ -358,7 +345,7 @@ describe('daily bars and the adjustment engine', () => {
       `;
       await tx`update action_set_versions set version = 2, changed_at = now() where instrument_id = ${id}`;
       read = prices(id, query);
-      await untilAStatementWaitsFor('corporate_action_revisions');
+      await untilAStatementWaitsFor(svc, 'corporate_action_revisions');
     });
     const res = await read!;
     expect(res.status).toBe(200);
@@ -401,7 +388,7 @@ describe('daily bars and the adjustment engine', () => {
       await tx`update action_set_versions set version = 2, changed_at = now() where instrument_id = ${id}`;
       await tx`update daily_bars set close_price = 80 where instrument_id = ${id} and bar_date = '2023-01-16'`;
       read = prices(id, query);
-      await untilAStatementWaitsFor('daily_bars');
+      await untilAStatementWaitsFor(svc, 'daily_bars');
     });
     const res = await read!;
     expect(res.status).toBe(200);
