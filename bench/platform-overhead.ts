@@ -11,7 +11,7 @@
 // bench process would share one event loop with autocannon and be measured
 // slower than it is; as children, each gets its own event loop and the
 // comparison is like for like.
-import postgres from 'postgres';
+import { sqlClient } from '../server/db/sql.ts';
 import { equity } from './lib/data.ts';
 import { envInt, log } from './lib/harness.ts';
 import { callRoute } from './lib/http.ts';
@@ -108,7 +108,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     for (let i = 0; i < SPREAD_ACCOUNTS; i++) spread.push({ authorization: `Bearer ${await service.admin.apiKey([route.scope])}` });
 
     // The PostgreSQL backends of a server process: its pools name their sessions after its pid.
-    const watch = postgres(database.url, { max: 1, onnotice: () => {} });
+    const watch = sqlClient(database.url, { max: 1, onnotice: () => {} });
     stops.push(() => watch.end());
     const backendsOf = (pid: number) => async () =>
       (

@@ -4,7 +4,8 @@ import { createLogger } from './logger.ts';
 import { ListenError, Runtime } from './runtime.ts';
 
 const config = loadConfigOrExit();
-const logger = createLogger(config.LOG_LEVEL, [config.ADMIN_TOKEN, config.FRED_API_KEY]);
+const passwordOf = (url: string | undefined) => (url ? decodeURIComponent(new URL(url).password) || undefined : undefined);
+const logger = createLogger(config.LOG_LEVEL, [config.ADMIN_TOKEN, config.FRED_API_KEY, passwordOf(config.DATABASE_URL), passwordOf(config.DATABASE_READ_URL)]);
 const runtime = new Runtime(config, logger);
 
 // Installed before start, so a signal while the service waits for its

@@ -2,7 +2,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import postgres from 'postgres';
+import { sqlClient } from '../server/db/sql.ts';
 import { EmbeddedPostgresError } from '../server/db/cluster-placement.ts';
 import { startEmbeddedPostgres } from '../server/db/embedded.ts';
 import { migrate } from '../server/db/migrate.ts';
@@ -35,7 +35,7 @@ export default async function setup(project: TestProject) {
   let url: string;
   let source: string;
   if (process.env.TEST_DATABASE_URL) {
-    const admin = postgres(process.env.TEST_DATABASE_URL, { max: 1, onnotice: () => {} });
+    const admin = sqlClient(process.env.TEST_DATABASE_URL, { max: 1, onnotice: () => {} });
     const name = `mds_test_${process.pid}_${Date.now()}`;
     await admin`create database ${admin(name)}`;
     const base = new URL(process.env.TEST_DATABASE_URL);

@@ -4,6 +4,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
+import { sqlClient } from '../../server/db/sql.ts';
 import { startEmbeddedPostgres } from '../../server/db/embedded.ts';
 import { log, onCleanup } from './harness.ts';
 
@@ -24,7 +25,7 @@ function withDatabase(url: string, db: string): string {
 
 /** Runs `fn` on a one-connection client of `url`, then closes it. */
 async function withClient<T>(url: string, fn: (sql: postgres.Sql) => Promise<T>): Promise<T> {
-  const client = postgres(url, { max: 1, onnotice: () => {} });
+  const client = sqlClient(url, { max: 1, onnotice: () => {} });
   try {
     return await fn(client);
   } finally {
@@ -80,7 +81,7 @@ export async function openDbServer(): Promise<DbServer> {
 
 /** A postgres.js client configured like the service's (dates stay yyyy-mm-dd strings). */
 export function benchSql(url: string, max = 2) {
-  return postgres(url, {
+  return sqlClient(url, {
     max,
     onnotice: () => {},
     types: {

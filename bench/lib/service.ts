@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import postgres from 'postgres';
+import { sqlClient } from '../../server/db/sql.ts';
 import { onCleanup, ROOT, sleep } from './harness.ts';
 import { Admin } from './http.ts';
 
@@ -152,7 +152,7 @@ export async function startService(databaseUrl: string, opts: { env?: Record<str
   // Watches the service's own sessions (their application_name ends in its
   // pid): one left "idle in transaction (aborted)" under an unanswered upload
   // means the request is dead, whatever its socket says.
-  const watch = postgres(databaseUrl, { max: 1, onnotice: () => {}, idle_timeout: 5 });
+  const watch = sqlClient(databaseUrl, { max: 1, onnotice: () => {}, idle_timeout: 5 });
   const deadCheck = async () => {
     const [row] = await watch`
       select count(*)::int as n, max(now() - state_change) as since

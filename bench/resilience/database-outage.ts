@@ -7,7 +7,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../server/db/em
 import { benchUuid, equity } from '../lib/data.ts';
 import { log, onCleanup, sleep } from '../lib/harness.ts';
 import type { ServiceStatus } from '../lib/http.ts';
-import { freePort, startService, type OutputOptions } from '../lib/service.ts';
+import { startService, type OutputOptions } from '../lib/service.ts';
 import { latencySummary, round } from '../lib/stats.ts';
 import { timedGet } from './clients.ts';
 import { levelOf } from './common.ts';
@@ -21,12 +21,11 @@ export async function databaseOutage() {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mds-bench-outage-'));
   // As root the cluster runs as the postgres user, which must reach the directory.
   await chmod(dir, 0o755);
-  const port = await freePort();
   let readyAt = 0;
   const onLog = (text: string) => {
     if (text.includes('database system is ready to accept connections')) readyAt = performance.now();
   };
-  const start = () => startEmbeddedPostgres(path.join(dir, 'pg'), { persistent: true, port, onLog, onNotice: log });
+  const start = () => startEmbeddedPostgres(path.join(dir, 'pg'), { persistent: true, onLog, onNotice: log });
   let db: EmbeddedDatabase | null = await start();
   const dropCluster = onCleanup('outage postgres', async () => {
     await db?.stop();
@@ -132,7 +131,7 @@ export async function databaseOutage() {
     };
     return {
       postgres: {
-        kind: 'embedded (startEmbeddedPostgres from server/db/embedded.ts, persistent cluster, the same directory and port on restart; as root it runs as the postgres user)',
+        kind: 'embedded (startEmbeddedPostgres from server/db/embedded.ts, persistent cluster, the same directory (so the same socket) on restart; as root it runs as the postgres user)',
         serverVersion: status.database.serverVersion,
         stopSec: round((stopped - stopCalled) / 1000, 2),
         downSec: round((restartCalled - stopped) / 1000, 2),

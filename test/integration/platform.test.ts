@@ -5,7 +5,7 @@ import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import postgres from 'postgres';
+import { sqlClient } from '../../server/db/sql.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
@@ -250,7 +250,7 @@ describe('platform: quotas and rate limits', () => {
 
 /** Runs `fn` with the URL of a fresh database on the test server, dropped afterwards. */
 async function withFreshDatabase(prefix: string, fn: (url: string) => Promise<void>) {
-  const admin = postgres(databaseUrl(), { max: 1, onnotice: () => {} });
+  const admin = sqlClient(databaseUrl(), { max: 1, onnotice: () => {} });
   const name = `${prefix}_${Date.now()}`;
   await admin`create database ${admin(name)}`;
   const url = new URL(databaseUrl());
@@ -267,7 +267,7 @@ describe('platform: migrations already applied', () => {
   it('when a migration was applied with an earlier text that differs only in comments, then the service starts; any other changed checksum is refused', async () => {
     await withFreshDatabase('mds_checksum', async (url) => {
       const env = { DATABASE_URL: url };
-      const db = postgres(url, { max: 1, onnotice: () => {} });
+      const db = sqlClient(url, { max: 1, onnotice: () => {} });
       try {
         await (await startService(env)).stop();
         // 003 as first landed (364dd90), before its header comment was corrected.
@@ -499,7 +499,7 @@ describe('platform: admission in batches', () => {
     const before = await statements();
     const batchedBefore = await batched();
     // Holding the account's row keeps the first batch's statement, and so the one permit, busy.
-    const holder = postgres(databaseUrl(), { max: 1, onnotice: () => {} });
+    const holder = sqlClient(databaseUrl(), { max: 1, onnotice: () => {} });
     try {
       const released = holder.begin(async (tx) => {
         await tx`select 1 from usage_counters where account_id = ${account} for update`;
@@ -542,9 +542,8 @@ describe('platform: database outage', () => {
       for (let i = 0; i < 5; i++) expect((await svc.get('/v1/instruments?query=x', key)).status).toBe(503);
       expect(await refusedUnavailable(svc)).toBeGreaterThanOrEqual(refusedBefore + 5);
 
-      // Same data directory, same port: the service's URL stays valid.
-      const port = new URL(db.url).port;
-      db = await startEmbeddedPostgresOnPort(path.join(dir, 'pg'), Number(port));
+      // Same data directory, so the same socket and password: the service's URL stays valid.
+      db = await startEmbeddedPostgres(path.join(dir, 'pg'), { persistent: true });
       let status = 0;
       for (let i = 0; i < 50 && status !== 200; i++) {
         status = (await svc.get('/v1/instruments?query=x', key)).status;
@@ -558,10 +557,6 @@ describe('platform: database outage', () => {
     }
   });
 });
-
-async function startEmbeddedPostgresOnPort(dir: string, port: number) {
-  return startEmbeddedPostgres(dir, { persistent: true, port });
-}
 
 /** db_pool_refused_total{reason="unavailable"} summed over the pools. */
 async function refusedUnavailable(svc: Service): Promise<number> {
@@ -597,9 +592,9 @@ describe('platform: start', () => {
     // The cluster and its database exist before the service looks for them;
     // only the server is missing (else the service could find the server up
     // before the database is created, which is a different, fatal, error).
-    await (await startEmbeddedPostgres(path.join(dir, 'pg'), { persistent: true })).stop();
-    const port = await freePort();
-    const runtime = new Runtime(await configFor(`postgres://postgres:embedded@127.0.0.1:${port}/mds`), createLogger('silent'));
+    const stopped = await startEmbeddedPostgres(path.join(dir, 'pg'), { persistent: true });
+    await stopped.stop();
+    const runtime = new Runtime(await configFor(stopped.url), createLogger('silent'));
     const started = runtime.start();
     let db: Awaited<ReturnType<typeof startEmbeddedPostgres>> | null = null;
     try {
@@ -613,7 +608,7 @@ describe('platform: start', () => {
       expect(api.headers.get('retry-after')).toMatch(/^\d+$/);
       expect(api.headers.get('x-request-id')).toBeTruthy();
 
-      db = await startEmbeddedPostgres(path.join(dir, 'pg'), { persistent: true, port });
+      db = await startEmbeddedPostgres(path.join(dir, 'pg'), { persistent: true });
       await started;
       expect((await fetch(`${runtime.publicUrl}/readyz`)).status).toBe(200);
     } finally {

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import postgres from 'postgres';
+import { sqlClient } from '../../server/db/sql.ts';
 import { databaseUrl, Service, startService } from './harness.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
 
@@ -193,7 +193,7 @@ describe('resilience: admission and deadlines', () => {
   it('when every pooled connection is busy past the acquire deadline, then the next request gets 503 overloaded with Retry-After, and service resumes once they free', async () => {
     const tight = await startService({ DATABASE_POOL_SIZE: '2', DATABASE_ACQUIRE_TIMEOUT_MS: '300' });
     const k = await tight.keyWith(['instruments:read']);
-    const lock = postgres(databaseUrl(), { max: 1, onnotice: () => {} });
+    const lock = sqlClient(databaseUrl(), { max: 1, onnotice: () => {} });
     try {
       await lock`begin`;
       await lock`lock table instruments in access exclusive mode`;
@@ -216,7 +216,7 @@ describe('resilience: admission and deadlines', () => {
   it('when a statement runs past the statement timeout, then the request gets 503 overloaded with Retry-After, and the next one is served', async () => {
     const brief = await startService({ DATABASE_STATEMENT_TIMEOUT_MS: '1000' });
     const k = await brief.keyWith(['instruments:read']);
-    const lock = postgres(databaseUrl(), { max: 1, onnotice: () => {} });
+    const lock = sqlClient(databaseUrl(), { max: 1, onnotice: () => {} });
     try {
       await lock`begin`;
       await lock`lock table instruments in access exclusive mode`;
