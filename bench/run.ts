@@ -25,6 +25,7 @@ const SCENARIOS: Record<string, () => Promise<Scenario>> = {
   intraday: async () => (await import('./intraday.ts')).run,
   analytics: async () => (await import('./analytics.ts')).run,
   resilience: async () => (await import('./resilience.ts')).run,
+  'password-hashing': async () => (await import('./password-hashing.ts')).run,
 };
 
 // A hard stop for the whole run, whatever happens: children and databases are

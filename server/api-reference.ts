@@ -93,8 +93,10 @@ const STYLE = `#errors { max-width: 1460px; margin: 0 auto 40px; padding: 0 20px
 `;
 
 // Everything the page loads comes from this server: the policy makes the
-// browser refuse anything else (Swagger UI sets inline styles and uses data: images).
-const CONTENT_SECURITY_POLICY = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:";
+// browser refuse anything else (Swagger UI sets inline styles and uses data:
+// images). No page may frame it (frame-ancestors, and X-Frame-Options for
+// browsers that predate it): its Authorize dialog takes an API key.
+const CONTENT_SECURITY_POLICY = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'";
 
 /** GET /docs and its assets, served from the swagger-ui-dist package; no CDN. */
 export function referencePage(): Router {
@@ -103,6 +105,7 @@ export function referencePage(): Router {
   const html = page();
   router.use('/docs', (_req, res, next) => {
     res.setHeader('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+    res.setHeader('X-Frame-Options', 'DENY');
     next();
   });
   router.get('/docs', (_req, res) => {

@@ -99,6 +99,7 @@ export function buildAdminApp(deps: AppDeps): Express {
       bodyLimit: '1mb',
       publicBaseUrl: publicBaseUrl(deps.config),
       invitationHours: deps.config.DASHBOARD_INVITATION_HOURS,
+      passwords: deps.passwords,
     }),
   );
   app.use(routeNotFound);

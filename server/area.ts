@@ -7,6 +7,7 @@ import type { RouteDefinition } from './http/route.ts';
 import type { RouteTable } from './http/router.ts';
 import type { LastUsedRecorder } from './keys/service.ts';
 import type { MacroService } from './macro/service.ts';
+import type { PasswordHasher } from './dashboard/password.ts';
 
 export interface AppDeps {
   config: Config;
@@ -23,6 +24,8 @@ export interface AppDeps {
   macro: MacroService;
   adminToken: string;
   version: string;
+  /** Dashboard password hashing, on threads of its own (dashboard/password.ts). */
+  passwords: PasswordHasher;
 }
 
 /**

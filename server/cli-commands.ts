@@ -21,6 +21,7 @@ import { readStatus } from './admin/status.ts';
 import * as accounts from './accounts/repository.ts';
 import * as keys from './keys/service.ts';
 import * as logins from './dashboard/service.ts';
+import { PasswordHasher } from './dashboard/password.ts';
 import { ENVIRONMENTS, SCOPES } from './keys/scopes.ts';
 import { VERSION } from './runtime.ts';
 
@@ -53,7 +54,13 @@ const RUNS: Record<CommandName, Run> = {
   'accounts set-password': async (db, _url, o) => {
     const target = parse(z.strictObject({ accountId: UuidSchema, login: logins.LoginSchema }), { accountId: o.account, login: o.login }, 'body');
     const password = parse(z.strictObject({ password: logins.PasswordSchema }), { password: await firstLineOfStdin() }, 'body').password;
-    return logins.setPassword(db, { ...target, password });
+    // An operator's command: one hash, waited for as long as it takes.
+    const passwords = new PasswordHasher({ threads: 1, maxWaiting: 1, waitMs: 60_000, niceIncrement: 0 });
+    try {
+      return await logins.setPassword(db, passwords, { ...target, password });
+    } finally {
+      await passwords.destroy();
+    }
   },
   'accounts invite': (db, _url, o, _args, config) =>
     logins.invite(

@@ -43,6 +43,11 @@ export const ConfigSchema = z.object({
     .max(19)
     .default(10)
     .describe("nice increment of each worker thread (Linux); 0 leaves them at the request thread's priority"),
+  PASSWORD_HASH_THREADS: positiveInt
+    .default(1)
+    .describe(
+      'dashboard password hashes (about 0.9 s of scrypt each) that run at once, each on a thread of its own; a few more wait up to 2 s, the rest get 503',
+    ),
   FRED_API_KEY: z
     .string()
     .optional()
@@ -70,10 +75,23 @@ export const ConfigSchema = z.object({
     .describe(
       'a public request whose connection carries nothing either way for this long (a reader that stopped reading) is closed; an admin upload that sends nothing for this long is refused with 408',
     ),
+  HEADERS_TIMEOUT_MS: positiveInt
+    .default(10_000)
+    .describe(
+      'a request whose line and headers have not all arrived this long after its first byte (or after the connection opened) gets 408 and its connection is closed',
+    ),
+  REQUEST_TIMEOUT_MS: positiveInt
+    .default(60_000)
+    .describe(
+      'a public request (headers and body) not all received this long after it began gets 408 and its connection is closed; at least HEADERS_TIMEOUT_MS',
+    ),
+  MAX_CONNECTIONS: positiveInt.default(4096).describe('open connections per listener; a connection beyond it is closed as soon as it is accepted, unanswered'),
   BULK_STREAMS_PER_ACCOUNT: positiveInt.default(2).describe('concurrent bulk price downloads per account; more get 429 rate_limited'),
   BULK_STREAMS_MAX: positiveInt
     .optional()
-    .describe('concurrent bulk price downloads for the whole service; more get 503 overloaded (default: half of DATABASE_POOL_SIZE, at least 1)'),
+    .describe(
+      'concurrent bulk price downloads for the whole service (default: half of DATABASE_POOL_SIZE, at least 1); when full, an account holding more than the asking one, or a stalled download, gives way, else 503 overloaded',
+    ),
   INGEST_MAX_CONCURRENT: positiveInt
     .default(4)
     .describe('admin uploads running at once (each holds a connection for its duration); more wait up to DATABASE_ACQUIRE_TIMEOUT_MS, then get 503 overloaded'),
@@ -84,9 +102,20 @@ export const ConfigSchema = z.object({
   RATE_LIMIT_SANDBOX_PER_DAY: positiveInt.default(20_000),
   DASHBOARD_SESSION_IDLE_MINUTES: positiveInt.default(30).describe('a dashboard session unused for this long ends'),
   DASHBOARD_SESSION_MAX_HOURS: positiveInt.default(12).describe('a dashboard session ends this long after sign-in, however busy'),
-  DASHBOARD_SIGN_IN_WINDOW_MINUTES: positiveInt.default(15).describe('the fixed window the dashboard sign-in limits count attempts in'),
-  DASHBOARD_SIGN_IN_PER_LOGIN: positiveInt.default(10).describe('dashboard sign-in attempts per login name per window; more get 429 rate_limited'),
+  DASHBOARD_SIGN_IN_WINDOW_MINUTES: positiveInt
+    .default(15)
+    .describe('a dashboard sign-in count is forgotten once this long passes without an attempt it admitted'),
+  DASHBOARD_SIGN_IN_PER_LOGIN_ADDRESS: positiveInt
+    .default(10)
+    .describe('dashboard sign-in attempts at one login from one address (or one recognised browser) per window; more get 429 rate_limited'),
+  DASHBOARD_SIGN_IN_PER_LOGIN: positiveInt
+    .default(30)
+    .describe(
+      'dashboard sign-in attempts at one login from browsers it does not recognise, all addresses together, before each further one must wait twice as long',
+    ),
   DASHBOARD_SIGN_IN_PER_ADDRESS: positiveInt.default(50).describe('dashboard sign-in attempts per client address per window; more get 429 rate_limited'),
+  DASHBOARD_INVITATIONS_PER_ADDRESS: positiveInt.default(10).describe('invitation forms posted per client address per window; more get 429 rate_limited'),
+  DASHBOARD_DEVICE_DAYS: positiveInt.default(90).describe('how long a browser that signed in to a login is recognised by it (the mds_device cookie)'),
   DASHBOARD_INVITATION_HOURS: positiveInt.default(72).describe('how long a dashboard invitation link can be used (once)'),
 });
 

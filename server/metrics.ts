@@ -184,3 +184,44 @@ export const macroReads = new client.Counter({
   labelNames: ['served'] as const,
   registers: [registry],
 });
+
+export const passwordHashes = new client.Histogram({
+  name: 'password_hash_seconds',
+  help: 'Dashboard password hashes (scrypt) on their thread: sign-ins, invitations and passwords set, by outcome',
+  labelNames: ['outcome'] as const,
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5],
+  registers: [registry],
+});
+
+export const passwordHashesRefused = new client.Counter({
+  name: 'password_hashes_refused_total',
+  help: 'Password checks refused with 503 because the hashing thread and its short queue were full',
+  registers: [registry],
+});
+
+export const passwordHashesRunning = new client.Gauge({
+  name: 'password_hashes_running',
+  help: 'Dashboard password hashes running on their threads now',
+  registers: [registry],
+});
+
+export const streamsBlocked = new client.Gauge({
+  name: 'http_streams_blocked',
+  help: 'Streamed responses waiting for their client to take more (slow or stalled readers)',
+  labelNames: ['route'] as const,
+  registers: [registry],
+});
+
+export const streamsPreempted = new client.Counter({
+  name: 'http_streams_preempted_total',
+  help: 'Streamed responses cut to give their slot to another account: over_share (their account held more than the asking one) or stalled (their client had taken nothing for 10 s)',
+  labelNames: ['route', 'reason'] as const,
+  registers: [registry],
+});
+
+export const connectionsDropped = new client.Counter({
+  name: 'http_connections_dropped_total',
+  help: 'Connections a listener closed unanswered as soon as it accepted them, because it had MAX_CONNECTIONS open',
+  labelNames: ['listener'] as const,
+  registers: [registry],
+});

@@ -18,8 +18,9 @@ import { AppError, errorBody } from './http/errors.ts';
 import { LastUsedRecorder } from './keys/service.ts';
 import { macroServiceOf } from './macro/service.ts';
 import type { Logger } from './logger.ts';
-import { httpRequests } from './metrics.ts';
+import { connectionsDropped, httpRequests } from './metrics.ts';
 import { WorkerPool } from './worker-pool.ts';
+import { PasswordHasher } from './dashboard/password.ts';
 
 export const VERSION = '0.1.0';
 
@@ -43,6 +44,26 @@ const MAX_HEADER_BYTES = 64 * 1024;
 // Node's default of 300 s would cut a multi-million-row ingest upload short;
 // admin uploads may stream for up to an hour.
 const ADMIN_REQUEST_TIMEOUT_MS = 3_600_000;
+
+// How often Node looks for requests past HEADERS_TIMEOUT_MS or their request
+// timeout. Its default of 30 s let a client trickling its headers hold a
+// socket for up to 90 s under a 60 s timeout (71 s measured); each pass walks
+// the open connections, at most MAX_CONNECTIONS of them.
+const CONNECTIONS_CHECK_INTERVAL_MS = 1_000;
+
+// An idle kept-alive connection holds one of MAX_CONNECTIONS; a client's next
+// request within 5 s (Node's default) reuses it.
+const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+
+// After an error answer to a request Node could not parse, the connection is
+// destroyed this long after the answer was sent, whether or not the client
+// closed its side: the listener keeps half-open connections (allowHalfOpen),
+// and a slow client refused by HEADERS_TIMEOUT_MS may never close.
+const CLIENT_ERROR_LINGER_MS = 1_000;
+
+// A listener at MAX_CONNECTIONS logs one warn line at most this often, with
+// the count of connections it closed unanswered since it started.
+const DROP_LOG_INTERVAL_MS = 10_000;
 
 // Waits between attempts to reach the database at start: 0.5 s doubling to 5 s.
 const START_RETRY_FIRST_MS = 500;
@@ -103,6 +124,8 @@ function answerClientError(listener: 'public' | 'admin', baseUrl: string, logger
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
         `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
     );
+    const linger = setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
+    socket.once('close', () => clearTimeout(linger));
     httpRequests.inc({ listener, method: 'unparsed', route: 'unparsed', status: String(status) });
     logger.info({ requestId, listener, route: 'unparsed', status, errorCode: appError.code, reason: err.code }, 'request');
   };
@@ -222,6 +245,7 @@ export class Runtime {
     this.database = null;
     if (deps) {
       await deps.pool.destroy();
+      await deps.passwords.destroy();
       await deps.lastUsed.flush();
       deps.db.health.stop();
       deps.readDb.health.stop();
@@ -230,12 +254,39 @@ export class Runtime {
     await database?.stop();
   }
 
+  /**
+   * Listens with the slow-client and connection limits: a request's line and
+   * headers must arrive within HEADERS_TIMEOUT_MS, the whole request within
+   * `requestTimeout` (REQUEST_TIMEOUT_MS by default), else 408 and the
+   * connection is closed; beyond MAX_CONNECTIONS open connections, Node closes
+   * each new one as soon as it is accepted, so the client sees its connection
+   * closed (a reset or an end of stream) before any answer, at once.
+   */
   private listen(listener: 'public' | 'admin', port: number, host: string, requestTimeout?: number): Promise<string> {
+    const { config, logger } = this;
     return new Promise((resolve, reject) => {
-      const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, ...(requestTimeout ? { requestTimeout } : {}) }, (req, res) =>
-        this.apps[listener](req, res),
+      const server = createServer(
+        {
+          maxHeaderSize: MAX_HEADER_BYTES,
+          headersTimeout: config.HEADERS_TIMEOUT_MS,
+          // Node refuses a request timeout shorter than the headers timeout.
+          requestTimeout: Math.max(requestTimeout ?? config.REQUEST_TIMEOUT_MS, config.HEADERS_TIMEOUT_MS),
+          connectionsCheckingInterval: CONNECTIONS_CHECK_INTERVAL_MS,
+        },
+        (req, res) => this.apps[listener](req, res),
       );
-      server.on('clientError', answerClientError(listener, publicBaseUrl(this.config), this.logger));
+      server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+      server.maxConnections = config.MAX_CONNECTIONS;
+      let dropped = 0;
+      let loggedAt = -Infinity;
+      server.on('drop', () => {
+        dropped++;
+        connectionsDropped.inc({ listener });
+        if (Date.now() - loggedAt < DROP_LOG_INTERVAL_MS) return;
+        loggedAt = Date.now();
+        logger.warn({ listener, maxConnections: config.MAX_CONNECTIONS, dropped }, 'connection closed unanswered: the listener is at MAX_CONNECTIONS');
+      });
+      server.on('clientError', answerClientError(listener, publicBaseUrl(config), logger));
       server.once('error', (err) => reject(listenRefusal(listener, host, port, err)));
       server.listen(port, host, () => {
         this.servers.push(server);
@@ -287,7 +338,27 @@ export class Runtime {
       niceIncrement: config.WORKER_NICE,
     });
     const macro = macroServiceOf(db, logger, config);
-    return { config, db, authDb, readDb, logger, pool: workers, lastUsed: new LastUsedRecorder(authDb), macro, adminToken: this.adminToken, version: VERSION };
+    // Two checks may wait per hashing thread, for at most 2 s: a sign-in that
+    // finds more ahead of it is refused at once rather than queued.
+    const passwords = new PasswordHasher({
+      threads: config.PASSWORD_HASH_THREADS,
+      maxWaiting: 2 * config.PASSWORD_HASH_THREADS,
+      waitMs: 2_000,
+      niceIncrement: config.WORKER_NICE,
+    });
+    return {
+      config,
+      db,
+      authDb,
+      readDb,
+      logger,
+      pool: workers,
+      lastUsed: new LastUsedRecorder(authDb),
+      macro,
+      adminToken: this.adminToken,
+      version: VERSION,
+      passwords,
+    };
   }
 }
 

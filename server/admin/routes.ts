@@ -9,8 +9,9 @@ import { adminRoutes } from '../http/router.ts';
 import * as accounts from '../accounts/service.ts';
 import * as keys from '../keys/service.ts';
 import * as logins from '../dashboard/service.ts';
+import type { PasswordHasher } from '../dashboard/password.ts';
 import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
-import { formatOf } from '../ingest/body.ts';
+import { encodingOf, formatOf, gunzipped } from '../ingest/body.ts';
 import type { IngestKind } from '../ingest/kind.ts';
 import { ingestBody } from '../ingest/service.ts';
 import { UploadSlots, type UploadLimits } from '../ingest/uploads.ts';
@@ -242,7 +243,8 @@ function ingestRoute(path: string, kind: IngestKind<unknown>) {
     query: NoQuerySchema,
     upload: {
       rows: kind.rowSchema,
-      description: 'a JSON array, NDJSON (application/x-ndjson) or CSV (text/csv) of rows; each record at most 1 MiB',
+      description:
+        'a JSON array, NDJSON (application/x-ndjson) or CSV (text/csv) of rows, in UTF-8, as is or with Content-Encoding: gzip; each record at most 1 MiB',
     },
     response: {
       status: 200,
@@ -303,6 +305,7 @@ export interface AdminDeps {
   publicBaseUrl: string;
   /** How long an invitation link lasts when the request names no `validHours`. */
   invitationHours: number;
+  passwords: PasswordHasher;
 }
 
 export function adminRouter(deps: AdminDeps): Router {
@@ -323,7 +326,7 @@ export function adminRouter(deps: AdminDeps): Router {
   });
 
   routes.handle(setPasswordRoute, async ({ params, body }, res) => {
-    res.json({ data: await logins.setPassword(db, { accountId: params.id, ...body }) });
+    res.json({ data: await logins.setPassword(db, deps.passwords, { accountId: params.id, ...body }) });
   });
 
   routes.handle(createInvitationRoute, async ({ params, body }, res) => {
@@ -359,7 +362,8 @@ export function adminRouter(deps: AdminDeps): Router {
   for (const [path, kind] of Object.entries(deps.ingestKinds)) {
     routes.handle(definitions.ingest[path], async (_input, res, req) => {
       const format = formatOf(req.get('content-type'));
-      const { changes, ...stored } = await uploads.run(req, (body) => ingestBody(db, kind, body, format));
+      const encoding = encodingOf(req.get('content-encoding'));
+      const { changes, ...stored } = await uploads.run(req, (body) => ingestBody(db, kind, encoding === 'gzip' ? gunzipped(body) : body, format));
       res.json({ data: changes ? { ...stored, derived: await deps.deriveChanged(changes) } : stored });
     });
   }

@@ -4,6 +4,8 @@ import type { Request, Response } from 'express';
 export const SESSION_COOKIE = 'mds_session';
 /** Before sign-in: the secret the sign-in and invitation forms' CSRF token is derived from. */
 export const FORM_COOKIE = 'mds_form';
+/** A browser that signed in: its sign-ins are counted apart from everyone else's (service.ts, signIn). */
+export const DEVICE_COOKIE = 'mds_device';
 
 /** Our secrets are 32 random bytes in base64url; any other cookie value is ignored. */
 const SECRET_SHAPE = /^[A-Za-z0-9_-]{43}$/;
@@ -23,14 +25,11 @@ export function cookieOf(req: Request, name: string): string | null {
 /**
  * Sets (or with `value` null, clears) a dashboard cookie: HttpOnly (no script
  * reads it), SameSite=Strict (no other site's page sends it), Path=/account,
- * and Secure when `secure`. No Max-Age: the server decides when a session
- * ends, and the browser drops the cookie when it closes.
+ * and Secure when `secure`. No Max-Age unless `maxAgeSeconds` is given: the
+ * server decides when a session ends, and the browser drops the cookie when
+ * it closes; only the device cookie outlives the browser session.
  */
-export function setCookie(res: Response, name: string, value: string | null, secure: boolean): void {
-  res.append(
-    'Set-Cookie',
-    [`${name}=${value ?? ''}`, 'Path=/account', 'HttpOnly', 'SameSite=Strict', ...(secure ? ['Secure'] : []), ...(value === null ? ['Max-Age=0'] : [])].join(
-      '; ',
-    ),
-  );
+export function setCookie(res: Response, name: string, value: string | null, secure: boolean, maxAgeSeconds?: number): void {
+  const lifetime = value === null ? ['Max-Age=0'] : maxAgeSeconds ? [`Max-Age=${maxAgeSeconds}`] : [];
+  res.append('Set-Cookie', [`${name}=${value ?? ''}`, 'Path=/account', 'HttpOnly', 'SameSite=Strict', ...(secure ? ['Secure'] : []), ...lifetime].join('; '));
 }

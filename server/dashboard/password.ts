@@ -1,12 +1,14 @@
-import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { Piscina } from 'piscina';
+import { AppError } from '../http/errors.ts';
+import { passwordHashes, passwordHashesRefused, passwordHashesRunning } from '../metrics.ts';
+import { PermitRefused, Semaphore } from '../semaphore.ts';
 
 /**
  * scrypt with N = 2^15, r = 8, p = 3: one of the equivalent minimums of the
  * OWASP Password Storage Cheat Sheet (N = 2^17, r = 8, p = 1 is another).
- * This one holds 32 MiB per hash (128 * N * r) rather than 128 MiB, since up
- * to four run at once on libuv's threads; p = 3 buys back the work. One hash
- * took 0.3 s per unit of p here (2 cores, load average 6), so about 0.9 s a
- * sign-in, which the sign-in limits bound.
+ * This one holds 32 MiB per hash (128 * N * r) rather than 128 MiB; p = 3
+ * buys back the work. One hash took 0.6-0.9 s on one core here (2 cores).
  */
 const PARAMETERS = { N: 2 ** 15, r: 8, p: 3 } as const;
 const KEY_LENGTH = 64;
@@ -15,28 +17,105 @@ const SALT_BYTES = 16;
 /** Room for the largest parameters a stored hash may name (N = 2^17, r = 8). */
 const MAX_MEMORY = 256 * 1024 * 1024;
 
-function derive(password: string, salt: Buffer, parameters: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFKC'), salt, KEY_LENGTH, { ...parameters, maxmem: MAX_MEMORY }, (err, key) => (err ? reject(err) : resolve(key)));
-  });
+/** Hashing inside a slot (PasswordHasher.withSlot). */
+export interface Hashing {
+  hash(password: string): Promise<string>;
+  /** Whether `password` matches `stored` (compared in constant time); null `stored` checks against a stand-in and answers false. */
+  verify(password: string, stored: string | null): Promise<boolean>;
 }
 
-/** `scrypt$N$r$p$<salt base64>$<hash base64>`: the parameters travel with the hash, so they can be raised for new passwords later. */
-export async function hashPassword(password: string): Promise<string> {
-  const salt = randomBytes(SALT_BYTES);
-  const key = await derive(password, salt, PARAMETERS);
-  return ['scrypt', PARAMETERS.N, PARAMETERS.r, PARAMETERS.p, salt.toString('base64'), key.toString('base64')].join('$');
+export interface PasswordHasherOptions {
+  /** Hashes that run at once, each on a thread of its own. */
+  threads: number;
+  /** Checks allowed to wait for a thread; more are refused at once. */
+  maxWaiting: number;
+  /** How long a check may wait for a thread before it is refused. */
+  waitMs: number;
+  /** Added to the threads' nice value, so request handling and the database win the CPU. */
+  niceIncrement: number;
 }
 
-// Checked against when the login is unknown, so an unknown login costs the
-// same time as a wrong password and the answer time tells nothing.
-let standIn: Promise<string> | null = null;
+/**
+ * Hashes and checks dashboard passwords on threads of their own: at most
+ * `threads` checks hold a slot at once, a few more wait up to `waitMs`, and
+ * the rest are refused at once with 503 overloaded and Retry-After. The hashes run
+ * synchronously on those threads (workers/password-hash.cjs), never on
+ * libuv's thread pool, which compression and file reads use: with crypto's
+ * asynchronous scrypt, 8 concurrent sign-in posts made a gzip price read
+ * take 5.4 s instead of 0.1 s.
+ */
+export class PasswordHasher {
+  private readonly threads: Piscina;
+  private readonly slots: Semaphore;
+  // Checked against when the login is unknown, so an unknown login costs the
+  // same time as a wrong password and the answer time tells nothing.
+  private standIn: Promise<string> | null = null;
 
-/** Whether `password` matches `stored` (compared in constant time); null `stored` checks against a stand-in and answers false. */
-export async function verifyPassword(password: string, stored: string | null): Promise<boolean> {
-  const [scheme, n, r, p, salt, hash] = (stored ?? (await (standIn ??= hashPassword(randomBytes(16).toString('base64'))))).split('$');
-  const expected = Buffer.from(hash ?? '', 'base64');
-  if (scheme !== 'scrypt' || expected.length !== KEY_LENGTH) return false;
-  const key = await derive(password, Buffer.from(salt, 'base64'), { N: Number(n), r: Number(r), p: Number(p) });
-  return timingSafeEqual(key, expected) && stored !== null;
+  constructor(private readonly options: PasswordHasherOptions) {
+    this.slots = new Semaphore(options.threads, options.maxWaiting);
+    this.threads = new Piscina({
+      filename: new URL('../../workers/password-hash.cjs', import.meta.url).href,
+      minThreads: 0,
+      maxThreads: options.threads,
+      // Sign-ins are rare: a thread that is not needed leaves after this long.
+      idleTimeout: 30_000,
+      niceIncrement: options.niceIncrement,
+    });
+  }
+
+  /**
+   * Runs `work` holding a hashing slot, taken first: a check that finds the
+   * slots and their queue full is refused before it costs anything else (its
+   * limits and its login are read inside `work`). The slot is given back
+   * when `work` ends.
+   */
+  async withSlot<T>(work: (hashing: Hashing) => Promise<T>): Promise<T> {
+    try {
+      await this.slots.acquire(this.options.waitMs);
+    } catch (err) {
+      if (!(err instanceof PermitRefused)) throw err;
+      passwordHashesRefused.inc();
+      throw new AppError('overloaded', 'too many passwords are being checked at once; retry shortly', {}, { 'Retry-After': '1' });
+    }
+    try {
+      return await work({ hash: (password) => this.hash(password), verify: (password, stored) => this.verify(password, stored) });
+    } finally {
+      this.slots.release();
+    }
+  }
+
+  /** `scrypt$N$r$p$<salt base64>$<hash base64>`: the parameters travel with the hash, so they can be raised for new passwords later. */
+  private async hash(password: string): Promise<string> {
+    const salt = randomBytes(SALT_BYTES);
+    const key = await this.derive(password, salt, PARAMETERS);
+    return ['scrypt', PARAMETERS.N, PARAMETERS.r, PARAMETERS.p, salt.toString('base64'), key.toString('base64')].join('$');
+  }
+
+  private async verify(password: string, stored: string | null): Promise<boolean> {
+    const standIn = (this.standIn ??= this.hash(randomBytes(16).toString('base64')));
+    const [scheme, n, r, p, salt, hash] = (stored ?? (await standIn)).split('$');
+    const expected = Buffer.from(hash ?? '', 'base64');
+    if (scheme !== 'scrypt' || expected.length !== KEY_LENGTH) return false;
+    const key = await this.derive(password, Buffer.from(salt, 'base64'), { N: Number(n), r: Number(r), p: Number(p) });
+    return timingSafeEqual(key, expected) && stored !== null;
+  }
+
+  destroy(): Promise<void> {
+    return this.threads.destroy();
+  }
+
+  private async derive(password: string, salt: Buffer, parameters: { N: number; r: number; p: number }): Promise<Buffer> {
+    const end = passwordHashes.startTimer();
+    passwordHashesRunning.inc();
+    try {
+      const key: Uint8Array = await this.threads.run({ password: password.normalize('NFKC'), salt, keyLength: KEY_LENGTH, ...parameters, maxmem: MAX_MEMORY });
+      end({ outcome: 'ok' });
+      return Buffer.from(key.buffer, key.byteOffset, key.byteLength);
+    } catch (err) {
+      end({ outcome: 'error' });
+      throw err;
+    } finally {
+      passwordHashesRunning.dec();
+    }
+  }
 }

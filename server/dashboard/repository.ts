@@ -101,36 +101,103 @@ export async function loginByName(sql: Sql, login: string): Promise<{ accountId:
   return row ? { accountId: row.account_id, passwordHash: row.password_hash } : null;
 }
 
-export interface AttemptWindow {
+/** How one subject's attempts are limited. */
+export interface AttemptRule {
   subject: string;
-  attempts: number;
-  /** Seconds until the window ends. */
-  resetSeconds: number;
+  /** Attempts admitted before the rule refuses (`spaced` false) or spaces them out (`spaced` true). */
+  limit: number;
+  /**
+   * Past the limit, the next attempt is admitted only 2^k seconds after the
+   * previous one (k counting the attempts past the limit, from 0), at most
+   * half a window apart, so a guesser who keeps the pace is never forgotten:
+   * a ceiling that slows guessing without ever shutting the door.
+   */
+  spaced: boolean;
+}
+
+/** The rules that refused an attempt, each with the seconds until it would admit one. */
+export type AttemptRefusal = { rule: AttemptRule; retryAfterSeconds: number }[];
+
+/**
+ * Counts one attempt against every rule, or against none when any refuses it:
+ * a refused attempt changes no count, so hammering a door that is shut does
+ * not keep it shut longer. A subject's count is forgotten once `windowSeconds`
+ * pass without an attempt it admitted. The rows are locked (created empty
+ * first, so a subject's first attempts are locked too), so concurrent
+ * attempts in any process are counted one after another.
+ */
+export async function admitAttempt(sql: Sql, rules: AttemptRule[], windowSeconds: number): Promise<AttemptRefusal> {
+  const subjects = rules.map((r) => r.subject).sort();
+  return (await sql.begin(async (tx) => {
+    await tx`
+      delete from dashboard_sign_in_attempts
+      where last_attempt_at < now() - make_interval(secs => ${windowSeconds})
+    `;
+    await tx`
+      insert into dashboard_sign_in_attempts (subject, attempts, last_attempt_at)
+      select subject, 0, now()
+      from unnest(${subjects}::text[]) as s (subject)
+      on conflict (subject) do nothing
+    `;
+    const rows = await tx<{ subject: string; attempts: number; since_last: number }[]>`
+      select subject, attempts, extract(epoch from now() - last_attempt_at)::float8 as since_last
+      from dashboard_sign_in_attempts
+      where subject = any(${subjects}::text[])
+      order by subject
+      for update
+    `;
+    const bySubject = new Map(rows.map((r) => [r.subject, r]));
+    const refusal = rules.flatMap((rule) => {
+      const { attempts, since_last: sinceLast } = bySubject.get(rule.subject)!;
+      if (attempts < rule.limit) return [];
+      const wait = rule.spaced ? Math.min(2 ** (attempts - rule.limit), windowSeconds / 2) : windowSeconds;
+      return sinceLast >= wait ? [] : [{ rule, retryAfterSeconds: wait - sinceLast }];
+    });
+    if (refusal.length === 0) {
+      await tx`
+        update dashboard_sign_in_attempts
+        set attempts = attempts + 1, last_attempt_at = now()
+        where subject = any(${subjects}::text[])
+      `;
+    }
+    return refusal;
+  })) as AttemptRefusal;
+}
+
+/** Forgets the counts of `subjects` (a holder's own, after a sign-in that worked). */
+export async function forgetAttempts(sql: Sql, subjects: string[]): Promise<void> {
+  await sql`
+    delete from dashboard_sign_in_attempts
+    where subject = any(${subjects}::text[])
+  `;
+}
+
+/** Whether the device token (its hash) names an unexpired device of `login`. */
+export async function deviceKnows(sql: Sql, tokenHash: Buffer, login: string): Promise<boolean> {
+  const [row] = await sql<{ known: boolean }[]>`
+    select true as known
+    from dashboard_devices
+    where token_hash = ${tokenHash}
+      and login = ${login}
+      and expires_at > now()
+  `;
+  return row !== undefined;
 }
 
 /**
- * Counts one sign-in attempt against each subject in the current fixed window
- * of `windowMinutes` (aligned to the database clock), in one upsert: the row
- * lock makes the increment atomic across processes, as for the API's
- * windows. Windows that have ended are deleted first, so the table holds at
- * most the subjects seen in one window.
+ * Records a browser that signed in: its new token replaces the one it
+ * presented (if any), and the account's expired devices are deleted.
  */
-export async function countAttempts(sql: Sql, subjects: string[], windowMinutes: number): Promise<AttemptWindow[]> {
-  const windowSeconds = windowMinutes * 60;
+export async function rememberDevice(sql: Sql, tokenHash: Buffer, replaced: Buffer | null, accountId: string, login: string, days: number): Promise<void> {
   await sql`
-    delete from dashboard_sign_in_attempts
-    where window_start < now() - make_interval(secs => ${windowSeconds})
+    delete from dashboard_devices
+    where account_id = ${accountId}
+      and (expires_at <= now() or token_hash = ${replaced ?? Buffer.alloc(0)})
   `;
-  const rows = await sql<{ subject: string; attempts: number; reset_seconds: number }[]>`
-    insert into dashboard_sign_in_attempts as a (subject, window_start, attempts)
-    select subject, to_timestamp(floor(extract(epoch from now()) / ${windowSeconds}) * ${windowSeconds}), 1
-    from unnest(${subjects}::text[]) as s (subject)
-    on conflict (subject) do update set
-      attempts = case when a.window_start = excluded.window_start then a.attempts + 1 else 1 end,
-      window_start = excluded.window_start
-    returning subject, attempts, extract(epoch from window_start + make_interval(secs => ${windowSeconds}) - now())::float8 as reset_seconds
+  await sql`
+    insert into dashboard_devices (token_hash, account_id, login, expires_at)
+    values (${tokenHash}, ${accountId}, ${login}, now() + make_interval(days => ${days}))
   `;
-  return rows.map((r) => ({ subject: r.subject, attempts: r.attempts, resetSeconds: r.reset_seconds }));
 }
 
 /** A new session, after deleting the account's sessions that have expired. */
@@ -174,9 +241,14 @@ export async function deleteSession(sql: Sql, idHash: Buffer): Promise<void> {
   `;
 }
 
+/** Ends the account's sessions and forgets its browsers: after a new password or login, every browser signs in afresh. */
 export async function deleteSessionsOfAccount(sql: Sql, accountId: string): Promise<void> {
   await sql`
     delete from dashboard_sessions
+    where account_id = ${accountId}
+  `;
+  await sql`
+    delete from dashboard_devices
     where account_id = ${accountId}
   `;
 }

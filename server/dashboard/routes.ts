@@ -11,7 +11,7 @@ import { parse } from '../http/validate.ts';
 import * as keys from '../keys/service.ts';
 import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
 import { createdKeyPage, keyPage, keysPage, revokeConfirmPage } from './keys-pages.ts';
-import { cookieOf, FORM_COOKIE, SESSION_COOKIE, setCookie } from './cookies.ts';
+import { cookieOf, DEVICE_COOKIE, FORM_COOKIE, SESSION_COOKIE, setCookie } from './cookies.ts';
 import * as dashboard from './service.ts';
 import { errorPage, invitationPage, signInPage } from './sign-in-pages.ts';
 import { USAGE_PERIODS, usagePage } from './usage-page.ts';
@@ -86,12 +86,24 @@ function requireCsrfToken(req: Request, expected: string | null): void {
   });
 }
 
+/**
+ * The pages' scripts and styles, and uPlot's. A path that names no file (a
+ * missing one, a folder, a `..` or NUL in any encoding, which serve-static
+ * refuses before touching the disk) is the dashboard's 404, and a method
+ * other than GET or HEAD its 405: both refusals like any other, never a fault.
+ */
 function assets(): Router {
   const router = express.Router();
   const own = path.join(path.dirname(fileURLToPath(import.meta.url)), 'assets');
   const uplot = path.join(path.dirname(createRequire(import.meta.url).resolve('uplot/package.json')), 'dist');
-  router.use('/assets/uplot', express.static(uplot, { index: false, fallthrough: false }));
-  router.use('/assets', express.static(own, { index: false, fallthrough: false }));
+  const options = { index: false, redirect: false } as const;
+  router.use('/assets/uplot', express.static(uplot, options));
+  router.use('/assets', express.static(own, options), (req) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      throw new AppError('method_not_allowed', `${req.method} is not allowed on a dashboard asset; allowed: GET, HEAD`, {}, { Allow: 'GET, HEAD' });
+    }
+    throw notFound('dashboard asset');
+  });
   return router;
 }
 
@@ -102,12 +114,15 @@ function assets(): Router {
  * account, so another account's key is not found by any request.
  */
 export function dashboardRouter(deps: AppDeps): Router {
-  const { db, config } = deps;
+  const { db, config, passwords } = deps;
   const expiry = { idleMinutes: config.DASHBOARD_SESSION_IDLE_MINUTES, maxHours: config.DASHBOARD_SESSION_MAX_HOURS };
-  const limits = {
+  const limits: dashboard.SignInLimits = {
     windowMinutes: config.DASHBOARD_SIGN_IN_WINDOW_MINUTES,
+    perLoginAddress: config.DASHBOARD_SIGN_IN_PER_LOGIN_ADDRESS,
     perLogin: config.DASHBOARD_SIGN_IN_PER_LOGIN,
     perAddress: config.DASHBOARD_SIGN_IN_PER_ADDRESS,
+    invitationsPerAddress: config.DASHBOARD_INVITATIONS_PER_ADDRESS,
+    deviceDays: config.DASHBOARD_DEVICE_DAYS,
   };
   const router = express.Router({ strict: true });
   router.use(securityHeaders);
@@ -159,8 +174,15 @@ export function dashboardRouter(deps: AppDeps): Router {
       login = form.login;
       const earlier = cookieOf(req, SESSION_COOKIE);
       if (earlier) await dashboard.signOut(db, earlier);
-      const { sessionId } = await dashboard.signIn(db, { ...form, address: req.ip ?? 'unknown' }, limits, expiry);
+      const { sessionId, deviceToken } = await dashboard.signIn(
+        db,
+        passwords,
+        { ...form, address: req.ip ?? 'unknown', deviceToken: cookieOf(req, DEVICE_COOKIE) },
+        limits,
+        expiry,
+      );
       setCookie(res, SESSION_COOKIE, sessionId, secure(req));
+      setCookie(res, DEVICE_COOKIE, deviceToken, secure(req), limits.deviceDays * 86_400);
       res.redirect(303, '/account/keys');
     } catch (err) {
       refuseOnPage(req, res, err, (error) => signInPage({ csrfToken: dashboard.csrfTokenOf(formSecret(req, res)), login, error }));
@@ -178,11 +200,12 @@ export function dashboardRouter(deps: AppDeps): Router {
     try {
       const form = parse(InvitationFormSchema, req.body, 'body');
       if (form.password !== form.confirm) throw new AppError('invalid_request', 'the two passwords differ', { confirm: ['does not match the password'] });
-      await dashboard.acceptInvitation(db, form.token, form.password);
+      await dashboard.acceptInvitation(db, passwords, { token: form.token, password: form.password, address: req.ip ?? 'unknown' }, limits);
       res.redirect(303, '/account/sign-in?welcome=1');
     } catch (err) {
-      if (!(err instanceof AppError) || err.code !== 'invalid_request') throw err;
-      const login = await dashboard.invitationFor(db, token);
+      // A refusal the holder can act on is shown on the invitation's page, while the invitation still stands.
+      if (!(err instanceof AppError) || !['invalid_request', 'rate_limited', 'overloaded'].includes(err.code)) throw err;
+      const login = await dashboard.invitationFor(db, token).catch(() => Promise.reject(err));
       refuseOnPage(req, res, err, (error) => invitationPage({ csrfToken: dashboard.csrfTokenOf(formSecret(req, res)), token, login, error }));
     }
   });
@@ -267,8 +290,9 @@ export function dashboardRouter(deps: AppDeps): Router {
     res.redirect(303, '/account/sign-in');
   });
 
-  router.use((req) => {
-    throw notFound(`dashboard page ${req.method} ${req.baseUrl}${req.path}`);
+  router.use(() => {
+    // The path is not quoted: a holder may have pasted a password into it.
+    throw notFound('dashboard page');
   });
   router.use(dashboardErrors);
   return router;

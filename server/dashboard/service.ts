@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Database } from '../db/database.ts';
 import { AppError, notFound } from '../http/errors.ts';
 import * as accounts from '../accounts/repository.ts';
-import { hashPassword, verifyPassword } from './password.ts';
+import type { PasswordHasher } from './password.ts';
 import * as repo from './repository.ts';
 
 export const LoginSchema = z
@@ -32,9 +32,13 @@ async function requireAccount(db: Database, accountId: string): Promise<void> {
  * `accounts set-password`, POST /admin/v1/accounts/{id}/password). The
  * account's open sessions end.
  */
-export async function setPassword(db: Database, input: { accountId: string; login: string; password: string }): Promise<{ accountId: string; login: string }> {
+export async function setPassword(
+  db: Database,
+  passwords: PasswordHasher,
+  input: { accountId: string; login: string; password: string },
+): Promise<{ accountId: string; login: string }> {
   await requireAccount(db, input.accountId);
-  const passwordHash = await hashPassword(input.password);
+  const passwordHash = await passwords.withSlot((hashing) => hashing.hash(input.password));
   const row = await db.run(async (sql) => {
     const set = await repo.upsertPassword(sql, input.accountId, input.login, passwordHash);
     if (set) await repo.deleteSessionsOfAccount(sql, input.accountId);
@@ -70,52 +74,108 @@ export async function invitationFor(db: Database, token: string): Promise<string
   return login;
 }
 
-export async function acceptInvitation(db: Database, token: string, password: string): Promise<{ accountId: string; login: string }> {
-  const passwordHash = await hashPassword(password);
-  const accepted = await db.run((sql) => repo.acceptInvitation(sql, sha256(token), passwordHash));
-  if (!accepted) throw invitationGone();
-  return accepted;
-}
-
 export interface SignInLimits {
   windowMinutes: number;
+  /** Attempts at one login from one address (or one recognised browser). */
+  perLoginAddress: number;
+  /** Attempts at one login from browsers it does not recognise, all addresses together, before they are spaced out. */
   perLogin: number;
+  /** Attempts from one address, all logins together. */
   perAddress: number;
+  /** Invitation forms posted from one address. */
+  invitationsPerAddress: number;
+  /** How long a browser that signed in is recognised. */
+  deviceDays: number;
+}
+
+/** The message and details of a refused attempt, with Retry-After. */
+function tooManyAttempts(refusal: repo.AttemptRefusal, what: string, describe: (subject: string) => [string, string[]]): AppError {
+  const retryAfter = String(Math.max(1, Math.ceil(Math.max(...refusal.map((r) => r.retryAfterSeconds)))));
+  const details: Record<string, string[]> = {};
+  for (const [field, problems] of refusal.map((r) => describe(r.rule.subject))) (details[field] ??= []).push(...problems);
+  return new AppError('rate_limited', `too many ${what}; try again in ${retryAfter} seconds`, details, { 'Retry-After': retryAfter });
+}
+
+/**
+ * Accepts an invitation: the link's token must name a pending invitation
+ * before any hashing is done, and one address may post the form
+ * `invitationsPerAddress` times a window.
+ */
+export async function acceptInvitation(
+  db: Database,
+  passwords: PasswordHasher,
+  input: { token: string; password: string; address: string },
+  limits: SignInLimits,
+): Promise<{ accountId: string; login: string }> {
+  return passwords.withSlot(async (hashing) => {
+    const rule = { subject: `invitation:${input.address}`, limit: limits.invitationsPerAddress, spaced: false };
+    const refusal = await db.run((sql) => repo.admitAttempt(sql, [rule], limits.windowMinutes * 60));
+    if (refusal.length) {
+      throw tooManyAttempts(refusal, 'invitation attempts', () => [
+        'address',
+        [`${limits.invitationsPerAddress} attempts per ${limits.windowMinutes} minutes reached`],
+      ]);
+    }
+    await invitationFor(db, input.token);
+    const passwordHash = await hashing.hash(input.password);
+    const accepted = await db.run((sql) => repo.acceptInvitation(sql, sha256(input.token), passwordHash));
+    if (!accepted) throw invitationGone();
+    return accepted;
+  });
 }
 
 /**
  * Checks a sign-in against its limits, then the password; a new session id
- * when both pass. Every attempt counts, and one over either limit is refused
- * before any password work, with the seconds until its window ends.
+ * (and a new token for the browser's mds_device cookie) when both pass.
+ *
+ * The limits are counted so that nobody else can lock a holder out
+ * (docs/dashboard.md#sign-in-limits): per address, per login and address,
+ * and, for browsers the login does not recognise, per login with spacing
+ * instead of a lockout. A browser that signed in to the login before (its
+ * device token) is counted on its own. The hashing slot is taken first, so a
+ * flood of posts the hashing cannot take costs no database work; an attempt
+ * over a limit is refused before any hashing, and changes no count.
  */
 export async function signIn(
   db: Database,
-  input: { login: string; password: string; address: string },
+  passwords: PasswordHasher,
+  input: { login: string; password: string; address: string; deviceToken: string | null },
   limits: SignInLimits,
   expiry: repo.SessionExpiry,
-): Promise<{ sessionId: string; accountId: string }> {
-  const byLogin = `login:${input.login}`;
-  const windows = await db.run((sql) => repo.countAttempts(sql, [byLogin, `address:${input.address}`], limits.windowMinutes));
-  const over = windows.filter((w) => w.attempts > (w.subject === byLogin ? limits.perLogin : limits.perAddress));
-  if (over.length) {
-    const retryAfter = String(Math.max(1, Math.ceil(Math.max(...over.map((w) => w.resetSeconds)))));
-    const details = Object.fromEntries(
-      over.map((w) =>
-        w.subject === byLogin
-          ? ['login', [`${limits.perLogin} attempts per ${limits.windowMinutes} minutes reached`]]
-          : ['address', [`${limits.perAddress} attempts per ${limits.windowMinutes} minutes reached`]],
-      ),
-    );
-    throw new AppError('rate_limited', `too many sign-in attempts; try again in ${retryAfter} seconds`, details, { 'Retry-After': retryAfter });
-  }
-  const login = await db.run((sql) => repo.loginByName(sql, input.login));
-  // An unknown login is checked against a stand-in hash: it takes as long as a wrong password.
-  if (!(await verifyPassword(input.password, login?.passwordHash ?? null)) || !login) {
-    throw new AppError('invalid_credentials', 'the login or the password is wrong');
-  }
-  const sessionId = newSecret();
-  await db.run((sql) => repo.insertSession(sql, sha256(sessionId), login.accountId, expiry));
-  return { sessionId, accountId: login.accountId };
+): Promise<{ sessionId: string; accountId: string; deviceToken: string }> {
+  return passwords.withSlot(async (hashing) => {
+    const deviceHash = input.deviceToken ? sha256(input.deviceToken) : null;
+    const recognised = deviceHash !== null && (await db.run((sql) => repo.deviceKnows(sql, deviceHash, input.login)));
+    const own = recognised ? `device:${deviceHash.toString('hex')}` : `login-address:${input.login} ${input.address}`;
+    const rules: repo.AttemptRule[] = [
+      { subject: `address:${input.address}`, limit: limits.perAddress, spaced: false },
+      { subject: own, limit: limits.perLoginAddress, spaced: false },
+      ...(recognised ? [] : [{ subject: `login:${input.login}`, limit: limits.perLogin, spaced: true }]),
+    ];
+    const refusal = await db.run((sql) => repo.admitAttempt(sql, rules, limits.windowMinutes * 60));
+    if (refusal.length) {
+      throw tooManyAttempts(refusal, 'sign-in attempts', (subject) =>
+        subject.startsWith('address:')
+          ? ['address', [`${limits.perAddress} attempts per ${limits.windowMinutes} minutes from this address reached`]]
+          : subject.startsWith('login:')
+            ? ['login', [`${limits.perLogin} attempts from unrecognised browsers reached; each further one waits longer`]]
+            : ['login', [`${limits.perLoginAddress} attempts per ${limits.windowMinutes} minutes at this login from here reached`]],
+      );
+    }
+    const login = await db.run((sql) => repo.loginByName(sql, input.login));
+    // An unknown login is checked against a stand-in hash: it takes as long as a wrong password.
+    if (!(await hashing.verify(input.password, login?.passwordHash ?? null)) || !login) {
+      throw new AppError('invalid_credentials', 'the login or the password is wrong');
+    }
+    const sessionId = newSecret();
+    const deviceToken = newSecret();
+    await db.run(async (sql) => {
+      await repo.insertSession(sql, sha256(sessionId), login.accountId, expiry);
+      await repo.rememberDevice(sql, sha256(deviceToken), deviceHash, login.accountId, input.login, limits.deviceDays);
+      await repo.forgetAttempts(sql, [own]);
+    });
+    return { sessionId, accountId: login.accountId, deviceToken };
+  });
 }
 
 export interface Session {

@@ -75,14 +75,9 @@ export function sqlClient<T extends Record<string, postgres.PostgresType> = Reco
   const parsed = new URL(url);
   const socketDir = parsed.searchParams.get('host');
   if (!socketDir?.startsWith('/')) return postgres(url, options);
-  return postgres({
-    ...options,
-    host: socketDir,
-    port: Number(parsed.port || 5432),
-    user: decodeURIComponent(parsed.username),
-    password: decodeURIComponent(parsed.password),
-    database: decodeURIComponent(parsed.pathname.slice(1)),
-  });
+  // postgres.js connects to <host>/.s.PGSQL.<port> when `host` is a path; the URL's other settings stay as they are.
+  parsed.searchParams.delete('host');
+  return postgres(parsed.toString(), { ...options, host: socketDir });
 }
 
 /**

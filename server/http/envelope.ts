@@ -132,11 +132,17 @@ function matchesAny(header: string | undefined, etag: string): boolean {
  * envelope. Each write waits for the response to take it (the socket, or the
  * compression stream in front of it, to drain), so a slow reader slows the
  * producer instead of growing a buffer, and for the next turn of the event
- * loop, so downloads take turns with other requests. A reader that takes
- * nothing at all is closed by the idle timeout every public request has
- * (http/observe.ts), and the producer's next write rejects.
+ * loop, so downloads take turns with other requests. `slot` hears when the
+ * response waits for its client and when it stops waiting (stream-slots.ts).
+ * A reader that takes nothing at all is closed by the idle timeout every
+ * public request has (http/observe.ts), and the producer's next write rejects.
  */
-export async function streamFramed(res: Response, framing: Framing, produce: (write: (chunk: Buffer) => Promise<void>) => Promise<Meta>): Promise<void> {
+export async function streamFramed(
+  res: Response,
+  framing: Framing,
+  produce: (write: (chunk: Buffer) => Promise<void>) => Promise<Meta>,
+  slot?: { blocked(waiting: boolean): void },
+): Promise<void> {
   // One listener each for the whole response, never removed: compression
   // routes 'drain' listeners to its zlib stream, where removing them (and so
   // `once`) does not reach.
@@ -147,7 +153,10 @@ export async function streamFramed(res: Response, framing: Framing, produce: (wr
     if (err) w?.reject(err);
     else w?.resolve();
   };
-  res.on('drain', () => settle());
+  res.on('drain', () => {
+    slot?.blocked(false);
+    settle();
+  });
   res.on('finish', () => settle());
   res.on('close', () => settle(new ClientGoneError('the client went away')));
   const send = (chunk: Buffer, end: boolean) =>
@@ -160,6 +169,7 @@ export async function streamFramed(res: Response, framing: Framing, produce: (wr
       // would otherwise render page after page while other requests wait.
       if (end) res.end(chunk);
       else if (res.write(chunk)) setImmediate(() => waiting === sent && settle());
+      else slot?.blocked(true);
     });
   let started = false;
   const write = (chunk: Buffer) => {

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import { z } from 'zod';
 import { isConnectionFailure } from '../db/health.ts';
+import { redactSecrets } from '../logger.ts';
 
 /**
  * Every error code with its HTTP status and what it means; the reference page
@@ -96,6 +97,33 @@ function isDatabaseUnavailable(err: unknown): boolean {
 // pg_cancel_backend. The service cancels nothing itself. Either is shed, not a bug.
 const QUERY_CANCELED = '57014';
 
+/**
+ * The first escape of a path segment that is not percent-encoded UTF-8: a `%`
+ * without two hex digits, or the escapes of one byte sequence that is not
+ * UTF-8 (at most four). Only it is quoted back, not the segment, which may be
+ * anything a client pasted (a password, under /account).
+ */
+function firstBadEscape(segment: string): string | undefined {
+  for (const run of segment.match(/(?:%[0-9A-Fa-f]{0,2})+/g) ?? []) {
+    const escapes = run.match(/%[0-9A-Fa-f]{0,2}/g) ?? [];
+    let i = 0;
+    while (i < escapes.length) {
+      if (escapes[i].length < 3) return escapes[i];
+      const lead = parseInt(escapes[i].slice(1), 16);
+      const length = lead < 0x80 ? 1 : lead < 0xc2 || lead > 0xf4 ? 0 : lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : 4;
+      const sequence = escapes.slice(i, i + Math.max(length, 1)).join('');
+      if (length === 0) return sequence;
+      try {
+        decodeURIComponent(sequence);
+      } catch {
+        return sequence;
+      }
+      i += length;
+    }
+  }
+  return undefined;
+}
+
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   if (err instanceof z.ZodError) return invalidRequest('request validation failed', zodDetails(err));
@@ -116,8 +144,9 @@ export function toAppError(err: unknown): AppError {
   // the URIError 400 (without `expose`): "%FF", "%" or a cut-off "%E0%A4%A".
   if (err instanceof URIError && e.status === 400) {
     const segment = /^Failed to decode param '(.*)'$/s.exec(err.message)?.[1];
+    const escape = segment === undefined ? undefined : firstBadEscape(segment);
     return invalidRequest('the path is not valid percent-encoded UTF-8', {
-      path: [segment === undefined ? 'malformed percent-encoding' : `segment "${segment}" is not valid percent-encoded UTF-8`],
+      path: [escape === undefined ? 'malformed percent-encoding' : `"${escape}" is not valid percent-encoded UTF-8`],
     });
   }
   if (e?.expose && typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
@@ -131,13 +160,20 @@ export function docsUrlOf(publicBaseUrl: string, code: ErrorCode): string {
   return `${publicBaseUrl}/docs#${code}`;
 }
 
+/**
+ * The error envelope. Messages and details may quote what the client sent (a
+ * path segment, a field's name); any key or secret in them is redacted as the
+ * log redacts it, so no error answer carries a credential back.
+ */
 export function errorBody(err: AppError, publicBaseUrl: string) {
+  const details = Object.create(null) as ErrorDetails;
+  for (const [field, messages] of Object.entries(err.details)) details[redactSecrets(field)] = messages.map(redactSecrets);
   return {
     error: {
       code: err.code,
-      message: err.message,
+      message: redactSecrets(err.message),
       docsUrl: docsUrlOf(publicBaseUrl, err.code),
-      details: err.details,
+      details,
     },
   };
 }
@@ -186,6 +222,7 @@ function discardUnreadBody(req: Request): void {
   req.resume();
 }
 
+/** The path is not quoted: a client may have pasted a key or a password into it. */
 export const routeNotFound: RequestHandler = (req) => {
-  throw new AppError('not_found', `no route for ${req.method} ${req.path}`);
+  throw new AppError('not_found', `no route serves ${req.method} at this path`);
 };

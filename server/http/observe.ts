@@ -1,9 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { holdsSecret } from '../logger.ts';
 import { httpDuration, httpRequests, idleClosed } from '../metrics.ts';
 
-const INCOMING_ID = /^[A-Za-z0-9._-]{1,128}$/;
+// A client's own request id is echoed in a header and written to the log, so
+// it is kept only when it is short and of safe characters, and never when it
+// could be a key or a secret: a key prefix, or a run of 43 base64url
+// characters (a secret's length), whatever its letters.
+const INCOMING_ID = /^[A-Za-z0-9._-]{1,64}$/;
+const SECRET_LENGTH_RUN = /[A-Za-z0-9_-]{43}/;
+
+const acceptedId = (incoming: string | undefined): incoming is string =>
+  incoming !== undefined && INCOMING_ID.test(incoming) && !SECRET_LENGTH_RUN.test(incoming) && !holdsSecret(incoming);
+
+// The dashboard's paths are logged as their route template (or as
+// UNMATCHED_ACCOUNT_PATH when no route matched), never as sent: an account
+// holder may paste a password or a key into the address bar, and nothing
+// tells such a segment apart from a page's name. (Express matches the mount
+// point in any case.)
+const ACCOUNT_PATH = /^\/account(?:\/|$)/i;
+const UNMATCHED_ACCOUNT_PATH = '/account/[unmatched]';
 
 /**
  * Request id, one structured log line per request, and the HTTP metrics.
@@ -24,7 +41,7 @@ const INCOMING_ID = /^[A-Za-z0-9._-]{1,128}$/;
 export function observeRequests(listener: 'public' | 'admin', logger: Logger, idleTimeoutMs?: number): RequestHandler {
   return (req, res, next) => {
     const incoming = req.get('x-request-id');
-    const requestId = incoming && INCOMING_ID.test(incoming) ? incoming : randomUUID();
+    const requestId = acceptedId(incoming) ? incoming : randomUUID();
     res.locals.requestId = requestId;
     res.setHeader('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
@@ -49,6 +66,7 @@ export function observeRequests(listener: 'public' | 'admin', logger: Logger, id
       done = true;
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = routeOf();
+      const path = req.originalUrl.split('?')[0];
       const status = closed && !res.writableFinished ? 'aborted' : String(res.statusCode);
       const labels = { listener, method: req.method, route, status };
       httpRequests.inc(labels);
@@ -60,7 +78,7 @@ export function observeRequests(listener: 'public' | 'admin', logger: Logger, id
           method: req.method,
           route,
           // The path only: query strings may carry secrets.
-          path: req.originalUrl.split('?')[0],
+          path: ACCOUNT_PATH.test(path) ? (route === 'unmatched' ? UNMATCHED_ACCOUNT_PATH : route) : path,
           status: res.statusCode,
           aborted: status === 'aborted' || undefined,
           durationMs: Math.round(seconds * 1e4) / 10,

@@ -18,9 +18,14 @@ function isCalendarDate(s: string): boolean {
   return m !== 2 || d < 29 || (y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0));
 }
 
-/** An instant-shaped text that names a real day and a time Date can read. */
+/**
+ * An instant-shaped text that names a real day and a real time of it. Date
+ * reads T24:00:00 as the next day's midnight (ISO 8601's end of day), which
+ * would let one instant have two spellings; hours end at 23 here. Date
+ * refuses minute or second 60 itself.
+ */
 function isRealInstant(s: string): boolean {
-  return isCalendarDate(s.slice(0, 10)) && !Number.isNaN(Date.parse(s));
+  return isCalendarDate(s.slice(0, 10)) && Number(s.slice(11, 13)) <= 23 && !Number.isNaN(Date.parse(s));
 }
 
 /** The same test as DateSchema, for hand-written hot paths. */

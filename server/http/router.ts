@@ -2,6 +2,7 @@ import express, { type Request, type RequestHandler, type Response } from 'expre
 import type { z } from 'zod';
 import { AppError } from './errors.ts';
 import { requireScope, type AuthDeps } from './auth.ts';
+import { requireUtf8Body } from './media-type.ts';
 import { routePrefix } from './observe.ts';
 import type { RouteDefinition, RouteHandler } from './route.ts';
 import { parse } from './validate.ts';
@@ -77,7 +78,13 @@ export class RouteTable {
       for (const { definition, handler } of entries) {
         router[definition.method](path, ...this.options.before(definition), inputParser(definition, handler));
       }
-      router.all(path, methodNotAllowed(entries.map((e) => e.definition.method.toUpperCase())));
+      router.all(
+        path,
+        methodNotAllowed(
+          path,
+          entries.map((e) => e.definition.method.toUpperCase()),
+        ),
+      );
     }
     return router;
   }
@@ -92,7 +99,8 @@ function inputParser(definition: RouteDefinition, handler: Entry['handler']): Re
   };
 }
 
-function methodNotAllowed(methods: string[]): RequestHandler {
+/** Names the route's template, not the path as sent: a path parameter may hold whatever a client pasted. */
+function methodNotAllowed(path: string, methods: string[]): RequestHandler {
   const allow = [...new Set(methods.includes('GET') ? [...methods, 'HEAD'] : methods), 'OPTIONS'].join(', ');
   return (req, res) => {
     if (req.method === 'OPTIONS') {
@@ -100,12 +108,7 @@ function methodNotAllowed(methods: string[]): RequestHandler {
       res.status(204).end();
       return;
     }
-    throw new AppError(
-      'method_not_allowed',
-      `${req.method} is not allowed on ${res.locals.routePrefix ?? ''}${req.path}; allowed: ${allow}`,
-      {},
-      { Allow: allow },
-    );
+    throw new AppError('method_not_allowed', `${req.method} is not allowed on ${res.locals.routePrefix ?? ''}${path}; allowed: ${allow}`, {}, { Allow: allow });
   };
 }
 
@@ -117,7 +120,7 @@ export function publicRoutes(auth: AuthDeps, bodyLimit: string): RouteTable {
     before(definition) {
       if (!definition.scope) throw new Error(`public route ${definition.path} declares no scope`);
       const auth_ = requireScope(auth, definition.scope);
-      return definition.body ? [auth_, requireJson, json] : [auth_];
+      return definition.body ? [auth_, requireJson, requireUtf8Body, json] : [auth_];
     },
   });
 }
@@ -127,6 +130,6 @@ export function adminRoutes(bodyLimit: string): RouteTable {
   const json = express.json({ limit: bodyLimit });
   return new RouteTable({
     prefix: '/admin/v1',
-    before: (definition) => (definition.body ? [json] : []),
+    before: (definition) => (definition.body ? [requireUtf8Body, json] : []),
   });
 }

@@ -1,10 +1,15 @@
+import { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
 import { AppError } from '../http/errors.ts';
+import { refuseUnlessUtf8 } from '../http/media-type.ts';
 import { parseCsvBatches } from './csv.ts';
 import { ndjsonBatches } from './ndjson.ts';
 
 export type BodyFormat = 'json' | 'ndjson' | 'csv';
 
+/** The format a Content-Type names; 415 for any other type, or for a charset other than UTF-8. */
 export function formatOf(contentType: string | undefined): BodyFormat {
+  refuseUnlessUtf8(contentType);
   const type = (contentType ?? '').split(';')[0].trim().toLowerCase();
   if (type === 'application/json') return 'json';
   if (type === 'application/x-ndjson' || type === 'application/ndjson' || type === 'application/jsonl') return 'ndjson';
@@ -12,6 +17,44 @@ export function formatOf(contentType: string | undefined): BodyFormat {
   throw new AppError('unsupported_media_type', 'send application/json (an array), application/x-ndjson or text/csv', {
     'content-type': [`unsupported: ${type || '(none)'}`],
   });
+}
+
+export type BodyEncoding = 'identity' | 'gzip';
+
+/** The Content-Encoding of an upload: none, or gzip; 415 for any other. */
+export function encodingOf(contentEncoding: string | undefined): BodyEncoding {
+  const encoding = (contentEncoding ?? '').trim().toLowerCase();
+  if (encoding === '' || encoding === 'identity') return 'identity';
+  if (encoding === 'gzip' || encoding === 'x-gzip') return 'gzip';
+  throw new AppError('unsupported_media_type', 'send the upload as it is, or compressed with Content-Encoding: gzip', {
+    'content-encoding': [`unsupported: ${encoding}`],
+  });
+}
+
+/**
+ * A gzip body, inflated as it is read. Only what the reader asks for is
+ * inflated (zlib's 16 KiB chunks, held back by the stream's backpressure), so
+ * the limits on what is read (a JSON array's 64 MiB, a record's 1 MiB) count
+ * inflated bytes, and a body that inflates past one is refused without
+ * inflating the rest. Bytes that are not gzip are a 400.
+ */
+export async function* gunzipped(body: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  const compressed = Readable.from(body);
+  const inflate = createGunzip();
+  compressed.once('error', (err) => inflate.destroy(err));
+  compressed.pipe(inflate);
+  try {
+    for await (const chunk of inflate) yield chunk as Buffer;
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string' && code.startsWith('Z_')) {
+      throw new AppError('invalid_request', 'the body is not valid gzip', { body: [`Content-Encoding is gzip, but: ${(err as Error).message}`] });
+    }
+    throw err;
+  } finally {
+    compressed.destroy();
+    inflate.destroy();
+  }
 }
 
 // A JSON array body is parsed whole; larger uploads should use NDJSON or CSV.

@@ -85,7 +85,7 @@ export const intradayRoute = defineRoute({
 
 export const pricesArea: Area = {
   routes: [dailyPricesRoute, bulkPricesRoute, intradayRoute],
-  mount(routes, { readDb, config }) {
+  mount(routes, { readDb, config, logger }) {
     routes.handle(dailyPricesRoute, async ({ params, query }, res, req) => {
       const format = negotiateFormat(req, res, query.format);
       const answer = await service.readDailyPrices(readDb, params.id, query, format);
@@ -105,13 +105,19 @@ export const pricesArea: Area = {
     const bulkPages = readDb.lane('bulk', Math.min(2, halfThePool));
     routes.handle(bulkPricesRoute, async ({ query: q }, res, req) => {
       const format = negotiateFormat(req, res, q.format);
-      const release = bulkSlots.admit(res.locals.auth.accountId);
+      const slot = bulkSlots.admit(res.locals.auth.accountId, () => {
+        logger.info({ requestId: res.locals.requestId, route: '/v1/prices/bulk' }, 'download cut: its slot went to an account with fewer downloads open');
+        res.destroy();
+      });
       try {
-        await streamFramed(res, format === 'json' ? jsonFraming('object') : csvFraming(service.CSV_COLUMNS.daily), (write) =>
-          service.streamBulkPrices(readDb, q, format, write, { lane: bulkPages, nextPageWaitMs: config.CLIENT_IDLE_TIMEOUT_MS }),
+        await streamFramed(
+          res,
+          format === 'json' ? jsonFraming('object') : csvFraming(service.CSV_COLUMNS.daily),
+          (write) => service.streamBulkPrices(readDb, q, format, write, { lane: bulkPages, nextPageWaitMs: config.CLIENT_IDLE_TIMEOUT_MS }),
+          slot,
         );
       } finally {
-        release();
+        slot.release();
       }
     });
 

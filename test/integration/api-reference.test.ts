@@ -1,8 +1,10 @@
-import type { Express } from 'express';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminDocument, publicDocument } from '../../server/api-reference.ts';
 import { VERSION } from '../../server/runtime.ts';
 import { launchChromium, SKIP_BROWSER } from '../support/chromium.ts';
+import { servedRoutes } from '../support/served-routes.ts';
 import { Service, startService } from './harness.ts';
 
 let svc: Service;
@@ -10,35 +12,6 @@ beforeAll(async () => {
   svc = await startService();
 });
 afterAll(() => svc.stop());
-
-interface Layer {
-  route?: { path: string; methods: Record<string, boolean> };
-  handle?: { stack?: Layer[] };
-  /** The path a router is mounted at ('/' for `app.use(router)`). */
-  rawPath?: unknown;
-}
-
-/**
- * `METHOD /path` of every route an Express app serves under `prefix`, each
- * with the path of the routers it is mounted in (405 catch-alls and reserved
- * paths, which answer every method, excluded). Routers mounted elsewhere
- * (the dashboard's /account pages, /docs) fall outside the prefix.
- */
-function servedRoutes(app: Express, prefix: string): string[] {
-  const out: string[] = [];
-  const walk = (stack: Layer[], mount: string) => {
-    for (const layer of stack) {
-      if (layer.route) {
-        if (layer.route.methods._all) continue;
-        for (const method of Object.keys(layer.route.methods)) out.push(`${method} ${mount}${layer.route.path}`);
-      } else if (layer.handle?.stack) {
-        walk(layer.handle.stack, typeof layer.rawPath === 'string' && layer.rawPath !== '/' ? mount + layer.rawPath : mount);
-      }
-    }
-  };
-  walk((app as unknown as { router: { stack: Layer[] } }).router.stack, '');
-  return out.filter((r) => r.split(' ')[1].startsWith(`${prefix}/`));
-}
 
 /** The spec's public routes (market-data-service.md), every one served. */
 const SPEC_PUBLIC_ROUTES = 29;
@@ -79,6 +52,15 @@ describe('the API describes itself', () => {
       expect((await fetch(`${svc.runtime.publicUrl}${ref}`)).status, ref).toBe(200);
     }
     for (const code of ['not_found', 'invalid_request', 'rate_limited', 'overloaded']) expect(html).toContain(`id="${code}"`);
+  });
+
+  it('when /docs or any of its assets is fetched, then no page may frame it: frame-ancestors none and X-Frame-Options DENY', async () => {
+    for (const ref of ['/docs', '/docs/reference.js', '/docs/reference.css', '/docs/assets/swagger-ui.css']) {
+      const res = await fetch(`${svc.runtime.publicUrl}${ref}`);
+      expect(res.status, ref).toBe(200);
+      expect(res.headers.get('content-security-policy'), ref).toContain("frame-ancestors 'none'");
+      expect(res.headers.get('x-frame-options'), ref).toBe('DENY');
+    }
   });
 });
 
@@ -143,6 +125,31 @@ describe.skipIf(SKIP_BROWSER)('the reference page in a browser', () => {
       expect(elsewhere).toEqual([]);
     } finally {
       await browser.close();
+    }
+  });
+
+  it('when another origin frames /docs, then the browser refuses to render it in the frame', async () => {
+    // Another origin: the same loopback address on another port.
+    const docs = `${svc.runtime.publicUrl}/docs`;
+    const framing = createServer((_req, res) => {
+      res.setHeader('content-type', 'text/html');
+      res.end(`<!doctype html><title>framing</title><iframe id="docs" src="${docs}" width="800" height="600"></iframe>`);
+    });
+    await new Promise<void>((resolve) => framing.listen(0, '127.0.0.1', resolve));
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      const answered = page.waitForResponse((r) => r.url() === docs);
+      await page.goto(`http://127.0.0.1:${(framing.address() as AddressInfo).port}/`);
+      expect((await answered).status()).toBe(200);
+      await page.waitForLoadState('load');
+      // A refused frame is left on the browser's error page: it never runs the reference's scripts.
+      const frame = page.frames().find((f) => f !== page.mainFrame());
+      expect(frame).toBeDefined();
+      expect(await frame!.locator('#api, .opblock').count()).toBe(0);
+    } finally {
+      await browser.close();
+      await new Promise((resolve) => framing.close(resolve));
     }
   });
 });

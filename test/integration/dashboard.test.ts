@@ -1,18 +1,26 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { gzip } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { SCOPES } from '../../server/keys/scopes.ts';
+import { passwordHashes, passwordHashesRunning } from '../../server/metrics.ts';
 import { csrfOn, DashboardClient, fullKeyOn } from '../support/dashboard-client.ts';
 import { Service, startService } from './harness.ts';
 
 // Low sign-in limits, so the tests reach them; the attempt table is emptied
-// before each test, so each starts with fresh windows.
-const PER_LOGIN = 3;
+// before each test, so each starts with fresh counts.
+const PER_LOGIN_ADDRESS = 3;
+const PER_LOGIN = 5;
 const PER_ADDRESS = 6;
+const INVITATIONS_PER_ADDRESS = 3;
 const LIMITS = {
+  DASHBOARD_SIGN_IN_PER_LOGIN_ADDRESS: String(PER_LOGIN_ADDRESS),
   DASHBOARD_SIGN_IN_PER_LOGIN: String(PER_LOGIN),
   DASHBOARD_SIGN_IN_PER_ADDRESS: String(PER_ADDRESS),
+  DASHBOARD_INVITATIONS_PER_ADDRESS: String(INVITATIONS_PER_ADDRESS),
   RATE_LIMIT_SANDBOX_PER_MINUTE: '2',
 };
+// The attacker's address; the holder's is 127.0.0.1. The public listener binds every address.
+const ELSEWHERE = '127.0.0.2';
 const PASSWORD = 'a long enough password';
 
 let svc: Service;
@@ -83,41 +91,100 @@ describe('dashboard: sign-in and sessions', () => {
     expect((await client.get('/account/keys')).headers.get('location')).toBe('/account/sign-in');
   });
 
-  it(`when a login has had ${PER_LOGIN} attempts in the window, then the next is 429 with Retry-After and the error envelope, even with the right password, on any process`, async () => {
+  it(`when one address has made ${PER_LOGIN_ADDRESS} attempts at a login, then its next attempt there is 429 with Retry-After, even with the right password, on any process, while the holder signs in from another address`, async () => {
     const { login } = await accountWithLogin();
     const other = await startService(LIMITS);
     try {
-      const here = new DashboardClient(svc.runtime.publicUrl);
-      const there = new DashboardClient(other.runtime.publicUrl);
+      const here = new DashboardClient(svc.runtime.publicUrl, ELSEWHERE);
+      const there = new DashboardClient(other.runtime.publicUrl, ELSEWHERE);
       expect((await here.signIn(login, 'wrong password 1')).status).toBe(401);
       expect((await there.signIn(login, 'wrong password 2')).status).toBe(401);
-      expect((await here.signIn(login, PASSWORD)).status).toBe(303);
+      expect((await here.signIn(login, 'wrong password 3')).status).toBe(401);
       const refused = await there.signIn(login, PASSWORD, { accept: 'application/json' });
       expect(refused.status).toBe(429);
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(15 * 60);
       const body = JSON.parse(refused.text);
       expect(body.error.code).toBe('rate_limited');
-      expect(body.error.details).toEqual({ login: [`${PER_LOGIN} attempts per 15 minutes reached`] });
+      expect(body.error.details).toEqual({ login: [`${PER_LOGIN_ADDRESS} attempts per 15 minutes at this login from here reached`] });
       expect(body.error.docsUrl).toMatch(/\/docs#rate_limited$/);
       expect(refused.setCookies).toEqual([]);
+      // The holder, at another address, is not held up by what was tried elsewhere.
+      expect((await new DashboardClient(other.runtime.publicUrl).signIn(login, PASSWORD)).status).toBe(303);
     } finally {
       await other.stop();
     }
   });
 
-  it(`when one address has made ${PER_ADDRESS} attempts on different logins, then its next attempt is 429`, async () => {
+  it('when the holder signs in, then the count of their own mistakes at that login starts again', async () => {
+    const { login } = await accountWithLogin();
     const client = new DashboardClient(svc.runtime.publicUrl);
+    for (let round = 0; round < 2; round++) {
+      for (let i = 1; i < PER_LOGIN_ADDRESS; i++) expect((await client.signIn(login, `mistyped ${i}`)).status).toBe(401);
+      expect((await client.signIn(login, PASSWORD)).status).toBe(303);
+    }
+  });
+
+  it(`when one address has made ${PER_ADDRESS} attempts on different logins, then its next attempt is 429, and other addresses are not affected`, async () => {
+    const client = new DashboardClient(svc.runtime.publicUrl, ELSEWHERE);
     for (let i = 0; i < PER_ADDRESS; i++) expect((await client.signIn(`guess-${i}-${randomUUID()}@example.com`, 'guessed password')).status).toBe(401);
     const refused = await client.signIn(`guess-last-${randomUUID()}@example.com`, 'guessed password', { accept: 'application/json' });
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
-    expect(JSON.parse(refused.text).error.details).toEqual({ address: [`${PER_ADDRESS} attempts per 15 minutes reached`] });
+    expect(JSON.parse(refused.text).error.details).toEqual({ address: [`${PER_ADDRESS} attempts per 15 minutes from this address reached`] });
     // A browser gets the sign-in page with the reason, same status and header.
     const page = await client.signIn(`guess-page-${randomUUID()}@example.com`, 'guessed password');
     expect(page.status).toBe(429);
     expect(page.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(page.text).toContain('too many sign-in attempts');
+    const { login } = await accountWithLogin();
+    expect((await new DashboardClient(svc.runtime.publicUrl).signIn(login, PASSWORD)).status).toBe(303);
+  });
+
+  it(`when guesses at one login come from many addresses, then past ${PER_LOGIN} each further one from an unrecognised browser waits twice as long, while a browser that signed in before gets in at once`, async () => {
+    const { login } = await accountWithLogin();
+    const holder = new DashboardClient(svc.runtime.publicUrl);
+    expect((await holder.signIn(login, PASSWORD)).status).toBe(303);
+    const device = holder.cookies.get('mds_device');
+    expect(device).toMatch(/^[A-Za-z0-9_-]{43}$/);
+
+    const guesser = (n: number) => new DashboardClient(svc.runtime.publicUrl, `127.0.1.${n}`);
+    // The holder's own first sign-in, from a browser the login did not know yet, was one of them.
+    for (let n = 1; n < PER_LOGIN; n++) expect((await guesser(n).signIn(login, `guess ${n}`)).status).toBe(401);
+    /** Moves the login's last counted attempt `seconds` into the past. */
+    const age = (seconds: number) =>
+      svc.sql`update dashboard_sign_in_attempts set last_attempt_at = last_attempt_at - make_interval(secs => ${seconds}) where subject = ${`login:${login}`}`;
+    for (const wait of [1, 2, 4]) {
+      const spaced = await guesser(100 + wait).signIn(login, PASSWORD, { accept: 'application/json' });
+      expect(spaced.status).toBe(429);
+      expect(spaced.headers.get('retry-after')).toBe(String(wait));
+      expect(JSON.parse(spaced.text).error.details).toEqual({
+        login: [`${PER_LOGIN} attempts from unrecognised browsers reached; each further one waits longer`],
+      });
+      await age(wait);
+      expect((await guesser(200 + wait).signIn(login, `late guess ${wait}`)).status).toBe(401);
+    }
+    // The holder's browser, recognised by its device cookie, is counted on its own.
+    const again = new DashboardClient(svc.runtime.publicUrl, ELSEWHERE);
+    again.cookies.set('mds_device', device!);
+    expect((await again.signIn(login, PASSWORD)).status).toBe(303);
+    // Its cookie is replaced by a new one at each sign-in; the old one is no longer recognised.
+    expect(again.cookies.get('mds_device')).not.toBe(device);
+    const stale = new DashboardClient(svc.runtime.publicUrl, '127.0.2.1');
+    stale.cookies.set('mds_device', device!);
+    expect((await stale.signIn(login, PASSWORD)).status).toBe(429);
+  });
+
+  it('when a sign-in works, then the browser gets a device cookie that lasts the configured days and is HttpOnly, SameSite=Strict and under /account', async () => {
+    const { login } = await accountWithLogin();
+    const client = new DashboardClient(svc.runtime.publicUrl);
+    const res = await client.signIn(login, PASSWORD);
+    const device = res.setCookies.find((c) => c.startsWith('mds_device='))!;
+    expect(device.split('; ')).toEqual([`mds_device=${client.cookies.get('mds_device')}`, 'Path=/account', 'HttpOnly', 'SameSite=Strict', 'Max-Age=7776000']);
+    const [{ days }] = await svc.sql<{ days: number }[]>`
+      select round(extract(epoch from expires_at - now()) / 86400)::int as days from dashboard_devices where login = ${login}
+    `;
+    expect(days).toBe(90);
   });
 
   it('when a session has been idle past its limit, or is older than its maximum, then the next page sends it back to sign-in and clears the cookie', async () => {
@@ -198,10 +265,12 @@ describe('dashboard: forms before sign-in', () => {
       const behind = new DashboardClient(proxied.runtime.publicUrl);
       const res = await behind.signIn(login, PASSWORD, { origin: 'https://data.example.com' });
       expect(res.status).toBe(303);
-      expect(res.setCookies).toHaveLength(1);
-      expect(res.setCookies[0].split('; ')).toEqual([`mds_session=${behind.sessionId}`, 'Path=/account', 'HttpOnly', 'SameSite=Strict', 'Secure']);
+      expect(res.setCookies.map((c) => c.split('; '))).toEqual([
+        [`mds_session=${behind.sessionId}`, 'Path=/account', 'HttpOnly', 'SameSite=Strict', 'Secure'],
+        [`mds_device=${behind.cookies.get('mds_device')}`, 'Path=/account', 'HttpOnly', 'SameSite=Strict', 'Secure', 'Max-Age=7776000'],
+      ]);
       expect((await behind.get('/account/sign-in')).setCookies).toEqual([]);
-      expect(behind.cookies.size).toBe(2);
+      expect(behind.cookies.size).toBe(3);
     } finally {
       await proxied.stop();
     }
@@ -345,6 +414,103 @@ describe('dashboard: usage', () => {
     expect(admin.usage.sandbox.days[0].admitted + admin.usage.sandbox.days[0].refused).toBe(3);
     expect(admin.usage.sandbox.days[0].refused).toBe(sandboxStatuses.filter((s) => s === 429).length);
     expect((await client.get('/account/usage?days=7', { accept: 'application/json' })).status).toBe(400);
+  });
+});
+
+/** `n` browsers that opened the sign-in page, so each holds a form cookie. */
+const formClients = (service: Service, n: number) =>
+  Promise.all(
+    Array.from({ length: n }, async () => {
+      const client = new DashboardClient(service.runtime.publicUrl);
+      await client.get('/account/sign-in');
+      return client;
+    }),
+  );
+
+/** password_hash_seconds_count on the service's /metrics: the hashes it has run. */
+async function hashesRun(service: Service): Promise<number> {
+  const text = await (await fetch(`${service.runtime.adminUrl}/metrics`)).text();
+  return [...text.matchAll(/^password_hash_seconds_count\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+}
+
+describe('dashboard: password hashing cannot starve the service', () => {
+  it('when an invitation form names no pending invitation, then it is refused before any hashing; one address may post the form a few times a window', async () => {
+    const client = new DashboardClient(svc.runtime.publicUrl, ELSEWHERE);
+    const csrf = csrfOn((await client.get('/account/sign-in')).text)!;
+    const before = await hashesRun(svc);
+    for (let i = 0; i < INVITATIONS_PER_ADDRESS; i++) {
+      const res = await client.post(
+        '/account/invitation',
+        { csrf, token: `forged-${i}`, password: PASSWORD, confirm: PASSWORD },
+        { accept: 'application/json' },
+      );
+      expect(res.status).toBe(404);
+    }
+    expect(await hashesRun(svc)).toBe(before);
+    const refused = await client.post(
+      '/account/invitation',
+      { csrf, token: 'forged-last', password: PASSWORD, confirm: PASSWORD },
+      { accept: 'application/json' },
+    );
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(JSON.parse(refused.text).error.details).toEqual({ address: [`${INVITATIONS_PER_ADDRESS} attempts per 15 minutes reached`] });
+  });
+
+  it('when more sign-ins arrive than the hashing thread and its short queue hold, then the rest are refused at once with 503 and Retry-After', async () => {
+    const busy = await startService({ PASSWORD_HASH_THREADS: '1', DASHBOARD_SIGN_IN_PER_ADDRESS: '1000', DASHBOARD_SIGN_IN_PER_LOGIN: '1000' });
+    try {
+      const clients = await formClients(busy, 8);
+      const before = await hashesRun(busy);
+      const finished: number[] = [];
+      const replies = await Promise.all(
+        clients.map(async (client) => {
+          const reply = await client.signIn(`nobody-${randomUUID()}@example.com`, 'a guessed password', { accept: 'application/json' });
+          finished.push(reply.status);
+          return reply;
+        }),
+      );
+      const refused = replies.filter((r) => r.status === 503);
+      // One runs, two may wait (for at most 2 s), and the other five are refused before the first check ends.
+      expect(finished.slice(0, 5)).toEqual([503, 503, 503, 503, 503]);
+      expect(refused.length).toBeGreaterThanOrEqual(5);
+      for (const r of refused) {
+        expect(r.headers.get('retry-after')).toBe('1');
+        expect(JSON.parse(r.text).error.code).toBe('overloaded');
+      }
+      const checked = replies.filter((r) => r.status === 401).length;
+      expect(checked).toBeGreaterThanOrEqual(1);
+      // Each check is one hash, plus the stand-in for unknown logins, made once.
+      expect((await hashesRun(busy)) - before).toBe(checked + 1);
+    } finally {
+      await busy.stop();
+    }
+  });
+
+  it('when hashes run, then they leave libuv’s thread pool free: compression in the same process finishes before any hash does', async () => {
+    // As many hashes as libuv has threads (4 by default): on that pool they would hold every one.
+    const busy = await startService({ PASSWORD_HASH_THREADS: '4', DASHBOARD_SIGN_IN_PER_ADDRESS: '1000', DASHBOARD_SIGN_IN_PER_LOGIN: '1000' });
+    try {
+      const clients = await formClients(busy, 4);
+      // The stand-in hash is made before the race, so each sign-in below is one hash.
+      await clients[0].signIn(`warm-${randomUUID()}@example.com`, 'a guessed password');
+      // The service runs in this process: the histogram's count is the hashes finished so far, read at once.
+      const finishedHashes = () => passwordHashes.get().then((m) => m.values.filter((v) => v.metricName?.endsWith('_count')).reduce((n, v) => n + v.value, 0));
+      const before = await finishedHashes();
+      const signIns = clients.map((client) => client.signIn(`nobody-${randomUUID()}@example.com`, 'a guessed password'));
+      while ((await passwordHashesRunning.get()).values[0]?.value !== 4) await new Promise((resolve) => setTimeout(resolve, 10));
+      const data = randomBytes(64 * 1024);
+      const atGzip = await Promise.all(
+        Array.from(
+          { length: 4 },
+          () => new Promise<Promise<number>>((resolve, reject) => gzip(data, (err) => (err ? reject(err) : resolve(finishedHashes())))),
+        ),
+      );
+      expect(await Promise.all(atGzip)).toEqual([before, before, before, before]);
+      expect((await Promise.all(signIns)).map((r) => r.status)).toEqual([401, 401, 401, 401]);
+    } finally {
+      await busy.stop();
+    }
   });
 });
 

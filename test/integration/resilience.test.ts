@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqlClient } from '../../server/db/sql.ts';
+import { streamsBlocked } from '../../server/metrics.ts';
 import { databaseUrl, Service, startService } from './harness.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
 
@@ -189,6 +190,50 @@ describe('resilience: admission and deadlines', () => {
       await capped.stop();
     }
   }, 60_000);
+
+  it('when 4 accounts hold 3 stalled downloads each, then a fifth account’s small bulk read gets 200 within 1 s, every time in a row of five', async () => {
+    // The default admission: 2 downloads per account, 5 for the service (half of a 10-connection pool).
+    const fair = await startService({ DATABASE_POOL_SIZE: '10', RATE_LIMIT_LIVE_PER_MINUTE: '100000' });
+    const held: Held[] = [];
+    let holding = true;
+    try {
+      const holders = await Promise.all(Array.from({ length: 4 }, () => fair.keyWith(['prices:read'])));
+      const reader = await fair.keyWith(['prices:read']);
+      // Each holder keeps three downloads asked for: one refused or cut is asked for again, unread.
+      const hold = async (k: string) => {
+        while (holding) {
+          const download = holdGet(`${fair.runtime.publicUrl}/v1/prices/bulk?instrumentIds=${bulkIds.join(',')}&from=1991-01-01&to=2020-12-31`, k);
+          held.push(download);
+          const status = await download.status.catch(() => 0);
+          if (status !== 200) {
+            download.drop();
+            await sleep(100);
+          }
+          await download.closed;
+        }
+      };
+      const loops = holders.flatMap((k) => [hold(k), hold(k), hold(k)]);
+      // The service is full, and every download it holds waits for a client that does not read.
+      const blocked = async () => (await streamsBlocked.get()).values.find((v) => v.labels.route === '/v1/prices/bulk')?.value ?? 0;
+      for (let i = 0; i < 300 && (await blocked()) < 5; i++) await sleep(100);
+      expect(await blocked()).toBe(5);
+      for (let i = 0; i < 5; i++) {
+        const started = performance.now();
+        const read = await fair.get(`/v1/prices/bulk?instrumentIds=${bulkIds[0]},${bulkIds[1]}&from=2020-01-01&to=2020-01-31`, reader);
+        const ms = performance.now() - started;
+        expect(read.status, JSON.stringify(read.body)).toBe(200);
+        expect(Object.keys(read.body.data)).toEqual([bulkIds[0], bulkIds[1]].sort());
+        expect(ms).toBeLessThan(1_000);
+      }
+      holding = false;
+      for (const download of held) download.drop();
+      await Promise.all(loops);
+    } finally {
+      holding = false;
+      for (const download of held) download.drop();
+      await fair.stop();
+    }
+  }, 90_000);
 
   it('when every pooled connection is busy past the acquire deadline, then the next request gets 503 overloaded with Retry-After, and service resumes once they free', async () => {
     const tight = await startService({ DATABASE_POOL_SIZE: '2', DATABASE_ACQUIRE_TIMEOUT_MS: '300' });

@@ -1,3 +1,24 @@
+import http from 'node:http';
+/** One request with node:http (which can choose the local address), redirects not followed. */
+function send(url: URL, options: { method: string; localAddress?: string; headers: Record<string, string>; body?: string }) {
+  return new Promise<{ status: number; headers: Headers; text: string; setCookies: string[] }>((resolve, reject) => {
+    const req = http.request(url, { method: options.method, headers: options.headers, localAddress: options.localAddress }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) {
+          for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, v);
+        }
+        resolve({ status: res.statusCode!, headers, text: Buffer.concat(chunks).toString('utf8'), setCookies: headers.getSetCookie() });
+      });
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
 /**
  * A cookie-keeping HTTP client for the /account pages, as a browser without
  * scripts would use them: forms posted urlencoded, redirects not followed
@@ -7,7 +28,11 @@ export class DashboardClient {
   /** Cookie name → value, as a browser would keep them for /account. */
   readonly cookies = new Map<string, string>();
 
-  constructor(readonly baseUrl: string) {}
+  /** `localAddress`: the loopback address requests come from (127.0.0.2, say), so the service sees another client. */
+  constructor(
+    readonly baseUrl: string,
+    readonly localAddress?: string,
+  ) {}
 
   /** The session id in the session cookie, when signed in. */
   get sessionId(): string | undefined {
@@ -15,12 +40,14 @@ export class DashboardClient {
   }
 
   async request(method: 'GET' | 'POST', path: string, form?: Record<string, string | string[]>, headers: Record<string, string> = {}) {
-    const body = form ? new URLSearchParams(Object.entries(form).flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => [k, x]) : [[k, v]]))) : undefined;
+    const body = form
+      ? new URLSearchParams(Object.entries(form).flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => [k, x]) : [[k, v]]))).toString()
+      : undefined;
     const cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
-    const res = await fetch(`${this.baseUrl}${path}`, {
+    const res = await send(new URL(path, this.baseUrl), {
       method,
-      redirect: 'manual',
-      headers: { ...(cookie ? { cookie } : {}), ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}), ...headers },
+      localAddress: this.localAddress,
+      headers: { ...(cookie ? { cookie } : {}), ...(body !== undefined ? { 'content-type': 'application/x-www-form-urlencoded' } : {}), ...headers },
       body,
     });
     const setCookies = res.headers.getSetCookie();
@@ -30,7 +57,7 @@ export class DashboardClient {
       if (/Max-Age=0/i.test(set)) this.cookies.delete(pair.slice(0, at));
       else this.cookies.set(pair.slice(0, at), pair.slice(at + 1));
     }
-    return { status: res.status, headers: res.headers, text: await res.text(), setCookies };
+    return res;
   }
 
   get(path: string, headers?: Record<string, string>) {

@@ -33,11 +33,19 @@ async function getThroughExpress(path: string) {
 }
 
 describe('malformed percent-encoding in a path parameter', () => {
-  it("when an id segment is %FF, % or a cut-off %E0%A4%A, then the router's URIError becomes 400 invalid_request naming the segment", async () => {
-    for (const segment of ['%FF', '%', '%E0%A4%A']) {
+  it("when an id segment is %FF, % or a cut-off %E0%A4%A, then the router's URIError becomes 400 invalid_request naming the bad escape, and only it", async () => {
+    for (const [segment, escape] of [
+      ['%FF', '%FF'],
+      ['%', '%'],
+      ['%E0%A4%A', '%E0%A4%A'],
+      ['secret%20text%FFmore', '%FF'],
+      ['%73%65%63%72%65%74%2', '%2'],
+      ['%73%C3%A9%C0%AFx', '%C0'],
+      ['%ED%A0%80', '%ED%A0%80'],
+    ]) {
       const { status, body } = await getThroughExpress(`/things/${segment}`);
       expect(status).toBe(400);
-      expect(body.error).toMatchObject({ code: 'invalid_request', details: { path: [`segment "${segment}" is not valid percent-encoded UTF-8`] } });
+      expect(body.error).toMatchObject({ code: 'invalid_request', details: { path: [`"${escape}" is not valid percent-encoded UTF-8`] } });
     }
     expect((await getThroughExpress('/things/%C3%A9')).status).toBe(200);
   });
