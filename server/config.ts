@@ -46,7 +46,7 @@ export const ConfigSchema = z.object({
   PASSWORD_HASH_THREADS: positiveInt
     .default(1)
     .describe(
-      'dashboard password hashes (about 0.9 s of scrypt each) that run at once, each on a thread of its own; a few more wait up to 2 s, the rest get 503',
+      'dashboard password hashes (0.2 to 0.9 s of scrypt each) that run at once, each on a thread of its own; a few more wait up to 2 s, the rest get 503',
     ),
   FRED_API_KEY: z
     .string()
