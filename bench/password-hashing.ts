@@ -27,7 +27,11 @@ class SignInPoster {
   private cookie = '';
   private csrf = '';
 
-  constructor(private readonly base: URL) {}
+  private readonly base: URL;
+
+  constructor(base: URL) {
+    this.base = base;
+  }
 
   private request(method: string, path: string, body?: string): Promise<{ status: number; text: string; setCookie: string[] }> {
     return new Promise((resolve, reject) => {

@@ -60,7 +60,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const forced = process.env.BENCH_PLATFORM_ROUTE;
   const serverIssues: string[] = [];
   const notes: string[] = [
-    'every server is a child process (node --import tsx), loopback only; autocannon runs in the bench process',
+    'every server is a child process (node, which strips the TypeScript types itself), loopback only; autocannon runs in the bench process',
     'latency percentiles are computed from autocannon per-response hrtime durations of 2xx responses, pooled over the rounds',
     'each server is warmed up once, then the four loads are measured in interleaved rounds (the order reversed every other round) totalling durationSec each',
     'databaseCpuMsPerRequest: CPU of the PostgreSQL backends of the server process (sessions named after its pid), from /proc',

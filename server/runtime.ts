@@ -155,10 +155,12 @@ export class Runtime {
   private primarySql: Sql | null = null;
   private stopping: Promise<void> | null = null;
 
-  constructor(
-    readonly config: Config,
-    readonly logger: Logger,
-  ) {
+  readonly config: Config;
+  readonly logger: Logger;
+
+  constructor(config: Config, logger: Logger) {
+    this.config = config;
+    this.logger = logger;
     this.apps = { public: buildStartingApp('public', config, logger), admin: buildStartingApp('admin', config, logger) };
   }
 

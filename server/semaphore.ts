@@ -1,7 +1,10 @@
 /** Why a permit was not granted. */
 export class PermitRefused extends Error {
-  constructor(readonly reason: 'queue_full' | 'timeout') {
+  readonly reason: 'queue_full' | 'timeout';
+
+  constructor(reason: 'queue_full' | 'timeout') {
     super(reason === 'queue_full' ? 'too many waiting' : 'no permit within the deadline');
+    this.reason = reason;
   }
 }
 
@@ -25,12 +28,16 @@ export class Semaphore {
   private used = 0;
   private readonly queue: Waiter[] = [];
 
-  constructor(
-    readonly permits: number,
-    readonly maxWaiting: number,
-    /** Called after every change, for gauges. */
-    private readonly onChange: (inUse: number, waiting: number) => void = () => {},
-  ) {}
+  readonly permits: number;
+  readonly maxWaiting: number;
+  /** Called after every change, for gauges. */
+  private readonly onChange: (inUse: number, waiting: number) => void;
+
+  constructor(permits: number, maxWaiting: number, onChange: (inUse: number, waiting: number) => void = () => {}) {
+    this.permits = permits;
+    this.maxWaiting = maxWaiting;
+    this.onChange = onChange;
+  }
 
   get inUse(): number {
     return this.used;

@@ -50,7 +50,10 @@ export class WorkerPool {
   private reading = 0;
   private readonly readWaiters: (() => void)[] = [];
 
-  constructor(private readonly options: WorkerPoolOptions) {
+  private readonly options: WorkerPoolOptions;
+
+  constructor(options: WorkerPoolOptions) {
+    this.options = options;
     this.threads = options.threads ?? os.availableParallelism();
     this.capacity = this.threads + options.maxQueue;
     this.readSlots = this.threads || os.availableParallelism();

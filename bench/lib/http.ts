@@ -100,11 +100,15 @@ export interface ServiceStatus {
 }
 
 export class Admin {
-  constructor(
-    readonly url: string,
-    readonly token: string,
-    private readonly deadCheck?: () => Promise<string | null>,
-  ) {}
+  readonly url: string;
+  readonly token: string;
+  private readonly deadCheck?: () => Promise<string | null>;
+
+  constructor(url: string, token: string, deadCheck?: () => Promise<string | null>) {
+    this.url = url;
+    this.token = token;
+    this.deadCheck = deadCheck;
+  }
 
   get auth() {
     return { authorization: `Bearer ${this.token}` };
@@ -150,12 +154,13 @@ export class Admin {
 
 /** An upload the server stopped reading, or one that outlived its time limit. */
 export class UploadFailure extends Error {
-  constructor(
-    message: string,
-    readonly bytesSent: number,
-    readonly ms: number,
-  ) {
+  readonly bytesSent: number;
+  readonly ms: number;
+
+  constructor(message: string, bytesSent: number, ms: number) {
     super(message);
+    this.bytesSent = bytesSent;
+    this.ms = ms;
   }
 }
 

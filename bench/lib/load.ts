@@ -194,7 +194,7 @@ export async function runHeavyLoad(o: HeavyLoad): Promise<HeavyResult> {
  * keeps their responses off the event loop of whoever measures beside them.
  */
 export function heavyLoad(loads: HeavyLoad[], opts: { nice?: number } = {}): Promise<HeavyResult[]> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'bench/heavy-load.ts'], {
+  const proc = spawn(process.execPath, ['bench/heavy-load.ts'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, HEAVY_LOAD: JSON.stringify(loads) },
     stdio: ['ignore', 'pipe', 'inherit'],

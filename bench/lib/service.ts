@@ -201,7 +201,7 @@ export async function startBareServer(
   const port = await freePort();
   // BENCH_NODE_ARGS reaches the bare servers too, so a profile can compare both sides.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawnChild(databaseUrl ? 'bare-lookup' : 'bare', [...nodeArgs, '--import', 'tsx', 'bench/bare-server.ts'], {
+  const child = spawnChild(databaseUrl ? 'bare-lookup' : 'bare', [...nodeArgs, 'bench/bare-server.ts'], {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     NODE_ENV: 'production',

@@ -3,7 +3,11 @@ export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.cha
 
 /** Marks a string as HTML already escaped or built from escaped parts. */
 export class Html {
-  constructor(readonly text: string) {}
+  readonly text: string;
+
+  constructor(text: string) {
+    this.text = text;
+  }
   toString() {
     return this.text;
   }

@@ -24,6 +24,14 @@ function status(k: KeyRow): Html {
   return k.revokedAt ? html`<span class="revoked-badge">Revoked</span> ${instant(k.revokedAt)}` : html`<span class="active-badge">Active</span>`;
 }
 
+/**
+ * A table too wide for a narrow window (the keys list has eight columns)
+ * scrolls inside this region rather than the page. The region is named by
+ * `labelledBy` and takes focus, so it can be scrolled by keyboard too.
+ */
+const scrollingTable = (labelledBy: string, table: Html) =>
+  html`<div class="table-scroll" role="region" aria-labelledby="${labelledBy}" tabindex="0">${table}</div>`;
+
 /** Old key → the key rolled from it, for every old key still active. */
 function rollsInProgress(keys: KeyRow[]): [KeyRow, KeyRow][] {
   return keys.flatMap((next) => {
@@ -37,77 +45,85 @@ function rollTable(pairs: [KeyRow, KeyRow][]): Html {
   return html`<section aria-labelledby="rolls-title">
     <h2 id="rolls-title">Keys being rolled</h2>
     <p>Deploy the new key, then watch its last use: once traffic has moved, revoke the old key.</p>
-    <table class="rolls">
-      <thead>
-        <tr>
-          <th scope="col">Old key</th>
-          <th scope="col">Old key last used</th>
-          <th scope="col">New key</th>
-          <th scope="col">New key last used</th>
-          <th scope="col">Action</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${pairs.map(
-          ([old, next]) =>
-            html`<tr data-old-id="${old.id}" data-new-id="${next.id}">
-              <td>${keyLabel(old)}</td>
-              <td class="last-used">${instant(old.lastUsedAt)}</td>
-              <td>${keyLabel(next)}</td>
-              <td class="last-used">${instant(next.lastUsedAt)}</td>
-              <td>
-                <a href="/account/keys/${old.id}/revoke">Revoke old key<span class="visually-hidden"> ${old.prefix}</span></a>
-              </td>
-            </tr>`,
-        )}
-      </tbody>
-    </table>
+    ${scrollingTable(
+      'rolls-title',
+      html`<table class="rolls">
+        <thead>
+          <tr>
+            <th scope="col">Old key</th>
+            <th scope="col">Old key last used</th>
+            <th scope="col">New key</th>
+            <th scope="col">New key last used</th>
+            <th scope="col">Action</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${pairs.map(
+            ([old, next]) =>
+              html`<tr data-old-id="${old.id}" data-new-id="${next.id}">
+                <td>${keyLabel(old)}</td>
+                <td class="last-used">${instant(old.lastUsedAt)}</td>
+                <td>${keyLabel(next)}</td>
+                <td class="last-used">${instant(next.lastUsedAt)}</td>
+                <td>
+                  <a href="/account/keys/${old.id}/revoke">Revoke old key<span class="visually-hidden"> ${old.prefix}</span></a>
+                </td>
+              </tr>`,
+          )}
+        </tbody>
+      </table>`,
+    )}
   </section>`;
 }
 
 function keyRows(keys: KeyRow[], csrfToken: string): Html {
   if (!keys.length) return html`<p>No keys yet: create one below.</p>`;
-  return html`<table class="keys">
-    <caption>
-      Every key of the account, oldest first
-    </caption>
-    <thead>
-      <tr>
-        <th scope="col">Name</th>
-        <th scope="col">Prefix</th>
-        <th scope="col">Environment</th>
-        <th scope="col">Scopes</th>
-        <th scope="col">Created</th>
-        <th scope="col">Last used</th>
-        <th scope="col">Status</th>
-        <th scope="col">Actions</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${keys.map(
-        (k) =>
-          html`<tr data-key-id="${k.id}" ${k.revokedAt ? html` class="revoked"` : ''}>
-            <td><a href="/account/keys/${k.id}">${k.name}</a></td>
-            <td><code>${k.prefix}…</code></td>
-            <td>${k.environment}</td>
-            <td class="scopes">${k.scopes.length === SCOPES.length ? html`all ${SCOPES.length}: ` : ''}${k.scopes.join(', ')}</td>
-            <td>${instant(k.createdAt)}</td>
-            <td class="last-used">${instant(k.lastUsedAt)}</td>
-            <td class="status">${status(k)}</td>
-            <td class="actions">
-              ${
-                k.revokedAt
-                  ? ''
-                  : html`<form method="post" action="/account/keys/${k.id}/roll" class="inline">
-                        ${csrfField(csrfToken)}<button type="submit">Roll<span class="visually-hidden"> ${k.prefix}</span></button>
-                      </form>
-                      <a href="/account/keys/${k.id}/revoke">Revoke<span class="visually-hidden"> ${k.prefix}</span></a>`
-              }
-            </td>
-          </tr>`,
-      )}
-    </tbody>
-  </table>`;
+  return scrollingTable(
+    'keys-caption',
+    html`<table class="keys">
+      <caption id="keys-caption">
+        Every key of the account, oldest first
+      </caption>
+      <thead>
+        <tr>
+          <th scope="col">Name</th>
+          <th scope="col">Prefix</th>
+          <th scope="col">Environment</th>
+          <th scope="col">Scopes</th>
+          <th scope="col">Created</th>
+          <th scope="col">Last used</th>
+          <th scope="col">Status</th>
+          <th scope="col">Actions</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${keys.map(
+          (k) =>
+            html`<tr data-key-id="${k.id}" ${k.revokedAt ? html` class="revoked"` : ''}>
+              <td><a href="/account/keys/${k.id}">${k.name}</a></td>
+              <td><code>${k.prefix}…</code></td>
+              <td>${k.environment}</td>
+              <td class="scopes">${k.scopes.length === SCOPES.length ? html`all ${SCOPES.length}: ` : ''}${k.scopes.join(', ')}</td>
+              <td>${instant(k.createdAt)}</td>
+              <td class="last-used">${instant(k.lastUsedAt)}</td>
+              <td class="status">${status(k)}</td>
+              <td class="actions">
+                ${
+                  k.revokedAt
+                    ? ''
+                    : html`<div class="button-row">
+                        <form method="post" action="/account/keys/${k.id}/roll">
+                          ${csrfField(csrfToken)}<button type="submit">Roll<span class="visually-hidden"> ${k.prefix}</span></button>
+                        </form>
+                        <a href="/account/keys/${k.id}/revoke">Revoke<span class="visually-hidden"> ${k.prefix}</span></a>
+                      </div>`
+                }
+              </td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>`,
+  );
 }
 
 function createForm(csrfToken: string): Html {
@@ -145,12 +161,9 @@ export function keysPage(session: Session, keys: KeyRow[], message?: { error?: s
     session,
     current: 'keys',
     scripts: ['/account/assets/keys.js'],
+    // The list belongs to the page's own heading; the sections after it have theirs.
     body: html`<h1>API keys</h1>
-      ${notice(message?.error)}${notice(message?.info, 'info')} ${rollTable(rollsInProgress(keys))}
-      <section aria-labelledby="list-title">
-        <h2 id="list-title">Keys</h2>
-        ${keyRows(keys, session.csrfToken)}
-      </section>
+      ${notice(message?.error)}${notice(message?.info, 'info')} ${keyRows(keys, session.csrfToken)} ${rollTable(rollsInProgress(keys))}
       ${createForm(session.csrfToken)}`,
   });
 }
@@ -215,10 +228,10 @@ export function keyPage(session: Session, key: KeyRow, keys: KeyRow[]): string {
       ${
         key.revokedAt
           ? ''
-          : html`<form method="post" action="/account/keys/${key.id}/roll" class="inline">
-                ${csrfField(session.csrfToken)}<button type="submit">Roll this key</button>
-              </form>
-              <a href="/account/keys/${key.id}/revoke">Revoke this key</a>`
+          : html`<div class="button-row">
+              <form method="post" action="/account/keys/${key.id}/roll">${csrfField(session.csrfToken)}<button type="submit">Roll this key</button></form>
+              <a href="/account/keys/${key.id}/revoke">Revoke this key</a>
+            </div>`
       }
       <p><a href="/account/keys">All keys</a></p>`,
   });
@@ -232,10 +245,12 @@ export function revokeConfirmPage(session: Session, key: KeyRow): string {
     body: html`<h1>Revoke key ${keyLabel(key)}?</h1>
       <p>From its next request on, the API refuses this key with <code>revoked_api_key</code>. This cannot be undone.</p>
       <p>Last used: ${instant(key.lastUsedAt)}</p>
-      <form method="post" action="/account/keys/${key.id}/revoke" class="inline">
-        ${csrfField(session.csrfToken)}
-        <button type="submit" class="danger">Revoke key</button>
-      </form>
-      <a href="/account/keys">Cancel</a>`,
+      <div class="button-row">
+        <form method="post" action="/account/keys/${key.id}/revoke">
+          ${csrfField(session.csrfToken)}
+          <button type="submit" class="danger">Revoke key</button>
+        </form>
+        <a href="/account/keys">Cancel</a>
+      </div>`,
   });
 }

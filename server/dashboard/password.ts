@@ -52,7 +52,10 @@ export class PasswordHasher {
   // same time as a wrong password and the answer time tells nothing.
   private standIn: Promise<string> | null = null;
 
-  constructor(private readonly options: PasswordHasherOptions) {
+  private readonly options: PasswordHasherOptions;
+
+  constructor(options: PasswordHasherOptions) {
+    this.options = options;
     this.slots = new Semaphore(options.threads, options.maxWaiting);
     this.threads = new Piscina({
       filename: new URL('../../workers/password-hash.cjs', import.meta.url).href,

@@ -30,7 +30,8 @@ function thisMinute(latest: Usage['usage'][Environment]['latestMinute'], now: nu
 /**
  * Per environment: the current minute against its limit, then a chart
  * (usage.js draws it with uPlot from the table below it) and the table of
- * the days that had requests, with the numbers GET /admin/v1/usage answers.
+ * the days that had requests, with the numbers GET /admin/v1/usage answers
+ * (or one row saying there were none).
  */
 export function usagePage(session: Session, input: UsagePageInput): string {
   const billable = new Set<string>(input.usage.billable);
@@ -70,14 +71,20 @@ export function usagePage(session: Session, input: UsagePageInput): string {
           </tr>
         </thead>
         <tbody>
-          ${days.map(
-            (d) =>
-              html`<tr data-day="${d.day}" data-admitted="${d.admitted}" data-refused="${d.refused}">
-                <td>${d.day}</td>
-                <td>${d.admitted}</td>
-                <td>${d.refused}</td>
-              </tr>`,
-          )}
+          ${
+            days.length
+              ? days.map(
+                  (d) =>
+                    html`<tr data-day="${d.day}" data-admitted="${d.admitted}" data-refused="${d.refused}">
+                      <td>${d.day}</td>
+                      <td>${d.admitted}</td>
+                      <td>${d.refused}</td>
+                    </tr>`,
+                )
+              : html`<tr class="no-requests">
+                  <td colspan="3">No ${env} requests in the last ${input.days} days.</td>
+                </tr>`
+          }
         </tbody>
       </table>
     </section>`;

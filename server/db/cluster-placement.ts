@@ -185,8 +185,9 @@ async function usableClusterDir(dir: string, user: RunAs): Promise<boolean> {
 /**
  * Where the cluster for `dir` runs from and lives. As root, when the postgres
  * user cannot reach the binaries or `dir`, they move under CACHE_ROOT (the
- * cluster keyed by `dir`, so each data directory keeps its own), and
- * `onNotice` gets one line saying why and where. Exported for its test.
+ * cluster keyed by `dir`, so each data directory keeps its own), and, when
+ * the cluster is yet to be created, `onNotice` gets one line saying why and
+ * where. Exported for its test.
  */
 export async function placeCluster(dir: string, onNotice: (msg: string) => void): Promise<Cluster> {
   const bin = await platformBinaries();
@@ -236,6 +237,8 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
     }
     moves.push({ blocked: folder, move: `keeps the cluster for ${dir} in ${dataDir}` });
   }
+  // Said once, by the start that creates the cluster (the service's log names its folder at every start).
+  if (existsSync(path.join(dataDir, 'PG_VERSION'))) moves.length = 0;
   if (moves.length === 2 && moves[0].blocked === moves[1].blocked) {
     onNotice(`embedded PostgreSQL runs as the '${PG_USER}' user, which cannot reach ${moves[0].blocked}: it ${moves[0].move} and ${moves[1].move}`);
   } else if (moves.length) {

@@ -24,13 +24,16 @@ type Refusal = 'unavailable' | 'queue_full' | 'timeout';
 class Permits {
   private readonly semaphore: Semaphore;
 
-  constructor(
-    readonly name: string,
-    readonly count: number,
-    private readonly maxWaiting: number,
-    private readonly health: DatabaseHealth,
-    onChange?: (inUse: number, waiting: number) => void,
-  ) {
+  readonly name: string;
+  readonly count: number;
+  private readonly maxWaiting: number;
+  private readonly health: DatabaseHealth;
+
+  constructor(name: string, count: number, maxWaiting: number, health: DatabaseHealth, onChange?: (inUse: number, waiting: number) => void) {
+    this.name = name;
+    this.count = count;
+    this.maxWaiting = maxWaiting;
+    this.health = health;
     this.semaphore = new Semaphore(count, maxWaiting, onChange);
     health.onDown(() => this.semaphore.refuseWaiting(this.refused('unavailable', 0)));
   }
@@ -86,12 +89,16 @@ export class Database {
   // Label children resolved once: every unit updates them twice.
   private readonly acquireWait;
 
-  constructor(
-    readonly name: string,
-    private readonly sql: Sql,
-    readonly health: DatabaseHealth,
-    private readonly options: DatabaseOptions,
-  ) {
+  readonly name: string;
+  private readonly sql: Sql;
+  readonly health: DatabaseHealth;
+  private readonly options: DatabaseOptions;
+
+  constructor(name: string, sql: Sql, health: DatabaseHealth, options: DatabaseOptions) {
+    this.name = name;
+    this.sql = sql;
+    this.health = health;
+    this.options = options;
     const inUse = dbConnectionsInUse.labels({ pool: name });
     const waiting = dbUnitsWaiting.labels({ pool: name });
     this.acquireWait = dbAcquireWait.labels({ pool: name });

@@ -55,11 +55,14 @@ export class DatabaseHealth {
   private stopped = false;
   private readonly listeners: (() => void)[] = [];
 
-  constructor(
-    private readonly url: string,
-    readonly name: string,
-    private readonly logger: Logger,
-  ) {
+  private readonly url: string;
+  readonly name: string;
+  private readonly logger: Logger;
+
+  constructor(url: string, name: string, logger: Logger) {
+    this.url = url;
+    this.name = name;
+    this.logger = logger;
     dbAvailable.set({ server: name }, 1);
   }
 

@@ -54,13 +54,15 @@ export type ErrorDetails = Record<string, string[]>;
 /** The one error type: an operational failure with its code, status and field details. */
 export class AppError extends Error {
   readonly status: number;
-  constructor(
-    readonly code: ErrorCode,
-    message: string,
-    readonly details: ErrorDetails = {},
-    readonly headers: Record<string, string> = {},
-  ) {
+  readonly code: ErrorCode;
+  readonly details: ErrorDetails;
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, details: ErrorDetails = {}, headers: Record<string, string> = {}) {
     super(message);
+    this.code = code;
+    this.details = details;
+    this.headers = headers;
     this.status = STATUS[code];
   }
 }

@@ -10,6 +10,8 @@ export interface Listener {
   /** Mount point of the routes: /v1 or /admin/v1. */
   prefix: string;
   security: { name: string; description: string };
+  /** Every tag the routes use, by name, with what its operations have in common; the reference groups them in this order. */
+  tags: Record<string, string>;
   /** Error codes any route of the listener can answer. */
   errors: readonly ErrorCode[];
   /** Error codes any route with a request body can answer. */
@@ -79,11 +81,13 @@ function operation(listener: Listener, route: RouteDefinition): ZodOpenApiOperat
   }
   const withBody = route.body !== undefined || route.upload !== undefined;
   const codes = [...listener.errors, ...(withBody ? listener.bodyErrors : []), ...route.errors];
+  if (!route.description) throw new Error(`${route.method.toUpperCase()} ${route.path}: every operation needs a description beyond its summary`);
+  if (!(route.tag in listener.tags)) throw new Error(`${route.method.toUpperCase()} ${route.path}: tag "${route.tag}" is not declared by its listener`);
   return {
     operationId: route.operationId,
     tags: [route.tag],
     summary: route.summary,
-    ...(route.description ? { description: route.description } : {}),
+    description: route.description,
     security: [{ [listener.security.name]: route.scope ? [route.scope] : [] }],
     requestParams: {
       ...(route.params ? { path: route.params as z.ZodObject } : {}),
@@ -120,6 +124,63 @@ function operation(listener: Listener, route: RouteDefinition): ZodOpenApiOperat
   };
 }
 
+// OpenAPI 3.1 resolves a relative server URL against the URL the document was
+// fetched from (§4.8.5.1), so `/` is the origin that serves it: the public
+// document's for /docs "Try it out", the admin listener's for the admin one.
+// Paths carry the listener's prefix (/v1, /admin/v1) themselves.
+const SERVERS = [{ url: '/', description: 'the origin that serves this document' }];
+
+// The project grants no licence (package.json is private and names none).
+const LICENSE = { name: 'Proprietary: no licence is granted' };
+
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+const ANNOTATIONS = new Set(['description', 'title', 'examples', 'default', 'deprecated', 'readOnly', 'writeOnly']);
+type JsonNode = { [key: string]: unknown };
+const isNode = (value: unknown): value is JsonNode => typeof value === 'object' && value !== null;
+/** A schema that accepts any value: nothing in it but annotations. */
+const acceptsAnything = (schema: unknown) => isNode(schema) && !Array.isArray(schema) && Object.keys(schema).every((k) => ANNOTATIONS.has(k));
+
+/**
+ * Rewrites, throughout the document and in place, three things zod's JSON
+ * Schema says that are no rule of this API, and that linters flag:
+ * - the ±(2^53 − 1) bounds zod puts on every integer because it refuses
+ *   integers a double cannot hold exactly. A reader takes -9007199254740991
+ *   for a real minimum; the bounds a schema sets itself (a count's 0, a
+ *   limit's 500) stay.
+ * - an `anyOf` with a member that accepts any value accepts any value: an
+ *   upload field parsed by a transform (a number or numeric text) renders as
+ *   `{}`, and "`{}` or null" is `{}`.
+ * - a tuple: zod writes `prefixItems` with `items: false`, which `maxItems`
+ *   (their count) already implies, and linters read as an array without an
+ *   item schema. Items all alike become `items`; otherwise `items` is the
+ *   union of the prefixItems, which maxItems never lets apply.
+ * Children are rewritten before their parent, so a parent sees them final.
+ */
+function normaliseSchemas(node: unknown): void {
+  if (!isNode(node)) return;
+  for (const child of Object.values(node)) normaliseSchemas(child);
+  if (Array.isArray(node)) return;
+  const types = Array.isArray(node.type) ? node.type : [node.type];
+  if (types.includes('integer')) {
+    if (node.minimum === -MAX_SAFE) delete node.minimum;
+    if (node.maximum === MAX_SAFE) delete node.maximum;
+  }
+  const { anyOf, prefixItems } = node;
+  if (Array.isArray(anyOf) && anyOf.some(acceptsAnything)) {
+    delete node.anyOf;
+    for (const member of anyOf.filter(acceptsAnything)) for (const [key, value] of Object.entries(member as JsonNode)) node[key] ??= value;
+  }
+  if (Array.isArray(prefixItems) && node.items === false && node.maxItems === prefixItems.length) {
+    const distinct = [...new Map(prefixItems.map((item) => [JSON.stringify(item), item])).values()];
+    if (distinct.length === 1) {
+      delete node.prefixItems;
+      node.items = distinct[0];
+    } else {
+      node.items = { anyOf: distinct };
+    }
+  }
+}
+
 /** The OpenAPI 3.1 document of one listener's API, built from its route definitions. */
 export function openApiDocument(listener: Listener, version: string) {
   const paths: ZodOpenApiPathsObject = {};
@@ -128,9 +189,13 @@ export function openApiDocument(listener: Listener, version: string) {
     const path = openApiPath(listener.prefix, route.path) as `/${string}`;
     paths[path] = { ...paths[path], [route.method]: operation(listener, route) };
   }
-  return createDocument({
+  const unused = Object.keys(listener.tags).filter((tag) => !listener.routes.some((route) => route.tag === tag));
+  if (unused.length > 0) throw new Error(`tags declared but used by no route: ${unused.join(', ')}`);
+  const document = createDocument({
     openapi: '3.1.0',
-    info: { title: listener.title, version, description: listener.description },
+    info: { title: listener.title, version, description: listener.description, license: LICENSE },
+    servers: SERVERS,
+    tags: Object.entries(listener.tags).map(([name, description]) => ({ name, description })),
     security: [{ [listener.security.name]: [] }],
     components: {
       securitySchemes: {
@@ -139,4 +204,6 @@ export function openApiDocument(listener: Listener, version: string) {
     },
     paths,
   });
+  normaliseSchemas(document);
+  return document;
 }

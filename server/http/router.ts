@@ -54,7 +54,11 @@ export interface RouterOptions {
 export class RouteTable {
   private readonly entries: Entry[] = [];
 
-  constructor(private readonly options: RouterOptions) {}
+  private readonly options: RouterOptions;
+
+  constructor(options: RouterOptions) {
+    this.options = options;
+  }
 
   handle<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(definition: RouteDefinition<P, Q, B>, handler: RouteHandler<P, Q, B>): void {
     this.entries.push({ definition, handler } as unknown as Entry);

@@ -57,10 +57,12 @@ interface Open {
 export class StreamSlots {
   private readonly open = new Set<Open>();
 
-  constructor(
-    private readonly route: string,
-    private readonly limits: { perAccount: number; total: number; stalledMs?: number },
-  ) {
+  private readonly route: string;
+  private readonly limits: { perAccount: number; total: number; stalledMs?: number };
+
+  constructor(route: string, limits: { perAccount: number; total: number; stalledMs?: number }) {
+    this.route = route;
+    this.limits = limits;
     streamsOpen.set({ route }, 0);
     streamsBlocked.set({ route }, 0);
   }

@@ -24,7 +24,10 @@ export interface UploadLimits {
 export class UploadSlots {
   private readonly slots: Semaphore;
 
-  constructor(private readonly limits: UploadLimits) {
+  private readonly limits: UploadLimits;
+
+  constructor(limits: UploadLimits) {
+    this.limits = limits;
     this.slots = new Semaphore(limits.maxConcurrent, limits.maxWaiting);
   }
 

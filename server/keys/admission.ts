@@ -30,10 +30,13 @@ export class Admissions {
   /** The batch that later requests join: it is waiting for a permit. */
   private open: Batch | null = null;
 
-  constructor(
-    private readonly db: Database,
-    readonly limits: repo.WindowLimits,
-  ) {}
+  private readonly db: Database;
+  readonly limits: repo.WindowLimits;
+
+  constructor(db: Database, limits: repo.WindowLimits) {
+    this.db = db;
+    this.limits = limits;
+  }
 
   /** The request's key, with whether it was admitted; null for an unknown key. */
   async admit(hash: Buffer, scope: Scope): Promise<repo.ResolvedKey | null> {

@@ -119,6 +119,8 @@ export interface ResolvedKey {
   accountId: string;
   environment: Environment;
   revoked: boolean;
+  /** Whether an active key was rolled from this one: its replacement. Looked up only for a revoked key; false for an active one. */
+  replaced: boolean;
   /** Whether the key holds the route's scope (exact match). */
   hasScope: boolean;
   /** Whether the request was admitted: false when a window was full, and when it was not counted. */
@@ -152,6 +154,7 @@ interface AdmissionRow {
   account_id: string;
   environment: Environment;
   revoked: boolean;
+  replaced: boolean;
   has_scope: boolean;
   admitted: boolean | null;
   minute_count: number | null;
@@ -171,6 +174,10 @@ interface AdmissionRow {
  * then sees its counts. Rows are upserted in key order, so two batches that
  * share accounts cannot deadlock. A rejected key or scope costs no quota.
  * Data-modifying CTEs run exactly once whether or not the outer select reads them.
+ * A revoked key's replacement (an active key rolled from it) is looked up in
+ * the same statement, so its error can say whether one exists: a CASE runs
+ * that subquery only for revoked keys, as a probe of the partial index on
+ * rolled_from, and an active key's request pays nothing for it.
  *
  * Returns one entry per request, in order: null for an unknown key.
  */
@@ -183,7 +190,17 @@ export async function resolveKeysAndAdmit(sql: Sql, requests: readonly Admission
     'resolve_keys_and_admit',
     sql<AdmissionRow[]>`
       with request as (
-        select r.ord::int, k.id, k.account_id, k.environment, k.revoked_at is not null as revoked, r.scope = any (k.scopes) as has_scope
+        select
+          r.ord::int,
+          k.id,
+          k.account_id,
+          k.environment,
+          k.revoked_at is not null as revoked,
+          case
+            when k.revoked_at is null then false
+            else exists (select from api_keys n where n.rolled_from = k.id and n.revoked_at is null)
+          end as replaced,
+          r.scope = any (k.scopes) as has_scope
         -- Hashes travel as hex: postgres.js sends an array of Buffers as one bytea.
         from unnest(${requests.map((r) => r.hash.toString('hex'))}::text[], ${requests.map((r) => r.scope)}::text[]) with ordinality as r (hash, scope, ord)
         join api_keys k on k.key_hash = decode(r.hash, 'hex')
@@ -231,6 +248,7 @@ export async function resolveKeysAndAdmit(sql: Sql, requests: readonly Admission
         r.account_id,
         r.environment,
         r.revoked,
+        r.replaced,
         r.has_scope,
         a.rank <= c.latest_grant as admitted,
         c.minute_admitted - case when a.rank <= c.latest_grant then c.latest_grant - a.rank else 0 end as minute_count,
@@ -248,6 +266,7 @@ export async function resolveKeysAndAdmit(sql: Sql, requests: readonly Admission
       accountId: row.account_id,
       environment: row.environment,
       revoked: row.revoked,
+      replaced: row.replaced,
       hasScope: row.has_scope,
       admitted: row.admitted === true,
       counts: row.day_count === null || row.minute_count === null ? null : { minuteCount: row.minute_count, dayCount: row.day_count },

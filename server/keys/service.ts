@@ -131,7 +131,13 @@ export async function authorize(admissions: Admissions, authorization: string | 
   // A token that cannot be a key of ours is unknown without asking the database.
   const resolved = KEY_PATTERN.test(key) ? await admissions.admit(hashApiKey(key), scope) : null;
   if (!resolved) throw new AppError('invalid_api_key', 'the API key is not recognised');
-  if (resolved.revoked) throw new AppError('revoked_api_key', 'the API key has been revoked; use its replacement');
+  if (resolved.revoked) {
+    // Its replacement is a key rolled from it that is still active (repository.resolveKeysAndAdmit).
+    throw new AppError(
+      'revoked_api_key',
+      resolved.replaced ? 'the API key has been revoked; use its replacement' : 'the API key has been revoked, and no active key replaces it',
+    );
+  }
   if (!resolved.hasScope || resolved.counts === null) {
     throw new AppError('insufficient_scope', `this route needs the ${scope} scope`, { scope: [`requires ${scope}`] });
   }
@@ -177,10 +183,13 @@ export class LastUsedRecorder {
   private pending = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(
-    private readonly db: Database,
-    private readonly intervalMs = 1000,
-  ) {}
+  private readonly db: Database;
+  private readonly intervalMs: number;
+
+  constructor(db: Database, intervalMs = 1000) {
+    this.db = db;
+    this.intervalMs = intervalMs;
+  }
 
   record(keyId: string, at = Date.now()): void {
     this.pending.set(keyId, at);

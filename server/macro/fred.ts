@@ -28,11 +28,11 @@ export interface FetchedSeries {
 export type FailureKind = 'unreachable' | 'error';
 
 export class ProviderFailure extends Error {
-  constructor(
-    readonly kind: FailureKind,
-    message: string,
-  ) {
+  readonly kind: FailureKind;
+
+  constructor(kind: FailureKind, message: string) {
     super(message);
+    this.kind = kind;
     this.name = 'ProviderFailure';
   }
 }
@@ -105,7 +105,11 @@ export interface FredClientOptions {
 }
 
 export class FredClient {
-  constructor(private readonly options: FredClientOptions) {}
+  private readonly options: FredClientOptions;
+
+  constructor(options: FredClientOptions) {
+    this.options = options;
+  }
 
   /** The series' description and all its observations, or a ProviderFailure. */
   async fetchSeries(seriesId: string): Promise<FetchedSeries> {

@@ -73,11 +73,14 @@ export class MacroService {
   private readonly refreshing = new Map<string, Promise<void>>();
   private readonly failures = new Map<string, { at: number; failure: ProviderFailure }>();
 
-  constructor(
-    private readonly db: Database,
-    private readonly logger: Logger,
-    private readonly options: MacroServiceOptions,
-  ) {
+  private readonly db: Database;
+  private readonly logger: Logger;
+  private readonly options: MacroServiceOptions;
+
+  constructor(db: Database, logger: Logger, options: MacroServiceOptions) {
+    this.db = db;
+    this.logger = logger;
+    this.options = options;
     this.fred = options.apiKey ? new FredClient({ baseUrl: options.baseUrl, apiKey: options.apiKey, timeoutMs: options.timeoutMs }) : null;
   }
 

@@ -170,7 +170,11 @@ class Chunks {
   private parts: Buffer[] = [];
   private size = 0;
 
-  constructor(private readonly write: (chunk: Buffer) => Promise<void>) {}
+  private readonly write: (chunk: Buffer) => Promise<void>;
+
+  constructor(write: (chunk: Buffer) => Promise<void>) {
+    this.write = write;
+  }
 
   async add(part: Buffer): Promise<void> {
     for (let offset = 0; offset < part.length;) {

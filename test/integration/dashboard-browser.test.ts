@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, BrowserContextOptions, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../../server/keys/scopes.ts';
 import { launchChromium, SKIP_BROWSER } from '../support/chromium.ts';
@@ -44,8 +44,8 @@ async function newLogin(): Promise<{ accountId: string; login: string; password:
   return { accountId, login, password };
 }
 
-async function newContext(): Promise<BrowserContext> {
-  const context = await browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'] });
+async function newContext(options: BrowserContextOptions = {}): Promise<BrowserContext> {
+  const context = await browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'], ...options });
   // A missing element fails its test well inside the 30 s test timeout.
   context.setDefaultTimeout(10_000);
   context.on('console', (m) => {
@@ -69,9 +69,9 @@ async function signIn(page: Page, login: string, password: string): Promise<void
   await Promise.all([page.waitForURL(/\/account\/(keys|sign-in)$/), page.click('form[action="/account/sign-in"] button')]);
 }
 
-async function signedInHolder(): Promise<Holder> {
+async function signedInHolder(options: BrowserContextOptions = {}): Promise<Holder> {
   const { accountId, login, password } = await newLogin();
-  const context = await newContext();
+  const context = await newContext(options);
   const page = await context.newPage();
   await signIn(page, login, password);
   expect(page.url()).toBe(`${base}/account/keys`);
@@ -110,6 +110,20 @@ async function reloadedCount(page: Page, locator: ReturnType<Page['locator']>): 
 }
 
 const v1 = (key: string) => svc.get('/v1/instruments?query=zz', key);
+
+/** How far the page reaches past the window's right edge, in CSS px (0 when it does not scroll sideways). */
+const sidewaysOverflow = (page: Page) => page.evaluate(() => Math.max(0, document.documentElement.scrollWidth - window.innerWidth));
+
+/** The space between two elements' boxes: across when they share a line, else down; negative when they overlap. */
+async function gapBetween(a: Locator, b: Locator): Promise<number> {
+  const [p, q] = [(await a.boundingBox())!, (await b.boundingBox())!];
+  const across = Math.max(q.x - (p.x + p.width), p.x - (q.x + q.width));
+  const down = Math.max(q.y - (p.y + p.height), p.y - (q.y + q.height));
+  return Math.max(across, down);
+}
+
+/** The usage chart's drawing and its container, in CSS px. */
+const chartWidths = (chart: Locator) => chart.evaluate((c) => ({ drawn: c.querySelector('.uplot')!.getBoundingClientRect().width, container: c.clientWidth }));
 
 beforeAll(async () => {
   svc = await startService({ LOG_LEVEL: 'info' }, { write: (line: string) => void logLines.push(line) });
@@ -279,6 +293,143 @@ describe.skipIf(SKIP_BROWSER)('dashboard in a browser', () => {
     expect(JSON.parse((await page.locator('#sandbox-chart').getAttribute('data-plotted'))!).days).toBe(400);
   });
 
+  it('when the window is 420 px wide, then no dashboard page scrolls sideways, and the usage chart fills its container as the window resizes', async () => {
+    const narrow = { width: 420, height: 800 };
+    const context = await newContext({ viewport: narrow });
+    try {
+      const signInPage = await context.newPage();
+      await signInPage.goto(`${base}/account/sign-in`);
+      await keepSecretsOf(context, signInPage);
+      expect(await sidewaysOverflow(signInPage), 'sign-in').toBe(0);
+    } finally {
+      await context.close();
+    }
+    const { page, context: holderContext } = await signedInHolder({ viewport: narrow });
+    try {
+      // A long unbroken name, every scope, a roll in progress and a revoked key: the widest the pages get.
+      const name = 'nightly-pricing-export-for-the-reporting-warehouse';
+      const old = await createKey(page, name, 'live', 'all');
+      expect(await sidewaysOverflow(page), 'created key').toBe(0);
+      const sandbox = await createKey(page, 'sandbox', 'sandbox', ['instruments:read']);
+      for (let i = 0; i < 2; i++) expect((await v1(sandbox.key)).status).toBe(200);
+      await page.goto(`${base}/account/keys`);
+      await page.click(`tr[data-key-id="${old.id}"] form[action$="/roll"] button`);
+      secrets.add(await page.inputValue('#full-key'));
+      expect(await sidewaysOverflow(page), 'rolled key').toBe(0);
+      await page.goto(`${base}/account/keys/${sandbox.id}/revoke`);
+      expect(await sidewaysOverflow(page), 'revoke').toBe(0);
+      await Promise.all([page.waitForURL(/\/account\/keys\?revoked=/), page.click('button.danger')]);
+      expect(await page.locator('tr[data-old-id]').count()).toBe(1);
+      expect(await page.locator('tr.revoked').count()).toBe(1);
+      expect(await sidewaysOverflow(page), 'keys').toBe(0);
+      // The list is still whole: it scrolls inside its own region, which the keyboard can reach.
+      const list = page.locator('.table-scroll', { has: page.locator('table.keys') });
+      expect(await list.evaluate((r) => r.scrollWidth > r.clientWidth)).toBe(true);
+      expect(await list.getAttribute('tabindex')).toBe('0');
+      await page.goto(`${base}/account/keys/${old.id}`);
+      expect(await page.locator('tr[data-old-id]').count()).toBe(1);
+      expect(await sidewaysOverflow(page), 'key').toBe(0);
+
+      await page.goto(`${base}/account/usage`);
+      const chart = page.locator('#sandbox-chart');
+      await chart.locator('canvas').waitFor();
+      expect(await sidewaysOverflow(page), 'usage').toBe(0);
+      const atNarrow = await chartWidths(chart);
+      expect(atNarrow.drawn).toBe(atNarrow.container);
+      await page.setViewportSize({ width: 1000, height: 800 });
+      // Redrawn in the frame after the resize: a deadline for a loaded machine, not a timing check.
+      await expect.poll(async () => (await chartWidths(chart)).drawn, { timeout: 10_000 }).toBeGreaterThan(atNarrow.container + 400);
+      const atWide = await chartWidths(chart);
+      expect(atWide.drawn).toBe(atWide.container);
+      await page.setViewportSize(narrow);
+      await expect.poll(async () => (await chartWidths(chart)).drawn, { timeout: 10_000 }).toBe(atNarrow.container);
+      expect(await sidewaysOverflow(page), 'usage after resizing').toBe(0);
+    } finally {
+      await holderContext.close();
+    }
+  });
+
+  it('when the revoke and key pages show a button beside a link, then the two stand apart, side by side or one above the other', async () => {
+    for (const viewport of [undefined, { width: 420, height: 800 }]) {
+      const { page, context } = await signedInHolder(viewport && { viewport });
+      try {
+        const { id } = await createKey(page, 'spaced', 'live', ['fx:read']);
+        await page.goto(`${base}/account/keys/${id}`);
+        const roll = page.locator('main form[action$="/roll"] button');
+        const revoke = page.locator(`main a[href="/account/keys/${id}/revoke"]`);
+        expect(await gapBetween(roll, revoke), `key page ${viewport?.width ?? 'wide'}`).toBeGreaterThanOrEqual(8);
+        await revoke.click();
+        const confirm = page.locator('main button.danger');
+        const cancel = page.locator('main a', { hasText: 'Cancel' });
+        expect(await gapBetween(confirm, cancel), `revoke page ${viewport?.width ?? 'wide'}`).toBeGreaterThanOrEqual(8);
+      } finally {
+        await context.close();
+      }
+    }
+  });
+
+  it('when the keys page opens, then no heading is followed by one that repeats it, and the list is named by its caption', async () => {
+    const { page, context } = await signedInHolder();
+    try {
+      const old = await createKey(page, 'headings', 'live', ['fx:read']);
+      await page.goto(`${base}/account/keys`);
+      await page.click(`tr[data-key-id="${old.id}"] form[action$="/roll"] button`);
+      secrets.add(await page.inputValue('#full-key'));
+      await page.goto(`${base}/account/keys`);
+      const headings = (await page.locator('main :is(h1, h2, h3)').allTextContents()).map((h) => h.trim().toLowerCase());
+      expect(headings[0]).toBe('api keys');
+      // Not vacuous: the roll and create sections have their headings.
+      expect(headings).toEqual(expect.arrayContaining(['keys being rolled', 'create a key']));
+      for (let i = 1; i < headings.length; i++) {
+        expect(headings[i - 1].includes(headings[i]) || headings[i].includes(headings[i - 1]), `${headings[i - 1]} → ${headings[i]}`).toBe(false);
+      }
+      expect(await page.getByRole('table', { name: 'Every key of the account, oldest first' }).count()).toBe(1);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('when the pointer is over a day of the usage chart, then the legend shows that UTC day as a date, and the day axis is labelled with dates', async () => {
+    const { page, context } = await signedInHolder();
+    try {
+      const { key } = await createKey(page, 'hovered', 'sandbox', ['instruments:read']);
+      expect((await v1(key)).status).toBe(200);
+      await page.goto(`${base}/account/usage`);
+      const chart = page.locator('#sandbox-chart');
+      await chart.locator('canvas').waitFor();
+      const today = (await chart.getAttribute('data-today'))!;
+      // The last day's bars are at the right end of the plot.
+      const over = chart.locator('.u-over');
+      const plot = (await over.boundingBox())!;
+      await over.hover({ position: { x: plot.width - 3, y: plot.height / 2 } });
+      const day = chart.locator('.u-legend .u-series').first().locator('.u-value');
+      await expect.poll(() => day.textContent()).toBe(today);
+      const labels = (await chart.getAttribute('data-day-labels'))!.split(' ');
+      expect(labels.length).toBeGreaterThan(1);
+      for (const label of labels) expect(label).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('when an environment had no requests in the period, then its table says so in a row, and a chart still draws its days', async () => {
+    const { page, context } = await signedInHolder();
+    try {
+      const { key } = await createKey(page, 'sandbox only', 'sandbox', ['instruments:read']);
+      expect((await v1(key)).status).toBe(200);
+      for (const days of [30, 90]) {
+        await page.goto(`${base}/account/usage?days=${days}`);
+        await page.locator('#live-chart canvas').waitFor();
+        expect(await page.locator('#live-days tbody td').allTextContents()).toEqual([`No live requests in the last ${days} days.`]);
+        expect(JSON.parse((await page.locator('#live-chart').getAttribute('data-plotted'))!)).toEqual({ days, admitted: 0, refused: 0 });
+        expect(await page.locator('#sandbox-days tbody tr[data-day]').count()).toBe(1);
+        expect(await page.locator('#sandbox-days').textContent()).not.toContain('No sandbox requests');
+      }
+    } finally {
+      await context.close();
+    }
+  });
+
   it('when another account’s keys exist, then they are not in the list, and their ids are refused by page, by revoke and by roll, even with this session’s CSRF token', async () => {
     const foreign = await createKey(holderB.page, 'belongs to B', 'live', ['instruments:read']);
     const { page, context, csrf } = holderA;
@@ -349,7 +500,7 @@ describe.skipIf(SKIP_BROWSER)('dashboard in a browser', () => {
     }
   });
 
-  it('when axe-core checks the sign-in, keys, new key and usage pages, then it finds no serious or critical violation', async () => {
+  it('when axe-core checks the sign-in, keys, new key, key, revoke and usage pages, then it finds no serious or critical violation', async () => {
     const axeSource = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
     const check = async (page: Page, name: string) => {
       // Evaluated through the DevTools protocol, which the page's CSP does not govern (the CSP still applies to the page's own scripts).
@@ -383,6 +534,10 @@ describe.skipIf(SKIP_BROWSER)('dashboard in a browser', () => {
     await page.goto(`${base}/account/keys`);
     expect(await page.locator('tr[data-old-id]').count()).toBeGreaterThan(0);
     await check(page, 'keys');
+    await page.goto(`${base}/account/keys/${old.id}`);
+    await check(page, 'key');
+    await page.goto(`${base}/account/keys/${old.id}/revoke`);
+    await check(page, 'revoke');
     await page.goto(`${base}/account/usage`);
     await page.locator('#live-chart canvas').waitFor();
     await check(page, 'usage');

@@ -379,6 +379,7 @@ describe('dashboard: another account', () => {
     expect(usage.status).toBe(400);
     const page = await a.client.get('/account/usage?days=30');
     expect(page.text).not.toContain('data-day=');
+    for (const env of ['live', 'sandbox']) expect(page.text).toContain(`No ${env} requests in the last 30 days.`);
     expect((await b.client.get('/account/usage?days=30')).text).toContain('data-admitted="1"');
     expect((await a.client.get('/account/keys')).text).not.toContain(bStored.id);
   });
@@ -406,6 +407,7 @@ describe('dashboard: usage', () => {
           refused: Number(m[3]),
         }));
         expect(shown).toEqual(admin.usage[env].days);
+        expect(section).not.toContain(`No ${env} requests`);
         expect(section).toContain(env === 'live' ? '>billable<' : '>not billed<');
       }
     }

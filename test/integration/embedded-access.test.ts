@@ -75,7 +75,7 @@ socket.then((socketOutcome) => {
 
 /** Runs npm start's entry point with an embedded cluster under `dataDir`; resolves with its public URL once ready. */
 async function startNpmStart(dataDir: string) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+  const child = spawn(process.execPath, ['server/main.ts'], {
     cwd: PROJECT_ROOT,
     env: { ...inheritedEnv(), DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', DEMO_DATA: 'off', LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -72,7 +72,11 @@ interface Reply {
 
 /** A JSON token written as is: numbers JSON.stringify cannot write (-0, 1e400) and text that is not JSON at all. */
 class Raw {
-  constructor(readonly text: string) {}
+  readonly text: string;
+
+  constructor(text: string) {
+    this.text = text;
+  }
 }
 const raw = (text: string) => new Raw(text);
 

@@ -59,11 +59,14 @@ async function request(url: string, init: RequestInit): Promise<Reply> {
 }
 
 export class Service {
+  readonly runtime: Runtime;
+  private readonly removeDataDir: () => Promise<void>;
+
   /** `removeDataDir` deletes the temporary DATA_DIR this service was given, once it has stopped. */
-  constructor(
-    readonly runtime: Runtime,
-    private readonly removeDataDir: () => Promise<void>,
-  ) {}
+  constructor(runtime: Runtime, removeDataDir: () => Promise<void>) {
+    this.runtime = runtime;
+    this.removeDataDir = removeDataDir;
+  }
 
   get sql() {
     return this.runtime.sql;

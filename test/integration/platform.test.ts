@@ -78,6 +78,28 @@ describe('platform: keys, scopes, errors, metrics', () => {
     expect(revoked.body.error.code).toBe('revoked_api_key');
   });
 
+  it('when a revoked key was rolled, then revoked_api_key says to use its replacement while that is active, and not once it is revoked too or when there is none', async () => {
+    const account = await svc.createAccount();
+    const revokedMessage = async (key: string) => {
+      const res = await svc.get('/v1/instruments?query=x', key);
+      expect(res.status).toBe(401);
+      expectErrorEnvelope(res.body, 'revoked_api_key');
+      return res.body.error.message;
+    };
+    const rolled = await svc.createKey(account, ['instruments:read']);
+    const roll = await svc.admin('POST', `/keys/${rolled.id}/roll`);
+    expect(roll.status).toBe(201);
+    expect((await svc.admin('POST', `/keys/${rolled.id}/revoke`)).status).toBe(200);
+    expect(await revokedMessage(rolled.key)).toBe('the API key has been revoked; use its replacement');
+
+    const alone = await svc.createKey(account, ['instruments:read']);
+    expect((await svc.admin('POST', `/keys/${alone.id}/revoke`)).status).toBe(200);
+    expect(await revokedMessage(alone.key)).toBe('the API key has been revoked, and no active key replaces it');
+
+    expect((await svc.admin('POST', `/keys/${roll.body.data.id}/revoke`)).status).toBe(200);
+    expect(await revokedMessage(rolled.key)).toBe('the API key has been revoked, and no active key replaces it');
+  });
+
   it('when a scope is not one of the 13 exact names, then key creation is refused naming the field', async () => {
     const account = await svc.createAccount();
     const res = await svc.admin('POST', '/keys', { accountId: account, environment: 'live', scopes: ['prices'], name: 'x' });
@@ -318,7 +340,7 @@ async function startServiceProcess(
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-test-child-'));
   const unset = (vars: Record<string, string | undefined>) =>
     Object.fromEntries(Object.entries(vars).filter(([, v]) => v !== undefined)) as Record<string, string>;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+  const child = spawn(process.execPath, ['server/main.ts'], {
     cwd: PROJECT_ROOT,
     env: unset({
       PATH: process.env.PATH,

@@ -25,7 +25,7 @@ describe('npm start: a port already in use', () => {
       const { server, port } = await occupy(host);
       const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-busy-port-'));
       try {
-        const run = await runNode(['--import', 'tsx', 'server/main.ts'], {
+        const run = await runNode(['server/main.ts'], {
           cwd: PROJECT_ROOT,
           env: {
             PORT: '0',

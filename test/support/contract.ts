@@ -25,7 +25,10 @@ class Contract {
   private readonly operations: Operation[] = [];
   private readonly validators = new Map<string, ValidateFunction>();
 
-  constructor(private readonly documents: Record<string, ReturnType<typeof publicDocument>>) {
+  private readonly documents: Record<string, ReturnType<typeof publicDocument>>;
+
+  constructor(documents: Record<string, ReturnType<typeof publicDocument>>) {
+    this.documents = documents;
     addFormats(this.ajv);
     for (const [documentId, document] of Object.entries(documents)) {
       this.ajv.addSchema(document as object, documentId);

@@ -28,11 +28,14 @@ export class DashboardClient {
   /** Cookie name → value, as a browser would keep them for /account. */
   readonly cookies = new Map<string, string>();
 
+  readonly baseUrl: string;
+  readonly localAddress?: string;
+
   /** `localAddress`: the loopback address requests come from (127.0.0.2, say), so the service sees another client. */
-  constructor(
-    readonly baseUrl: string,
-    readonly localAddress?: string,
-  ) {}
+  constructor(baseUrl: string, localAddress?: string) {
+    this.baseUrl = baseUrl;
+    this.localAddress = localAddress;
+  }
 
   /** The session id in the session cookie, when signed in. */
   get sessionId(): string | undefined {

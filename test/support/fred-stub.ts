@@ -41,7 +41,11 @@ export class FredStub {
   private server: Server | null = null;
   url = '';
 
-  constructor(readonly apiKey: string) {}
+  readonly apiKey: string;
+
+  constructor(apiKey: string) {
+    this.apiKey = apiKey;
+  }
 
   async start(): Promise<this> {
     const server = createServer((req, res) => this.answer(req, res));

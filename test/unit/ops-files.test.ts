@@ -11,6 +11,12 @@ import { ALERT_RULES, DASHBOARD, opsPath, panelsOf, readAlertRules, readDashboar
 
 const compose = readYaml('docker-compose.yml');
 
+/** Compose file text as Compose reads it when no variable is set on the host: each ${VAR:-default} is its default. */
+const withComposeDefaults = (text: string) => text.replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1');
+
+/** The configuration the compose Prometheus loads. */
+const prometheusConfig = parse(withComposeDefaults(compose.configs.prometheus_config.content));
+
 /** The bind mounts of a service: [host path, container path]. */
 const bindMounts = (service: string): [string, string][] =>
   (compose.services[service].volumes ?? []).filter((v: string) => v.startsWith('./')).map((v: string) => v.split(':').slice(0, 2) as [string, string]);
@@ -57,13 +63,12 @@ describe('docker-compose.yml', () => {
   });
 
   it('when Prometheus starts, then its configuration loads the alert rules file of the repository and scrapes the job the rules name', () => {
-    const config = parse(compose.configs.prometheus_config.content);
     const mounted = Object.fromEntries(
       (compose.services.prometheus.configs as { source: string; target: string }[]).map((c) => [c.target, compose.configs[c.source].file]),
     );
-    expect(config.rule_files).toEqual(['/etc/prometheus/alerts.yml']);
+    expect(prometheusConfig.rule_files).toEqual(['/etc/prometheus/alerts.yml']);
     expect(mounted['/etc/prometheus/alerts.yml']).toBe(`./${ALERT_RULES.join('/')}`);
-    const jobs = config.scrape_configs.map((s: { job_name: string }) => s.job_name);
+    const jobs = prometheusConfig.scrape_configs.map((s: { job_name: string }) => s.job_name);
     const upJobs = readAlertRules().flatMap((r) => [...r.expr.matchAll(/\bup\{job="([^"]+)"\}/g)].map((m) => m[1]));
     expect(upJobs.length).toBeGreaterThan(0);
     for (const job of upJobs) expect(jobs).toContain(job);
@@ -136,20 +141,30 @@ describe('the Prometheus alert rules', () => {
   const operations = readFileSync(opsPath('docs', 'operations.md'), 'utf8');
   const anchors = new Set([...operations.matchAll(/^#+ (.+)$/gm)].map((m) => anchorOf(m[1])));
 
-  it('when they are read, then each alert has a unique name, a severity, a for duration, a summary, a description and a runbook that is a heading of docs/operations.md', () => {
+  it('when they are read, then each alert has a unique name, a severity, a for duration, a summary, a description and a runbook_url that Prometheus expands to an absolute URL of its heading in docs/operations.md', () => {
+    const externalLabels: Record<string, string> = prometheusConfig.global.external_labels;
     expect(new Set(rules.map((r) => r.alert)).size).toBe(rules.length);
     for (const rule of rules) {
       expect(['critical', 'warning'], rule.alert).toContain(rule.labels?.severity);
       expect(rule.for, rule.alert).toMatch(/^\d+[smh]$/);
       expect(rule.annotations?.summary, rule.alert).toBeTruthy();
       expect(rule.annotations?.description, rule.alert).toBeTruthy();
-      const [file, anchor] = (rule.annotations?.runbook_url ?? '').split('#');
-      expect(file, rule.alert).toBe('docs/operations.md');
+      const runbook = rule.annotations?.runbook_url ?? '';
+      const [template, label, anchor] = runbook.match(/^\{\{ \$externalLabels\.(\w+) \}\}#([\w-]+)$/) ?? [];
+      expect(template, `${rule.alert}: ${runbook}`).toBe(runbook);
+      expect(anchor, rule.alert).toBe(rule.alert.toLowerCase());
       expect(anchors.has(anchor), `${rule.alert}: #${anchor}`).toBe(true);
+      // As Prometheus expands it with the compose configuration: new URL() without a base refuses a relative URL.
+      const base = externalLabels[label];
+      expect(base, `${rule.alert}: external label ${label}`).toBeTruthy();
+      expect(base, rule.alert).not.toContain('#');
+      const url = new URL(runbook.replace(`{{ $externalLabels.${label} }}`, base));
+      expect(['https:', 'http:'], rule.alert).toContain(url.protocol);
+      expect(url.hash, rule.alert).toBe(`#${anchor}`);
     }
   });
 
-  it('when they are read, then they cover a 5xx rate, p99 latency, database unavailable, the scrape failing, pool saturation and worker-pool rejections', () => {
+  it('when they are read, then they cover a 5xx rate, p99 latency, database unavailable, the scrape failing, pool saturation, worker-pool rejections and FRED failing', () => {
     const metricsOf = (name: string) => namesIn(rules.find((r) => r.alert === name)!.expr).selectors.map((s) => s.metric);
     expect(metricsOf('MarketDataHigh5xxRate')).toContain('http_requests_total');
     expect(metricsOf('MarketDataHighLatencyP99')).toEqual(['http_request_duration_seconds_bucket']);
@@ -158,6 +173,9 @@ describe('the Prometheus alert rules', () => {
     expect(metricsOf('MarketDataDbPoolRefusing')).toEqual(['db_pool_refused_total']);
     expect(metricsOf('MarketDataDbPoolSaturated')).toEqual(['db_pool_acquire_wait_seconds_bucket']);
     expect(metricsOf('MarketDataWorkerPoolRejecting')).toEqual(['worker_tasks_rejected_total']);
+    // Calls to FRED that failed, unless one succeeded: a service without FRED_API_KEY never calls FRED, so it stays quiet.
+    const fredCalls = { metric: 'upstream_request_duration_seconds_count', labels: ['provider', 'outcome'] };
+    expect(namesIn(rules.find((r) => r.alert === 'MarketDataMacroProviderFailing')!.expr).selectors).toEqual([fredCalls, fredCalls]);
   });
 });
 
