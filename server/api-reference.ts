@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import express, { type Router } from 'express';
+import express, { type RequestHandler, type Router } from 'express';
 import { adminRoutes, publicRouteDefinitions } from './areas.ts';
 import { ERROR_CODES, ERRORS } from './http/errors.ts';
 import { openApiDocument, type Listener } from './http/openapi.ts';
@@ -21,13 +22,50 @@ const PUBLIC_ERRORS = [
 const ADMIN_ERRORS = ['invalid_request', 'missing_api_key', 'invalid_api_key', 'method_not_allowed', 'internal_error', 'overloaded'] as const;
 const BODY_ERRORS = ['payload_too_large', 'unsupported_media_type'] as const;
 
+// The public document's description, which /docs shows above the operations:
+// the conventions every operation shares, briefly; docs/api.md in the
+// repository holds them in full.
+const PUBLIC_DESCRIPTION = `Daily and intraday prices with point-in-time adjustment, corporate actions, options, earnings, economic and news events, sentiment, and analytics over them.
+
+- **Keys.** Every operation takes \`Authorization: Bearer <key>\` (a \`pk_live_…\` or \`pk_test_…\` key) and needs the one scope it names. The **Authorize** button sets it for "Try it out".
+- **Answers.** A success is \`{ "data": …, "meta": … }\` (one exception, the bulk implied-volatility read): \`meta.asOf\` is the \`asOf\` asked for or the time of the read, \`meta.source\` where the numbers came from, \`meta.stale\` whether any is marked stale. An error is \`{ "error": { "code", "message", "docsUrl", "details" } }\`: branch on \`code\` (every code and its status are under [Error codes](/docs#errors) below), and \`details\` names each bad field.
+- **Missing numbers** are \`null\` or absent, never 0. An unknown query parameter or body field is a 400 naming it, never ignored.
+- **Point in time.** \`asOf\` is a date (the end of that UTC day) or a UTC instant \`yyyy-mm-ddThh:mm:ss[.fff]Z\`, used exactly; each operation says what it limits to what was known then. \`actionSetVersion\` pins an instrument's set of corporate actions, so a daily-price read can be repeated byte for byte.
+- **Rate limits** are per account and environment, per minute and per UTC day. A counted answer carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`; a 429 also \`Retry-After\`.
+- **Formats and caching.** The price reads also answer CSV (\`format=csv\`, or \`Accept: text/csv\`), and the single-instrument ones carry an \`ETag\` for \`If-None-Match\`. Answers of 1 KiB or more are compressed when \`Accept-Encoding\` allows.`;
+
+// In the order /docs shows them: the order of the areas (server/areas.ts).
+const PUBLIC_TAGS = {
+  Instruments:
+    "Reference data: search by text or broker code, and reads by id. Symbols follow each instrument's symbol history; a delisted instrument stays, inactive.",
+  Prices:
+    'Daily bars, raw or adjusted backward for splits and dividends as known at a point in time, for one instrument or up to 500 streamed; intraday bars in UTC buckets. JSON or CSV.',
+  'Corporate actions':
+    "Splits, dividends and other actions as append-only revisions under each instrument's action-set version, each with when it became knowable.",
+  Analytics:
+    'Technicals, correlations and beta over adjusted daily bars in a lookback window ending at asOf; option price, probability and strategy EV computed from the request alone.',
+  Macro: 'Allowlisted FRED series, stored and refreshed when stale, and the risk-free rate taken from them.',
+  FX: 'Stored FX rates by currency pair and date, never interpolated.',
+  'Economic calendar': "Scheduled macro releases with the provider's actual, forecast and previous figures.",
+  Options: 'Option chains, contracts and expiries as they stood at a cut-off, with provider or computed Greeks, and implied-volatility snapshots.',
+  Earnings: 'Scheduled and reported earnings, per instrument or market-wide in a window.',
+  Sentiment: 'Sentiment scores exactly as their sources gave them, and how far each source leads the price.',
+  'News and events': 'News items, company-confirmed catalyst events, and the price reactions measured on them.',
+};
+
+const ADMIN_TAGS = {
+  Service: 'The running service: storage tier, migrations, worker pool, version.',
+  'Accounts and keys': 'Accounts, their API keys (created, listed, rolled, revoked), dashboard logins and invitations, and request counts.',
+  Ingest: 'Uploads of market data, each stored in one transaction, and the derivations the service runs over stored data.',
+};
+
 export function publicDocument(version: string) {
   const listener: Listener = {
     title: 'Market data API',
-    description:
-      'Daily and intraday prices with point-in-time adjustment, corporate actions, and analytics. Conventions a schema cannot hold (adjustment, point-in-time rules, formulas, limits) are in docs/api.md; error codes are listed on /docs.',
+    description: PUBLIC_DESCRIPTION,
     prefix: '/v1',
     security: { name: 'apiKey', description: 'an API key (pk_live_… or pk_test_…); each operation names the one scope it needs' },
+    tags: PUBLIC_TAGS,
     errors: PUBLIC_ERRORS,
     bodyErrors: BODY_ERRORS,
     routes: publicRouteDefinitions(),
@@ -38,9 +76,11 @@ export function publicDocument(version: string) {
 export function adminDocument(version: string) {
   const listener: Listener = {
     title: 'Market data admin API',
-    description: 'Accounts, keys, usage, status and ingest, on the admin listener (loopback by default), behind the admin token.',
+    description:
+      'Accounts, keys, usage, status and ingest, on the admin listener (loopback by default), behind the admin token. A success is `{ "data": … }`, without `meta`; an error has the public API\'s envelope and codes (listed on the public listener\'s /docs).',
     prefix: '/admin/v1',
     security: { name: 'adminToken', description: 'the ADMIN_TOKEN (generated into DATA_DIR on first start when not set)' },
+    tags: ADMIN_TAGS,
     errors: ADMIN_ERRORS,
     bodyErrors: BODY_ERRORS,
     routes: adminRoutes(),
@@ -50,16 +90,20 @@ export function adminDocument(version: string) {
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
+/** Plain text with Markdown's inline code spans (`Retry-After`) as HTML: escaped, each span a <code>. */
+const inlineCodeHtml = (s: string) => escapeHtml(s).replace(/`([^`]+)`/g, '<code>$1</code>');
+
 /** The reference page: the error codes (each an anchor that `docsUrl` points at), then the public document rendered by Swagger UI. */
 function page(): string {
   const rows = ERROR_CODES.map(
-    (code) => `<tr id="${code}"><td><code>${code}</code></td><td>${ERRORS[code][0]}</td><td>${escapeHtml(ERRORS[code][1])}</td></tr>`,
+    (code) => `<tr id="${code}"><td><code>${code}</code></td><td>${ERRORS[code][0]}</td><td>${inlineCodeHtml(ERRORS[code][1])}</td></tr>`,
   ).join('\n');
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <title>Market data API reference</title>
+<link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
 <link rel="stylesheet" href="/docs/reference.css">
 </head>
@@ -92,13 +136,87 @@ const STYLE = `#errors { max-width: 1460px; margin: 0 auto 40px; padding: 0 20px
 #errors tr:target { background: #fff6d5; }
 `;
 
+// The service's icon, drawn here as rectangles on a 32-pixel grid: three
+// candlesticks, one falling and two rising, on a dark rounded square. /docs
+// links the SVG; a browser asks for /favicon.ico on every other page (the
+// account dashboard, a JSON answer opened in a tab), which gets the same
+// drawing as an ICO.
+const ICON_SIZE = 32;
+const ICON_CORNER_RADIUS = 6;
+const ICON_BACKGROUND = '#17324d';
+const ICON_RECTS: readonly (readonly [x: number, y: number, width: number, height: number, fill: string])[] = [
+  [8, 11, 2, 16, '#e76f51'],
+  [6, 15, 6, 9, '#e76f51'],
+  [15, 7, 2, 17, '#52b788'],
+  [13, 10, 6, 10, '#52b788'],
+  [22, 3, 2, 16, '#52b788'],
+  [20, 6, 6, 9, '#52b788'],
+];
+
+const FAVICON_SVG = Buffer.from(
+  `<svg xmlns="http://www.w3.org/2000/svg" width="${ICON_SIZE}" height="${ICON_SIZE}" viewBox="0 0 ${ICON_SIZE} ${ICON_SIZE}">` +
+    `<rect width="${ICON_SIZE}" height="${ICON_SIZE}" rx="${ICON_CORNER_RADIUS}" fill="${ICON_BACKGROUND}"/>` +
+    ICON_RECTS.map(([x, y, width, height, fill]) => `<rect x="${x}" y="${y}" width="${width}" height="${height}" fill="${fill}"/>`).join('') +
+    '</svg>\n',
+);
+
+/** The icon as an ICO: one 32×32 32-bit bitmap, rows bottom first, its AND mask clear (the alpha channel cuts the corners). */
+function faviconIco(): Buffer {
+  const size = ICON_SIZE;
+  const r = ICON_CORNER_RADIUS;
+  const pixels = Buffer.alloc(size * size * 4);
+  const mask = Buffer.alloc((size / 8) * size);
+  const bgr = (hex: string) => [5, 3, 1].map((i) => parseInt(hex.slice(i, i + 2), 16));
+  for (let y = 0; y < size; y++) {
+    for (let x = 0; x < size; x++) {
+      const cornerX = Math.min(Math.max(x + 0.5, r), size - r);
+      const cornerY = Math.min(Math.max(y + 0.5, r), size - r);
+      if (Math.hypot(x + 0.5 - cornerX, y + 0.5 - cornerY) > r) continue;
+      let fill = ICON_BACKGROUND;
+      for (const [rx, ry, width, height, rectFill] of ICON_RECTS) if (x >= rx && x < rx + width && y >= ry && y < ry + height) fill = rectFill;
+      pixels.set([...bgr(fill), 255], ((size - 1 - y) * size + x) * 4);
+    }
+  }
+  const header = Buffer.alloc(6 + 16 + 40);
+  header.writeUInt16LE(1, 2); // an icon
+  header.writeUInt16LE(1, 4); // one image
+  header.writeUInt8(size, 6);
+  header.writeUInt8(size, 7);
+  header.writeUInt16LE(1, 10); // planes
+  header.writeUInt16LE(32, 12); // bits per pixel
+  header.writeUInt32LE(40 + pixels.length + mask.length, 14);
+  header.writeUInt32LE(22, 18); // the bitmap follows the directory
+  header.writeUInt32LE(40, 22); // BITMAPINFOHEADER
+  header.writeInt32LE(size, 26);
+  header.writeInt32LE(size * 2, 30); // the colour rows and the mask rows
+  header.writeUInt16LE(1, 34);
+  header.writeUInt16LE(32, 36);
+  header.writeUInt32LE(pixels.length + mask.length, 42);
+  return Buffer.concat([header, pixels, mask]);
+}
+
+// A day: the icon changes only with a release, and with the ETag a browser's
+// check after that costs a 304.
+const ICON_CACHE_CONTROL = 'public, max-age=86400';
+
+function sendIcon(bytes: Buffer, type: string): RequestHandler {
+  const etag = `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 32)}"`;
+  return (req, res) => {
+    res.set({ 'Content-Type': type, 'Cache-Control': ICON_CACHE_CONTROL, ETag: etag });
+    // By the weak comparison (RFC 9110, 13.1.2), whatever Cache-Control the request carries.
+    const named = req.get('if-none-match')?.split(',') ?? [];
+    if (named.some((tag) => tag.trim() === '*' || tag.trim().replace(/^W\//, '') === etag)) return void res.status(304).end();
+    res.send(bytes);
+  };
+}
+
 // Everything the page loads comes from this server: the policy makes the
 // browser refuse anything else (Swagger UI sets inline styles and uses data:
 // images). No page may frame it (frame-ancestors, and X-Frame-Options for
 // browsers that predate it): its Authorize dialog takes an API key.
 const CONTENT_SECURITY_POLICY = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'";
 
-/** GET /docs and its assets, served from the swagger-ui-dist package; no CDN. */
+/** GET /docs and its assets, served from the swagger-ui-dist package (no CDN), and the service's icon. */
 export function referencePage(): Router {
   const router = express.Router();
   const assets = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
@@ -118,5 +236,7 @@ export function referencePage(): Router {
     res.type('css').send(STYLE);
   });
   router.use('/docs/assets', express.static(assets, { index: false }));
+  router.get('/favicon.ico', sendIcon(faviconIco(), 'image/vnd.microsoft.icon'));
+  router.get('/favicon.svg', sendIcon(FAVICON_SVG, 'image/svg+xml'));
   return router;
 }

@@ -13,6 +13,8 @@ export const corporateActionsRoute = defineRoute({
   operationId: 'getCorporateActions',
   tag: 'Corporate actions',
   summary: "An instrument's corporate actions, as known at a point in time",
+  description:
+    "The actions effective from from to to, each as its latest revision in the instrument's current action set, or in the set of the version pinned with actionSetVersion (one above the current version is a 400). With asOf, only actions known by the cut-off (knowledgeDate at or before it); backfilled actions, which have no knowledge date, only with includeBackfilled=true. meta.provenance counts the listed actions by provenance, with pitValid false when a backfilled one is among them.",
   scope: 'actions:read',
   params: IdParamsSchema,
   query: CorporateActionsQuerySchema,

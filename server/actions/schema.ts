@@ -113,7 +113,7 @@ export const CorporateActionSchema = z
     createdAt: z.string().describe('when the service stored it'),
     params: z.record(z.string(), z.unknown()).describe('ratio for splits and stock dividends; amount and currency for cash dividends'),
     source: z.string(),
-    actionSetVersion: z.int().describe("the instrument's action-set version that added or last changed it"),
+    actionSetVersion: z.int().min(1).describe("the instrument's action-set version that added or last changed it"),
   })
   .meta({ id: 'CorporateAction' });
 
@@ -121,7 +121,7 @@ export type CorporateAction = z.infer<typeof CorporateActionSchema>;
 
 /** Actions counted by knowledge provenance, and whether the figures are point-in-time valid. */
 export const ProvenanceCountsSchema = z.strictObject({
-  ...(Object.fromEntries(PROVENANCES.map((p) => [p, z.int()])) as Record<Provenance, z.ZodInt>),
+  ...(Object.fromEntries(PROVENANCES.map((p) => [p, z.int().min(0)])) as Record<Provenance, z.ZodInt>),
   pitValid: z.boolean().describe('false when a backfilled action (not knowable at the time) entered the figures'),
 });
 
@@ -129,7 +129,7 @@ export const CorporateActionsMetaSchema = z.strictObject({
   asOf: z.string(),
   source: z.string(),
   stale: z.boolean(),
-  actionSetVersion: z.int(),
+  actionSetVersion: z.int().min(0),
   includeBackfilled: z.boolean(),
   provenance: ProvenanceCountsSchema,
 });

@@ -88,8 +88,8 @@ const InvitationSchema = z.strictObject({
   expiresAt: z.string(),
 });
 const UsageWindowSchema = z.strictObject({
-  days: z.array(z.strictObject({ day: z.string(), admitted: z.int(), refused: z.int() })),
-  latestMinute: z.strictObject({ minuteStart: z.string(), admitted: z.int() }).nullable(),
+  days: z.array(z.strictObject({ day: z.string(), admitted: z.int().min(0), refused: z.int().min(0) })),
+  latestMinute: z.strictObject({ minuteStart: z.string(), admitted: z.int().min(0) }).nullable(),
 });
 const UsageReportSchema = z.strictObject({
   accountId: z.string(),
@@ -100,10 +100,10 @@ const StatusSchema = z.strictObject({
   storageTier: z.string(),
   timescaledbVersion: z.string().nullable(),
   tierDetectedAt: z.string(),
-  migrations: z.array(z.strictObject({ version: z.int(), name: z.string(), appliedAt: z.string() })),
+  migrations: z.array(z.strictObject({ version: z.int().min(1), name: z.string(), appliedAt: z.string() })),
   database: z.strictObject({ serverVersion: z.string() }),
-  workerPool: z.strictObject({ threads: z.int(), queueDepth: z.int() }),
-  uptimeSeconds: z.int(),
+  workerPool: z.strictObject({ threads: z.int().min(0), queueDepth: z.int().min(0) }),
+  uptimeSeconds: z.int().min(0),
   version: z.string(),
 });
 
@@ -113,6 +113,8 @@ export const statusRoute = defineRoute({
   operationId: 'getStatus',
   tag: 'Service',
   summary: 'Storage tier, migrations applied, worker pool and version',
+  description:
+    "Read when asked: the storage tier chosen the first time the migrations ran on the database, and when; the TimescaleDB version (null without the extension); every migration applied; the PostgreSQL server version; the worker pool's threads and queued tasks; this process's uptime and the service version.",
   query: NoQuerySchema,
   response: { status: 200, description: 'the status', data: StatusSchema },
   errors: [],
@@ -124,6 +126,8 @@ export const createAccountRoute = defineRoute({
   operationId: 'createAccount',
   tag: TAG_ACCESS,
   summary: 'Create an account',
+  description:
+    'A new account with a new id; names need not be unique. It has no keys until POST /keys makes one, and no dashboard login until POST /accounts/{id}/password or /accounts/{id}/invitations.',
   query: NoQuerySchema,
   body: AccountCreateSchema,
   response: { status: 201, description: 'the account', data: AccountSchema },
@@ -136,6 +140,7 @@ export const listAccountsRoute = defineRoute({
   operationId: 'listAccounts',
   tag: TAG_ACCESS,
   summary: 'List accounts',
+  description: 'Every account as stored now, with its id, name and creation time; its keys are listed by GET /keys?accountId=…, its requests by GET /usage.',
   query: NoQuerySchema,
   response: { status: 200, description: 'every account, oldest first', data: z.array(AccountSchema) },
   errors: [],
@@ -177,6 +182,8 @@ export const createKeyRoute = defineRoute({
   operationId: 'createKey',
   tag: TAG_ACCESS,
   summary: 'Create an API key; the full key is in this answer only',
+  description:
+    "A sandbox (pk_test_) or live (pk_live_) key of the account, granting exactly the scopes listed (a repeated scope counts once). The service keeps only the key's SHA-256 hash and display prefix, so the key cannot be shown again: a lost key is rolled or revoked. The key works from its next request. An unknown accountId is 404.",
   query: NoQuerySchema,
   body: KeyCreateSchema,
   response: { status: 201, description: 'the key', data: CreatedKeySchema },
@@ -189,6 +196,8 @@ export const listKeysRoute = defineRoute({
   operationId: 'listKeys',
   tag: TAG_ACCESS,
   summary: 'List keys, without their secrets',
+  description:
+    'Every key, or those of accountId (none for an unknown account), oldest first: display prefix, environment, scopes, revokedAt and rolledFrom as stored now. lastUsedAt is written at most once a second per key, so it can lag a request by about a second.',
   query: KeyListSchema,
   response: { status: 200, description: 'the keys', data: z.array(KeySchema) },
   errors: [],
@@ -200,6 +209,8 @@ export const revokeKeyRoute = defineRoute({
   operationId: 'revokeKey',
   tag: TAG_ACCESS,
   summary: 'Revoke a key, effective on its next request',
+  description:
+    'Every request looks its key up, with no cache, so the next request with it gets 401 revoked_api_key. Revoking a revoked key changes nothing and answers it with its first revokedAt. An unknown id is 404.',
   params: IdParamsSchema,
   query: NoQuerySchema,
   response: { status: 200, description: 'the revoked key', data: KeySchema },
@@ -225,6 +236,8 @@ export const usageRoute = defineRoute({
   operationId: 'getUsage',
   tag: TAG_ACCESS,
   summary: "An account's request counts per environment, by UTC day, and its latest minute",
+  description:
+    'For each environment, as counted now: the requests admitted, and those refused with 429 for a full rate window, on each UTC day that had any, newest first, over the last `days` days including today; and the requests admitted in the latest minute window. Only live use is billable (`billable`). An unknown accountId is 404.',
   query: UsageSchema,
   response: { status: 200, description: 'the counts', data: UsageReportSchema },
   errors: ['not_found'],

@@ -26,6 +26,8 @@ export const optionPriceRoute = defineRoute({
   operationId: 'priceOption',
   tag: TAG,
   summary: 'Black-Scholes-Merton price and Greeks of a European option',
+  description:
+    'Computed from the body alone, on the request thread: nothing is read or stored, so the same body always gives the same numbers, and meta.asOf is the time of computing. Per share, with a continuous dividend yield and ACT/365F (T = expiryDays / 365); theta per calendar day, vega and rho per percentage point.',
   scope: 'analytics:read',
   query: NoQuerySchema,
   body: OptionPriceSchema,
@@ -39,6 +41,8 @@ export const probabilityRoute = defineRoute({
   operationId: 'probabilityOfTarget',
   tag: TAG,
   summary: 'Probability of finishing beyond, and of touching, a target price',
+  description:
+    'Computed from the body alone: nothing is read or stored, and meta.asOf is the time of computing. At expiry: the risk-neutral lognormal probability of finishing at or beyond the target (long: at or above, short: at or below). Touch: the driftless first-passage probability of reaching it before expiry, never below the at-expiry figure (assumptions.touchFlooredToExpiry says when that floor binds), and 1 when the target is already reached.',
   scope: 'analytics:read',
   query: NoQuerySchema,
   body: ProbabilitySchema,
@@ -52,6 +56,8 @@ export const strategyEvRoute = defineRoute({
   operationId: 'strategyExpectedValue',
   tag: TAG,
   summary: 'Expected value, probability of profit and risk of an option structure',
+  description:
+    'Computed from the body alone, on the worker pool: nothing is read or stored, and meta.asOf is the time of computing. Each leg is priced at its Black-Scholes-Merton fair value; the expected value is that of the present-value P&L under the risk-neutral measure, or the real-world one when drift is given, so a fairly priced structure has EV 0 without a drift. Probability of profit, breakevens, maximum profit and loss come from the expiry P&L. A stock leg, legs of several expiries, or legs that do not form the named structure are 422 unsupported_structure.',
   scope: 'analytics:read',
   query: NoQuerySchema,
   body: StrategyEvSchema,
@@ -65,6 +71,8 @@ export const technicalsRoute = defineRoute({
   operationId: 'getTechnicals',
   tag: TAG,
   summary: 'Technical indicators, patterns and their consensus over a lookback of adjusted daily bars',
+  description:
+    "Over the daily bars in the calendar days (end − lookbackDays, end], end being the UTC day of asOf (today without it): only bars on or before end, adjusted with the corporate actions known at the window's end, backfilled actions left out, so a read with asOf repeats what could have been computed then; the symbol is the one in force that day. An indicator the bars cannot support is null, its description saying what it needs; a window without any stored bar is 404.",
   scope: 'technicals:read',
   params: IdParamsSchema,
   query: TechnicalsQuerySchema,
@@ -78,6 +86,8 @@ export const correlationsRoute = defineRoute({
   operationId: 'getCorrelations',
   tag: TAG,
   summary: 'Pairwise correlations of daily log returns',
+  description:
+    "Pearson or Spearman correlation of every pair of 2 to 20 instruments, over the log returns between the dates all usable instruments have closes for, in the calendar days (end − lookbackDays, end], end being the UTC day of asOf (today without it). Closes are adjusted with the corporate actions known at the window's end, backfilled actions left out. An instrument with fewer than 3 returns is listed unusable with its count, never zero-padded; unknown ids are listed in unknownInstrumentIds; fewer than two usable instruments is a 400.",
   scope: 'correlations:read',
   query: CorrelationsQuerySchema,
   response: { status: 200, description: 'each pair and the assumptions', data: CorrelationsDataSchema, meta: computedMeta },
@@ -90,6 +100,8 @@ export const betaRoute = defineRoute({
   operationId: 'getBeta',
   tag: TAG,
   summary: 'Beta, alpha and R² of an instrument against a benchmark',
+  description:
+    "Ordinary least squares of the instrument's daily log returns on the benchmark's, on the dates both have closes for, in the calendar days (end − lookbackDays, end], end being the UTC day of asOf (today without it); closes adjusted with the corporate actions known at the window's end, backfilled actions left out. alpha is per day, not annualised. A figure that cannot be computed (fewer than 3 aligned returns, a constant series) is null with reason saying why, never a stand-in 1. An unknown benchmarkId, or the instrument itself, is a 400.",
   scope: 'correlations:read',
   params: IdParamsSchema,
   query: BetaQuerySchema,

@@ -127,7 +127,7 @@ export const EarningsReportSchema = z
     reportDate: z.string(),
     session: SessionSchema,
     fiscalPeriod: FiscalPeriodSchema,
-    fiscalYear: z.int(),
+    fiscalYear: z.int().min(MIN_FISCAL_YEAR).max(MAX_FISCAL_YEAR),
     status: StatusSchema,
     source: z.string(),
   })

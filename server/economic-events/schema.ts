@@ -143,6 +143,6 @@ export const EconomicEventsMetaSchema = z.strictObject({
   asOf: z.string().describe('the time of the read'),
   source: z.string(),
   stale: z.boolean(),
-  limit: z.int(),
+  limit: z.int().min(1).max(500),
   truncated: z.boolean().describe('more rows matched than limit'),
 });

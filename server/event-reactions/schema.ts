@@ -35,7 +35,11 @@ export const EventReactionSchema = z
     reactionPct: z.number().describe('100 × (sessionClose / previousClose − 1): the signed move'),
     absMovePct: z.number().describe('|reactionPct|'),
     isCorporateAdjusted: z.boolean().describe(IS_CORPORATE_ADJUSTED),
-    actionSetVersion: z.int().nullable().describe("the instrument's action-set version the adjusted closes used, when isCorporateAdjusted; null otherwise"),
+    actionSetVersion: z
+      .int()
+      .min(0)
+      .nullable()
+      .describe("the instrument's action-set version the adjusted closes used, when isCorporateAdjusted; null otherwise"),
   })
   .meta({ id: 'EventReaction' });
 
@@ -85,10 +89,10 @@ export type CoverageQuery = z.infer<typeof CoverageQuerySchema>;
 export const CoveredInstrumentSchema = z.strictObject({
   instrumentId: z.string(),
   symbol: z.string().describe("the instrument's current symbol"),
-  reactionCount: z.int(),
+  reactionCount: z.int().min(1),
   firstEventDate: z.string(),
   lastEventDate: z.string(),
-  observationWindowDays: z.int().describe('lastEventDate − firstEventDate, calendar days'),
+  observationWindowDays: z.int().min(0).describe('lastEventDate − firstEventDate, calendar days'),
 });
 
 export const CoverageSchema = z
@@ -100,9 +104,9 @@ export const CoverageSchema = z
       eventClasses: z
         .array(z.string())
         .describe('the classes counted, deduplicated in request order; empty when eventClasses was omitted (every class counted)'),
-      minReactions: z.int(),
-      minWindowDays: z.int().nullable().describe('null when omitted'),
-      limit: z.int(),
+      minReactions: z.int().min(1).max(1000),
+      minWindowDays: z.int().min(1).max(36_500).nullable().describe('null when omitted'),
+      limit: z.int().min(1).max(5000),
     }),
   })
   .meta({ id: 'EventReactionCoverage' });
@@ -113,12 +117,12 @@ export const CoverageMetaSchema = z.strictObject({ asOf: z.string(), source: z.s
 
 /** What one derivation run stored. */
 export const DerivedReactionsSchema = z.strictObject({
-  instruments: z.int().describe('instruments whose reactions were derived: those in scope with news or stored reactions'),
-  rows: z.int().describe('reactions derived (news items the bars could place)'),
-  inserted: z.int(),
-  updated: z.int().describe('stored reactions that changed'),
-  unchanged: z.int(),
-  removed: z.int().describe('stored reactions of news items that no longer yield one'),
+  instruments: z.int().min(0).describe('instruments whose reactions were derived: those in scope with news or stored reactions'),
+  rows: z.int().min(0).describe('reactions derived (news items the bars could place)'),
+  inserted: z.int().min(0),
+  updated: z.int().min(0).describe('stored reactions that changed'),
+  unchanged: z.int().min(0),
+  removed: z.int().min(0).describe('stored reactions of news items that no longer yield one'),
 });
 
 export type DerivedReactions = z.infer<typeof DerivedReactionsSchema>;

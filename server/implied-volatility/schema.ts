@@ -33,7 +33,7 @@ export const VolatilitySurfaceSchema = z.strictObject({
 });
 
 export const TermStructurePointSchema = z.strictObject({
-  daysToExpiry: z.int().describe('calendar days from asOfDate to the expiry'),
+  daysToExpiry: z.int().min(0).describe('calendar days from asOfDate to the expiry'),
   atmImpliedVolatility: volatility('at-the-money implied volatility of that expiry'),
 });
 
@@ -57,9 +57,9 @@ export const BulkImpliedVolatilitySchema = z.strictObject({
     .array(ImpliedVolatilitySnapshotSchema)
     .describe('one row per requested instrument with a fresh snapshot, in the order asked; an instrument without one is absent, never zeroed'),
   assumptions: z.strictObject({
-    maxAgeDays: z.int(),
-    requestedInstruments: z.int().describe('distinct ids requested (a repeated id counts once)'),
-    returnedInstruments: z.int().describe('rows in instruments; requestedInstruments minus this many are absent'),
+    maxAgeDays: z.int().min(1).max(MAX_AGE_DAYS),
+    requestedInstruments: z.int().min(1).max(MAX_IV_INSTRUMENTS).describe('distinct ids requested (a repeated id counts once)'),
+    returnedInstruments: z.int().min(0).max(MAX_IV_INSTRUMENTS).describe('rows in instruments; requestedInstruments minus this many are absent'),
     includeTermStructure: z.boolean(),
     asOf: z.string().nullable().describe('the asOf day the read used; null when omitted (today, UTC)'),
     unknownInstrumentIds: z.array(z.string()).describe('requested ids that name no instrument, in the order asked (absent from instruments)'),

@@ -50,6 +50,8 @@ export const instrumentRoute = defineRoute({
   operationId: 'getInstrument',
   tag: TAG,
   summary: 'One instrument',
+  description:
+    'Its reference data as stored now, with currentSymbol the symbol in force today (UTC) by its symbol history and vendorCode its code at the broker the service is configured for. Instruments are never deleted: a delisted one is served with isActive false. An unknown id is 404.',
   scope: 'instruments:read',
   params: IdParamsSchema,
   query: NoQuerySchema,

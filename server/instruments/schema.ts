@@ -134,5 +134,9 @@ const referenceMeta = {
 };
 
 export const InstrumentSearchMetaSchema = z.strictObject({ ...referenceMeta, mode: z.enum(['search', 'reverse_lookup']) });
-export const InstrumentBulkMetaSchema = z.strictObject({ ...referenceMeta, requested: z.int(), found: z.int() });
+export const InstrumentBulkMetaSchema = z.strictObject({
+  ...referenceMeta,
+  requested: z.int().min(1).max(MAX_BULK_IDS),
+  found: z.int().min(0).max(MAX_BULK_IDS),
+});
 export const InstrumentMetaSchema = z.strictObject(referenceMeta);

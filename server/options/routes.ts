@@ -15,6 +15,8 @@ export const expiriesRoute = defineRoute({
   operationId: 'listOptionExpiries',
   tag: TAG,
   summary: "An underlying's option expiries, ascending, each with at least one contract listed at the cut-off",
+  description:
+    'The expiry dates of the chain at the cut-off (asOf; now without it): of the contracts listed by then that had not expired before its day. Never an empty list: an equity, ETF or index without such a contract is 404 options_unavailable (not_ingested), and any other asset class 404 options_unavailable (not_optionable).',
   scope: 'options:read',
   params: IdParamsSchema,
   query: ExpiriesQuerySchema,
@@ -43,6 +45,8 @@ export const contractRoute = defineRoute({
   operationId: 'getOptionContract',
   tag: TAG,
   summary: "One option contract at a cut-off, with its latest quote and Greeks by the chain's rules",
+  description:
+    'The contract as the chain at the cut-off (asOf; now without it) shows it: its latest quote observed at or before the cut-off, or null, and the provider Greeks, computed Greeks or greeksUnavailable. Quotes are append-only, so a past cut-off reads the same forever. An unknown id, or a contract not yet listed at the cut-off, is 404.',
   scope: 'options:read',
   params: IdParamsSchema,
   query: ContractQuerySchema,

@@ -143,7 +143,7 @@ export const OptionContractSchema = z
     expiry: z.string(),
     strike: z.number(),
     right: z.enum(OPTION_RIGHTS),
-    multiplier: z.int(),
+    multiplier: z.int().min(1).max(1_000_000),
     isActive: z.boolean(),
     listedAt: z.string().nullable().describe('when the contract was listed; null: from its first quote observation'),
   })
@@ -208,7 +208,7 @@ export const ChainItemSchema = z
   .meta({ id: 'OptionChainItem' });
 export type ChainItem = z.infer<typeof ChainItemSchema>;
 
-const GREEKS_SOURCES = { provider: z.int(), computed: z.int(), unavailable: z.int() };
+const GREEKS_SOURCES = { provider: z.int().min(0), computed: z.int().min(0), unavailable: z.int().min(0) };
 
 export const ChainMetaSchema = z.strictObject({
   asOf: z.string().describe('the cut-off as given, or the time of the read'),
@@ -222,5 +222,5 @@ export const ContractMetaSchema = z.strictObject({ asOf: z.string(), source: z.s
 /** What deriving snapshots stored: the iv-snapshots counts, and the days skipped for want of an underlying close. */
 export const DerivedSnapshotsSchema = z.strictObject({
   ...ingestCounts,
-  skippedDays: z.int().describe('underlying days with quotes but no raw daily close on or before them'),
+  skippedDays: z.int().min(0).describe('underlying days with quotes but no raw daily close on or before them'),
 });

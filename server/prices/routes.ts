@@ -28,6 +28,8 @@ export const dailyPricesRoute = defineRoute({
   operationId: 'getDailyPrices',
   tag: TAG,
   summary: 'Daily bars of one instrument, raw or adjusted as of a point in time',
+  description:
+    "The bars dated from from to to; with adjusted=true, adjusted backward for splits, stock dividends and cash dividends. The actions applied are those of the instrument's current action set, or of the version pinned with actionSetVersion, whose bars are also read as they stood then; with asOf, only actions known by the cut-off; backfilled actions only with includeBackfilled=true. A pinned version read again with the same asOf and includeBackfilled gives the same data, whatever was uploaded since. meta.priceBasis says what was applied and what could not be, meta.actionCoverage whether the action history was checked against a source.",
   scope: 'prices:read',
   params: IdParamsSchema,
   query: DailyPricesQuerySchema,
@@ -69,6 +71,8 @@ export const intradayRoute = defineRoute({
   operationId: 'getIntradayBars',
   tag: TAG,
   summary: 'Intraday bars in UTC buckets of 1 minute to 1 hour',
+  description:
+    'The stored 1-minute bars of the UTC days from from to to, or their rollups into buckets labelled by their start and cut from 2000-01-03T00:00Z; a bucket holds only the minutes that exist, and an empty bucket is not sent. Never adjusted, and read as stored now (no asOf). Served for equity, etf, index and crypto instruments; other asset classes are a 400.',
   scope: 'prices:read',
   params: IdParamsSchema,
   query: IntradayQuerySchema,

@@ -97,8 +97,8 @@ export const DailyBarSchema = z
 const PriceBasisSchema = z.strictObject({
   priceBasis: z.enum(['raw', 'adjusted', 'vendor_adjusted', 'mixed']),
   adjustedThrough: z.string().nullable().describe('the cut-off of the actions applied; null for raw prices'),
-  actionsApplied: z.int(),
-  actionsAlreadyReflected: z.int().describe('actions a vendor-adjusted bar already reflects, not applied again'),
+  actionsApplied: z.int().min(0),
+  actionsAlreadyReflected: z.int().min(0).describe('actions a vendor-adjusted bar already reflects, not applied again'),
   actionsNotApplied: z.array(
     z.strictObject({
       actionId: z.string(),
@@ -112,7 +112,7 @@ const ActionCoverageSchema = z.strictObject({
   lastCheckedAt: z.string().nullable(),
   source: z.string().nullable(),
   coveredFrom: z.string().nullable(),
-  actionsFound: z.int().nullable(),
+  actionsFound: z.int().min(0).nullable(),
   coversSeries: z.boolean(),
   gap: z.enum(['none', 'never_checked', 'starts_after_series']),
 });
@@ -128,7 +128,7 @@ const priceMeta = {
 
 export const DailyPricesMetaSchema = z.strictObject({
   ...priceMeta,
-  actionSetVersion: z.int(),
+  actionSetVersion: z.int().min(0),
   actionSetVersionPinned: z.boolean(),
   priceBasis: PriceBasisSchema,
   actionCoverage: ActionCoverageSchema,
@@ -138,12 +138,12 @@ export const BulkPricesDataSchema = z.record(z.string(), z.array(DailyBarSchema)
 
 export const BulkPricesMetaSchema = z.strictObject({
   ...priceMeta,
-  requested: z.int(),
-  found: z.int(),
-  actionSetVersions: z.record(z.string(), z.int()),
+  requested: z.int().min(1).max(MAX_BULK_INSTRUMENTS),
+  found: z.int().min(0).max(MAX_BULK_INSTRUMENTS),
+  actionSetVersions: z.record(z.string(), z.int().min(0)),
   priceBases: z.record(z.string(), PriceBasisSchema),
   actionCoverages: z.record(z.string(), ActionCoverageSchema),
-  actionCoverage: z.strictObject({ checked: z.boolean(), coversSeries: z.boolean(), actionsFound: z.int().nullable() }),
+  actionCoverage: z.strictObject({ checked: z.boolean(), coversSeries: z.boolean(), actionsFound: z.int().min(0).nullable() }),
 });
 
 export const IntradayBarSchema = z.strictObject({

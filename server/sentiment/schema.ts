@@ -105,22 +105,24 @@ export const SourceLeadSchema = z
     subjectClass: SubjectClassSchema,
     bestLagDays: z
       .int()
+      .min(0)
+      .max(MAX_LAG_DAYS)
       .nullable()
       .describe(`the lag, 0..${MAX_LAG_DAYS} sessions, of the highest correlation (signed; the shorter lag on a tie); null when no lag has one`),
     peakCorrelation: z.number().nullable().describe('the correlation at bestLagDays'),
-    sampleSize: z.int().nullable().describe('the (score, return) pairs at bestLagDays'),
+    sampleSize: z.int().min(0).nullable().describe('the (score, return) pairs at bestLagDays'),
     isPromotionEligible: z.boolean().describe('the verdict under meta.rule; never true for market_commentary'),
     correlationByLag: z
       .array(
         z.strictObject({
-          lagDays: z.int(),
+          lagDays: z.int().min(0).max(MAX_LAG_DAYS),
           correlation: z.number().nullable().describe(`null with fewer than 3 pairs or a constant side`),
-          sampleSize: z.int(),
+          sampleSize: z.int().min(0),
         }),
       )
       .length(LAGS)
       .describe('the whole curve, lag 0 to 10'),
-    instruments: z.int().describe('instruments with a score of this source and subject class'),
+    instruments: z.int().min(0).describe('instruments with a score of this source and subject class'),
     firstAsOfDate: z.string(),
     lastAsOfDate: z.string(),
   })
@@ -140,11 +142,11 @@ export const SourceLeadsMetaSchema = z.strictObject({
   stale: z.boolean(),
   rule: z
     .strictObject({
-      minSampleSize: z.int(),
+      minSampleSize: z.int().min(0),
       minCorrelation: z.number(),
       alpha: z.number().describe('family-wise, one-sided; each lag is tested at alpha / lagsSearched (Bonferroni)'),
-      lagsSearched: z.int(),
-      minLagDays: z.int().describe('a peak at lag 0 is the score’s own session, not a lead'),
+      lagsSearched: z.int().min(1),
+      minLagDays: z.int().min(0).max(MAX_LAG_DAYS).describe('a peak at lag 0 is the score’s own session, not a lead'),
       subjectClasses: z.array(SubjectClassSchema).describe('the subject classes that may be eligible'),
     })
     .describe(
@@ -159,6 +161,6 @@ export const SOURCE_LEADS_RULE = { ...PROMOTION_RULE, subjectClasses: [...PROMOT
 /** What deriving the source leads stored: one row per (source, subject class) with scores. */
 export const DerivedLeadsSchema = z.strictObject({
   ...ingestCounts,
-  rows: z.int().describe('(source, subject class) pairs with scores'),
-  removed: z.int().describe('stored leads of pairs that no longer have a score'),
+  rows: z.int().min(0).describe('(source, subject class) pairs with scores'),
+  removed: z.int().min(0).describe('stored leads of pairs that no longer have a score'),
 });

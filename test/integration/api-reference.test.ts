@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminDocument, publicDocument } from '../../server/api-reference.ts';
+import { ERRORS } from '../../server/http/errors.ts';
 import { VERSION } from '../../server/runtime.ts';
 import { launchChromium, SKIP_BROWSER } from '../support/chromium.ts';
 import { servedRoutes } from '../support/served-routes.ts';
@@ -15,6 +16,8 @@ afterAll(() => svc.stop());
 
 /** The spec's public routes (market-data-service.md), every one served. */
 const SPEC_PUBLIC_ROUTES = 29;
+
+const ERROR_CODE_COUNT = Object.keys(ERRORS).length;
 
 const documented = (document: ReturnType<typeof publicDocument>) =>
   Object.entries(document.paths ?? {}).flatMap(([p, ops]) => Object.keys(ops as object).map((m) => `${m} ${p.replace(/\{(\w+)\}/g, ':$1')}`));
@@ -61,6 +64,32 @@ describe('the API describes itself', () => {
       expect(res.headers.get('content-security-policy'), ref).toContain("frame-ancestors 'none'");
       expect(res.headers.get('x-frame-options'), ref).toBe('DENY');
     }
+  });
+
+  it("when /docs is fetched, then the error table shows the codes' texts with their code spans as <code>, and no Markdown backtick", async () => {
+    const html = await (await fetch(`${svc.runtime.publicUrl}/docs`)).text();
+    const table = html.slice(html.indexOf('<section id="errors">'), html.indexOf('</section>'));
+    expect(table).not.toContain('`');
+    expect(table).toContain('<code>Retry-After</code>');
+    expect(table).toContain('<code>Authorization: Bearer &#60;key&#62;</code>');
+  });
+
+  it('when the icon is fetched, as /favicon.ico (what a browser asks any page for) or the /favicon.svg that /docs links, then it is an image cached for a day, and its ETag revalidates to 304', async () => {
+    for (const [ref, type] of [
+      ['/favicon.ico', 'image/vnd.microsoft.icon'],
+      ['/favicon.svg', 'image/svg+xml'],
+    ]) {
+      const res = await fetch(`${svc.runtime.publicUrl}${ref}`);
+      expect(res.status, ref).toBe(200);
+      expect(res.headers.get('content-type'), ref).toBe(type);
+      expect(res.headers.get('cache-control'), ref).toBe('public, max-age=86400');
+      const bytes = Buffer.from(await res.arrayBuffer());
+      if (ref.endsWith('.ico')) expect([...bytes.subarray(0, 6)], 'ICO header: one icon').toEqual([0, 0, 1, 0, 1, 0]);
+      else expect(bytes.toString()).toMatch(/^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+      const again = await fetch(`${svc.runtime.publicUrl}${ref}`, { headers: { 'if-none-match': res.headers.get('etag')! } });
+      expect(again.status, ref).toBe(304);
+    }
+    expect(await (await fetch(`${svc.runtime.publicUrl}/docs`)).text()).toContain('<link rel="icon" href="/favicon.svg" type="image/svg+xml">');
   });
 });
 
@@ -123,6 +152,73 @@ describe.skipIf(SKIP_BROWSER)('the reference page in a browser', () => {
       expect(operations).toBe(SPEC_PUBLIC_ROUTES);
       const elsewhere = requested.filter((u) => !u.startsWith(origin) && !u.startsWith('data:'));
       expect(elsewhere).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  });
+
+  it('when /docs is opened, then the error table renders code spans, the conventions head the page, the browser decodes both icons, and nothing fails or logs an error', async () => {
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      const problems: string[] = [];
+      page.on('console', (m) => {
+        if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+      });
+      page.on('response', (r) => {
+        if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`);
+      });
+      await page.goto(`${svc.runtime.publicUrl}/docs`);
+      await page.waitForSelector('.opblock', { timeout: 20_000 });
+      const table = page.locator('#errors table');
+      expect(await table.locator('td code').count()).toBeGreaterThan(ERROR_CODE_COUNT);
+      expect(await table.innerText()).not.toContain('`');
+      expect(await table.locator('#rate_limited td code').allInnerTexts()).toEqual(['rate_limited', 'Retry-After']);
+      const description = await page.locator('.info .description').innerText();
+      expect(description).toContain('Point in time.');
+      expect(description).not.toContain('docs/api.md');
+      expect(await page.locator('.info .description a[href="/docs#errors"]').count()).toBe(1);
+      const sizes = await page.evaluate(() =>
+        Promise.all(
+          ['/favicon.ico', '/favicon.svg'].map(async (src) => {
+            const image = new Image();
+            image.src = src;
+            await image.decode();
+            return [src, image.naturalWidth, image.naturalHeight];
+          }),
+        ),
+      );
+      expect(sizes).toEqual([
+        ['/favicon.ico', 32, 32],
+        ['/favicon.svg', 32, 32],
+      ]);
+      expect(problems).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  });
+
+  it('when "Try it out" runs an operation with an authorized key, then the request goes to this origin under /v1 and is answered', async () => {
+    const key = await svc.keyWith(['sentiment:read']);
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      const origin = new URL(svc.runtime.publicUrl).origin;
+      await page.goto(`${svc.runtime.publicUrl}/docs`);
+      await page.waitForSelector('.opblock', { timeout: 20_000 });
+      await page.evaluate(
+        (k) => (window as unknown as { ui: { preauthorizeApiKey(name: string, value: string): void } }).ui.preauthorizeApiKey('apiKey', k),
+        key,
+      );
+      const operation = page.locator('#operations-Sentiment-listSentimentSourceLeads');
+      await operation.locator('.opblock-summary').click();
+      await operation.locator('button.try-out__btn').click();
+      const answered = page.waitForResponse((r) => r.url().startsWith(`${origin}/v1/sentiment/source-leads`));
+      await operation.locator('button.execute').click();
+      const res = await answered;
+      expect(new URL(res.url()).pathname).toBe('/v1/sentiment/source-leads');
+      expect(res.request().headers().authorization).toBe(`Bearer ${key}`);
+      expect(res.status()).toBe(200);
     } finally {
       await browser.close();
     }

@@ -97,6 +97,75 @@ describe('the OpenAPI documents', () => {
   });
 });
 
+describe('the OpenAPI documents as third-party linters read them (redocly.yaml, .spectral.yaml)', () => {
+  const names = Object.keys(generated) as (keyof typeof generated)[];
+  const parsed = (name: keyof typeof generated) => JSON.parse(generated[name]);
+  const operations = (document: any) =>
+    Object.entries(document.paths).flatMap(([p, ops]) => Object.entries(ops as Record<string, any>).map(([method, op]) => ({ where: `${method} ${p}`, op })));
+  /** Every object under `node` with the JSON pointer to it. */
+  const objects = (node: unknown, where = '#'): [string, any][] =>
+    node && typeof node === 'object'
+      ? [[where, node], ...Object.entries(node).flatMap(([key, child]) => objects(child, `${where}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`))]
+      : [];
+
+  it.each(names)(
+    'when %s is generated, then it names a relative server (the origin serving it), a licence, and every tag its operations use, with a description, in a declared order',
+    (name) => {
+      const document = parsed(name);
+      expect(document.servers).toEqual([{ url: '/', description: expect.any(String) }]);
+      expect(document.info.license.name).toEqual(expect.any(String));
+      const declared = document.tags.map((t: { name: string }) => t.name);
+      for (const tag of document.tags) expect(tag.description, tag.name).toMatch(/\S{3}/);
+      const used = new Set(operations(document).flatMap(({ op }) => op.tags));
+      expect(new Set(declared)).toEqual(used);
+      expect(declared).toHaveLength(used.size);
+    },
+  );
+
+  it.each(names)('when %s is generated, then every operation has a description that says more than its summary', (name) => {
+    for (const { where, op } of operations(parsed(name))) {
+      expect(op.description, where).toEqual(expect.any(String));
+      expect(op.description.length, where).toBeGreaterThan(op.summary.length);
+      expect(op.description.toLowerCase(), where).not.toContain(op.summary.toLowerCase());
+    }
+  });
+
+  it.each(names)(
+    "when %s is generated, then no schema keeps zod's safe-integer bounds, a tuple's `items: false`, or an anyOf that a member lets accept anything",
+    (name) => {
+      const found = objects(parsed(name)).flatMap(([where, node]) => [
+        ...(Math.abs(node.minimum) === Number.MAX_SAFE_INTEGER || Math.abs(node.maximum) === Number.MAX_SAFE_INTEGER ? [`${where} safe-integer bound`] : []),
+        ...(node.items === false ? [`${where} items: false`] : []),
+        ...(Array.isArray(node.anyOf) && node.anyOf.some((m: object) => Object.keys(m).length === 0) ? [`${where} anyOf with {}`] : []),
+      ]);
+      expect(found).toEqual([]);
+    },
+  );
+
+  it("when sentiment's scale is documented, then it is an array of exactly two numbers", () => {
+    const { scale } = parsed('public.json').components.schemas.SentimentScore.properties;
+    expect(scale).toMatchObject({ type: 'array', items: { type: 'number' }, minItems: 2, maxItems: 2 });
+    expect(scale.prefixItems).toBeUndefined();
+  });
+
+  it('when an integer is documented, then it has a lower bound; in the admin document, all but the upload counts that server/ingest/kind.ts declares', () => {
+    const unbounded = (name: keyof typeof generated) =>
+      objects(parsed(name))
+        .filter(([, node]) => [node.type].flat().includes('integer') && node.minimum === undefined && node.exclusiveMinimum === undefined)
+        .map(([where]) => where);
+    expect(unbounded('public.json')).toEqual([]);
+    const fields = new Set(
+      unbounded('admin.json').map((where) =>
+        where
+          .replace(/\/additionalProperties$/, '')
+          .split('/')
+          .at(-1),
+      ),
+    );
+    expect(fields).toEqual(new Set(['rows', 'inserted', 'updated', 'unchanged', 'actionSetVersions']));
+  });
+});
+
 describe('the contract check used by the integration tests', () => {
   const instrument = {
     id: '00000000-0000-4000-8000-000000000001',
