@@ -28,6 +28,44 @@ export default tseslint.config(
     },
   },
   {
+    // The layers (docs/architecture.md): core/ is the ground floor and imports
+    // nothing else of the server; db/ stands on core/ (with the metrics, the
+    // logger and the configuration); neither knows HTTP. workers/ is pure
+    // compute and never imports the server.
+    files: ['server/**/*.ts', 'workers/**/*.ts'],
+    rules: {
+      'import-x/no-restricted-paths': [
+        'error',
+        {
+          zones: [
+            { target: './server/core', from: './server', except: ['./core'], message: 'core/ is the ground floor: it imports nothing else of the server' },
+            {
+              target: './server/db',
+              from: './server',
+              except: ['./db', './core', './metrics.ts', './logger.ts', './config.ts'],
+              message: 'db/ stands on core/ alone',
+            },
+            { target: './workers', from: './server', message: 'workers/ is pure compute: it never imports the server' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Services and repositories never see Express or HTTP: routes translate their results into HTTP.
+    files: [
+      'server/**/service.ts',
+      'server/**/*-service.ts',
+      'server/**/repository.ts',
+      'server/**/*-repository.ts',
+      'server/core/**/*.ts',
+      'server/db/**/*.ts',
+    ],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['express', '**/http/*'], message: 'services, repositories, core/ and db/ know no HTTP' }] }],
+    },
+  },
+  {
     // Tests and benchmarks read JSON answers whose shape the test itself checks.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

@@ -3,8 +3,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import express, { type RequestHandler, type Router } from 'express';
 import { adminRoutes, publicRouteDefinitions } from './areas.ts';
-import { ERROR_CODES, ERRORS } from './http/errors.ts';
 import { openApiDocument, type Listener } from './http/openapi.ts';
+import { ERROR_CODES, ERRORS } from './core/errors.ts';
 
 // Every route can answer these: the envelope's own failures (400, 405), the
 // key check (401, 403), the rate windows (429), and shedding (503).

@@ -4,7 +4,6 @@ import type { Logger } from './logger.ts';
 import type { AppDeps } from './area.ts';
 import { AREAS, ingestKinds, publicRouteDefinitions } from './areas.ts';
 import { adminDocument, publicDocument, referencePage } from './api-reference.ts';
-import { AppError, errorMiddleware, routeNotFound } from './http/errors.ts';
 import { compressResponses } from './http/compression.ts';
 import { observeRequests } from './http/observe.ts';
 import { publicRoutes } from './http/router.ts';
@@ -14,6 +13,8 @@ import { deriveAll, deriveChanged } from './derive.ts';
 import { adminRouter, requireAdminToken } from './admin/routes.ts';
 import { readStatus } from './admin/status.ts';
 import { dashboardRouter } from './dashboard/routes.ts';
+import { AppError } from './core/errors.ts';
+import { errorMiddleware, routeNotFound } from './http/errors.ts';
 
 function baseApp(): Express {
   const app = express();

@@ -12,9 +12,6 @@ import { Database } from './db/database.ts';
 import { DatabaseHealth, isConnectionFailure } from './db/health.ts';
 import { createSql } from './db/sql.ts';
 import { createLogger } from './logger.ts';
-import { AppError } from './http/errors.ts';
-import { parse } from './http/validate.ts';
-import { UuidSchema } from './http/params.ts';
 import type { BodyFormat } from './ingest/body.ts';
 import { ingestBody } from './ingest/service.ts';
 import { readStatus } from './admin/status.ts';
@@ -24,6 +21,9 @@ import * as logins from './dashboard/service.ts';
 import { PasswordHasher } from './dashboard/password.ts';
 import { ENVIRONMENTS, SCOPES } from './keys/scopes.ts';
 import { VERSION } from './runtime.ts';
+import { AppError } from './core/errors.ts';
+import { UuidSchema } from './core/ids.ts';
+import { parse } from './core/validate.ts';
 
 export type CommandName =
   | 'accounts create'

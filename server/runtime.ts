@@ -14,13 +14,14 @@ import { DatabaseHealth, isConnectionFailure } from './db/health.ts';
 import { migrate, type MigrationReport } from './db/migrate.ts';
 import { createSql, type Sql } from './db/sql.ts';
 import { loadDemoDataIfEmpty } from './demo/load.ts';
-import { AppError, errorBody } from './http/errors.ts';
 import { LastUsedRecorder } from './keys/service.ts';
 import { macroServiceOf } from './macro/service.ts';
 import type { Logger } from './logger.ts';
 import { connectionsDropped, httpRequests } from './metrics.ts';
 import { WorkerPool } from './worker-pool.ts';
 import { PasswordHasher } from './dashboard/password.ts';
+import { AppError } from './core/errors.ts';
+import { errorBody } from './http/errors.ts';
 
 export const VERSION = '0.1.0';
 

@@ -1,8 +1,8 @@
 import os from 'node:os';
 import { Piscina } from 'piscina';
 import type { Tasks } from '../workers/tasks.ts';
-import { AppError } from './http/errors.ts';
 import { readSlotsWaiting, readSlotWait, workerQueueDepth, workerRejected, workerRun, workerTasksInFlight, workerWait } from './metrics.ts';
+import { AppError } from './core/errors.ts';
 
 interface WorkerPoolOptions {
   threads?: number;

@@ -31,7 +31,7 @@ export const corporateActionIngest: IngestKind<CorporateActionRow> = {
   ],
   toStagingValues: (r) => [
     r.id,
-    r.instrumentId.toLowerCase(),
+    r.instrumentId,
     r.kind,
     r.effectiveDate,
     r.announcementDate,
@@ -69,7 +69,7 @@ export const coverageCheckIngest: IngestKind<CoverageCheckRow> = {
     ['covered_from', 'date'],
     ['actions_found', 'int4'],
   ],
-  toStagingValues: (r) => [r.instrumentId.toLowerCase(), r.checkedAt, r.source, r.coveredFrom, r.actionsFound],
+  toStagingValues: (r) => [r.instrumentId, r.checkedAt, r.source, r.coveredFrom, r.actionsFound],
   async apply(tx) {
     await rejectUnknownInstruments(tx);
     const { rows, inserted, updated } = await repo.upsertStagedCoverageChecks(tx);

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import type { Area } from '../area.ts';
-import { sendData } from '../http/envelope.ts';
-import { IdParamsSchema } from '../http/params.ts';
 import { defineRoute } from '../http/route.ts';
 import { corporateActionIngest, coverageCheckIngest } from './ingest.ts';
 import { CorporateActionSchema, CorporateActionsMetaSchema, CorporateActionsQuerySchema } from './schema.ts';
 import { listCorporateActions } from './service.ts';
+import { InstrumentParamsSchema } from '../core/ids.ts';
+import { sendData } from '../http/envelope.ts';
 
 export const corporateActionsRoute = defineRoute({
   method: 'get',
@@ -16,7 +16,7 @@ export const corporateActionsRoute = defineRoute({
   description:
     "The actions effective from from to to, each as its latest revision in the instrument's current action set, or in the set of the version pinned with actionSetVersion (one above the current version is a 400). With asOf, only actions known by the cut-off (knowledgeDate at or before it); backfilled actions, which have no knowledge date, only with includeBackfilled=true. meta.provenance counts the listed actions by provenance, with pitValid false when a backfilled one is among them.",
   scope: 'actions:read',
-  params: IdParamsSchema,
+  params: InstrumentParamsSchema,
   query: CorporateActionsQuerySchema,
   response: { status: 200, description: 'the actions by effective date', data: z.array(CorporateActionSchema), meta: CorporateActionsMetaSchema },
   errors: ['not_found'],

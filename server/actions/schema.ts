@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { nameBasedUuid } from '../ids.ts';
 import { FiniteNumber, jsonCell } from '../ingest/fields.ts';
-import { AsOfSchema, BooleanFlagSchema, DateSchema, InstantSchema, UuidSchema, withOrderedBounds } from '../http/params.ts';
+import { IdSchema, type InstrumentId, InstrumentIdSchema, nameBasedUuid } from '../core/ids.ts';
+import { BooleanFlagSchema } from '../core/params.ts';
+import { AsOfSchema, DateSchema, InstantSchema, withOrderedBounds } from '../core/time.ts';
 
 export const ACTION_KINDS = ['split', 'cash_dividend', 'stock_dividend', 'spinoff', 'merger', 'symbol_change', 'delisting'] as const;
 export type ActionKind = (typeof ACTION_KINDS)[number];
@@ -38,8 +39,8 @@ const KnowledgeDateSchema = z.union([DateSchema.transform((d) => `${d}T23:59:59.
 
 export const CorporateActionRowSchema = z
   .strictObject({
-    id: UuidSchema.optional().describe('stable action id; derived from instrument, kind and effective date when absent'),
-    instrumentId: UuidSchema,
+    id: IdSchema.optional().describe('stable action id; derived from instrument, kind and effective date when absent'),
+    instrumentId: InstrumentIdSchema,
     kind: z.enum(ACTION_KINDS),
     effectiveDate: DateSchema.describe('ex-date for distributions, first trading day for splits'),
     announcementDate: DateSchema.nullable()
@@ -73,7 +74,7 @@ export const CorporateActionRowSchema = z
   })
   .transform((row) => ({
     ...row,
-    id: (row.id ?? derivedActionId(row.instrumentId, row.kind, row.effectiveDate)).toLowerCase(),
+    id: row.id ?? derivedActionId(row.instrumentId, row.kind, row.effectiveDate),
     params: normaliseParams(row.params),
   }));
 
@@ -85,12 +86,12 @@ function normaliseParams(p: Record<string, unknown>) {
 }
 
 /** Deterministic id so re-posting an action without an id is idempotent. */
-export function derivedActionId(instrumentId: string, kind: string, effectiveDate: string): string {
-  return nameBasedUuid(`corporate-action:${instrumentId.toLowerCase()}:${kind}:${effectiveDate}`);
+export function derivedActionId(instrumentId: InstrumentId, kind: string, effectiveDate: string): string {
+  return nameBasedUuid(`corporate-action:${instrumentId}:${kind}:${effectiveDate}`);
 }
 
 export const CoverageCheckRowSchema = z.strictObject({
-  instrumentId: UuidSchema,
+  instrumentId: InstrumentIdSchema,
   checkedAt: InstantSchema.describe('when the action history was checked against the source'),
   source: z.string().trim().min(1).max(300),
   coveredFrom: DateSchema.describe('the check is complete for effective dates on or after this day'),

@@ -1,11 +1,11 @@
 import type { Database } from '../db/database.ts';
 import type { Sql } from '../db/sql.ts';
-import { sourcesMeta } from '../http/envelope.ts';
-import { invalidRequest } from '../http/errors.ts';
-import type { PointInTime } from '../http/params.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import * as repo from './repository.ts';
 import { zeroProvenanceCounts, type CorporateAction, type CorporateActionsQuery, type CoverageCheck, type Provenance } from './schema.ts';
+import { invalidRequest } from '../core/errors.ts';
+import { sourcesMeta } from '../core/meta.ts';
+import type { PointInTime } from '../core/time.ts';
 
 /** The action-set version a read uses: the pinned one, refused when the instrument has not reached it, else the latest. */
 function versionToRead(pinned: number | undefined, latest: number): number {

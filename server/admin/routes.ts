@@ -2,8 +2,6 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import type { RequestHandler, Router } from 'express';
 import { z } from 'zod';
 import type { Database } from '../db/database.ts';
-import { AppError } from '../http/errors.ts';
-import { IdParamsSchema, NoQuerySchema, UuidSchema } from '../http/params.ts';
 import { defineRoute } from '../http/route.ts';
 import { adminRoutes } from '../http/router.ts';
 import * as accounts from '../accounts/service.ts';
@@ -18,6 +16,9 @@ import { UploadSlots, type UploadLimits } from '../ingest/uploads.ts';
 import { DerivedSchema, type Derived, type DeriveRequest } from '../derive.ts';
 import type { DataChanges } from '../ingest/kind.ts';
 import type { StatusReport } from './status.ts';
+import { AppError } from '../core/errors.ts';
+import { IdParamsSchema, InstrumentIdSchema, UuidSchema } from '../core/ids.ts';
+import { NoQuerySchema } from '../core/params.ts';
 
 const AccountCreateSchema = z.strictObject({ name: z.string().trim().min(1).max(200).describe('account display name') });
 
@@ -279,7 +280,7 @@ export const deriveRoute = defineRoute({
   description:
     "Runs every derivation, each idempotent (a second run stores nothing new). Implied-volatility snapshots: one is due for each underlying and day with option quotes and no snapshot, or with a derived snapshot older than a quote recorded since; an ingested snapshot is never replaced. Event reactions: every news item of the instruments is measured again against their adjusted closes, and a reaction whose item no longer yields one is removed. Sentiment source leads: always derived whole, whatever instrumentIds says, since each pools every instrument's scores. Uploads run the derivations that read what they changed themselves, after they commit (option uploads: snapshots; daily bars and corporate actions: reactions, and leads when the instruments have scores; news: reactions; sentiment: leads), and answer their counts as `derived`.",
   query: NoQuerySchema,
-  body: z.strictObject({ instrumentIds: z.array(UuidSchema).min(1).max(500).optional().describe('only these instruments; omit for all') }),
+  body: z.strictObject({ instrumentIds: z.array(InstrumentIdSchema).min(1).max(500).optional().describe('only these instruments; omit for all') }),
   response: { status: 200, description: 'what was derived', data: DerivedSchema },
   errors: [],
 });
@@ -368,7 +369,7 @@ export function adminRouter(deps: AdminDeps): Router {
   });
 
   routes.handle(deriveRoute, async ({ body }, res) => {
-    res.json({ data: await deps.deriveAll({ instrumentIds: body.instrumentIds?.map((id) => id.toLowerCase()) }) });
+    res.json({ data: await deps.deriveAll({ instrumentIds: body.instrumentIds }) });
   });
 
   const uploads = new UploadSlots(deps.uploads);

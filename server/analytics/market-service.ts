@@ -1,6 +1,4 @@
 import type { Database } from '../db/database.ts';
-import { AppError } from '../http/errors.ts';
-import type { PointInTime } from '../http/params.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { existingInstruments } from '../prices/repository.ts';
 import { readAdjustedSeries } from '../prices/adjusted-series.ts';
@@ -10,6 +8,8 @@ import { CORRELATION_MIN_OBSERVATIONS, type CorrelationMatrixResult } from '../.
 import { BETA_MIN_OBSERVATIONS, type BetaResult } from '../../workers/beta.ts';
 import { dayToDate } from '../prices/adjustment.ts';
 import { lookbackWindow } from './series.ts';
+import { AppError } from '../core/errors.ts';
+import type { PointInTime } from '../core/time.ts';
 
 const PRICE_ASSUMPTIONS = {
   prices: 'daily closes adjusted for splits, stock dividends and cash dividends known at the window end (backfilled actions excluded)',

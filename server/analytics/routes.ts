@@ -1,7 +1,5 @@
 import { z } from 'zod';
 import type { Area } from '../area.ts';
-import { sendData } from '../http/envelope.ts';
-import { IdParamsSchema, NoQuerySchema } from '../http/params.ts';
 import { defineRoute } from '../http/route.ts';
 import { BetaQuerySchema, CorrelationsQuerySchema, OptionPriceSchema, ProbabilitySchema, StrategyEvSchema, TechnicalsQuerySchema } from './schema.ts';
 import {
@@ -14,6 +12,9 @@ import {
 } from './responses.ts';
 import * as market from './market-service.ts';
 import * as service from './service.ts';
+import { InstrumentParamsSchema } from '../core/ids.ts';
+import { NoQuerySchema } from '../core/params.ts';
+import { sendData } from '../http/envelope.ts';
 
 const TAG = 'Analytics';
 const computedMeta = z.strictObject({ asOf: z.string(), source: z.string(), stale: z.boolean() });
@@ -74,7 +75,7 @@ export const technicalsRoute = defineRoute({
   description:
     "Over the daily bars in the calendar days (end − lookbackDays, end], end being the UTC day of asOf (today without it): only bars on or before end, adjusted with the corporate actions known at the window's end, backfilled actions left out, so a read with asOf repeats what could have been computed then; the symbol is the one in force that day. An indicator the bars cannot support is null, its description saying what it needs; a window without any stored bar is 404.",
   scope: 'technicals:read',
-  params: IdParamsSchema,
+  params: InstrumentParamsSchema,
   query: TechnicalsQuerySchema,
   response: { status: 200, description: 'the indicators and the assumptions', data: TechnicalsDataSchema, meta: computedMeta },
   errors: ['not_found'],
@@ -103,7 +104,7 @@ export const betaRoute = defineRoute({
   description:
     "Ordinary least squares of the instrument's daily log returns on the benchmark's, on the dates both have closes for, in the calendar days (end − lookbackDays, end], end being the UTC day of asOf (today without it); closes adjusted with the corporate actions known at the window's end, backfilled actions left out. alpha is per day, not annualised. A figure that cannot be computed (fewer than 3 aligned returns, a constant series) is null with reason saying why, never a stand-in 1. An unknown benchmarkId, or the instrument itself, is a 400.",
   scope: 'correlations:read',
-  params: IdParamsSchema,
+  params: InstrumentParamsSchema,
   query: BetaQuerySchema,
   response: { status: 200, description: 'the regression and the assumptions', data: BetaDataSchema, meta: computedMeta },
   errors: ['not_found'],

@@ -1,8 +1,9 @@
 import { z } from 'zod';
-import { AsOfSchema, UuidSchema, idListSchema, type PointInTime } from '../http/params.ts';
 import { FIRST_DAY, startsBeforeFirstDay } from './series.ts';
 import { STRUCTURE_NAMES } from '../../workers/option-structures.ts';
 import { CORRELATION_METHODS } from '../../workers/correlation.ts';
+import { instrumentIdListSchema, InstrumentIdSchema } from '../core/ids.ts';
+import { AsOfSchema, type PointInTime } from '../core/time.ts';
 
 // Bounds keep every computation meaningful: σ√T stays at most 5 × √10 ≈ 16,
 // inside the range where the integration's truncation bound holds.
@@ -99,7 +100,7 @@ export const TechnicalsQuerySchema = z
 
 export const CorrelationsQuerySchema = z
   .strictObject({
-    instrumentIds: idListSchema(20, 2),
+    instrumentIds: instrumentIdListSchema(20, 2),
     lookbackDays: lookback(20, 504, 90),
     method: z.enum(CORRELATION_METHODS).default('pearson'),
     asOf: AsOfSchema.optional(),
@@ -108,7 +109,7 @@ export const CorrelationsQuerySchema = z
 
 export const BetaQuerySchema = z
   .strictObject({
-    benchmarkId: UuidSchema.transform((s) => s.toLowerCase()),
+    benchmarkId: InstrumentIdSchema,
     lookbackDays: lookback(20, 504, 252),
     asOf: AsOfSchema.optional(),
   })

@@ -1,4 +1,4 @@
-import type { PointInTime } from '../http/params.ts';
+import type { PointInTime } from '../core/time.ts';
 
 const DAY_MS = 86_400_000;
 

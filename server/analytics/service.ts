@@ -3,9 +3,9 @@ import { probabilityOfTarget } from '../../workers/probability.ts';
 import { checkStructure, type OptionLeg } from '../../workers/option-structures.ts';
 import type { StrategyResult } from '../../workers/strategy-ev.ts';
 import type { WorkerPool } from '../worker-pool.ts';
-import { AppError } from '../http/errors.ts';
 import type { z } from 'zod';
 import type { OptionPriceSchema, ProbabilitySchema, StrategyEvBody } from './schema.ts';
+import { AppError } from '../core/errors.ts';
 
 const GREEK_UNITS = {
   delta: 'per 1 unit of spot, per share',

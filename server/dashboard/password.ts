@@ -1,8 +1,8 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { Piscina } from 'piscina';
-import { AppError } from '../http/errors.ts';
 import { passwordHashes, passwordHashesRefused, passwordHashesRunning } from '../metrics.ts';
-import { PermitRefused, Semaphore } from '../semaphore.ts';
+import { AppError } from '../core/errors.ts';
+import { PermitRefused, Semaphore } from '../core/semaphore.ts';
 
 /**
  * scrypt with N = 2^15, r = 8, p = 3: one of the equivalent minimums of the

@@ -5,9 +5,6 @@ import express, { type ErrorRequestHandler, type Request, type RequestHandler, t
 import { z } from 'zod';
 import type { AppDeps } from '../area.ts';
 import { publicBaseUrl } from '../config.ts';
-import { AppError, notFound } from '../http/errors.ts';
-import { IdParamsSchema } from '../http/params.ts';
-import { parse } from '../http/validate.ts';
 import * as keys from '../keys/service.ts';
 import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
 import { createdKeyPage, keyPage, keysPage, revokeConfirmPage } from './keys-pages.ts';
@@ -15,6 +12,9 @@ import { cookieOf, DEVICE_COOKIE, FORM_COOKIE, SESSION_COOKIE, setCookie } from 
 import * as dashboard from './service.ts';
 import { errorPage, invitationPage, signInPage } from './sign-in-pages.ts';
 import { USAGE_PERIODS, usagePage } from './usage-page.ts';
+import { AppError, notFound } from '../core/errors.ts';
+import { IdParamsSchema } from '../core/ids.ts';
+import { parse } from '../core/validate.ts';
 
 /**
  * Sent with every dashboard answer. Scripts, styles and everything else load

@@ -1,10 +1,10 @@
 import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { Database } from '../db/database.ts';
-import { AppError, notFound } from '../http/errors.ts';
 import * as accounts from '../accounts/repository.ts';
 import type { PasswordHasher } from './password.ts';
 import * as repo from './repository.ts';
+import { AppError, notFound } from '../core/errors.ts';
 
 export const LoginSchema = z
   .string()

@@ -1,8 +1,8 @@
-import { AppError } from '../http/errors.ts';
 import { dbAcquireWait, dbConnectionsInUse, dbRefused, dbUnitsWaiting } from '../metrics.ts';
-import { PermitRefused, Semaphore } from '../semaphore.ts';
 import { isConnectionFailure, type DatabaseHealth } from './health.ts';
 import type { Sql } from './sql.ts';
+import { AppError } from '../core/errors.ts';
+import { PermitRefused, Semaphore } from '../core/semaphore.ts';
 
 export interface DatabaseOptions {
   /** The pool's size: at most this many units of work run at once. */

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ACTION_KINDS } from '../actions/schema.ts';
-import { AssetClassSchema, DateSchema, InstantSchema } from '../http/params.ts';
+import { DateSchema, InstantSchema } from '../core/time.ts';
+import { AssetClassSchema } from '../instruments/schema.ts';
 
 /**
  * The curated files of the demo set in ./data (origin, licence and the

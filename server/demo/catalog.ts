@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { nameBasedUuid } from '../ids.ts';
 import {
   DEMO_DATA_DIR,
   readCatalogFiles,
@@ -11,6 +10,7 @@ import {
   type OhlcvSource,
   type SymbolPeriod,
 } from './catalog-files.ts';
+import { type InstrumentId, InstrumentIdSchema, nameBasedUuid } from '../core/ids.ts';
 
 /**
  * The bundled demo data set, as ingest-ready rows in the admin API's field
@@ -26,13 +26,13 @@ import {
 export type DemoSymbolPeriod = SymbolPeriod;
 
 export interface DemoInstrument extends Omit<InstrumentEntry, 'key' | 'note'> {
-  id: string;
+  id: InstrumentId;
   /** The open-ended symbol, or for a delisted instrument the last one it had. */
   currentSymbol: string;
 }
 
 export interface DemoDailyBar {
-  instrumentId: string;
+  instrumentId: InstrumentId;
   barDate: string;
   openPrice: number | null;
   highPrice: number | null;
@@ -47,7 +47,7 @@ export interface DemoDailyBar {
 
 export interface DemoCorporateAction {
   id: string;
-  instrumentId: string;
+  instrumentId: InstrumentId;
   kind: ActionEntry['kind'];
   /** Ex-date (first session trading without the entitlement). */
   effectiveDate: string;
@@ -60,7 +60,7 @@ export interface DemoCorporateAction {
 }
 
 export interface DemoActionCoverage {
-  instrumentId: string;
+  instrumentId: InstrumentId;
   /** The horizon up to which the curated action set is complete (see SOURCES.md): not the wall-clock time of curation. */
   checkedAt: string;
   source: string;
@@ -82,7 +82,7 @@ export function uuidV5(name: string, namespace: string = DEMO_NAMESPACE): string
 
 interface Catalog extends CatalogFiles {
   instrumentByKey: Map<string, InstrumentEntry>;
-  idByKey: Map<string, string>;
+  idByKey: Map<string, InstrumentId>;
 }
 
 let catalog: Catalog | null = null;
@@ -94,13 +94,13 @@ function demoCatalog(): Catalog {
   catalog = {
     ...files,
     instrumentByKey: new Map(files.instruments.map((i) => [i.key, i])),
-    idByKey: new Map(files.instruments.map((i) => [i.key, uuidV5(`instrument:${i.key}`)])),
+    idByKey: new Map(files.instruments.map((i) => [i.key, InstrumentIdSchema.parse(uuidV5(`instrument:${i.key}`))])),
   };
   return catalog;
 }
 
 /** The demo UUID of an instrument by its key in instruments.json (`MSFT`, `GOOGL`, `SPY`, `index:SPX`, `dow:IBM`, ...). */
-export function demoInstrumentId(key: string): string {
+export function demoInstrumentId(key: string): InstrumentId {
   const id = demoCatalog().idByKey.get(key);
   if (!id) throw new Error(`unknown demo instrument key: ${key}`);
   return id;

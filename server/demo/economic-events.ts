@@ -1,6 +1,6 @@
 import { fredMonthlyRows } from './macro-series.ts';
-import { newYorkTimeToUtc } from '../new-york-time.ts';
 import type { EventClass, Importance } from '../economic-events/schema.ts';
+import { newYorkTimeToUtc } from '../core/new-york-time.ts';
 
 /**
  * The demo economic calendar: the monthly releases 2018-01..2022-09 of the

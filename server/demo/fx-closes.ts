@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { DEMO_DATA_DIR } from './catalog-files.ts';
-import { newYorkTimeToUtc } from '../new-york-time.ts';
+import { newYorkTimeToUtc } from '../core/new-york-time.ts';
 
 /**
  * Daily USD/CHF closes from the bundled 30-minute readings

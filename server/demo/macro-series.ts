@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { Sql } from '../db/sql.ts';
-import { DateSchema } from '../http/params.ts';
 import * as macro from '../macro/repository.ts';
 import { MACRO_SERIES_IDS } from '../macro/schema.ts';
 import { DEMO_DATA_DIR } from './catalog-files.ts';
+import { DateSchema } from '../core/time.ts';
 
 /**
  * The demo's macro series: real monthly FRED observations from the gretl-data

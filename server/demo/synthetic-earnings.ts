@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FiscalPeriod, Session, Status } from '../earnings/schema.ts';
 import { demoDailyBars, demoInstrumentId, demoInstruments } from './catalog.ts';
 import { SYNTHETIC_SOURCE } from './synthetic-intraday.ts';
+import type { InstrumentId } from '../core/ids.ts';
 
 /**
  * A synthetic earnings calendar for the demo. Our sources hold no earnings
@@ -27,7 +28,7 @@ import { SYNTHETIC_SOURCE } from './synthetic-intraday.ts';
  */
 
 export interface SyntheticEarningsReport {
-  instrumentId: string;
+  instrumentId: InstrumentId;
   reportDate: string;
   session: Session;
   fiscalPeriod: FiscalPeriod;
@@ -86,7 +87,7 @@ function barRanges(): Map<string, { first: string; last: string }> {
 }
 
 /** The equities that get earnings: those with daily bars, in instruments.json order. */
-function equitiesWithBars(ranges: Map<string, unknown>): string[] {
+function equitiesWithBars(ranges: Map<string, unknown>): InstrumentId[] {
   return demoInstruments()
     .filter((i) => i.assetClass === 'equity' && ranges.has(i.id))
     .map((i) => i.id);

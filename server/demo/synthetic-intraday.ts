@@ -1,4 +1,5 @@
 import { demoInstrumentId } from './catalog.ts';
+import type { InstrumentId } from '../core/ids.ts';
 
 /**
  * Synthetic 1-minute bars for the demo. No real intraday equity data exists in
@@ -9,7 +10,7 @@ import { demoInstrumentId } from './catalog.ts';
  */
 
 export interface SyntheticMinuteBar {
-  instrumentId: string;
+  instrumentId: InstrumentId;
   /** Start of the minute, ISO instant in UTC. */
   barTimestamp: string;
   openPrice: number;

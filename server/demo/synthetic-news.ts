@@ -1,7 +1,8 @@
-import { newYorkTimeToUtc } from '../new-york-time.ts';
 import { dayNumber, dayToDate } from '../prices/adjustment.ts';
 import { demoDailyBars, demoInstrumentId } from './catalog.ts';
 import { SYNTHETIC_SOURCE } from './synthetic-intraday.ts';
+import { newYorkTimeToUtc } from '../core/new-york-time.ts';
+import type { InstrumentId } from '../core/ids.ts';
 
 /**
  * Synthetic news for the demo. Our sources hold no real news, so five demo
@@ -26,7 +27,7 @@ import { SYNTHETIC_SOURCE } from './synthetic-intraday.ts';
  */
 
 export interface SyntheticNewsItem {
-  instrumentId: string;
+  instrumentId: InstrumentId;
   eventClass: string;
   headline: string;
   source: typeof SYNTHETIC_SOURCE;

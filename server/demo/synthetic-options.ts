@@ -2,6 +2,7 @@ import { priceOption, yearsFromDays, type Greeks } from '../../workers/black-sch
 import { derivedContractId, type OptionRight } from '../options/schema.ts';
 import { demoDailyBars, demoDailySources, demoInstrumentId } from './catalog.ts';
 import { mulberry32, SYNTHETIC_SOURCE } from './synthetic-intraday.ts';
+import type { InstrumentId } from '../core/ids.ts';
 
 /**
  * Synthetic option chains for the demo. Our sources hold no real option
@@ -18,7 +19,7 @@ import { mulberry32, SYNTHETIC_SOURCE } from './synthetic-intraday.ts';
 /** A row of POST /admin/v1/options/contracts. */
 export interface SyntheticOptionContract {
   id: string;
-  instrumentId: string;
+  instrumentId: InstrumentId;
   contractSymbol: string;
   expiry: string;
   strike: number;

@@ -1,5 +1,6 @@
 import { demoDailyBars, demoInstrumentId } from './catalog.ts';
 import { mulberry32, normal } from './synthetic-intraday.ts';
+import type { InstrumentId } from '../core/ids.ts';
 
 /**
  * Synthetic sentiment scores for the demo, built against the real demo
@@ -34,7 +35,7 @@ const SEED = 20_000_103;
 const DOW_SOURCE = 'r-cran-fbasics/DowJones30 (adjusted close only)';
 
 export interface SyntheticSentimentScore {
-  instrumentId: string;
+  instrumentId: InstrumentId;
   source: typeof SENTIMENT_WIRE_SOURCE | typeof SENTIMENT_SOCIAL_SOURCE;
   subjectClass: 'business' | 'market_commentary';
   asOfDate: string;
@@ -47,7 +48,7 @@ const round = (x: number, decimals: number) => Math.round(x * 10 ** decimals) / 
 const clip = (x: number, min: number, max: number) => Math.min(max, Math.max(min, x));
 
 export function syntheticSentimentScores(): SyntheticSentimentScore[] {
-  const ids: string[] = SENTIMENT_INSTRUMENT_KEYS.map((key) => demoInstrumentId(key));
+  const ids = SENTIMENT_INSTRUMENT_KEYS.map((key) => demoInstrumentId(key));
   const sessions = new Map(ids.map((id) => [id, [] as { date: string; close: number }[]]));
   for (const bar of demoDailyBars()) {
     if (bar.source === DOW_SOURCE) sessions.get(bar.instrumentId)?.push({ date: bar.barDate, close: bar.closePrice });

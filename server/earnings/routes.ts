@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import type { Area } from '../area.ts';
-import { sendData } from '../http/envelope.ts';
-import { IdParamsSchema } from '../http/params.ts';
 import { defineRoute } from '../http/route.ts';
 import { earningsIngest } from './ingest.ts';
 import { EarningsMetaSchema, EarningsReportSchema, InstrumentEarningsQuerySchema, MAX_WINDOW_DAYS, MarketEarningsQuerySchema } from './schema.ts';
 import { listInstrumentEarnings, listMarketEarnings } from './service.ts';
+import { InstrumentParamsSchema } from '../core/ids.ts';
+import { sendData } from '../http/envelope.ts';
 
 const ORDER = 'earliest reportDate first; ties by symbol (none last), then instrumentId, fiscalYear and fiscalPeriod';
 const ROW_NOTES =
@@ -19,7 +19,7 @@ export const instrumentEarningsRoute = defineRoute({
   summary: "An instrument's scheduled and reported earnings, earliest first",
   description: `from and to bound reportDate, inclusive; either may be omitted. ${ROW_NOTES}`,
   scope: 'earnings:read',
-  params: IdParamsSchema,
+  params: InstrumentParamsSchema,
   query: InstrumentEarningsQuerySchema,
   response: { status: 200, description: `the reports, ${ORDER}`, data: z.array(EarningsReportSchema), meta: EarningsMetaSchema },
   errors: ['not_found'],

@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { closedEnum, DateSchema, UuidSchema, isDate, withOrderedBounds } from '../http/params.ts';
-import { nameBasedUuid } from '../ids.ts';
 import { FiniteNumber } from '../ingest/fields.ts';
+import { IdSchema, type InstrumentId, InstrumentIdSchema, nameBasedUuid } from '../core/ids.ts';
+import { closedEnum } from '../core/params.ts';
+import { DateSchema, isDate, withOrderedBounds } from '../core/time.ts';
 
 /**
  * When the report is released relative to the regular session of the
@@ -60,9 +61,7 @@ export const MarketEarningsQuerySchema = withOrderedBounds(
   z.strictObject({
     from: DateSchema.describe('first reportDate, inclusive'),
     to: DateSchema.describe(`last reportDate, inclusive; at most ${MAX_WINDOW_DAYS} days from from, both days counted`),
-    instrumentId: UuidSchema.transform((s) => s.toLowerCase())
-      .optional()
-      .describe('narrows the calendar to one instrument; an unknown one is 404'),
+    instrumentId: InstrumentIdSchema.optional().describe('narrows the calendar to one instrument; an unknown one is 404'),
   }),
 ).refine((q) => !isDate(q.from) || !isDate(q.to) || q.from > q.to || inclusiveDays(q.from, q.to) <= MAX_WINDOW_DAYS, {
   path: ['to'],
@@ -80,8 +79,8 @@ export type MarketEarningsQuery = z.infer<typeof MarketEarningsQuerySchema>;
  * fiscalPeriod], so a report posted again without an id (rescheduled,
  * or now reported) updates the row it made before.
  */
-export function derivedEarningsId(instrumentId: string, fiscalYear: number, fiscalPeriod: FiscalPeriod): string {
-  return nameBasedUuid(`earnings-report:${JSON.stringify([instrumentId.toLowerCase(), fiscalYear, fiscalPeriod])}`);
+export function derivedEarningsId(instrumentId: InstrumentId, fiscalYear: number, fiscalPeriod: FiscalPeriod): string {
+  return nameBasedUuid(`earnings-report:${JSON.stringify([instrumentId, fiscalYear, fiscalPeriod])}`);
 }
 
 const READ_ONLY = 'read-only, as GET returns it: accepted so a read can be posted back, never stored (resolved from the instrument at read)';
@@ -95,8 +94,8 @@ const READ_ONLY = 'read-only, as GET returns it: accepted so a read can be poste
  */
 export const EarningsReportRowSchema = z
   .strictObject({
-    id: UuidSchema.optional().describe('derived from instrumentId, fiscalYear and fiscalPeriod when absent'),
-    instrumentId: UuidSchema,
+    id: IdSchema.optional().describe('derived from instrumentId, fiscalYear and fiscalPeriod when absent'),
+    instrumentId: InstrumentIdSchema,
     reportDate: DateSchema.describe('the day the report is (or was) released'),
     session: SessionSchema,
     fiscalPeriod: FiscalPeriodSchema,
@@ -106,10 +105,10 @@ export const EarningsReportRowSchema = z
     symbol: z.string().nullable().optional().describe(READ_ONLY),
     displayName: z.string().nullable().optional().describe(READ_ONLY),
   })
-  .transform(({ symbol: _symbol, displayName: _displayName, ...row }) => {
-    const instrumentId = row.instrumentId.toLowerCase();
-    return { ...row, instrumentId, id: (row.id ?? derivedEarningsId(instrumentId, row.fiscalYear, row.fiscalPeriod)).toLowerCase() };
-  });
+  .transform(({ symbol: _symbol, displayName: _displayName, ...row }) => ({
+    ...row,
+    id: row.id ?? derivedEarningsId(row.instrumentId, row.fiscalYear, row.fiscalPeriod),
+  }));
 
 export type EarningsReportRow = z.infer<typeof EarningsReportRowSchema>;
 

@@ -1,8 +1,8 @@
 import type { Database } from '../db/database.ts';
-import { sourcesMeta } from '../http/envelope.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import * as repo from './repository.ts';
 import type { EarningsReport, InstrumentEarningsQuery, MarketEarningsQuery } from './schema.ts';
+import { sourcesMeta } from '../core/meta.ts';
 
 function earningsResponse(data: EarningsReport[]) {
   return { data, meta: { asOf: new Date().toISOString(), source: sourcesMeta(new Set(data.map((r) => r.source))), stale: false } };

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import type { Area } from '../area.ts';
-import { sendData } from '../http/envelope.ts';
 import { defineRoute } from '../http/route.ts';
 import { economicEventIngest } from './ingest.ts';
 import { EconomicEventSchema, EconomicEventsMetaSchema, EconomicEventsQuerySchema } from './schema.ts';
 import { listEconomicEvents } from './service.ts';
+import { sendData } from '../http/envelope.ts';
 
 export const economicEventsRoute = defineRoute({
   method: 'get',

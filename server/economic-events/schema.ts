@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { closedEnum, DateSchema, InstantSchema, UuidSchema, withOrderedBounds, integerParam } from '../http/params.ts';
-import { nameBasedUuid } from '../ids.ts';
+import { IdSchema, nameBasedUuid } from '../core/ids.ts';
+import { closedEnum, integerParam } from '../core/params.ts';
+import { DateSchema, InstantSchema, withOrderedBounds } from '../core/time.ts';
 
 /**
  * The kinds of release a calendar lists, from what real calendars publish
@@ -115,8 +116,8 @@ export function derivedEventId(country: string, name: string, referencePeriod: s
  * cannot silently erase a stored figure.
  */
 export const EconomicEventRowSchema = z
-  .strictObject({ id: UuidSchema.optional().describe('derived from country, name and referencePeriod when absent'), ...FIELDS })
-  .transform((row) => ({ ...row, id: (row.id ?? derivedEventId(row.country, row.name, row.referencePeriod)).toLowerCase() }));
+  .strictObject({ id: IdSchema.optional().describe('derived from country, name and referencePeriod when absent'), ...FIELDS })
+  .transform((row) => ({ ...row, id: row.id ?? derivedEventId(row.country, row.name, row.referencePeriod) }));
 
 export type EconomicEventRow = z.infer<typeof EconomicEventRowSchema>;
 

@@ -1,7 +1,7 @@
 import type { Database } from '../db/database.ts';
-import { listPage } from '../http/envelope.ts';
 import * as repo from './repository.ts';
 import type { EconomicEventsQuery } from './schema.ts';
+import { listPage } from '../core/meta.ts';
 
 /** The calendar, newest scheduled release first; one row past `limit` is read to tell whether more matched. */
 export async function listEconomicEvents(db: Database, q: EconomicEventsQuery) {

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import type { Area } from '../area.ts';
-import { sendData } from '../http/envelope.ts';
-import { IdParamsSchema } from '../http/params.ts';
 import { defineRoute } from '../http/route.ts';
 import { CoverageMetaSchema, CoverageQuerySchema, CoverageSchema, EventReactionSchema, EventReactionsMetaSchema, EventReactionsQuerySchema } from './schema.ts';
 import { eventReactionCoverage, listEventReactions } from './service.ts';
+import { InstrumentParamsSchema } from '../core/ids.ts';
+import { sendData } from '../http/envelope.ts';
 
 export const eventReactionsRoute = defineRoute({
   method: 'get',
@@ -21,7 +21,7 @@ export const eventReactionsRoute = defineRoute({
     '7 calendar days after the New York day of publication or after the previous bar (longer than any US market closure since 1990, so missing data). ' +
     'from and to bound eventDate.',
   scope: 'events:read',
-  params: IdParamsSchema,
+  params: InstrumentParamsSchema,
   query: EventReactionsQuerySchema,
   response: {
     status: 200,

@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { DateSchema, withOrderedBounds, integerParam } from '../http/params.ts';
 import { EventClassSchema } from '../news/schema.ts';
 import { MAX_GAP_DAYS, SESSION_CLOSE, SESSION_TIME_ZONE } from './session.ts';
+import { integerParam } from '../core/params.ts';
+import { DateSchema, withOrderedBounds } from '../core/time.ts';
 
 export const EventReactionsQuerySchema = withOrderedBounds(
   z.strictObject({

@@ -1,8 +1,8 @@
 import type { Database } from '../db/database.ts';
-import { sourcesMeta } from '../http/envelope.ts';
 import { dayOf, requireInstrument } from '../instruments/service.ts';
 import * as repo from './repository.ts';
 import { reactionAssumptions, type CoverageQuery, type EventReactionsQuery } from './schema.ts';
+import { sourcesMeta } from '../core/meta.ts';
 
 /** An instrument's event reactions, eventDate ascending, ties by eventId; an unknown instrument is 404 not_found. */
 export async function listEventReactions(db: Database, instrumentId: string, q: EventReactionsQuery) {

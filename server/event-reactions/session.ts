@@ -1,5 +1,5 @@
-import { newYorkTimeToUtc } from '../new-york-time.ts';
 import { dayNumber, dayToDate } from '../prices/adjustment.ts';
+import { newYorkTimeToUtc } from '../core/new-york-time.ts';
 
 /**
  * Which session a news item falls in, and the move across it.

@@ -1,9 +1,9 @@
 import type { Area } from '../area.ts';
-import { sendData } from '../http/envelope.ts';
 import { defineRoute } from '../http/route.ts';
 import { fxRateIngest } from './ingest.ts';
 import { FxPairParamsSchema, FxRateMetaSchema, FxRateQuerySchema, FxRateSchema } from './schema.ts';
 import { getFxRate } from './service.ts';
+import { sendData } from '../http/envelope.ts';
 
 export const fxRateRoute = defineRoute({
   method: 'get',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { FiniteNumber } from '../ingest/fields.ts';
-import { DateSchema, InstantSchema } from '../http/params.ts';
+import { DateSchema, InstantSchema } from '../core/time.ts';
 
 /**
  * A currency code as the path and the ingest rows take it: exactly three ASCII

@@ -1,7 +1,7 @@
 import type { Database } from '../db/database.ts';
-import { AppError } from '../http/errors.ts';
 import * as repo from './repository.ts';
 import type { FxDerivation, FxRate } from './schema.ts';
+import { AppError } from '../core/errors.ts';
 
 /**
  * The rate of base/quote on a day: the stored row, or else the stored

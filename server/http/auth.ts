@@ -1,9 +1,9 @@
 import type { RequestHandler } from 'express';
 import { authFailures } from '../metrics.ts';
-import { AppError } from './errors.ts';
 import type { Admissions } from '../keys/admission.ts';
 import { authorize, type AuthContext, type LastUsedRecorder } from '../keys/service.ts';
 import type { Scope } from '../keys/scopes.ts';
+import { AppError } from '../core/errors.ts';
 
 export interface AuthDeps {
   admissions: Admissions;

@@ -1,28 +1,7 @@
 import type { Request, Response } from 'express';
 import { createHash } from 'node:crypto';
+import type { Meta } from '../core/meta.ts';
 import { ClientGoneError } from './errors.ts';
-
-export interface Meta {
-  asOf: string;
-  source: string;
-  stale: boolean;
-  [extra: string]: unknown;
-}
-
-/** meta.source: the sources the data came from, sorted and comma-separated, or 'none' when there is no data. */
-export function sourcesMeta(sources: Set<string>): string {
-  return sources.size ? [...sources].sort().join(', ') : 'none';
-}
-
-/**
- * A page of a list read, with its meta: `rows` were read with a limit of
- * `limit + 1`, so one row more than `limit` says more matched (`truncated`).
- */
-export function listPage<T extends { source: string }>(rows: T[], limit: number) {
-  const truncated = rows.length > limit;
-  const data = truncated ? rows.slice(0, limit) : rows;
-  return { data, meta: { asOf: new Date().toISOString(), source: sourcesMeta(new Set(data.map((r) => r.source))), stale: false, limit, truncated } };
-}
 
 /** The one success envelope: `{ data, meta }` with asOf, source and stale always present. */
 export function sendData(res: Response, data: unknown, meta: Meta, status = 200): void {

@@ -1,15 +1,5 @@
 import type { Request, Response } from 'express';
-import { closedEnum } from './params.ts';
-
-// The price reads answer in JSON (the envelope) or CSV: `format` in the query
-// when given, else the Accept header, else JSON.
-
-export const FORMATS = ['json', 'csv'] as const;
-export type Format = (typeof FORMATS)[number];
-
-export const FormatSchema = closedEnum(FORMATS)
-  .optional()
-  .describe('json (the default) or csv: RFC 4180, a header row, one row per bar, meta in a trailing `#meta` row; without it, `Accept: text/csv` asks for CSV');
+import type { Format } from '../core/params.ts';
 
 /** The format a request asks for. The answer varies with Accept, so it says so. */
 export function negotiateFormat(req: Request, res: Response, asked: Format | undefined): Format {

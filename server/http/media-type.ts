@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { AppError } from './errors.ts';
+import { AppError } from '../core/errors.ts';
 
 const UTF8 = new Set(['utf-8', 'utf8']);
 

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponsesObject } from 'zod-openapi';
-import { ERROR_CODES, STATUS, type ErrorCode } from './errors.ts';
-import { IMMUTABLE, REVALIDATE } from './envelope.ts';
 import { openApiPath, type RouteDefinition } from './route.ts';
+import { ERROR_CODES, type ErrorCode, STATUS } from '../core/errors.ts';
+import { IMMUTABLE, REVALIDATE } from './envelope.ts';
 
 export interface Listener {
   title: string;

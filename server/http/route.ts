@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { Scope } from '../keys/scopes.ts';
-import type { ErrorCode } from './errors.ts';
+import type { ErrorCode } from '../core/errors.ts';
 
 /**
  * A route as the API declares it: everything the OpenAPI document says about

@@ -1,11 +1,11 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { z } from 'zod';
-import { AppError } from './errors.ts';
 import { requireScope, type AuthDeps } from './auth.ts';
 import { requireUtf8Body } from './media-type.ts';
 import { routePrefix } from './observe.ts';
 import type { RouteDefinition, RouteHandler } from './route.ts';
-import { parse } from './validate.ts';
+import { AppError } from '../core/errors.ts';
+import { parse } from '../core/validate.ts';
 
 const requireJson: RequestHandler = (req, _res, next) => {
   if (!req.is('application/json')) {

@@ -1,5 +1,5 @@
 import { streamsBlocked, streamsOpen, streamsPreempted, streamsRefused } from '../metrics.ts';
-import { AppError } from './errors.ts';
+import { AppError } from '../core/errors.ts';
 
 // A client that finds no slot is asked to come back after this long: bulk
 // downloads of the demo set's size finish in a few seconds.

@@ -1,12 +1,14 @@
 import { z } from 'zod';
-import { BooleanFlagSchema, DateSchema, idListSchema } from '../http/params.ts';
+import { instrumentIdListSchema } from '../core/ids.ts';
+import { BooleanFlagSchema } from '../core/params.ts';
+import { DateSchema } from '../core/time.ts';
 
 /** The spec's cap on one read; 500 UUIDs fit the query string (server/runtime.ts). */
 export const MAX_IV_INSTRUMENTS = 500;
 export const MAX_AGE_DAYS = 30;
 
 export const BulkImpliedVolatilityQuerySchema = z.strictObject({
-  instrumentIds: idListSchema(MAX_IV_INSTRUMENTS).describe('comma-separated instrument ids, 1 to 500 distinct; a repeated id counts once'),
+  instrumentIds: instrumentIdListSchema(MAX_IV_INSTRUMENTS).describe('comma-separated instrument ids, 1 to 500 distinct; a repeated id counts once'),
   maxAgeDays: z.coerce
     .number({ error: 'must be an integer' })
     .int('must be an integer')

@@ -1,9 +1,9 @@
 import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import { AppError } from '../http/errors.ts';
 import { refuseUnlessUtf8 } from '../http/media-type.ts';
 import { parseCsvBatches } from './csv.ts';
 import { ndjsonBatches } from './ndjson.ts';
+import { AppError } from '../core/errors.ts';
 
 export type BodyFormat = 'json' | 'ndjson' | 'csv';
 

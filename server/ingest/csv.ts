@@ -1,4 +1,4 @@
-import { AppError } from '../http/errors.ts';
+import { AppError } from '../core/errors.ts';
 
 export type CsvRecord = Record<string, string | null>;
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Sql } from '../db/sql.ts';
+import type { InstrumentId } from '../core/ids.ts';
 
 /**
  * PostgreSQL type names as the catalog spells them (bool, not boolean): the
@@ -108,7 +109,7 @@ export interface IngestResult {
  */
 export interface DataChanges {
   /** (underlying, UTC day) pairs whose option listings or quotes changed: their implied-volatility snapshots. */
-  optionDays?: { instrumentId: string; day: string }[];
+  optionDays?: { instrumentId: InstrumentId; day: string }[];
   /** Instruments whose daily bars or corporate actions changed: their adjusted closes. */
   adjustedCloses?: string[];
   /** Instruments whose news changed: their event reactions. */

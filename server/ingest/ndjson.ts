@@ -1,5 +1,5 @@
-import { AppError } from '../http/errors.ts';
 import { MAX_RECORD_CHARS } from './csv.ts';
+import { AppError } from '../core/errors.ts';
 
 /**
  * Streaming NDJSON: one JSON value per LF-terminated line (a CR before the LF

@@ -1,13 +1,13 @@
 import type { z } from 'zod';
 import type { Database } from '../db/database.ts';
 import type { Sql } from '../db/sql.ts';
-import { AppError } from '../http/errors.ts';
-import { hasNestedValue, mayHoldUnstorableText, unstorableText } from '../http/validate.ts';
 import { ingestedRows } from '../metrics.ts';
 import { batchesFrom, type BodyFormat } from './body.ts';
 import { copyLine } from './copy-text.ts';
 import type { CopyBatch, IngestKind, IngestResult, OrdinalRange, UploadResult, WriteCounts } from './kind.ts';
 import * as repo from './repository.ts';
+import { AppError } from '../core/errors.ts';
+import { hasNestedValue, mayHoldUnstorableText, unstorableText } from '../core/validate.ts';
 
 /**
  * Ingests an upload body (a request's, a file's) of the given format in one

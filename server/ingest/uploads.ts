@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
-import { AppError } from '../http/errors.ts';
-import { PermitRefused, Semaphore } from '../semaphore.ts';
+import { AppError } from '../core/errors.ts';
+import { PermitRefused, Semaphore } from '../core/semaphore.ts';
 
 export interface UploadLimits {
   /** Uploads running at once; more wait for a slot. */

@@ -59,7 +59,7 @@ export const instrumentIngest: IngestKind<InstrumentIngestRow> = {
     ['current_symbol', 'text'],
   ],
   toStagingValues: (r) => [
-    r.id?.toLowerCase() ?? null,
+    r.id ?? null,
     r.assetClass,
     r.displayName,
     r.exchange ?? null,

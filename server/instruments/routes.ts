@@ -1,7 +1,5 @@
 import { z } from 'zod';
 import type { Area } from '../area.ts';
-import { sendData } from '../http/envelope.ts';
-import { IdParamsSchema, NoQuerySchema } from '../http/params.ts';
 import { defineRoute } from '../http/route.ts';
 import { instrumentIngest } from './ingest.ts';
 import {
@@ -13,6 +11,9 @@ import {
   InstrumentSearchSchema,
 } from './schema.ts';
 import * as service from './service.ts';
+import { InstrumentParamsSchema } from '../core/ids.ts';
+import { NoQuerySchema } from '../core/params.ts';
+import { sendData } from '../http/envelope.ts';
 
 const SOURCE = 'mds-reference';
 const TAG = 'Instruments';
@@ -53,7 +54,7 @@ export const instrumentRoute = defineRoute({
   description:
     'Its reference data as stored now, with currentSymbol the symbol in force today (UTC) by its symbol history and vendorCode its code at the broker the service is configured for. Instruments are never deleted: a delisted one is served with isActive false. An unknown id is 404.',
   scope: 'instruments:read',
-  params: IdParamsSchema,
+  params: InstrumentParamsSchema,
   query: NoQuerySchema,
   response: { status: 200, description: 'the instrument', data: InstrumentSchema, meta: InstrumentMetaSchema },
   errors: ['not_found'],

@@ -1,6 +1,10 @@
 import { z } from 'zod';
-import { AssetClassSchema, AsOfSchema, DateSchema, UuidSchema, idListSchema } from '../http/params.ts';
 import { BooleanValue, jsonCell } from '../ingest/fields.ts';
+import { instrumentIdListSchema, InstrumentIdSchema } from '../core/ids.ts';
+import { AsOfSchema, DateSchema } from '../core/time.ts';
+
+export const ASSET_CLASSES = ['equity', 'etf', 'index', 'crypto', 'fx', 'future', 'metal', 'other', 'fund', 'bond'] as const;
+export const AssetClassSchema = z.enum(ASSET_CLASSES);
 
 export const MAX_BULK_IDS = 500;
 
@@ -26,7 +30,7 @@ export const InstrumentSearchSchema = z
     }
   });
 
-export const InstrumentBulkSchema = z.strictObject({ ids: idListSchema(MAX_BULK_IDS) });
+export const InstrumentBulkSchema = z.strictObject({ ids: instrumentIdListSchema(MAX_BULK_IDS) });
 
 const SymbolPeriodSchema = z
   .strictObject({
@@ -48,7 +52,7 @@ const optionalText = z.string().trim().min(1).max(200).nullable().optional();
  */
 export const InstrumentIngestSchema = z
   .strictObject({
-    id: UuidSchema.optional().describe(
+    id: InstrumentIdSchema.optional().describe(
       'the instrument to update; without it the row is a new instrument, refused when one of its symbols is held on the same days by another of the same asset class and exchange',
     ),
     assetClass: AssetClassSchema,

@@ -1,9 +1,9 @@
 import type { Database } from '../db/database.ts';
 import type { Sql } from '../db/sql.ts';
-import { notFound } from '../http/errors.ts';
-import type { PointInTime } from '../http/params.ts';
 import * as repo from './repository.ts';
 import type { Instrument } from './schema.ts';
+import { notFound } from '../core/errors.ts';
+import type { PointInTime } from '../core/time.ts';
 
 /** The UTC day a cut-off falls on; symbology is mapped by day. */
 export function dayOf(asOf: PointInTime | undefined, now = new Date()): string {

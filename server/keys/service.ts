@@ -1,10 +1,10 @@
 import { hash, randomBytes } from 'node:crypto';
-import { AppError, notFound } from '../http/errors.ts';
 import type { Database } from '../db/database.ts';
 import * as accounts from '../accounts/repository.ts';
 import type { Admissions } from './admission.ts';
 import * as repo from './repository.ts';
 import { ENVIRONMENTS, KEY_PREFIX, type Environment, type Scope } from './scopes.ts';
+import { AppError, notFound } from '../core/errors.ts';
 
 // 32 random bytes = 256 bits of secret, base64url-encoded to 43 characters.
 const KEY_PATTERN = /^pk_(test|live)_[A-Za-z0-9_-]{43}$/;

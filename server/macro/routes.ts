@@ -1,8 +1,8 @@
 import type { Area } from '../area.ts';
-import { sendData } from '../http/envelope.ts';
-import { NoQuerySchema } from '../http/params.ts';
 import { defineRoute } from '../http/route.ts';
 import { MacroSeriesMetaSchema, MacroSeriesParamsSchema, MacroSeriesQuerySchema, MacroSeriesSchema, RiskFreeMetaSchema, RiskFreeRateSchema } from './schema.ts';
+import { NoQuerySchema } from '../core/params.ts';
+import { sendData } from '../http/envelope.ts';
 
 export const macroSeriesRoute = defineRoute({
   method: 'get',

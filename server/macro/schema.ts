@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateSchema, isDate } from '../http/params.ts';
+import { DateSchema, isDate } from '../core/time.ts';
 
 /** The only series served (the spec's allowlist). Any other id is refused before storage or the provider is asked. */
 export const MACRO_SERIES_IDS = [

@@ -1,13 +1,13 @@
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
-import type { Meta } from '../http/envelope.ts';
-import { AppError } from '../http/errors.ts';
 import type { Logger } from '../logger.ts';
 import { macroReads } from '../metrics.ts';
 import { FredClient, ProviderFailure } from './fred.ts';
 import * as repo from './repository.ts';
 import type { StoredSeries } from './repository.ts';
 import type { MacroFrequency, MacroSeriesId, MacroSeriesQuery, RiskFreeFallback, RiskFreeRate, StaleReason } from './schema.ts';
+import { AppError } from '../core/errors.ts';
+import type { Meta } from '../core/meta.ts';
 
 /** The `source` of a copy fetched from FRED; any other source (the bundled demo snapshot) is never fresh. */
 export const FRED_SOURCE = 'fred';

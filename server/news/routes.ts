@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import type { Area } from '../area.ts';
-import { sendData } from '../http/envelope.ts';
-import { IdParamsSchema } from '../http/params.ts';
 import { defineRoute } from '../http/route.ts';
 import { newsIngest } from './ingest.ts';
 import { NewsEventSchema, NewsMetaSchema, NewsQuerySchema } from './schema.ts';
 import { listNews } from './service.ts';
+import { InstrumentParamsSchema } from '../core/ids.ts';
+import { sendData } from '../http/envelope.ts';
 
 const DATE_BOUNDS = 'from and to bound the UTC day of publishedAt, both inclusive.';
 
@@ -17,7 +17,7 @@ export const newsRoute = defineRoute({
   summary: "An instrument's news, newest first",
   description: `${DATE_BOUNDS} eventClass is the source's own class, matched exactly.`,
   scope: 'news:read',
-  params: IdParamsSchema,
+  params: InstrumentParamsSchema,
   query: NewsQuerySchema,
   response: {
     status: 200,
@@ -36,7 +36,7 @@ export const eventsRoute = defineRoute({
   summary: "An instrument's catalyst events (company-confirmed news), newest first",
   description: `Exactly the news the same query returns with isCompanyConfirmed true: one query, with one more predicate. ${DATE_BOUNDS}`,
   scope: 'events:read',
-  params: IdParamsSchema,
+  params: InstrumentParamsSchema,
   query: NewsQuerySchema,
   response: {
     status: 200,

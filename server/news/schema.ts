@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { BooleanValue } from '../ingest/fields.ts';
-import { DateSchema, InstantSchema, UuidSchema, withOrderedBounds, integerParam } from '../http/params.ts';
-import { nameBasedUuid } from '../ids.ts';
+import { IdSchema, type InstrumentId, InstrumentIdSchema, nameBasedUuid } from '../core/ids.ts';
+import { integerParam } from '../core/params.ts';
+import { DateSchema, InstantSchema, withOrderedBounds } from '../core/time.ts';
 
 /** The longest event class stored: class names are identifiers, not prose. */
 export const MAX_EVENT_CLASS_LENGTH = 64;
@@ -54,15 +55,15 @@ const IS_COMPANY_CONFIRMED =
  * the row it made before. The array keeps the parts apart: a source holding
  * ":" cannot run into the URL.
  */
-export function derivedNewsId(instrumentId: string, source: string, url: string): string {
-  return nameBasedUuid(`news:${JSON.stringify([instrumentId.toLowerCase(), source, url])}`);
+export function derivedNewsId(instrumentId: InstrumentId, source: string, url: string): string {
+  return nameBasedUuid(`news:${JSON.stringify([instrumentId, source, url])}`);
 }
 
 /** An admin row: the public fields but createdAt (the service's), `id` optional. */
 export const NewsRowSchema = z
   .strictObject({
-    id: UuidSchema.optional().describe('derived from instrumentId, source and url when absent'),
-    instrumentId: UuidSchema,
+    id: IdSchema.optional().describe('derived from instrumentId, source and url when absent'),
+    instrumentId: InstrumentIdSchema,
     eventClass: EventClassSchema,
     headline: z.string().trim().min(1, 'must not be empty').max(1000, 'at most 1000 characters').describe(HEADLINE),
     source: z.string().trim().min(1).max(300),
@@ -70,11 +71,7 @@ export const NewsRowSchema = z
     publishedAt: InstantSchema.transform((s) => new Date(s).toISOString()).describe(PUBLISHED_AT),
     isCompanyConfirmed: BooleanValue.describe(IS_COMPANY_CONFIRMED),
   })
-  .transform((row) => ({
-    ...row,
-    instrumentId: row.instrumentId.toLowerCase(),
-    id: (row.id ?? derivedNewsId(row.instrumentId, row.source, row.url)).toLowerCase(),
-  }));
+  .transform((row) => ({ ...row, id: row.id ?? derivedNewsId(row.instrumentId, row.source, row.url) }));
 
 export type NewsRow = z.infer<typeof NewsRowSchema>;
 

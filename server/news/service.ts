@@ -1,8 +1,8 @@
 import type { Database } from '../db/database.ts';
-import { listPage } from '../http/envelope.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import * as repo from './repository.ts';
 import type { NewsQuery } from './schema.ts';
+import { listPage } from '../core/meta.ts';
 
 /**
  * An instrument's news, or (companyConfirmedOnly) its catalyst events, newest

@@ -1,6 +1,7 @@
 import type { Sql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import { countedStagedUpsert } from '../ingest/repository.ts';
+import type { InstrumentId } from '../core/ids.ts';
 
 // Ingest: statements over the `ingest_staging` table of an options upload
 // (options/ingest.ts), inside its transaction.
@@ -232,7 +233,7 @@ export async function rawClosesOnOrBefore(sql: Sql, instrumentId: string, days: 
 
 /** An underlying and a UTC day of its quote observations: what one snapshot covers. */
 export interface SnapshotDay {
-  instrumentId: string;
+  instrumentId: InstrumentId;
   day: string;
 }
 

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import type { Area } from '../area.ts';
-import { sendData } from '../http/envelope.ts';
-import { IdParamsSchema } from '../http/params.ts';
 import { defineRoute } from '../http/route.ts';
 import { ivSnapshotIngest, optionContractIngest, optionQuoteIngest } from './ingest.ts';
 import { ChainItemSchema, ChainMetaSchema, ChainQuerySchema, ContractMetaSchema, ContractQuerySchema, ExpiriesQuerySchema } from './schema.ts';
 import { listExpiries, readChain, readContract } from './service.ts';
+import { IdParamsSchema, InstrumentParamsSchema } from '../core/ids.ts';
+import { sendData } from '../http/envelope.ts';
 
 const TAG = 'Options';
 
@@ -18,7 +18,7 @@ export const expiriesRoute = defineRoute({
   description:
     'The expiry dates of the chain at the cut-off (asOf; now without it): of the contracts listed by then that had not expired before its day. Never an empty list: an equity, ETF or index without such a contract is 404 options_unavailable (not_ingested), and any other asset class 404 options_unavailable (not_optionable).',
   scope: 'options:read',
-  params: IdParamsSchema,
+  params: InstrumentParamsSchema,
   query: ExpiriesQuerySchema,
   response: { status: 200, description: 'the expiry dates', data: z.array(z.string()), meta: ContractMetaSchema },
   errors: ['not_found', 'options_unavailable'],
@@ -33,7 +33,7 @@ export const chainRoute = defineRoute({
   description:
     "Greeks are the provider's when the quote carried them (greeksSource provider), else computed with Black–Scholes–Merton from the quote mid (greeksSource computed, with the inputs in model), else absent with greeksUnavailable saying what is missing. meta.greeksCoverage counts the three over the rows returned.",
   scope: 'options:read',
-  params: IdParamsSchema,
+  params: InstrumentParamsSchema,
   query: ChainQuerySchema,
   response: { status: 200, description: 'the chain, by expiry, strike and right', data: z.array(ChainItemSchema), meta: ChainMetaSchema },
   errors: ['not_found', 'options_unavailable'],

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { BooleanValue, FiniteNumber, jsonCell, NonNegativeNumber, PositiveNumber } from '../ingest/fields.ts';
-import { AsOfSchema, DateSchema, InstantSchema, UuidSchema } from '../http/params.ts';
-import { nameBasedUuid } from '../ids.ts';
 import { ingestCounts } from '../ingest/kind.ts';
 import { GREEKS_MISSING_INPUTS } from '../../workers/option-greeks.ts';
+import { IdSchema, InstrumentIdSchema, nameBasedUuid, type InstrumentId } from '../core/ids.ts';
+import { AsOfSchema, DateSchema, InstantSchema } from '../core/time.ts';
 
 export const OPTION_RIGHTS = ['call', 'put'] as const;
 export type OptionRight = (typeof OPTION_RIGHTS)[number];
@@ -14,7 +14,6 @@ const nullable = <T extends z.ZodType>(schema: T) =>
     .optional()
     .transform((v) => v ?? null);
 
-const LowerUuid = UuidSchema.transform((s) => s.toLowerCase());
 const Instant = InstantSchema.transform((s) => new Date(s).toISOString());
 const Source = z.string().trim().min(1).max(300);
 
@@ -23,15 +22,15 @@ const Source = z.string().trim().min(1).max(300);
  * of `option-contract:` and the JSON array [instrumentId, contractSymbol], so
  * a contract file posted again without ids updates the contracts it made.
  */
-export function derivedContractId(instrumentId: string, contractSymbol: string): string {
-  return nameBasedUuid(`option-contract:${JSON.stringify([instrumentId.toLowerCase(), contractSymbol])}`);
+export function derivedContractId(instrumentId: InstrumentId, contractSymbol: string): string {
+  return nameBasedUuid(`option-contract:${JSON.stringify([instrumentId, contractSymbol])}`);
 }
 
 /** A row of POST /admin/v1/options/contracts: the Contract as read, id optional, with listedAt. */
 export const OptionContractRowSchema = z
   .strictObject({
-    id: LowerUuid.optional().describe('derived from instrumentId and contractSymbol when absent'),
-    instrumentId: LowerUuid.describe('the underlying'),
+    id: IdSchema.optional().describe('derived from instrumentId and contractSymbol when absent'),
+    instrumentId: InstrumentIdSchema.describe('the underlying'),
     contractSymbol: z.string().trim().min(1).max(64).describe('e.g. the OCC symbol MSFT  240315C00400000'),
     expiry: DateSchema.describe('last trading day'),
     strike: PositiveNumber,
@@ -67,7 +66,7 @@ export const ProviderGreeksSchema = z.strictObject({
  */
 export const OptionQuoteRowSchema = z
   .strictObject({
-    contractId: LowerUuid,
+    contractId: IdSchema,
     observedAt: Instant.optional().describe('when the quote was observed; observations are append-only'),
     asOf: Instant.optional().describe('the same instant under the name the chain read uses; give either, or both equal'),
     bid: nullable(NonNegativeNumber),
@@ -100,7 +99,7 @@ export const TermStructurePointSchema = z.strictObject({
 
 /** A row of POST /admin/v1/iv-snapshots. */
 export const IvSnapshotRowSchema = z.strictObject({
-  instrumentId: LowerUuid,
+  instrumentId: InstrumentIdSchema,
   asOfDate: DateSchema,
   underlyingPrice: nullable(PositiveNumber),
   atmImpliedVolatility: nullable(PositiveNumber).describe('the 30-day at-the-money implied volatility, annualised'),

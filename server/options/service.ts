@@ -1,15 +1,15 @@
 import type { AppDeps } from '../area.ts';
 import type { Sql } from '../db/sql.ts';
-import { sourcesMeta } from '../http/envelope.ts';
-import { AppError, notFound } from '../http/errors.ts';
-import type { PointInTime } from '../http/params.ts';
 import { requireInstrument } from '../instruments/service.ts';
-import { newYorkTimeToUtc } from '../new-york-time.ts';
 import { DAYS_PER_YEAR } from '../../workers/black-scholes.ts';
 import type { ChainGreeksInput, ContractGreeks } from '../../workers/option-greeks.ts';
 import type { RiskFreeRate } from '../macro/schema.ts';
 import * as repo from './repository.ts';
 import type { ChainItem, ChainQuery } from './schema.ts';
+import { AppError, notFound } from '../core/errors.ts';
+import { sourcesMeta } from '../core/meta.ts';
+import { newYorkTimeToUtc } from '../core/new-york-time.ts';
+import type { PointInTime } from '../core/time.ts';
 
 /**
  * Options are served for these asset classes; any other is `not_optionable`

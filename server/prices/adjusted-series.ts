@@ -1,9 +1,9 @@
 import os from 'node:os';
 import type postgres from 'postgres';
 import { timed, type Sql } from '../db/sql.ts';
-import type { PointInTime } from '../http/params.ts';
 import { adjustSeries, dayToDate, NOT_VENDOR_ADJUSTED } from './adjustment.ts';
 import { planAdjustments } from './adjustment-plan.ts';
+import type { PointInTime } from '../core/time.ts';
 
 // The analytics read of daily bars: adjusted series as typed arrays for the
 // worker pool, from one packed row per instrument (selectPackedSeries), and

@@ -1,5 +1,4 @@
 import type { Sql } from '../db/sql.ts';
-import type { PointInTime } from '../http/params.ts';
 import { actionSetsToApply } from '../actions/service.ts';
 import {
   buildFactors,
@@ -14,7 +13,8 @@ import {
 import * as repo from './repository.ts';
 import * as text from './text-repository.ts';
 import type { DailySeriesText } from './text-repository.ts';
-import type { Format } from '../http/format.ts';
+import type { Format } from '../core/params.ts';
+import type { PointInTime } from '../core/time.ts';
 
 export interface AdjustmentOptions {
   from: string;

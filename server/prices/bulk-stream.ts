@@ -1,12 +1,12 @@
 import type { Units } from '../db/database.ts';
-import { sourcesMeta, type Meta } from '../http/envelope.ts';
 import { PROVENANCES, zeroProvenanceCounts, type CoverageCheck } from '../actions/schema.ts';
 import { actionCoverage, latestCoverageChecks, provenanceMeta } from '../actions/service.ts';
 import { provenanceCounts } from './adjustment.ts';
 import { planAdjustments, priceBasisMeta, readSegments, seriesAsPlanned, seriesUse, type InstrumentPlan } from './adjustment-plan.ts';
 import * as repo from './repository.ts';
 import type { BulkPricesQuery } from './schema.ts';
-import type { Format } from '../http/format.ts';
+import { type Meta, sourcesMeta } from '../core/meta.ts';
+import type { Format } from '../core/params.ts';
 
 // One page statement returns at most this many bars (~2.6 MB of JSON text,
 // one row per instrument) unless a single instrument's window holds more; see

@@ -5,9 +5,10 @@ import { actionSetVersions, bumpVersions, lockPriceHistory } from '../actions/se
 import { analyzeStaging, copyInto, restage } from '../ingest/repository.ts';
 import { dayNumber } from './adjustment.ts';
 import type { Sql } from '../db/sql.ts';
-import { DateSchema, InstantSchema, isDate, isInstant, UuidSchema } from '../http/params.ts';
 import { readStorageTier } from '../db/migrate.ts';
 import * as repo from './repository.ts';
+import { instrumentIdOf, InstrumentIdSchema } from '../core/ids.ts';
+import { DateSchema, InstantSchema, isDate, isInstant } from '../core/time.ts';
 
 const nullable = <T extends z.ZodType>(schema: T) =>
   schema
@@ -18,8 +19,7 @@ const nullable = <T extends z.ZodType>(schema: T) =>
 const CURRENCY_RE = /^[A-Z]{3}$/;
 
 const barFields = {
-  // Lower-cased once here: the key check and the COPY text both use it.
-  instrumentId: UuidSchema.transform((s) => s.toLowerCase()),
+  instrumentId: InstrumentIdSchema,
   openPrice: nullable(PositiveNumber),
   highPrice: nullable(PositiveNumber),
   lowPrice: nullable(PositiveNumber),
@@ -71,8 +71,6 @@ export type IntradayBarRow = z.infer<typeof IntradayBarRowSchema>;
 
 // ---- hot path: the common well-formed bar, checked by hand (see IngestKind.fastRow)
 
-// The RFC 9562 shape z.uuid() accepts, less its nil and max special cases.
-const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$/;
 const DAILY_KEYS = new Set(Object.keys(DailyBarRowSchema.shape));
 const INTRADAY_KEYS = new Set(Object.keys(IntradayBarRowSchema.shape));
 
@@ -104,6 +102,7 @@ function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
   const volume = volumeRaw === undefined || volumeRaw === null ? null : finiteNumber(volumeRaw);
   const quoteUnit = plainText(r.quoteUnit, 50);
   const source = plainText(r.source, 200);
+  const instrumentId = instrumentIdOf(r.instrumentId);
   if (
     closePrice === undefined ||
     !(closePrice > 0) ||
@@ -114,8 +113,7 @@ function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
     (volume !== null && !(volume >= 0)) ||
     quoteUnit === undefined ||
     source === undefined ||
-    typeof r.instrumentId !== 'string' ||
-    !UUID_RE.test(r.instrumentId) ||
+    instrumentId === undefined ||
     typeof r.quoteCurrency !== 'string' ||
     !CURRENCY_RE.test(r.quoteCurrency) ||
     !isInstant(r.asOf)
@@ -127,7 +125,7 @@ function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
   if (lowPrice !== null && (closePrice < lowPrice || (openPrice !== null && openPrice < lowPrice))) return undefined;
   if (highPrice !== null && lowPrice !== null && lowPrice > highPrice) return undefined;
   return {
-    instrumentId: r.instrumentId.toLowerCase(),
+    instrumentId,
     openPrice,
     highPrice,
     lowPrice,

@@ -1,10 +1,7 @@
 import { z } from 'zod';
 import type { Area } from '../area.ts';
-import { csvFraming, jsonFraming, sendFramed, streamFramed } from '../http/envelope.ts';
-import { negotiateFormat } from '../http/format.ts';
 import { defineRoute } from '../http/route.ts';
 import { StreamSlots } from '../http/stream-slots.ts';
-import { IdParamsSchema } from '../http/params.ts';
 import { dailyBarIngest, intradayBarIngest } from './ingest.ts';
 import {
   BulkPricesDataSchema,
@@ -18,6 +15,9 @@ import {
   IntradayQuerySchema,
 } from './schema.ts';
 import * as service from './service.ts';
+import { InstrumentParamsSchema } from '../core/ids.ts';
+import { csvFraming, jsonFraming, sendFramed, streamFramed } from '../http/envelope.ts';
+import { negotiateFormat } from '../http/format.ts';
 
 const TAG = 'Prices';
 const DAILY_CSV = `columns ${service.CSV_COLUMNS.daily.join(', ')}; one row per bar (instrument by instrument, in date order), then the #meta row`;
@@ -31,7 +31,7 @@ export const dailyPricesRoute = defineRoute({
   description:
     "The bars dated from from to to; with adjusted=true, adjusted backward for splits, stock dividends and cash dividends. The actions applied are those of the instrument's current action set, or of the version pinned with actionSetVersion, whose bars are also read as they stood then; with asOf, only actions known by the cut-off; backfilled actions only with includeBackfilled=true. A pinned version read again with the same asOf and includeBackfilled gives the same data, whatever was uploaded since. meta.priceBasis says what was applied and what could not be, meta.actionCoverage whether the action history was checked against a source.",
   scope: 'prices:read',
-  params: IdParamsSchema,
+  params: InstrumentParamsSchema,
   query: DailyPricesQuerySchema,
   response: {
     status: 200,
@@ -74,7 +74,7 @@ export const intradayRoute = defineRoute({
   description:
     'The stored 1-minute bars of the UTC days from from to to, or their rollups into buckets labelled by their start and cut from 2000-01-03T00:00Z; a bucket holds only the minutes that exist, and an empty bucket is not sent. Never adjusted, and read as stored now (no asOf). Served for equity, etf, index and crypto instruments; other asset classes are a 400.',
   scope: 'prices:read',
-  params: IdParamsSchema,
+  params: InstrumentParamsSchema,
   query: IntradayQuerySchema,
   response: {
     status: 200,

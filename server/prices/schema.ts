@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { ProvenanceCountsSchema } from '../actions/schema.ts';
-import { AsOfSchema, closedEnum, BooleanFlagSchema, DateSchema, idListSchema, isDate } from '../http/params.ts';
-import { FormatSchema } from '../http/format.ts';
+import { instrumentIdListSchema } from '../core/ids.ts';
+import { BooleanFlagSchema, closedEnum, FormatSchema } from '../core/params.ts';
+import { AsOfSchema, DateSchema, isDate } from '../core/time.ts';
 
 export const MAX_BULK_INSTRUMENTS = 500;
 // One request may span at most this many calendar days: 30 years of daily
@@ -56,7 +57,7 @@ export const DailyPricesQuerySchema = z
 
 export const BulkPricesQuerySchema = z
   .strictObject({
-    instrumentIds: idListSchema(MAX_BULK_INSTRUMENTS),
+    instrumentIds: instrumentIdListSchema(MAX_BULK_INSTRUMENTS),
     ...adjustmentParams,
     format: FormatSchema,
   })

@@ -1,7 +1,4 @@
 import type { Database } from '../db/database.ts';
-import { AppError } from '../http/errors.ts';
-import type { Format } from '../http/format.ts';
-import { sourcesMeta, type Meta } from '../http/envelope.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { actionCoverage, latestCoverageChecks, provenanceMeta } from '../actions/service.ts';
 import { provenanceCounts } from './adjustment.ts';
@@ -11,6 +8,9 @@ import type { DailySeriesText } from './text-repository.ts';
 import { INTERVAL_MINUTES, INTRADAY_ASSET_CLASSES, type DailyPricesQuery, type INTERVALS } from './schema.ts';
 import { readInExportedSnapshot, readInSnapshot } from '../db/snapshot.ts';
 import type { Sql } from '../db/sql.ts';
+import { AppError } from '../core/errors.ts';
+import { type Meta, sourcesMeta } from '../core/meta.ts';
+import type { Format } from '../core/params.ts';
 
 export { streamBulkPrices } from './bulk-stream.ts';
 

@@ -1,9 +1,9 @@
 import type postgres from 'postgres';
 import type { Sql } from '../db/sql.ts';
-import type { Format } from '../http/format.ts';
 import { timed } from '../db/sql.ts';
 import type { MultiplierSegment, SeriesKeys } from './adjustment.ts';
 import { dailyBarsAt, INTRADAY_TABLES, latestBarDate, latestVersion, type Interval, type VersionView } from './repository.ts';
+import type { Format } from '../core/params.ts';
 
 // The price reads whose response text PostgreSQL writes: each bar becomes
 // its JSON object in SQL, adjusted there with the multipliers of the read's

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import type { Area } from '../area.ts';
-import { sendData } from '../http/envelope.ts';
-import { IdParamsSchema } from '../http/params.ts';
 import { defineRoute } from '../http/route.ts';
 import { sentimentIngest } from './ingest.ts';
 import { SentimentMetaSchema, SentimentQuerySchema, SentimentScoreSchema, SourceLeadSchema, SourceLeadsMetaSchema, SourceLeadsQuerySchema } from './schema.ts';
 import { listSentiment, listSourceLeads } from './service.ts';
+import { InstrumentParamsSchema } from '../core/ids.ts';
+import { sendData } from '../http/envelope.ts';
 
 export const sentimentRoute = defineRoute({
   method: 'get',
@@ -16,7 +16,7 @@ export const sentimentRoute = defineRoute({
   description:
     "Each score in its source's own scale (e.g. [-1, 1] or [0, 100]), never rescaled. subjectClass business is about the company itself and may lead the price; market_commentary is about the stock's own trading, follows the price and is never a signal. from and to bound asOfDate, inclusive.",
   scope: 'sentiment:read',
-  params: IdParamsSchema,
+  params: InstrumentParamsSchema,
   query: SentimentQuerySchema,
   response: {
     status: 200,

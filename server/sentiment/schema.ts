@@ -1,8 +1,10 @@
 import { z } from 'zod';
-import { closedEnum, DateSchema, UuidSchema, withOrderedBounds } from '../http/params.ts';
 import { BooleanValue, FiniteNumber, jsonCell } from '../ingest/fields.ts';
 import { ingestCounts } from '../ingest/kind.ts';
 import { LAGS, MAX_LAG_DAYS, PROMOTION_RULE, SESSION_LOOKBACK_DAYS } from '../../workers/source-leads.ts';
+import { InstrumentIdSchema } from '../core/ids.ts';
+import { closedEnum } from '../core/params.ts';
+import { DateSchema, withOrderedBounds } from '../core/time.ts';
 
 /**
  * What a score is about. A closed list: a value outside it is a 400 naming it.
@@ -41,7 +43,7 @@ const ScaleSchema = jsonCell(
  */
 export const SentimentRowSchema = z
   .strictObject({
-    instrumentId: UuidSchema.transform((s) => s.toLowerCase()),
+    instrumentId: InstrumentIdSchema,
     source: Source.describe('who scored it; one scale per source'),
     subjectClass: SubjectClassSchema,
     asOfDate: DateSchema.describe('the day the score is as of'),

@@ -1,8 +1,8 @@
 import type { Database } from '../db/database.ts';
-import { sourcesMeta } from '../http/envelope.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import * as repo from './repository.ts';
 import { RETURN_DEFINITION, SOURCE_LEADS_RULE, type SentimentQuery, type SourceLeadsQuery } from './schema.ts';
+import { sourcesMeta } from '../core/meta.ts';
 
 /** One instrument's scores, exactly as stored; 404 for an unknown instrument. */
 export async function listSentiment(db: Database, instrumentId: string, q: SentimentQuery) {

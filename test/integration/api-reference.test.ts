@@ -2,11 +2,11 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminDocument, publicDocument } from '../../server/api-reference.ts';
-import { ERRORS } from '../../server/http/errors.ts';
 import { VERSION } from '../../server/runtime.ts';
 import { launchChromium, SKIP_BROWSER } from '../support/chromium.ts';
 import { servedRoutes } from '../support/served-routes.ts';
 import { Service, startService } from './harness.ts';
+import { ERRORS } from '../../server/core/errors.ts';
 
 let svc: Service;
 beforeAll(async () => {

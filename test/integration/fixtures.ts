@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Service } from './harness.ts';
+import { type InstrumentId, InstrumentIdSchema } from '../../server/core/ids.ts';
 
 export const uniqueSymbol = (stem = 'T') => `${stem}${randomUUID().replace(/-/g, '').slice(0, 8).toUpperCase()}`;
 
@@ -13,8 +14,8 @@ export async function createInstrument(
     isActive: boolean;
     quoteCurrency: string;
   }> = {},
-): Promise<{ id: string; symbol: string }> {
-  const id = randomUUID();
+): Promise<{ id: InstrumentId; symbol: string }> {
+  const id = InstrumentIdSchema.parse(randomUUID());
   const symbol = fields.symbols?.at(-1)?.symbol ?? uniqueSymbol();
   const res = await svc.admin('POST', '/instruments', [
     {

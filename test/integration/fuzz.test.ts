@@ -4,7 +4,6 @@ import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminRoutes, publicRouteDefinitions } from '../../server/areas.ts';
-import { MAX_DEPTH } from '../../server/http/validate.ts';
 import { SCOPES } from '../../server/keys/scopes.ts';
 import { MACRO_SERIES_IDS } from '../../server/macro/schema.ts';
 import { derivedContractId } from '../../server/options/schema.ts';
@@ -15,6 +14,8 @@ import { csrfOn, DashboardClient } from '../support/dashboard-client.ts';
 import { FredStub } from '../support/fred-stub.ts';
 import { servedRoutes } from '../support/served-routes.ts';
 import { percentEncoded } from '../support/percent-encoded.ts';
+import { MAX_DEPTH } from '../../server/core/validate.ts';
+import { InstrumentIdSchema } from '../../server/core/ids.ts';
 
 // Hostile input against every route of both listeners and the dashboard: no
 // response may be a 5xx, every error must be the envelope with a request id
@@ -1750,7 +1751,7 @@ function adminWrites(): fc.Arbitrary<Req> {
       '/options/quotes',
       (id, v) => ({
         // A fixture contract (stored), or one the contract writes may have made.
-        contractId: v % 2 ? optionContractIds[v % optionContractIds.length] : derivedContractId(id, `FZ ${v % 13}`),
+        contractId: v % 2 ? optionContractIds[v % optionContractIds.length] : derivedContractId(InstrumentIdSchema.parse(id), `FZ ${v % 13}`),
         observedAt: new Date(Date.UTC(2020, 0, 1, 20) + v * 3_600_000).toISOString(),
         bid: 1 + (v % 4),
         ask: 1.5 + (v % 4),

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { derivedContractId } from '../../server/options/schema.ts';
 import { createInstrument } from './fixtures.ts';
 import { startService, type Reply, type Service } from './harness.ts';
+import type { InstrumentId } from '../../server/core/ids.ts';
 
 // The three options uploads: contracts upserted on id, quote observations
 // append-only, implied-volatility snapshots upserted on (instrument, day).
@@ -15,7 +16,7 @@ function countsOf(res: Reply) {
 
 describe('options ingest', () => {
   let svc: Service;
-  let underlying: string;
+  let underlying: InstrumentId;
   const contract = (fields: Record<string, unknown> = {}) => ({
     instrumentId: underlying,
     contractSymbol: 'TEST  240315C00100000',

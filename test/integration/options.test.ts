@@ -3,6 +3,7 @@ import { priceOption } from '../../workers/black-scholes.ts';
 import { derivedContractId } from '../../server/options/schema.ts';
 import { createInstrument, dailyBar, ingest } from './fixtures.ts';
 import { startService, type Service } from './harness.ts';
+import type { InstrumentId } from '../../server/core/ids.ts';
 
 // Option chains against a real database and the real app: point-in-time
 // quotes, the three Greeks paths, and the refusals. Quotes are priced by hand
@@ -15,8 +16,8 @@ const BETWEEN = '2024-03-04T12:00:00Z';
 describe('option chains', () => {
   let svc: Service;
   let key: string;
-  let underlying: string;
-  let noBars: string;
+  let underlying: InstrumentId;
+  let noBars: InstrumentId;
   const id = (symbol: string, instrumentId = underlying) => derivedContractId(instrumentId, symbol);
 
   beforeAll(async () => {

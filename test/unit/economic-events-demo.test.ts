@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { derivedActionId } from '../../server/actions/schema.ts';
 import { demoEconomicEvents, type DemoEconomicEvent } from '../../server/demo/economic-events.ts';
-import { newYorkTimeToUtc } from '../../server/new-york-time.ts';
 import { EconomicEventRowSchema, derivedEventId } from '../../server/economic-events/schema.ts';
+import { newYorkTimeToUtc } from '../../server/core/new-york-time.ts';
+import { InstrumentIdSchema } from '../../server/core/ids.ts';
 
 // Expected values are worked out by hand from server/demo/data/fred_monthly_demo.csv
 // and a calendar; each test shows its arithmetic.
@@ -131,6 +132,9 @@ describe('name-based ids', () => {
   });
 
   it('when a corporate action has no id, then it keeps the id it always had: MSFT split 2003-02-18', () => {
-    expect(derivedActionId('205540C9-ACCB-5E87-A5FE-EB333BF4F589', 'split', '2003-02-18')).toBe('90e68d18-4e2e-5248-8e54-288a80e0129b');
+    // Sent in upper case, the id is lower-cased where it enters (InstrumentIdSchema), before the derivation.
+    expect(derivedActionId(InstrumentIdSchema.parse('205540C9-ACCB-5E87-A5FE-EB333BF4F589'), 'split', '2003-02-18')).toBe(
+      '90e68d18-4e2e-5248-8e54-288a80e0129b',
+    );
   });
 });

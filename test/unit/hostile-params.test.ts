@@ -12,8 +12,8 @@ import {
   TechnicalsQuerySchema,
 } from '../../server/analytics/schema.ts';
 import { FIRST_DAY, lookbackWindow } from '../../server/analytics/series.ts';
-import { errorMiddleware, toAppError } from '../../server/http/errors.ts';
 import { priceOption, yearsFromDays } from '../../workers/black-scholes.ts';
+import { errorMiddleware, toAppError } from '../../server/http/errors.ts';
 
 /** The status and body Express 5 gives for GET `path` on a route with an :id parameter, through the service's error middleware. */
 async function getThroughExpress(path: string) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PermitRefused, Semaphore } from '../../server/semaphore.ts';
+import { PermitRefused, Semaphore } from '../../server/core/semaphore.ts';
 
 describe('Semaphore', () => {
   it('tryAcquire takes a free permit, and none when all are taken', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AppError } from '../../server/http/errors.ts';
 import { StreamSlots } from '../../server/http/stream-slots.ts';
+import { AppError } from '../../server/core/errors.ts';
 
 /** Slots whose downloads record being cut. */
 function slotsOf(limits: { perAccount: number; total: number; stalledMs?: number }) {

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AppError } from '../../server/http/errors.ts';
-import { hasNestedValue, MAX_DEPTH, mayHoldUnstorableText, parse, unstorableText } from '../../server/http/validate.ts';
+import { AppError } from '../../server/core/errors.ts';
+import { hasNestedValue, MAX_DEPTH, mayHoldUnstorableText, parse, unstorableText } from '../../server/core/validate.ts';
 
 // What PostgreSQL cannot store, without a database: a string survives a UTF-8
 // round trip exactly when it has no unpaired surrogate, and text never holds NUL.

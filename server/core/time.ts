@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
-// Shared parameter schemas for query strings and ingest rows. Each accepts the
-// text form a URL or CSV carries and yields the typed value.
+// Calendar dates, UTC instants and point-in-time cut-offs, as a URL or a CSV
+// cell carries them: each schema accepts the text form and yields the typed value.
 
 const DATE_RE = /^\d{4}-\d{2}-\d{2}$/;
 const INSTANT_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
@@ -68,42 +68,9 @@ export const AsOfSchema = z
   })
   .describe('point-in-time cut-off: a date means the end of that day; an instant is used exactly');
 
-export const BooleanFlagSchema = z.enum(['true', 'false'], { error: 'must be true or false' }).transform((s) => s === 'true');
-
-export const UuidSchema = z.string().uuid('must be a UUID');
-
-/** The path parameters of a route on one resource (`/instruments/:id/prices`, `/keys/:id/revoke`): its id, lower-cased. */
-export const IdParamsSchema = z.strictObject({ id: UuidSchema.transform((s) => s.toLowerCase()) });
-
-/** Comma-separated ids: trimmed, duplicates collapsed in order, then at least `min` and at most `max` distinct. */
-export function idListSchema(max: number, min = 1) {
-  return z
-    .string()
-    .min(1, 'must list at least one id')
-    .transform((s) => [...new Set(s.split(',').map((x) => x.trim().toLowerCase()))])
-    .pipe(
-      z
-        .array(UuidSchema)
-        .min(min, `must list at least ${min} distinct id${min > 1 ? 's' : ''}`)
-        .max(max, `at most ${max} distinct ids per call`),
-    );
-}
-
-export const ASSET_CLASSES = ['equity', 'etf', 'index', 'crypto', 'fx', 'future', 'metal', 'other', 'fund', 'bond'] as const;
-export const AssetClassSchema = z.enum(ASSET_CLASSES);
-
-/** For routes that take no query parameters: an unknown one is an error, not silently ignored. */
-/** A closed enum whose error lists the allowed values, as the caller needs them to correct the request. */
-export const closedEnum = <T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `must be one of ${values.join(', ')}` });
-
-/** An integer query parameter within [min, max]. */
-export const integerParam = (min: number, max: number) => z.coerce.number({ error: 'must be an integer' }).int('must be an integer').min(min).max(max);
-
 /** A query with optional `from` and `to` dates, refused when `to` comes before `from`. */
 export const withOrderedBounds = <T extends z.ZodObject>(query: T) =>
   query.refine((q: { from?: unknown; to?: unknown }) => !isDate(q.from) || !isDate(q.to) || q.from <= q.to, {
     path: ['to'],
     message: 'must be on or after from',
   });
-
-export const NoQuerySchema = z.strictObject({});
