@@ -31,7 +31,8 @@ export default tseslint.config(
     // The layers (docs/architecture.md): core/ is the ground floor and imports
     // nothing else of the server; db/ stands on core/ (with the metrics, the
     // logger and the configuration); neither knows HTTP. workers/ is pure
-    // compute and never imports the server.
+    // compute and never imports the server, which imports from it only the
+    // types-and-constants module, workers/contract.ts.
     files: ['server/**/*.ts', 'workers/**/*.ts'],
     rules: {
       'import-x/no-restricted-paths': [
@@ -46,6 +47,12 @@ export default tseslint.config(
               message: 'db/ stands on core/ alone',
             },
             { target: './workers', from: './server', message: 'workers/ is pure compute: it never imports the server' },
+            {
+              target: './server',
+              from: './workers',
+              except: ['./contract.ts'],
+              message: 'the server imports only workers/contract.ts (types and constants); server/worker-pool.ts loads the task modules by URL',
+            },
           ],
         },
       ],

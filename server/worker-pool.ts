@@ -1,6 +1,6 @@
 import os from 'node:os';
-import { Piscina } from 'piscina';
-import type { Tasks } from '../workers/tasks.ts';
+import { Piscina, transferableSymbol, valueSymbol } from 'piscina';
+import type { ClosedFormName, ClosedForms, TaskName, Tasks } from '../workers/contract.ts';
 import { readSlotsWaiting, readSlotWait, workerQueueDepth, workerRejected, workerRun, workerTasksInFlight, workerWait } from './metrics.ts';
 import { AppError } from './core/errors.ts';
 
@@ -13,7 +13,53 @@ interface WorkerPoolOptions {
   niceIncrement?: number;
 }
 
-type TaskName = keyof Tasks;
+// The task modules are loaded from here alone, by URL, as the threads load
+// them: the rest of the server imports only workers/contract.ts.
+const TASKS_MODULE = new URL('../workers/tasks.ts', import.meta.url).href;
+const { CLOSED_FORMS } = (await import(new URL('../workers/closed-forms.ts', import.meta.url).href)) as typeof import('../workers/closed-forms.ts');
+
+/**
+ * Computes a closed form on the calling thread (workers/closed-forms.ts):
+ * a few microseconds, less than a hop to a thread and back.
+ */
+export function closedForm<K extends ClosedFormName>(name: K, input: ClosedForms[K]['input']): ClosedForms[K]['result'] {
+  return CLOSED_FORMS[name](input);
+}
+
+const MOVED = Symbol('moved');
+
+/** A task input whose typed arrays go to the thread by transfer (see move). */
+export interface Moved<T> {
+  readonly [MOVED]: T;
+  readonly buffers: ArrayBuffer[];
+}
+
+/**
+ * Hands `input` to its task's thread: the typed arrays in it that own their
+ * whole buffer are transferred (piscina's move()), not copied, and are
+ * detached here. The caller must not read them afterwards.
+ */
+export function move<T>(input: T): Moved<T> {
+  return { [MOVED]: input, buffers: ownedBuffers(input) };
+}
+
+const isMoved = <T>(input: T | Moved<T>): input is Moved<T> => typeof input === 'object' && input !== null && MOVED in input;
+
+/** A task's message with the buffers piscina is to transfer, in piscina's Transferable protocol. */
+class TaskTransfer {
+  readonly #message: object;
+  readonly #buffers: ArrayBuffer[];
+  constructor(message: object, buffers: ArrayBuffer[]) {
+    this.#message = message;
+    this.#buffers = buffers;
+  }
+  get [transferableSymbol](): object {
+    return this.#buffers;
+  }
+  get [valueSymbol](): object {
+    return this.#message;
+  }
+}
 
 /**
  * The one piscina pool. Heavy analytics run on its threads (workers/entry.cjs
@@ -39,7 +85,7 @@ export class WorkerPool {
   readonly threads: number;
   /**
    * null when threads is 0: tasks then run on the main thread (for benchmarks
-   * and diagnosis only), which imports workers/tasks.ts at the first task.
+   * and diagnosis only), which loads workers/tasks.ts at the first task.
    * With threads, only the pool's threads load it.
    */
   private readonly piscina: Piscina | null;
@@ -101,23 +147,22 @@ export class WorkerPool {
     }
   }
 
-  /**
-   * Runs `task` on a thread. Typed arrays in `input` that own their whole
-   * buffer are transferred, not copied: the caller hands them over and must
-   * not read them afterwards.
-   */
-  async run<T>(task: TaskName, input: unknown): Promise<T> {
+  /** Runs `task` on a thread; an input passed through move() hands its typed arrays over instead of copying them. */
+  async run<K extends TaskName>(task: K, input: Tasks[K]['input'] | Moved<Tasks[K]['input']>): Promise<Tasks[K]['result']> {
     if (this.inFlight >= this.capacity) throw overloaded();
     this.inFlight++;
     workerTasksInFlight.set(this.inFlight);
     const queuedAt = performance.now();
     try {
-      const message = { task, input, queuedAt: performance.timeOrigin + queuedAt };
+      const message = { task, input: isMoved(input) ? input[MOVED] : input, queuedAt: performance.timeOrigin + queuedAt };
       const { result, waitMs, runMs } = (
         this.piscina
-          ? await this.piscina.run(message, { name: 'dispatch', transferList: ownedBuffers(input), signal: AbortSignal.timeout(this.options.taskTimeoutMs) })
-          : (await import('../workers/tasks.ts')).dispatch(message)
-      ) as { result: T; waitMs: number; runMs: number };
+          ? await this.piscina.run(isMoved(input) ? Piscina.move(new TaskTransfer(message, input.buffers)) : message, {
+              name: 'dispatch',
+              signal: AbortSignal.timeout(this.options.taskTimeoutMs),
+            })
+          : ((await import(TASKS_MODULE)) as typeof import('../workers/tasks.ts')).dispatch(message)
+      ) as { result: Tasks[K]['result']; waitMs: number; runMs: number };
       workerWait.observe({ task }, waitMs / 1000);
       workerRun.observe({ task, outcome: 'ok' }, runMs / 1000);
       return result;

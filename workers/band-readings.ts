@@ -28,6 +28,7 @@
  */
 import { fmt, needMore } from './indicator-readings.ts';
 import { ATR_PERIOD, BOLLINGER_PERIOD, atrSeries, bollingerSeries, highestLowest } from './indicator-series.ts';
+import { ATR_SIGNALS, BOLLINGER_SIGNALS, ICHIMOKU_SIGNALS, VWAP_SIGNALS } from './contract.ts';
 
 const ICHIMOKU_TENKAN = 9;
 const ICHIMOKU_KIJUN = 26;
@@ -50,13 +51,9 @@ const MIN_BARS = {
   ichimoku: ICHIMOKU_SENKOU_B + ICHIMOKU_DISPLACEMENT,
 } as const;
 
-export const ICHIMOKU_SIGNALS = ['bullish', 'bearish', 'neutral'] as const;
 type IchimokuSignal = (typeof ICHIMOKU_SIGNALS)[number];
-export const BOLLINGER_SIGNALS = ['overbought', 'oversold', 'neutral'] as const;
 type BollingerSignal = (typeof BOLLINGER_SIGNALS)[number];
-export const ATR_SIGNALS = ['high_volatility', 'normal_volatility', 'low_volatility'] as const;
 type AtrSignal = (typeof ATR_SIGNALS)[number];
-export const VWAP_SIGNALS = ['above', 'below', 'at'] as const;
 type VwapSignal = (typeof VWAP_SIGNALS)[number];
 
 export interface IchimokuResult {

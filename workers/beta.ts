@@ -22,9 +22,8 @@
  */
 import { centredMoments } from './centred-moments.ts';
 import { alignOnCommonDates, logReturns, type DatedCloses } from './correlation.ts';
+import { BETA_MIN_OBSERVATIONS, BETA_REASONS } from './contract.ts';
 
-export const BETA_MIN_OBSERVATIONS = 3;
-export const BETA_REASONS = ['insufficient_overlap', 'zero_benchmark_variance', 'zero_subject_variance'] as const;
 type BetaReason = (typeof BETA_REASONS)[number];
 
 export interface BetaResult {

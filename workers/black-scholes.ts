@@ -1,3 +1,4 @@
+import { DAYS_PER_YEAR } from './contract.ts';
 /**
  * Standard normal distribution and Black–Scholes–Merton pricing with a
  * continuous dividend yield.
@@ -16,11 +17,6 @@
  *      vega   change per ONE PERCENTAGE POINT of volatility   = (∂V/∂σ)/100
  *      rho    change per ONE PERCENTAGE POINT of the rate      = (∂V/∂r)/100
  */
-
-/** Calendar days per year under ACT/365F. */
-export const DAYS_PER_YEAR = 365;
-/** Name of the day-count convention used to turn expiry days into years. */
-export const DAY_COUNT_CONVENTION = 'ACT/365F' as const;
 
 /** Calendar days to expiry → years (ACT/365F: days / 365). */
 export function yearsFromDays(days: number): number {
@@ -150,7 +146,7 @@ export interface Greeks {
   rho: number;
 }
 
-interface OptionPriceResult {
+export interface OptionPriceResult {
   /** Fair value per share (one underlying unit). */
   price: number;
   greeks: Greeks;

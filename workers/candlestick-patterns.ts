@@ -1,3 +1,4 @@
+import { CANDLESTICK_PATTERNS, type CandlestickPatternName, type CandlestickSignal } from './contract.ts';
 /**
  * Candlestick patterns completing on one bar (by default the latest). Pure.
  *
@@ -53,28 +54,6 @@
  *   0.25·range, closes falling, C_prev <= O < O_prev). q = clamp((mean body
  *   ratio − 0.5)/0.4).
  */
-
-export type CandlestickSignal = 'bullish' | 'bearish' | 'neutral';
-
-export const CANDLESTICK_PATTERNS = {
-  doji: 'neutral',
-  hammer: 'bullish',
-  inverted_hammer: 'bullish',
-  hanging_man: 'bearish',
-  shooting_star: 'bearish',
-  bullish_engulfing: 'bullish',
-  bearish_engulfing: 'bearish',
-  piercing_line: 'bullish',
-  dark_cloud_cover: 'bearish',
-  bullish_harami: 'bullish',
-  bearish_harami: 'bearish',
-  morning_star: 'bullish',
-  evening_star: 'bearish',
-  three_white_soldiers: 'bullish',
-  three_black_crows: 'bearish',
-} as const satisfies Record<string, CandlestickSignal>;
-
-export type CandlestickPatternName = keyof typeof CANDLESTICK_PATTERNS;
 
 const DOJI_MAX_BODY = 0.1;
 const LONG_BODY_MIN = 0.5;

@@ -1,3 +1,4 @@
+import type { ChartPatternSignal, ChartPatternType } from './contract.ts';
 /**
  * Chart patterns from swing highs and lows of the CLOSING prices. Pure.
  *
@@ -68,18 +69,6 @@ const TRIANGLE_FLAT_TOLERANCE = 0.015;
 const TRIANGLE_BREAKOUT_MARGIN = TRIANGLE_FIT_TOLERANCE;
 /** A triangle is a consolidation: neither line may move more than this (relative) across the span. */
 const TRIANGLE_MAX_DRIFT = 0.1;
-
-export const CHART_PATTERN_TYPES = [
-  'double_top',
-  'double_bottom',
-  'head_and_shoulders',
-  'inverse_head_and_shoulders',
-  'ascending_triangle',
-  'descending_triangle',
-  'symmetric_triangle',
-] as const;
-export type ChartPatternType = (typeof CHART_PATTERN_TYPES)[number];
-export type ChartPatternSignal = 'bullish' | 'bearish' | 'neutral';
 
 export interface ChartPattern {
   type: ChartPatternType;

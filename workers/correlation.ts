@@ -28,10 +28,7 @@
  *   constant.
  */
 import { centredMoments } from './centred-moments.ts';
-
-export const CORRELATION_MIN_OBSERVATIONS = 3;
-export const CORRELATION_METHODS = ['pearson', 'spearman'] as const;
-export type CorrelationMethod = (typeof CORRELATION_METHODS)[number];
+import { CORRELATION_MIN_OBSERVATIONS, type CorrelationMethod } from './contract.ts';
 
 export interface DatedCloses {
   /** Days since 1970-01-01 (UTC), strictly ascending. */

@@ -37,6 +37,7 @@ import {
   stochasticSeries,
   wmaSeries,
 } from './indicator-series.ts';
+import { MA_TRENDS, MACD_CROSSOVERS, MACD_TRENDS, RSI_SIGNALS, STOCHASTIC_SIGNALS } from './contract.ts';
 
 export const RSI_OVERBOUGHT = 70;
 export const RSI_OVERSOLD = 30;
@@ -62,15 +63,10 @@ const MIN_BARS = {
   stochastic: STOCH_K_PERIOD + STOCH_D_PERIOD - 1,
 } as const;
 
-export const RSI_SIGNALS = ['overbought', 'oversold', 'neutral'] as const;
 type RsiSignal = (typeof RSI_SIGNALS)[number];
-export const MACD_TRENDS = ['bullish', 'bearish', 'neutral'] as const;
 type MacdTrend = (typeof MACD_TRENDS)[number];
-export const MACD_CROSSOVERS = ['bullish_crossover', 'bearish_crossover', 'none'] as const;
 type MacdCrossover = (typeof MACD_CROSSOVERS)[number];
-export const STOCHASTIC_SIGNALS = ['overbought', 'oversold', 'neutral'] as const;
 type StochasticSignal = (typeof STOCHASTIC_SIGNALS)[number];
-export const MA_TRENDS = ['bullish', 'bearish', 'neutral'] as const;
 type MaTrend = (typeof MA_TRENDS)[number];
 
 export interface RsiResult {

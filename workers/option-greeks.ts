@@ -23,9 +23,7 @@
  */
 import { priceOption, type OptionType } from './black-scholes.ts';
 import { impliedVolatility } from './implied-vol.ts';
-
-export const GREEKS_MISSING_INPUTS = ['spotPrice', 'riskFreeRate', 'bid', 'ask', 'quote', 'timeToExpiry', 'impliedVolatility'] as const;
-export type GreeksMissingInput = (typeof GREEKS_MISSING_INPUTS)[number];
+import type { GreeksMissingInput } from './contract.ts';
 
 export interface ChainGreeksInput {
   /** Underlying price for each contract's quote; null when none is known. */

@@ -5,6 +5,7 @@
  * types.
  */
 import type { OptionType } from './black-scholes.ts';
+import { STRUCTURE_NAMES, type StructureName } from './contract.ts';
 
 type LegAction = 'buy' | 'sell';
 
@@ -15,27 +16,6 @@ export interface OptionLeg {
   /** Number of contracts, > 0. */
   quantity: number;
 }
-
-export const STRUCTURE_NAMES = [
-  'long_call',
-  'long_put',
-  'short_call',
-  'short_put',
-  'bull_call_spread',
-  'bear_put_spread',
-  'bull_put_spread',
-  'bear_call_spread',
-  'long_straddle',
-  'short_straddle',
-  'long_strangle',
-  'short_strangle',
-  'iron_condor',
-  'iron_butterfly',
-  'butterfly',
-  'custom',
-] as const;
-
-export type StructureName = (typeof STRUCTURE_NAMES)[number];
 
 function isStructureName(name: string): name is StructureName {
   return (STRUCTURE_NAMES as readonly string[]).includes(name);

@@ -35,7 +35,7 @@ export interface ProbabilityInput {
   direction: Direction;
 }
 
-interface ProbabilityResult {
+export interface ProbabilityResult {
   /** Risk-neutral P(S_T >= target) (long) or P(S_T <= target) (short). */
   probabilityInTheMoneyAtExpiry: number;
   /** max(driftlessTouchProbability, probabilityInTheMoneyAtExpiry). */

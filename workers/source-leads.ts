@@ -43,22 +43,7 @@
  * which keeps the digits a Σx² − n·x̄² form would lose on [0, 100] scores).
  */
 import jstat from 'jstat';
-
-export const MAX_LAG_DAYS = 10;
-export const LAGS = MAX_LAG_DAYS + 1;
-/** With two pairs a Pearson correlation is always ±1. */
-export const MIN_PAIRS = 3;
-/** The longest run of calendar days without a session that still reads as a market closure (the 2001-09-11 closure: 6). */
-export const SESSION_LOOKBACK_DAYS = 7;
-
-export const PROMOTION_RULE = {
-  minSampleSize: 60,
-  minCorrelation: 0.1,
-  alpha: 0.05,
-  lagsSearched: LAGS,
-  minLagDays: 1,
-  subjectClasses: ['business'],
-} as const;
+import { LAGS, MIN_PAIRS, PROMOTION_RULE, SESSION_LOOKBACK_DAYS } from './contract.ts';
 
 export type LeadSubjectClass = 'business' | 'market_commentary';
 

@@ -20,8 +20,8 @@
  * `neutral`, with confidence = strongest neutral pattern (doji), or 0 when
  * no pattern completes on the latest bar.
  */
-import { detectCandlestickPatterns, type CandleBars, type CandlestickSignal } from './candlestick-patterns.ts';
-import { detectChartPatterns, type ChartPattern, type ChartPatternSignal, type ChartPatternType } from './chart-patterns.ts';
+import { detectCandlestickPatterns, type CandleBars } from './candlestick-patterns.ts';
+import { detectChartPatterns, type ChartPattern } from './chart-patterns.ts';
 import {
   macdReading,
   movingAverageReadings,
@@ -45,6 +45,7 @@ import {
   type VwapResult,
 } from './band-readings.ts';
 import { trendConsensus, type ConsensusTrend } from './trend-consensus.ts';
+import type { CandlestickSignal, ChartPatternSignal, ChartPatternType } from './contract.ts';
 
 export interface OhlcvBars {
   open: Float64Array;

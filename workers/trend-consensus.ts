@@ -1,3 +1,4 @@
+import { TREND_DIRECTIONS } from './contract.ts';
 /**
  * The consensus trend of the technicals snapshot, voted by its readings.
  *
@@ -33,7 +34,6 @@ const CONSENSUS_WEIGHTS = {
 } as const;
 const CONSENSUS_MAX_WEIGHT = Object.values(CONSENSUS_WEIGHTS).reduce((a, b) => a + b, 0);
 
-export const TREND_DIRECTIONS = ['bullish', 'bearish', 'neutral'] as const;
 type TrendDirection = (typeof TREND_DIRECTIONS)[number];
 
 export interface ConsensusTrend {

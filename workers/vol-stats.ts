@@ -30,9 +30,9 @@
  *    taken to the 30-day point by atmVolAt; null when either is null.
  */
 import type { OptionType } from './black-scholes.ts';
+import { VOLATILITY_WINDOW_DAYS } from './contract.ts';
 
 export const TRADING_DAYS_PER_YEAR = 252;
-export const VOLATILITY_WINDOW_DAYS = 30;
 export const ATM_TARGET_DAYS = 30;
 
 const ANNUALISE = Math.sqrt(TRADING_DAYS_PER_YEAR);

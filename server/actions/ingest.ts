@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ingestCounts, type IngestKind, type UploadResult } from '../ingest/kind.ts';
 import { repeatedStagedKeys } from '../ingest/repository.ts';
 import { rejectFirstRow, rejectUnknownInstruments } from '../ingest/service.ts';
+import { lockPriceHistory } from '../price-history/versions-repository.ts';
 import * as repo from './repository.ts';
 import { CorporateActionRowSchema, CoverageCheckRowSchema, type CorporateActionRow, type CoverageCheckRow } from './schema.ts';
 
@@ -41,7 +42,7 @@ export const corporateActionIngest: IngestKind<CorporateActionRow> = {
     r.source,
   ],
   async apply(tx): Promise<UploadResult> {
-    await repo.lockPriceHistory(tx);
+    await lockPriceHistory(tx);
     await rejectUnknownInstruments(tx);
     await rejectFirstRow(repeatedStagedKeys(tx, 'action_id'), 'id', 'the same action appears twice in this batch');
     await rejectFirstRow(repo.stagedActionsOfAnotherInstrument(tx), 'instrumentId', 'this action id belongs to another instrument');

@@ -2,10 +2,10 @@ import { z } from 'zod';
 import type { Area } from '../area.ts';
 import { defineRoute } from '../http/route.ts';
 import { corporateActionIngest, coverageCheckIngest } from './ingest.ts';
-import { CorporateActionSchema, CorporateActionsMetaSchema, CorporateActionsQuerySchema } from './schema.ts';
+import { CorporateActionsMetaSchema, CorporateActionsQuerySchema } from './schema.ts';
+import { CorporateActionSchema } from '../price-history/schema.ts';
 import { listCorporateActions } from './service.ts';
 import { InstrumentParamsSchema } from '../core/ids.ts';
-import { sendData } from '../http/envelope.ts';
 
 export const corporateActionsRoute = defineRoute({
   method: 'get',
@@ -25,9 +25,9 @@ export const corporateActionsRoute = defineRoute({
 export const actionsArea: Area = {
   routes: [corporateActionsRoute],
   mount(routes, { readDb }) {
-    routes.handle(corporateActionsRoute, async ({ params, query }, res) => {
+    routes.handle(corporateActionsRoute, async ({ params, query }) => {
       const { data, meta } = await listCorporateActions(readDb, params.id, query);
-      sendData(res, data, meta);
+      return { data, meta };
     });
   },
   ingest: { 'corporate-actions': corporateActionIngest, 'corporate-actions/coverage-checks': coverageCheckIngest },

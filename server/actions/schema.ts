@@ -3,18 +3,7 @@ import { FiniteNumber, jsonCell } from '../ingest/fields.ts';
 import { IdSchema, type InstrumentId, InstrumentIdSchema, nameBasedUuid } from '../core/ids.ts';
 import { BooleanFlagSchema } from '../core/params.ts';
 import { AsOfSchema, DateSchema, InstantSchema, withOrderedBounds } from '../core/time.ts';
-
-export const ACTION_KINDS = ['split', 'cash_dividend', 'stock_dividend', 'spinoff', 'merger', 'symbol_change', 'delisting'] as const;
-export type ActionKind = (typeof ACTION_KINDS)[number];
-
-/** How an action's knowledge date is known; `backfilled` actions have none and cannot be placed in time. */
-export const PROVENANCES = ['observed', 'vendor_pit', 'announced', 'backfilled'] as const;
-export type Provenance = (typeof PROVENANCES)[number];
-
-/** A count per provenance, each at zero, in PROVENANCES order. */
-export function zeroProvenanceCounts(): Record<Provenance, number> {
-  return { observed: 0, vendor_pit: 0, announced: 0, backfilled: 0 };
-}
+import { ACTION_KINDS, PROVENANCES, ProvenanceCountsSchema } from '../price-history/schema.ts';
 
 export const CorporateActionsQuerySchema = withOrderedBounds(
   z.strictObject({
@@ -101,31 +90,6 @@ export const CoverageCheckRowSchema = z.strictObject({
 export type CorporateActionRow = z.infer<typeof CorporateActionRowSchema>;
 export type CoverageCheckRow = z.infer<typeof CoverageCheckRowSchema>;
 
-/** A corporate action as one revision states it: the public shape of GET /instruments/:id/corporate-actions. */
-export const CorporateActionSchema = z
-  .strictObject({
-    id: z.string(),
-    instrumentId: z.string(),
-    kind: z.enum(ACTION_KINDS),
-    effectiveDate: z.string(),
-    announcementDate: z.string().nullable(),
-    knowledgeDate: z.string().nullable().describe('when it became knowable; null for backfilled actions'),
-    knowledgeProvenance: z.enum(PROVENANCES),
-    createdAt: z.string().describe('when the service stored it'),
-    params: z.record(z.string(), z.unknown()).describe('ratio for splits and stock dividends; amount and currency for cash dividends'),
-    source: z.string(),
-    actionSetVersion: z.int().min(1).describe("the instrument's action-set version that added or last changed it"),
-  })
-  .meta({ id: 'CorporateAction' });
-
-export type CorporateAction = z.infer<typeof CorporateActionSchema>;
-
-/** Actions counted by knowledge provenance, and whether the figures are point-in-time valid. */
-export const ProvenanceCountsSchema = z.strictObject({
-  ...(Object.fromEntries(PROVENANCES.map((p) => [p, z.int().min(0)])) as Record<Provenance, z.ZodInt>),
-  pitValid: z.boolean().describe('false when a backfilled action (not knowable at the time) entered the figures'),
-});
-
 export const CorporateActionsMetaSchema = z.strictObject({
   asOf: z.string(),
   source: z.string(),
@@ -134,11 +98,3 @@ export const CorporateActionsMetaSchema = z.strictObject({
   includeBackfilled: z.boolean(),
   provenance: ProvenanceCountsSchema,
 });
-
-/** The latest check of an instrument's action history against a source. */
-export interface CoverageCheck {
-  checkedAt: string;
-  source: string;
-  coveredFrom: string;
-  actionsFound: number;
-}

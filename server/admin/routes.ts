@@ -8,38 +8,31 @@ import * as accounts from '../accounts/service.ts';
 import * as keys from '../keys/service.ts';
 import * as logins from '../dashboard/service.ts';
 import type { PasswordHasher } from '../dashboard/password.ts';
-import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
 import { encodingOf, formatOf, gunzipped } from '../ingest/body.ts';
 import type { IngestKind } from '../ingest/kind.ts';
 import { ingestBody } from '../ingest/service.ts';
 import { UploadSlots, type UploadLimits } from '../ingest/uploads.ts';
 import { DerivedSchema, type Derived, type DeriveRequest } from '../derive.ts';
 import type { DataChanges } from '../ingest/kind.ts';
+import {
+  AccountCreateSchema,
+  AccountSchema,
+  CreatedKeySchema,
+  DashboardLoginSchema,
+  InvitationCreateSchema,
+  InvitationSchema,
+  KeyCreateSchema,
+  KeyListQuerySchema,
+  KeySchema,
+  PasswordSetSchema,
+  StatusSchema,
+  UsageQuerySchema,
+  UsageReportSchema,
+} from './schema.ts';
 import type { StatusReport } from './status.ts';
 import { AppError } from '../core/errors.ts';
-import { IdParamsSchema, InstrumentIdSchema, UuidSchema } from '../core/ids.ts';
+import { IdParamsSchema, InstrumentIdSchema } from '../core/ids.ts';
 import { NoQuerySchema } from '../core/params.ts';
-
-const AccountCreateSchema = z.strictObject({ name: z.string().trim().min(1).max(200).describe('account display name') });
-
-const KeyCreateSchema = z.strictObject({
-  accountId: UuidSchema,
-  environment: z.enum(ENVIRONMENTS).describe('sandbox keys start pk_test_, live keys pk_live_'),
-  scopes: z.array(z.enum(SCOPES, { error: `each scope must be one of ${SCOPES.join(', ')}` })).min(1, 'grant at least one scope'),
-  name: z.string().trim().min(1).max(200).describe('what the key is for'),
-});
-
-const PasswordSetSchema = z.strictObject({ login: logins.LoginSchema, password: logins.PasswordSchema });
-const InvitationCreateSchema = z.strictObject({
-  login: logins.LoginSchema,
-  validHours: z.int().min(1).max(720).optional().describe('how long the link can be used, once (default DASHBOARD_INVITATION_HOURS)'),
-});
-
-const KeyListSchema = z.strictObject({ accountId: UuidSchema.optional() });
-const UsageSchema = z.strictObject({
-  accountId: UuidSchema,
-  days: z.coerce.number().int().min(1).max(400).default(30).describe('day windows to report'),
-});
 
 function sha256(s: string) {
   return createHash('sha256').update(s).digest();
@@ -57,56 +50,6 @@ export function requireAdminToken(token: string): RequestHandler {
 }
 
 const TAG_ACCESS = 'Accounts and keys';
-
-const AccountSchema = z.strictObject({ id: z.string(), name: z.string(), createdAt: z.string() });
-const KeySchema = z.strictObject({
-  id: z.string(),
-  accountId: z.string(),
-  name: z.string(),
-  prefix: z.string().describe('the first characters of the key, for telling keys apart'),
-  environment: z.enum(ENVIRONMENTS),
-  scopes: z.array(z.enum(SCOPES)),
-  createdAt: z.string(),
-  lastUsedAt: z.string().nullable(),
-  revokedAt: z.string().nullable(),
-  rolledFrom: z.string().nullable().describe('the key this one replaced, when it was made by rolling that key'),
-});
-const CreatedKeySchema = z.strictObject({
-  id: z.string(),
-  key: z.string().describe('the full key: shown here only, once; the service keeps its hash'),
-  prefix: z.string(),
-  environment: z.enum(ENVIRONMENTS),
-  scopes: z.array(z.enum(SCOPES)),
-  name: z.string(),
-  createdAt: z.string(),
-  rolledFrom: z.string().nullable().describe('the key this one replaced, when it was made by rolling that key'),
-});
-const LoginSchema = z.strictObject({ accountId: z.string(), login: z.string() });
-const InvitationSchema = z.strictObject({
-  accountId: z.string(),
-  login: z.string(),
-  url: z.string().describe('the link to hand to the account holder: it sets the password once; shown here only'),
-  expiresAt: z.string(),
-});
-const UsageWindowSchema = z.strictObject({
-  days: z.array(z.strictObject({ day: z.string(), admitted: z.int().min(0), refused: z.int().min(0) })),
-  latestMinute: z.strictObject({ minuteStart: z.string(), admitted: z.int().min(0) }).nullable(),
-});
-const UsageReportSchema = z.strictObject({
-  accountId: z.string(),
-  billable: z.array(z.enum(ENVIRONMENTS)),
-  usage: z.strictObject(Object.fromEntries(ENVIRONMENTS.map((e) => [e, UsageWindowSchema])) as Record<(typeof ENVIRONMENTS)[number], typeof UsageWindowSchema>),
-});
-const StatusSchema = z.strictObject({
-  storageTier: z.string(),
-  timescaledbVersion: z.string().nullable(),
-  tierDetectedAt: z.string(),
-  migrations: z.array(z.strictObject({ version: z.int().min(1), name: z.string(), appliedAt: z.string() })),
-  database: z.strictObject({ serverVersion: z.string() }),
-  workerPool: z.strictObject({ threads: z.int().min(0), queueDepth: z.int().min(0) }),
-  uptimeSeconds: z.int().min(0),
-  version: z.string(),
-});
 
 export const statusRoute = defineRoute({
   method: 'get',
@@ -158,7 +101,7 @@ export const setPasswordRoute = defineRoute({
   params: IdParamsSchema,
   query: NoQuerySchema,
   body: PasswordSetSchema,
-  response: { status: 200, description: 'the login', data: LoginSchema },
+  response: { status: 200, description: 'the login', data: DashboardLoginSchema },
   errors: ['not_found'],
 });
 
@@ -199,7 +142,7 @@ export const listKeysRoute = defineRoute({
   summary: 'List keys, without their secrets',
   description:
     'Every key, or those of accountId (none for an unknown account), oldest first: display prefix, environment, scopes, revokedAt and rolledFrom as stored now. lastUsedAt is written at most once a second per key, so it can lag a request by about a second.',
-  query: KeyListSchema,
+  query: KeyListQuerySchema,
   response: { status: 200, description: 'the keys', data: z.array(KeySchema) },
   errors: [],
 });
@@ -239,7 +182,7 @@ export const usageRoute = defineRoute({
   summary: "An account's request counts per environment, by UTC day, and its latest minute",
   description:
     'For each environment, as counted now: the requests admitted, and those refused with 429 for a full rate window, on each UTC day that had any, newest first, over the last `days` days including today; and the requests admitted in the latest minute window. Only live use is billable (`billable`). An unknown accountId is 404.',
-  query: UsageSchema,
+  query: UsageQuerySchema,
   response: { status: 200, description: 'the counts', data: UsageReportSchema },
   errors: ['not_found'],
 });
@@ -327,58 +270,31 @@ export function adminRouter(deps: AdminDeps): Router {
   const routes = adminRoutes(deps.bodyLimit);
   const definitions = adminRouteDefinitions(deps.ingestKinds);
 
-  routes.handle(statusRoute, async (_input, res) => {
-    res.json({ data: await deps.status() });
-  });
-
-  routes.handle(createAccountRoute, async ({ body }, res) => {
-    res.status(201).json({ data: await accounts.createAccount(db, body.name) });
-  });
-
-  routes.handle(listAccountsRoute, async (_input, res) => {
-    res.json({ data: await accounts.listAccounts(db) });
-  });
-
-  routes.handle(setPasswordRoute, async ({ params, body }, res) => {
-    res.json({ data: await logins.setPassword(db, deps.passwords, { accountId: params.id, ...body }) });
-  });
-
-  routes.handle(createInvitationRoute, async ({ params, body }, res) => {
+  routes.handle(statusRoute, async () => ({ data: await deps.status() }));
+  routes.handle(createAccountRoute, async ({ body }) => ({ data: await accounts.createAccount(db, body.name) }));
+  routes.handle(listAccountsRoute, async () => ({ data: await accounts.listAccounts(db) }));
+  routes.handle(setPasswordRoute, async ({ params, body }) => ({
+    data: await logins.setPassword(db, deps.passwords, { accountId: params.id, ...body }),
+  }));
+  routes.handle(createInvitationRoute, async ({ params, body }) => {
     const validHours = body.validHours ?? deps.invitationHours;
-    res.status(201).json({ data: await logins.invite(db, { accountId: params.id, login: body.login, validHours }, deps.publicBaseUrl) });
+    return { data: await logins.invite(db, { accountId: params.id, login: body.login, validHours }, deps.publicBaseUrl) };
   });
-
-  routes.handle(createKeyRoute, async ({ body }, res) => {
-    res.status(201).json({ data: await keys.createKey(db, body) });
-  });
-
-  routes.handle(listKeysRoute, async ({ query }, res) => {
-    res.json({ data: await keys.listKeys(db, query.accountId) });
-  });
-
-  routes.handle(revokeKeyRoute, async ({ params }, res) => {
-    res.json({ data: await keys.revokeKey(db, params.id) });
-  });
-
-  routes.handle(rollKeyRoute, async ({ params }, res) => {
-    res.status(201).json({ data: await keys.rollKey(db, params.id) });
-  });
-
-  routes.handle(usageRoute, async ({ query }, res) => {
-    res.json({ data: await keys.readUsage(db, query.accountId, query.days) });
-  });
-
-  routes.handle(deriveRoute, async ({ body }, res) => {
-    res.json({ data: await deps.deriveAll({ instrumentIds: body.instrumentIds }) });
-  });
+  routes.handle(createKeyRoute, async ({ body }) => ({ data: await keys.createKey(db, body) }));
+  routes.handle(listKeysRoute, async ({ query }) => ({ data: await keys.listKeys(db, query.accountId) }));
+  routes.handle(revokeKeyRoute, async ({ params }) => ({ data: await keys.revokeKey(db, params.id) }));
+  routes.handle(rollKeyRoute, async ({ params }) => ({ data: await keys.rollKey(db, params.id) }));
+  routes.handle(usageRoute, async ({ query }) => ({ data: await keys.readUsage(db, query.accountId, query.days) }));
+  routes.handle(deriveRoute, async ({ body }) => ({ data: await deps.deriveAll({ instrumentIds: body.instrumentIds }) }));
 
   const uploads = new UploadSlots(deps.uploads);
   for (const [path, kind] of Object.entries(deps.ingestKinds)) {
-    routes.handle(definitions.ingest[path], async (_input, res, req) => {
+    // The route declares an `upload`, not a `body`: the handler streams the request itself into the database (ingest/service.ts).
+    routes.handle(definitions.ingest[path], async (_input, _res, req) => {
       const format = formatOf(req.get('content-type'));
       const encoding = encodingOf(req.get('content-encoding'));
       const { changes, ...stored } = await uploads.run(req, (body) => ingestBody(db, kind, encoding === 'gzip' ? gunzipped(body) : body, format));
-      res.json({ data: changes ? { ...stored, derived: await deps.deriveChanged(changes) } : stored });
+      return { data: changes ? { ...stored, derived: await deps.deriveChanged(changes) } : stored };
     });
   }
   return routes.build(definitions.all);

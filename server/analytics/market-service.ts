@@ -1,15 +1,13 @@
 import type { Database } from '../db/database.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { existingInstruments } from '../prices/repository.ts';
-import { readAdjustedSeries } from '../prices/adjusted-series.ts';
-import type { WorkerPool } from '../worker-pool.ts';
-import type { TechnicalsData } from '../../workers/technicals.ts';
-import { CORRELATION_MIN_OBSERVATIONS, type CorrelationMatrixResult } from '../../workers/correlation.ts';
-import { BETA_MIN_OBSERVATIONS, type BetaResult } from '../../workers/beta.ts';
-import { dayToDate } from '../prices/adjustment.ts';
+import { readAdjustedSeries } from '../prices/daily-bars.ts';
+import { move, type WorkerPool } from '../worker-pool.ts';
+import { dayToDate } from '../price-history/day-numbers.ts';
 import { lookbackWindow } from './series.ts';
 import { AppError } from '../core/errors.ts';
 import type { PointInTime } from '../core/time.ts';
+import { BETA_MIN_OBSERVATIONS, CORRELATION_MIN_OBSERVATIONS, type CorrelationMatrixResult } from '../../workers/contract.ts';
 
 const PRICE_ASSUMPTIONS = {
   prices: 'daily closes adjusted for splits, stock dividends and cash dividends known at the window end (backfilled actions excluded)',
@@ -31,7 +29,7 @@ export async function technicals(db: Database, pool: WorkerPool, id: string, q: 
     });
   }
   const { open, high, low, close, volume, dates } = series;
-  const result = await pool.run<TechnicalsData>('technicals', { open, high, low, close, volume });
+  const result = await pool.run('technicals', move({ open, high, low, close, volume }));
   const barsUsed = dates.length;
   const patterns = result.chartPatterns.patterns.map((p) => ({ ...p, startDate: dayToDate(dates[p.startIndex]), endDate: dayToDate(dates[p.endIndex]) }));
   return {
@@ -66,10 +64,10 @@ export async function correlations(
     const unknown = q.instrumentIds.filter((id) => !known.has(id));
     return { ids, unknown, series: await readAdjustedSeries(sql, ids, { from: window.from, to: window.to, asOf: q.asOf, fields: 'close' }) };
   });
-  const result = await pool.run<CorrelationMatrixResult>('correlations', {
-    series: ids.map((id) => ({ dates: series.get(id)!.dates, close: series.get(id)!.close })),
-    method: q.method,
-  });
+  const result = await pool.run(
+    'correlations',
+    move({ series: ids.map((id) => ({ dates: series.get(id)!.dates, close: series.get(id)!.close })), method: q.method }),
+  );
   const instruments = result.instruments.map((i) => ({ instrumentId: ids[i.index], observations: i.observations, usable: i.usable, reason: i.reason }));
   // The spec fixes this case: fewer than two instruments with usable data is invalid_request.
   if (result.usableIndices.length < 2) {
@@ -131,10 +129,10 @@ export async function beta(db: Database, pool: WorkerPool, id: string, q: { benc
   });
   const subject = series.get(id)!;
   const benchmark = series.get(q.benchmarkId)!;
-  const result = await pool.run<BetaResult>('beta', {
-    subject: { dates: subject.dates, close: subject.close },
-    benchmark: { dates: benchmark.dates, close: benchmark.close },
-  });
+  const result = await pool.run(
+    'beta',
+    move({ subject: { dates: subject.dates, close: subject.close }, benchmark: { dates: benchmark.dates, close: benchmark.close } }),
+  );
   return {
     instrumentId: id,
     benchmarkId: q.benchmarkId,

@@ -1,15 +1,28 @@
 import { z } from 'zod';
-import { DAY_COUNT_CONVENTION } from '../../workers/black-scholes.ts';
-import { BETA_REASONS } from '../../workers/beta.ts';
-import { CANDLESTICK_PATTERNS, type CandlestickPatternName, type CandlestickSignal } from '../../workers/candlestick-patterns.ts';
-import { CHART_PATTERN_TYPES, type ChartPatternSignal } from '../../workers/chart-patterns.ts';
-import { CORRELATION_METHODS, type CorrelationInstrument } from '../../workers/correlation.ts';
-import { STRUCTURE_NAMES } from '../../workers/option-structures.ts';
-import type { StrategyAssumptions } from '../../workers/strategy-ev.ts';
-import { TREND_DIRECTIONS } from '../../workers/trend-consensus.ts';
-import { MA_TRENDS, MACD_CROSSOVERS, MACD_TRENDS, RSI_SIGNALS, STOCHASTIC_SIGNALS } from '../../workers/indicator-readings.ts';
-import { ATR_SIGNALS, BOLLINGER_SIGNALS, ICHIMOKU_SIGNALS, VWAP_SIGNALS } from '../../workers/band-readings.ts';
 import { DirectionSchema, LegActionSchema, OptionTypeSchema } from './schema.ts';
+import {
+  ATR_SIGNALS,
+  BETA_REASONS,
+  BOLLINGER_SIGNALS,
+  CANDLESTICK_PATTERNS,
+  type CandlestickPatternName,
+  type CandlestickSignal,
+  CHART_PATTERN_TYPES,
+  type ChartPatternSignal,
+  CORRELATION_METHODS,
+  type CorrelationInstrument,
+  DAY_COUNT_CONVENTION,
+  ICHIMOKU_SIGNALS,
+  MA_TRENDS,
+  MACD_CROSSOVERS,
+  MACD_TRENDS,
+  RSI_SIGNALS,
+  STOCHASTIC_SIGNALS,
+  type StrategyAssumptions,
+  STRUCTURE_NAMES,
+  TREND_DIRECTIONS,
+  VWAP_SIGNALS,
+} from '../../workers/contract.ts';
 
 // The `data` of each analytics answer, field for field as the services build
 // it (service.ts, market-service.ts). Closed objects: a renamed or extra field

@@ -14,7 +14,6 @@ import * as market from './market-service.ts';
 import * as service from './service.ts';
 import { InstrumentParamsSchema } from '../core/ids.ts';
 import { NoQuerySchema } from '../core/params.ts';
-import { sendData } from '../http/envelope.ts';
 
 const TAG = 'Analytics';
 const computedMeta = z.strictObject({ asOf: z.string(), source: z.string(), stale: z.boolean() });
@@ -113,29 +112,23 @@ export const betaRoute = defineRoute({
 export const analyticsArea: Area = {
   routes: [optionPriceRoute, probabilityRoute, strategyEvRoute, technicalsRoute, correlationsRoute, betaRoute],
   mount(routes, { pool, readDb }) {
-    routes.handle(optionPriceRoute, ({ body }, res) => {
-      sendData(res, service.optionPrice(body), meta());
-    });
-    routes.handle(probabilityRoute, ({ body }, res) => {
-      sendData(res, service.probability(body), meta());
-    });
-    routes.handle(strategyEvRoute, async ({ body }, res) => {
-      sendData(res, await service.strategyEv(pool, body), meta());
-    });
+    routes.handle(optionPriceRoute, ({ body }) => ({ data: service.optionPrice(body), meta: meta() }));
+    routes.handle(probabilityRoute, ({ body }) => ({ data: service.probability(body), meta: meta() }));
+    routes.handle(strategyEvRoute, async ({ body }) => ({ data: await service.strategyEv(pool, body), meta: meta() }));
 
-    routes.handle(technicalsRoute, async ({ params, query }, res) => {
+    routes.handle(technicalsRoute, async ({ params, query }) => {
       const data = await pool.withReadSlot('technicals', () => market.technicals(readDb, pool, params.id, query));
-      sendData(res, data, fromBars(data.assumptions.asOf));
+      return { data, meta: fromBars(data.assumptions.asOf) };
     });
 
-    routes.handle(correlationsRoute, async ({ query }, res) => {
+    routes.handle(correlationsRoute, async ({ query }) => {
       const data = await pool.withReadSlot('correlations', () => market.correlations(readDb, pool, query));
-      sendData(res, data, fromBars(data.assumptions.asOf));
+      return { data, meta: fromBars(data.assumptions.asOf) };
     });
 
-    routes.handle(betaRoute, async ({ params, query }, res) => {
+    routes.handle(betaRoute, async ({ params, query }) => {
       const data = await pool.withReadSlot('beta', () => market.beta(readDb, pool, params.id, query));
-      sendData(res, data, fromBars(data.assumptions.asOf));
+      return { data, meta: fromBars(data.assumptions.asOf) };
     });
   },
 };

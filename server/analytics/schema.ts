@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import { FIRST_DAY, startsBeforeFirstDay } from './series.ts';
-import { STRUCTURE_NAMES } from '../../workers/option-structures.ts';
-import { CORRELATION_METHODS } from '../../workers/correlation.ts';
 import { instrumentIdListSchema, InstrumentIdSchema } from '../core/ids.ts';
 import { AsOfSchema, type PointInTime } from '../core/time.ts';
+import { CORRELATION_METHODS, STRUCTURE_NAMES } from '../../workers/contract.ts';
 
 // Bounds keep every computation meaningful: σ√T stays at most 5 × √10 ≈ 16,
 // inside the range where the integration's truncation bound holds.

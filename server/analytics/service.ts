@@ -1,11 +1,8 @@
-import { DAY_COUNT_CONVENTION, priceOption, yearsFromDays } from '../../workers/black-scholes.ts';
-import { probabilityOfTarget } from '../../workers/probability.ts';
-import { checkStructure, type OptionLeg } from '../../workers/option-structures.ts';
-import type { StrategyResult } from '../../workers/strategy-ev.ts';
-import type { WorkerPool } from '../worker-pool.ts';
+import { closedForm, type WorkerPool } from '../worker-pool.ts';
 import type { z } from 'zod';
 import type { OptionPriceSchema, ProbabilitySchema, StrategyEvBody } from './schema.ts';
 import { AppError } from '../core/errors.ts';
+import { DAY_COUNT_CONVENTION, DAYS_PER_YEAR, type OptionLeg } from '../../workers/contract.ts';
 
 const GREEK_UNITS = {
   delta: 'per 1 unit of spot, per share',
@@ -17,8 +14,16 @@ const GREEK_UNITS = {
 
 /** Closed form, a few microseconds: computed on the request thread (see bench/). */
 export function optionPrice(q: z.infer<typeof OptionPriceSchema>) {
-  const timeYears = yearsFromDays(q.expiryDays);
-  const result = priceOption({ spot: q.spot, strike: q.strike, timeYears, rate: q.rate, vol: q.vol, dividendYield: q.dividendYield, type: q.type });
+  const timeYears = q.expiryDays / DAYS_PER_YEAR;
+  const result = closedForm('optionPrice', {
+    spot: q.spot,
+    strike: q.strike,
+    timeYears,
+    rate: q.rate,
+    vol: q.vol,
+    dividendYield: q.dividendYield,
+    type: q.type,
+  });
   return {
     price: result.price,
     greeks: result.greeks,
@@ -40,8 +45,8 @@ export function optionPrice(q: z.infer<typeof OptionPriceSchema>) {
 }
 
 export function probability(q: z.infer<typeof ProbabilitySchema>) {
-  const timeYears = yearsFromDays(q.expiryDays);
-  const r = probabilityOfTarget({
+  const timeYears = q.expiryDays / DAYS_PER_YEAR;
+  const r = closedForm('probability', {
     spot: q.spot,
     target: q.target,
     timeYears,
@@ -84,12 +89,12 @@ export async function strategyEv(pool: WorkerPool, body: StrategyEvBody) {
   });
   if (Object.keys(details).length) throw new AppError('unsupported_structure', 'only option-only, single-expiry structures are priced', details);
   const legs: OptionLeg[] = body.legs.map((l) => ({ action: l.action, type: l.type as 'call' | 'put', strike: l.strike!, quantity: l.quantity }));
-  const problems = checkStructure(body.structure, legs);
+  const problems = closedForm('structureProblems', { structure: body.structure, legs });
   if (problems.length) {
     throw new AppError('unsupported_structure', `the legs do not form a ${body.structure}; send structure "custom" for arbitrary legs`, { legs: problems });
   }
-  const timeYears = yearsFromDays(body.expiryDays);
-  const result = await pool.run<StrategyResult>('strategyEv', {
+  const timeYears = body.expiryDays / DAYS_PER_YEAR;
+  const result = await pool.run('strategyEv', {
     structure: body.structure,
     legs,
     spot: body.spot,

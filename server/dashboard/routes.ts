@@ -2,19 +2,19 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response, type Router } from 'express';
-import { z } from 'zod';
 import type { AppDeps } from '../area.ts';
 import { publicBaseUrl } from '../config.ts';
+import { definePage, type PageDefinition } from '../http/route.ts';
+import { RouteTable } from '../http/router.ts';
 import * as keys from '../keys/service.ts';
-import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
 import { createdKeyPage, keyPage, keysPage, revokeConfirmPage } from './keys-pages.ts';
 import { cookieOf, DEVICE_COOKIE, FORM_COOKIE, SESSION_COOKIE, setCookie } from './cookies.ts';
+import { InvitationFormSchema, InvitationQuerySchema, KeyFormSchema, SignInFormSchema, UsageQuerySchema } from './schema.ts';
 import * as dashboard from './service.ts';
 import { errorPage, invitationPage, signInPage } from './sign-in-pages.ts';
-import { USAGE_PERIODS, usagePage } from './usage-page.ts';
+import { usagePage } from './usage-page.ts';
 import { AppError, notFound } from '../core/errors.ts';
 import { IdParamsSchema } from '../core/ids.ts';
-import { parse } from '../core/validate.ts';
 
 /**
  * Sent with every dashboard answer. Scripts, styles and everything else load
@@ -46,36 +46,13 @@ const noStore: RequestHandler = (_req, res, next) => {
 
 const wantsJson = (req: Request) => req.accepts(['html', 'json']) === 'json';
 
-const SignInFormSchema = z.object({ login: dashboard.LoginSchema, password: z.string().min(1, 'required').max(200), csrf: z.string() });
-const InvitationFormSchema = z.object({ token: z.string().min(1).max(100), password: dashboard.PasswordSchema, confirm: z.string(), csrf: z.string() });
-const KeyFormSchema = z.object({
-  name: z.string().trim().min(1, 'required').max(200),
-  environment: z.enum(ENVIRONMENTS),
-  // One checked box arrives as a string, several as an array.
-  scopes: z
-    .union([z.string(), z.array(z.string())])
-    .transform((s) => (Array.isArray(s) ? s : [s]))
-    .pipe(z.array(z.enum(SCOPES, { error: 'not a scope' })).min(1, 'choose at least one scope')),
-});
-const UsageQuerySchema = z.strictObject({
-  days: z.coerce
-    .number()
-    .refine((d) => (USAGE_PERIODS as readonly number[]).includes(d), `one of ${USAGE_PERIODS.join(', ')}`)
-    .default(USAGE_PERIODS[0]),
-});
-
 /** The details of an invalid form, as one sentence for the page. */
 const formProblem = (err: AppError) => [err.message, ...Object.entries(err.details).map(([field, problems]) => `${field}: ${problems.join(', ')}`)].join('; ');
 
-/** A refusal shown on the page it concerns (status and headers kept), or left to the error handler when the client asked for JSON. */
-function refuseOnPage(req: Request, res: Response, err: unknown, render: (message: string) => string): void {
-  if (!(err instanceof AppError) || wantsJson(req)) throw err;
-  res.locals.errorCode = err.code;
-  res
-    .status(err.status)
-    .set(err.headers)
-    .type('html')
-    .send(render(formProblem(err)));
+/** A refusal shown on the page it concerns, or left to the error handler (the envelope) when the client asked for JSON. */
+function shownOn(req: Request, err: AppError, render: (message: string) => string): string {
+  if (wantsJson(req)) throw err;
+  return render(formProblem(err));
 }
 
 /** Refuses a state-changing request whose token (form field `csrf`, or header X-CSRF-Token) is not `expected`. */
@@ -84,6 +61,13 @@ function requireCsrfToken(req: Request, expected: string | null): void {
   throw new AppError('invalid_csrf_token', 'the form is missing its CSRF token, or it belongs to another session; reload the page', {
     csrf: ['missing or not this session’s token'],
   });
+}
+
+/** The session the session check put in front of every signed-in page. */
+function sessionOf(res: Response): dashboard.Session {
+  const { session } = res.locals;
+  if (!session) throw new Error('a signed-in page was reached without the session check in front of it');
+  return session;
 }
 
 /**
@@ -107,6 +91,42 @@ function assets(): Router {
   return router;
 }
 
+// Before sign-in. Each form carries the CSRF token of the browser's form cookie.
+const signInPageRoute = definePage({ method: 'get', path: '/sign-in', response: { status: 200, html: true } });
+const signInRoute = definePage({ method: 'post', path: '/sign-in', body: SignInFormSchema, response: { status: 303, redirect: true } });
+const invitationPageRoute = definePage({ method: 'get', path: '/invitation', query: InvitationQuerySchema, response: { status: 200, html: true } });
+const acceptInvitationRoute = definePage({ method: 'post', path: '/invitation', body: InvitationFormSchema, response: { status: 303, redirect: true } });
+const SIGN_IN_PAGES: readonly PageDefinition[] = [signInPageRoute, signInRoute, invitationPageRoute, acceptInvitationRoute];
+
+// Signed in. Each form carries the CSRF token of the session.
+const homeRoute = definePage({ method: 'get', path: '/', response: { status: 303, redirect: true } });
+const keysPageRoute = definePage({ method: 'get', path: '/keys', response: { status: 200, html: true } });
+const createKeyRoute = definePage({ method: 'post', path: '/keys', body: KeyFormSchema, response: { status: 201, html: true } });
+const keyPageRoute = definePage({ method: 'get', path: '/keys/:id', params: IdParamsSchema, response: { status: 200, html: true } });
+const revokeConfirmRoute = definePage({ method: 'get', path: '/keys/:id/revoke', params: IdParamsSchema, response: { status: 200, html: true } });
+const revokeKeyRoute = definePage({ method: 'post', path: '/keys/:id/revoke', params: IdParamsSchema, response: { status: 303, redirect: true } });
+const rollKeyRoute = definePage({ method: 'post', path: '/keys/:id/roll', params: IdParamsSchema, response: { status: 201, html: true } });
+const usagePageRoute = definePage({ method: 'get', path: '/usage', query: UsageQuerySchema, response: { status: 200, html: true } });
+const signOutRoute = definePage({ method: 'post', path: '/sign-out', response: { status: 303, redirect: true } });
+const ACCOUNT_PAGES: readonly PageDefinition[] = [
+  homeRoute,
+  keysPageRoute,
+  createKeyRoute,
+  keyPageRoute,
+  revokeConfirmRoute,
+  revokeKeyRoute,
+  rollKeyRoute,
+  usagePageRoute,
+  signOutRoute,
+];
+
+/**
+ * The dashboard's pages, in a route table mounted at /account. A method a
+ * page does not serve goes on like a path no page serves: to the session
+ * check, then the 404 page.
+ */
+const pages = (before: (page: PageDefinition) => RequestHandler[]) => new RouteTable<PageDefinition>({ prefix: '/account', before, otherMethods: 'pass' });
+
 /**
  * The account dashboard, mounted at /account on the public listener: sign-in,
  * keys and usage for account holders. Each action calls the service the
@@ -128,6 +148,7 @@ export function dashboardRouter(deps: AppDeps): Router {
   router.use(securityHeaders);
   router.use(assets());
   router.use(noStore);
+  // Every post's body, the forms' and any other: the session check reads the CSRF token from it on a path no page serves too.
   router.use(express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 }));
 
   const secure = (req: Request) => req.secure || publicBaseUrl(config).startsWith('https:');
@@ -154,24 +175,24 @@ export function dashboardRouter(deps: AppDeps): Router {
     setCookie(res, FORM_COOKIE, secret, secure(req));
     return secret;
   }
+  const formToken = (req: Request, res: Response) => dashboard.csrfTokenOf(formSecret(req, res));
 
   // The sign-in and invitation forms, posted before there is a session, carry the form cookie's token.
-  router.post(['/sign-in', '/invitation'], (req, _res, next) => {
+  const requireFormToken: RequestHandler = (req, _res, next) => {
     const secret = cookieOf(req, FORM_COOKIE);
     requireCsrfToken(req, secret && dashboard.csrfTokenOf(secret));
     next();
-  });
+  };
+  const signIn = pages((page) => (page.method === 'post' ? [requireFormToken] : []));
 
-  router.get('/sign-in', (req, res) => {
+  signIn.handle(signInPageRoute, (_input, res, req) => {
     const info = req.query.welcome === '1' ? 'Your password is set: sign in with it.' : undefined;
-    res.type('html').send(signInPage({ csrfToken: dashboard.csrfTokenOf(formSecret(req, res)), info }));
+    return signInPage({ csrfToken: formToken(req, res), info });
   });
 
-  router.post('/sign-in', async (req, res) => {
-    let login: string | undefined;
-    try {
-      const form = parse(SignInFormSchema, req.body, 'body');
-      login = form.login;
+  signIn.handle(
+    signInRoute,
+    async ({ body: form }, res, req) => {
       const earlier = cookieOf(req, SESSION_COOKIE);
       if (earlier) await dashboard.signOut(db, earlier);
       const { sessionId, deviceToken } = await dashboard.signIn(
@@ -183,32 +204,33 @@ export function dashboardRouter(deps: AppDeps): Router {
       );
       setCookie(res, SESSION_COOKIE, sessionId, secure(req));
       setCookie(res, DEVICE_COOKIE, deviceToken, secure(req), limits.deviceDays * 86_400);
-      res.redirect(303, '/account/keys');
-    } catch (err) {
-      refuseOnPage(req, res, err, (error) => signInPage({ csrfToken: dashboard.csrfTokenOf(formSecret(req, res)), login, error }));
-    }
+      return { location: '/account/keys' };
+    },
+    (err, input, req, res) => shownOn(req, err, (error) => signInPage({ csrfToken: formToken(req, res), login: input?.body.login, error })),
+  );
+
+  signIn.handle(invitationPageRoute, async ({ query }, res, req) => {
+    const login = await dashboard.invitationFor(db, query.token);
+    return invitationPage({ csrfToken: formToken(req, res), token: query.token, login });
   });
 
-  router.get('/invitation', async (req, res) => {
-    const { token } = parse(z.object({ token: z.string().min(1).max(100) }), req.query);
-    const login = await dashboard.invitationFor(db, token);
-    res.type('html').send(invitationPage({ csrfToken: dashboard.csrfTokenOf(formSecret(req, res)), token, login }));
-  });
-
-  router.post('/invitation', async (req, res) => {
-    const token = typeof req.body?.token === 'string' ? req.body.token : '';
-    try {
-      const form = parse(InvitationFormSchema, req.body, 'body');
+  signIn.handle(
+    acceptInvitationRoute,
+    async ({ body: form }, _res, req) => {
       if (form.password !== form.confirm) throw new AppError('invalid_request', 'the two passwords differ', { confirm: ['does not match the password'] });
       await dashboard.acceptInvitation(db, passwords, { token: form.token, password: form.password, address: req.ip ?? 'unknown' }, limits);
-      res.redirect(303, '/account/sign-in?welcome=1');
-    } catch (err) {
-      // A refusal the holder can act on is shown on the invitation's page, while the invitation still stands.
-      if (!(err instanceof AppError) || !['invalid_request', 'rate_limited', 'overloaded'].includes(err.code)) throw err;
+      return { location: '/account/sign-in?welcome=1' };
+    },
+    // A refusal the holder can act on is shown on the invitation's page, while the invitation still stands.
+    async (err, _input, req, res) => {
+      if (!['invalid_request', 'rate_limited', 'overloaded'].includes(err.code)) throw err;
+      const token = typeof req.body?.token === 'string' ? req.body.token : '';
       const login = await dashboard.invitationFor(db, token).catch(() => Promise.reject(err));
-      refuseOnPage(req, res, err, (error) => invitationPage({ csrfToken: dashboard.csrfTokenOf(formSecret(req, res)), token, login, error }));
-    }
-  });
+      return shownOn(req, err, (error) => invitationPage({ csrfToken: formToken(req, res), token, login, error }));
+    },
+  );
+
+  signIn.build(SIGN_IN_PAGES, router);
 
   // Everything below needs a session; a state-changing request also needs the session's CSRF token.
   router.use(async (req, res, next) => {
@@ -224,72 +246,67 @@ export function dashboardRouter(deps: AppDeps): Router {
     next();
   });
 
-  const sessionOf = (res: Response): dashboard.Session => res.locals.session;
-  const keyIdOf = (req: Request) => parse(IdParamsSchema, req.params, 'params').id;
+  const account = pages(() => []);
 
-  router.get('/', (_req, res) => {
-    res.redirect(303, '/account/keys');
-  });
+  account.handle(homeRoute, () => ({ location: '/account/keys' }));
 
-  router.get('/keys', async (req, res) => {
+  account.handle(keysPageRoute, async (_input, res, req) => {
     const session = sessionOf(res);
     const list = await keys.listKeys(db, session.accountId);
+    // `revoked` names the key a revoke redirected from, for a notice; the page parses no other parameter and ignores any.
     const revoked = typeof req.query.revoked === 'string' ? list.find((k) => k.id === req.query.revoked) : undefined;
-    res.type('html').send(keysPage(session, list, revoked ? { info: `Key ${revoked.name} (${revoked.prefix}…) is revoked.` } : undefined));
+    return keysPage(session, list, revoked ? { info: `Key ${revoked.name} (${revoked.prefix}…) is revoked.` } : undefined);
   });
 
-  router.post('/keys', async (req, res) => {
-    const session = sessionOf(res);
-    try {
-      const form = parse(KeyFormSchema, req.body, 'body');
-      const created = await keys.createKey(db, { accountId: session.accountId, ...form });
-      res.status(201).type('html').send(createdKeyPage(session, created));
-    } catch (err) {
+  account.handle(
+    createKeyRoute,
+    async ({ body: form }, res) => {
+      const session = sessionOf(res);
+      return createdKeyPage(session, await keys.createKey(db, { accountId: session.accountId, ...form }));
+    },
+    async (err, _input, req, res) => {
+      const session = sessionOf(res);
       const list = await keys.listKeys(db, session.accountId);
-      refuseOnPage(req, res, err, (error) => keysPage(session, list, { error }));
-    }
-  });
+      return shownOn(req, err, (error) => keysPage(session, list, { error }));
+    },
+  );
 
-  router.get('/keys/:id', async (req, res) => {
+  account.handle(keyPageRoute, async ({ params }, res) => {
     const session = sessionOf(res);
-    const key = await keys.getKey(db, keyIdOf(req), session.accountId);
-    res.type('html').send(keyPage(session, key, await keys.listKeys(db, session.accountId)));
+    const key = await keys.getKey(db, params.id, session.accountId);
+    return keyPage(session, key, await keys.listKeys(db, session.accountId));
   });
 
-  router.get('/keys/:id/revoke', async (req, res) => {
+  account.handle(revokeConfirmRoute, async ({ params }, res) => {
     const session = sessionOf(res);
-    res.type('html').send(revokeConfirmPage(session, await keys.getKey(db, keyIdOf(req), session.accountId)));
+    return revokeConfirmPage(session, await keys.getKey(db, params.id, session.accountId));
   });
 
-  router.post('/keys/:id/revoke', async (req, res) => {
-    const revoked = await keys.revokeKey(db, keyIdOf(req), sessionOf(res).accountId);
-    res.redirect(303, `/account/keys?revoked=${revoked.id}`);
+  account.handle(revokeKeyRoute, async ({ params }, res) => {
+    const revoked = await keys.revokeKey(db, params.id, sessionOf(res).accountId);
+    return { location: `/account/keys?revoked=${revoked.id}` };
   });
 
-  router.post('/keys/:id/roll', async (req, res) => {
+  account.handle(rollKeyRoute, async ({ params }, res) => {
     const session = sessionOf(res);
-    const id = keyIdOf(req);
-    const created = await keys.rollKey(db, id, session.accountId);
-    res
-      .status(201)
-      .type('html')
-      .send(createdKeyPage(session, created, await keys.getKey(db, id, session.accountId)));
+    const created = await keys.rollKey(db, params.id, session.accountId);
+    return createdKeyPage(session, created, await keys.getKey(db, params.id, session.accountId));
   });
 
-  router.get('/usage', async (req, res) => {
+  account.handle(usagePageRoute, async ({ query }, res) => {
     const session = sessionOf(res);
-    const { days } = parse(UsageQuerySchema, req.query);
-    const usage = await keys.readUsage(db, session.accountId, days);
+    const usage = await keys.readUsage(db, session.accountId, query.days);
     const perMinute = { sandbox: config.RATE_LIMIT_SANDBOX_PER_MINUTE, live: config.RATE_LIMIT_LIVE_PER_MINUTE };
-    res.type('html').send(usagePage(session, { usage, days, perMinute, now: Date.now() }));
+    return usagePage(session, { usage, days: query.days, perMinute, now: Date.now() });
   });
 
-  router.post('/sign-out', async (req, res) => {
+  account.handle(signOutRoute, async (_input, res, req) => {
     await dashboard.signOut(db, cookieOf(req, SESSION_COOKIE) as string);
     setCookie(res, SESSION_COOKIE, null, secure(req));
-    res.redirect(303, '/account/sign-in');
+    return { location: '/account/sign-in' };
   });
 
+  account.build(ACCOUNT_PAGES, router);
   router.use(() => {
     // The path is not quoted: a holder may have pasted a password into it.
     throw notFound('dashboard page');

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ACTION_KINDS } from '../actions/schema.ts';
+import { ACTION_KINDS } from '../price-history/schema.ts';
 import { DateSchema, InstantSchema } from '../core/time.ts';
 import { AssetClassSchema } from '../instruments/schema.ts';
 

@@ -1,4 +1,5 @@
-import { priceOption, yearsFromDays, type Greeks } from '../../workers/black-scholes.ts';
+import { DAYS_PER_YEAR, type Greeks } from '../../workers/contract.ts';
+import { closedForm } from '../worker-pool.ts';
 import { derivedContractId, type OptionRight } from '../options/schema.ts';
 import { demoDailyBars, demoDailySources, demoInstrumentId } from './catalog.ts';
 import { mulberry32, SYNTHETIC_SOURCE } from './synthetic-intraday.ts';
@@ -244,8 +245,8 @@ export function syntheticOptionContracts(): SyntheticOptionContract[] {
 /** The model price and Greeks of a contract at its smile vol on one day's close. */
 export function modelQuote(spec: SyntheticChainSpec, c: { expiry: string; strike: number; right: OptionRight }, day: string, spot: number) {
   const vol = smileVol(spec, c.strike, spot);
-  const timeYears = yearsFromDays(daysBetween(day, c.expiry));
-  const { price, greeks } = priceOption({
+  const timeYears = daysBetween(day, c.expiry) / DAYS_PER_YEAR;
+  const { price, greeks } = closedForm('optionPrice', {
     spot,
     strike: c.strike,
     timeYears,

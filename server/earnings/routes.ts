@@ -5,7 +5,6 @@ import { earningsIngest } from './ingest.ts';
 import { EarningsMetaSchema, EarningsReportSchema, InstrumentEarningsQuerySchema, MAX_WINDOW_DAYS, MarketEarningsQuerySchema } from './schema.ts';
 import { listInstrumentEarnings, listMarketEarnings } from './service.ts';
 import { InstrumentParamsSchema } from '../core/ids.ts';
-import { sendData } from '../http/envelope.ts';
 
 const ORDER = 'earliest reportDate first; ties by symbol (none last), then instrumentId, fiscalYear and fiscalPeriod';
 const ROW_NOTES =
@@ -41,14 +40,8 @@ export const marketEarningsRoute = defineRoute({
 export const earningsArea: Area = {
   routes: [instrumentEarningsRoute, marketEarningsRoute],
   mount(routes, { readDb }) {
-    routes.handle(instrumentEarningsRoute, async ({ params, query }, res) => {
-      const { data, meta } = await listInstrumentEarnings(readDb, params.id, query);
-      sendData(res, data, meta);
-    });
-    routes.handle(marketEarningsRoute, async ({ query }, res) => {
-      const { data, meta } = await listMarketEarnings(readDb, query);
-      sendData(res, data, meta);
-    });
+    routes.handle(instrumentEarningsRoute, ({ params, query }) => listInstrumentEarnings(readDb, params.id, query));
+    routes.handle(marketEarningsRoute, ({ query }) => listMarketEarnings(readDb, query));
   },
   ingest: { earnings: earningsIngest },
 };

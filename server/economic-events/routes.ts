@@ -4,7 +4,6 @@ import { defineRoute } from '../http/route.ts';
 import { economicEventIngest } from './ingest.ts';
 import { EconomicEventSchema, EconomicEventsMetaSchema, EconomicEventsQuerySchema } from './schema.ts';
 import { listEconomicEvents } from './service.ts';
-import { sendData } from '../http/envelope.ts';
 
 export const economicEventsRoute = defineRoute({
   method: 'get',
@@ -28,10 +27,7 @@ export const economicEventsRoute = defineRoute({
 export const economicEventsArea: Area = {
   routes: [economicEventsRoute],
   mount(routes, { readDb }) {
-    routes.handle(economicEventsRoute, async ({ query }, res) => {
-      const { data, meta } = await listEconomicEvents(readDb, query);
-      sendData(res, data, meta);
-    });
+    routes.handle(economicEventsRoute, ({ query }) => listEconomicEvents(readDb, query));
   },
   ingest: { 'economic-events': economicEventIngest },
 };

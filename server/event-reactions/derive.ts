@@ -1,6 +1,6 @@
 import type { AppDeps } from '../area.ts';
 import type { Sql } from '../db/sql.ts';
-import { readAdjustedSeries } from '../prices/adjusted-series.ts';
+import { readAdjustedSeries } from '../prices/daily-bars.ts';
 import * as repo from './repository.ts';
 import type { DerivedReactions } from './schema.ts';
 import { barsWindow, isPlaceable, placeEvent, SessionClock, utcDayOf } from './session.ts';

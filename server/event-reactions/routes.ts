@@ -4,7 +4,6 @@ import { defineRoute } from '../http/route.ts';
 import { CoverageMetaSchema, CoverageQuerySchema, CoverageSchema, EventReactionSchema, EventReactionsMetaSchema, EventReactionsQuerySchema } from './schema.ts';
 import { eventReactionCoverage, listEventReactions } from './service.ts';
 import { InstrumentParamsSchema } from '../core/ids.ts';
-import { sendData } from '../http/envelope.ts';
 
 export const eventReactionsRoute = defineRoute({
   method: 'get',
@@ -50,13 +49,7 @@ export const eventReactionCoverageRoute = defineRoute({
 export const eventReactionsArea: Area = {
   routes: [eventReactionsRoute, eventReactionCoverageRoute],
   mount(routes, { readDb }) {
-    routes.handle(eventReactionsRoute, async ({ params, query }, res) => {
-      const { data, meta } = await listEventReactions(readDb, params.id, query);
-      sendData(res, data, meta);
-    });
-    routes.handle(eventReactionCoverageRoute, async ({ query }, res) => {
-      const { data, meta } = await eventReactionCoverage(readDb, query);
-      sendData(res, data, meta);
-    });
+    routes.handle(eventReactionsRoute, ({ params, query }) => listEventReactions(readDb, params.id, query));
+    routes.handle(eventReactionCoverageRoute, ({ query }) => eventReactionCoverage(readDb, query));
   },
 };

@@ -3,7 +3,6 @@ import { defineRoute } from '../http/route.ts';
 import { fxRateIngest } from './ingest.ts';
 import { FxPairParamsSchema, FxRateMetaSchema, FxRateQuerySchema, FxRateSchema } from './schema.ts';
 import { getFxRate } from './service.ts';
-import { sendData } from '../http/envelope.ts';
 
 export const fxRateRoute = defineRoute({
   method: 'get',
@@ -23,10 +22,7 @@ export const fxRateRoute = defineRoute({
 export const fxArea: Area = {
   routes: [fxRateRoute],
   mount(routes, { readDb }) {
-    routes.handle(fxRateRoute, async ({ params, query }, res) => {
-      const { data, meta } = await getFxRate(readDb, params.base, params.quote, query.date);
-      sendData(res, data, meta);
-    });
+    routes.handle(fxRateRoute, ({ params, query }) => getFxRate(readDb, params.base, params.quote, query.date));
   },
   ingest: { fx: fxRateIngest },
 };

@@ -3,10 +3,27 @@ import { createHash } from 'node:crypto';
 import type { Meta } from '../core/meta.ts';
 import { ClientGoneError } from './errors.ts';
 
-/** The one success envelope: `{ data, meta }` with asOf, source and stale always present. */
-export function sendData(res: Response, data: unknown, meta: Meta, status = 200): void {
-  res.status(status).json({ data, meta });
+declare const written: unique symbol;
+
+/**
+ * What a handler returns once it has written its answer itself, through
+ * sendFramed or streamFramed: only they make one, once they have ended the
+ * answer, and only a route whose response the router cannot write
+ * (http/route.ts, FramedResponse) may return it. The router checks that the
+ * handler returned it (isWritten).
+ */
+export interface Written {
+  readonly [written]: true;
 }
+
+const WRITTEN = Object.freeze({}) as Written;
+
+/**
+ * Whether a handler's value is the Written that sendFramed and streamFramed
+ * return. Not `res.writableEnded`: the compression in front of the response
+ * ends it only once the compressor has flushed, after the handler returns.
+ */
+export const isWritten = (value: unknown): value is Written => value === WRITTEN;
 
 /**
  * How a body frames data that is already text (price bars: PostgreSQL writes
@@ -75,7 +92,7 @@ export function sendFramed(
   res: Response,
   framing: Framing,
   answer: { items: Buffer[]; meta: Meta; readAt: string | null; immutable: boolean },
-): void {
+): Written {
   const { items, meta, readAt } = answer;
   const close = framing.close(meta);
   const hash = createHash('sha256').update(framing.open);
@@ -84,7 +101,10 @@ export function sendFramed(
   const etag = `${readAt === null ? '' : 'W/'}"${hash.digest('base64url').slice(0, 32)}"`;
   // A 304 carries the headers the 200 would (RFC 9110, 15.4.5), Vary included (http/compression.ts).
   res.set({ ETag: etag, 'Cache-Control': answer.immutable ? IMMUTABLE : REVALIDATE });
-  if (matchesAny(req.headers['if-none-match'], etag)) return void res.status(304).end();
+  if (matchesAny(req.headers['if-none-match'], etag)) {
+    res.status(304).end();
+    return WRITTEN;
+  }
   // The parts are written as they are, not joined: a year of 1-hour bars is
   // 1.9 MB, and a copy of it costs a millisecond and garbage to collect. With
   // Content-Length set, compression still sees the size (http/compression.ts).
@@ -95,6 +115,7 @@ export function sendFramed(
     .set('Content-Length', String(parts.reduce((n, part) => n + part.length, 0)));
   for (const part of parts.slice(0, -1)) res.write(part);
   res.end(close);
+  return WRITTEN;
 }
 
 /** Whether an If-None-Match header names `etag`, by the weak comparison (RFC 9110, 13.1.2). */
@@ -121,7 +142,7 @@ export async function streamFramed(
   framing: Framing,
   produce: (write: (chunk: Buffer) => Promise<void>) => Promise<Meta>,
   slot?: { blocked(waiting: boolean): void },
-): Promise<void> {
+): Promise<Written> {
   // One listener each for the whole response, never removed: compression
   // routes 'drain' listeners to its zlib stream, where removing them (and so
   // `once`) does not reach.
@@ -161,4 +182,5 @@ export async function streamFramed(
   const meta = await produce(write);
   if (!started) await write(Buffer.alloc(0));
   await send(framing.close(meta), true);
+  return WRITTEN;
 }

@@ -1,9 +1,9 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
-import type { z } from 'zod';
 import { requireScope, type AuthDeps } from './auth.ts';
+import { isWritten } from './envelope.ts';
 import { requireUtf8Body } from './media-type.ts';
 import { routePrefix } from './observe.ts';
-import type { RouteDefinition, RouteHandler } from './route.ts';
+import type { AnyRoute, HandlerOf, InputOf, Refusal, RouteDefinition } from './route.ts';
 import { AppError } from '../core/errors.ts';
 import { parse } from '../core/validate.ts';
 
@@ -16,9 +16,10 @@ const requireJson: RequestHandler = (req, _res, next) => {
   next();
 };
 
-interface Entry {
-  definition: RouteDefinition;
-  handler: RouteHandler<z.ZodType, z.ZodType, z.ZodType>;
+interface Entry<D extends AnyRoute> {
+  definition: D;
+  /** Parses the input, runs the handler and sends what it returns. */
+  serve: RequestHandler;
 }
 
 /**
@@ -38,33 +39,52 @@ export function bySpecificity(a: string, b: string): number {
   return as.length - bs.length;
 }
 
-export interface RouterOptions {
-  /** Mount point, for metric labels and messages: /v1 or /admin/v1. */
+export interface RouterOptions<D extends AnyRoute> {
+  /** Mount point, for metric labels and messages: /v1, /admin/v1 or /account. */
   prefix: string;
-  /** Authorization and body parsing a route needs before its input is parsed. */
-  before(definition: RouteDefinition): RequestHandler[];
+  /** What a route needs before its input is parsed: authorization, a CSRF check, body parsing. */
+  before(definition: D): RequestHandler[];
+  /**
+   * A method a path does not serve: answered 405 with `Allow` (OPTIONS: 204
+   * with `Allow`), or passed on to whatever follows the table. The default
+   * is to answer.
+   */
+  otherMethods?: 'answer' | 'pass';
 }
 
 /**
- * A listener's routes. A handler can only be attached to a RouteDefinition,
- * whose schemas parse the input before the handler runs, and `build` mounts
+ * A listener's routes, or the dashboard's pages. A handler can only be
+ * attached to a declared route, whose schemas parse the input before the
+ * handler runs, and whose response says how the handler's value is sent
+ * (Reply in http/route.ts): the envelope or the body as JSON with the
+ * declared status, a page as HTML, a redirect with its Location; a handler
+ * that writes its answer itself must return the `Written` of the function
+ * that wrote it (http/envelope.ts). `build` mounts
  * exactly the routes declared: one missing or one extra stops the process at
- * start. Each path also answers 405 with `Allow` to the methods it lacks.
+ * start.
  */
-export class RouteTable {
-  private readonly entries: Entry[] = [];
+export class RouteTable<D extends AnyRoute = RouteDefinition> {
+  private readonly entries: Entry<D>[] = [];
 
-  private readonly options: RouterOptions;
+  private readonly options: RouterOptions<D>;
 
-  constructor(options: RouterOptions) {
+  constructor(options: RouterOptions<D>) {
     this.options = options;
   }
 
-  handle<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(definition: RouteDefinition<P, Q, B>, handler: RouteHandler<P, Q, B>): void {
-    this.entries.push({ definition, handler } as unknown as Entry);
+  /** Attaches `handler` to `definition`; a page route may show its refusals on a page of its own (`refusal`). */
+  handle<E extends D>(definition: E, handler: HandlerOf<E>, ...refusal: E['response'] extends { html: true } | { redirect: true } ? [Refusal<E>?] : []): void {
+    this.entries.push({ definition, serve: serve(definition, handler, refusal[0]) });
   }
 
-  build(declared: readonly RouteDefinition[]): express.Router {
+  /**
+   * Mounts the declared routes on `router`, a new one unless given: the
+   * dashboard mounts its two tables on its own router, either side of its
+   * session check, so that a request no page takes goes on to that check and
+   * the 404 page (a nested router would answer an OPTIONS request itself,
+   * with the methods its paths serve).
+   */
+  build(declared: readonly D[], router = express.Router({ strict: true })): express.Router {
     const handled = new Set(this.entries.map((e) => e.definition));
     const unhandled = declared.filter((d) => !handled.has(d)).map((d) => `${d.method.toUpperCase()} ${d.path}`);
     const undeclared = this.entries.filter((e) => !declared.includes(e.definition)).map((e) => `${e.definition.method.toUpperCase()} ${e.definition.path}`);
@@ -73,33 +93,92 @@ export class RouteTable {
         `${this.options.prefix}: routes declared without a handler: [${unhandled.join(', ')}]; handled but not declared: [${undeclared.join(', ')}]`,
       );
     }
-    const router = express.Router({ strict: true });
     router.use(routePrefix(this.options.prefix));
-    const byPath = new Map<string, Entry[]>();
+    const byPath = new Map<string, Entry<D>[]>();
     for (const entry of this.entries) byPath.set(entry.definition.path, [...(byPath.get(entry.definition.path) ?? []), entry]);
     // Most specific first, so `/instruments/implied-volatility` is never read as an instrument id.
     for (const [path, entries] of [...byPath].sort(([a], [b]) => bySpecificity(a, b))) {
-      for (const { definition, handler } of entries) {
-        router[definition.method](path, ...this.options.before(definition), inputParser(definition, handler));
-      }
-      router.all(
-        path,
-        methodNotAllowed(
+      for (const { definition, serve } of entries) router[definition.method](path, ...this.options.before(definition), serve);
+      if (this.options.otherMethods !== 'pass') {
+        router.all(
           path,
-          entries.map((e) => e.definition.method.toUpperCase()),
-        ),
-      );
+          methodNotAllowed(
+            path,
+            entries.map((e) => e.definition.method.toUpperCase()),
+          ),
+        );
+      }
     }
     return router;
   }
 }
 
-function inputParser(definition: RouteDefinition, handler: Entry['handler']): RequestHandler {
+function serve<E extends AnyRoute>(definition: E, handler: HandlerOf<E>, refusal: Refusal<E> | undefined): RequestHandler {
+  const send = sender(definition);
   return async (req: Request, res: Response) => {
-    const params = definition.params ? parse(definition.params, req.params, 'params') : {};
-    const query = parse(definition.query, req.query);
-    const body = definition.body ? parse(definition.body, req.body, 'body') : undefined;
-    await handler({ params, query, body }, res, req);
+    let input: InputOf<E> | undefined;
+    let reply: unknown;
+    try {
+      input = parseInput(definition, req);
+      reply = await handler(input, res, req);
+    } catch (err) {
+      if (!refusal || !(err instanceof AppError)) throw err;
+      const page = await refusal(err, input, req, res);
+      res.locals.errorCode = err.code;
+      res.status(err.status).set(err.headers).type('html').send(page);
+      return;
+    }
+    send(res, reply);
+  };
+}
+
+function parseInput<E extends AnyRoute>(definition: E, req: Request): InputOf<E> {
+  const params = definition.params ? parse(definition.params, req.params, 'params') : {};
+  const query = definition.query ? parse(definition.query, req.query) : undefined;
+  const body = definition.body ? parse(definition.body, req.body, 'body') : undefined;
+  // Each part is the output of the schema InputOf names (or absent where that is `never`).
+  return { params, query, body } as InputOf<E>;
+}
+
+/**
+ * How a route's answer is sent, decided once from its declared response.
+ * The handler's type (HandlerOf, from Reply) fixes the value's shape; the
+ * router checks only what a type cannot: who wrote the answer.
+ */
+function sender(definition: AnyRoute): (res: Response, reply: unknown) => void {
+  const { response } = definition;
+  const route = `${definition.method.toUpperCase()} ${definition.path}`;
+  const unwritten = (res: Response) => {
+    if (res.headersSent) throw new Error(`${route}: the handler wrote the answer itself, which its declared response leaves to the router`);
+  };
+  if ('html' in response && response.html) {
+    return (res, page) => {
+      unwritten(res);
+      res.status(response.status).type('html').send(page);
+    };
+  }
+  if ('redirect' in response && response.redirect) {
+    return (res, reply) => {
+      unwritten(res);
+      res.redirect(response.status, (reply as { location: string }).location);
+    };
+  }
+  if (response.body) {
+    return (res, body) => {
+      unwritten(res);
+      res.status(response.status).json(body);
+    };
+  }
+  if (response.csv !== undefined || response.validated) {
+    return (_res, reply) => {
+      if (!isWritten(reply)) throw new Error(`${route}: the handler returned without writing its answer through sendFramed or streamFramed`);
+    };
+  }
+  const { meta } = response;
+  return (res, reply) => {
+    unwritten(res);
+    const envelope = reply as { data: unknown; meta?: unknown };
+    res.status(response.status).json(meta ? { data: envelope.data, meta: envelope.meta } : { data: envelope.data });
   };
 }
 

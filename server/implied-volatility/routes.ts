@@ -20,9 +20,7 @@ export const bulkImpliedVolatilityRoute = defineRoute({
 export const impliedVolatilityArea: Area = {
   routes: [bulkImpliedVolatilityRoute],
   mount(routes, { readDb }) {
-    routes.handle(bulkImpliedVolatilityRoute, async ({ query }, res) => {
-      // Not sendData: the spec exempts this answer from the envelope (see response.body in http/route.ts).
-      res.status(200).json(await bulkImpliedVolatility(readDb, query));
-    });
+    // The spec exempts this answer from the envelope: the route declares its whole `body` (http/route.ts, BodyResponse).
+    routes.handle(bulkImpliedVolatilityRoute, ({ query }) => bulkImpliedVolatility(readDb, query));
   },
 };

@@ -13,7 +13,6 @@ import {
 import * as service from './service.ts';
 import { InstrumentParamsSchema } from '../core/ids.ts';
 import { NoQuerySchema } from '../core/params.ts';
-import { sendData } from '../http/envelope.ts';
 
 const SOURCE = 'mds-reference';
 const TAG = 'Instruments';
@@ -63,25 +62,25 @@ export const instrumentRoute = defineRoute({
 export const instrumentsArea: Area = {
   routes: [searchInstrumentsRoute, instrumentsBulkRoute, instrumentRoute],
   mount(routes, { readDb, config }) {
-    routes.handle(searchInstrumentsRoute, async ({ query: q }, res) => {
-      const data = await service.searchInstruments(readDb, q, config.VENDOR_CODE_BROKER);
-      sendData(res, data, {
+    routes.handle(searchInstrumentsRoute, async ({ query: q }) => ({
+      data: await service.searchInstruments(readDb, q, config.VENDOR_CODE_BROKER),
+      meta: {
         asOf: q.asOf?.input ?? new Date().toISOString(),
         source: SOURCE,
         stale: false,
         mode: q.query !== undefined ? 'search' : 'reverse_lookup',
-      });
-    });
+      },
+    }));
 
-    routes.handle(instrumentsBulkRoute, async ({ query: q }, res) => {
+    routes.handle(instrumentsBulkRoute, async ({ query: q }) => {
       const data = await service.getInstruments(readDb, q.ids, config.VENDOR_CODE_BROKER);
-      sendData(res, data, { asOf: new Date().toISOString(), source: SOURCE, stale: false, requested: q.ids.length, found: data.length });
+      return { data, meta: { asOf: new Date().toISOString(), source: SOURCE, stale: false, requested: q.ids.length, found: data.length } };
     });
 
-    routes.handle(instrumentRoute, async ({ params }, res) => {
-      const data = await service.getInstrument(readDb, params.id, config.VENDOR_CODE_BROKER);
-      sendData(res, data, { asOf: new Date().toISOString(), source: SOURCE, stale: false });
-    });
+    routes.handle(instrumentRoute, async ({ params }) => ({
+      data: await service.getInstrument(readDb, params.id, config.VENDOR_CODE_BROKER),
+      meta: { asOf: new Date().toISOString(), source: SOURCE, stale: false },
+    }));
   },
   ingest: { instruments: instrumentIngest },
 };

@@ -3,7 +3,7 @@ import type { Database } from '../db/database.ts';
 import * as accounts from '../accounts/repository.ts';
 import type { Admissions } from './admission.ts';
 import * as repo from './repository.ts';
-import { ENVIRONMENTS, KEY_PREFIX, type Environment, type Scope } from './scopes.ts';
+import { KEY_PREFIX, type Environment, type Scope } from './scopes.ts';
 import { AppError, notFound } from '../core/errors.ts';
 
 // 32 random bytes = 256 bits of secret, base64url-encoded to 43 characters.
@@ -86,19 +86,14 @@ export async function readUsage(db: Database, accountId: string, days: number) {
     if (!(await accounts.accountExists(sql, accountId))) throw notFound('account');
     return repo.usageByAccount(sql, accountId, sinceDay);
   });
-  const usage = Object.fromEntries(
-    ENVIRONMENTS.map((env) => {
-      const own = rows.filter((r) => r.environment === env);
-      return [
-        env,
-        {
-          days: own.map((r) => ({ day: r.day, admitted: r.admitted, refused: r.refused })),
-          latestMinute: own[0] ? { minuteStart: own[0].minuteStart, admitted: own[0].minuteAdmitted } : null,
-        },
-      ];
-    }),
-  );
-  return { accountId, billable: ['live'], usage };
+  const windowOf = (environment: Environment) => {
+    const own = rows.filter((r) => r.environment === environment);
+    return {
+      days: own.map((r) => ({ day: r.day, admitted: r.admitted, refused: r.refused })),
+      latestMinute: own[0] ? { minuteStart: own[0].minuteStart, admitted: own[0].minuteAdmitted } : null,
+    };
+  };
+  return { accountId, billable: ['live'], usage: { sandbox: windowOf('sandbox'), live: windowOf('live') } };
 }
 
 export type { WindowLimits } from './repository.ts';

@@ -2,7 +2,6 @@ import type { Area } from '../area.ts';
 import { defineRoute } from '../http/route.ts';
 import { MacroSeriesMetaSchema, MacroSeriesParamsSchema, MacroSeriesQuerySchema, MacroSeriesSchema, RiskFreeMetaSchema, RiskFreeRateSchema } from './schema.ts';
 import { NoQuerySchema } from '../core/params.ts';
-import { sendData } from '../http/envelope.ts';
 
 export const macroSeriesRoute = defineRoute({
   method: 'get',
@@ -36,13 +35,7 @@ export const riskFreeRateRoute = defineRoute({
 export const macroArea: Area = {
   routes: [macroSeriesRoute, riskFreeRateRoute],
   mount(routes, { macro }) {
-    routes.handle(macroSeriesRoute, async ({ params, query }, res) => {
-      const { data, meta } = await macro.readSeries(params.seriesId, query);
-      sendData(res, data, meta);
-    });
-    routes.handle(riskFreeRateRoute, async (_input, res) => {
-      const { data, meta } = await macro.riskFreeRate();
-      sendData(res, data, meta);
-    });
+    routes.handle(macroSeriesRoute, ({ params, query }) => macro.readSeries(params.seriesId, query));
+    routes.handle(riskFreeRateRoute, (_input) => macro.riskFreeRate());
   },
 };

@@ -5,7 +5,6 @@ import { newsIngest } from './ingest.ts';
 import { NewsEventSchema, NewsMetaSchema, NewsQuerySchema } from './schema.ts';
 import { listNews } from './service.ts';
 import { InstrumentParamsSchema } from '../core/ids.ts';
-import { sendData } from '../http/envelope.ts';
 
 const DATE_BOUNDS = 'from and to bound the UTC day of publishedAt, both inclusive.';
 
@@ -50,14 +49,8 @@ export const eventsRoute = defineRoute({
 export const newsArea: Area = {
   routes: [newsRoute, eventsRoute],
   mount(routes, { readDb }) {
-    routes.handle(newsRoute, async ({ params, query }, res) => {
-      const { data, meta } = await listNews(readDb, params.id, query, false);
-      sendData(res, data, meta);
-    });
-    routes.handle(eventsRoute, async ({ params, query }, res) => {
-      const { data, meta } = await listNews(readDb, params.id, query, true);
-      sendData(res, data, meta);
-    });
+    routes.handle(newsRoute, ({ params, query }) => listNews(readDb, params.id, query, false));
+    routes.handle(eventsRoute, ({ params, query }) => listNews(readDb, params.id, query, true));
   },
   ingest: { news: newsIngest },
 };

@@ -2,13 +2,13 @@ import type { AppDeps } from '../area.ts';
 import { batchesOf } from '../ingest/body.ts';
 import type { IngestResult } from '../ingest/kind.ts';
 import { ingestRows } from '../ingest/service.ts';
-import type { ChainGreeksInput, ContractGreeks } from '../../workers/option-greeks.ts';
-import { VOLATILITY_WINDOW_DAYS, volatilitySnapshot, type StrikeIv } from '../../workers/vol-stats.ts';
+import { readRawBars } from '../prices/daily-bars.ts';
 import { ivSnapshotIngest } from './ingest.ts';
 import * as repo from './repository.ts';
 import type { SnapshotDay } from './repository.ts';
 import { yearsToExpiry } from './service.ts';
 import type { IvSnapshotRow } from './schema.ts';
+import { VOLATILITY_WINDOW_DAYS, type ChainGreeksInput, type ContractGreeks, type StrikeIv } from '../../workers/contract.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -38,16 +38,16 @@ export async function deriveIvSnapshots(deps: Deps, scope: DeriveScope = {}): Pr
     const endOfDay = new Date(`${day}T23:59:59.999Z`);
     const { chain, bars } = await deps.db.run(async (sql) => ({
       chain: await repo.chainAt(sql, instrumentId, endOfDay, day, {}),
-      bars: await repo.rawBarsUpTo(sql, instrumentId, day, VOLATILITY_WINDOW_DAYS + 1),
+      bars: await readRawBars(sql, instrumentId, day, VOLATILITY_WINDOW_DAYS + 1),
     }));
-    const spot = bars.at(-1)?.close_price;
+    const spot = bars.close.at(-1);
     if (spot === undefined) continue;
     const { rate } = (await deps.macro.riskFreeRate(day)).data;
     // Only that day's quotes: an older quote would be solved against a later close.
     const quoted = chain.filter((c) => c.observed_at && c.observed_at.toISOString().slice(0, 10) === day);
     const toSolve = quoted.filter((c) => c.implied_volatility === null);
     const solved = toSolve.length
-      ? await deps.pool.run<ContractGreeks[]>('chainGreeks', {
+      ? await deps.pool.run('chainGreeks', {
           spot: toSolve.map(() => spot),
           rate: toSolve.map(() => rate),
           dividendYield: 0,
@@ -67,12 +67,12 @@ export async function deriveIvSnapshots(deps: Deps, scope: DeriveScope = {}): Pr
       if (!expiry) byExpiry.set(c.expiry, (expiry = { daysToExpiry: (Date.parse(c.expiry) - Date.parse(day)) / DAY_MS, contracts: [] }));
       expiry.contracts.push({ strike: c.strike, right: c.option_right, impliedVolatility: c.implied_volatility ?? solvedVol.get(c.id)! });
     }
-    const snapshot = volatilitySnapshot({
+    const snapshot = await deps.pool.run('volatilitySnapshot', {
       spot,
       expiries: [...byExpiry.values()],
-      closes: bars.map((b) => b.close_price),
-      highs: bars.map((b) => b.high_price),
-      lows: bars.map((b) => b.low_price),
+      closes: bars.close,
+      highs: bars.high,
+      lows: bars.low,
     });
     const expiryOf = new Map([...byExpiry].map(([expiry, e]) => [e.daysToExpiry, expiry]));
     rows.push({

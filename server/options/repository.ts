@@ -209,28 +209,6 @@ export async function storedContractCounts(sql: Sql, instrumentId: string, cutof
   return row;
 }
 
-/**
- * For each day, the underlying's latest raw daily close dated on or before it
- * (vendor-adjusted bars are not raw prices and are skipped).
- */
-export async function rawClosesOnOrBefore(sql: Sql, instrumentId: string, days: string[]): Promise<Map<string, { barDate: string; close: number }>> {
-  const rows = await timed(
-    'option_underlying_closes',
-    sql<{ day: string; bar_date: string; close_price: number }[]>`
-      select d.day::text as day, b.bar_date, b.close_price
-      from unnest(${days}::date[]) as d (day)
-      cross join lateral (
-        select bar_date, close_price
-        from daily_bars
-        where instrument_id = ${instrumentId} and bar_date <= d.day and price_basis = 'raw'
-        order by bar_date desc
-        limit 1
-      ) b
-    `,
-  );
-  return new Map(rows.map((r) => [r.day, { barDate: r.bar_date, close: r.close_price }]));
-}
-
 /** An underlying and a UTC day of its quote observations: what one snapshot covers. */
 export interface SnapshotDay {
   instrumentId: InstrumentId;
@@ -294,16 +272,4 @@ export function stagedContractQuoteDays(tx: Sql) {
     from ingest_staging s
     join option_quotes q on q.contract_id = s.id
   `;
-}
-
-/** The underlying's last `count` raw daily bars dated on or before the day, ascending. */
-export async function rawBarsUpTo(sql: Sql, instrumentId: string, day: string, count: number) {
-  const rows = await sql<{ bar_date: string; close_price: number; high_price: number | null; low_price: number | null }[]>`
-    select bar_date, close_price, high_price, low_price
-    from daily_bars
-    where instrument_id = ${instrumentId} and bar_date <= ${day} and price_basis = 'raw'
-    order by bar_date desc
-    limit ${count}
-  `;
-  return rows.reverse();
 }

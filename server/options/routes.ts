@@ -5,7 +5,6 @@ import { ivSnapshotIngest, optionContractIngest, optionQuoteIngest } from './ing
 import { ChainItemSchema, ChainMetaSchema, ChainQuerySchema, ContractMetaSchema, ContractQuerySchema, ExpiriesQuerySchema } from './schema.ts';
 import { listExpiries, readChain, readContract } from './service.ts';
 import { IdParamsSchema, InstrumentParamsSchema } from '../core/ids.ts';
-import { sendData } from '../http/envelope.ts';
 
 const TAG = 'Options';
 
@@ -57,18 +56,9 @@ export const contractRoute = defineRoute({
 export const optionsArea: Area = {
   routes: [expiriesRoute, chainRoute, contractRoute],
   mount(routes, deps) {
-    routes.handle(expiriesRoute, async ({ params, query }, res) => {
-      const { data, meta } = await listExpiries(deps, params.id, query.asOf);
-      sendData(res, data, meta);
-    });
-    routes.handle(chainRoute, async ({ params, query }, res) => {
-      const { data, meta } = await readChain(deps, params.id, query);
-      sendData(res, data, meta);
-    });
-    routes.handle(contractRoute, async ({ params, query }, res) => {
-      const { data, meta } = await readContract(deps, params.id, query.asOf);
-      sendData(res, data, meta);
-    });
+    routes.handle(expiriesRoute, ({ params, query }) => listExpiries(deps, params.id, query.asOf));
+    routes.handle(chainRoute, ({ params, query }) => readChain(deps, params.id, query));
+    routes.handle(contractRoute, ({ params, query }) => readContract(deps, params.id, query.asOf));
   },
   ingest: { 'options/contracts': optionContractIngest, 'options/quotes': optionQuoteIngest, 'iv-snapshots': ivSnapshotIngest },
 };

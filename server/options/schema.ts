@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { BooleanValue, FiniteNumber, jsonCell, NonNegativeNumber, PositiveNumber } from '../ingest/fields.ts';
 import { ingestCounts } from '../ingest/kind.ts';
-import { GREEKS_MISSING_INPUTS } from '../../workers/option-greeks.ts';
 import { IdSchema, InstrumentIdSchema, nameBasedUuid, type InstrumentId } from '../core/ids.ts';
 import { AsOfSchema, DateSchema, InstantSchema } from '../core/time.ts';
+import { GREEKS_MISSING_INPUTS } from '../../workers/contract.ts';
 
 export const OPTION_RIGHTS = ['call', 'put'] as const;
 export type OptionRight = (typeof OPTION_RIGHTS)[number];

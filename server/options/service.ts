@@ -1,8 +1,7 @@
 import type { AppDeps } from '../area.ts';
 import type { Sql } from '../db/sql.ts';
 import { requireInstrument } from '../instruments/service.ts';
-import { DAYS_PER_YEAR } from '../../workers/black-scholes.ts';
-import type { ChainGreeksInput, ContractGreeks } from '../../workers/option-greeks.ts';
+import { readRawCloses } from '../prices/daily-bars.ts';
 import type { RiskFreeRate } from '../macro/schema.ts';
 import * as repo from './repository.ts';
 import type { ChainItem, ChainQuery } from './schema.ts';
@@ -10,6 +9,7 @@ import { AppError, notFound } from '../core/errors.ts';
 import { sourcesMeta } from '../core/meta.ts';
 import { newYorkTimeToUtc } from '../core/new-york-time.ts';
 import type { PointInTime } from '../core/time.ts';
+import { DAYS_PER_YEAR, type ChainGreeksInput } from '../../workers/contract.ts';
 
 /**
  * Options are served for these asset classes; any other is `not_optionable`
@@ -87,7 +87,7 @@ const quoteDay = (r: repo.ContractAtCutoff) => r.observed_at!.toISOString().slic
 /** The underlying's raw close for each quote's observation day (the close of that day, or the latest before it). */
 function closesForQuotes(sql: Sql, instrumentId: string, rows: repo.ContractAtCutoff[]) {
   const days = [...new Set(rows.filter((r) => r.observed_at && r.implied_volatility === null).map(quoteDay))];
-  return days.length ? repo.rawClosesOnOrBefore(sql, instrumentId, days) : Promise.resolve(new Map<string, { barDate: string; close: number }>());
+  return readRawCloses(sql, instrumentId, days);
 }
 
 /** Calendar days from an observation to 16:00 New York on the expiry day, when US equity and index options stop trading. */
@@ -146,7 +146,7 @@ async function withGreeks(deps: Deps, rows: repo.ContractAtCutoff[], closes: Map
     bid: quoted.map((r) => r.bid),
     ask: quoted.map((r) => r.ask),
   };
-  const results = await deps.pool.run<ContractGreeks[]>('chainGreeks', input);
+  const results = await deps.pool.run('chainGreeks', input);
   for (const [k, result] of results.entries()) {
     const { index, day, expiryDays } = toCompute[k];
     const item = items[index];

@@ -1,8 +1,10 @@
 import type { Units } from '../db/database.ts';
-import { PROVENANCES, zeroProvenanceCounts, type CoverageCheck } from '../actions/schema.ts';
-import { actionCoverage, latestCoverageChecks, provenanceMeta } from '../actions/service.ts';
-import { provenanceCounts } from './adjustment.ts';
-import { planAdjustments, priceBasisMeta, readSegments, seriesAsPlanned, seriesUse, type InstrumentPlan } from './adjustment-plan.ts';
+import { latestCoverageChecks } from '../price-history/action-set-repository.ts';
+import { planAdjustments, readSegments, type InstrumentPlan } from '../price-history/adjustment-plan.ts';
+import { provenanceCounts } from '../price-history/adjustment.ts';
+import { actionCoverage, priceBasisMeta, provenanceMeta, seriesUse } from '../price-history/read-meta.ts';
+import { PROVENANCES, zeroProvenanceCounts, type CoverageCheck } from '../price-history/schema.ts';
+import { readSeriesText } from './daily-bars.ts';
 import * as repo from './repository.ts';
 import type { BulkPricesQuery } from './schema.ts';
 import { type Meta, sourcesMeta } from '../core/meta.ts';
@@ -81,7 +83,7 @@ export async function streamBulkPrices(
   // as long as it would for an idle reader before it is cut.
   const readPage = (ids: string[], first: boolean) => {
     const pageSegments = new Map(ids.filter((id) => segments.has(id)).map((id) => [id, segments.get(id)!]));
-    return pages.lane.run((sql) => seriesAsPlanned(sql, format, ids, pageSegments, q, plans), first ? undefined : pages.nextPageWaitMs);
+    return pages.lane.run((sql) => readSeriesText(sql, format, ids, pageSegments, q, plans), first ? undefined : pages.nextPageWaitMs);
   };
   // Pages are read PAGES_AHEAD at a time: PostgreSQL writing a page's text is
   // the bulk read's cost, and two statements run on two cores at once. The

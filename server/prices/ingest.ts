@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { BooleanValue, finiteNumber, NonNegativeNumber, PositiveNumber } from '../ingest/fields.ts';
 import { ingestCounts, type CopyBatch, type IngestKind } from '../ingest/kind.ts';
-import { actionSetVersions, bumpVersions, lockPriceHistory } from '../actions/service.ts';
 import { analyzeStaging, copyInto, restage } from '../ingest/repository.ts';
-import { dayNumber } from './adjustment.ts';
+import { DAILY_COLUMNS, keepReplacedBars, latestBarDates } from '../price-history/bars-repository.ts';
+import { dayNumber } from '../price-history/day-numbers.ts';
+import { actionSetVersions, bumpVersions, lockPriceHistory } from '../price-history/versions-repository.ts';
 import type { Sql } from '../db/sql.ts';
 import { readStorageTier } from '../db/migrate.ts';
 import * as repo from './repository.ts';
@@ -200,7 +201,7 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
       .describe('instrument id → its new action-set version, for each instrument whose stored bars the upload corrected or filled in'),
   }),
   fastRow: fastDailyBar,
-  stagingColumns: repo.DAILY_COLUMNS,
+  stagingColumns: DAILY_COLUMNS,
   toStagingValues: (r) => [
     r.instrumentId,
     r.barDate,
@@ -240,7 +241,7 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
       return latest === null || first > dayNumber(latest);
     });
     if (appendsOnly) {
-      await copyInto(tx, 'daily_bars', batch.text, repo.columnNames(repo.DAILY_COLUMNS));
+      await copyInto(tx, 'daily_bars', batch.text, repo.columnNames(DAILY_COLUMNS));
       return { inserted: batch.rows, updated: 0 };
     }
     await restage(tx, batch.text);
@@ -249,7 +250,7 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
     // 1,000,000 bars took 44.0 s instead of 17.5 s (npm run bench -- ingest).
     await analyzeStaging(tx);
     const writes = [...heads.values()].map((h) => ({ instrumentId: h.instrumentId, version: h.bumpedTo ?? h.version + 1, latestBefore: h.latestBefore }));
-    const replaced = (await repo.keepReplacedBars(tx, writes)).map((id) => heads.get(id)!).filter((h) => h.bumpedTo === undefined);
+    const replaced = (await keepReplacedBars(tx, writes)).map((id) => heads.get(id)!).filter((h) => h.bumpedTo === undefined);
     if (replaced.length) {
       const bumped = await bumpVersions(
         tx,
@@ -257,7 +258,7 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
       );
       for (const h of replaced) h.bumpedTo = bumped.get(h.instrumentId)!;
     }
-    return repo.upsertStagedBars(tx, 'daily_bars', repo.DAILY_COLUMNS);
+    return repo.upsertStagedBars(tx, 'daily_bars', DAILY_COLUMNS);
   },
 };
 
@@ -290,7 +291,7 @@ async function historyHeads(tx: Sql, batch: CopyBatch, state: UploadState): Prom
   if (unseen.length) {
     // One transaction's connection: the two reads run one after the other.
     const versions = await actionSetVersions(tx, unseen);
-    const latest = await repo.latestBarDates(tx, unseen);
+    const latest = await latestBarDates(tx, unseen);
     for (const id of unseen) all.set(id, { instrumentId: id, version: versions.get(id)!, latestBefore: latest.get(id) ?? null });
   }
   return new Map(ids.map((id) => [id, all.get(id)!]));

@@ -93,7 +93,7 @@ export const pricesArea: Area = {
     routes.handle(dailyPricesRoute, async ({ params, query }, res, req) => {
       const format = negotiateFormat(req, res, query.format);
       const answer = await service.readDailyPrices(readDb, params.id, query, format);
-      sendFramed(req, res, format === 'json' ? jsonFraming('array') : csvFraming(service.CSV_COLUMNS.daily), answer);
+      return sendFramed(req, res, format === 'json' ? jsonFraming('array') : csvFraming(service.CSV_COLUMNS.daily), answer);
     });
 
     const halfThePool = Math.max(1, Math.floor(config.DATABASE_POOL_SIZE / 2));
@@ -109,12 +109,12 @@ export const pricesArea: Area = {
     const bulkPages = readDb.lane('bulk', Math.min(2, halfThePool));
     routes.handle(bulkPricesRoute, async ({ query: q }, res, req) => {
       const format = negotiateFormat(req, res, q.format);
-      const slot = bulkSlots.admit(res.locals.auth.accountId, () => {
+      const slot = bulkSlots.admit(res.locals.auth!.accountId, () => {
         logger.info({ requestId: res.locals.requestId, route: '/v1/prices/bulk' }, 'download cut: its slot went to an account with fewer downloads open');
         res.destroy();
       });
       try {
-        await streamFramed(
+        return await streamFramed(
           res,
           format === 'json' ? jsonFraming('object') : csvFraming(service.CSV_COLUMNS.daily),
           (write) => service.streamBulkPrices(readDb, q, format, write, { lane: bulkPages, nextPageWaitMs: config.CLIENT_IDLE_TIMEOUT_MS }),
@@ -128,7 +128,7 @@ export const pricesArea: Area = {
     routes.handle(intradayRoute, async ({ params, query }, res, req) => {
       const format = negotiateFormat(req, res, query.format);
       const answer = await service.readIntradayBars(readDb, params.id, query, format);
-      sendFramed(req, res, format === 'json' ? jsonFraming('array') : csvFraming(service.CSV_COLUMNS.intraday), answer);
+      return sendFramed(req, res, format === 'json' ? jsonFraming('array') : csvFraming(service.CSV_COLUMNS.intraday), answer);
     });
   },
   ingest: { 'bars/daily': dailyBarIngest, 'bars/intraday': intradayBarIngest },

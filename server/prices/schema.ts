@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { ProvenanceCountsSchema } from '../actions/schema.ts';
 import { instrumentIdListSchema } from '../core/ids.ts';
 import { BooleanFlagSchema, closedEnum, FormatSchema } from '../core/params.ts';
 import { AsOfSchema, DateSchema, isDate } from '../core/time.ts';
+import { ProvenanceCountsSchema } from '../price-history/schema.ts';
 
 export const MAX_BULK_INSTRUMENTS = 500;
 // One request may span at most this many calendar days: 30 years of daily

@@ -1,8 +1,10 @@
 import type { Database } from '../db/database.ts';
 import { requireInstrument } from '../instruments/service.ts';
-import { actionCoverage, latestCoverageChecks, provenanceMeta } from '../actions/service.ts';
-import { provenanceCounts } from './adjustment.ts';
-import { planAdjustments, priceBasisMeta, readSegments, seriesAsPlanned, seriesUse, type InstrumentPlan } from './adjustment-plan.ts';
+import { latestCoverageChecks } from '../price-history/action-set-repository.ts';
+import { planAdjustments, readSegments, type InstrumentPlan } from '../price-history/adjustment-plan.ts';
+import { provenanceCounts } from '../price-history/adjustment.ts';
+import { actionCoverage, priceBasisMeta, provenanceMeta, seriesUse } from '../price-history/read-meta.ts';
+import { readSeriesText } from './daily-bars.ts';
 import * as text from './text-repository.ts';
 import type { DailySeriesText } from './text-repository.ts';
 import { INTERVAL_MINUTES, INTRADAY_ASSET_CLASSES, type DailyPricesQuery, type INTERVALS } from './schema.ts';
@@ -48,7 +50,7 @@ export async function readDailyPrices(db: Database, id: string, q: DailyPricesQu
     await requireInstrument(sql, id);
     // planAdjustments refuses a pinned version the instrument has not reached.
     const [plans, coverage] = await Promise.all([planAdjustments(sql, [id], q), latestCoverageChecks(sql, [id], q.asOf?.instant)]);
-    const [series] = await seriesAsPlanned(sql, format, [id], readSegments(q, plans, [id]), q, plans);
+    const [series] = await readSeriesText(sql, format, [id], readSegments(q, plans, [id]), q, plans);
     return { plan: plans.get(id)!, coverage, series };
   });
   const immutable = isImmutable(q, plan, series, readAt.toISOString().slice(0, 10));

@@ -1,15 +1,18 @@
 import type postgres from 'postgres';
 import type { Sql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
-import type { MultiplierSegment, SeriesKeys } from './adjustment.ts';
-import { dailyBarsAt, INTRADAY_TABLES, latestBarDate, latestVersion, type Interval, type VersionView } from './repository.ts';
+import type { MultiplierSegment, SeriesKeys } from '../price-history/adjustment.ts';
+import { dailyBarsAt, latestBarDate } from '../price-history/bars-repository.ts';
+import { latestVersion, type VersionView } from '../price-history/versions-repository.ts';
+import { INTRADAY_TABLES, type Interval } from './repository.ts';
 import type { Format } from '../core/params.ts';
 
 // The price reads whose response text PostgreSQL writes: each bar becomes
 // its JSON object in SQL, adjusted there with the multipliers of the read's
-// plan (adjustment.ts, multiplierSegments), and the service passes the bytes
-// on without making an object per bar. Node would spend more time parsing
-// the rows than PostgreSQL spends writing them.
+// plan (price-history/adjustment.ts, multiplierSegments), and the service
+// passes the bytes on without making an object per bar. Node would spend
+// more time parsing the rows than PostgreSQL spends writing them. The daily
+// read is called through daily-bars.ts, the intraday reads by service.ts.
 
 type Fragment = postgres.Fragment;
 

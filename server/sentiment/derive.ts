@@ -1,11 +1,12 @@
 import type { z } from 'zod';
 import type { Sql } from '../db/sql.ts';
 import type { DeriveDeps } from '../derive.ts';
-import { readAdjustedSeries, dateOrder, inOrder } from '../prices/adjusted-series.ts';
-import { dayToDate } from '../prices/adjustment.ts';
-import { MAX_LAG_DAYS, type SourceLead, type SourceLeadsInput } from '../../workers/source-leads.ts';
+import { dayToDate } from '../price-history/day-numbers.ts';
+import { readAdjustedSeries, readSessionSpan } from '../prices/daily-bars.ts';
+import { dateOrder, inOrder } from '../prices/packed-columns.ts';
 import * as repo from './repository.ts';
 import type { DerivedLeadsSchema, SubjectClass } from './schema.ts';
+import { MAX_LAG_DAYS, type SourceLeadsInput } from '../../workers/contract.ts';
 
 export type DerivedLeads = z.infer<typeof DerivedLeadsSchema>;
 
@@ -34,7 +35,7 @@ export function deriveSourceLeads(deps: Pick<DeriveDeps, 'db' | 'pool'>): Promis
       await repo.lockSourceLeads(tx);
       const series = await repo.selectScoreSeries(tx);
       const { input, groups } = await leadsInput(tx, series);
-      const leads = await deps.pool.run<SourceLead[]>('sourceLeads', input);
+      const leads = await deps.pool.run('sourceLeads', input);
       // Every group has a score (a series is never empty), so its first and last day are known.
       const rows = leads.map((lead, g): repo.LeadRow => ({
         source: groups[g].source,
@@ -59,7 +60,7 @@ export function deriveSourceLeads(deps: Pick<DeriveDeps, 'db' | 'pool'>): Promis
 /**
  * The worker's input: every score series sorted by day, and the adjusted
  * closes of the instruments they score, from the session before the earliest
- * score's to the 10th after the latest's (repo.leadBarSpan).
+ * score's to the 10th after the latest's (readSessionSpan over repo.scoredDays).
  */
 async function leadsInput(tx: Sql, series: repo.ScoreSeriesRow[]) {
   const groups: { source: string; subjectClass: SubjectClass }[] = [];
@@ -89,7 +90,7 @@ async function leadsInput(tx: Sql, series: repo.ScoreSeriesRow[]) {
   }
 
   const ids = [...instrumentIndex.keys()];
-  const span = await repo.leadBarSpan(tx, MAX_LAG_DAYS);
+  const span = await readSessionSpan(tx, repo.scoredDays(tx), MAX_LAG_DAYS);
   const adjusted = span && ids.length ? await readAdjustedSeries(tx, ids, { ...span, fields: 'close' }) : new Map();
   const barOffsets = new Int32Array(ids.length + 1);
   ids.forEach((id, i) => (barOffsets[i + 1] = barOffsets[i] + (adjusted.get(id)?.dates.length ?? 0)));

@@ -1,3 +1,4 @@
+import type postgres from 'postgres';
 import type { Sql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import { countedStagedUpsert } from '../ingest/repository.ts';
@@ -159,34 +160,16 @@ export function selectScoreSeries(sql: Sql) {
 }
 
 /**
- * The span of adjusted closes the leads of all stored scores read: from the
- * session before the session of the earliest score (the bar on or before it
- * and the one before that) to the 10th session after the latest score, over
- * the instruments with scores. Each end found through the instrument's bars
- * (the daily_bars key), so a gap in the bars cannot cut a lag short; a day
- * with no such bar falls back to the score's own day. Null with no scores.
+ * Each scored instrument's first and last score day, as the relation
+ * (instrument_id, first_day, last_day) whose span of sessions the leads read
+ * (prices/daily-bars.ts, readSessionSpan).
  */
-export async function leadBarSpan(sql: Sql, lagSessions: number): Promise<{ from: string; to: string } | null> {
-  const [row] = await sql<{ from: string | null; to: string | null }[]>`
-    with spans as (
-      select instrument_id, min(as_of_date) as first_day, max(as_of_date) as last_day
-      from sentiment_scores
-      group by instrument_id
-    )
-    select
-      min(coalesce(
-        (select min(b.bar_date) from (
-          select bar_date from daily_bars where instrument_id = s.instrument_id and bar_date <= s.first_day order by bar_date desc limit 2
-        ) b),
-        s.first_day)) as from,
-      max(coalesce(
-        (select max(b.bar_date) from (
-          select bar_date from daily_bars where instrument_id = s.instrument_id and bar_date > s.last_day order by bar_date limit ${lagSessions}
-        ) b),
-        s.last_day)) as to
-    from spans s
+export function scoredDays(sql: Sql): postgres.Fragment {
+  return sql`
+    select instrument_id, min(as_of_date) as first_day, max(as_of_date) as last_day
+    from sentiment_scores
+    group by instrument_id
   `;
-  return row.from && row.to ? { from: row.from, to: row.to } : null;
 }
 
 export interface LeadRow {

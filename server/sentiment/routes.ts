@@ -5,7 +5,6 @@ import { sentimentIngest } from './ingest.ts';
 import { SentimentMetaSchema, SentimentQuerySchema, SentimentScoreSchema, SourceLeadSchema, SourceLeadsMetaSchema, SourceLeadsQuerySchema } from './schema.ts';
 import { listSentiment, listSourceLeads } from './service.ts';
 import { InstrumentParamsSchema } from '../core/ids.ts';
-import { sendData } from '../http/envelope.ts';
 
 export const sentimentRoute = defineRoute({
   method: 'get',
@@ -49,14 +48,8 @@ export const sourceLeadsRoute = defineRoute({
 export const sentimentArea: Area = {
   routes: [sentimentRoute, sourceLeadsRoute],
   mount(routes, { readDb }) {
-    routes.handle(sentimentRoute, async ({ params, query }, res) => {
-      const { data, meta } = await listSentiment(readDb, params.id, query);
-      sendData(res, data, meta);
-    });
-    routes.handle(sourceLeadsRoute, async ({ query }, res) => {
-      const { data, meta } = await listSourceLeads(readDb, query);
-      sendData(res, data, meta);
-    });
+    routes.handle(sentimentRoute, ({ params, query }) => listSentiment(readDb, params.id, query));
+    routes.handle(sourceLeadsRoute, ({ query }) => listSourceLeads(readDb, query));
   },
   ingest: { sentiment: sentimentIngest },
 };

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { BooleanValue, FiniteNumber, jsonCell } from '../ingest/fields.ts';
 import { ingestCounts } from '../ingest/kind.ts';
-import { LAGS, MAX_LAG_DAYS, PROMOTION_RULE, SESSION_LOOKBACK_DAYS } from '../../workers/source-leads.ts';
 import { InstrumentIdSchema } from '../core/ids.ts';
 import { closedEnum } from '../core/params.ts';
 import { DateSchema, withOrderedBounds } from '../core/time.ts';
+import { LAGS, MAX_LAG_DAYS, PROMOTION_RULE, SESSION_LOOKBACK_DAYS } from '../../workers/contract.ts';
 
 /**
  * What a score is about. A closed list: a value outside it is a 400 naming it.

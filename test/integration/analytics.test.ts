@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseUrl, Service, startService } from './harness.ts';
 import { createSql } from '../../server/db/sql.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
-import { readAdjustedSeries, selectPackedSeries } from '../../server/prices/adjusted-series.ts';
+import { readAdjustedSeries } from '../../server/prices/daily-bars.ts';
+import { selectPackedSeries } from '../../server/prices/daily-bars-repository.ts';
 
 let svc: Service;
 let key: string;

@@ -7,8 +7,9 @@ import { corporateActionIngest, coverageCheckIngest } from '../../server/actions
 import { batchesOf } from '../../server/ingest/body.ts';
 import { ingestRows } from '../../server/ingest/service.ts';
 import { instrumentIngest } from '../../server/instruments/ingest.ts';
-import { adjustSeries, dayNumber, NOT_VENDOR_ADJUSTED } from '../../server/prices/adjustment.ts';
-import { planAdjustments } from '../../server/prices/adjustment-plan.ts';
+import { adjustSeries, NOT_VENDOR_ADJUSTED } from '../../server/price-history/adjustment.ts';
+import { planAdjustments } from '../../server/price-history/adjustment-plan.ts';
+import { dayNumber } from '../../server/price-history/day-numbers.ts';
 import { dailyBarIngest } from '../../server/prices/ingest.ts';
 import { adjusted, jsonNumber, roundedValue, roundingScale } from '../../server/prices/text-repository.ts';
 import { SPLIT_INTRADAY_BARS } from '../../server/prices/service.ts';

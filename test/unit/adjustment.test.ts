@@ -1,15 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  adjustSeries,
-  buildFactors,
-  dayNumber,
-  dayToDate,
-  factorsUsed,
-  multiplierSegments,
-  NOT_VENDOR_ADJUSTED,
-  type Factor,
-} from '../../server/prices/adjustment.ts';
-import { dateOrder, inOrder, reflectsThrough } from '../../server/prices/adjusted-series.ts';
+import { adjustSeries, buildFactors, factorsUsed, multiplierSegments, NOT_VENDOR_ADJUSTED, type Factor } from '../../server/price-history/adjustment.ts';
+import { dayNumber, dayToDate } from '../../server/price-history/day-numbers.ts';
+import { dateOrder, inOrder, reflectsThrough } from '../../server/prices/packed-columns.ts';
 
 const DAY_MS = 86_400_000;
 

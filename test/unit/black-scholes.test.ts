@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DAYS_PER_YEAR, DAY_COUNT_CONVENTION, normCdf, normPdf, priceOption, yearsFromDays, type OptionPricingInput } from '../../workers/black-scholes.ts';
+import { normCdf, normPdf, priceOption, yearsFromDays, type OptionPricingInput } from '../../workers/black-scholes.ts';
+import { DAY_COUNT_CONVENTION, DAYS_PER_YEAR } from '../../workers/contract.ts';
 
 // Reference values below are INDEPENDENT of the code under test: they were
 // computed with mpmath at 40–50 significant digits, e.g.

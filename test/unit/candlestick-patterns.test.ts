@@ -2,7 +2,8 @@
 // and NOT on a near-miss fixture that breaks one of its documented rules.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CANDLESTICK_PATTERNS, detectCandlestickPatterns, type CandleBars, type CandlestickPatternName } from '../../workers/candlestick-patterns.ts';
+import { detectCandlestickPatterns, type CandleBars } from '../../workers/candlestick-patterns.ts';
+import { CANDLESTICK_PATTERNS, type CandlestickPatternName } from '../../workers/contract.ts';
 
 type Ohlc = [open: number, high: number, low: number, close: number];
 

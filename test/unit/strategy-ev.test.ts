@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { normCdf, priceOption } from '../../workers/black-scholes.ts';
 import { gaussLegendre } from '../../workers/lognormal-quadrature.ts';
-import { STRUCTURES, STRUCTURE_NAMES, checkStructure, type OptionLeg, type StructureName } from '../../workers/option-structures.ts';
+import { STRUCTURES, checkStructure, type OptionLeg } from '../../workers/option-structures.ts';
 import { evaluateStrategy, type StrategyInput } from '../../workers/strategy-ev.ts';
+import { STRUCTURE_NAMES, type StructureName } from '../../workers/contract.ts';
 
 // Independent references used here:
 //  - closed-form lognormal partial expectations written out in this file

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WorkerPool } from '../../server/worker-pool.ts';
+import { closedForm, move, WorkerPool } from '../../server/worker-pool.ts';
 
 /** A promise and the function that settles it. */
 function latch() {
@@ -52,5 +52,51 @@ describe('read slots: bar-reading requests served readSlots at a time', () => {
     ).rejects.toThrow('read failed');
     expect(await pool.withReadSlot('beta', async () => 'after')).toBe('after');
     await pool.destroy();
+  });
+});
+
+describe('the typed worker boundary', () => {
+  const closes = (n: number, from = 100) => Float64Array.from({ length: n }, (_, i) => from + Math.sin(i) + i / 10);
+  const days = (n: number) => Int32Array.from({ length: n }, (_, i) => 18_000 + i);
+
+  it('when an input is passed through move(), then its typed arrays are transferred to the thread and detached here; otherwise they are copied', async () => {
+    const pool = new WorkerPool({ threads: 1, maxQueue: 2, taskTimeoutMs: 10_000, niceIncrement: 0 });
+    try {
+      const subject = { dates: days(40), close: closes(40) };
+      const benchmark = { dates: days(40), close: closes(40, 50) };
+      const copied = await pool.run('beta', { subject, benchmark });
+      expect(subject.close.length).toBe(40);
+      const moved = await pool.run('beta', move({ subject, benchmark }));
+      expect(moved).toEqual(copied);
+      expect([subject.close.byteLength, subject.dates.byteLength, benchmark.close.byteLength]).toEqual([0, 0, 0]);
+    } finally {
+      await pool.destroy();
+    }
+  });
+
+  it('when the pool has no threads, then a task runs on this thread and gives what a thread gives', async () => {
+    const inline = new WorkerPool({ threads: 0, maxQueue: 2, taskTimeoutMs: 10_000 });
+    const threaded = new WorkerPool({ threads: 1, maxQueue: 2, taskTimeoutMs: 10_000, niceIncrement: 0 });
+    try {
+      const input = () => ({ subject: { dates: days(30), close: closes(30) }, benchmark: { dates: days(30), close: closes(30, 70) } });
+      expect(await inline.run('beta', input())).toEqual(await threaded.run('beta', input()));
+    } finally {
+      await threaded.destroy();
+    }
+  });
+
+  it('when a closed form is computed here, then it is the task module’s function: a call and a put satisfy put-call parity', () => {
+    const common = { spot: 100, strike: 95, timeYears: 0.5, rate: 0.03, vol: 0.25, dividendYield: 0.01 };
+    const call = closedForm('optionPrice', { ...common, type: 'call' }).price;
+    const put = closedForm('optionPrice', { ...common, type: 'put' }).price;
+    const parity = common.spot * Math.exp(-common.dividendYield * common.timeYears) - common.strike * Math.exp(-common.rate * common.timeYears);
+    expect(call - put).toBeCloseTo(parity, 12);
+  });
+
+  it('when a task is called with another task’s input, then it does not compile', () => {
+    const pool = new WorkerPool({ threads: 0, maxQueue: 1, taskTimeoutMs: 1000 });
+    // @ts-expect-error technicals takes OHLCV bars, not a beta's series
+    const wrong = () => pool.run('technicals', { subject: { dates: days(3), close: closes(3) }, benchmark: { dates: days(3), close: closes(3) } });
+    expect(typeof wrong).toBe('function');
   });
 });

@@ -77,11 +77,33 @@ describe('workers/ imports nothing from server/', () => {
   });
 });
 
-describe('the structure table runs on the request thread', () => {
-  it('when the server imports workers/option-structures.ts, then it loads no other module', () => {
+/** The modules `file` (under workers/) loads at run time, transitively, as paths relative to workers/ or package names. */
+function runtimeClosure(file: string): string[] {
+  const seen = new Set<string>();
+  const visit = (rel: string) => {
+    for (const s of runtimeImports(readFileSync(path.join(workersDir, rel), 'utf8'))) {
+      const target = s.startsWith('.') ? path.relative(workersDir, path.resolve(workersDir, path.dirname(rel), s)) : s;
+      if (seen.has(target)) continue;
+      seen.add(target);
+      if (s.startsWith('.')) visit(target);
+    }
+  };
+  visit(file);
+  return [...seen].sort();
+}
+
+describe('what the request thread loads from workers/', () => {
+  it('when a source holds imports of each kind, then only those that load a module at run time are counted', () => {
     const source =
       "import type { A } from './a.ts';\nimport { b } from './b.ts';\nexport { c } from './c.ts';\nexport type { D } from './d.ts';\nimport './e.ts';";
     expect(new Set(runtimeImports(source))).toEqual(new Set(['./b.ts', './c.ts', './e.ts']));
-    expect(runtimeImports(readFileSync(path.join(workersDir, 'option-structures.ts'), 'utf8'))).toEqual([]);
+  });
+
+  it('when the server imports workers/contract.ts, then it loads no module at all: types and constants only', () => {
+    expect(runtimeClosure('contract.ts')).toEqual([]);
+  });
+
+  it('when the request thread computes a closed form, then workers/closed-forms.ts loads the pricing modules and no library', () => {
+    expect(runtimeClosure('closed-forms.ts')).toEqual(['black-scholes.ts', 'contract.ts', 'option-structures.ts', 'probability.ts']);
   });
 });

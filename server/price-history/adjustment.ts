@@ -12,7 +12,8 @@
  * reflected and never applied twice.
  */
 
-import { zeroProvenanceCounts, type Provenance } from '../actions/schema.ts';
+import { dayNumber } from './day-numbers.ts';
+import { zeroProvenanceCounts, type Provenance } from './schema.ts';
 
 export interface ActionForAdjustment {
   id: string;
@@ -48,7 +49,6 @@ export interface NotApplied {
   reason: 'no_prior_close' | 'prior_close_gap' | 'currency_mismatch' | 'not_a_price_action' | 'invalid_params';
 }
 
-const DAY_MS = 86_400_000;
 const daysBetween = (a: string, b: string) => dayNumber(b) - dayNumber(a);
 
 /** Turns the applicable actions into price/volume factors, ascending by effective date. */
@@ -91,23 +91,6 @@ export function buildFactors(actions: ActionForAdjustment[], priorCloses: PriorC
   factors.sort((x, y) => (x.effectiveDate < y.effectiveDate ? -1 : x.effectiveDate > y.effectiveDate ? 1 : x.actionId < y.actionId ? -1 : 1));
   return { factors, notApplied };
 }
-
-/** Days since 1970-01-01 of a yyyy-mm-dd date, by arithmetic (this runs per bar; no Date objects). */
-export function dayNumber(date: string): number {
-  let y = (date.charCodeAt(0) - 48) * 1000 + (date.charCodeAt(1) - 48) * 100 + (date.charCodeAt(2) - 48) * 10 + (date.charCodeAt(3) - 48);
-  const m = (date.charCodeAt(5) - 48) * 10 + (date.charCodeAt(6) - 48);
-  const d = (date.charCodeAt(8) - 48) * 10 + (date.charCodeAt(9) - 48);
-  // Howard Hinnant's days_from_civil.
-  if (m <= 2) y -= 1;
-  const era = Math.floor(y / 400);
-  const yoe = y - era * 400;
-  const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1;
-  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
-  return era * 146_097 + doe - 719_468;
-}
-
-/** The yyyy-mm-dd date of a day number (the inverse of dayNumber). */
-export const dayToDate = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
 
 /** `reflectsActionsThrough` of a raw bar, in day-number form. */
 export const NOT_VENDOR_ADJUSTED = -2_147_483_648;
@@ -204,7 +187,7 @@ export function provenanceCounts(factors: Factor[]): Record<Provenance, number> 
 
 export type PriceBasis = 'raw' | 'adjusted' | 'vendor_adjusted' | 'mixed';
 
-/** What the returned numbers are; see the README's "Price basis" section. */
+/** What the returned numbers are (docs/api.md, "Adjustment": meta.priceBasis.priceBasis). */
 export function priceBasisOf(adjusted: boolean, bases: { raw: boolean; vendorAdjusted: boolean }): PriceBasis {
   if (bases.raw && bases.vendorAdjusted) return 'mixed';
   if (bases.vendorAdjusted) return 'vendor_adjusted';

@@ -1,0 +1,151 @@
+import type postgres from 'postgres';
+import type { Sql } from '../db/sql.ts';
+import { timed } from '../db/sql.ts';
+import { dayNumber } from '../price-history/day-numbers.ts';
+import type { DailyColumns } from './packed-columns.ts';
+
+// The reads of daily_bars that return columns or rows, called through
+// daily-bars.ts. The reads whose answer PostgreSQL writes as text are in
+// text-repository.ts.
+
+/**
+ * Daily bars as packed columns, one row per instrument, each column packed by
+ * PostgreSQL into big-endian values: days since 1970-01-01 as int4, prices
+ * and volume as float8 (NaN where absent), so the request thread decodes a
+ * few strings per instrument instead of an object per bar. Each column
+ * arrives as base64 text: a bytea would come as hex, two characters a byte,
+ * where base64 takes four per three and Node decodes it natively. On a
+ * 20-instrument, 360-bar close read that cut the request thread's CPU from
+ * about 0.95 to 0.55 ms a read, and the garbage it leaves by a third.
+ *
+ * Only vendor-adjusted bars carry a reflects-through date (days since
+ * 1970-01-01, int4), so `reflects` holds theirs alone and is null when the
+ * window holds none, the common case: a value for every raw bar was a quarter
+ * of a close-only read's bytes. When some bars are vendor-adjusted and some
+ * raw, `reflects_days` names the days the values belong to; when all are, it
+ * is null and `reflects` runs beside `days`.
+ *
+ * The aggregates carry no ORDER BY: each one would sort its input again
+ * (PostgreSQL 15 sorts per ordered aggregate), which doubled the query's cost.
+ * Every aggregate of a group consumes the same rows in the same order, so the
+ * columns stay aligned with each other; the caller puts them in date order.
+ */
+interface PackedSeriesRow {
+  instrument_id: string;
+  /** Base64 of the packed values; null for an aggregate over no value. */
+  days: string | null;
+  reflects: string | null;
+  reflects_days: string | null;
+  /** Absent from a close-only read. */
+  open_price?: string | null;
+  high_price?: string | null;
+  low_price?: string | null;
+  volume?: string | null;
+  close_price: string | null;
+}
+
+export function selectPackedSeries(sql: Sql, instrumentIds: string[], from: string, to: string, fields: 'close' | 'ohlcv') {
+  const base64 = (values: postgres.Fragment, name: string) => sql`encode(${values}, 'base64') as ${sql(name)}`;
+  const days = (column: string) => sql`string_agg(int4send(${sql(column)} - date '1970-01-01'), ''::bytea)`;
+  const floats = (value: postgres.Fragment) => sql`string_agg(float8send(${value}), ''::bytea)`;
+  const orNaN = (column: string) => base64(floats(sql`coalesce(${sql(column)}, 'NaN'::float8)`), column);
+  const vendorAdjusted = sql`filter (where reflects_actions_through is not null)`;
+  return sql<PackedSeriesRow[]>`
+    select
+      instrument_id,
+      ${base64(days('bar_date'), 'days')},
+      ${base64(sql`${days('reflects_actions_through')} ${vendorAdjusted}`, 'reflects')},
+      ${base64(sql`case when count(reflects_actions_through) < count(*) then ${days('bar_date')} ${vendorAdjusted} end`, 'reflects_days')},
+      ${fields === 'ohlcv' ? sql`${orNaN('open_price')}, ${orNaN('high_price')}, ${orNaN('low_price')}, ${orNaN('volume')},` : sql``}
+      ${base64(floats(sql`close_price`), 'close_price')}
+    from daily_bars
+    where instrument_id = any (${instrumentIds}::uuid[])
+      and bar_date between ${from}::date and ${to}::date
+    group by instrument_id
+  `;
+}
+
+/**
+ * The instrument's last `count` raw daily bars dated on or before `day`, as
+ * columns in ascending date order (vendor-adjusted bars are not raw prices
+ * and are skipped): close, high and low, NaN where the source published no
+ * value; open and volume are not read. At most a few dozen bars, so the rows
+ * are mapped here rather than packed by PostgreSQL.
+ */
+export async function rawBarsUpTo(sql: Sql, instrumentId: string, day: string, count: number): Promise<DailyColumns> {
+  const rows = await sql<{ bar_date: string; close_price: number; high_price: number | null; low_price: number | null }[]>`
+    select bar_date, close_price, high_price, low_price
+    from daily_bars
+    where instrument_id = ${instrumentId} and bar_date <= ${day} and price_basis = 'raw'
+    order by bar_date desc
+    limit ${count}
+  `;
+  const n = rows.length;
+  const bars: DailyColumns = {
+    dates: new Int32Array(n),
+    open: new Float64Array(0),
+    high: new Float64Array(n),
+    low: new Float64Array(n),
+    close: new Float64Array(n),
+    volume: new Float64Array(0),
+  };
+  // The rows come newest first.
+  rows.forEach((r, k) => {
+    const i = n - 1 - k;
+    bars.dates[i] = dayNumber(r.bar_date);
+    bars.close[i] = r.close_price;
+    bars.high[i] = r.high_price ?? NaN;
+    bars.low[i] = r.low_price ?? NaN;
+  });
+  return bars;
+}
+
+/**
+ * For each day, the instrument's latest raw daily close dated on or before it
+ * (vendor-adjusted bars are not raw prices and are skipped).
+ */
+export async function rawClosesOnOrBefore(sql: Sql, instrumentId: string, days: string[]): Promise<Map<string, { barDate: string; close: number }>> {
+  const rows = await timed(
+    'option_underlying_closes',
+    sql<{ day: string; bar_date: string; close_price: number }[]>`
+      select d.day::text as day, b.bar_date, b.close_price
+      from unnest(${days}::date[]) as d (day)
+      cross join lateral (
+        select bar_date, close_price
+        from daily_bars
+        where instrument_id = ${instrumentId} and bar_date <= d.day and price_basis = 'raw'
+        order by bar_date desc
+        limit 1
+      ) b
+    `,
+  );
+  return new Map(rows.map((r) => [r.day, { barDate: r.bar_date, close: r.close_price }]));
+}
+
+/**
+ * The span of bars around the instruments' days: from the session before the
+ * session of an instrument's first day (the bar on or before that day and the
+ * one before it) to the `lagSessions`-th session after its last day, the
+ * widest over all the instruments. `days` is a relation of (instrument_id,
+ * first_day, last_day). Each end is found through the instrument's bars (the
+ * daily_bars key), so a gap in the bars cannot cut a lag short; a day with no
+ * such bar falls back to the day itself. Null when `days` is empty.
+ */
+export async function sessionSpan(sql: Sql, days: postgres.Fragment, lagSessions: number): Promise<{ from: string; to: string } | null> {
+  const [row] = await sql<{ from: string | null; to: string | null }[]>`
+    with spans as (${days})
+    select
+      min(coalesce(
+        (select min(b.bar_date) from (
+          select bar_date from daily_bars where instrument_id = s.instrument_id and bar_date <= s.first_day order by bar_date desc limit 2
+        ) b),
+        s.first_day)) as from,
+      max(coalesce(
+        (select max(b.bar_date) from (
+          select bar_date from daily_bars where instrument_id = s.instrument_id and bar_date > s.last_day order by bar_date limit ${lagSessions}
+        ) b),
+        s.last_day)) as to
+    from spans s
+  `;
+  return row.from && row.to ? { from: row.from, to: row.to } : null;
+}

@@ -1,0 +1,152 @@
+import type postgres from 'postgres';
+import type { Sql } from '../db/sql.ts';
+import { timed } from '../db/sql.ts';
+import type { Format } from '../core/params.ts';
+import type { PointInTime } from '../core/time.ts';
+import { planAdjustments, type InstrumentPlan } from '../price-history/adjustment-plan.ts';
+import { adjustSeries, type MultiplierSegment } from '../price-history/adjustment.ts';
+import { dayToDate } from '../price-history/day-numbers.ts';
+import { versionView } from '../price-history/versions-repository.ts';
+import * as repo from './daily-bars-repository.ts';
+import { dateOrder, float64s, inOrder, int32s, reflectsThrough, type DailyColumns } from './packed-columns.ts';
+import * as text from './text-repository.ts';
+import type { DailySeriesText } from './text-repository.ts';
+
+// The one read interface of daily bars: the price routes and every other
+// area (analytics, event reactions, source leads, options) read daily_bars
+// through these functions. Their SQL is in daily-bars-repository.ts and
+// text-repository.ts; the reads an adjustment plan makes (versions, the
+// actions at a version, prior closes, a superseded version's bars) are in
+// price-history/. Two representations of bars remain, each for its callers:
+//
+// - Text (readSeriesText), for the daily-price and bulk-price routes, which
+//   send bars and compute nothing on them. PostgreSQL writes each bar's JSON
+//   object or CSV row, adjusted in SQL with the plan's multiplier segments,
+//   and the bytes go out as they came: parsing rows into objects costs Node
+//   more than writing their text costs PostgreSQL, so a bulk read of 500
+//   instruments runs at 1.11x postgres.js fetching the same rows
+//   (docs/benchmarks.md, bulk-read).
+// - Columns (DailyColumns, typed arrays by field), for everything that
+//   computes on bars. readAdjustedSeries (technicals, correlations, beta,
+//   event reactions, source leads) decodes a few base64 strings per
+//   instrument, PostgreSQL having packed each column, instead of making an
+//   object per bar (repo.selectPackedSeries says what that saves), and
+//   adjusts the columns with adjustSeries, the same segments as the text
+//   path, bit for bit; the arrays can be transferred to the worker pool
+//   without copying.
+//   readRawBars (implied-volatility snapshots) returns the same columns, raw:
+//   at most 31 bars, mapped from rows once.
+//
+// Two reads answer lookups rather than series: readRawCloses, the raw close
+// on or before each quote's day (an option's spot), and readSessionSpan, the
+// dates a source-lead derivation reads.
+
+/** Adjusted columns of one instrument, with the version whose actions adjusted them. */
+export interface AdjustedSeries extends DailyColumns {
+  /** What each bar's prices were multiplied by (1 where no action applied); empty unless the read asked for it. */
+  priceMultiplier: Float64Array;
+  actionSetVersion: number;
+  firstDate: string | null;
+  lastDate: string | null;
+}
+
+/**
+ * The series of `ids` in the window as the response text, each with the bars
+ * of the version its plan applies. A plan of a superseded version reads that
+ * version's bars; a series whose version moved on after the plan was read (an
+ * upload corrected or filled in its bars meanwhile) is read again as the
+ * planned version, whose bars are kept as they stood, so the bars always
+ * match the version the meta reports.
+ */
+export async function readSeriesText(
+  sql: Sql,
+  format: Format,
+  ids: string[],
+  segments: Map<string, MultiplierSegment[]>,
+  window: { from: string; to: string },
+  plans: Map<string, InstrumentPlan>,
+): Promise<DailySeriesText[]> {
+  const view = ids.length === 1 ? plans.get(ids[0])!.view : undefined;
+  const read = await text.dailySeriesText(sql, format, ids, segments, window.from, window.to, view);
+  const asPlanned = await Promise.all(
+    read.map(async (series) => {
+      const id = series.instrumentId;
+      const { version } = plans.get(id)!;
+      if (view || series.latestVersion === version) return series;
+      const own = new Map(segments.has(id) ? [[id, segments.get(id)!]] : []);
+      const [again] = await text.dailySeriesText(sql, format, [id], own, window.from, window.to, await versionView(sql, id, version));
+      return again;
+    }),
+  );
+  // The planned version may have no bars in the window where the latest has some.
+  return asPlanned.filter((series) => series !== undefined);
+}
+
+/**
+ * Adjusted daily bars as columns, for the worker pool and the derivations:
+ * each instrument's window in one packed row (repo.selectPackedSeries),
+ * adjusted with the plan the price routes use. Only actions known at the
+ * cut-off apply; backfilled actions are left out, so figures are
+ * point-in-time. An instrument without bars in the window gets empty columns.
+ */
+export async function readAdjustedSeries(
+  sql: Sql,
+  ids: string[],
+  window: { from: string; to: string; asOf?: PointInTime; fields: 'close' | 'ohlcv'; multipliers?: boolean },
+): Promise<Map<string, AdjustedSeries>> {
+  const q = { from: window.from, to: window.to, adjusted: true, asOf: window.asOf, includeBackfilled: false };
+  const [plans, rows] = await Promise.all([
+    planAdjustments(sql, ids, q),
+    timed('adjusted_series_bars', repo.selectPackedSeries(sql, ids, window.from, window.to, window.fields)),
+  ]);
+  const packed = new Map(rows.map((r) => [r.instrument_id, r]));
+  const out = new Map<string, AdjustedSeries>();
+  const ohlcv = window.fields === 'ohlcv';
+  for (const id of ids) {
+    const r = packed.get(id);
+    const days = int32s(r?.days);
+    const order = dateOrder(days);
+    const column = (base64: string | null | undefined) => inOrder(float64s(base64), order);
+    const dates = inOrder(days, order);
+    const close = column(r?.close_price);
+    const s: AdjustedSeries = {
+      dates,
+      open: ohlcv ? column(r?.open_price) : new Float64Array(0),
+      high: ohlcv ? column(r?.high_price) : new Float64Array(0),
+      low: ohlcv ? column(r?.low_price) : new Float64Array(0),
+      close,
+      volume: ohlcv ? column(r?.volume) : new Float64Array(0),
+      // Adjusted like a price column: a 1 comes out as the bar's multiplier, exactly.
+      priceMultiplier: window.multipliers ? new Float64Array(dates.length).fill(1) : new Float64Array(0),
+      actionSetVersion: plans.get(id)!.version,
+      firstDate: dates.length ? dayToDate(dates[0]) : null,
+      lastDate: dates.length ? dayToDate(dates[dates.length - 1]) : null,
+    };
+    const reflects = reflectsThrough(dates, order, int32s(r?.reflects), int32s(r?.reflects_days));
+    const prices = ohlcv ? [s.open, s.high, s.low, close] : [close];
+    if (window.multipliers) prices.push(s.priceMultiplier);
+    adjustSeries(plans.get(id)!.factors, dates, reflects, prices, ohlcv ? s.volume : null);
+    out.set(id, s);
+  }
+  return out;
+}
+
+/** The instrument's last `count` raw bars dated on or before `day`, as columns (close, high, low) in date order. */
+export function readRawBars(sql: Sql, instrumentId: string, day: string, count: number): Promise<DailyColumns> {
+  return repo.rawBarsUpTo(sql, instrumentId, day, count);
+}
+
+/** For each day, the instrument's latest raw close dated on or before it (the day absent when there is none); no query for no days. */
+export function readRawCloses(sql: Sql, instrumentId: string, days: string[]): Promise<Map<string, { barDate: string; close: number }>> {
+  return days.length ? repo.rawClosesOnOrBefore(sql, instrumentId, days) : Promise.resolve(new Map<string, { barDate: string; close: number }>());
+}
+
+/**
+ * The dates of bars around the instruments' days (`days`, a relation of
+ * instrument_id, first_day and last_day): from the session before the
+ * session of an instrument's first day to the `lagSessions`-th session after
+ * its last (repo.sessionSpan); null for no days.
+ */
+export function readSessionSpan(sql: Sql, days: postgres.Fragment, lagSessions: number): Promise<{ from: string; to: string } | null> {
+  return repo.sessionSpan(sql, days, lagSessions);
+}
