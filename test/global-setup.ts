@@ -9,8 +9,10 @@ import { migrate } from '../server/db/migrate.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    databaseUrl: string;
-    databaseSource: string;
+    /** A database on the suite's server to run CREATE DATABASE from. */
+    databaseServerUrl: string;
+    /** The migrated database each test file's own database is cloned from (test/integration/file-database.ts). */
+    templateDatabase: string;
   }
 }
 
@@ -25,31 +27,24 @@ async function dockerAnswers(): Promise<boolean> {
 }
 
 /**
- * Picks the suite's database, in order: TEST_DATABASE_URL (a fresh database
- * is created on that server for this run and dropped after it); a Testcontainers
- * TimescaleDB when a Docker engine answers; an embedded plain PostgreSQL.
- * Migrations run once here, and the storage tier is printed.
+ * Picks the suite's database server, in order: TEST_DATABASE_URL's; a
+ * Testcontainers TimescaleDB when a Docker engine answers; an embedded plain
+ * PostgreSQL. On it, one template database is created and migrated, once,
+ * and the storage tier is printed; each integration test file then runs on a
+ * clone of it (test/integration/file-database.ts), so files can run in
+ * parallel without sharing rows. Everything this run created is dropped after it.
  */
 export default async function setup(project: TestProject) {
   const cleanups: (() => Promise<unknown>)[] = [];
-  let url: string;
+  let serverUrl: string;
   let source: string;
   if (process.env.TEST_DATABASE_URL) {
-    const admin = sqlClient(process.env.TEST_DATABASE_URL, { max: 1, onnotice: () => {} });
-    const name = `mds_test_${process.pid}_${Date.now()}`;
-    await admin`create database ${admin(name)}`;
-    const base = new URL(process.env.TEST_DATABASE_URL);
-    base.pathname = `/${name}`;
-    url = base.toString();
+    serverUrl = process.env.TEST_DATABASE_URL;
     source = 'TEST_DATABASE_URL';
-    cleanups.push(async () => {
-      await admin`drop database if exists ${admin(name)} with (force)`;
-      await admin.end();
-    });
   } else if (await dockerAnswers()) {
     const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
     const container = await new PostgreSqlContainer('timescale/timescaledb:latest-pg17').start();
-    url = container.getConnectionUri();
+    serverUrl = container.getConnectionUri();
     source = 'Testcontainers timescale/timescaledb:latest-pg17';
     cleanups.push(() => container.stop());
   } else {
@@ -61,19 +56,36 @@ export default async function setup(project: TestProject) {
       process.stderr.write(`${err.message}\n`);
       process.exit(1);
     });
-    url = db.url;
+    serverUrl = db.url;
     source = 'embedded PostgreSQL (no TEST_DATABASE_URL, no Docker engine)';
     cleanups.push(async () => {
       await db.stop();
       await rm(dir, { recursive: true, force: true });
     });
   }
-  const report = await migrate(url);
+  const admin = sqlClient(serverUrl, { max: 1, onnotice: () => {} });
+  const template = `mds_template_${process.pid}_${Date.now()}`;
+  await admin`create database ${admin(template)}`;
+  cleanups.push(async () => {
+    // Clones of a run that was cut short (a killed worker) are dropped too.
+    const leftovers = await admin<{ datname: string }[]>`select datname from pg_database where datname like ${`mds_file_${process.pid}_%`}`;
+    for (const { datname } of leftovers) await admin`drop database if exists ${admin(datname)} with (force)`;
+    await admin`alter database ${admin(template)} is_template false`;
+    await admin`drop database if exists ${admin(template)} with (force)`;
+    await admin.end();
+  });
+  const templateUrl = new URL(serverUrl);
+  templateUrl.pathname = `/${template}`;
+  const report = await migrate(templateUrl.toString());
+  // A template must have no session: the migration's are closed, and
+  // TimescaleDB starts no background scheduler in a database marked as one.
+  await admin`alter database ${admin(template)} is_template true`;
+  await admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = ${template}`;
   process.stdout.write(
     `\n[test database] ${source}\n[test database] storage tier: ${report.tier}${report.timescaledbVersion ? ` (timescaledb ${report.timescaledbVersion})` : ''}\n\n`,
   );
-  project.provide('databaseUrl', url);
-  project.provide('databaseSource', source);
+  project.provide('databaseServerUrl', serverUrl);
+  project.provide('templateDatabase', template);
   return async () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
   };

@@ -155,7 +155,11 @@ describe('dashboard: sign-in and sessions', () => {
     const age = (seconds: number) =>
       svc.sql`update dashboard_sign_in_attempts set last_attempt_at = last_attempt_at - make_interval(secs => ${seconds}) where subject = ${`login:${login}`}`;
     for (const wait of [1, 2, 4]) {
-      const spaced = await guesser(100 + wait).signIn(login, PASSWORD, { accept: 'application/json' });
+      // The form is opened first, and the last attempt dated now just before the post: the spacing, not the machine's speed, decides.
+      const probe = guesser(100 + wait);
+      const csrf = csrfOn((await probe.get('/account/sign-in')).text)!;
+      await svc.sql`update dashboard_sign_in_attempts set last_attempt_at = now() where subject = ${`login:${login}`}`;
+      const spaced = await probe.post('/account/sign-in', { login, password: PASSWORD, csrf }, { accept: 'application/json' });
       expect(spaced.status).toBe(429);
       expect(spaced.headers.get('retry-after')).toBe(String(wait));
       expect(JSON.parse(spaced.text).error.details).toEqual({

@@ -3,14 +3,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { DestinationStream } from 'pino';
-import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
 import { startRuntime, type Runtime } from '../../server/runtime.ts';
 import type { Scope } from '../../server/keys/scopes.ts';
 import { apiContract } from '../support/contract.ts';
+import { fileDatabaseUrl } from './file-database.ts';
 
-export const databaseUrl = () => inject('databaseUrl');
+/** This test file's own database (test/integration/file-database.ts). */
+export const databaseUrl = () => fileDatabaseUrl;
 
 /**
  * Starts the real service in-process on ephemeral ports against the suite's

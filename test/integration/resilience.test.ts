@@ -199,7 +199,7 @@ describe('resilience: admission and deadlines', () => {
     try {
       const holders = await Promise.all(Array.from({ length: 4 }, () => fair.keyWith(['prices:read'])));
       const reader = await fair.keyWith(['prices:read']);
-      // Each holder keeps three downloads asked for: one refused or cut is asked for again, unread.
+      // Each holder keeps three downloads asked for: one cut is asked for again at once, unread; one refused, after a second.
       const hold = async (k: string) => {
         while (holding) {
           const download = holdGet(`${fair.runtime.publicUrl}/v1/prices/bulk?instrumentIds=${bulkIds.join(',')}&from=1991-01-01&to=2020-12-31`, k);
@@ -207,7 +207,7 @@ describe('resilience: admission and deadlines', () => {
           const status = await download.status.catch(() => 0);
           if (status !== 200) {
             download.drop();
-            await sleep(100);
+            await sleep(1_000);
           }
           await download.closed;
         }

@@ -572,7 +572,11 @@ describe('nulls when data is insufficient or missing', () => {
     expect(t.stochastic.stochK).toBe(computeTechnicals(tail).stochastic.stochK);
     expect(t.ichimoku.tenkan).toBeNull(); // 50 complete bars < 78
     expect(t.ichimoku.description).toMatch(/lack high and low/);
-    expect(t.rsi.value).toBe(computeTechnicals(s).rsi.value); // closes unaffected
+    // RSI reads closes only: the same as over the bars without the gap, and a real figure.
+    const intact = computeTechnicals(slice(sp, 3000, 3100));
+    expect(intact.rsi.value).not.toBeNull();
+    expect(t.rsi.value).toBe(intact.rsi.value);
+    expect(intact.atr.value).not.toBe(t.atr.value);
   });
 
   it('zero volume gives a null VWAP (never 0)', () => {
