@@ -1,4 +1,4 @@
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 
 export interface Account {
   id: string;
@@ -14,7 +14,7 @@ interface AccountRow {
 
 const toAccount = (r: AccountRow): Account => ({ id: r.id, name: r.name, createdAt: r.created_at.toISOString() });
 
-export async function insertAccount(sql: Sql, name: string): Promise<Account> {
+export async function insertAccount(sql: ISql, name: string): Promise<Account> {
   const [row] = await sql<AccountRow[]>`
     insert into accounts (name)
     values (${name})
@@ -23,12 +23,12 @@ export async function insertAccount(sql: Sql, name: string): Promise<Account> {
   return toAccount(row);
 }
 
-export async function accountExists(sql: Sql, id: string): Promise<boolean> {
+export async function accountExists(sql: ISql, id: string): Promise<boolean> {
   const [row] = await sql`select 1 from accounts where id = ${id}`;
   return Boolean(row);
 }
 
-export async function listAccounts(sql: Sql): Promise<Account[]> {
+export async function listAccounts(sql: ISql): Promise<Account[]> {
   const rows = await sql<AccountRow[]>`
     select id, name, created_at
     from accounts

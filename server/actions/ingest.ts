@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ingestCounts, type IngestKind, type UploadResult } from '../ingest/kind.ts';
+import { ingestCounts, type StagedIngestKind, type UploadResult } from '../ingest/kind.ts';
 import { repeatedStagedKeys } from '../ingest/repository.ts';
 import { rejectFirstRow, rejectUnknownInstruments } from '../ingest/service.ts';
 import { lockPriceHistory } from '../price-history/versions-repository.ts';
@@ -12,12 +12,13 @@ import { CorporateActionRowSchema, CoverageCheckRowSchema, type CorporateActionR
  * and every changed action of that instrument is recorded under it. A batch
  * that changes nothing bumps nothing (idempotent).
  */
-export const corporateActionIngest: IngestKind<CorporateActionRow> = {
+export const corporateActionIngest: StagedIngestKind<CorporateActionRow> = {
+  writes: 'staged',
   label: 'corporate actions',
   rowSchema: CorporateActionRowSchema,
   resultSchema: z.strictObject({
     ...ingestCounts,
-    actionSetVersions: z.record(z.string(), z.int()).describe('instrument id → its new action-set version, for each instrument whose actions changed'),
+    actionSetVersions: z.record(z.string(), z.int().min(1)).describe('instrument id → its new action-set version, for each instrument whose actions changed'),
   }),
   stagingColumns: [
     ['action_id', 'uuid'],
@@ -59,7 +60,8 @@ export const corporateActionIngest: IngestKind<CorporateActionRow> = {
   },
 };
 
-export const coverageCheckIngest: IngestKind<CoverageCheckRow> = {
+export const coverageCheckIngest: StagedIngestKind<CoverageCheckRow> = {
+  writes: 'staged',
   label: 'action coverage checks',
   rowSchema: CoverageCheckRowSchema,
   resultSchema: z.strictObject(ingestCounts),

@@ -1,5 +1,5 @@
-import type { Sql } from '../db/sql.ts';
-import { countedStagedUpsert } from '../ingest/repository.ts';
+import type { ISql } from '../db/sql.ts';
+import { countedStagedUpsert, stagedUpsert } from '../ingest/repository.ts';
 import { latestBarDate } from '../price-history/bars-repository.ts';
 import { versionBumps } from '../price-history/versions-repository.ts';
 
@@ -8,7 +8,7 @@ import { versionBumps } from '../price-history/versions-repository.ts';
 // is read through price-history/action-set-repository.ts.
 
 /** Staged rows whose action id is stored under another instrument, first first. */
-export function stagedActionsOfAnotherInstrument(tx: Sql) {
+export function stagedActionsOfAnotherInstrument(tx: ISql) {
   return tx<{ row_index: number }[]>`
     select s.row_index
     from ingest_staging s
@@ -25,7 +25,7 @@ export function stagedActionsOfAnotherInstrument(tx: Sql) {
  * Inside lockPriceHistory.
  * `versions` maps each bumped instrument to its new version.
  */
-export async function appendStagedRevisions(tx: Sql): Promise<{ rows: number; inserted: number; updated: number; versions: Record<string, number> }> {
+export async function appendStagedRevisions(tx: ISql): Promise<{ rows: number; inserted: number; updated: number; versions: Record<string, number> }> {
   const [row] = await tx<{ rows: number; inserted: number; updated: number; appended: number; versions: Record<string, number> }[]>`
     with changed as (
       select s.*, l.created_at as original_created_at, l.action_id is null as is_new
@@ -69,18 +69,14 @@ export async function appendStagedRevisions(tx: Sql): Promise<{ rows: number; in
 }
 
 /** Upserts the staged coverage checks; a stored check is rewritten only when a value differs. */
-export function upsertStagedCoverageChecks(tx: Sql) {
+export function upsertStagedCoverageChecks(tx: ISql) {
   return countedStagedUpsert(
     tx,
-    tx`
-      insert into action_coverage_checks as c (instrument_id, checked_at, source, covered_from, actions_found)
-      select instrument_id, checked_at, source, covered_from, actions_found
-      from ingest_staging
-      on conflict (instrument_id, checked_at, source) do update set
-        covered_from = excluded.covered_from,
-        actions_found = excluded.actions_found
-      where (c.covered_from, c.actions_found) is distinct from (excluded.covered_from, excluded.actions_found)
-      returning (xmax = 0) as inserted
-    `,
+    stagedUpsert(tx, {
+      table: 'action_coverage_checks',
+      key: ['instrument_id', 'checked_at', 'source'],
+      updated: ['covered_from', 'actions_found'],
+      setsUpdatedAt: false,
+    }),
   );
 }

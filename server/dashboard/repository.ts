@@ -1,4 +1,4 @@
-import type { Sql } from '../db/sql.ts';
+import type { ISql, Sql } from '../db/sql.ts';
 
 const UNIQUE_VIOLATION = '23505';
 
@@ -8,7 +8,7 @@ const isUniqueViolation = (err: unknown) => (err as { code?: unknown })?.code ==
  * Sets the account's login and password, replacing any earlier ones and
  * dropping a pending invitation; null when another account holds `login`.
  */
-export async function upsertPassword(sql: Sql, accountId: string, login: string, passwordHash: string): Promise<{ login: string } | null> {
+export async function upsertPassword(sql: ISql, accountId: string, login: string, passwordHash: string): Promise<{ login: string } | null> {
   try {
     const [row] = await sql<{ login: string }[]>`
       insert into dashboard_logins (account_id, login, password_hash)
@@ -57,7 +57,7 @@ export async function upsertInvitation(
         returning login, invitation_expires_at as expires_at
       `;
       // A replaced login's sessions end in the same transaction.
-      if (earlier !== undefined && earlier.login !== row.login) await deleteSessionsOfAccount(tx as unknown as Sql, accountId);
+      if (earlier !== undefined && earlier.login !== row.login) await deleteSessionsOfAccount(tx, accountId);
       return { login: row.login, expiresAt: row.expires_at.toISOString() };
     })) as { login: string; expiresAt: string };
   } catch (err) {
@@ -67,7 +67,7 @@ export async function upsertInvitation(
 }
 
 /** The login an unexpired invitation is for. */
-export async function invitationLogin(sql: Sql, tokenHash: Buffer): Promise<string | null> {
+export async function invitationLogin(sql: ISql, tokenHash: Buffer): Promise<string | null> {
   const [row] = await sql<{ login: string }[]>`
     select login
     from dashboard_logins
@@ -78,7 +78,7 @@ export async function invitationLogin(sql: Sql, tokenHash: Buffer): Promise<stri
 }
 
 /** Sets the password of an unexpired invitation and uses the invitation up; null when there is none. */
-export async function acceptInvitation(sql: Sql, tokenHash: Buffer, passwordHash: string): Promise<{ accountId: string; login: string } | null> {
+export async function acceptInvitation(sql: ISql, tokenHash: Buffer, passwordHash: string): Promise<{ accountId: string; login: string } | null> {
   const [row] = await sql<{ account_id: string; login: string }[]>`
     update dashboard_logins
     set password_hash = ${passwordHash},
@@ -92,7 +92,7 @@ export async function acceptInvitation(sql: Sql, tokenHash: Buffer, passwordHash
   return row ? { accountId: row.account_id, login: row.login } : null;
 }
 
-export async function loginByName(sql: Sql, login: string): Promise<{ accountId: string; passwordHash: string | null } | null> {
+export async function loginByName(sql: ISql, login: string): Promise<{ accountId: string; passwordHash: string | null } | null> {
   const [row] = await sql<{ account_id: string; password_hash: string | null }[]>`
     select account_id, password_hash
     from dashboard_logins
@@ -165,7 +165,7 @@ export async function admitAttempt(sql: Sql, rules: AttemptRule[], windowSeconds
 }
 
 /** Forgets the counts of `subjects` (a holder's own, after a sign-in that worked). */
-export async function forgetAttempts(sql: Sql, subjects: string[]): Promise<void> {
+export async function forgetAttempts(sql: ISql, subjects: string[]): Promise<void> {
   await sql`
     delete from dashboard_sign_in_attempts
     where subject = any(${subjects}::text[])
@@ -173,7 +173,7 @@ export async function forgetAttempts(sql: Sql, subjects: string[]): Promise<void
 }
 
 /** Whether the device token (its hash) names an unexpired device of `login`. */
-export async function deviceKnows(sql: Sql, tokenHash: Buffer, login: string): Promise<boolean> {
+export async function deviceKnows(sql: ISql, tokenHash: Buffer, login: string): Promise<boolean> {
   const [row] = await sql<{ known: boolean }[]>`
     select true as known
     from dashboard_devices
@@ -188,7 +188,7 @@ export async function deviceKnows(sql: Sql, tokenHash: Buffer, login: string): P
  * Records a browser that signed in: its new token replaces the one it
  * presented (if any), and the account's expired devices are deleted.
  */
-export async function rememberDevice(sql: Sql, tokenHash: Buffer, replaced: Buffer | null, accountId: string, login: string, days: number): Promise<void> {
+export async function rememberDevice(sql: ISql, tokenHash: Buffer, replaced: Buffer | null, accountId: string, login: string, days: number): Promise<void> {
   await sql`
     delete from dashboard_devices
     where account_id = ${accountId}
@@ -201,7 +201,7 @@ export async function rememberDevice(sql: Sql, tokenHash: Buffer, replaced: Buff
 }
 
 /** A new session, after deleting the account's sessions that have expired. */
-export async function insertSession(sql: Sql, idHash: Buffer, accountId: string, expiry: SessionExpiry): Promise<void> {
+export async function insertSession(sql: ISql, idHash: Buffer, accountId: string, expiry: SessionExpiry): Promise<void> {
   await sql`
     delete from dashboard_sessions
     where account_id = ${accountId}
@@ -218,12 +218,12 @@ export interface SessionExpiry {
   maxHours: number;
 }
 
-function expired(sql: Sql, expiry: SessionExpiry) {
+function expired(sql: ISql, expiry: SessionExpiry) {
   return sql`(last_seen_at <= now() - make_interval(mins => ${expiry.idleMinutes}) or created_at <= now() - make_interval(hours => ${expiry.maxHours}))`;
 }
 
 /** The session's account, marking it seen now; null when there is no such session or it has expired. */
-export async function touchSession(sql: Sql, idHash: Buffer, expiry: SessionExpiry): Promise<{ accountId: string; accountName: string } | null> {
+export async function touchSession(sql: ISql, idHash: Buffer, expiry: SessionExpiry): Promise<{ accountId: string; accountName: string } | null> {
   const [row] = await sql<{ account_id: string; name: string }[]>`
     update dashboard_sessions
     set last_seen_at = now()
@@ -234,7 +234,7 @@ export async function touchSession(sql: Sql, idHash: Buffer, expiry: SessionExpi
   return row ? { accountId: row.account_id, accountName: row.name } : null;
 }
 
-export async function deleteSession(sql: Sql, idHash: Buffer): Promise<void> {
+export async function deleteSession(sql: ISql, idHash: Buffer): Promise<void> {
   await sql`
     delete from dashboard_sessions
     where id_hash = ${idHash}
@@ -242,7 +242,7 @@ export async function deleteSession(sql: Sql, idHash: Buffer): Promise<void> {
 }
 
 /** Ends the account's sessions and forgets its browsers: after a new password or login, every browser signs in afresh. */
-export async function deleteSessionsOfAccount(sql: Sql, accountId: string): Promise<void> {
+export async function deleteSessionsOfAccount(sql: ISql, accountId: string): Promise<void> {
   await sql`
     delete from dashboard_sessions
     where account_id = ${accountId}

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
-import { createSql, type Sql } from './sql.ts';
+import { createSql, type ISql } from './sql.ts';
 
 export type StorageTier = 'timescaledb' | 'timescaledb-apache' | 'postgresql';
 
@@ -61,7 +61,7 @@ async function readMigrationFiles(): Promise<MigrationFile[]> {
  * `timescale` licence: continuous aggregates, compression), the Apache-only
  * edition (hypertables and time_bucket), or plain PostgreSQL.
  */
-async function detectTier(sql: Sql): Promise<{ tier: StorageTier; version: string | null }> {
+async function detectTier(sql: ISql): Promise<{ tier: StorageTier; version: string | null }> {
   const [probe] = await sql<{ available: boolean; preload: string }[]>`
     select
       exists (select 1 from pg_available_extensions where name = 'timescaledb') as available,
@@ -139,7 +139,7 @@ export async function migrate(url: string, log: (msg: string) => void = () => {}
         }
         continue;
       }
-      const apply = async (q: Sql) => {
+      const apply = async (q: ISql) => {
         // A migration file is many statements (DO blocks among them), which
         // only the simple query protocol runs as one message: postgres.js
         // sends unsafe() text without parameters that way. The text is this
@@ -152,7 +152,7 @@ export async function migrate(url: string, log: (msg: string) => void = () => {}
       };
       try {
         if (file.text.startsWith(NO_TRANSACTION)) await apply(conn);
-        else await conn.begin((tx) => apply(tx as unknown as Sql));
+        else await conn.begin((tx) => apply(tx));
       } catch (err) {
         throw new Error(`migration ${file.name} failed: ${(err as Error).message}`, { cause: err });
       }
@@ -173,7 +173,7 @@ export interface AppliedMigration {
 }
 
 /** The migrations applied to this database, in order. */
-export async function appliedMigrations(sql: Sql): Promise<AppliedMigration[]> {
+export async function appliedMigrations(sql: ISql): Promise<AppliedMigration[]> {
   const rows = await sql<{ version: number; name: string; applied_at: Date }[]>`
     select version, name, applied_at
     from schema_migrations
@@ -182,12 +182,12 @@ export async function appliedMigrations(sql: Sql): Promise<AppliedMigration[]> {
   return rows.map((r) => ({ version: r.version, name: r.name, appliedAt: r.applied_at.toISOString() }));
 }
 
-export async function readStorageTier(sql: Sql): Promise<{ tier: StorageTier; timescaledbVersion: string | null; detectedAt: string }> {
+export async function readStorageTier(sql: ISql): Promise<{ tier: StorageTier; timescaledbVersion: string | null; detectedAt: string }> {
   const [row] = await sql<(TierRow & { detected_at: Date })[]>`select tier, timescaledb_version, detected_at from storage_tier`;
   return { tier: row.tier, timescaledbVersion: row.timescaledb_version, detectedAt: row.detected_at.toISOString() };
 }
 
-export async function readServerVersion(sql: Sql): Promise<string> {
+export async function readServerVersion(sql: ISql): Promise<string> {
   const [row] = await sql<{ server_version: string }[]>`select current_setting('server_version') as server_version`;
   return row.server_version;
 }

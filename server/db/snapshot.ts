@@ -1,4 +1,4 @@
-import type { Sql } from './sql.ts';
+import type { ISql, Sql } from './sql.ts';
 
 // One snapshot read by two connections at once: the first exports its
 // transaction's snapshot (pg_export_snapshot) and the second adopts it (SET
@@ -9,10 +9,10 @@ import type { Sql } from './sql.ts';
 // result type unwraps arrays of promises; `read` returns none.)
 
 /** Runs `read` in a read-only repeatable-read transaction, with the id of its snapshot. */
-export function readInExportedSnapshot<T>(sql: Sql, read: (tx: Sql, snapshot: string) => Promise<T>): Promise<T> {
+export function readInExportedSnapshot<T>(sql: Sql, read: (tx: ISql, snapshot: string) => Promise<T>): Promise<T> {
   return sql.begin('isolation level repeatable read read only', async (tx) => {
     const [{ snapshot }] = await tx<{ snapshot: string }[]>`select pg_export_snapshot() as snapshot`;
-    return read(tx as unknown as Sql, snapshot);
+    return read(tx, snapshot);
   }) as Promise<T>;
 }
 
@@ -20,12 +20,12 @@ export function readInExportedSnapshot<T>(sql: Sql, read: (tx: Sql, snapshot: st
 const SNAPSHOT_ID = /^[0-9A-F]+(-[0-9A-F]+)+$/;
 
 /** Runs `read` in a read-only repeatable-read transaction that sees `snapshot` (from readInExportedSnapshot). */
-export function readInSnapshot<T>(sql: Sql, snapshot: string, read: (tx: Sql) => Promise<T>): Promise<T> {
+export function readInSnapshot<T>(sql: Sql, snapshot: string, read: (tx: ISql) => Promise<T>): Promise<T> {
   if (!SNAPSHOT_ID.test(snapshot)) throw new Error(`not a PostgreSQL snapshot id: ${JSON.stringify(snapshot)}`);
   return sql.begin('isolation level repeatable read read only', async (tx) => {
     // SET TRANSACTION SNAPSHOT takes a literal, never a parameter; the id is
     // PostgreSQL's own and checked above, so it cannot hold a quote.
     await tx.unsafe(`set transaction snapshot '${snapshot}'`);
-    return read(tx as unknown as Sql);
+    return read(tx);
   }) as Promise<T>;
 }

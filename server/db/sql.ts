@@ -1,7 +1,18 @@
 import postgres from 'postgres';
 import { dbPoolMax, dbQueriesInFlight, dbQueryDuration } from '../metrics.ts';
 
-export type Sql = postgres.Sql<{ date: string }>;
+/** The type mapping every pool is made with (createSql): a `date` is its `yyyy-mm-dd` text. */
+type SqlTypes = { date: string };
+
+/** A pool: it also opens transactions (`begin`), reserves connections and ends. */
+export type Sql = postgres.Sql<SqlTypes>;
+
+/**
+ * Whatever runs queries: the pool, a reserved connection, a transaction or a
+ * savepoint. postgres.js's own ISql, which each of those extends, so a
+ * function that only queries takes an ISql and is handed any of them.
+ */
+export type ISql = postgres.ISql<SqlTypes>;
 
 const DATE_OID = 1082;
 
@@ -86,7 +97,7 @@ export function sqlClient<T extends Record<string, postgres.PostgresType> = Reco
  * form (list, assignments, values) from the keyword before it in the query
  * text, and in `update set (a, b) = (...)` it finds `update`.
  */
-export function identifierList(sql: Sql, names: readonly string[]) {
+export function identifierList(sql: ISql, names: readonly string[]) {
   return names.map((name, i) => (i ? sql`, ${sql(name)}` : sql`${sql(name)}`));
 }
 

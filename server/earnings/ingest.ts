@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ingestCounts, type IngestKind } from '../ingest/kind.ts';
+import { ingestCounts, type StagedIngestKind } from '../ingest/kind.ts';
 import { repeatedStagedKeys } from '../ingest/repository.ts';
 import { rejectFirstRow, rejectUnknownInstruments } from '../ingest/service.ts';
 import * as repo from './repository.ts';
@@ -13,7 +13,8 @@ import { EarningsReportRowSchema, type EarningsReportRow } from './schema.ts';
  * things of one report); an id stored for another key, or a key stored under
  * another id.
  */
-export const earningsIngest: IngestKind<EarningsReportRow> = {
+export const earningsIngest: StagedIngestKind<EarningsReportRow> = {
+  writes: 'staged',
   label: 'earnings reports',
   rowSchema: EarningsReportRowSchema,
   resultSchema: z.strictObject(ingestCounts),

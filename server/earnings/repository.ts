@@ -1,6 +1,6 @@
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
-import { countedStagedUpsert, lockUploads } from '../ingest/repository.ts';
+import { countedStagedUpsert, lockUploads, stagedUpsert } from '../ingest/repository.ts';
 import { effectiveSymbol } from '../instruments/repository.ts';
 import type { EarningsReport, FiscalPeriod, Session, Status } from './schema.ts';
 
@@ -44,7 +44,7 @@ function toEarningsReport(r: ReportRow): EarningsReport {
  * report_date by a lateral probe of the instrument's symbol history
  * (instruments/repository.ts, effectiveSymbol).
  */
-export async function selectReports(sql: Sql, f: ReportFilter): Promise<EarningsReport[]> {
+export async function selectReports(sql: ISql, f: ReportFilter): Promise<EarningsReport[]> {
   const rows = await timed(
     'select_earnings_reports',
     sql<ReportRow[]>`
@@ -69,10 +69,10 @@ export async function selectReports(sql: Sql, f: ReportFilter): Promise<Earnings
 // a key absent and insert it under two different ids.
 const EARNINGS_INGEST_LOCK = 7_311_020_009;
 
-export const lockEarningsIngest = (tx: Sql) => lockUploads(tx, EARNINGS_INGEST_LOCK);
+export const lockEarningsIngest = (tx: ISql) => lockUploads(tx, EARNINGS_INGEST_LOCK);
 
 /** The first staged row whose id is stored for another instrument or fiscal period. */
-export function stagedIdsOfAnotherReport(tx: Sql) {
+export function stagedIdsOfAnotherReport(tx: ISql) {
   return tx<{ row_index: number }[]>`
     select s.row_index
     from ingest_staging s
@@ -84,7 +84,7 @@ export function stagedIdsOfAnotherReport(tx: Sql) {
 }
 
 /** The first staged row whose instrument and fiscal period are stored under another id. */
-export function stagedReportsUnderAnotherId(tx: Sql) {
+export function stagedReportsUnderAnotherId(tx: ISql) {
   return tx<{ row_index: number }[]>`
     select s.row_index
     from ingest_staging s
@@ -101,23 +101,15 @@ export function stagedReportsUnderAnotherId(tx: Sql) {
  * only when its date, session, status or source differs, so posting the same
  * rows again counts them unchanged.
  */
-export function upsertStagedReports(tx: Sql): Promise<{ rows: number; inserted: number; updated: number }> {
+export function upsertStagedReports(tx: ISql): Promise<{ rows: number; inserted: number; updated: number }> {
   return countedStagedUpsert(
     tx,
-    tx`
-      insert into earnings_reports as r (id, instrument_id, fiscal_year, fiscal_period, report_date, session, status, source)
-      select id, instrument_id, fiscal_year, fiscal_period, report_date, session, status, source
-      from ingest_staging
-      on conflict (id) do update set
-        report_date = excluded.report_date,
-        session = excluded.session,
-        status = excluded.status,
-        source = excluded.source,
-        updated_at = now()
-      where (r.report_date, r.session, r.status, r.source)
-        is distinct from
-        (excluded.report_date, excluded.session, excluded.status, excluded.source)
-      returning (xmax = 0) as inserted
-    `,
+    stagedUpsert(tx, {
+      table: 'earnings_reports',
+      key: ['id'],
+      kept: ['instrument_id', 'fiscal_year', 'fiscal_period'],
+      updated: ['report_date', 'session', 'status', 'source'],
+      setsUpdatedAt: true,
+    }),
   );
 }

@@ -74,7 +74,7 @@ export const MarketEarningsQuerySchema = withOrderedBounds(
 export type MarketEarningsQuery = z.infer<typeof MarketEarningsQuerySchema>;
 
 /**
- * The id a row without one gets: the name-based UUID (server/ids.ts) of
+ * The id a row without one gets: the name-based UUID (server/core/ids.ts) of
  * `earnings-report:` followed by the JSON array [instrumentId, fiscalYear,
  * fiscalPeriod], so a report posted again without an id (rescheduled,
  * or now reported) updates the row it made before.

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ingestCounts, type IngestKind } from '../ingest/kind.ts';
+import { ingestCounts, type StagedIngestKind } from '../ingest/kind.ts';
 import { repeatedStagedKeys } from '../ingest/repository.ts';
 import { rejectFirstRow } from '../ingest/service.ts';
 import * as repo from './repository.ts';
@@ -11,7 +11,8 @@ import { EconomicEventRowSchema, type EconomicEventRow } from './schema.ts';
  * rescheduled, updates its row. An id twice in one batch is refused, naming
  * the second row, since the batch would otherwise say two things of one release.
  */
-export const economicEventIngest: IngestKind<EconomicEventRow> = {
+export const economicEventIngest: StagedIngestKind<EconomicEventRow> = {
+  writes: 'staged',
   label: 'economic events',
   rowSchema: EconomicEventRowSchema,
   resultSchema: z.strictObject(ingestCounts),

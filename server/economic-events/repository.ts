@@ -1,6 +1,6 @@
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
-import { countedStagedUpsert } from '../ingest/repository.ts';
+import { countedStagedUpsert, stagedUpsert } from '../ingest/repository.ts';
 import type { EconomicEvent, EventClass, Importance } from './schema.ts';
 
 export interface EventFilter {
@@ -49,7 +49,7 @@ function toEconomicEvent(r: EventRow): EconomicEvent {
  * they hold for any session time zone and for the calendar's edges (to =
  * 9999-12-31 ends at 10000-01-01, which a JS Date cannot write as ISO text).
  */
-export async function selectEvents(sql: Sql, f: EventFilter): Promise<EconomicEvent[]> {
+export async function selectEvents(sql: ISql, f: EventFilter): Promise<EconomicEvent[]> {
   const rows = await timed(
     'select_economic_events',
     sql<EventRow[]>`
@@ -76,31 +76,14 @@ export async function selectEvents(sql: Sql, f: EventFilter): Promise<EconomicEv
  * updated_at moved) only when a value differs, so posting the same rows again
  * changes nothing and counts them unchanged.
  */
-export function upsertStagedEvents(tx: Sql): Promise<{ rows: number; inserted: number; updated: number }> {
+export function upsertStagedEvents(tx: ISql): Promise<{ rows: number; inserted: number; updated: number }> {
   return countedStagedUpsert(
     tx,
-    tx`
-      insert into economic_events as e (id, country, event_class, importance, name, reference_period, scheduled_at,
-        actual, forecast, previous, source)
-      select id, country, event_class, importance, name, reference_period, scheduled_at, actual, forecast, previous, source
-      from ingest_staging
-      on conflict (id) do update set
-        country = excluded.country,
-        event_class = excluded.event_class,
-        importance = excluded.importance,
-        name = excluded.name,
-        reference_period = excluded.reference_period,
-        scheduled_at = excluded.scheduled_at,
-        actual = excluded.actual,
-        forecast = excluded.forecast,
-        previous = excluded.previous,
-        source = excluded.source,
-        updated_at = now()
-      where (e.country, e.event_class, e.importance, e.name, e.reference_period, e.scheduled_at, e.actual, e.forecast, e.previous, e.source)
-        is distinct from
-        (excluded.country, excluded.event_class, excluded.importance, excluded.name, excluded.reference_period, excluded.scheduled_at,
-         excluded.actual, excluded.forecast, excluded.previous, excluded.source)
-      returning (xmax = 0) as inserted
-    `,
+    stagedUpsert(tx, {
+      table: 'economic_events',
+      key: ['id'],
+      updated: ['country', 'event_class', 'importance', 'name', 'reference_period', 'scheduled_at', 'actual', 'forecast', 'previous', 'source'],
+      setsUpdatedAt: true,
+    }),
   );
 }

@@ -100,7 +100,7 @@ const FIELDS = {
 };
 
 /**
- * The id a row without one gets: the name-based UUID (server/ids.ts) of
+ * The id a row without one gets: the name-based UUID (server/core/ids.ts) of
  * `economic-event:` followed by the JSON array [country, name,
  * referencePeriod], so a release posted again without an id, rescheduled or
  * with its actual filled in, updates the row it made before. The array keeps

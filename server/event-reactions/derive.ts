@@ -1,5 +1,5 @@
 import type { AppDeps } from '../area.ts';
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { readAdjustedSeries } from '../prices/daily-bars.ts';
 import * as repo from './repository.ts';
 import type { DerivedReactions } from './schema.ts';
@@ -27,8 +27,7 @@ export async function deriveEventReactions(deps: Pick<AppDeps, 'db'>, scope: { i
   for (let i = 0; i < instrumentIds.length; i += BATCH) {
     const batch = instrumentIds.slice(i, i + BATCH);
     const { rows, inserted, updated, removed } = await deps.db.run((sql) =>
-      sql.begin(async (transaction) => {
-        const tx = transaction as unknown as Sql;
+      sql.begin(async (tx) => {
         await repo.lockReactionDerivation(tx);
         const rows = await reactionsOf(tx, batch, clock);
         return { rows: rows.length, ...(await repo.storeReactions(tx, batch, rows)) };
@@ -44,7 +43,7 @@ export async function deriveEventReactions(deps: Pick<AppDeps, 'db'>, scope: { i
 }
 
 /** The reactions of a batch's news items, from one read of their instruments' adjusted closes. */
-async function reactionsOf(sql: Sql, instrumentIds: string[], clock: SessionClock): Promise<repo.ReactionRow[]> {
+async function reactionsOf(sql: ISql, instrumentIds: string[], clock: SessionClock): Promise<repo.ReactionRow[]> {
   const news = (await repo.newsToPlace(sql, instrumentIds)).filter((n) => isPlaceable(n.published_at.getTime()));
   if (!news.length) return [];
   let firstDay = Infinity;

@@ -1,4 +1,4 @@
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import { effectiveSymbol } from '../instruments/repository.ts';
 import type { Coverage, EventReaction } from './schema.ts';
@@ -10,12 +10,12 @@ import type { Coverage, EventReaction } from './schema.ts';
 // run had just derived for the new item.
 const REACTION_DERIVATION_LOCK = 7_311_020_010;
 
-export async function lockReactionDerivation(tx: Sql): Promise<void> {
+export async function lockReactionDerivation(tx: ISql): Promise<void> {
   await tx`select pg_advisory_xact_lock(${REACTION_DERIVATION_LOCK})`;
 }
 
 /** Instruments with news or stored reactions, of `instrumentIds` or all, in id order. */
-export async function instrumentsToDerive(sql: Sql, instrumentIds?: string[]): Promise<string[]> {
+export async function instrumentsToDerive(sql: ISql, instrumentIds?: string[]): Promise<string[]> {
   const scoped = instrumentIds ? sql`where instrument_id = any (${instrumentIds}::uuid[])` : sql``;
   const rows = await timed(
     'reaction_instruments',
@@ -37,7 +37,7 @@ export interface NewsToPlace {
 }
 
 /** Every news item of these instruments. */
-export function newsToPlace(sql: Sql, instrumentIds: string[]): Promise<NewsToPlace[]> {
+export function newsToPlace(sql: ISql, instrumentIds: string[]): Promise<NewsToPlace[]> {
   return timed(
     'reaction_news',
     sql<NewsToPlace[]>`
@@ -65,7 +65,7 @@ export interface ReactionRow extends Omit<EventReaction, 'eventId'> {
  * sql.array: postgres.js types a plain array by its first element, and would
  * declare an array of booleans a boolean.
  */
-export async function storeReactions(sql: Sql, instrumentIds: string[], rows: ReactionRow[]): Promise<{ inserted: number; updated: number; removed: number }> {
+export async function storeReactions(sql: ISql, instrumentIds: string[], rows: ReactionRow[]): Promise<{ inserted: number; updated: number; removed: number }> {
   const column = <T>(pick: (r: ReactionRow) => T) => rows.map(pick);
   const [counts] = await timed(
     'store_event_reactions',
@@ -154,7 +154,7 @@ interface StoredReaction {
 }
 
 /** An instrument's reactions, eventDate ascending, ties by eventId, each with its news item's source. */
-export async function selectReactions(sql: Sql, f: ReactionFilter): Promise<(EventReaction & { source: string })[]> {
+export async function selectReactions(sql: ISql, f: ReactionFilter): Promise<(EventReaction & { source: string })[]> {
   const rows = await timed(
     'select_event_reactions',
     sql<StoredReaction[]>`
@@ -202,7 +202,7 @@ export interface CoverageFilter {
  * (effectiveSymbol, as the instrument reads decide it; none, no row), best
  * covered first. Exported for the plan test.
  */
-export function coverageStatement(sql: Sql, f: CoverageFilter) {
+export function coverageStatement(sql: ISql, f: CoverageFilter) {
   return sql<{ instrument_id: string; symbol: string; reaction_count: number; first_event_date: string; last_event_date: string; window_days: number }[]>`
     select i.id as instrument_id, e.symbol, c.reaction_count, c.first_event_date, c.last_event_date, c.window_days
     from (
@@ -222,7 +222,7 @@ export function coverageStatement(sql: Sql, f: CoverageFilter) {
   `;
 }
 
-export async function selectCoverage(sql: Sql, f: CoverageFilter): Promise<Coverage['instruments']> {
+export async function selectCoverage(sql: ISql, f: CoverageFilter): Promise<Coverage['instruments']> {
   const rows = await timed('event_reaction_coverage', coverageStatement(sql, f));
   return rows.map((r) => ({
     instrumentId: r.instrument_id,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ingestCounts, type IngestKind } from '../ingest/kind.ts';
+import { ingestCounts, type StagedIngestKind } from '../ingest/kind.ts';
 import { rejectFirstRow } from '../ingest/service.ts';
 import * as repo from './repository.ts';
 import { FxRateRowSchema, type FxRateRow } from './schema.ts';
@@ -10,7 +10,8 @@ import { FxRateRowSchema, type FxRateRow } from './schema.ts';
  * in place (repository.ts, upsertStagedRates). A row holds exactly what
  * GET /v1/fx/{base}/{quote} returns as `data`, so a read can be posted back.
  */
-export const fxRateIngest: IngestKind<FxRateRow> = {
+export const fxRateIngest: StagedIngestKind<FxRateRow> = {
+  writes: 'staged',
   label: 'FX rates',
   rowSchema: FxRateRowSchema,
   resultSchema: z.strictObject(ingestCounts),

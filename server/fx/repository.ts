@@ -1,4 +1,4 @@
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import { countedStagedUpsert } from '../ingest/repository.ts';
 import type { FxRate } from './schema.ts';
@@ -17,7 +17,7 @@ function toFxRate(r: FxRateRow): FxRate {
 }
 
 /** The rows stored for the day in either direction, base/quote and quote/base: none, one or two. */
-export async function ratesOnDate(sql: Sql, base: string, quote: string, date: string): Promise<FxRate[]> {
+export async function ratesOnDate(sql: ISql, base: string, quote: string, date: string): Promise<FxRate[]> {
   const rows = await timed(
     'fx_rates_on_date',
     sql<FxRateRow[]>`
@@ -35,7 +35,7 @@ export async function ratesOnDate(sql: Sql, base: string, quote: string, date: s
  * direction (null where there is none). Each of the four subqueries is one
  * descent of the primary key (base, quote, rate_date).
  */
-export async function nearestRateDates(sql: Sql, base: string, quote: string, date: string): Promise<{ before: string | null; after: string | null }> {
+export async function nearestRateDates(sql: ISql, base: string, quote: string, date: string): Promise<{ before: string | null; after: string | null }> {
   const before = (b: string, q: string) => sql`
     (select rate_date from fx_rates where base = ${b} and quote = ${q} and rate_date < ${date}::date order by rate_date desc limit 1)
   `;
@@ -58,7 +58,7 @@ export async function nearestRateDates(sql: Sql, base: string, quote: string, da
 // (fx/ingest.ts), inside its transaction.
 
 /** Staged rows that repeat an earlier row's (base, quote, rateDate), first first. */
-export function repeatedStagedRates(tx: Sql) {
+export function repeatedStagedRates(tx: ISql) {
   return tx<{ row_index: number }[]>`
     select row_index
     from (select row_index, row_number() over (partition by base, quote, rate_date order by row_index) as k from ingest_staging) d
@@ -74,7 +74,7 @@ export function repeatedStagedRates(tx: Sql) {
  * correction: the row takes the new value and the new asOf. A row without an
  * asOf takes the transaction's time, when the service received it.
  */
-export function upsertStagedRates(tx: Sql) {
+export function upsertStagedRates(tx: ISql) {
   return countedStagedUpsert(
     tx,
     tx`

@@ -1,4 +1,4 @@
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import { effectiveSymbol } from '../instruments/repository.ts';
 import type { ImpliedVolatilitySnapshot, TermStructurePoint } from './schema.ts';
@@ -71,7 +71,7 @@ function toRequested(r: LatestSnapshotRow): RequestedInstrument {
  * in that range, so each id is one backward probe of the primary key
  * (instrument_id, as_of_date) bounded by the range: older history is never read.
  */
-export function latestSnapshotsStatement(sql: Sql, q: LatestSnapshotsQuery) {
+export function latestSnapshotsStatement(sql: ISql, q: LatestSnapshotsQuery) {
   return sql<LatestSnapshotRow[]>`
     select
       r.id as instrument_id,
@@ -102,7 +102,7 @@ export function latestSnapshotsStatement(sql: Sql, q: LatestSnapshotsQuery) {
   `;
 }
 
-export async function latestSnapshots(sql: Sql, q: LatestSnapshotsQuery): Promise<RequestedInstrument[]> {
+export async function latestSnapshots(sql: ISql, q: LatestSnapshotsQuery): Promise<RequestedInstrument[]> {
   const rows = await timed('latest_iv_snapshots', latestSnapshotsStatement(sql, q));
   return rows.map(toRequested);
 }

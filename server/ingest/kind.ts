@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import type { InstrumentId } from '../core/ids.ts';
 
 /**
@@ -17,23 +17,27 @@ export type StagingColumns = readonly (readonly [name: string, type: StagingType
  * The body is parsed by Content-Type (JSON array, NDJSON or CSV) and streamed
  * in batches; each row is validated and encoded as a line of COPY text. The
  * whole upload is one transaction, so a bad row anywhere aborts it and nothing
- * is stored. Two shapes of kind:
+ * is stored. A kind writes one of two ways (`writes`):
  *
- * - keyed kinds (bars) name each row's (instrument, time) key. The service
+ * - keyed (bars): each row names its (instrument, time) key. The service
  *   refuses a repeated key and an unknown instrument itself while streaming,
- *   and writes each batch as soon as it is complete (`writeBatch`), while the
- *   next batch is being parsed, so parsing and the database work overlap.
- *   Memory is bounded by two batches.
- * - other kinds stage every row (with its index) in a temporary table and
- *   `apply` checks and upserts the staged set at the end.
+ *   and writes each batch as soon as it is complete, while the next batch is
+ *   being parsed, so parsing and the database work overlap. Memory is bounded
+ *   by two batches.
+ * - staged (everything else): every row is staged with its index in a
+ *   temporary table, and `apply` checks the staged set against the database
+ *   and upserts it at the end.
  */
-export interface IngestKind<Row> {
+export type IngestKind<Row> = KeyedIngestKind<Row> | StagedIngestKind<Row>;
+
+/** What every kind declares, whichever way it writes. */
+interface IngestKindRows<Row> {
   /** Used in messages: "daily bars". */
   label: string;
   rowSchema: z.ZodType<Row>;
   /** The answer's `data`: the counts (ingestCounts) and what the kind adds. */
   resultSchema: z.ZodObject;
-  /** Columns of the temporary `ingest_staging` table (after `row_index` for unkeyed kinds). */
+  /** Columns of the temporary `ingest_staging` table (after `row_index` for staged kinds). */
   stagingColumns: StagingColumns;
   /** Values in staging column order; null for an absent value. */
   toStagingValues(row: Row): (string | number | boolean | null)[];
@@ -43,21 +47,37 @@ export interface IngestKind<Row> {
    * decide (and word any error). Unit tests hold it to that against rowSchema.
    */
   fastRow?(raw: unknown): Row | undefined;
-  key?: RowKey<Row>;
-  /** Keyed kinds: writes one batch of staging-format COPY text; `state` lives for the whole upload. */
-  writeBatch?(tx: Sql, batch: CopyBatch, state: Record<string, unknown>): Promise<WriteCounts>;
-  /** Keyed kinds: extra result fields from the upload's first and last time ordinal and what writeBatch kept in `state`. */
-  summarise?(range: OrdinalRange, state: Record<string, unknown>): Record<string, unknown>;
-  /** Keyed kinds: what an upload that stored or rewrote rows of these instruments changed (DataChanges). */
+}
+
+/** Rows checked by key as they stream and written a batch at a time. */
+export interface KeyedIngestKind<Row> extends IngestKindRows<Row> {
+  writes: 'keyed';
+  key: RowKey<Row>;
+  /** Starts one upload: what writes its batches, and keeps what they share until the upload ends. */
+  startUpload(): KeyedUpload;
+  /** What an upload that stored or rewrote rows of these instruments changed (DataChanges). */
   changes?(instrumentIds: string[]): DataChanges;
-  /** Unkeyed kinds: checks the staged rows against the database, then upserts. Throw AppError with the row index on a bad row. */
-  apply?(tx: Sql): Promise<UploadResult>;
   /**
-   * Keyed kinds: runs after the transaction commits, given the upload's first
-   * and last time ordinal (e.g. refreshing continuous aggregates, which refuse
-   * to run inside one).
+   * Runs after the transaction commits, given the upload's first and last
+   * time ordinal (e.g. refreshing continuous aggregates, which refuse to run
+   * inside one).
    */
-  afterCommit?(sql: Sql, range: OrdinalRange): Promise<void>;
+  afterCommit?(sql: ISql, range: OrdinalRange): Promise<void>;
+}
+
+/** One keyed upload's writer, made for it by startUpload. */
+export interface KeyedUpload {
+  /** Writes one batch of staging-format COPY text, inside the upload's transaction. */
+  writeBatch(tx: ISql, batch: CopyBatch): Promise<WriteCounts>;
+  /** Extra result fields, from the upload's first and last time ordinal and what the writes kept. */
+  summarise?(range: OrdinalRange): Record<string, unknown>;
+}
+
+/** Rows staged with their indexes, then checked against the database and applied. */
+export interface StagedIngestKind<Row> extends IngestKindRows<Row> {
+  writes: 'staged';
+  /** Checks the staged rows against the database, then upserts. Throw AppError with the row index on a bad row. */
+  apply(tx: ISql): Promise<UploadResult>;
 }
 
 export interface RowKey<Row> {
@@ -88,10 +108,10 @@ export interface WriteCounts {
 
 /** The counts every upload answers with. */
 export const ingestCounts = {
-  rows: z.int().describe('rows in the upload'),
-  inserted: z.int(),
-  updated: z.int().describe('rows that replaced a stored row with different values'),
-  unchanged: z.int().describe('rows equal to the stored row'),
+  rows: z.int().min(0).describe('rows in the upload'),
+  inserted: z.int().min(0),
+  updated: z.int().min(0).describe('rows that replaced a stored row with different values'),
+  unchanged: z.int().min(0).describe('rows equal to the stored row'),
 };
 
 export interface IngestResult {

@@ -1,6 +1,5 @@
-import type { Writable } from 'node:stream';
 import type postgres from 'postgres';
-import { identifierList, type Sql } from '../db/sql.ts';
+import { identifierList, type ISql } from '../db/sql.ts';
 import type { StagingColumns } from './kind.ts';
 
 // The statements of an upload's transaction over its temporary table,
@@ -11,7 +10,7 @@ import type { StagingColumns } from './kind.ts';
  * and the staging table with `columns` (after `row_index` when
  * `withRowIndex`), dropped at commit.
  */
-export async function beginUpload(tx: Sql, columns: StagingColumns, withRowIndex: boolean): Promise<void> {
+export async function beginUpload(tx: ISql, columns: StagingColumns, withRowIndex: boolean): Promise<void> {
   // The upload lasts as long as the client sends; the service-wide statement
   // timeout is for queries, not for streaming a large batch.
   await tx`set local statement_timeout = 0`;
@@ -30,13 +29,13 @@ export async function beginUpload(tx: Sql, columns: StagingColumns, withRowIndex
 }
 
 /** Replaces the staged rows with one batch of COPY text. */
-export async function restage(tx: Sql, text: string): Promise<void> {
+export async function restage(tx: ISql, text: string): Promise<void> {
   await tx`truncate ingest_staging`;
   await copyInto(tx, 'ingest_staging', text);
 }
 
 /** Statistics for the staged rows, so the statements that read them are planned for their real count. */
-export async function analyzeStaging(tx: Sql): Promise<void> {
+export async function analyzeStaging(tx: ISql): Promise<void> {
   await tx`analyze ingest_staging`;
 }
 
@@ -45,16 +44,21 @@ export async function analyzeStaging(tx: Sql): Promise<void> {
  * order) inside the transaction, and settles with the server's verdict.
  *
  * postgres.js resolves a COPY query with its stream as soon as the server
- * accepts the data; an error the server raises after the end of the data
- * (a unique violation, a constraint) goes to the query's own reject, which is
- * then a no-op, and the stream's end callback never fires. Wrapping that
- * reject surfaces the error (with its SQLSTATE) instead of waiting forever;
- * test/integration/ingest.test.ts holds this to the library's behaviour.
+ * accepts the data. An error the server raises after the end of the data (a
+ * unique violation, a constraint, a malformed line) reaches only the query's
+ * internal `reject`, which is a no-op by then: the stream's end callback never
+ * fires, the stream emits no error, awaiting the query (or its `execute()`)
+ * gives the stream again, and the connection's next query fails with 25P02
+ * (transaction aborted) without the cause (porsager/postgres#1173). Wrapping
+ * that internal reject is the only way to the error and its SQLSTATE, so the
+ * postgres version is pinned exactly in package.json (3.4.9). A version that
+ * settles the stream with the error itself (porsager/postgres#1183) is seen by
+ * the stream's listeners below. test/integration/ingest.test.ts holds this to
+ * the library's behaviour.
  */
-export async function copyInto(tx: Sql, table: string, text: string, columns?: string[]): Promise<void> {
-  const query = tx`copy ${tx(table)} ${columns ? tx`(${identifierList(tx, columns)})` : tx``} from stdin` as unknown as {
+export async function copyInto(tx: ISql, table: string, text: string, columns?: string[]): Promise<void> {
+  const query = tx`copy ${tx(table)} ${columns ? tx`(${identifierList(tx, columns)})` : tx``} from stdin` as postgres.PendingQuery<postgres.Row[]> & {
     reject(err: unknown): void;
-    writable(): Promise<Writable>;
   };
   if (typeof query.reject !== 'function') throw new Error('postgres.js no longer exposes Query.reject; copyInto needs revisiting');
   const failed = new Promise<never>((_, reject) => {
@@ -70,18 +74,64 @@ export async function copyInto(tx: Sql, table: string, text: string, columns?: s
     failed,
     new Promise<void>((resolve, reject) => {
       writable.once('error', reject);
-      writable.end(text, resolve);
+      writable.end(text, (err?: Error | null) => (err ? reject(err) : resolve()));
     }),
   ]);
 }
 
 /**
- * Runs an upsert of the staged rows and counts what it did. `upsert` is an
- * `insert … select … from ingest_staging on conflict … do update … where <a
- * value differs> returning (xmax = 0) as inserted`: a row equal to the stored
- * one returns nothing, so the unchanged rows are rows − inserted − updated.
+ * An upsert of the staged rows into `table` (stagedUpsert). Its columns are
+ * `key`, then `kept`, then `updated`, each copied from the staging column of
+ * the same name.
  */
-export async function countedStagedUpsert(tx: Sql, upsert: postgres.Fragment): Promise<{ rows: number; inserted: number; updated: number }> {
+export interface StagedUpsert {
+  table: string;
+  /** The conflict target: the unique key a staged row is matched to a stored one by. */
+  key: readonly string[];
+  /** Inserted, never rewritten: values the kind's checks have held to the stored row's (a news item's instrument). */
+  kept?: readonly string[];
+  /** Rewritten from the staged row when any of them differs from the stored row's; the change test compares exactly these. */
+  updated: readonly string[];
+  /** Whether a rewrite also sets updated_at to now(). */
+  setsUpdatedAt: boolean;
+  /** Columns of the written row returned before `inserted`. */
+  returning?: readonly string[];
+}
+
+/**
+ * `insert … select … from ingest_staging on conflict (key) do update set
+ * <updated> = excluded.<updated> where <a value of updated differs> returning
+ * (xmax = 0) as inserted`: a new key is inserted, a stored row is rewritten
+ * only when a value differs (so an unchanged re-post writes nothing), and
+ * each row written returns whether it was inserted (true) or rewritten (false).
+ */
+export function stagedUpsert(tx: ISql, upsert: StagedUpsert): postgres.Fragment {
+  const { table, key, kept = [], updated, setsUpdatedAt, returning = [] } = upsert;
+  const columns = [...key, ...kept, ...updated];
+  const assignments = updated.map((c, i) => tx`${i ? tx`, ` : tx``}${tx(c)} = excluded.${tx(c)}`);
+  const values = (alias: string) =>
+    identifierList(
+      tx,
+      updated.map((c) => `${alias}.${c}`),
+    );
+  return tx`
+    insert into ${tx(table)} as stored (${identifierList(tx, columns)})
+    select ${identifierList(tx, columns)}
+    from ingest_staging
+    on conflict (${identifierList(tx, key)}) do update set
+      ${assignments}${setsUpdatedAt ? tx`, updated_at = now()` : tx``}
+    where (${values('stored')}) is distinct from (${values('excluded')})
+    returning ${returning.length ? returning.map((c) => tx`stored.${tx(c)}, `) : tx``}(xmax = 0) as inserted
+  `;
+}
+
+/**
+ * Runs an upsert of the staged rows (stagedUpsert, or another that returns
+ * `inserted` only for the rows it wrote) and counts what it did: a row equal
+ * to the stored one returns nothing, so the unchanged rows are rows −
+ * inserted − updated.
+ */
+export async function countedStagedUpsert(tx: ISql, upsert: postgres.Fragment): Promise<{ rows: number; inserted: number; updated: number }> {
   const [row] = await tx<{ rows: number; inserted: number; updated: number }[]>`
     with upserted as (${upsert})
     select
@@ -98,12 +148,12 @@ export async function countedStagedUpsert(tx: Sql, upsert: postgres.Fragment): P
  * until the transaction ends, across processes, for a kind whose checks
  * against stored rows would otherwise race with a concurrent upload's writes.
  */
-export async function lockUploads(tx: Sql, lock: number): Promise<void> {
+export async function lockUploads(tx: ISql, lock: number): Promise<void> {
   await tx`select pg_advisory_xact_lock(${lock})`;
 }
 
 /** The first staged row whose instrument_id is not a known instrument, if any. */
-export function unknownInstrumentRows(tx: Sql) {
+export function unknownInstrumentRows(tx: ISql) {
   return tx<{ row_index: number }[]>`
     select s.row_index
     from ingest_staging s
@@ -114,7 +164,7 @@ export function unknownInstrumentRows(tx: Sql) {
 }
 
 /** The first staged row whose key (`columns`) repeats an earlier row's (a key with a null repeats nothing). */
-export function repeatedStagedKeys(tx: Sql, ...columns: [string, ...string[]]) {
+export function repeatedStagedKeys(tx: ISql, ...columns: [string, ...string[]]) {
   const key = identifierList(tx, columns);
   const present = columns.map((c, i) => (i ? tx` and ${tx(c)} is not null` : tx`${tx(c)} is not null`));
   return tx<{ row_index: number }[]>`
@@ -131,7 +181,7 @@ export function repeatedStagedKeys(tx: Sql, ...columns: [string, ...string[]]) {
 }
 
 /** Those of `ids` that are not known instruments. */
-export async function unknownInstrumentIds(tx: Sql, ids: string[]): Promise<Set<string>> {
+export async function unknownInstrumentIds(tx: ISql, ids: string[]): Promise<Set<string>> {
   const rows = await tx<{ id: string }[]>`
     select t.id::text as id
     from unnest(${ids}::uuid[]) as t (id)

@@ -1,10 +1,10 @@
 import type { z } from 'zod';
 import type { Database } from '../db/database.ts';
-import type { Sql } from '../db/sql.ts';
+import type { ISql, Sql } from '../db/sql.ts';
 import { ingestedRows } from '../metrics.ts';
 import { batchesFrom, type BodyFormat } from './body.ts';
 import { copyLine } from './copy-text.ts';
-import type { CopyBatch, IngestKind, IngestResult, OrdinalRange, UploadResult, WriteCounts } from './kind.ts';
+import type { CopyBatch, IngestKind, IngestResult, KeyedIngestKind, OrdinalRange, StagedIngestKind, UploadResult, WriteCounts } from './kind.ts';
 import * as repo from './repository.ts';
 import { AppError } from '../core/errors.ts';
 import { hasNestedValue, mayHoldUnstorableText, unstorableText } from '../core/validate.ts';
@@ -41,122 +41,218 @@ function refuseUnstorable(kind: { label: string }, index: number, row: unknown) 
   throw new AppError('invalid_request', `row ${index} of the ${kind.label} batch holds text PostgreSQL cannot store; nothing was stored`, details);
 }
 
+/** Batches of raw rows, as a body reader or a loader yields them. */
+type RawBatches = AsyncIterable<readonly unknown[]> | Iterable<readonly unknown[]>;
+
 /** Ingests batches of raw rows in one transaction; see IngestKind. The counts only, for loaders that derive nothing afterwards. */
-export async function ingestRows<Row>(
-  sql: Sql,
-  kind: IngestKind<Row>,
-  batches: AsyncIterable<readonly unknown[]> | Iterable<readonly unknown[]>,
-): Promise<IngestResult> {
+export async function ingestRows<Row>(sql: Sql, kind: IngestKind<Row>, batches: RawBatches): Promise<IngestResult> {
   const { changes: _changes, ...result } = await ingestUpload(sql, kind, batches);
   return result;
 }
 
-async function ingestUpload<Row>(
-  sql: Sql,
-  kind: IngestKind<Row>,
-  batches: AsyncIterable<readonly unknown[]> | Iterable<readonly unknown[]>,
-): Promise<UploadResult> {
-  const key = kind.key;
-  if (key ? !kind.writeBatch : !kind.apply) throw new Error(`ingest kind ${kind.label}: keyed kinds need writeBatch, others apply`);
-  // Time ordinals of the whole upload (keyed kinds).
-  const uploadRange: OrdinalRange = { first: Infinity, last: -Infinity };
-  const result = await sql.begin(async (tx) => {
-    await repo.beginUpload(tx as unknown as Sql, kind.stagingColumns, !key);
-    const keys = key ? new RowKeys() : null;
-    const counts: WriteCounts = { inserted: 0, updated: 0 };
-    const state: Record<string, unknown> = {};
-    let index = 0;
-    // The batch's COPY lines, joined when it is written.
-    let lines: string[] = [];
-    let bytes = 0;
-    // Time ordinals of the batch being built (keyed kinds).
-    let batchRange: OrdinalRange = { first: Infinity, last: -Infinity };
-    let firstByInstrument = new Map<string, number>();
-    // The previous batch's write, running while the next batch is parsed.
-    let writing: Promise<void> = Promise.resolve();
+/** One upload in one transaction, the way its kind writes; the rows are counted once it has committed. */
+async function ingestUpload<Row>(sql: Sql, kind: IngestKind<Row>, batches: RawBatches): Promise<UploadResult> {
+  if (kind.writes === 'staged') {
+    const result = await sql.begin((tx) => stageAndApply(tx, kind, batches));
+    countIngested(kind, result);
+    return result;
+  }
+  const { result, range } = await sql.begin((tx) => writeKeyed(tx, kind, batches));
+  countIngested(kind, result);
+  await kind.afterCommit?.(sql, range);
+  return result;
+}
 
-    const write = async (batch: CopyBatch) => {
-      if (!keys) return repo.copyInto(tx as unknown as Sql, 'ingest_staging', batch.text);
-      await rejectNewUnknownInstruments(tx as unknown as Sql, keys);
-      const written = await kind.writeBatch!(tx as unknown as Sql, batch, state);
-      counts.inserted += written.inserted;
-      counts.updated += written.updated;
-    };
-    const flush = async () => {
-      uploadRange.first = Math.min(uploadRange.first, batchRange.first);
-      uploadRange.last = Math.max(uploadRange.last, batchRange.last);
-      await writing;
-      lines.push('');
-      writing = write({ text: lines.join('\n'), rows: lines.length - 1, ...batchRange, firstByInstrument });
-      writing.catch(() => {}); // observed by the next flush or the final await
-      lines = [];
-      bytes = 0;
-      batchRange = { first: Infinity, last: -Infinity };
-      firstByInstrument = new Map();
-    };
-
-    try {
-      for await (const batch of batches) {
-        for (const raw of batch) {
-          let row = kind.fastRow?.(raw);
-          if (row === undefined) {
-            const parsed = kind.rowSchema.safeParse(raw);
-            if (!parsed.success) throw invalidRow(kind, index, parsed.error.issues);
-            row = parsed.data;
-          }
-          if (keys) {
-            const ordinal = key!.ordinal(row);
-            const instrumentId = key!.instrumentId(row);
-            if (!keys.add(instrumentId, ordinal, index)) {
-              throw rowError(index, key!.field, 'duplicates an earlier row of this batch');
-            }
-            if (ordinal < batchRange.first) batchRange.first = ordinal;
-            if (ordinal > batchRange.last) batchRange.last = ordinal;
-            const first = firstByInstrument.get(instrumentId);
-            if (first === undefined || ordinal < first) firstByInstrument.set(instrumentId, ordinal);
-          }
-          // Text PostgreSQL cannot store is refused by field, on the parsed row,
-          // so a NUL in a CSV cell's JSON text (brokerCodes, symbols, params)
-          // is seen too. A row with nested values is scanned before they are
-          // serialised (JSON.stringify overflows on 10,000 levels). For the
-          // rest, every text column is in the COPY line, and one test of it
-          // stands in for the scan: on the daily-bar CSV path 0.3 s per
-          // million rows against 3.0 s for the scan (7.2 s without either).
-          if (hasNestedValue(row as object)) refuseUnstorable(kind, index, row);
-          const line = copyLine(kind.toStagingValues(row));
-          if (mayHoldUnstorableText(line)) refuseUnstorable(kind, index, row);
-          lines.push(keys ? line : `${index}\t${line}`);
-          bytes += line.length + 1;
-          index++;
-        }
-        if (bytes >= COPY_BATCH_BYTES) await flush();
-      }
-      if (index === 0) throw new AppError('invalid_request', `the ${kind.label} batch is empty`, { body: ['no rows'] });
-      if (lines.length) await flush();
-      await writing;
-    } catch (err) {
-      await writing.catch(() => {});
-      throw err;
-    }
-    if (keys) {
-      const changed = counts.inserted + counts.updated > 0;
-      return {
-        rows: index,
-        ...counts,
-        unchanged: index - counts.inserted - counts.updated,
-        ...kind.summarise?.(uploadRange, state),
-        ...(changed && kind.changes ? { changes: kind.changes(keys.instrumentIds()) } : {}),
-      };
-    }
-    await repo.analyzeStaging(tx as unknown as Sql);
-    return kind.apply!(tx as unknown as Sql);
-  });
-  // Counted once the transaction has committed: an upload refused anywhere stored nothing.
+/** Counted once the transaction has committed: an upload refused anywhere stored nothing. */
+function countIngested(kind: { label: string }, result: IngestResult): void {
   for (const outcome of ['inserted', 'updated', 'unchanged'] as const) {
     ingestedRows.inc({ kind: kind.label, outcome }, result[outcome]);
   }
-  await kind.afterCommit?.(sql, uploadRange);
-  return result;
+}
+
+/** A staged upload: every row copied into ingest_staging after its index, then checked and applied by the kind. */
+async function stageAndApply<Row>(tx: ISql, kind: StagedIngestKind<Row>, batches: RawBatches): Promise<UploadResult> {
+  await repo.beginUpload(tx, kind.stagingColumns, true);
+  await encodeRows(kind, batches, {
+    line: (line, index) => `${index}\t${line}`,
+    write: (text) => repo.copyInto(tx, 'ingest_staging', text),
+  });
+  await repo.analyzeStaging(tx);
+  return kind.apply(tx);
+}
+
+/**
+ * A keyed upload: each row's key is checked as it streams (a repeat is
+ * refused at the row that repeats it), and each batch is written by the
+ * kind's writer once its new instruments are known to exist.
+ */
+async function writeKeyed<Row>(tx: ISql, kind: KeyedIngestKind<Row>, batches: RawBatches): Promise<{ result: UploadResult; range: OrdinalRange }> {
+  await repo.beginUpload(tx, kind.stagingColumns, false);
+  const { key } = kind;
+  const keys = new RowKeys();
+  const writer = kind.startUpload();
+  const counts: WriteCounts = { inserted: 0, updated: 0 };
+  // Time ordinals of the whole upload, and the keys of the batch being built.
+  const range: OrdinalRange = { first: Infinity, last: -Infinity };
+  let building = new BatchKeys();
+  const writeBatch = async (batch: CopyBatch) => {
+    await rejectNewUnknownInstruments(tx, keys);
+    const written = await writer.writeBatch(tx, batch);
+    counts.inserted += written.inserted;
+    counts.updated += written.updated;
+  };
+  const rows = await encodeRows(kind, batches, {
+    check(row, index) {
+      const ordinal = key.ordinal(row);
+      const instrumentId = key.instrumentId(row);
+      if (!keys.add(instrumentId, ordinal, index)) throw rowError(index, key.field, 'duplicates an earlier row of this batch');
+      building.add(instrumentId, ordinal);
+    },
+    line: (line) => line,
+    write(text, batchRows) {
+      const batch: CopyBatch = { text, rows: batchRows, first: building.first, last: building.last, firstByInstrument: building.firstByInstrument };
+      building = new BatchKeys();
+      range.first = Math.min(range.first, batch.first);
+      range.last = Math.max(range.last, batch.last);
+      return writeBatch(batch);
+    },
+  });
+  const changed = counts.inserted + counts.updated > 0;
+  const result: UploadResult = {
+    rows,
+    ...counts,
+    unchanged: rows - counts.inserted - counts.updated,
+    ...writer.summarise?.(range),
+    ...(changed && kind.changes ? { changes: kind.changes(keys.instrumentIds()) } : {}),
+  };
+  return { result, range };
+}
+
+/** The time ordinals of the batch being built, overall and per instrument. */
+class BatchKeys implements OrdinalRange {
+  first = Infinity;
+  last = -Infinity;
+  /** Each instrument of the batch with its first time ordinal in it. */
+  readonly firstByInstrument = new Map<string, number>();
+
+  add(instrumentId: string, ordinal: number): void {
+    if (ordinal < this.first) this.first = ordinal;
+    if (ordinal > this.last) this.last = ordinal;
+    const first = this.firstByInstrument.get(instrumentId);
+    if (first === undefined || ordinal < first) this.firstByInstrument.set(instrumentId, ordinal);
+  }
+}
+
+/** How one way of writing takes the encoded rows. */
+interface RowSink<Row> {
+  /** Checks a parsed row before it is encoded; throws the 400 for a bad one. */
+  check?(row: Row, index: number): void;
+  /** The COPY line sent for the row whose encoded values are `line`. */
+  line(line: string, index: number): string;
+  /** Starts writing a batch of COPY text holding `rows` lines. */
+  write(text: string, rows: number): Promise<void>;
+}
+
+/**
+ * Parses and encodes every row of the upload, in order, and hands the COPY
+ * text to `sink` in batches of about COPY_BATCH_BYTES. Returns the number of
+ * rows; an upload without any is refused.
+ */
+async function encodeRows<Row>(kind: IngestKind<Row>, batches: RawBatches, sink: RowSink<Row>): Promise<number> {
+  const copy = new OverlappedWrites(sink.write);
+  let index = 0;
+  try {
+    for await (const batch of batches) {
+      for (const raw of batch) {
+        const row = parseRow(kind, raw, index);
+        sink.check?.(row, index);
+        const line = encodeRow(kind, row, index);
+        copy.add(sink.line(line, index), line.length + 1);
+        index++;
+      }
+      if (copy.bytes >= COPY_BATCH_BYTES) await copy.flush();
+    }
+    if (index === 0) throw new AppError('invalid_request', `the ${kind.label} batch is empty`, { body: ['no rows'] });
+    if (copy.pending) await copy.flush();
+    await copy.finished();
+  } catch (err) {
+    await copy.abandoned();
+    throw err;
+  }
+  return index;
+}
+
+/**
+ * COPY lines gathered into batches, each batch written while the next is
+ * parsed: one write runs at a time, and memory holds the batch being written
+ * and the one being built.
+ */
+class OverlappedWrites {
+  private lines: string[] = [];
+  /** The size of the batch being built, counted as its rows' encoded values. */
+  bytes = 0;
+  /** The previous batch's write, running while the next batch is parsed. */
+  private writing: Promise<void> = Promise.resolve();
+  private readonly write: (text: string, rows: number) => Promise<void>;
+
+  constructor(write: (text: string, rows: number) => Promise<void>) {
+    this.write = write;
+  }
+
+  add(line: string, bytes: number): void {
+    this.lines.push(line);
+    this.bytes += bytes;
+  }
+
+  /** Whether the batch being built holds any row. */
+  get pending(): boolean {
+    return this.lines.length > 0;
+  }
+
+  /** Waits for the previous batch's write, then starts this one's. */
+  async flush(): Promise<void> {
+    await this.writing;
+    this.lines.push('');
+    this.writing = this.write(this.lines.join('\n'), this.lines.length - 1);
+    this.writing.catch(() => {}); // observed by the next flush, finished() or abandoned()
+    this.lines = [];
+    this.bytes = 0;
+  }
+
+  /** The last write. */
+  finished(): Promise<void> {
+    return this.writing;
+  }
+
+  /** After a failure: the write in flight, whatever its outcome, so no statement is left running when the transaction ends. */
+  abandoned(): Promise<void> {
+    return this.writing.catch(() => {});
+  }
+}
+
+/** The row as its kind's hot path or its schema returns it; the 400 naming each bad field otherwise. */
+function parseRow<Row>(kind: IngestKind<Row>, raw: unknown, index: number): Row {
+  const fast = kind.fastRow?.(raw);
+  if (fast !== undefined) return fast;
+  const parsed = kind.rowSchema.safeParse(raw);
+  if (!parsed.success) throw invalidRow(kind, index, parsed.error.issues);
+  return parsed.data;
+}
+
+/**
+ * The row's values as a line of COPY text. Text PostgreSQL cannot store is
+ * refused by field, on the parsed row, so a NUL in a CSV cell's JSON text
+ * (brokerCodes, symbols, params) is seen too. A row with nested values is
+ * scanned before they are serialised (JSON.stringify overflows on 10,000
+ * levels). For the rest, every text column is in the COPY line, and one test
+ * of it stands in for the scan: on the daily-bar CSV path 0.3 s per million
+ * rows against 3.0 s for the scan (7.2 s without either).
+ */
+function encodeRow<Row>(kind: IngestKind<Row>, row: Row, index: number): string {
+  if (hasNestedValue(row as object)) refuseUnstorable(kind, index, row);
+  const line = copyLine(kind.toStagingValues(row));
+  if (mayHoldUnstorableText(line)) refuseUnstorable(kind, index, row);
+  return line;
 }
 
 /**
@@ -215,12 +311,12 @@ export async function rejectFirstRow(check: PromiseLike<readonly { row_index: nu
 }
 
 /** 400 naming the first staged row whose instrument_id is not a known instrument. */
-export async function rejectUnknownInstruments(tx: Sql): Promise<void> {
+export async function rejectUnknownInstruments(tx: ISql): Promise<void> {
   await rejectFirstRow(repo.unknownInstrumentRows(tx), 'instrumentId', 'unknown instrument');
 }
 
 /** For a keyed upload: looks up the instruments first seen since the last call; 400 naming the first row of an unknown one. */
-async function rejectNewUnknownInstruments(tx: Sql, keys: RowKeys): Promise<void> {
+async function rejectNewUnknownInstruments(tx: ISql, keys: RowKeys): Promise<void> {
   const unchecked = keys.takeUnchecked();
   if (!unchecked.length) return;
   const unknown = await repo.unknownInstrumentIds(

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { Sql } from '../db/sql.ts';
-import { ingestCounts, type IngestKind } from '../ingest/kind.ts';
+import type { ISql } from '../db/sql.ts';
+import { ingestCounts, type StagedIngestKind } from '../ingest/kind.ts';
 import { repeatedStagedKeys } from '../ingest/repository.ts';
 import { rejectFirstRow } from '../ingest/service.ts';
 import * as repo from './repository.ts';
@@ -24,7 +24,7 @@ async function rejectFound<T extends { row_index: number }>(check: PromiseLike<r
  * asset class and exchange, stored (and kept as it is by the batch) or
  * earlier in the batch. The message names the holder's id.
  */
-async function rejectTakenSymbols(tx: Sql) {
+async function rejectTakenSymbols(tx: ISql) {
   await rejectFound(repo.stagedSymbolClashes(tx), 'id', (r) =>
     r.holder_row === null
       ? `required: ${r.symbol} is held on overlapping days by the stored instrument ${r.holder_id} of the same asset class and exchange; include its id to update it`
@@ -38,7 +38,8 @@ async function rejectTakenSymbols(tx: Sql) {
  * history). A row as GET returns it is accepted: its currentSymbol is checked
  * against the history the batch leaves, and its vendorCode by the row schema.
  */
-export const instrumentIngest: IngestKind<InstrumentIngestRow> = {
+export const instrumentIngest: StagedIngestKind<InstrumentIngestRow> = {
+  writes: 'staged',
   label: 'instruments',
   rowSchema: InstrumentIngestSchema,
   resultSchema: z.strictObject({ ...ingestCounts, ids: z.array(z.string()).describe('the id of each row, in upload order (the first 10,000)') }),

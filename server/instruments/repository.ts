@@ -1,6 +1,7 @@
 import type postgres from 'postgres';
-import type { Sql } from '../db/sql.ts';
+import type { ISql, Sql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
+import { countedStagedUpsert, stagedUpsert } from '../ingest/repository.ts';
 import type { Instrument } from './schema.ts';
 
 /**
@@ -10,7 +11,7 @@ import type { Instrument } from './schema.ts';
  * mapping started by then did not trade under any symbol: null. `day` is a
  * date, or a column of the outer query (one day per row).
  */
-export function effectiveSymbol(sql: Sql, day: string | postgres.Fragment) {
+export function effectiveSymbol(sql: ISql, day: string | postgres.Fragment) {
   return sql`
     left join lateral (
       select s.symbol
@@ -23,7 +24,7 @@ export function effectiveSymbol(sql: Sql, day: string | postgres.Fragment) {
   `;
 }
 
-function selectInstruments(sql: Sql, day: string, vendorBroker: string) {
+function selectInstruments(sql: ISql, day: string, vendorBroker: string) {
   return sql`
     select
       i.*,
@@ -97,7 +98,7 @@ export interface SearchQuery {
  * the transaction: both to FUZZY_THRESHOLD, so the candidates the indexes
  * return include every fuzzy hit the ranking admits.
  */
-export function searchThresholds(sql: Sql) {
+export function searchThresholds(sql: ISql) {
   const threshold = String(FUZZY_THRESHOLD);
   return sql`
     select
@@ -114,7 +115,7 @@ export function searchThresholds(sql: Sql) {
  * ranking keeps only matches on the symbol in effect on the day. This is a
  * superset of what the ranking admits, so the result is the ranking's alone.
  */
-function searchCandidates(sql: Sql, upper: string, lower: string, fuzzy: boolean) {
+function searchCandidates(sql: ISql, upper: string, lower: string, fuzzy: boolean) {
   return sql`
     select s.instrument_id
     from instrument_symbols s
@@ -140,7 +141,7 @@ function searchCandidates(sql: Sql, upper: string, lower: string, fuzzy: boolean
  * before delisted within each. Run it after searchThresholds in the same
  * transaction, as searchInstruments does.
  */
-export function searchStatement(sql: Sql, q: SearchQuery) {
+export function searchStatement(sql: ISql, q: SearchQuery) {
   const upper = q.text.toUpperCase();
   const lower = q.text.toLowerCase();
   const fuzzy = q.text.length >= MIN_FUZZY_LENGTH;
@@ -190,7 +191,7 @@ export interface BrokerCodeQuery {
 }
 
 /** Reverse lookup: exact on (broker, code), through instrument_broker_codes_lookup_idx. */
-export function brokerCodeStatement(sql: Sql, q: BrokerCodeQuery) {
+export function brokerCodeStatement(sql: ISql, q: BrokerCodeQuery) {
   return sql<InstrumentRow[]>`
     select x.*
     from (${selectInstruments(sql, q.day, q.vendorBroker)}) x
@@ -206,12 +207,12 @@ export function brokerCodeStatement(sql: Sql, q: BrokerCodeQuery) {
   `;
 }
 
-export async function findByBrokerCode(sql: Sql, q: BrokerCodeQuery): Promise<Instrument[]> {
+export async function findByBrokerCode(sql: ISql, q: BrokerCodeQuery): Promise<Instrument[]> {
   const rows = await timed('find_by_broker_code', brokerCodeStatement(sql, q));
   return rows.map(toInstrument);
 }
 
-export async function findByIds(sql: Sql, ids: string[], day: string, vendorBroker: string): Promise<Instrument[]> {
+export async function findByIds(sql: ISql, ids: string[], day: string, vendorBroker: string): Promise<Instrument[]> {
   if (ids.length === 0) return [];
   const rows = await timed(
     'find_instruments_by_id',
@@ -226,7 +227,7 @@ export async function findByIds(sql: Sql, ids: string[], day: string, vendorBrok
 }
 
 /** Minimal facts the price and analytics routes need before reading bars. */
-export async function findInstrumentHeader(sql: Sql, id: string, day: string) {
+export async function findInstrumentHeader(sql: ISql, id: string, day: string) {
   const [row] = await timed(
     'instrument_header',
     sql<{ id: string; asset_class: string; symbol: string | null }[]>`
@@ -243,7 +244,7 @@ export async function findInstrumentHeader(sql: Sql, id: string, day: string) {
 // (instruments/ingest.ts), inside its transaction.
 
 /** The first staged row without symbols whose id is not a stored instrument, if any. */
-export function stagedNewWithoutSymbols(tx: Sql) {
+export function stagedNewWithoutSymbols(tx: ISql) {
   return tx<{ row_index: number }[]>`
     select s.row_index
     from ingest_staging s
@@ -268,7 +269,7 @@ export interface SymbolClash {
  * class and exchange, stored (and kept as it is by the batch) or earlier in
  * the batch.
  */
-export function stagedSymbolClashes(tx: Sql) {
+export function stagedSymbolClashes(tx: ISql) {
   return tx<SymbolClash[]>`
     with claims as (
       select s.row_index, s.id, s.asset_class, s.exchange, p.symbol,
@@ -304,49 +305,25 @@ export function stagedSymbolClashes(tx: Sql) {
 }
 
 /** Gives each staged row without an id a new one. */
-export async function assignStagedIds(tx: Sql): Promise<void> {
+export async function assignStagedIds(tx: ISql): Promise<void> {
   await tx`update ingest_staging set id = gen_random_uuid() where id is null`;
 }
 
 /** Upserts the staged instruments on id; a row equal to the stored one is left as it is (its updated_at too). */
-export async function upsertStagedInstruments(tx: Sql): Promise<{ inserted: number; updated: number; rows: number }> {
-  const [counts] = await tx<{ inserted: number; updated: number; rows: number }[]>`
-    with upserted as (
-      insert into instruments as i (id, asset_class, display_name, exchange, region, isin, cusip,
-        distribution_policy, quote_currency, quote_unit, is_active)
-      select id, asset_class, display_name, exchange, region, isin, cusip,
-        distribution_policy, quote_currency, quote_unit, is_active
-      from ingest_staging
-      on conflict (id) do update set
-        asset_class = excluded.asset_class,
-        display_name = excluded.display_name,
-        exchange = excluded.exchange,
-        region = excluded.region,
-        isin = excluded.isin,
-        cusip = excluded.cusip,
-        distribution_policy = excluded.distribution_policy,
-        quote_currency = excluded.quote_currency,
-        quote_unit = excluded.quote_unit,
-        is_active = excluded.is_active,
-        updated_at = now()
-      where (i.asset_class, i.display_name, i.exchange, i.region, i.isin, i.cusip, i.distribution_policy,
-             i.quote_currency, i.quote_unit, i.is_active)
-        is distinct from
-            (excluded.asset_class, excluded.display_name, excluded.exchange, excluded.region, excluded.isin, excluded.cusip,
-             excluded.distribution_policy, excluded.quote_currency, excluded.quote_unit, excluded.is_active)
-      returning (xmax = 0) as inserted
-    )
-    select
-      count(*) filter (where inserted)::int as inserted,
-      count(*) filter (where not inserted)::int as updated,
-      (select count(*)::int from ingest_staging) as rows
-    from upserted
-  `;
-  return counts;
+export function upsertStagedInstruments(tx: ISql): Promise<{ rows: number; inserted: number; updated: number }> {
+  return countedStagedUpsert(
+    tx,
+    stagedUpsert(tx, {
+      table: 'instruments',
+      key: ['id'],
+      updated: ['asset_class', 'display_name', 'exchange', 'region', 'isin', 'cusip', 'distribution_policy', 'quote_currency', 'quote_unit', 'is_active'],
+      setsUpdatedAt: true,
+    }),
+  );
 }
 
 /** Replaces the symbol history of each staged row that gives one; a row without symbols keeps its stored history. */
-export async function replaceStagedSymbols(tx: Sql): Promise<void> {
+export async function replaceStagedSymbols(tx: ISql): Promise<void> {
   await tx`delete from instrument_symbols where instrument_id in (select id from ingest_staging where symbols is not null)`;
   await tx`
     insert into instrument_symbols (instrument_id, symbol, valid_from, valid_to)
@@ -357,7 +334,7 @@ export async function replaceStagedSymbols(tx: Sql): Promise<void> {
 }
 
 /** Replaces the broker codes of every staged instrument. */
-export async function replaceStagedBrokerCodes(tx: Sql): Promise<void> {
+export async function replaceStagedBrokerCodes(tx: ISql): Promise<void> {
   await tx`delete from instrument_broker_codes where instrument_id in (select id from ingest_staging)`;
   await tx`
     insert into instrument_broker_codes (instrument_id, broker, code)
@@ -368,7 +345,7 @@ export async function replaceStagedBrokerCodes(tx: Sql): Promise<void> {
 }
 
 /** The first staged row whose currentSymbol differs from the symbol its stored history gives on `day`, if any. */
-export function stagedCurrentSymbolContradictions(tx: Sql, day: string) {
+export function stagedCurrentSymbolContradictions(tx: ISql, day: string) {
   return tx<{ row_index: number; symbol: string | null }[]>`
     select s.row_index, e.symbol
     from ingest_staging s
@@ -382,13 +359,13 @@ export function stagedCurrentSymbolContradictions(tx: Sql, day: string) {
 }
 
 /** The ids of the first `limit` staged rows, in upload order. */
-export async function stagedIds(tx: Sql, limit: number): Promise<string[]> {
+export async function stagedIds(tx: ISql, limit: number): Promise<string[]> {
   const rows = await tx<{ id: string }[]>`select id from ingest_staging order by row_index limit ${limit}`;
   return rows.map((r) => r.id);
 }
 
 /** Whether any instrument is stored. */
-export async function anyInstrumentStored(sql: Sql): Promise<boolean> {
+export async function anyInstrumentStored(sql: ISql): Promise<boolean> {
   const [row] = await sql<{ any: boolean }[]>`select exists (select 1 from instruments) as any`;
   return row.any;
 }

@@ -1,5 +1,5 @@
 import type { Database } from '../db/database.ts';
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import * as repo from './repository.ts';
 import type { Instrument } from './schema.ts';
 import { notFound } from '../core/errors.ts';
@@ -32,7 +32,7 @@ export async function getInstrument(db: Database, id: string, vendorBroker: stri
 }
 
 /** Resolves an instrument for a data route, or 404 not_found (inside the caller's unit of work). */
-export async function requireInstrument(sql: Sql, id: string, asOf?: PointInTime) {
+export async function requireInstrument(sql: ISql, id: string, asOf?: PointInTime) {
   const header = await repo.findInstrumentHeader(sql, id, dayOf(asOf));
   if (!header) throw notFound('instrument');
   return header;

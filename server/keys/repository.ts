@@ -1,5 +1,5 @@
 import type postgres from 'postgres';
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import type { Environment, Scope } from './scopes.ts';
 
@@ -53,12 +53,12 @@ function toKeyRow(r: ApiKeyRow): KeyRow {
  * account is not found, exactly as a key that does not exist (the
  * dashboard's ownership rule lives in the query, not in its callers).
  */
-function keyOf(sql: Sql, id: string, accountId: string | undefined) {
+function keyOf(sql: ISql, id: string, accountId: string | undefined) {
   return sql`where id = ${id} ${accountId ? sql`and account_id = ${accountId}` : sql``}`;
 }
 
 export async function insertKey(
-  sql: Sql,
+  sql: ISql,
   key: { accountId: string; name: string; environment: Environment; scopes: Scope[]; hash: Buffer; prefix: string },
 ): Promise<KeyRow> {
   const [row] = await sql<ApiKeyRow[]>`
@@ -69,7 +69,7 @@ export async function insertKey(
   return toKeyRow(row);
 }
 
-export async function listKeys(sql: Sql, accountId: string | undefined): Promise<KeyRow[]> {
+export async function listKeys(sql: ISql, accountId: string | undefined): Promise<KeyRow[]> {
   const rows = await sql<ApiKeyRow[]>`
     select ${sql(API_KEY_COLUMNS)}
     from api_keys
@@ -79,7 +79,7 @@ export async function listKeys(sql: Sql, accountId: string | undefined): Promise
   return rows.map(toKeyRow);
 }
 
-export async function keyById(sql: Sql, id: string, accountId: string | undefined): Promise<KeyRow | null> {
+export async function keyById(sql: ISql, id: string, accountId: string | undefined): Promise<KeyRow | null> {
   const [row] = await sql<ApiKeyRow[]>`
     select ${sql(API_KEY_COLUMNS)}
     from api_keys
@@ -88,7 +88,7 @@ export async function keyById(sql: Sql, id: string, accountId: string | undefine
   return row ? toKeyRow(row) : null;
 }
 
-export async function revokeKey(sql: Sql, id: string, accountId: string | undefined): Promise<KeyRow | null> {
+export async function revokeKey(sql: ISql, id: string, accountId: string | undefined): Promise<KeyRow | null> {
   const [row] = await sql<ApiKeyRow[]>`
     update api_keys
     set revoked_at = coalesce(revoked_at, now())
@@ -102,7 +102,7 @@ export async function revokeKey(sql: Sql, id: string, accountId: string | undefi
  * A new key with the name, environment and scopes of active key `id`, in one
  * statement; null when `id` is not an active key (of `accountId`, when given).
  */
-export async function insertRolledKey(sql: Sql, id: string, accountId: string | undefined, key: { hash: Buffer; prefix: string }): Promise<KeyRow | null> {
+export async function insertRolledKey(sql: ISql, id: string, accountId: string | undefined, key: { hash: Buffer; prefix: string }): Promise<KeyRow | null> {
   const [row] = await sql<ApiKeyRow[]>`
     insert into api_keys (account_id, name, environment, scopes, key_hash, prefix, rolled_from)
     select account_id, name, environment, scopes, ${key.hash}, ${key.prefix}, id
@@ -181,7 +181,7 @@ interface AdmissionRow {
  *
  * Returns one entry per request, in order: null for an unknown key.
  */
-export async function resolveKeysAndAdmit(sql: Sql, requests: readonly AdmissionRequest[], limits: WindowLimits): Promise<(ResolvedKey | null)[]> {
+export async function resolveKeysAndAdmit(sql: ISql, requests: readonly AdmissionRequest[], limits: WindowLimits): Promise<(ResolvedKey | null)[]> {
   const dayLimit = (environment: postgres.Fragment) =>
     sql`case ${environment} when 'live' then ${limits.live.perDay}::int else ${limits.sandbox.perDay}::int end`;
   const minuteLimit = (environment: postgres.Fragment) =>
@@ -276,7 +276,7 @@ export async function resolveKeysAndAdmit(sql: Sql, requests: readonly Admission
   return resolved;
 }
 
-export async function recordLastUsed(sql: Sql, ids: string[], times: string[]): Promise<void> {
+export async function recordLastUsed(sql: ISql, ids: string[], times: string[]): Promise<void> {
   await timed(
     'record_last_used',
     sql`
@@ -299,7 +299,7 @@ export interface UsageDay {
 }
 
 /** The account's usage counters from `sinceDay` on, per environment, newest day first. */
-export async function usageByAccount(sql: Sql, accountId: string, sinceDay: string): Promise<UsageDay[]> {
+export async function usageByAccount(sql: ISql, accountId: string, sinceDay: string): Promise<UsageDay[]> {
   const rows = await sql<{ environment: Environment; day: string; admitted: number; refused: number; minute_start: Date; minute_admitted: number }[]>`
     select environment, day, admitted, refused, minute_start, minute_admitted
     from usage_counters

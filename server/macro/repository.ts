@@ -1,4 +1,4 @@
-import type { Sql } from '../db/sql.ts';
+import type { ISql, Sql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import type { FetchedSeries } from './fred.ts';
 import type { MacroFrequency } from './schema.ts';
@@ -51,14 +51,14 @@ export function readCopy(
   end?: string,
 ): Promise<{ series: StoredSeries; observations: { date: string; value: number }[] }> {
   return sql.begin('isolation level repeatable read read only', async (tx) => {
-    const series = await storedSeries(tx as unknown as Sql, seriesId);
+    const series = await storedSeries(tx, seriesId);
     // Copies are replaced, never removed, so one that was seen stored is still there.
     if (!series) throw new Error(`macro series ${seriesId} has no stored copy`);
-    return { series, observations: await observations(tx as unknown as Sql, seriesId, start, end) };
+    return { series, observations: await observations(tx, seriesId, start, end) };
   });
 }
 
-export async function storedSeries(sql: Sql, seriesId: string): Promise<StoredSeries | undefined> {
+export async function storedSeries(sql: ISql, seriesId: string): Promise<StoredSeries | undefined> {
   const [row] = await timed(
     'macro_series',
     sql<SeriesRow[]>`
@@ -70,7 +70,7 @@ export async function storedSeries(sql: Sql, seriesId: string): Promise<StoredSe
   return row && toStoredSeries(row);
 }
 
-function observations(sql: Sql, seriesId: string, start?: string, end?: string): Promise<{ date: string; value: number }[]> {
+function observations(sql: ISql, seriesId: string, start?: string, end?: string): Promise<{ date: string; value: number }[]> {
   return timed(
     'macro_observations',
     sql<{ date: string; value: number }[]>`
@@ -91,12 +91,12 @@ export function latestOfCopy(
   onOrBefore?: string,
 ): Promise<{ series: StoredSeries; latest: { date: string; value: number } | undefined } | undefined> {
   return sql.begin('isolation level repeatable read read only', async (tx) => {
-    const series = await storedSeries(tx as unknown as Sql, seriesId);
-    return series && { series, latest: await latestObservation(tx as unknown as Sql, seriesId, onOrBefore) };
+    const series = await storedSeries(tx, seriesId);
+    return series && { series, latest: await latestObservation(tx, seriesId, onOrBefore) };
   });
 }
 
-async function latestObservation(sql: Sql, seriesId: string, onOrBefore?: string): Promise<{ date: string; value: number } | undefined> {
+async function latestObservation(sql: ISql, seriesId: string, onOrBefore?: string): Promise<{ date: string; value: number } | undefined> {
   const [row] = await timed(
     'macro_latest_observation',
     sql<{ date: string; value: number }[]>`

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ingestCounts, type IngestKind, type UploadResult } from '../ingest/kind.ts';
+import { ingestCounts, type StagedIngestKind, type UploadResult } from '../ingest/kind.ts';
 import { repeatedStagedKeys } from '../ingest/repository.ts';
 import { rejectFirstRow, rejectUnknownInstruments } from '../ingest/service.ts';
 import * as repo from './repository.ts';
@@ -14,7 +14,8 @@ import { NewsRowSchema, type NewsRow } from './schema.ts';
  * that instrument's). Instruments whose news changed are reported, so their
  * event reactions are derived again.
  */
-export const newsIngest: IngestKind<NewsRow> = {
+export const newsIngest: StagedIngestKind<NewsRow> = {
+  writes: 'staged',
   label: 'news',
   rowSchema: NewsRowSchema,
   resultSchema: z.strictObject(ingestCounts),

@@ -1,5 +1,6 @@
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
+import { stagedUpsert } from '../ingest/repository.ts';
 import type { NewsEvent } from './schema.ts';
 
 export interface NewsFilter {
@@ -47,7 +48,7 @@ function toNewsEvent(r: NewsRowStored): NewsEvent {
  * economic calendar's do (a `to` of 9999-12-31 ends at 10000-01-01, which a JS
  * Date cannot write as ISO text). Walks news_instrument_published_idx.
  */
-export async function selectNews(sql: Sql, f: NewsFilter): Promise<NewsEvent[]> {
+export async function selectNews(sql: ISql, f: NewsFilter): Promise<NewsEvent[]> {
   const rows = await timed(
     f.companyConfirmedOnly ? 'select_events' : 'select_news',
     sql<NewsRowStored[]>`
@@ -69,7 +70,7 @@ export async function selectNews(sql: Sql, f: NewsFilter): Promise<NewsEvent[]> 
 // (news/ingest.ts), inside its transaction.
 
 /** The first staged row whose id is stored under another instrument, if any. */
-export function stagedNewsOfAnotherInstrument(tx: Sql) {
+export function stagedNewsOfAnotherInstrument(tx: ISql) {
   return tx<{ row_index: number }[]>`
     select s.row_index
     from ingest_staging s
@@ -85,25 +86,17 @@ export function stagedNewsOfAnotherInstrument(tx: Sql) {
  * changes nothing and counts them unchanged; created_at keeps the first
  * receipt. `instrumentIds` are the instruments whose news changed.
  */
-export async function upsertStagedNews(tx: Sql): Promise<{ rows: number; inserted: number; updated: number; instrumentIds: string[] }> {
+export async function upsertStagedNews(tx: ISql): Promise<{ rows: number; inserted: number; updated: number; instrumentIds: string[] }> {
+  const upsert = stagedUpsert(tx, {
+    table: 'news',
+    key: ['id'],
+    kept: ['instrument_id'],
+    updated: ['event_class', 'headline', 'source', 'url', 'published_at', 'is_company_confirmed'],
+    setsUpdatedAt: true,
+    returning: ['instrument_id'],
+  });
   const [row] = await tx<{ rows: number; inserted: number; updated: number; instrument_ids: string[] }[]>`
-    with upserted as (
-      insert into news as n (id, instrument_id, event_class, headline, source, url, published_at, is_company_confirmed)
-      select id, instrument_id, event_class, headline, source, url, published_at, is_company_confirmed
-      from ingest_staging
-      on conflict (id) do update set
-        event_class = excluded.event_class,
-        headline = excluded.headline,
-        source = excluded.source,
-        url = excluded.url,
-        published_at = excluded.published_at,
-        is_company_confirmed = excluded.is_company_confirmed,
-        updated_at = now()
-      where (n.event_class, n.headline, n.source, n.url, n.published_at, n.is_company_confirmed)
-        is distinct from
-        (excluded.event_class, excluded.headline, excluded.source, excluded.url, excluded.published_at, excluded.is_company_confirmed)
-      returning n.instrument_id, (xmax = 0) as inserted
-    )
+    with upserted as (${upsert})
     select
       (select count(*)::int from ingest_staging) as rows,
       count(*) filter (where inserted)::int as inserted,

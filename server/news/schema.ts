@@ -49,7 +49,7 @@ const IS_COMPANY_CONFIRMED =
   'true when the company itself stood behind it (an official release or filing); false for third-party reporting only. Catalyst events are the news with true.';
 
 /**
- * The id a row without one gets: the name-based UUID (server/ids.ts) of
+ * The id a row without one gets: the name-based UUID (server/core/ids.ts) of
  * `news:` followed by the JSON array [instrumentId, source, url], so an item
  * posted again without an id, with its headline or class corrected, updates
  * the row it made before. The array keeps the parts apart: a source holding

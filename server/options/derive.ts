@@ -6,7 +6,7 @@ import { readRawBars } from '../prices/daily-bars.ts';
 import { ivSnapshotIngest } from './ingest.ts';
 import * as repo from './repository.ts';
 import type { SnapshotDay } from './repository.ts';
-import { yearsToExpiry } from './service.ts';
+import { quoteDay, yearsToExpiry } from './service.ts';
 import type { IvSnapshotRow } from './schema.ts';
 import { VOLATILITY_WINDOW_DAYS, type ChainGreeksInput, type ContractGreeks, type StrikeIv } from '../../workers/contract.ts';
 
@@ -14,23 +14,22 @@ const DAY_MS = 86_400_000;
 
 type Deps = Pick<AppDeps, 'db' | 'macro' | 'pool'>;
 
-/**
- * Derives the implied-volatility snapshots that are due (repo.snapshotDaysToDerive):
- * for each underlying and day with quotes, the contracts listed at the end of
- * that day and quoted on it (UTC), every contract's implied volatility
- * (the provider's, else solved from the mid on the worker pool as the chain
- * read solves it), and
- * the underlying's raw daily bars up to that day, turned into the snapshot's
- * figures by workers/vol-stats.ts. A day without a raw close is skipped: there
- * is nothing to measure the strikes against. Stored through the
- * iv-snapshots ingest, so the counts are its counts.
- */
 /** What to derive: the pairs an upload touched, whole underlyings, or (empty) everything due. */
 export interface DeriveScope {
   days?: SnapshotDay[];
   instrumentIds?: string[];
 }
 
+/**
+ * Derives the implied-volatility snapshots that are due (repo.snapshotDaysToDerive):
+ * for each underlying and day with quotes, the contracts listed at the end of
+ * that day and quoted on it (UTC), every contract's implied volatility
+ * (the provider's, else solved from the mid on the worker pool as the chain
+ * read solves it), and the underlying's raw daily bars up to that day, turned
+ * into the snapshot's figures by workers/vol-stats.ts. A day without a raw
+ * close is skipped: there is nothing to measure the strikes against. Stored
+ * through the iv-snapshots ingest, so the counts are its counts.
+ */
 export async function deriveIvSnapshots(deps: Deps, scope: DeriveScope = {}): Promise<IngestResult & { skippedDays: number }> {
   const due = await deps.db.run((sql) => repo.snapshotDaysToDerive(sql, scope));
   const rows: IvSnapshotRow[] = [];
@@ -44,28 +43,32 @@ export async function deriveIvSnapshots(deps: Deps, scope: DeriveScope = {}): Pr
     if (spot === undefined) continue;
     const { rate } = (await deps.macro.riskFreeRate(day)).data;
     // Only that day's quotes: an older quote would be solved against a later close.
-    const quoted = chain.filter((c) => c.observed_at && c.observed_at.toISOString().slice(0, 10) === day);
-    const toSolve = quoted.filter((c) => c.implied_volatility === null);
+    const quoted = chain.flatMap(({ contract, quote }) => (quote && quoteDay(quote) === day ? [{ contract, quote }] : []));
+    const toSolve = quoted.filter((c) => !c.quote.greeks);
     const solved = toSolve.length
       ? await deps.pool.run('chainGreeks', {
           spot: toSolve.map(() => spot),
           rate: toSolve.map(() => rate),
           dividendYield: 0,
-          strike: toSolve.map((c) => c.strike),
-          timeYears: toSolve.map((c) => yearsToExpiry(c.expiry, c.observed_at!)),
-          right: toSolve.map((c) => c.option_right),
-          bid: toSolve.map((c) => c.bid),
-          ask: toSolve.map((c) => c.ask),
+          strike: toSolve.map((c) => c.contract.strike),
+          timeYears: toSolve.map((c) => yearsToExpiry(c.contract.expiry, c.quote.observedAt)),
+          right: toSolve.map((c) => c.contract.right),
+          bid: toSolve.map((c) => c.quote.bid),
+          ask: toSolve.map((c) => c.quote.ask),
         } satisfies ChainGreeksInput)
       : [];
-    const solvedVol = new Map(toSolve.map((c, i) => [c.id, impliedVolOf(solved[i])]));
+    const solvedVol = new Map(toSolve.map((c, i) => [c.contract.id, impliedVolOf(solved[i])]));
     const byExpiry = new Map<string, { daysToExpiry: number; contracts: StrikeIv[] }>();
     const sources = new Set<string>();
-    for (const c of quoted) {
-      sources.add(c.source!);
-      let expiry = byExpiry.get(c.expiry);
-      if (!expiry) byExpiry.set(c.expiry, (expiry = { daysToExpiry: (Date.parse(c.expiry) - Date.parse(day)) / DAY_MS, contracts: [] }));
-      expiry.contracts.push({ strike: c.strike, right: c.option_right, impliedVolatility: c.implied_volatility ?? solvedVol.get(c.id)! });
+    for (const { contract, quote } of quoted) {
+      sources.add(quote.source);
+      let expiry = byExpiry.get(contract.expiry);
+      if (!expiry) byExpiry.set(contract.expiry, (expiry = { daysToExpiry: (Date.parse(contract.expiry) - Date.parse(day)) / DAY_MS, contracts: [] }));
+      expiry.contracts.push({
+        strike: contract.strike,
+        right: contract.right,
+        impliedVolatility: quote.greeks?.impliedVolatility ?? solvedVol.get(contract.id)!,
+      });
     }
     const snapshot = await deps.pool.run('volatilitySnapshot', {
       spot,

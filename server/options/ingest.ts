@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ingestCounts, type IngestKind, type UploadResult } from '../ingest/kind.ts';
+import { ingestCounts, type StagedIngestKind, type UploadResult } from '../ingest/kind.ts';
 import { repeatedStagedKeys } from '../ingest/repository.ts';
 import { rejectFirstRow, rejectUnknownInstruments } from '../ingest/service.ts';
 import * as repo from './repository.ts';
@@ -21,7 +21,8 @@ function changedDays(optionDays: SnapshotDay[]): Pick<UploadResult, 'changes'> {
 }
 
 /** Contracts, upserted on id: a delisting (isActive false) or a corrected field updates the contract. */
-export const optionContractIngest: IngestKind<OptionContractRow> = {
+export const optionContractIngest: StagedIngestKind<OptionContractRow> = {
+  writes: 'staged',
   label: 'option contracts',
   rowSchema: OptionContractRowSchema,
   resultSchema: counts,
@@ -52,7 +53,8 @@ export const optionContractIngest: IngestKind<OptionContractRow> = {
  * other values refuses the batch, so what was stored for a past instant never
  * changes.
  */
-export const optionQuoteIngest: IngestKind<OptionQuoteRow> = {
+export const optionQuoteIngest: StagedIngestKind<OptionQuoteRow> = {
+  writes: 'staged',
   label: 'option quotes',
   rowSchema: OptionQuoteRowSchema,
   resultSchema: counts,
@@ -105,7 +107,8 @@ export const optionQuoteIngest: IngestKind<OptionQuoteRow> = {
 };
 
 /** Implied-volatility snapshots, upserted on (instrument, asOfDate). */
-export const ivSnapshotIngest: IngestKind<IvSnapshotRow> = {
+export const ivSnapshotIngest: StagedIngestKind<IvSnapshotRow> = {
+  writes: 'staged',
   label: 'implied-volatility snapshots',
   rowSchema: IvSnapshotRowSchema,
   resultSchema: counts,

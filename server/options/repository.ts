@@ -1,13 +1,14 @@
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
-import { countedStagedUpsert } from '../ingest/repository.ts';
+import { countedStagedUpsert, stagedUpsert } from '../ingest/repository.ts';
 import type { InstrumentId } from '../core/ids.ts';
+import type { OptionRight } from './schema.ts';
 
 // Ingest: statements over the `ingest_staging` table of an options upload
 // (options/ingest.ts), inside its transaction.
 
 /** The first staged contract whose id is stored under another underlying. */
-export function stagedContractsOfAnotherInstrument(tx: Sql) {
+export function stagedContractsOfAnotherInstrument(tx: ISql) {
   return tx<{ row_index: number }[]>`
     select s.row_index
     from ingest_staging s
@@ -18,32 +19,21 @@ export function stagedContractsOfAnotherInstrument(tx: Sql) {
 }
 
 /** Upserts the staged contracts on id; a stored contract is rewritten only when a value differs. */
-export function upsertStagedContracts(tx: Sql) {
+export function upsertStagedContracts(tx: ISql) {
   return countedStagedUpsert(
     tx,
-    tx`
-      insert into option_contracts as c (id, instrument_id, contract_symbol, expiry, strike, option_right, multiplier, is_active, listed_at)
-      select id, instrument_id, contract_symbol, expiry, strike, option_right, multiplier, is_active, listed_at
-      from ingest_staging
-      on conflict (id) do update set
-        contract_symbol = excluded.contract_symbol,
-        expiry = excluded.expiry,
-        strike = excluded.strike,
-        option_right = excluded.option_right,
-        multiplier = excluded.multiplier,
-        is_active = excluded.is_active,
-        listed_at = excluded.listed_at,
-        updated_at = now()
-      where (c.contract_symbol, c.expiry, c.strike, c.option_right, c.multiplier, c.is_active, c.listed_at)
-        is distinct from
-        (excluded.contract_symbol, excluded.expiry, excluded.strike, excluded.option_right, excluded.multiplier, excluded.is_active, excluded.listed_at)
-      returning (xmax = 0) as inserted
-    `,
+    stagedUpsert(tx, {
+      table: 'option_contracts',
+      key: ['id'],
+      kept: ['instrument_id'],
+      updated: ['contract_symbol', 'expiry', 'strike', 'option_right', 'multiplier', 'is_active', 'listed_at'],
+      setsUpdatedAt: true,
+    }),
   );
 }
 
 /** The first staged quote of a contract that is not stored. */
-export function stagedQuotesOfUnknownContracts(tx: Sql) {
+export function stagedQuotesOfUnknownContracts(tx: ISql) {
   return tx<{ row_index: number }[]>`
     select s.row_index
     from ingest_staging s
@@ -56,7 +46,7 @@ export function stagedQuotesOfUnknownContracts(tx: Sql) {
 const QUOTE_VALUES = ['bid', 'ask', 'last_price', 'volume', 'open_interest', 'source', 'delta', 'gamma', 'theta', 'vega', 'rho', 'implied_volatility'] as const;
 
 /** The first staged quote stored before with other values: observations are append-only. */
-export function stagedQuotesThatRewrite(tx: Sql) {
+export function stagedQuotesThatRewrite(tx: ISql) {
   const staged = QUOTE_VALUES.map((c, i) => (i ? tx`, s.${tx(c)}` : tx`s.${tx(c)}`));
   const stored = QUOTE_VALUES.map((c, i) => (i ? tx`, q.${tx(c)}` : tx`q.${tx(c)}`));
   return tx<{ row_index: number }[]>`
@@ -70,7 +60,7 @@ export function stagedQuotesThatRewrite(tx: Sql) {
 }
 
 /** Appends the staged observations not stored yet; those stored with the same values are unchanged. */
-export function appendStagedQuotes(tx: Sql) {
+export function appendStagedQuotes(tx: ISql) {
   const columns = ['contract_id', 'observed_at', ...QUOTE_VALUES];
   const list = columns.map((c, i) => (i ? tx`, ${tx(c)}` : tx`${tx(c)}`));
   return countedStagedUpsert(
@@ -86,45 +76,81 @@ export function appendStagedQuotes(tx: Sql) {
 }
 
 /** Upserts the staged snapshots on (instrument, asOfDate); a stored one is rewritten only when a value differs. */
-export function upsertStagedIvSnapshots(tx: Sql) {
+export function upsertStagedIvSnapshots(tx: ISql) {
   return countedStagedUpsert(
     tx,
-    tx`
-      insert into iv_snapshots as v (instrument_id, as_of_date, underlying_price, atm_implied_volatility, implied_volatility_30d,
-        historical_volatility_30d, parkinson_historical_volatility_30d, put_call_iv_ratio_30d, term_structure, source)
-      select instrument_id, as_of_date, underlying_price, atm_implied_volatility, implied_volatility_30d,
-        historical_volatility_30d, parkinson_historical_volatility_30d, put_call_iv_ratio_30d, term_structure, source
-      from ingest_staging
-      on conflict (instrument_id, as_of_date) do update set
-        underlying_price = excluded.underlying_price,
-        atm_implied_volatility = excluded.atm_implied_volatility,
-        implied_volatility_30d = excluded.implied_volatility_30d,
-        historical_volatility_30d = excluded.historical_volatility_30d,
-        parkinson_historical_volatility_30d = excluded.parkinson_historical_volatility_30d,
-        put_call_iv_ratio_30d = excluded.put_call_iv_ratio_30d,
-        term_structure = excluded.term_structure,
-        source = excluded.source,
-        updated_at = now()
-      where (v.underlying_price, v.atm_implied_volatility, v.implied_volatility_30d, v.historical_volatility_30d,
-          v.parkinson_historical_volatility_30d, v.put_call_iv_ratio_30d, v.term_structure, v.source)
-        is distinct from
-        (excluded.underlying_price, excluded.atm_implied_volatility, excluded.implied_volatility_30d, excluded.historical_volatility_30d,
-          excluded.parkinson_historical_volatility_30d, excluded.put_call_iv_ratio_30d, excluded.term_structure, excluded.source)
-      returning (xmax = 0) as inserted
-    `,
+    stagedUpsert(tx, {
+      table: 'iv_snapshots',
+      key: ['instrument_id', 'as_of_date'],
+      updated: [
+        'underlying_price',
+        'atm_implied_volatility',
+        'implied_volatility_30d',
+        'historical_volatility_30d',
+        'parkinson_historical_volatility_30d',
+        'put_call_iv_ratio_30d',
+        'term_structure',
+        'source',
+      ],
+      setsUpdatedAt: true,
+    }),
   );
 }
 
 // Reads.
 
-/** A contract with its latest quote observation at or before the cut-off (all quote fields null when none). */
+/** A contract as stored. */
+export interface OptionContract {
+  id: string;
+  instrumentId: string;
+  contractSymbol: string;
+  expiry: string;
+  strike: number;
+  right: OptionRight;
+  multiplier: number;
+  isActive: boolean;
+  /** Null when the source did not say: the contract counts as listed from its first quote observation. */
+  listedAt: Date | null;
+}
+
+/** The provider's Greeks of an observation. */
+export interface ProviderGreeks {
+  delta: number;
+  gamma: number;
+  theta: number;
+  vega: number;
+  rho: number;
+  impliedVolatility: number;
+}
+
+/** One quote observation of a contract. */
+export interface QuoteObservation {
+  observedAt: Date;
+  bid: number | null;
+  ask: number | null;
+  lastPrice: number | null;
+  volume: number | null;
+  openInterest: number | null;
+  source: string;
+  /** Null when the provider sent none. */
+  greeks: ProviderGreeks | null;
+}
+
+/** A contract with its latest quote observation at or before the cut-off. */
 export interface ContractAtCutoff {
+  contract: OptionContract;
+  /** Null when none was observed by then. */
+  quote: QuoteObservation | null;
+}
+
+/** A contract row joined to its latest quote: every quote column null when there is none. */
+interface ContractRow {
   id: string;
   instrument_id: string;
   contract_symbol: string;
   expiry: string;
   strike: number;
-  option_right: 'call' | 'put';
+  option_right: OptionRight;
   multiplier: number;
   is_active: boolean;
   listed_at: Date | null;
@@ -143,10 +169,47 @@ export interface ContractAtCutoff {
   implied_volatility: number | null;
 }
 
+/**
+ * The row's contract and quote. A stored quote has a source, and its six
+ * Greeks are all null or none (sql/008_options.sql), so a quote is present
+ * exactly when observed_at is, and its Greeks exactly when implied_volatility is.
+ */
+function toContractAtCutoff(r: ContractRow): ContractAtCutoff {
+  return {
+    contract: {
+      id: r.id,
+      instrumentId: r.instrument_id,
+      contractSymbol: r.contract_symbol,
+      expiry: r.expiry,
+      strike: r.strike,
+      right: r.option_right,
+      multiplier: r.multiplier,
+      isActive: r.is_active,
+      listedAt: r.listed_at,
+    },
+    quote:
+      r.observed_at === null
+        ? null
+        : {
+            observedAt: r.observed_at,
+            bid: r.bid,
+            ask: r.ask,
+            lastPrice: r.last_price,
+            volume: r.volume,
+            openInterest: r.open_interest,
+            source: r.source!,
+            greeks:
+              r.implied_volatility === null
+                ? null
+                : { delta: r.delta!, gamma: r.gamma!, theta: r.theta!, vega: r.vega!, rho: r.rho!, impliedVolatility: r.implied_volatility },
+          },
+  };
+}
+
 export interface ChainFilter {
   expiry?: string;
   strike?: number;
-  right?: 'call' | 'put';
+  right?: OptionRight;
 }
 
 /**
@@ -155,7 +218,7 @@ export interface ChainFilter {
  * per contract is one backward step on the primary key (contract_id,
  * observed_at) from the cut-off, so older history is never read.
  */
-const LATEST_QUOTE = (sql: Sql, cutoff: Date) => sql`
+const LATEST_QUOTE = (sql: ISql, cutoff: Date) => sql`
   left join lateral (
     select q.observed_at, q.bid, q.ask, q.last_price, q.volume, q.open_interest, q.source,
       q.delta, q.gamma, q.theta, q.vega, q.rho, q.implied_volatility
@@ -165,15 +228,15 @@ const LATEST_QUOTE = (sql: Sql, cutoff: Date) => sql`
     limit 1
   ) q on true
 `;
-const LISTED = (sql: Sql, cutoff: Date) => sql`(c.listed_at <= ${cutoff} or (c.listed_at is null and q.observed_at is not null))`;
-const CONTRACT_COLUMNS = (sql: Sql) =>
+const LISTED = (sql: ISql, cutoff: Date) => sql`(c.listed_at <= ${cutoff} or (c.listed_at is null and q.observed_at is not null))`;
+const CONTRACT_COLUMNS = (sql: ISql) =>
   sql`c.id, c.instrument_id, c.contract_symbol, c.expiry, c.strike, c.option_right, c.multiplier, c.is_active, c.listed_at, q.*`;
 
 /** The chain at the cut-off: contracts listed then and not expired before its day, by expiry, strike and right (call first). */
-export function chainAt(sql: Sql, instrumentId: string, cutoff: Date, cutoffDay: string, filter: ChainFilter): Promise<ContractAtCutoff[]> {
-  return timed(
+export async function chainAt(sql: ISql, instrumentId: string, cutoff: Date, cutoffDay: string, filter: ChainFilter): Promise<ContractAtCutoff[]> {
+  const rows = await timed(
     'option_chain',
-    sql<ContractAtCutoff[]>`
+    sql<ContractRow[]>`
       select ${CONTRACT_COLUMNS(sql)}
       from option_contracts c
       ${LATEST_QUOTE(sql, cutoff)}
@@ -186,21 +249,22 @@ export function chainAt(sql: Sql, instrumentId: string, cutoff: Date, cutoffDay:
       order by c.expiry, c.strike, c.option_right
     `,
   );
+  return rows.map(toContractAtCutoff);
 }
 
-/** One contract at the cut-off, listed or not (the caller decides); undefined for an unknown id. */
-export async function contractAt(sql: Sql, id: string, cutoff: Date): Promise<(ContractAtCutoff & { listed: boolean }) | undefined> {
-  const [row] = await sql<(ContractAtCutoff & { listed: boolean })[]>`
+/** One contract at the cut-off, and whether it was listed then (the caller decides); undefined for an unknown id. */
+export async function contractAt(sql: ISql, id: string, cutoff: Date): Promise<(ContractAtCutoff & { listed: boolean }) | undefined> {
+  const [row] = await sql<(ContractRow & { listed: boolean })[]>`
     select ${CONTRACT_COLUMNS(sql)}, ${LISTED(sql, cutoff)} as listed
     from option_contracts c
     ${LATEST_QUOTE(sql, cutoff)}
     where c.id = ${id}
   `;
-  return row;
+  return row && { ...toContractAtCutoff(row), listed: row.listed };
 }
 
 /** How many contracts the underlying has stored at all, and how many of them had expired before the cut-off's day. */
-export async function storedContractCounts(sql: Sql, instrumentId: string, cutoffDay: string): Promise<{ stored: number; expired: number }> {
+export async function storedContractCounts(sql: ISql, instrumentId: string, cutoffDay: string): Promise<{ stored: number; expired: number }> {
   const [row] = await sql<{ stored: number; expired: number }[]>`
     select count(*)::int as stored, count(*) filter (where expiry < ${cutoffDay})::int as expired
     from option_contracts
@@ -223,7 +287,7 @@ export interface SnapshotDay {
  * read through the quotes primary key, one day's range per contract), or whole
  * underlyings; without it every stored quote is grouped (a full derive).
  */
-export function snapshotDaysToDerive(sql: Sql, scope: { days?: SnapshotDay[]; instrumentIds?: string[] }): Promise<SnapshotDay[]> {
+export function snapshotDaysToDerive(sql: ISql, scope: { days?: SnapshotDay[]; instrumentIds?: string[] }): Promise<SnapshotDay[]> {
   if (scope.days) {
     return sql<SnapshotDay[]>`
       select s.instrument_id as "instrumentId", s.day::text as day
@@ -257,7 +321,7 @@ export function snapshotDaysToDerive(sql: Sql, scope: { days?: SnapshotDay[]; in
 }
 
 /** The (underlying, UTC day) pairs of the staged quotes. */
-export function stagedQuoteDays(tx: Sql) {
+export function stagedQuoteDays(tx: ISql) {
   return tx<SnapshotDay[]>`
     select distinct c.instrument_id as "instrumentId", (s.observed_at at time zone 'UTC')::date::text as day
     from ingest_staging s
@@ -266,7 +330,7 @@ export function stagedQuoteDays(tx: Sql) {
 }
 
 /** The (underlying, UTC day) pairs of the staged contracts' stored quotes: a changed contract changes its days' chains. */
-export function stagedContractQuoteDays(tx: Sql) {
+export function stagedContractQuoteDays(tx: ISql) {
   return tx<SnapshotDay[]>`
     select distinct s.instrument_id as "instrumentId", (q.observed_at at time zone 'UTC')::date::text as day
     from ingest_staging s

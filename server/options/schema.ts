@@ -18,7 +18,7 @@ const Instant = InstantSchema.transform((s) => new Date(s).toISOString());
 const Source = z.string().trim().min(1).max(300);
 
 /**
- * The id a contract row without one gets: the name-based UUID (server/ids.ts)
+ * The id a contract row without one gets: the name-based UUID (server/core/ids.ts)
  * of `option-contract:` and the JSON array [instrumentId, contractSymbol], so
  * a contract file posted again without ids updates the contracts it made.
  */

@@ -1,5 +1,5 @@
 import type { AppDeps } from '../area.ts';
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { readRawCloses } from '../prices/daily-bars.ts';
 import type { RiskFreeRate } from '../macro/schema.ts';
@@ -29,7 +29,7 @@ function cutoffOf(asOf: PointInTime | undefined): { at: Date; day: string; input
 }
 
 /** The refusal for an underlying without a chain at the cut-off, naming the case. */
-async function unavailable(sql: Sql, instrument: { id: string; assetClass: string }, day: string): Promise<AppError> {
+async function unavailable(sql: ISql, instrument: { id: string; assetClass: string }, day: string): Promise<AppError> {
   if (!(OPTIONABLE_ASSET_CLASSES as readonly string[]).includes(instrument.assetClass)) {
     return new AppError('options_unavailable', `options are not served for ${instrument.assetClass} instruments`, { reason: ['not_optionable'] });
   }
@@ -49,7 +49,7 @@ export async function listExpiries(deps: Deps, id: string, asOf: PointInTime | u
     const instrument = await requireInstrument(sql, id);
     const chain = await repo.chainAt(sql, id, cutoff.at, cutoff.day, {});
     if (!chain.length) throw await unavailable(sql, instrument, cutoff.day);
-    return [...new Set(chain.map((c) => c.expiry))];
+    return [...new Set(chain.map((c) => c.contract.expiry))];
   });
   return { data: expiries, meta: { asOf: cutoff.input, source: 'option contracts', stale: false } };
 }
@@ -66,7 +66,7 @@ export async function readChain(deps: Deps, id: string, q: ChainQuery) {
   const data = await withGreeks(deps, rows, closes);
   const coverage = { provider: 0, computed: 0, unavailable: 0 };
   for (const item of data) coverage[item.greeks?.greeksSource ?? 'unavailable']++;
-  const sources = new Set(rows.flatMap((r) => (r.source ? [r.source] : [])));
+  const sources = new Set(rows.flatMap((r) => (r.quote ? [r.quote.source] : [])));
   return { data, meta: { asOf: cutoff.input, source: sourcesMeta(sources), stale: false, greeksCoverage: coverage } };
 }
 
@@ -76,17 +76,18 @@ export async function readContract(deps: Deps, id: string, asOf: PointInTime | u
   const { row, closes } = await deps.readDb.run(async (sql) => {
     const row = await repo.contractAt(sql, id, cutoff.at);
     if (!row || !row.listed) throw notFound(row ? `option contract (not listed yet at ${cutoff.input})` : 'option contract');
-    return { row, closes: await closesForQuotes(sql, row.instrument_id, [row]) };
+    return { row, closes: await closesForQuotes(sql, row.contract.instrumentId, [row]) };
   });
   const [item] = await withGreeks(deps, [row], closes);
-  return { data: item, meta: { asOf: cutoff.input, source: row.source ?? 'none', stale: false } };
+  return { data: item, meta: { asOf: cutoff.input, source: row.quote?.source ?? 'none', stale: false } };
 }
 
-const quoteDay = (r: repo.ContractAtCutoff) => r.observed_at!.toISOString().slice(0, 10);
+/** The UTC day a quote was observed on. */
+export const quoteDay = (quote: repo.QuoteObservation) => quote.observedAt.toISOString().slice(0, 10);
 
-/** The underlying's raw close for each quote's observation day (the close of that day, or the latest before it). */
-function closesForQuotes(sql: Sql, instrumentId: string, rows: repo.ContractAtCutoff[]) {
-  const days = [...new Set(rows.filter((r) => r.observed_at && r.implied_volatility === null).map(quoteDay))];
+/** The underlying's raw close for the observation day of each quote without the provider's Greeks (the close of that day, or the latest before it). */
+function closesForQuotes(sql: ISql, instrumentId: string, rows: repo.ContractAtCutoff[]) {
+  const days = [...new Set(rows.flatMap(({ quote }) => (quote && !quote.greeks ? [quoteDay(quote)] : [])))];
   return readRawCloses(sql, instrumentId, days);
 }
 
@@ -106,49 +107,38 @@ export const yearsToExpiry = (expiry: string, at: Date) => daysToExpiry(expiry, 
  * (workers/option-greeks.ts).
  */
 async function withGreeks(deps: Deps, rows: repo.ContractAtCutoff[], closes: Map<string, { barDate: string; close: number }>): Promise<ChainItem[]> {
-  const items: ChainItem[] = rows.map((r) => ({ contract: contractOf(r), quote: quoteOf(r), greeks: null, greeksUnavailable: null }));
-  const toCompute: { index: number; day: string; expiryDays: number }[] = [];
-  for (const [index, r] of rows.entries()) {
+  const items: ChainItem[] = rows.map((r) => ({ contract: contractOf(r.contract), quote: quoteOf(r.quote), greeks: null, greeksUnavailable: null }));
+  const toCompute: { index: number; contract: repo.OptionContract; quote: repo.QuoteObservation; day: string; expiryDays: number }[] = [];
+  for (const [index, { contract, quote }] of rows.entries()) {
     const item = items[index];
-    if (!r.observed_at) {
+    if (!quote) {
       item.greeksUnavailable = {
         reason: 'not_supplied_and_not_computable',
         missingInputs: ['quote'],
         detail: 'no quote of this contract was observed at or before the cut-off',
       };
-    } else if (r.implied_volatility !== null) {
-      const asOf = r.observed_at.toISOString();
-      item.greeks = {
-        delta: r.delta!,
-        gamma: r.gamma!,
-        theta: r.theta!,
-        vega: r.vega!,
-        rho: r.rho!,
-        impliedVolatility: r.implied_volatility,
-        asOf,
-        greeksSource: 'provider',
-      };
+    } else if (quote.greeks) {
+      item.greeks = { ...quote.greeks, asOf: quote.observedAt.toISOString(), greeksSource: 'provider' };
     } else {
-      toCompute.push({ index, day: quoteDay(r), expiryDays: daysToExpiry(r.expiry, r.observed_at) });
+      toCompute.push({ index, contract, quote, day: quoteDay(quote), expiryDays: daysToExpiry(contract.expiry, quote.observedAt) });
     }
   }
   if (!toCompute.length) return items;
   const rates = new Map<string, RiskFreeRate>();
   for (const day of new Set(toCompute.map((c) => c.day))) rates.set(day, (await deps.macro.riskFreeRate(day)).data);
-  const quoted = toCompute.map((c) => rows[c.index]);
   const input: ChainGreeksInput = {
     spot: toCompute.map((c) => closes.get(c.day)?.close ?? null),
     rate: toCompute.map((c) => rates.get(c.day)!.rate),
     dividendYield: 0,
-    strike: quoted.map((r) => r.strike),
+    strike: toCompute.map((c) => c.contract.strike),
     timeYears: toCompute.map((c) => c.expiryDays / DAYS_PER_YEAR),
-    right: quoted.map((r) => r.option_right),
-    bid: quoted.map((r) => r.bid),
-    ask: quoted.map((r) => r.ask),
+    right: toCompute.map((c) => c.contract.right),
+    bid: toCompute.map((c) => c.quote.bid),
+    ask: toCompute.map((c) => c.quote.ask),
   };
   const results = await deps.pool.run('chainGreeks', input);
   for (const [k, result] of results.entries()) {
-    const { index, day, expiryDays } = toCompute[k];
+    const { index, quote, day, expiryDays } = toCompute[k];
     const item = items[index];
     if ('unavailable' in result) {
       item.greeksUnavailable = result.unavailable;
@@ -156,7 +146,6 @@ async function withGreeks(deps: Deps, rows: repo.ContractAtCutoff[], closes: Map
     }
     const spot = closes.get(day)!;
     const rate = rates.get(day)!;
-    const { bid, ask, observed_at } = quoted[k];
     item.greeks = {
       delta: result.delta,
       gamma: result.gamma,
@@ -164,7 +153,7 @@ async function withGreeks(deps: Deps, rows: repo.ContractAtCutoff[], closes: Map
       vega: result.vega,
       rho: result.rho,
       impliedVolatility: result.impliedVolatility,
-      asOf: observed_at!.toISOString(),
+      asOf: quote.observedAt.toISOString(),
       greeksSource: 'computed',
       model: {
         name: 'black-scholes-merton',
@@ -177,36 +166,36 @@ async function withGreeks(deps: Deps, rows: repo.ContractAtCutoff[], closes: Map
         dividendYieldSource: 'assumed_zero',
         expiryDays,
         timeToExpirationYears: expiryDays / DAYS_PER_YEAR,
-        optionPrice: (bid! + ask!) / 2,
+        optionPrice: (quote.bid! + quote.ask!) / 2,
       },
     };
   }
   return items;
 }
 
-function contractOf(r: repo.ContractAtCutoff): ChainItem['contract'] {
+function contractOf(c: repo.OptionContract): ChainItem['contract'] {
   return {
-    id: r.id,
-    instrumentId: r.instrument_id,
-    contractSymbol: r.contract_symbol,
-    expiry: r.expiry,
-    strike: r.strike,
-    right: r.option_right,
-    multiplier: r.multiplier,
-    isActive: r.is_active,
-    listedAt: r.listed_at?.toISOString() ?? null,
+    id: c.id,
+    instrumentId: c.instrumentId,
+    contractSymbol: c.contractSymbol,
+    expiry: c.expiry,
+    strike: c.strike,
+    right: c.right,
+    multiplier: c.multiplier,
+    isActive: c.isActive,
+    listedAt: c.listedAt?.toISOString() ?? null,
   };
 }
 
-function quoteOf(r: repo.ContractAtCutoff): ChainItem['quote'] {
-  if (!r.observed_at) return null;
+function quoteOf(q: repo.QuoteObservation | null): ChainItem['quote'] {
+  if (!q) return null;
   return {
-    bid: r.bid,
-    ask: r.ask,
-    lastPrice: r.last_price,
-    volume: r.volume,
-    openInterest: r.open_interest,
-    asOf: r.observed_at.toISOString(),
-    source: r.source!,
+    bid: q.bid,
+    ask: q.ask,
+    lastPrice: q.lastPrice,
+    volume: q.volume,
+    openInterest: q.openInterest,
+    asOf: q.observedAt.toISOString(),
+    source: q.source,
   };
 }

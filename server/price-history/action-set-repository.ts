@@ -1,4 +1,4 @@
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import type { ActionKind, CorporateAction, CoverageCheck, Provenance } from './schema.ts';
 
@@ -62,7 +62,7 @@ function toCorporateAction(r: ActionRevisionRow): CorporateAction {
  * actions (no knowledge date) cannot be placed in time, so they count only
  * when asked for. Ordered by instrument, effective date and action id.
  */
-export async function selectActionSet(sql: Sql, q: ActionSetQuery): Promise<CorporateAction[]> {
+export async function selectActionSet(sql: ISql, q: ActionSetQuery): Promise<CorporateAction[]> {
   const rows = await sql<ActionRevisionRow[]>`
     select a.action_id, a.instrument_id, a.action_set_version, a.kind, a.effective_date, a.announcement_date,
       a.knowledge_date, a.knowledge_provenance, a.params, a.source, a.created_at
@@ -85,7 +85,7 @@ export async function selectActionSet(sql: Sql, q: ActionSetQuery): Promise<Corp
 }
 
 /** selectActionSet for price adjustment, by instrument. */
-export async function actionsForAdjustment(sql: Sql, q: ActionSetQuery): Promise<Map<string, CorporateAction[]>> {
+export async function actionsForAdjustment(sql: ISql, q: ActionSetQuery): Promise<Map<string, CorporateAction[]>> {
   const byInstrument = new Map<string, CorporateAction[]>();
   for (const action of await timed('actions_for_adjustment', selectActionSet(sql, q))) {
     const list = byInstrument.get(action.instrumentId) ?? [];
@@ -96,7 +96,7 @@ export async function actionsForAdjustment(sql: Sql, q: ActionSetQuery): Promise
 }
 
 /** The latest coverage check per instrument known at the cut-off. */
-export async function latestCoverageChecks(sql: Sql, instrumentIds: string[], asOf?: Date): Promise<Map<string, CoverageCheck>> {
+export async function latestCoverageChecks(sql: ISql, instrumentIds: string[], asOf?: Date): Promise<Map<string, CoverageCheck>> {
   const rows = await timed(
     'latest_coverage_checks',
     sql<{ instrument_id: string; checked_at: Date; source: string; covered_from: string; actions_found: number }[]>`

@@ -1,4 +1,4 @@
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { invalidRequest } from '../core/errors.ts';
 import type { PointInTime } from '../core/time.ts';
 import { actionsForAdjustment } from './action-set-repository.ts';
@@ -22,7 +22,7 @@ export function versionToRead(pinned: number | undefined, latest: number): numbe
  * even when the set changes between the two statements.
  */
 export async function actionSetsToApply(
-  sql: Sql,
+  sql: ISql,
   ids: string[],
   q: { adjusted: boolean; actionSetVersion?: number; asOf?: PointInTime; includeBackfilled: boolean },
 ): Promise<{ versions: number[]; latest: number[]; actions: Map<string, CorporateAction[]> }> {

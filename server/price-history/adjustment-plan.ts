@@ -1,4 +1,4 @@
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import type { PointInTime } from '../core/time.ts';
 import { actionSetsToApply } from './action-set.ts';
 import { buildFactors, multiplierSegments, type Factor, type MultiplierSegment, type NotApplied } from './adjustment.ts';
@@ -33,7 +33,7 @@ export interface InstrumentPlan {
  * and its prior closes come from its own bars, as do those of a version that
  * an upload superseded while the plan was read.
  */
-export async function planAdjustments(sql: Sql, ids: string[], q: AdjustmentOptions): Promise<Map<string, InstrumentPlan>> {
+export async function planAdjustments(sql: ISql, ids: string[], q: AdjustmentOptions): Promise<Map<string, InstrumentPlan>> {
   const { versions, latest, actions } = await actionSetsToApply(sql, ids, q);
   const superseded = ids.findIndex((_, i) => versions[i] < latest[i]);
   if (superseded >= 0 && ids.length > 1) throw new Error('a superseded version is read for one instrument at a time');

@@ -1,5 +1,5 @@
 import type postgres from 'postgres';
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { identifierList, timed } from '../db/sql.ts';
 import type { StagingColumns } from '../ingest/kind.ts';
 import type { PriorClose } from './adjustment.ts';
@@ -38,7 +38,7 @@ const DAILY_NAMES = DAILY_COLUMNS.map(([name]) => name);
  * other date the stored bar; dates after the version's last bar date are
  * left out. Same columns as daily_bars.
  */
-export function dailyBarsAt(sql: Sql, view: VersionView | undefined): Fragment {
+export function dailyBarsAt(sql: ISql, view: VersionView | undefined): Fragment {
   if (!view) return sql`daily_bars`;
   const columns = (alias: string) =>
     identifierList(
@@ -67,12 +67,12 @@ export function dailyBarsAt(sql: Sql, view: VersionView | undefined): Fragment {
 }
 
 /** The latest stored bar date of the instrument `instrumentId` names, as text (null without bars): one probe of the primary key's index. */
-export function latestBarDate(sql: Sql, instrumentId: Fragment): Fragment {
+export function latestBarDate(sql: ISql, instrumentId: Fragment): Fragment {
   return sql`(select bar_date from daily_bars where instrument_id = ${instrumentId} order by bar_date desc limit 1)::text`;
 }
 
 /** The latest stored bar date of each instrument, null for one without bars. */
-export async function latestBarDates(sql: Sql, ids: string[]): Promise<Map<string, string | null>> {
+export async function latestBarDates(sql: ISql, ids: string[]): Promise<Map<string, string | null>> {
   const rows = await timed(
     'latest_bar_dates',
     sql<{ id: string; latest: string | null }[]>`
@@ -90,7 +90,7 @@ export async function latestBarDates(sql: Sql, ids: string[]): Promise<Map<strin
  * those bars are still the version it planned for.
  */
 export async function priorCloses(
-  sql: Sql,
+  sql: ISql,
   dividends: { instrumentId: string; effectiveDate: string }[],
   view?: VersionView,
 ): Promise<{ closes: Map<string, PriorClose[]>; latestVersions: Map<string, number> }> {
@@ -137,7 +137,7 @@ export interface HistoryWrite {
  * lockPriceHistory, over the `ingest_staging` table of a bar upload
  * (prices/ingest.ts).
  */
-export async function keepReplacedBars(tx: Sql, writes: HistoryWrite[]): Promise<string[]> {
+export async function keepReplacedBars(tx: ISql, writes: HistoryWrite[]): Promise<string[]> {
   const values = DAILY_NAMES.slice(2);
   const list = (alias: string) =>
     identifierList(

@@ -1,5 +1,5 @@
 import type postgres from 'postgres';
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import { lockUploads } from '../ingest/repository.ts';
 
@@ -15,10 +15,10 @@ import { lockUploads } from '../ingest/repository.ts';
 // (daily_price_versions) is read with no bar upload in flight.
 const PRICE_HISTORY_LOCK = 7_311_020_002;
 
-export const lockPriceHistory = (tx: Sql) => lockUploads(tx, PRICE_HISTORY_LOCK);
+export const lockPriceHistory = (tx: ISql) => lockUploads(tx, PRICE_HISTORY_LOCK);
 
 /** Latest version per instrument; 0 for an instrument whose action set never changed. */
-export async function actionSetVersions(sql: Sql, instrumentIds: string[]): Promise<Map<string, number>> {
+export async function actionSetVersions(sql: ISql, instrumentIds: string[]): Promise<Map<string, number>> {
   const rows = await timed(
     'action_set_versions',
     sql<{ instrument_id: string; version: number }[]>`
@@ -33,7 +33,7 @@ export async function actionSetVersions(sql: Sql, instrumentIds: string[]): Prom
 }
 
 /** The latest action-set version of the instrument `instrumentId` names (0 before its first), as the statement's snapshot has it. */
-export function latestVersion(sql: Sql, instrumentId: postgres.Fragment): postgres.Fragment {
+export function latestVersion(sql: ISql, instrumentId: postgres.Fragment): postgres.Fragment {
   return sql`coalesce((select version from action_set_versions where instrument_id = ${instrumentId}), 0)`;
 }
 
@@ -45,7 +45,7 @@ export function latestVersion(sql: Sql, instrumentId: postgres.Fragment): postgr
  * date (daily_price_versions). `bumped` holds each instrument's new version.
  * Inside lockPriceHistory.
  */
-export function versionBumps(tx: Sql, instruments: postgres.Fragment): postgres.Fragment {
+export function versionBumps(tx: ISql, instruments: postgres.Fragment): postgres.Fragment {
   return tx`
     bumped as (
       insert into action_set_versions as v (instrument_id, version, changed_at)
@@ -64,7 +64,7 @@ export function versionBumps(tx: Sql, instruments: postgres.Fragment): postgres.
 }
 
 /** Bumps each instrument's version by one, recorded with the latest bar date stored before it (versionBumps). Returns the new versions. */
-export async function bumpVersions(tx: Sql, bumps: { instrumentId: string; priorLastBarDate: string | null }[]): Promise<Map<string, number>> {
+export async function bumpVersions(tx: ISql, bumps: { instrumentId: string; priorLastBarDate: string | null }[]): Promise<Map<string, number>> {
   const instruments = tx`unnest(${bumps.map((b) => b.instrumentId)}::uuid[], ${bumps.map((b) => b.priorLastBarDate)}::date[]) as p (instrument_id, prior_last_bar_date)`;
   const rows = await tx<{ instrument_id: string; version: number }[]>`
     with ${versionBumps(tx, instruments)}
@@ -85,7 +85,7 @@ export interface VersionView {
 }
 
 /** Version `version` of one instrument, to be read as superseded: its last bar date is recorded on the version after it. */
-export async function versionView(sql: Sql, instrumentId: string, version: number): Promise<VersionView> {
+export async function versionView(sql: ISql, instrumentId: string, version: number): Promise<VersionView> {
   const [row] = await timed(
     'daily_version_view',
     sql<{ prior_last_bar_date: string | null }[]>`

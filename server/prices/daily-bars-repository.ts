@@ -1,5 +1,5 @@
 import type postgres from 'postgres';
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import { dayNumber } from '../price-history/day-numbers.ts';
 import type { DailyColumns } from './packed-columns.ts';
@@ -44,7 +44,7 @@ interface PackedSeriesRow {
   close_price: string | null;
 }
 
-export function selectPackedSeries(sql: Sql, instrumentIds: string[], from: string, to: string, fields: 'close' | 'ohlcv') {
+export function selectPackedSeries(sql: ISql, instrumentIds: string[], from: string, to: string, fields: 'close' | 'ohlcv') {
   const base64 = (values: postgres.Fragment, name: string) => sql`encode(${values}, 'base64') as ${sql(name)}`;
   const days = (column: string) => sql`string_agg(int4send(${sql(column)} - date '1970-01-01'), ''::bytea)`;
   const floats = (value: postgres.Fragment) => sql`string_agg(float8send(${value}), ''::bytea)`;
@@ -72,7 +72,7 @@ export function selectPackedSeries(sql: Sql, instrumentIds: string[], from: stri
  * value; open and volume are not read. At most a few dozen bars, so the rows
  * are mapped here rather than packed by PostgreSQL.
  */
-export async function rawBarsUpTo(sql: Sql, instrumentId: string, day: string, count: number): Promise<DailyColumns> {
+export async function rawBarsUpTo(sql: ISql, instrumentId: string, day: string, count: number): Promise<DailyColumns> {
   const rows = await sql<{ bar_date: string; close_price: number; high_price: number | null; low_price: number | null }[]>`
     select bar_date, close_price, high_price, low_price
     from daily_bars
@@ -104,7 +104,7 @@ export async function rawBarsUpTo(sql: Sql, instrumentId: string, day: string, c
  * For each day, the instrument's latest raw daily close dated on or before it
  * (vendor-adjusted bars are not raw prices and are skipped).
  */
-export async function rawClosesOnOrBefore(sql: Sql, instrumentId: string, days: string[]): Promise<Map<string, { barDate: string; close: number }>> {
+export async function rawClosesOnOrBefore(sql: ISql, instrumentId: string, days: string[]): Promise<Map<string, { barDate: string; close: number }>> {
   const rows = await timed(
     'option_underlying_closes',
     sql<{ day: string; bar_date: string; close_price: number }[]>`
@@ -131,7 +131,7 @@ export async function rawClosesOnOrBefore(sql: Sql, instrumentId: string, days: 
  * daily_bars key), so a gap in the bars cannot cut a lag short; a day with no
  * such bar falls back to the day itself. Null when `days` is empty.
  */
-export async function sessionSpan(sql: Sql, days: postgres.Fragment, lagSessions: number): Promise<{ from: string; to: string } | null> {
+export async function sessionSpan(sql: ISql, days: postgres.Fragment, lagSessions: number): Promise<{ from: string; to: string } | null> {
   const [row] = await sql<{ from: string | null; to: string | null }[]>`
     with spans as (${days})
     select

@@ -1,5 +1,5 @@
 import type postgres from 'postgres';
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import type { Format } from '../core/params.ts';
 import type { PointInTime } from '../core/time.ts';
@@ -59,7 +59,7 @@ export interface AdjustedSeries extends DailyColumns {
  * match the version the meta reports.
  */
 export async function readSeriesText(
-  sql: Sql,
+  sql: ISql,
   format: Format,
   ids: string[],
   segments: Map<string, MultiplierSegment[]>,
@@ -90,7 +90,7 @@ export async function readSeriesText(
  * point-in-time. An instrument without bars in the window gets empty columns.
  */
 export async function readAdjustedSeries(
-  sql: Sql,
+  sql: ISql,
   ids: string[],
   window: { from: string; to: string; asOf?: PointInTime; fields: 'close' | 'ohlcv'; multipliers?: boolean },
 ): Promise<Map<string, AdjustedSeries>> {
@@ -132,12 +132,12 @@ export async function readAdjustedSeries(
 }
 
 /** The instrument's last `count` raw bars dated on or before `day`, as columns (close, high, low) in date order. */
-export function readRawBars(sql: Sql, instrumentId: string, day: string, count: number): Promise<DailyColumns> {
+export function readRawBars(sql: ISql, instrumentId: string, day: string, count: number): Promise<DailyColumns> {
   return repo.rawBarsUpTo(sql, instrumentId, day, count);
 }
 
 /** For each day, the instrument's latest raw close dated on or before it (the day absent when there is none); no query for no days. */
-export function readRawCloses(sql: Sql, instrumentId: string, days: string[]): Promise<Map<string, { barDate: string; close: number }>> {
+export function readRawCloses(sql: ISql, instrumentId: string, days: string[]): Promise<Map<string, { barDate: string; close: number }>> {
   return days.length ? repo.rawClosesOnOrBefore(sql, instrumentId, days) : Promise.resolve(new Map<string, { barDate: string; close: number }>());
 }
 
@@ -147,6 +147,6 @@ export function readRawCloses(sql: Sql, instrumentId: string, days: string[]): P
  * session of an instrument's first day to the `lagSessions`-th session after
  * its last (repo.sessionSpan); null for no days.
  */
-export function readSessionSpan(sql: Sql, days: postgres.Fragment, lagSessions: number): Promise<{ from: string; to: string } | null> {
+export function readSessionSpan(sql: ISql, days: postgres.Fragment, lagSessions: number): Promise<{ from: string; to: string } | null> {
   return repo.sessionSpan(sql, days, lagSessions);
 }

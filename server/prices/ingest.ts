@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { BooleanValue, finiteNumber, NonNegativeNumber, PositiveNumber } from '../ingest/fields.ts';
-import { ingestCounts, type CopyBatch, type IngestKind } from '../ingest/kind.ts';
+import { ingestCounts, type CopyBatch, type KeyedIngestKind, type KeyedUpload, type OrdinalRange, type WriteCounts } from '../ingest/kind.ts';
 import { analyzeStaging, copyInto, restage } from '../ingest/repository.ts';
 import { DAILY_COLUMNS, keepReplacedBars, latestBarDates } from '../price-history/bars-repository.ts';
 import { dayNumber } from '../price-history/day-numbers.ts';
 import { actionSetVersions, bumpVersions, lockPriceHistory } from '../price-history/versions-repository.ts';
-import type { Sql } from '../db/sql.ts';
-import { readStorageTier } from '../db/migrate.ts';
+import type { ISql } from '../db/sql.ts';
+import { readStorageTier, type StorageTier } from '../db/migrate.ts';
 import * as repo from './repository.ts';
 import { instrumentIdOf, InstrumentIdSchema } from '../core/ids.ts';
 import { DateSchema, InstantSchema, isDate, isInstant } from '../core/time.ts';
@@ -191,13 +191,14 @@ function fastIntradayBar(raw: unknown): IntradayBarRow | undefined {
 
 const MINUTE_MS = 60_000;
 
-export const dailyBarIngest: IngestKind<DailyBarRow> = {
+export const dailyBarIngest: KeyedIngestKind<DailyBarRow> = {
+  writes: 'keyed',
   label: 'daily bars',
   rowSchema: DailyBarRowSchema,
   resultSchema: z.strictObject({
     ...ingestCounts,
     actionSetVersions: z
-      .record(z.string(), z.int())
+      .record(z.string(), z.int().min(1))
       .describe('instrument id → its new action-set version, for each instrument whose stored bars the upload corrected or filled in'),
   }),
   fastRow: fastDailyBar,
@@ -218,13 +219,24 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
     r.source,
     r.asOf,
   ],
-  changes: (instrumentIds) => ({ adjustedCloses: instrumentIds }),
-  summarise: (_range, state) => ({
-    actionSetVersions: Object.fromEntries(
-      [...((state as UploadState).heads?.values() ?? [])].filter((h) => h.bumpedTo !== undefined).map((h) => [h.instrumentId, h.bumpedTo]),
-    ),
-  }),
   key: { field: 'barDate', instrumentId: (r) => r.instrumentId, ordinal: (r) => dayNumber(r.barDate) },
+  startUpload: () => new DailyBarUpload(),
+  changes: (instrumentIds) => ({ adjustedCloses: instrumentIds }),
+};
+
+/** An instrument of a daily upload: its version and latest bar date when the upload first wrote it, and the version the upload bumped it to. */
+interface HistoryHead {
+  instrumentId: string;
+  version: number;
+  latestBefore: string | null;
+  bumpedTo?: number;
+}
+
+/** One daily-bar upload's writes, and the heads of the instruments it has met. */
+class DailyBarUpload implements KeyedUpload {
+  /** Set once the upload's first batch has taken the price-history lock. */
+  private heads: Map<string, HistoryHead> | undefined;
+
   /**
    * Under the price-history lock (versions, sql/015): a batch that only
    * appends, every bar after its instrument's latest date before the upload,
@@ -234,8 +246,8 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
    * date) is kept under the instrument's next version, the version is bumped
    * once per upload, and the bars are upserted.
    */
-  async writeBatch(tx, batch, state) {
-    const heads = await historyHeads(tx, batch, state as UploadState);
+  async writeBatch(tx: ISql, batch: CopyBatch): Promise<WriteCounts> {
+    const heads = await this.headsOf(tx, batch);
     const appendsOnly = [...batch.firstByInstrument].every(([id, first]) => {
       const latest = heads.get(id)!.latestBefore;
       return latest === null || first > dayNumber(latest);
@@ -259,45 +271,40 @@ export const dailyBarIngest: IngestKind<DailyBarRow> = {
       for (const h of replaced) h.bumpedTo = bumped.get(h.instrumentId)!;
     }
     return repo.upsertStagedBars(tx, 'daily_bars', DAILY_COLUMNS);
-  },
-};
-
-/** An instrument of a daily upload: its version and latest bar date when the upload first wrote it, and the version the upload bumped it to. */
-interface HistoryHead {
-  instrumentId: string;
-  version: number;
-  latestBefore: string | null;
-  bumpedTo?: number;
-}
-
-interface UploadState {
-  heads?: Map<string, HistoryHead>;
-}
-
-/**
- * The heads of the batch's instruments, read when the upload first meets
- * each, after taking the price-history lock on the upload's first batch: no
- * other upload can then bump a version or write a bar until this one ends.
- */
-async function historyHeads(tx: Sql, batch: CopyBatch, state: UploadState): Promise<Map<string, HistoryHead>> {
-  if (!state.heads) {
-    await lockPriceHistory(tx);
-    state.heads = new Map();
   }
-  // Instrument ids arrive lower-cased (the row schema), as the database writes them.
-  const all = state.heads;
-  const ids = [...batch.firstByInstrument.keys()];
-  const unseen = ids.filter((id) => !all.has(id));
-  if (unseen.length) {
-    // One transaction's connection: the two reads run one after the other.
-    const versions = await actionSetVersions(tx, unseen);
-    const latest = await latestBarDates(tx, unseen);
-    for (const id of unseen) all.set(id, { instrumentId: id, version: versions.get(id)!, latestBefore: latest.get(id) ?? null });
+
+  summarise() {
+    return {
+      actionSetVersions: Object.fromEntries([...(this.heads?.values() ?? [])].filter((h) => h.bumpedTo !== undefined).map((h) => [h.instrumentId, h.bumpedTo])),
+    };
   }
-  return new Map(ids.map((id) => [id, all.get(id)!]));
+
+  /**
+   * The heads of the batch's instruments, read when the upload first meets
+   * each, after taking the price-history lock on the upload's first batch: no
+   * other upload can then bump a version or write a bar until this one ends.
+   */
+  private async headsOf(tx: ISql, batch: CopyBatch): Promise<Map<string, HistoryHead>> {
+    if (!this.heads) {
+      await lockPriceHistory(tx);
+      this.heads = new Map();
+    }
+    // Instrument ids arrive lower-cased (the row schema), as the database writes them.
+    const all = this.heads;
+    const ids = [...batch.firstByInstrument.keys()];
+    const unseen = ids.filter((id) => !all.has(id));
+    if (unseen.length) {
+      // One transaction's connection: the two reads run one after the other.
+      const versions = await actionSetVersions(tx, unseen);
+      const latest = await latestBarDates(tx, unseen);
+      for (const id of unseen) all.set(id, { instrumentId: id, version: versions.get(id)!, latestBefore: latest.get(id) ?? null });
+    }
+    return new Map(ids.map((id) => [id, all.get(id)!]));
+  }
 }
 
-export const intradayBarIngest: IngestKind<IntradayBarRow> = {
+export const intradayBarIngest: KeyedIngestKind<IntradayBarRow> = {
+  writes: 'keyed',
   label: 'intraday bars',
   rowSchema: IntradayBarRowSchema,
   resultSchema: z.strictObject({ ...ingestCounts, firstBarTimestamp: z.string().optional(), lastBarTimestamp: z.string().optional() }),
@@ -317,21 +324,7 @@ export const intradayBarIngest: IngestKind<IntradayBarRow> = {
     r.asOf,
   ],
   key: { field: 'barTimestamp', instrumentId: (r) => r.instrumentId, ordinal: (r) => Date.parse(r.barTimestamp) / MINUTE_MS },
-  async writeBatch(tx, batch, state) {
-    await restage(tx, batch.text);
-    const written = await repo.upsertStagedBars(tx, 'intraday_bars', repo.INTRADAY_COLUMNS);
-    state.tier ??= (await readStorageTier(tx)).tier;
-    // Full TimescaleDB keeps the rollups as continuous aggregates, refreshed after commit.
-    if (state.tier !== 'timescaledb') {
-      await analyzeStaging(tx);
-      await repo.refreshRollups(tx, batch.first, batch.last);
-    }
-    return written;
-  },
-  summarise: (range) => ({
-    firstBarTimestamp: new Date(range.first * MINUTE_MS).toISOString(),
-    lastBarTimestamp: new Date(range.last * MINUTE_MS).toISOString(),
-  }),
+  startUpload: () => new IntradayBarUpload(),
   async afterCommit(sql, range) {
     if ((await readStorageTier(sql)).tier !== 'timescaledb') return;
     // A continuous aggregate refresh cannot run inside a transaction. Real-time
@@ -345,3 +338,27 @@ export const intradayBarIngest: IngestKind<IntradayBarRow> = {
     await repo.refreshContinuousAggregates(sql, first, lastHour);
   },
 };
+
+/** One intraday upload's writes, and the storage tier, read on its first batch. */
+class IntradayBarUpload implements KeyedUpload {
+  private tier: StorageTier | undefined;
+
+  async writeBatch(tx: ISql, batch: CopyBatch): Promise<WriteCounts> {
+    await restage(tx, batch.text);
+    const written = await repo.upsertStagedBars(tx, 'intraday_bars', repo.INTRADAY_COLUMNS);
+    this.tier ??= (await readStorageTier(tx)).tier;
+    // Full TimescaleDB keeps the rollups as continuous aggregates, refreshed after commit.
+    if (this.tier !== 'timescaledb') {
+      await analyzeStaging(tx);
+      await repo.refreshRollups(tx, batch.first, batch.last);
+    }
+    return written;
+  }
+
+  summarise(range: OrdinalRange) {
+    return {
+      firstBarTimestamp: new Date(range.first * MINUTE_MS).toISOString(),
+      lastBarTimestamp: new Date(range.last * MINUTE_MS).toISOString(),
+    };
+  }
+}

@@ -1,11 +1,12 @@
-import type { Sql } from '../db/sql.ts';
-import { identifierList, timed } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
+import { timed } from '../db/sql.ts';
+import { stagedUpsert } from '../ingest/repository.ts';
 import type { StagingColumns, WriteCounts } from '../ingest/kind.ts';
 import { INTERVAL_MINUTES } from './schema.ts';
 
 const MINUTE_MS = 60_000;
 
-export async function existingInstruments(sql: Sql, ids: string[]): Promise<Map<string, { quoteCurrency: string | null }>> {
+export async function existingInstruments(sql: ISql, ids: string[]): Promise<Map<string, { quoteCurrency: string | null }>> {
   const rows = await timed(
     'existing_instruments',
     sql<{ id: string; quote_currency: string | null }[]>`
@@ -51,18 +52,11 @@ export const columnNames = (columns: StagingColumns) => columns.map(([name]) => 
  * column). A stored row is rewritten only when some value differs, so an
  * unchanged re-post writes nothing; the counts tell inserted from updated.
  */
-export async function upsertStagedBars(tx: Sql, table: 'daily_bars' | 'intraday_bars', columns: StagingColumns): Promise<WriteCounts> {
-  const names = columnNames(columns);
-  const [, time, ...values] = names;
-  const list = (alias?: string) => identifierList(tx, alias ? values.map((c) => `${alias}.${c}`) : values);
+export async function upsertStagedBars(tx: ISql, table: 'daily_bars' | 'intraday_bars', columns: StagingColumns): Promise<WriteCounts> {
+  const [instrumentId, time, ...values] = columnNames(columns);
+  const upsert = stagedUpsert(tx, { table, key: [instrumentId, time], updated: values, setsUpdatedAt: false });
   const [row] = await tx<{ inserted: number; updated: number }[]>`
-    with upserted as (
-      insert into ${tx(table)} as b (${identifierList(tx, names)})
-      select ${identifierList(tx, names)} from ingest_staging
-      on conflict (instrument_id, ${tx(time)}) do update set (${list()}) = (${list('excluded')})
-      where (${list('b')}) is distinct from (${list('excluded')})
-      returning (xmax = 0) as inserted
-    )
+    with upserted as (${upsert})
     select count(*) filter (where inserted)::int as inserted, count(*) filter (where not inserted)::int as updated
     from upserted
   `;
@@ -89,7 +83,7 @@ const BUCKET_ORIGIN = '2000-01-03T00:00:00Z';
  * bucket range instead degenerates into comparing every stored minute of an
  * instrument with every touched bucket (24 s for a 20-day batch, measured).
  */
-export async function refreshRollups(tx: Sql, firstMinute: number, lastMinute: number) {
+export async function refreshRollups(tx: ISql, firstMinute: number, lastMinute: number) {
   const origin = Date.parse(BUCKET_ORIGIN);
   // The semi-join must be hashed. With statistics that lag a fast-growing
   // table the planner can pick a nested loop that rescans the staged batch for
@@ -145,7 +139,7 @@ export async function refreshRollups(tx: Sql, firstMinute: number, lastMinute: n
  * the last hour of year 9999 it is in year 10000, which a Date cannot send
  * (see refreshRollups). A refresh cannot run inside a transaction.
  */
-export async function refreshContinuousAggregates(sql: Sql, first: Date, lastHour: Date): Promise<void> {
+export async function refreshContinuousAggregates(sql: ISql, first: Date, lastHour: Date): Promise<void> {
   for (const { table } of ROLLUPS) {
     await sql`call refresh_continuous_aggregate(${table}, ${first}, ${lastHour}::timestamptz + interval '1 hour')`;
   }

@@ -9,7 +9,7 @@ import * as text from './text-repository.ts';
 import type { DailySeriesText } from './text-repository.ts';
 import { INTERVAL_MINUTES, INTRADAY_ASSET_CLASSES, type DailyPricesQuery, type INTERVALS } from './schema.ts';
 import { readInExportedSnapshot, readInSnapshot } from '../db/snapshot.ts';
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { AppError } from '../core/errors.ts';
 import { type Meta, sourcesMeta } from '../core/meta.ts';
 import type { Format } from '../core/params.ts';
@@ -87,7 +87,7 @@ export async function readIntradayBars(
   const from = new Date(`${q.from}T00:00:00.000Z`);
   const to = new Date(`${q.to}T23:59:59.999Z`);
   const barMs = INTERVAL_MINUTES[q.interval] * 60_000;
-  const checked = async (sql: Sql) => {
+  const checked = async (sql: ISql) => {
     const instrument = await requireInstrument(sql, id);
     if (!(INTRADAY_ASSET_CLASSES as readonly string[]).includes(instrument.assetClass)) {
       throw new AppError('invalid_request', `intraday bars are served for ${INTRADAY_ASSET_CLASSES.join(', ')} only`, {

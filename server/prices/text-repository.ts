@@ -1,5 +1,5 @@
 import type postgres from 'postgres';
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import type { MultiplierSegment, SeriesKeys } from '../price-history/adjustment.ts';
 import { dailyBarsAt, latestBarDate } from '../price-history/bars-repository.ts';
@@ -26,7 +26,7 @@ type Fragment = postgres.Fragment;
  * the two differ. Everything else, exponents, -0, NaN and ±Infinity, goes
  * through json_number_text (sql/012_price_text.sql).
  */
-export function jsonNumber(sql: Sql, x: Fragment): Fragment {
+export function jsonNumber(sql: ISql, x: Fragment): Fragment {
   return sql`case
     when abs(${x}) >= 1e-4::float8 and abs(${x}) < 1e15::float8 then ${x}::text
     when ${x} is null then 'null'
@@ -35,7 +35,7 @@ export function jsonNumber(sql: Sql, x: Fragment): Fragment {
 }
 
 /** An instant as JavaScript's toISOString writes it: UTC, milliseconds, Z. */
-const isoInstant = (sql: Sql, column: Fragment) => sql`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const isoInstant = (sql: ISql, column: Fragment) => sql`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
  * A field of a bar: its key, what kind of value it is, and its column. A
@@ -78,12 +78,12 @@ export const CSV_COLUMNS = {
 };
 
 /** A field's value as text that never needs escaping. */
-function plainText(sql: Sql, kind: BarField[1], value: Fragment): Fragment {
+function plainText(sql: ISql, kind: BarField[1], value: Fragment): Fragment {
   return kind === 'instant' ? isoInstant(sql, value) : sql`${value}::text`;
 }
 
 /** The bar's JSON object: its fields in the given order, so equal bars give equal bytes. */
-function jsonObject(sql: Sql, fields: BarField[], col: (name: string) => Fragment): Fragment {
+function jsonObject(sql: ISql, fields: BarField[], col: (name: string) => Fragment): Fragment {
   const value = ([, kind, column]: BarField) =>
     kind === 'number'
       ? jsonNumber(sql, col(column))
@@ -103,7 +103,7 @@ function jsonObject(sql: Sql, fields: BarField[], col: (name: string) => Fragmen
  * comma, quote, CR, LF or # is quoted (# so a reader skipping `#` comment
  * lines, such as pandas' comment='#', never cuts a cell). Quotes are doubled.
  */
-function csvText(sql: Sql, value: Fragment): Fragment {
+function csvText(sql: ISql, value: Fragment): Fragment {
   const quoted = sql`replace(${value}, '"', '""')`;
   return sql`case
     when ${value} ~ '^[-=+@\t\r]' then '"''' || ${quoted} || '"'
@@ -113,7 +113,7 @@ function csvText(sql: Sql, value: Fragment): Fragment {
 }
 
 /** The bar's CSV row, ended by CRLF: its instrument, then its fields; an absent number is an empty cell. */
-function csvRow(sql: Sql, fields: BarField[], col: (name: string) => Fragment): Fragment {
+function csvRow(sql: ISql, fields: BarField[], col: (name: string) => Fragment): Fragment {
   const value = ([, kind, column]: BarField) =>
     kind === 'number'
       ? sql`coalesce(nullif(${jsonNumber(sql, col(column))}, 'null'), '')`
@@ -125,7 +125,7 @@ function csvRow(sql: Sql, fields: BarField[], col: (name: string) => Fragment): 
 }
 
 /** Each bar's text in `format`: JSON objects joined by commas, or CSV rows. */
-function barsText(sql: Sql, format: Format, fields: BarField[], col: (name: string) => Fragment, order: Fragment): Fragment {
+function barsText(sql: ISql, format: Format, fields: BarField[], col: (name: string) => Fragment, order: Fragment): Fragment {
   return format === 'json'
     ? sql`string_agg(${jsonObject(sql, fields, col)}, ',' order by ${order})`
     : sql`string_agg(${csvRow(sql, fields, col)}, '' order by ${order})`;
@@ -137,7 +137,7 @@ function barsText(sql: Sql, format: Format, fields: BarField[], col: (name: stri
  * leaving the double range, so `*` cannot fail; anything else goes through
  * ieee_product (sql/012_price_text.sql).
  */
-export function adjusted(sql: Sql, value: Fragment, factor: 'price' | 'volume'): Fragment {
+export function adjusted(sql: ISql, value: Fragment, factor: 'price' | 'volume'): Fragment {
   const m = sql`s.${sql(factor)}`;
   return sql`case
     when ${m} is null or ${value} is null then ${value}
@@ -146,7 +146,7 @@ export function adjusted(sql: Sql, value: Fragment, factor: 'price' | 'volume'):
   end`;
 }
 
-const within = (sql: Sql, x: Fragment) => sql`abs(${x}) between 1e-150::float8 and 1e150::float8`;
+const within = (sql: ISql, x: Fragment) => sql`abs(${x}) between 1e-150::float8 and 1e150::float8`;
 
 /**
  * Adjusted values are rounded to this many significant digits (docs/api.md,
@@ -163,7 +163,7 @@ export const SIGNIFICANT_DIGITS = 13;
  * the exact path of roundedValue. Computed beside the product, so the
  * logarithm is taken once per value.
  */
-export function roundingScale(sql: Sql, value: Fragment, factor: 'price' | 'volume'): Fragment {
+export function roundingScale(sql: ISql, value: Fragment, factor: 'price' | 'volume'): Fragment {
   const m = sql`s.${sql(factor)}`;
   return sql`case
     when ${m} is null or ${m} = 1 or ${value} is null then null
@@ -185,7 +185,7 @@ export function roundingScale(sql: Sql, value: Fragment, factor: 'price' | 'volu
  * (numeric, about four times slower) decides. Zero and ±Infinity stay as
  * they are.
  */
-export function roundedValue(sql: Sql, x: Fragment, scale: Fragment): Fragment {
+export function roundedValue(sql: ISql, x: Fragment, scale: Fragment): Fragment {
   const scaled = sql`abs(${x}) * ${scale}`;
   const decimal = sql`${x}::text::numeric`;
   return sql`case
@@ -238,7 +238,7 @@ const bool = (b: Buffer) => b[0] === 0x74; // 't'
  * reference the JSON expression makes to it.
  */
 export async function dailySeriesText(
-  sql: Sql,
+  sql: ISql,
   format: Format,
   instrumentIds: string[],
   segments: Map<string, MultiplierSegment[]>,
@@ -350,7 +350,7 @@ export interface IntradayText {
 }
 
 /** The stored bars of one instrument at `interval` whose start is within [from, to], in one statement. */
-export async function intradayText(sql: Sql, format: Format, instrumentId: string, interval: Interval, from: Date, to: Date): Promise<IntradayText> {
+export async function intradayText(sql: ISql, format: Format, instrumentId: string, interval: Interval, from: Date, to: Date): Promise<IntradayText> {
   const [[bars, sources, latest]] = await timed(
     `intraday_text_${interval}`,
     sql`

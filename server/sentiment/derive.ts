@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import type { DeriveDeps } from '../derive.ts';
 import { dayToDate } from '../price-history/day-numbers.ts';
 import { readAdjustedSeries, readSessionSpan } from '../prices/daily-bars.ts';
@@ -30,8 +30,7 @@ export function leadsReadClosesOf(deps: Pick<DeriveDeps, 'db'>, instrumentIds: s
  */
 export function deriveSourceLeads(deps: Pick<DeriveDeps, 'db' | 'pool'>): Promise<DerivedLeads> {
   return deps.db.run((sql) =>
-    sql.begin(async (transaction) => {
-      const tx = transaction as unknown as Sql;
+    sql.begin(async (tx) => {
       await repo.lockSourceLeads(tx);
       const series = await repo.selectScoreSeries(tx);
       const { input, groups } = await leadsInput(tx, series);
@@ -62,7 +61,7 @@ export function deriveSourceLeads(deps: Pick<DeriveDeps, 'db' | 'pool'>): Promis
  * closes of the instruments they score, from the session before the earliest
  * score's to the 10th after the latest's (readSessionSpan over repo.scoredDays).
  */
-async function leadsInput(tx: Sql, series: repo.ScoreSeriesRow[]) {
+async function leadsInput(tx: ISql, series: repo.ScoreSeriesRow[]) {
   const groups: { source: string; subjectClass: SubjectClass }[] = [];
   const groupIndex = new Map<string, number>();
   const instrumentIndex = new Map<string, number>();

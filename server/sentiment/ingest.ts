@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ingestCounts, type IngestKind } from '../ingest/kind.ts';
+import { ingestCounts, type StagedIngestKind } from '../ingest/kind.ts';
 import { repeatedStagedKeys } from '../ingest/repository.ts';
 import { rejectFirstRow, rejectUnknownInstruments } from '../ingest/service.ts';
 import * as repo from './repository.ts';
@@ -14,7 +14,8 @@ import { SentimentRowSchema, type SentimentRow } from './schema.ts';
  * upload. The leads pool a source's scores, which only means something on one
  * scale.
  */
-export const sentimentIngest: IngestKind<SentimentRow> = {
+export const sentimentIngest: StagedIngestKind<SentimentRow> = {
+  writes: 'staged',
   label: 'sentiment scores',
   rowSchema: SentimentRowSchema,
   resultSchema: z.strictObject(ingestCounts),

@@ -1,7 +1,7 @@
 import type postgres from 'postgres';
-import type { Sql } from '../db/sql.ts';
+import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
-import { countedStagedUpsert } from '../ingest/repository.ts';
+import { countedStagedUpsert, stagedUpsert } from '../ingest/repository.ts';
 import type { SentimentScore, SourceLead, SubjectClass } from './schema.ts';
 
 interface ScoreRow {
@@ -24,7 +24,7 @@ export interface ScoreFilter {
 }
 
 /** One instrument's scores, by asOfDate, then source, then subject class (the primary key's order). */
-export async function selectScores(sql: Sql, instrumentId: string, f: ScoreFilter): Promise<SentimentScore[]> {
+export async function selectScores(sql: ISql, instrumentId: string, f: ScoreFilter): Promise<SentimentScore[]> {
   const rows = await timed(
     'select_sentiment_scores',
     sql<ScoreRow[]>`
@@ -54,7 +54,7 @@ export async function selectScores(sql: Sql, instrumentId: string, f: ScoreFilte
 // (sentiment/ingest.ts), inside its transaction.
 
 /** The first staged row whose scale differs from an earlier row's of the same source. */
-export function stagedScalesDifferingInBatch(tx: Sql) {
+export function stagedScalesDifferingInBatch(tx: ISql) {
   return tx<{ row_index: number }[]>`
     select row_index
     from (
@@ -76,7 +76,7 @@ export function stagedScalesDifferingInBatch(tx: Sql) {
  * another upload is recording at the same moment waits for it, and
  * stagedScalesOtherThanStored then sees the scale that upload stored.
  */
-export async function insertStagedSources(tx: Sql): Promise<void> {
+export async function insertStagedSources(tx: ISql): Promise<void> {
   await tx`
     insert into sentiment_sources (source, scale_min, scale_max)
     select distinct source, scale_min, scale_max
@@ -86,7 +86,7 @@ export async function insertStagedSources(tx: Sql): Promise<void> {
 }
 
 /** The first staged row whose scale differs from its source's stored one, with that scale. */
-export function stagedScalesOtherThanStored(tx: Sql) {
+export function stagedScalesOtherThanStored(tx: ISql) {
   return tx<{ row_index: number; scale_min: number; scale_max: number }[]>`
     select s.row_index, o.scale_min, o.scale_max
     from ingest_staging s
@@ -98,27 +98,22 @@ export function stagedScalesOtherThanStored(tx: Sql) {
 }
 
 /** Upserts the staged scores on their key; a stored score is rewritten only when a value differs. */
-export function upsertStagedScores(tx: Sql) {
+export function upsertStagedScores(tx: ISql) {
   return countedStagedUpsert(
     tx,
-    tx`
-      insert into sentiment_scores as s (instrument_id, source, subject_class, as_of_date, score, is_headline_only)
-      select instrument_id, source, subject_class, as_of_date, score, is_headline_only
-      from ingest_staging
-      on conflict (instrument_id, as_of_date, source, subject_class) do update set
-        score = excluded.score,
-        is_headline_only = excluded.is_headline_only,
-        updated_at = now()
-      where (s.score, s.is_headline_only) is distinct from (excluded.score, excluded.is_headline_only)
-      returning (xmax = 0) as inserted
-    `,
+    stagedUpsert(tx, {
+      table: 'sentiment_scores',
+      key: ['instrument_id', 'as_of_date', 'source', 'subject_class'],
+      updated: ['score', 'is_headline_only'],
+      setsUpdatedAt: true,
+    }),
   );
 }
 
 // Source leads (sentiment/derive.ts).
 
 /** Whether any of `instrumentIds` has a score: only then do its adjusted closes feed the leads. */
-export async function anyScoresOf(sql: Sql, instrumentIds: string[]): Promise<boolean> {
+export async function anyScoresOf(sql: ISql, instrumentIds: string[]): Promise<boolean> {
   const [row] = await sql<{ found: boolean }[]>`
     select exists (select 1 from sentiment_scores where instrument_id = any (${instrumentIds}::uuid[])) as found
   `;
@@ -126,7 +121,7 @@ export async function anyScoresOf(sql: Sql, instrumentIds: string[]): Promise<bo
 }
 
 /** Serialises derivations of the leads: each reads every score and rewrites every lead, so the last to start writes last. */
-export async function lockSourceLeads(tx: Sql): Promise<void> {
+export async function lockSourceLeads(tx: ISql): Promise<void> {
   await tx`select pg_advisory_xact_lock(hashtext('sentiment_source_leads'))`;
 }
 
@@ -145,7 +140,7 @@ export interface ScoreSeriesRow {
  * ordered aggregate); both consume the group's rows in the same order, so
  * they stay aligned, and the caller sorts each series by day.
  */
-export function selectScoreSeries(sql: Sql) {
+export function selectScoreSeries(sql: ISql) {
   return timed(
     'select_sentiment_score_series',
     sql<ScoreSeriesRow[]>`
@@ -164,7 +159,7 @@ export function selectScoreSeries(sql: Sql) {
  * (instrument_id, first_day, last_day) whose span of sessions the leads read
  * (prices/daily-bars.ts, readSessionSpan).
  */
-export function scoredDays(sql: Sql): postgres.Fragment {
+export function scoredDays(sql: ISql): postgres.Fragment {
   return sql`
     select instrument_id, min(as_of_date) as first_day, max(as_of_date) as last_day
     from sentiment_scores
@@ -201,7 +196,7 @@ const LEAD_VALUES = [
 const LEAD_COLUMNS: (keyof LeadRow)[] = ['source', 'subject_class', ...LEAD_VALUES];
 
 /** Upserts the derived leads on (source, subject class); a stored lead is rewritten only when a value differs. */
-export async function upsertLeads(tx: Sql, rows: LeadRow[]): Promise<{ inserted: number; updated: number }> {
+export async function upsertLeads(tx: ISql, rows: LeadRow[]): Promise<{ inserted: number; updated: number }> {
   if (!rows.length) return { inserted: 0, updated: 0 };
   // No alias for the table: postgres.js reads `as` before a helper as a select list.
   const stored = LEAD_VALUES.map((c, i) => (i ? tx`, sentiment_source_leads.${tx(c)}` : tx`sentiment_source_leads.${tx(c)}`));
@@ -220,7 +215,7 @@ export async function upsertLeads(tx: Sql, rows: LeadRow[]): Promise<{ inserted:
 }
 
 /** Deletes the leads of (source, subject class) pairs not in `kept`; the count deleted. */
-export async function deleteLeadsExcept(tx: Sql, kept: { source: string; subjectClass: string }[]): Promise<number> {
+export async function deleteLeadsExcept(tx: ISql, kept: { source: string; subjectClass: string }[]): Promise<number> {
   const result = await tx`
     delete from sentiment_source_leads l
     where not exists (
@@ -238,7 +233,7 @@ export interface LeadFilter {
 }
 
 /** The stored leads, by source, then subject class. */
-export async function selectLeads(sql: Sql, f: LeadFilter): Promise<SourceLead[]> {
+export async function selectLeads(sql: ISql, f: LeadFilter): Promise<SourceLead[]> {
   const rows = await timed(
     'select_sentiment_source_leads',
     sql<LeadRow[]>`

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyInto } from '../../server/ingest/repository.ts';
-import type { Sql } from '../../server/db/sql.ts';
 import { Service, startService } from './harness.ts';
 import { createInstrument, dailyBar, weekdays } from './fixtures.ts';
 
@@ -47,8 +46,8 @@ describe('batch ingest across several COPY batches', () => {
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ rows: 40_000, inserted: 40_000, updated: 0, unchanged: 0 });
 
-    // 60,000 rows: the first 40,000 are stored already (the straight COPY
-    // must fail and fall back), 100 of them corrected, the rest new.
+    // 60,000 rows: the first 40,000 are stored already (their batches are not
+    // appends, so they go through staging), 100 of them corrected, the rest new.
     const second = bars(ids, 10_000);
     for (let i = 5_000; i < 5_100; i++) second[i].closePrice += 0.5;
     for (let i = 5_000; i < 5_100; i++) second[i].highPrice += 0.5;
@@ -111,12 +110,11 @@ describe('copyInto', () => {
     await svc.sql.unsafe(`create table ${table} (id integer primary key)`);
     try {
       await svc.sql.begin(async (tx) => {
-        const sp = tx as unknown as Sql & { savepoint<T>(fn: (s: Sql) => Promise<T>): Promise<T> };
-        await copyInto(sp, table, '1\n2\n');
+        await copyInto(tx, table, '1\n2\n');
         // One small message holding a duplicate: the error can only arrive after the end of the data.
-        await expect(sp.savepoint((s) => copyInto(s, table, '3\n1\n'))).rejects.toMatchObject({ code: '23505' });
-        await expect(sp.savepoint((s) => copyInto(s, table, 'x\n'))).rejects.toMatchObject({ code: '22P02' });
-        await copyInto(sp, table, '4\n');
+        await expect(tx.savepoint((s) => copyInto(s, table, '3\n1\n'))).rejects.toMatchObject({ code: '23505' });
+        await expect(tx.savepoint((s) => copyInto(s, table, 'x\n'))).rejects.toMatchObject({ code: '22P02' });
+        await copyInto(tx, table, '4\n');
       });
       expect((await svc.sql.unsafe(`select array_agg(id order by id) as ids from ${table}`))[0].ids).toEqual([1, 2, 4]);
     } finally {
