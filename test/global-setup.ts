@@ -77,9 +77,11 @@ export default async function setup(project: TestProject) {
   const templateUrl = new URL(serverUrl);
   templateUrl.pathname = `/${template}`;
   const report = await migrate(templateUrl.toString());
-  // A template must have no session: the migration's are closed, and
-  // TimescaleDB starts no background scheduler in a database marked as one.
-  await admin`alter database ${admin(template)} is_template true`;
+  // A template must have no session while it is cloned: the migration's are
+  // closed, and it admits no new one, TimescaleDB's background scheduler
+  // included (it does not bypass allow_connections); the one it may already
+  // have is ended.
+  await admin`alter database ${admin(template)} with is_template true allow_connections false`;
   await admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = ${template}`;
   process.stdout.write(
     `\n[test database] ${source}\n[test database] storage tier: ${report.tier}${report.timescaledbVersion ? ` (timescaledb ${report.timescaledbVersion})` : ''}\n\n`,

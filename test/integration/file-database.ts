@@ -9,8 +9,22 @@ import { sqlClient } from '../../server/db/sql.ts';
 
 const server = inject('databaseServerUrl');
 const name = `mds_file_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+const template = inject('templateDatabase');
 const admin = sqlClient(server, { max: 1, onnotice: () => {} });
-await admin`create database ${admin(name)} template ${admin(inject('templateDatabase'))}`;
+// A clone needs the template without sessions. None is admitted any more
+// (test/global-setup.ts), but a session that got in first, such as a
+// TimescaleDB scheduler starting as the template was sealed, is ended and the
+// clone tried again.
+const SOURCE_IN_USE = '55006';
+for (let attempt = 1; ; attempt++) {
+  try {
+    await admin`create database ${admin(name)} template ${admin(template)}`;
+    break;
+  } catch (err) {
+    if ((err as { code?: string }).code !== SOURCE_IN_USE || attempt === 5) throw err;
+    await admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = ${template}`;
+  }
+}
 
 const url = new URL(server);
 url.pathname = `/${name}`;
