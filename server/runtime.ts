@@ -14,6 +14,7 @@ import { DatabaseHealth, isConnectionFailure } from './db/health.ts';
 import { migrate, type MigrationReport } from './db/migrate.ts';
 import { createSql, type Sql } from './db/sql.ts';
 import { loadDemoDataIfEmpty } from './demo/load.ts';
+import { storeShippedRiskFreeRates } from './demo/risk-free-rates.ts';
 import { LastUsedRecorder } from './keys/service.ts';
 import { macroServiceOf } from './macro/service.ts';
 import type { Logger } from './logger.ts';
@@ -191,6 +192,9 @@ export class Runtime {
       logger.info({ tier: this.migration.tier, timescaledb: this.migration.timescaledbVersion }, 'storage tier');
 
       const deps = (this.deps = this.openPools());
+      // The real TB3MS history that point-in-time model inputs read is shipped with the service, demo data or not.
+      const rates = await deps.db.run((sql) => storeShippedRiskFreeRates(sql));
+      if (rates.inserted || rates.updated) logger.info(rates, 'risk-free rate history (TB3MS) stored');
       if (config.DEMO_DATA === 'auto') {
         const started = Date.now();
         const loaded = await loadDemoDataIfEmpty(deps);

@@ -6,13 +6,13 @@
 // loads the task modules themselves, on its threads or, for the closed forms,
 // on the calling thread.
 import type { BetaResult } from './beta.ts';
-import type { Greeks, OptionPriceResult, OptionPricingInput, OptionType } from './black-scholes.ts';
+import type { Greeks, NumericRangeReason, OptionPriceResult, OptionPricingInput, OptionType } from './black-scholes.ts';
 import type { CorrelationInstrument, CorrelationMatrixResult, DatedCloses } from './correlation.ts';
 import type { ChainGreeksInput, ContractGreeks } from './option-greeks.ts';
 import type { OptionLeg } from './option-structures.ts';
 import type { ProbabilityInput, ProbabilityResult } from './probability.ts';
 import type { SourceLead, SourceLeadsInput } from './source-leads.ts';
-import type { StrategyAssumptions, StrategyInput, StrategyResult } from './strategy-ev.ts';
+import type { StrategyAssumptions, StrategyFigure, StrategyInput, StrategyResult } from './strategy-ev.ts';
 import type { OhlcvBars, TechnicalsData } from './technicals.ts';
 import type { StrikeIv, volatilitySnapshot, VolatilitySnapshotInput } from './vol-stats.ts';
 
@@ -25,6 +25,7 @@ export type {
   CorrelationMatrixResult,
   DatedCloses,
   Greeks,
+  NumericRangeReason,
   OptionLeg,
   OptionPriceResult,
   OptionPricingInput,
@@ -32,6 +33,7 @@ export type {
   SourceLead,
   SourceLeadsInput,
   StrategyAssumptions,
+  StrategyFigure,
   StrategyResult,
   StrikeIv,
   TechnicalsData,

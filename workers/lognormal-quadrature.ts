@@ -5,7 +5,8 @@
  * 32 points per panel, panels at most 1 standard deviation wide in
  * z = (ln S_T − m)/(σ√T), split at the points the caller gives (every strike
  * and every zero of the present-value P&L) so each integrand is smooth
- * (analytic) on each panel; z truncated to [−12, 12 + 2σ√T]. For any
+ * (analytic) on each panel; z truncated to [−12, 12 + 2σ√T], widened to 12
+ * beyond the outermost split points (at most |z| = 40). For any
  * integrand bounded by (A + B·S_T)^p, p <= 2, the truncation error is at
  * most 2Φ(−12)·E[(A + B·S_T)^p] ≈ 3.6e-33 of that envelope (the upper limit
  * is shifted by 2σ√T so the S_T- and S_T²-weighted densities, which are
@@ -69,8 +70,13 @@ const GL_POINTS = 32;
 const GL = gaussLegendre(GL_POINTS);
 const MAX_PANEL_WIDTH = 1; // in standard deviations of ln S_T
 const TRUNCATION_Z = 12;
+const WIDEST_Z = 40;
 const PHI_MINUS_12 = 1.7764821120776e-33; // Φ(−12)
-const MAX_LOG_S = 700; // keep S_T (and P&L²) finite in double precision
+// Keep S_T finite in double precision with room for a payoff of up to 1e9
+// shares (quantity × multiplier) times e^2 of discounting. The strategy EV
+// works on spot and strikes scaled near 1 (strategy-ev.ts), where ln S_T stays
+// below about 590 for every input the API accepts.
+const MAX_LOG_S = 680;
 const INV_SQRT_2PI = 0.398942280401432677939946059934;
 
 /** Lognormal terminal distribution: ln S_T = m + s·Z. */
@@ -96,6 +102,12 @@ interface Grid {
   s: Float64Array;
   /** Quadrature weight × density at each node (sums to ≈ 1). */
   w: Float64Array;
+  /**
+   * sqrt(w), formed directly (not as Math.sqrt(w)): where w underflows (z above
+   * about 38.6) sqrt(w) does not, so a second moment is summed as (sqrt(w)·x)²
+   * without forming w·x² or x², either of which can leave the double range.
+   */
+  sw: Float64Array;
   info: IntegrationInfo;
 }
 
@@ -104,13 +116,19 @@ interface Grid {
  * given S-values (strikes, zero crossings) so h is smooth on each panel.
  */
 export function integrationGrid(t: Terminal, splitPointsS: readonly number[]): Grid {
-  const lower = -TRUNCATION_Z;
-  let upper = TRUNCATION_Z + 2 * t.s;
+  // [−12, 12 + 2σ√T], widened to reach 12 below the lowest and 12 + 2σ√T above
+  // the highest split point, so a payoff that only changes far in a tail (a
+  // deep out-of-the-money leg) is integrated over its own region, not cut off;
+  // never beyond |z| = 40 (+2σ√T), where the density e^{−z²/2} is below e^−800.
+  const zs = splitPointsS.filter((x) => x > 0 && Number.isFinite(x)).map((x) => (Math.log(x) - t.m) / t.s);
+  const lower = Math.max(-WIDEST_Z, Math.min(-TRUNCATION_Z, ...zs.map((z) => z - TRUNCATION_Z)));
+  let upper = Math.min(WIDEST_Z, Math.max(TRUNCATION_Z, ...zs.map((z) => z + TRUNCATION_Z))) + 2 * t.s;
   let honoured = true;
   const zMaxFinite = (MAX_LOG_S - t.m) / t.s;
   if (upper > zMaxFinite) {
     upper = zMaxFinite;
-    honoured = false;
+    // The stated bound needs the range to reach 12 + 2σ√T; the widening beyond is a bonus.
+    honoured = upper >= TRUNCATION_Z + 2 * t.s;
   }
   const cuts = [lower, upper];
   for (const x of splitPointsS) {
@@ -131,6 +149,7 @@ export function integrationGrid(t: Terminal, splitPointsS: readonly number[]): G
   const n = panels.length * GL_POINTS;
   const s = new Float64Array(n);
   const w = new Float64Array(n);
+  const sw = new Float64Array(n);
   let idx = 0;
   for (const [a, b] of panels) {
     const half = 0.5 * (b - a);
@@ -139,12 +158,14 @@ export function integrationGrid(t: Terminal, splitPointsS: readonly number[]): G
       const z = mid + half * GL.nodes[j];
       s[idx] = Math.exp(t.m + t.s * z);
       w[idx] = half * GL.weights[j] * INV_SQRT_2PI * Math.exp(-0.5 * z * z);
+      sw[idx] = Math.sqrt(half * GL.weights[j] * INV_SQRT_2PI) * Math.exp(-0.25 * z * z);
       idx += 1;
     }
   }
   return {
     s,
     w,
+    sw,
     info: {
       method: 'gauss-legendre',
       variable: 'z = (ln S_T - m) / (vol * sqrt(T))',

@@ -18,7 +18,7 @@
  *    says whether that floor was active.
  */
 
-import { assertMarketInputs, bsmD1D2, normCdf } from './black-scholes.ts';
+import { assertMarketInputs, bsmD1D2, logRatio, normCdf, type NumericRangeReason } from './black-scholes.ts';
 
 type Direction = 'long' | 'short';
 
@@ -48,6 +48,11 @@ export interface ProbabilityResult {
   targetAlreadyReached: boolean;
   /** d2 used for the at-expiry probability. */
   d2: number;
+  /**
+   * The reported probabilities that are positive but below the smallest double
+   * (≈4.9e-324), so that the number above reads 0: never a true 0, since σ√T > 0.
+   */
+  nullReasons: Partial<Record<'probabilityInTheMoneyAtExpiry' | 'probabilityOfTouchBeforeExpiry', NumericRangeReason>>;
 }
 
 export function probabilityOfTarget(input: ProbabilityInput): ProbabilityResult {
@@ -66,7 +71,9 @@ export function probabilityOfTarget(input: ProbabilityInput): ProbabilityResult 
     touch = 1;
   } else {
     // 2·(1 − N(a)) computed as 2·N(−a): no cancellation for far targets.
-    const a = Math.abs(Math.log(K / S)) / sigmaSqrtT;
+    // ln(K/S) by logRatio: a difference of logarithms where K/S would leave
+    // the double range (a far target), the log of the quotient elsewhere.
+    const a = Math.abs(logRatio(K, S)) / sigmaSqrtT;
     touch = Math.min(1, 2 * normCdf(-a));
   }
 
@@ -79,9 +86,16 @@ export function probabilityOfTarget(input: ProbabilityInput): ProbabilityResult 
   // consistent touch probability is >= the at-expiry one, so we report the
   // maximum and flag it.
   const touchFlooredToExpiry = touch < atExpiry;
+  const reported = touchFlooredToExpiry ? atExpiry : touch;
+  // N(x) > 0 for every x when σ > 0: a 0 here is a probability below the
+  // smallest double (normCdf returns 0 beyond x ≈ −38.5), not an impossibility.
+  const nullReasons: ProbabilityResult['nullReasons'] = {};
+  if (atExpiry === 0) nullReasons.probabilityInTheMoneyAtExpiry = 'underflow';
+  if (reported === 0) nullReasons.probabilityOfTouchBeforeExpiry = 'underflow';
   return {
+    nullReasons,
     probabilityInTheMoneyAtExpiry: atExpiry,
-    probabilityOfTouchBeforeExpiry: touchFlooredToExpiry ? atExpiry : touch,
+    probabilityOfTouchBeforeExpiry: reported,
     driftlessTouchProbability: touch,
     touchFlooredToExpiry,
     targetAlreadyReached,

@@ -34,12 +34,13 @@
  *   2. Present-value P&L: X = e^{−rT}·payoff(S_T) + netCreditDebit, the expiry
  *      payoff discounted at the risk-free rate to today, when the premium is
  *      paid. trueExpectedValue = E[X] = e^{−rT}·E[payoff(S_T)] + netCreditDebit.
- *      Under the risk-neutral measure e^{−rT}·E[payoff] is exactly the
- *      closed-form BSM value of the structure, so a fairly priced structure
- *      has EV = 0 (quadrature error ~1e-15 relative; amounts below 1e-12 of
- *      the position's notional scale are reported as exactly 0). riskMetrics are
- *      moments of this same X, so they are consistent with the EV (e.g. omega
- *      = 1 when EV = 0).
+ *      E[payoff] is the closed form, leg by leg (the call or put formula with
+ *      rate 0 and dividend yield −μ). Under the risk-neutral measure
+ *      e^{−rT}·E[payoff] is exactly the closed-form BSM value of the structure,
+ *      so a fairly priced structure has EV = 0 (an EV below 1e-12 of the
+ *      amounts it is formed from is rounding, reported as exactly 0).
+ *      riskMetrics are moments of this same X by quadrature, so they are
+ *      consistent with the EV (e.g. omega = 1 when EV = 0).
  *
  * maxLoss sign: reported as a POSITIVE number of dollars that can be lost
  *   (maxLoss = −min expiry P&L). It is <= 0 only for a structure that cannot
@@ -50,7 +51,7 @@
  * Integration: Gauss–Legendre over ln S_T, split at every strike and at every
  *   zero of the present-value P&L (see lognormal-quadrature.ts).
  */
-import { assertMarketInputs, priceOption } from './black-scholes.ts';
+import { assertMarketInputs, binaryExponent, ldexp, priceOption, type NumericRangeReason } from './black-scholes.ts';
 import { integrationGrid, lognormalIntervalProbability, terminalDistribution, type IntegrationInfo } from './lognormal-quadrature.ts';
 import type { OptionLeg } from './option-structures.ts';
 
@@ -72,19 +73,21 @@ export interface StrategyInput {
 }
 
 interface LegValuation extends OptionLeg {
-  /** Closed-form BSM fair value per share. */
-  fairValuePerShare: number;
-  /** fairValuePerShare × quantity × multiplier (always >= 0). */
-  premium: number;
+  /** Closed-form BSM fair value per share; null when outside the double range (nullReasons says why). */
+  fairValuePerShare: number | null;
+  /** fairValuePerShare × quantity × multiplier (always >= 0); null as fairValuePerShare, or on overflow. */
+  premium: number | null;
   /** +premium for a sell (received), −premium for a buy (paid). */
-  cashFlow: number;
+  cashFlow: number | null;
+  /** Which of the three is null, and why; empty for ordinary inputs. */
+  nullReasons: Partial<Record<'fairValuePerShare' | 'premium' | 'cashFlow', NumericRangeReason>>;
 }
 
 interface RiskMetrics {
-  /** Standard deviation of the present-value P&L X. */
-  standardDeviation: number;
-  /** sqrt(E[min(X, 0)²]) (target 0). */
-  downsideDeviation: number;
+  /** Standard deviation of the present-value P&L X; null only outside the double range. */
+  standardDeviation: number | null;
+  /** sqrt(E[min(X, 0)²]) (target 0); null only outside the double range. */
+  downsideDeviation: number | null;
   /** trueExpectedValue / capitalAtRisk, capitalAtRisk = maxLoss; null when maxLoss is unbounded or <= 0. */
   expectedReturn: number | null;
   /** trueExpectedValue / downsideDeviation; null when downsideDeviation = 0. */
@@ -112,13 +115,13 @@ export interface StrategyAssumptions {
 export interface StrategyResult {
   structure: string;
   legs: LegValuation[];
-  netCreditDebit: number;
+  netCreditDebit: number | null;
   /** E[payoff(S_T)] under the measure, undiscounted, whole position. */
-  expectedPayoffAtExpiry: number;
+  expectedPayoffAtExpiry: number | null;
   /** e^{−rT}·E[payoff(S_T)] + netCreditDebit. */
-  trueExpectedValue: number;
-  /** Expiry-P&L breakevens, ascending. */
-  breakevens: number[];
+  trueExpectedValue: number | null;
+  /** Expiry-P&L breakevens, ascending (null for one outside the double range). */
+  breakevens: Array<number | null>;
   /** P(expiry P&L > 0) under the measure, closed form from the breakevens. */
   probabilityOfProfit: number;
   maxProfit: number | null;
@@ -128,7 +131,42 @@ export interface StrategyResult {
   /** probabilityOfProfit × maxProfit; null when maxProfit is unbounded. */
   naivePopTimesMaxProfit: number | null;
   riskMetrics: RiskMetrics;
+  /**
+   * The dollar (or price) figures that are null because their value is outside
+   * the double range, keyed by path (`breakevens` for any of its entries); a
+   * leg's own are in the leg. Empty for ordinary inputs.
+   */
+  nullReasons: Partial<Record<StrategyFigure, NumericRangeReason>>;
   assumptions: StrategyAssumptions;
+}
+
+export type StrategyFigure =
+  | 'netCreditDebit'
+  | 'expectedPayoffAtExpiry'
+  | 'trueExpectedValue'
+  | 'breakevens'
+  | 'maxProfit'
+  | 'maxLoss'
+  | 'naivePopTimesMaxProfit'
+  | 'riskMetrics.standardDeviation'
+  | 'riskMetrics.downsideDeviation';
+
+/** The same figures in the scaled problem, where every one is a finite double. */
+interface ScaledResult {
+  /** Each leg's fair value × quantity × multiplier, in input order. */
+  legPremiums: number[];
+  netCreditDebit: number;
+  expectedPayoffAtExpiry: number;
+  trueExpectedValue: number;
+  breakevens: number[];
+  probabilityOfProfit: number;
+  maxProfit: number | null;
+  maxLoss: number | null;
+  maxProfitUnbounded: boolean;
+  maxLossUnbounded: boolean;
+  naivePopTimesMaxProfit: number | null;
+  riskMetrics: { [K in keyof RiskMetrics]: K extends 'standardDeviation' | 'downsideDeviation' ? number : RiskMetrics[K] };
+  integration: IntegrationInfo;
 }
 interface PiecewiseLinear {
   /** Sorted distinct knots, starting at 0. */
@@ -147,12 +185,13 @@ function signedQty(leg: OptionLeg, multiplier: number): number {
   return (leg.action === 'buy' ? 1 : -1) * leg.quantity * multiplier;
 }
 
-/** Expiry payoff of the legs (no premium), whole position. */
-function payoffAtExpiry(legs: readonly OptionLeg[], multiplier: number, sT: number): number {
+/** Expiry payoff of the legs (no premium), whole position; with `abs`, the sum of the legs' absolute payoffs. */
+function payoffAtExpiry(legs: readonly OptionLeg[], multiplier: number, sT: number, abs = false): number {
   let v = 0;
   for (const leg of legs) {
     const intrinsic = leg.type === 'call' ? Math.max(sT - leg.strike, 0) : Math.max(leg.strike - sT, 0);
-    v += signedQty(leg, multiplier) * intrinsic;
+    const q = signedQty(leg, multiplier);
+    v += (abs ? Math.abs(q) : q) * intrinsic;
   }
   return v;
 }
@@ -226,6 +265,34 @@ function assertLegs(legs: readonly OptionLeg[]): void {
   }
 }
 
+/**
+ * The exponent k of the power of two 2^k the problem is scaled by: spot/2^k in
+ * [1, 2), unless a strike would then leave [2^−900, 2^900], when k centres the
+ * range of spot and strikes instead.
+ */
+function scaleExponent(spot: number, strikes: readonly number[]): number {
+  const k = binaryExponent(spot);
+  const exps = [k, ...strikes.map(binaryExponent)];
+  const lo = Math.min(...exps);
+  const hi = Math.max(...exps);
+  if (hi - k <= 900 && k - lo <= 900) return k;
+  return Math.round((lo + hi) / 2);
+}
+
+/**
+ * The EV and risk of the structure, over the whole double range.
+ *
+ * The problem is homogeneous in (spot, strikes): scaling both by c scales
+ * every dollar and price figure (premiums, net credit, EV, expected payoff,
+ * breakevens, max profit and loss, standard and downside deviation) by c and
+ * leaves every probability and ratio unchanged. So it is solved with spot and
+ * strikes divided by c = 2^k, which puts the spot in [1, 2) (an exact
+ * division: the scaled problem is the caller's, only nearer 1), and each
+ * dollar figure is multiplied back by 2^k. A figure that then leaves the
+ * double range is null, its path in `nullReasons` with 'overflow' or
+ * 'underflow'; a figure the scaled problem makes exactly 0 stays 0. Leg fair
+ * values are the closed form at the caller's own inputs.
+ */
 export function evaluateStrategy(input: StrategyInput): StrategyResult {
   const { spot, timeYears: T, rate: r, vol } = input;
   const q = input.dividendYield ?? 0;
@@ -235,17 +302,100 @@ export function evaluateStrategy(input: StrategyInput): StrategyResult {
   if (!Number.isFinite(multiplier) || !(multiplier > 0)) throw new RangeError('contractMultiplier must be > 0');
   const realWorld = input.drift !== undefined && input.drift !== null;
   if (realWorld && !Number.isFinite(input.drift)) throw new RangeError('drift must be a finite number');
+  const legsIn = input.legs.map((l) => ({ action: l.action, type: l.type, strike: l.strike, quantity: l.quantity }));
+
+  const nullReasons: StrategyResult['nullReasons'] = {};
+
+  const k = scaleExponent(
+    spot,
+    legsIn.map((l) => l.strike),
+  );
+  const scaled = evaluateScaled({ ...input, spot: ldexp(spot, -k), legs: legsIn.map((l) => ({ ...l, strike: ldexp(l.strike, -k) })) });
+
+  // Leg values in the caller's units: the fair value is the closed form at the
+  // caller's inputs; the premium is fair value × quantity × multiplier, or,
+  // where that product is not a double (the fair value alone underflows, or the
+  // product overflows), the scaled problem's premium scaled back.
+  let cashSum = 0;
+  const legs: LegValuation[] = legsIn.map((leg, i) => {
+    const priced = priceOption({ spot, strike: leg.strike, timeYears: T, rate: r, vol, dividendYield: q, type: leg.type });
+    const why: LegValuation['nullReasons'] = {};
+    const fair = priced.nullReasons.price ? null : priced.price;
+    if (priced.nullReasons.price) why.fairValuePerShare = priced.nullReasons.price;
+    let premium = fair === null ? NaN : fair * leg.quantity * multiplier;
+    if (!(Number.isFinite(premium) && premium > 0)) {
+      premium = ldexp(scaled.legPremiums[i], k);
+      if (!Number.isFinite(premium)) why.premium = why.cashFlow = 'overflow';
+      else if (premium === 0) why.premium = why.cashFlow = 'underflow';
+    }
+    if (why.premium) {
+      cashSum = NaN;
+      return { ...leg, fairValuePerShare: fair, premium: null, cashFlow: null, nullReasons: why };
+    }
+    const cashFlow = leg.action === 'sell' ? premium : -premium;
+    cashSum += cashFlow;
+    return { ...leg, fairValuePerShare: fair, premium, cashFlow, nullReasons: why };
+  });
+
+  /** A dollar or price figure of the scaled problem, back in the caller's units. */
+  const money = (path: StrategyFigure, v: number | null): number | null => {
+    if (v === null || v === 0) return v;
+    const out = ldexp(v, k);
+    if (!Number.isFinite(out)) nullReasons[path] = 'overflow';
+    else if (out === 0) nullReasons[path] = 'underflow';
+    else return out;
+    return null;
+  };
+  // The sum of the legs' own cash flows when each is a double (the figure the
+  // caller can add up), else the scaled sum scaled back.
+  const netCreditDebit = Number.isFinite(cashSum) ? cashSum : money('netCreditDebit', scaled.netCreditDebit);
+  const rm = scaled.riskMetrics;
+  return {
+    structure: input.structure,
+    legs,
+    netCreditDebit,
+    expectedPayoffAtExpiry: money('expectedPayoffAtExpiry', scaled.expectedPayoffAtExpiry),
+    trueExpectedValue: money('trueExpectedValue', scaled.trueExpectedValue),
+    breakevens: scaled.breakevens.map((b) => money('breakevens', b)),
+    probabilityOfProfit: scaled.probabilityOfProfit,
+    maxProfit: money('maxProfit', scaled.maxProfit),
+    maxLoss: money('maxLoss', scaled.maxLoss),
+    maxProfitUnbounded: scaled.maxProfitUnbounded,
+    maxLossUnbounded: scaled.maxLossUnbounded,
+    naivePopTimesMaxProfit: money('naivePopTimesMaxProfit', scaled.naivePopTimesMaxProfit),
+    riskMetrics: {
+      ...rm,
+      standardDeviation: money('riskMetrics.standardDeviation', rm.standardDeviation),
+      downsideDeviation: money('riskMetrics.downsideDeviation', rm.downsideDeviation),
+    },
+    nullReasons,
+    assumptions: {
+      measure: realWorld ? 'real_world' : 'risk_neutral',
+      driftUsed: realWorld ? (input.drift as number) : r - q,
+      dividendYield: q,
+      discountRate: r,
+      contractMultiplier: multiplier,
+      integration: scaled.integration,
+    },
+  };
+}
+
+/** The figures of a problem whose spot and strikes are near 1 (see evaluateStrategy), in its units. */
+function evaluateScaled(input: StrategyInput): ScaledResult {
+  const { spot, timeYears: T, rate: r, vol } = input;
+  const q = input.dividendYield ?? 0;
+  const multiplier = input.contractMultiplier ?? 100;
+  const realWorld = input.drift !== undefined && input.drift !== null;
   const mu = realWorld ? (input.drift as number) : r - q;
   const legsIn = input.legs.map((l) => ({ action: l.action, type: l.type, strike: l.strike, quantity: l.quantity }));
 
   // Closed-form leg values and the entry credit/debit.
   let netCreditDebit = 0;
-  const legs: LegValuation[] = legsIn.map((leg) => {
+  const legPremiums = legsIn.map((leg) => {
     const fair = priceOption({ spot, strike: leg.strike, timeYears: T, rate: r, vol, dividendYield: q, type: leg.type }).price;
     const premium = fair * leg.quantity * multiplier;
-    const cashFlow = leg.action === 'sell' ? premium : -premium;
-    netCreditDebit += cashFlow;
-    return { ...leg, fairValuePerShare: fair, premium, cashFlow };
+    netCreditDebit += leg.action === 'sell' ? premium : -premium;
+    return premium;
   });
 
   const discount = Math.exp(-r * T);
@@ -273,34 +423,51 @@ export function evaluateStrategy(input: StrategyInput): StrategyResult {
   const grid = integrationGrid(terminal, [...strikes, ...pvCrossings]);
   const n = grid.s.length;
   const payoff = new Float64Array(n);
+  const absPayoff = new Float64Array(n);
   let mass = 0;
-  let sumPayoff = 0;
   for (let j = 0; j < n; j += 1) {
     payoff[j] = payoffAtExpiry(legsIn, multiplier, grid.s[j]);
+    absPayoff[j] = payoffAtExpiry(legsIn, multiplier, grid.s[j], true);
     mass += grid.w[j];
-    sumPayoff += grid.w[j] * payoff[j];
   }
-  const expectedPayoffAtExpiry = sumPayoff / mass;
-  // Dollar amounts below the rounding floor of these sums (1e-12 of the
-  // position's notional scale, pvPnl.tol) are reported as exactly 0, so a fair
-  // structure under the risk-neutral measure shows EV = 0 rather than ±1e-14,
-  // and noise is never turned into a ratio.
-  const zeroTol = pvPnl.tol;
-  const snap = (v: number) => (Math.abs(v) <= zeroTol ? 0 : v);
-  const trueExpectedValue = snap(discount * expectedPayoffAtExpiry + netCreditDebit);
+  // E[payoff] in closed form, leg by leg: E[(S_T − K)^+] under drift μ is the
+  // call formula with rate 0 and dividend yield −μ (put likewise), evaluated
+  // over the whole double range by priceOption, so a far out-of-the-money leg
+  // keeps its (tiny) expectation instead of the quadrature's truncated 0.
+  let expectedPayoffAtExpiry = 0;
+  let payoffScale = 0;
+  for (const leg of legsIn) {
+    const e = priceOption({ spot, strike: leg.strike, timeYears: T, rate: 0, vol, dividendYield: -mu, type: leg.type }).price * leg.quantity * multiplier;
+    expectedPayoffAtExpiry += leg.action === 'buy' ? e : -e;
+    payoffScale += e;
+  }
+  const cashScale = legPremiums.reduce((a, p) => a + p, 0);
+  // EV below 1e-12 of what it is formed from (the legs' premiums and discounted
+  // expectations) is rounding, and reported as exactly 0: under the
+  // risk-neutral measure e^{−rT}·E[leg payoff] is the leg's premium, so a
+  // fairly priced structure has EV 0, and noise is never turned into a ratio.
+  const evRaw = discount * expectedPayoffAtExpiry + netCreditDebit;
+  const trueExpectedValue = Math.abs(evRaw) <= 1e-12 * (cashScale + discount * payoffScale) ? 0 : evRaw;
 
+  // The present-value P&L at each node; a value within rounding of 0 (1e-13 of
+  // the amounts it is the sum of) is 0, so a riskless structure (a box) has no
+  // deviation made of noise, while a small real loss (a tiny premium) stays.
   const x = new Float64Array(n);
   let m2 = 0;
   let down2 = 0;
   let upside = 0;
   let downside = 0;
   for (let j = 0; j < n; j += 1) {
-    const v = snap(discount * payoff[j] + netCreditDebit);
+    const raw = discount * payoff[j] + netCreditDebit;
+    const v = Math.abs(raw) <= 1e-13 * (discount * absPayoff[j] + cashScale) ? 0 : raw;
     x[j] = v;
-    const d = v - trueExpectedValue;
-    m2 += grid.w[j] * d * d;
+    // Second moments as (sqrt(w)·x)²: w·x² would lose the nodes where w
+    // underflows, and x² alone can overflow (grid.sw).
+    const d = grid.sw[j] * (v - trueExpectedValue);
+    m2 += d * d;
     if (v < 0) {
-      down2 += grid.w[j] * v * v;
+      const dn = grid.sw[j] * v;
+      down2 += dn * dn;
       downside -= grid.w[j] * v;
     } else {
       upside += grid.w[j] * v;
@@ -311,7 +478,7 @@ export function evaluateStrategy(input: StrategyInput): StrategyResult {
   const capitalAtRisk = maxLoss !== null && maxLoss > 0 ? maxLoss : null;
   const minPv = pvPnl.tailSlope < 0 ? -Infinity : Math.min(...pvPnl.values);
 
-  const riskMetrics: RiskMetrics = {
+  const riskMetrics: ScaledResult['riskMetrics'] = {
     standardDeviation,
     downsideDeviation,
     expectedReturn: capitalAtRisk === null ? null : trueExpectedValue / capitalAtRisk,
@@ -321,8 +488,7 @@ export function evaluateStrategy(input: StrategyInput): StrategyResult {
   };
 
   return {
-    structure: input.structure,
-    legs,
+    legPremiums,
     netCreditDebit,
     expectedPayoffAtExpiry,
     trueExpectedValue,
@@ -334,14 +500,7 @@ export function evaluateStrategy(input: StrategyInput): StrategyResult {
     maxLossUnbounded,
     naivePopTimesMaxProfit,
     riskMetrics,
-    assumptions: {
-      measure: realWorld ? 'real_world' : 'risk_neutral',
-      driftUsed: mu,
-      dividendYield: q,
-      discountRate: r,
-      contractMultiplier: multiplier,
-      integration: grid.info,
-    },
+    integration: grid.info,
   };
 }
 

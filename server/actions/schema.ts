@@ -1,3 +1,4 @@
+import { ACTIONS_CHECK_MAX_AGE_DAYS, staleMetaFields } from '../core/freshness.ts';
 import { z } from 'zod';
 import { FiniteNumber, jsonCell } from '../ingest/fields.ts';
 import { IdSchema, type InstrumentId, InstrumentIdSchema, nameBasedUuid } from '../core/ids.ts';
@@ -93,7 +94,10 @@ export type CoverageCheckRow = z.infer<typeof CoverageCheckRowSchema>;
 export const CorporateActionsMetaSchema = z.strictObject({
   asOf: z.string(),
   source: z.string(),
-  stale: z.boolean(),
+  ...staleMetaFields(
+    ['actions_never_checked', 'actions_check_old'],
+    `the instrument's action history was never checked against a source by the read's instant, or last checked more than ${ACTIONS_CHECK_MAX_AGE_DAYS} days before it`,
+  ),
   actionSetVersion: z.int().min(0),
   includeBackfilled: z.boolean(),
   provenance: ProvenanceCountsSchema,

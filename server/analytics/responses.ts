@@ -16,9 +16,11 @@ import {
   MA_TRENDS,
   MACD_CROSSOVERS,
   MACD_TRENDS,
+  type NumericRangeReason,
   RSI_SIGNALS,
   STOCHASTIC_SIGNALS,
   type StrategyAssumptions,
+  type StrategyFigure,
   STRUCTURE_NAMES,
   TREND_DIRECTIONS,
   VWAP_SIGNALS,
@@ -33,6 +35,18 @@ const members = <T extends string>(set: Record<T, true>) => Object.keys(set) as 
 const CANDLESTICK_SIGNALS = members<CandlestickSignal>({ bullish: true, bearish: true, neutral: true });
 const CHART_PATTERN_SIGNALS = members<ChartPatternSignal>({ bullish: true, bearish: true, neutral: true });
 const MEASURES = members<StrategyAssumptions['measure']>({ risk_neutral: true, real_world: true });
+const NUMERIC_RANGE_REASONS = members<NumericRangeReason>({ overflow: true, underflow: true });
+const STRATEGY_FIGURES = members<StrategyFigure>({
+  netCreditDebit: true,
+  expectedPayoffAtExpiry: true,
+  trueExpectedValue: true,
+  breakevens: true,
+  maxProfit: true,
+  maxLoss: true,
+  naivePopTimesMaxProfit: true,
+  'riskMetrics.standardDeviation': true,
+  'riskMetrics.downsideDeviation': true,
+});
 const CORRELATION_EXCLUSIONS = members<NonNullable<CorrelationInstrument['reason']>>({ insufficient_observations: true, insufficient_overlap: true });
 
 const count = z.int().min(0);
@@ -53,15 +67,29 @@ const marketInputs = {
   dividendYield: z.number().describe('continuous annual yield, decimal'),
 };
 
+/** Why a figure is null although it has a value: outside the range of a double. */
+const RangeReason = z
+  .enum(NUMERIC_RANGE_REASONS)
+  .describe(
+    'overflow: the magnitude is above the largest double (about 1.8e308); underflow: the value is not 0 but its magnitude is below the smallest positive double (about 4.9e-324)',
+  );
+const outOfRange = ' null only when the value is outside the double range, the reason in nullReasons';
+const nullReasons = <K extends string>(keys: readonly K[], description: string) =>
+  z.strictObject(Object.fromEntries(keys.map((key) => [key, RangeReason.optional()])) as Record<K, z.ZodOptional<typeof RangeReason>>).describe(description);
+
 export const OptionPriceDataSchema = z.strictObject({
-  price: z.number().min(0).describe('fair value per share (one underlying unit), in the price unit of spot'),
+  price: z.number().min(0).nullable().describe(`fair value per share (one underlying unit), in the price unit of spot;${outOfRange}`),
   greeks: z.strictObject({
-    delta: z.number().describe('∂V/∂S: value change per 1 unit of spot, per share'),
-    gamma: z.number().describe('∂²V/∂S²: delta change per 1 unit of spot, per share'),
-    theta: z.number().describe('value change per calendar day of time passing, per share; negative when the option loses value'),
-    vega: z.number().describe('value change per 1 percentage point of volatility, per share'),
-    rho: z.number().describe('value change per 1 percentage point of the rate, per share'),
+    delta: z.number().nullable().describe(`∂V/∂S: value change per 1 unit of spot, per share;${outOfRange}`),
+    gamma: z.number().nullable().describe(`∂²V/∂S²: delta change per 1 unit of spot, per share;${outOfRange}`),
+    theta: z.number().nullable().describe(`value change per calendar day of time passing, per share; negative when the option loses value;${outOfRange}`),
+    vega: z.number().nullable().describe(`value change per 1 percentage point of volatility, per share;${outOfRange}`),
+    rho: z.number().nullable().describe(`value change per 1 percentage point of the rate, per share;${outOfRange}`),
   }),
+  nullReasons: nullReasons(
+    ['price', 'greeks.delta', 'greeks.gamma', 'greeks.theta', 'greeks.vega', 'greeks.rho'],
+    'each figure that is null, by its path, with the reason; empty when every figure is a number',
+  ),
   assumptions: z.strictObject({
     model: z.literal('black-scholes'),
     ...marketInputs,
@@ -73,9 +101,19 @@ export const OptionPriceDataSchema = z.strictObject({
 });
 
 export const ProbabilityDataSchema = z.strictObject({
-  probabilityInTheMoneyAtExpiry: fraction.describe('risk-neutral probability of finishing at or beyond the target (in `direction`) at expiry'),
-  probabilityOfTouchBeforeExpiry: fraction.describe(
-    'probability of reaching the target at any time before expiry: driftless first passage, never below the at-expiry figure',
+  probabilityInTheMoneyAtExpiry: fraction
+    .nullable()
+    .describe(
+      `risk-neutral probability of finishing at or beyond the target (in \`direction\`) at expiry;${outOfRange} (underflow: positive but below about 4.9e-324)`,
+    ),
+  probabilityOfTouchBeforeExpiry: fraction
+    .nullable()
+    .describe(
+      `probability of reaching the target at any time before expiry: driftless first passage, never below the at-expiry figure;${outOfRange} (underflow: positive but below about 4.9e-324)`,
+    ),
+  nullReasons: nullReasons(
+    ['probabilityInTheMoneyAtExpiry', 'probabilityOfTouchBeforeExpiry'],
+    'each probability that is null, with the reason; empty when both are numbers',
   ),
   assumptions: z.strictObject({
     model: z.literal('lognormal-terminal'),
@@ -90,7 +128,7 @@ export const ProbabilityDataSchema = z.strictObject({
   }),
 });
 
-const dollars = (description: string) => z.number().describe(`${description}; dollars, whole position`);
+const dollarsOrNull = (description: string) => z.number().nullable().describe(`${description}; dollars, whole position;${outOfRange}`);
 
 export const StrategyEvDataSchema = z.strictObject({
   structure: z.enum(STRUCTURE_NAMES),
@@ -100,24 +138,37 @@ export const StrategyEvDataSchema = z.strictObject({
       type: OptionTypeSchema,
       strike: z.number(),
       quantity: z.int().min(1).describe('contracts'),
-      fairValuePerShare: z.number().min(0).describe('Black-Scholes-Merton value per share'),
-      premium: dollars('fairValuePerShare × quantity × contractMultiplier, never negative'),
-      cashFlow: dollars('+premium for a sell (received), −premium for a buy (paid)'),
+      fairValuePerShare: z.number().min(0).nullable().describe(`Black-Scholes-Merton value per share;${outOfRange}`),
+      premium: dollarsOrNull('fairValuePerShare × quantity × contractMultiplier, never negative'),
+      cashFlow: dollarsOrNull('+premium for a sell (received), −premium for a buy (paid)'),
+      nullReasons: nullReasons(
+        ['fairValuePerShare', 'premium', 'cashFlow'],
+        "each of the leg's figures that is null, with the reason; empty for ordinary inputs",
+      ),
     }),
   ),
-  netCreditDebit: dollars("sum of the legs' cash flows: positive = net credit received, negative = net debit paid"),
-  trueExpectedValue: dollars('expected present-value P&L: e^(−rT)·E[payoff at expiry] + netCreditDebit; about 0 for fairly priced legs under risk_neutral'),
-  expectedPayoffAtExpiry: dollars('E[payoff at expiry] under the measure, undiscounted'),
+  netCreditDebit: dollarsOrNull("sum of the legs' cash flows: positive = net credit received, negative = net debit paid"),
+  trueExpectedValue: dollarsOrNull(
+    'expected present-value P&L: e^(−rT)·E[payoff at expiry] + netCreditDebit; about 0 for fairly priced legs under risk_neutral',
+  ),
+  expectedPayoffAtExpiry: dollarsOrNull('E[payoff at expiry] under the measure, undiscounted'),
   probabilityOfProfit: fraction.describe('probability under the measure that the expiry P&L (premium at face value) is above 0'),
-  breakevens: z.array(z.number()).describe('prices at expiry where the expiry P&L crosses 0, ascending'),
-  maxProfit: z.number().nullable().describe('maximum expiry P&L in dollars, whole position; null when unbounded'),
-  maxLoss: z.number().nullable().describe('maximum expiry loss as a positive number of dollars, whole position; null when unbounded'),
+  breakevens: z.array(z.number().nullable()).describe(`prices at expiry where the expiry P&L crosses 0, ascending; an entry is${outOfRange} (key breakevens)`),
+  maxProfit: z.number().nullable().describe(`maximum expiry P&L in dollars, whole position; null when unbounded (maxProfitUnbounded), otherwise${outOfRange}`),
+  maxLoss: z
+    .number()
+    .nullable()
+    .describe(`maximum expiry loss as a positive number of dollars, whole position; null when unbounded (maxLossUnbounded), otherwise${outOfRange}`),
   maxProfitUnbounded: z.boolean(),
   maxLossUnbounded: z.boolean(),
-  naivePopTimesMaxProfit: z.number().nullable().describe('probabilityOfProfit × maxProfit; null when maxProfit is unbounded'),
+  naivePopTimesMaxProfit: z.number().nullable().describe(`probabilityOfProfit × maxProfit; null when maxProfit is null`),
+  nullReasons: nullReasons(
+    STRATEGY_FIGURES,
+    "each dollar or price figure that is null because its value is outside the double range, by its path (breakevens: any of its entries; a leg's figures: in the leg), with the reason; empty for ordinary inputs. Probabilities and ratios are scale-free and always computed.",
+  ),
   riskMetrics: z.strictObject({
-    standardDeviation: dollars('standard deviation of the present-value P&L'),
-    downsideDeviation: dollars('sqrt(E[min(P&L, 0)²]) of the present-value P&L'),
+    standardDeviation: dollarsOrNull('standard deviation of the present-value P&L'),
+    downsideDeviation: dollarsOrNull('sqrt(E[min(P&L, 0)²]) of the present-value P&L'),
     expectedReturn: z.number().nullable().describe('trueExpectedValue / maxLoss; null when maxLoss is unbounded or not positive'),
     sortinoRatio: z.number().nullable().describe('trueExpectedValue / downsideDeviation; null when downsideDeviation is 0'),
     omegaRatio: z.number().nullable().describe('E[gains] / E[losses] of the present-value P&L; null when no loss is possible'),

@@ -14,11 +14,31 @@ import * as market from './market-service.ts';
 import * as service from './service.ts';
 import { InstrumentParamsSchema } from '../core/ids.ts';
 import { NoQuerySchema } from '../core/params.ts';
+import { freshness, readInstant, SERIES_RULE, SERIES_STALE_REASONS, staleMetaFields } from '../core/freshness.ts';
+import { dailySeriesFreshness } from '../prices/freshness.ts';
+import type { Database } from '../db/database.ts';
 
 const TAG = 'Analytics';
-const computedMeta = z.strictObject({ asOf: z.string(), source: z.string(), stale: z.boolean() });
-const meta = () => ({ asOf: new Date().toISOString(), source: 'computed', stale: false });
-const fromBars = (asOf: string) => ({ asOf, source: 'computed from adjusted daily bars', stale: false });
+const computedMeta = z.strictObject({
+  asOf: z.string(),
+  source: z.string(),
+  stale: z
+    .boolean()
+    .describe('computed from the request body alone: with no stored input that could be behind, the figures are as fresh as the request, so false'),
+  staleReason: z.null().describe('null: nothing stored can make these figures stale'),
+});
+const barsMeta = z.strictObject({
+  asOf: z.string(),
+  source: z.string(),
+  ...staleMetaFields(SERIES_STALE_REASONS, `an instrument's series is stale at the window's end (asOf, else the time of computing): ${SERIES_RULE}`),
+});
+// Nothing stored goes into these figures: their freshness is that of an empty set of inputs.
+const meta = () => ({ asOf: new Date().toISOString(), source: 'computed', ...freshness<never>() });
+/** The figures over stored bars are as fresh as the instruments' series at the window's end. */
+async function fromBars(db: Database, asOf: string, ids: string[], cutoff: { instant: Date } | undefined) {
+  const fresh = await db.run((sql) => dailySeriesFreshness(sql, ids, readInstant(cutoff)));
+  return { asOf, source: 'computed from adjusted daily bars', ...fresh };
+}
 
 export const optionPriceRoute = defineRoute({
   method: 'post',
@@ -76,7 +96,7 @@ export const technicalsRoute = defineRoute({
   scope: 'technicals:read',
   params: InstrumentParamsSchema,
   query: TechnicalsQuerySchema,
-  response: { status: 200, description: 'the indicators and the assumptions', data: TechnicalsDataSchema, meta: computedMeta },
+  response: { status: 200, description: 'the indicators and the assumptions', data: TechnicalsDataSchema, meta: barsMeta },
   errors: ['not_found'],
 });
 
@@ -90,7 +110,7 @@ export const correlationsRoute = defineRoute({
     "Pearson or Spearman correlation of every pair of 2 to 20 instruments, over the log returns between the dates all usable instruments have closes for, in the calendar days (end − lookbackDays, end], end being the UTC day of asOf (today without it). Closes are adjusted with the corporate actions known at the window's end, backfilled actions left out. An instrument with fewer than 3 returns is listed unusable with its count, never zero-padded; unknown ids are listed in unknownInstrumentIds; fewer than two usable instruments is a 400.",
   scope: 'correlations:read',
   query: CorrelationsQuerySchema,
-  response: { status: 200, description: 'each pair and the assumptions', data: CorrelationsDataSchema, meta: computedMeta },
+  response: { status: 200, description: 'each pair and the assumptions', data: CorrelationsDataSchema, meta: barsMeta },
   errors: [],
 });
 
@@ -105,7 +125,7 @@ export const betaRoute = defineRoute({
   scope: 'correlations:read',
   params: InstrumentParamsSchema,
   query: BetaQuerySchema,
-  response: { status: 200, description: 'the regression and the assumptions', data: BetaDataSchema, meta: computedMeta },
+  response: { status: 200, description: 'the regression and the assumptions', data: BetaDataSchema, meta: barsMeta },
   errors: ['not_found'],
 });
 
@@ -118,17 +138,17 @@ export const analyticsArea: Area = {
 
     routes.handle(technicalsRoute, async ({ params, query }) => {
       const data = await pool.withReadSlot('technicals', () => market.technicals(readDb, pool, params.id, query));
-      return { data, meta: fromBars(data.assumptions.asOf) };
+      return { data, meta: await fromBars(readDb, data.assumptions.asOf, [params.id], query.asOf) };
     });
 
     routes.handle(correlationsRoute, async ({ query }) => {
       const data = await pool.withReadSlot('correlations', () => market.correlations(readDb, pool, query));
-      return { data, meta: fromBars(data.assumptions.asOf) };
+      return { data, meta: await fromBars(readDb, data.assumptions.asOf, query.instrumentIds, query.asOf) };
     });
 
     routes.handle(betaRoute, async ({ params, query }) => {
       const data = await pool.withReadSlot('beta', () => market.beta(readDb, pool, params.id, query));
-      return { data, meta: fromBars(data.assumptions.asOf) };
+      return { data, meta: await fromBars(readDb, data.assumptions.asOf, [params.id, query.benchmarkId], query.asOf) };
     });
   },
 };

@@ -2,7 +2,7 @@ import { closedForm, type WorkerPool } from '../worker-pool.ts';
 import type { z } from 'zod';
 import type { OptionPriceSchema, ProbabilitySchema, StrategyEvBody } from './schema.ts';
 import { AppError } from '../core/errors.ts';
-import { DAY_COUNT_CONVENTION, DAYS_PER_YEAR, type OptionLeg } from '../../workers/contract.ts';
+import { DAY_COUNT_CONVENTION, DAYS_PER_YEAR, type NumericRangeReason, type OptionLeg } from '../../workers/contract.ts';
 
 const GREEK_UNITS = {
   delta: 'per 1 unit of spot, per share',
@@ -24,9 +24,25 @@ export function optionPrice(q: z.infer<typeof OptionPriceSchema>) {
     dividendYield: q.dividendYield,
     type: q.type,
   });
+  // A figure outside the double range is null, its path and reason in nullReasons (never a stand-in 0 or Infinity).
+  const why = result.nullReasons;
+  const figure = (name: keyof typeof why, v: number) => (why[name] ? null : v);
+  const nullReasons: Partial<Record<'price' | `greeks.${keyof typeof result.greeks}`, NumericRangeReason>> = {};
+  for (const [name, reason] of Object.entries(why) as Array<[keyof typeof why, NumericRangeReason]>) {
+    if (name === 'price') nullReasons.price = reason;
+    else nullReasons[`greeks.${name}`] = reason;
+  }
+  const g = result.greeks;
   return {
-    price: result.price,
-    greeks: result.greeks,
+    price: figure('price', result.price),
+    greeks: {
+      delta: figure('delta', g.delta),
+      gamma: figure('gamma', g.gamma),
+      theta: figure('theta', g.theta),
+      vega: figure('vega', g.vega),
+      rho: figure('rho', g.rho),
+    },
+    nullReasons,
     assumptions: {
       model: 'black-scholes',
       spot: q.spot,
@@ -56,8 +72,10 @@ export function probability(q: z.infer<typeof ProbabilitySchema>) {
     direction: q.direction,
   });
   return {
-    probabilityInTheMoneyAtExpiry: r.probabilityInTheMoneyAtExpiry,
-    probabilityOfTouchBeforeExpiry: r.probabilityOfTouchBeforeExpiry,
+    // A probability below the smallest double is null with reason underflow, never 0 (σ > 0: nothing is impossible).
+    probabilityInTheMoneyAtExpiry: r.nullReasons.probabilityInTheMoneyAtExpiry ? null : r.probabilityInTheMoneyAtExpiry,
+    probabilityOfTouchBeforeExpiry: r.nullReasons.probabilityOfTouchBeforeExpiry ? null : r.probabilityOfTouchBeforeExpiry,
+    nullReasons: r.nullReasons,
     assumptions: {
       model: 'lognormal-terminal',
       spot: q.spot,
@@ -118,6 +136,7 @@ export async function strategyEv(pool: WorkerPool, body: StrategyEvBody) {
     maxProfitUnbounded: result.maxProfitUnbounded,
     maxLossUnbounded: result.maxLossUnbounded,
     naivePopTimesMaxProfit: result.naivePopTimesMaxProfit,
+    nullReasons: result.nullReasons,
     riskMetrics: result.riskMetrics,
     assumptions: {
       model: 'lognormal-terminal-integration',

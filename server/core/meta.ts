@@ -1,3 +1,5 @@
+import type { Freshness } from './freshness.ts';
+
 // The meta every answer carries: when it was read, where it came from, whether it is stale.
 
 export interface Meta {
@@ -14,10 +16,14 @@ export function sourcesMeta(sources: Set<string>): string {
 
 /**
  * A page of a list read, with its meta: `rows` were read with a limit of
- * `limit + 1`, so one row more than `limit` says more matched (`truncated`).
+ * `limit + 1`, so one row more than `limit` says more matched (`truncated`),
+ * and then `nextCursor` is the cursor after the page's last row, made by
+ * `cursorAfter` from that row's index in `rows`; null when no more matched.
+ * `fresh` is the page's stale and staleReason, by its area's rule (docs/api.md, "Freshness").
  */
-export function listPage<T extends { source: string }>(rows: T[], limit: number) {
+export function listPage<T extends { source: string }>(rows: T[], limit: number, cursorAfter: (lastIndex: number) => string, fresh: Freshness) {
   const truncated = rows.length > limit;
   const data = truncated ? rows.slice(0, limit) : rows;
-  return { data, meta: { asOf: new Date().toISOString(), source: sourcesMeta(new Set(data.map((r) => r.source))), stale: false, limit, truncated } };
+  const nextCursor = truncated ? cursorAfter(limit - 1) : null;
+  return { data, meta: { asOf: new Date().toISOString(), source: sourcesMeta(new Set(data.map((r) => r.source))), ...fresh, limit, truncated, nextCursor } };
 }

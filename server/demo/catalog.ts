@@ -25,8 +25,12 @@ import { type InstrumentId, InstrumentIdSchema, nameBasedUuid } from '../core/id
 
 export type DemoSymbolPeriod = SymbolPeriod;
 
+/** The source of the demo's broker codes: synthetic mappings. */
+export const DEMO_CODES_SOURCE = 'synthetic-demo';
+
 export interface DemoInstrument extends Omit<InstrumentEntry, 'key' | 'note'> {
   id: InstrumentId;
+  brokerCodesSource: string | null;
   /** The open-ended symbol, or for a delisted instrument the last one it had. */
   currentSymbol: string;
 }
@@ -125,6 +129,8 @@ export function demoInstruments(): DemoInstrument[] {
     isActive: entry.isActive,
     currentSymbol: currentSymbolOf(entry.symbols),
     brokerCodes: { ...entry.brokerCodes },
+    // The codes imitate brokers' formats; no broker issued them (data/SOURCES.md).
+    brokerCodesSource: Object.keys(entry.brokerCodes).length ? DEMO_CODES_SOURCE : null,
     symbols: entry.symbols.map((s) => ({ ...s })),
   }));
 }

@@ -17,6 +17,7 @@ import { demoActionCoverage, demoCorporateActions, demoDailyBars, demoDailySourc
 import { demoEconomicEvents } from './economic-events.ts';
 import { demoFxRates } from './fx-closes.ts';
 import { loadDemoMacroSeries } from './macro-series.ts';
+import { storeShippedRiskFreeRates } from './risk-free-rates.ts';
 import { syntheticEarnings } from './synthetic-earnings.ts';
 import { syntheticMinuteBars } from './synthetic-intraday.ts';
 import { syntheticNews } from './synthetic-news.ts';
@@ -41,19 +42,26 @@ export interface DemoLoad {
 async function loadDemoRows(sql: Sql): Promise<Record<string, IngestResult>> {
   const instruments = demoInstruments().map(({ currentSymbol: _current, ...i }) => i);
   const basis = new Map(demoDailySources().map((s) => [s.source, s]));
+  // The sources keep no history of revisions: each bar is stated known at the
+  // end of its day (a daily bar) or of its minute (docs/demo-data.md), so an
+  // asOf read of the demo sees the bars dated up to it.
   function* dailyBars() {
     for (const bar of demoDailyBars()) {
       const source = basis.get(bar.source)!;
-      yield { ...bar, priceBasis: source.priceBasis, reflectsActionsThrough: source.reflectsActionsThrough };
+      yield { ...bar, priceBasis: source.priceBasis, reflectsActionsThrough: source.reflectsActionsThrough, knownAt: `${bar.barDate}T23:59:59.999Z` };
     }
+  }
+  function* minuteBars() {
+    for (const bar of syntheticMinuteBars()) yield { ...bar, knownAt: new Date(Date.parse(bar.barTimestamp) + 60_000).toISOString() };
   }
   return {
     instruments: await ingestRows(sql, instrumentIngest, batchesOf(instruments)),
     dailyBars: await ingestRows(sql, dailyBarIngest, batchesOf(dailyBars())),
-    intradayBars: await ingestRows(sql, intradayBarIngest, batchesOf(syntheticMinuteBars())),
+    intradayBars: await ingestRows(sql, intradayBarIngest, batchesOf(minuteBars())),
     corporateActions: await ingestRows(sql, corporateActionIngest, batchesOf(demoCorporateActions())),
     coverageChecks: await ingestRows(sql, coverageCheckIngest, batchesOf(demoActionCoverage())),
     macroSeries: await loadDemoMacroSeries(sql),
+    riskFreeRates: await storeShippedRiskFreeRates(sql),
     fxRates: await ingestRows(sql, fxRateIngest, batchesOf(demoFxRates())),
     economicEvents: await ingestRows(sql, economicEventIngest, batchesOf(demoEconomicEvents())),
     earnings: await ingestRows(sql, earningsIngest, batchesOf(syntheticEarnings())),

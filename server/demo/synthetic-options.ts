@@ -12,7 +12,7 @@ import type { InstrumentId } from '../core/ids.ts';
  * expiries, nine strikes each, calls and puts, quoted on three days. Each quote
  * is the Black–Scholes–Merton price (workers/black-scholes.ts) off the real
  * raw close of its day and a stated smile, widened to a bid and an ask; every
- * quote has `source: 'synthetic-demo'` and none is an observation. The rules
+ * contract and quote has `source: 'synthetic-demo'` and no quote is an observation. The rules
  * and constants are written out in data/SOURCES.md ("Synthetic option
  * chains"); the output is identical on every run.
  */
@@ -28,6 +28,7 @@ export interface SyntheticOptionContract {
   multiplier: number;
   isActive: boolean;
   listedAt: string;
+  source: typeof SYNTHETIC_SOURCE;
 }
 
 /** The generator's own BSM Greeks, posted in the provider's place on the quotes that carry Greeks. */
@@ -230,6 +231,7 @@ function chainContracts(spec: SyntheticChainSpec): ChainContract[] {
           multiplier: SYNTHETIC_OPTIONS_MULTIPLIER,
           isActive: true,
           listedAt: `${listedOn}${LISTING_TIME}`,
+          source: SYNTHETIC_SOURCE,
         });
       }
     }

@@ -8,7 +8,8 @@ import type { InstrumentId } from '../core/ids.ts';
  * positive and true negatives. No score is an observation: both sources are
  * named `synthetic-demo-…`, and the same data files always give the same rows.
  *
- * Six Dow Jones names, 1997-01-02 .. 2000-12-29, on their real closes from
+ * Six Dow Jones names, the sessions 1997-01-02 .. 2000-12-29 with a bar 3
+ * sessions later (the file ends 2001-01-02, so the last is 2000-12-27), on their real closes from
  * the DowJones30 file. That file is adjusted by its vendor for every action
  * up to 2001-01-02 and no later action of these names is stored, so its
  * close-to-close returns are the adjusted returns the leads read.

@@ -1,3 +1,4 @@
+import { staleMetaFields } from '../core/freshness.ts';
 import { z } from 'zod';
 import { FiniteNumber } from '../ingest/fields.ts';
 import { IdSchema, type InstrumentId, InstrumentIdSchema, nameBasedUuid } from '../core/ids.ts';
@@ -137,5 +138,5 @@ export type EarningsReport = z.infer<typeof EarningsReportSchema>;
 export const EarningsMetaSchema = z.strictObject({
   asOf: z.string().describe('the time of the read'),
   source: z.string(),
-  stale: z.boolean(),
+  ...staleMetaFields(['report_past_due'], 'a returned report is still scheduled on a UTC day after its reportDate'),
 });

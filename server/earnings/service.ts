@@ -3,9 +3,24 @@ import { requireInstrument } from '../instruments/service.ts';
 import * as repo from './repository.ts';
 import type { EarningsReport, InstrumentEarningsQuery, MarketEarningsQuery } from './schema.ts';
 import { sourcesMeta } from '../core/meta.ts';
+import { freshness, utcDay } from '../core/freshness.ts';
+
+/**
+ * The calendar is fresh unless a returned report is still `scheduled` on a
+ * day after its reportDate (UTC): the report is out and the stored calendar
+ * has not caught up (docs/api.md, "Freshness").
+ */
+export function earningsFreshness(data: Pick<EarningsReport, 'status' | 'reportDate'>[], readAt: number) {
+  const today = utcDay(readAt);
+  return freshness<'report_past_due'>(data.some((r) => r.status === 'scheduled' && r.reportDate < today) && 'report_past_due');
+}
 
 function earningsResponse(data: EarningsReport[]) {
-  return { data, meta: { asOf: new Date().toISOString(), source: sourcesMeta(new Set(data.map((r) => r.source))), stale: false } };
+  const readAt = new Date();
+  return {
+    data,
+    meta: { asOf: readAt.toISOString(), source: sourcesMeta(new Set(data.map((r) => r.source))), ...earningsFreshness(data, readAt.getTime()) },
+  };
 }
 
 /** One instrument's reports, earliest first; 404 for an unknown instrument. */

@@ -11,6 +11,14 @@ export interface EventFilter {
   country?: string;
   importance?: Importance;
   limit: number;
+  /** Only the releases after this position of the order (keyset paging). */
+  after?: EventKey;
+}
+
+/** A release's position in the order: scheduledAt to the microsecond (UTC, as cursor text) and id. */
+export interface EventKey {
+  scheduledAt: string;
+  id: string;
 }
 
 interface EventRow {
@@ -25,6 +33,7 @@ interface EventRow {
   forecast: string | null;
   previous: string | null;
   source: string;
+  scheduled_key: string;
 }
 
 function toEconomicEvent(r: EventRow): EconomicEvent {
@@ -48,14 +57,19 @@ function toEconomicEvent(r: EventRow): EconomicEvent {
  * of them. Day bounds are turned into instants in SQL, at UTC midnight, so
  * they hold for any session time zone and for the calendar's edges (to =
  * 9999-12-31 ends at 10000-01-01, which a JS Date cannot write as ISO text).
+ * A page after a cursor (`after`) starts at the cursor's scheduledAt, a
+ * range on economic_events_scheduled_idx. Each row comes with its key.
  */
-export async function selectEvents(sql: ISql, f: EventFilter): Promise<EconomicEvent[]> {
+export async function selectEvents(sql: ISql, f: EventFilter): Promise<{ row: EconomicEvent; key: EventKey }[]> {
+  const after = f.after && sql`(${f.after.scheduledAt}::text::timestamp at time zone 'UTC')`;
   const rows = await timed(
     'select_economic_events',
     sql<EventRow[]>`
-      select id, country, event_class, importance, name, reference_period, scheduled_at, actual, forecast, previous, source
+      select id, country, event_class, importance, name, reference_period, scheduled_at, actual, forecast, previous, source,
+        to_char(scheduled_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as scheduled_key
       from economic_events
       where true
+        ${after ? sql`and scheduled_at <= ${after} and (scheduled_at < ${after} or id > ${f.after!.id})` : sql``}
         ${f.from ? sql`and scheduled_at >= ${f.from}::date::timestamp at time zone 'UTC'` : sql``}
         ${f.to ? sql`and scheduled_at < (${f.to}::date + 1)::timestamp at time zone 'UTC'` : sql``}
         ${f.eventClass ? sql`and event_class = ${f.eventClass}` : sql``}
@@ -65,7 +79,7 @@ export async function selectEvents(sql: ISql, f: EventFilter): Promise<EconomicE
       limit ${f.limit}
     `,
   );
-  return rows.map(toEconomicEvent);
+  return rows.map((r) => ({ row: toEconomicEvent(r), key: { scheduledAt: r.scheduled_key, id: r.id } }));
 }
 
 // Ingest: statements over the `ingest_staging` table of an economic-event

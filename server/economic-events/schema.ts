@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { staleMetaFields } from '../core/freshness.ts';
 import { IdSchema, nameBasedUuid } from '../core/ids.ts';
+import { CursorSchema, NextCursorSchema } from '../core/cursor.ts';
 import { closedEnum, integerParam } from '../core/params.ts';
 import { DateSchema, InstantSchema, withOrderedBounds } from '../core/time.ts';
 
@@ -67,7 +69,8 @@ export const EconomicEventsQuerySchema = withOrderedBounds(
     eventClass: EventClassSchema.optional(),
     country: CountrySchema.optional(),
     importance: ImportanceSchema.optional(),
-    limit: integerParam(1, 500).default(100).describe('rows returned, newest first; meta.truncated says whether more matched'),
+    limit: integerParam(1, 500).default(100).describe('rows returned, newest first; meta.truncated says whether more matched, meta.nextCursor reads on'),
+    cursor: CursorSchema,
   }),
 );
 
@@ -143,7 +146,8 @@ export type EconomicEvent = z.infer<typeof EconomicEventSchema>;
 export const EconomicEventsMetaSchema = z.strictObject({
   asOf: z.string().describe('the time of the read'),
   source: z.string(),
-  stale: z.boolean(),
+  ...staleMetaFields(['release_past_due'], 'a returned release is past its scheduledAt at the time of reading and its actual is still null'),
   limit: z.int().min(1).max(500),
-  truncated: z.boolean().describe('more rows matched than limit'),
+  truncated: z.boolean().describe('more rows matched than limit: meta.nextCursor reads on'),
+  nextCursor: NextCursorSchema,
 });

@@ -1,3 +1,4 @@
+import { staleMetaFields } from '../core/freshness.ts';
 import { z } from 'zod';
 import { EventClassSchema } from '../news/schema.ts';
 import { MAX_GAP_DAYS, SESSION_CLOSE, SESSION_TIME_ZONE } from './session.ts';
@@ -14,9 +15,14 @@ export const EventReactionsQuerySchema = withOrderedBounds(
 
 export type EventReactionsQuery = z.infer<typeof EventReactionsQuerySchema>;
 
+const REACTION_STALE_REASONS = ['series_behind', 'no_bars'] as const;
+const REACTION_RULE =
+  "the instrument's last daily bar is older than the last session completed at the time of reading (or it has none): news published since gets no reaction until its bars arrive";
+
 const IS_CORPORATE_ADJUSTED =
-  'true when the two closes were adjusted by different factors, so the adjusted move differs from the raw one: an applied split, stock dividend or ' +
-  'cash dividend (known now, not backfilled, not already reflected by a vendor-adjusted bar) goes ex in (previousSessionDate, eventDate]';
+  'true when an action scaled either close: an applied split, stock dividend or cash dividend (known now, not backfilled, not already reflected ' +
+  'by a vendor-adjusted bar) goes ex after previousSessionDate, so at least previousClose is adjusted; the closes are then printed as the price ' +
+  'routes print adjusted values (13 significant digits), and actionSetVersion names the action set used';
 
 /** The move of one instrument across the session a news item falls in. */
 export const EventReactionSchema = z
@@ -31,16 +37,16 @@ export const EventReactionSchema = z
           '(published before or during a session: that session; after its close, at a weekend or on a holiday: the next)',
       ),
     previousSessionDate: z.string().describe('the bar before eventDate'),
-    previousClose: z.number().describe('adjusted close of previousSessionDate'),
-    sessionClose: z.number().describe('adjusted close of eventDate'),
-    reactionPct: z.number().describe('100 × (sessionClose / previousClose − 1): the signed move'),
+    previousClose: z.number().describe('adjusted close of previousSessionDate, exactly as GET /instruments/{id}/prices?adjusted=true prints it'),
+    sessionClose: z.number().describe('adjusted close of eventDate, exactly as GET /instruments/{id}/prices?adjusted=true prints it'),
+    reactionPct: z.number().describe('100 × (sessionClose / previousClose − 1) of the closes as printed: the signed move'),
     absMovePct: z.number().describe('|reactionPct|'),
     isCorporateAdjusted: z.boolean().describe(IS_CORPORATE_ADJUSTED),
     actionSetVersion: z
       .int()
       .min(0)
       .nullable()
-      .describe("the instrument's action-set version the adjusted closes used, when isCorporateAdjusted; null otherwise"),
+      .describe("the instrument's action-set version the adjusted closes used, whenever isCorporateAdjusted; null when neither close was scaled"),
   })
   .meta({ id: 'EventReaction' });
 
@@ -64,8 +70,8 @@ export const reactionAssumptions = (): z.infer<typeof ReactionAssumptionsSchema>
 
 export const EventReactionsMetaSchema = z.strictObject({
   asOf: z.string().describe('the time of the read'),
-  source: z.string().describe('the sources of the news items reacted to'),
-  stale: z.boolean(),
+  source: z.string().describe('the sources of the news items reacted to and of the closes, comma-separated; none without rows'),
+  ...staleMetaFields(REACTION_STALE_REASONS, REACTION_RULE),
   assumptions: ReactionAssumptionsSchema,
 });
 
@@ -114,7 +120,11 @@ export const CoverageSchema = z
 
 export type Coverage = z.infer<typeof CoverageSchema>;
 
-export const CoverageMetaSchema = z.strictObject({ asOf: z.string(), source: z.string(), stale: z.boolean() });
+export const CoverageMetaSchema = z.strictObject({
+  asOf: z.string(),
+  source: z.string().describe('the sources of the news items behind the counted reactions, comma-separated; none without rows'),
+  ...staleMetaFields(REACTION_STALE_REASONS, `a listed instrument's daily series is stale: ${REACTION_RULE}`),
+});
 
 /** What one derivation run stored. */
 export const DerivedReactionsSchema = z.strictObject({

@@ -1,5 +1,6 @@
 import { dayNumber, dayToDate } from '../price-history/day-numbers.ts';
 import { newYorkTimeToUtc } from '../core/new-york-time.ts';
+import { roundSignificant } from '../core/significant.ts';
 
 /**
  * Which session a news item falls in, and the move across it.
@@ -122,11 +123,14 @@ export function placeEvent(series: ReactionSeries, instant: number, clock: Sessi
   const session = series.dates[i];
   const previous = series.dates[i - 1];
   if (session - newYorkDay > MAX_GAP_DAYS || session - previous > MAX_GAP_DAYS) return null;
-  const previousClose = series.close[i - 1];
-  const sessionClose = series.close[i];
+  // A close an action scaled is printed as the price routes print it (13
+  // significant digits); an unscaled close is the stored double. The move is
+  // computed from the closes as printed, so it can be checked against them.
+  const isCorporateAdjusted = series.priceMultiplier[i] !== 1 || series.priceMultiplier[i - 1] !== 1;
+  const previousClose = series.priceMultiplier[i - 1] === 1 ? series.close[i - 1] : roundSignificant(series.close[i - 1]);
+  const sessionClose = series.priceMultiplier[i] === 1 ? series.close[i] : roundSignificant(series.close[i]);
   const reactionPct = 100 * (sessionClose / previousClose - 1);
   if (!(previousClose > 0) || !Number.isFinite(reactionPct)) return null;
-  const isCorporateAdjusted = series.priceMultiplier[i] !== series.priceMultiplier[i - 1];
   return {
     eventDate: dayToDate(session),
     previousSessionDate: dayToDate(previous),

@@ -30,6 +30,18 @@ export async function ratesOnDate(sql: ISql, base: string, quote: string, date: 
   return rows.map(toFxRate);
 }
 
+/** The latest day on or before `day` with a stored rate for the pair in either direction; null when none. */
+export async function latestRateDate(sql: ISql, base: string, quote: string, day: string): Promise<string | null> {
+  const latest = (b: string, q: string) => sql`
+    (select rate_date from fx_rates where base = ${b} and quote = ${q} and rate_date <= ${day}::date order by rate_date desc limit 1)
+  `;
+  const [row] = await timed(
+    'fx_latest_rate_date',
+    sql<{ latest: string | null }[]>`select greatest(${latest(base, quote)}, ${latest(quote, base)})::text as latest`,
+  );
+  return row.latest;
+}
+
 /**
  * The nearest stored days before and after `date` for the pair in either
  * direction (null where there is none). Each of the four subqueries is one

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { FiniteNumber } from '../ingest/fields.ts';
 import { DateSchema, InstantSchema } from '../core/time.ts';
+import { staleMetaFields } from '../core/freshness.ts';
 
 /**
  * A currency code as the path and the ingest rows take it: exactly three ASCII
@@ -73,6 +74,9 @@ export type FxDerivation = z.infer<typeof FxDerivationSchema>;
 export const FxRateMetaSchema = z.strictObject({
   asOf: z.string(),
   source: z.string(),
-  stale: z.boolean(),
+  ...staleMetaFields(
+    ['rate_behind'],
+    'the pair (in either direction) has no stored rate dated on or after the weekday before the UTC day of the read, whatever date was asked for: its feed is behind',
+  ),
   derivation: FxDerivationSchema.nullable(),
 });

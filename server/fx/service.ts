@@ -2,6 +2,7 @@ import type { Database } from '../db/database.ts';
 import * as repo from './repository.ts';
 import type { FxDerivation, FxRate } from './schema.ts';
 import { AppError } from '../core/errors.ts';
+import { freshness, previousBusinessDay, utcDay } from '../core/freshness.ts';
 
 /**
  * The rate of base/quote on a day: the stored row, or else the stored
@@ -11,16 +12,27 @@ import { AppError } from '../core/errors.ts';
  * direction is 404: never interpolated, never carried forward.
  */
 export async function getFxRate(db: Database, base: string, quote: string, date: string) {
-  const { rates, nearest } = await db.run(async (sql) => {
+  const readAt = Date.now();
+  const { rates, nearest, latest } = await db.run(async (sql) => {
     const rates = await repo.ratesOnDate(sql, base, quote, date);
-    return { rates, nearest: rates.length ? null : await repo.nearestRateDates(sql, base, quote, date) };
+    if (!rates.length) return { rates, nearest: await repo.nearestRateDates(sql, base, quote, date), latest: null };
+    return { rates, nearest: null, latest: await repo.latestRateDate(sql, base, quote, utcDay(readAt)) };
   });
   const direct = rates.find((r) => r.base === base);
   const stored = direct ?? rates[0];
   if (!stored) throw rateNotStored(base, quote, date, nearest!);
   const data: FxRate = direct ?? { base, quote, rateDate: date, rate: 1 / stored.rate, asOf: stored.asOf, source: stored.source };
   const derivation: FxDerivation | null = direct ? null : { method: 'inverse', storedPair: `${stored.base}/${stored.quote}`, storedRate: stored.rate };
-  return { data, meta: { asOf: stored.asOf, source: stored.source, stale: false, derivation } };
+  return { data, meta: { asOf: stored.asOf, source: stored.source, ...fxFreshness(latest, readAt), derivation } };
+}
+
+/**
+ * Fresh while the pair (either direction) has a stored rate dated on or
+ * after the business day before the day of the read: a daily feed that has
+ * published nothing since is behind, whatever date was asked for.
+ */
+export function fxFreshness(latestRateDate: string | null, readAt: number) {
+  return freshness<'rate_behind'>((latestRateDate === null || latestRateDate < previousBusinessDay(readAt)) && 'rate_behind');
 }
 
 function rateNotStored(base: string, quote: string, date: string, nearest: { before: string | null; after: string | null }): AppError {

@@ -1,7 +1,7 @@
 const NEEDS_COPY_ESCAPE = /[\\\t\n\r]/;
 
 /** One COPY text field. Text never holds NUL here: ingestRows refuses such a row before encoding it. */
-function copyField(v: string | number | boolean | null): string {
+export function copyField(v: string | number | boolean | null): string {
   if (v === null) return '\\N';
   if (typeof v !== 'string') return String(v);
   if (!NEEDS_COPY_ESCAPE.test(v)) return v;

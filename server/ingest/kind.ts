@@ -40,13 +40,26 @@ interface IngestKindRows<Row> {
   /** Columns of the temporary `ingest_staging` table (after `row_index` for staged kinds). */
   stagingColumns: StagingColumns;
   /** Values in staging column order; null for an absent value. */
-  toStagingValues(row: Row): (string | number | boolean | null)[];
+  toStagingValues(row: Row, upload: UploadStamp): (string | number | boolean | null)[];
+  /**
+   * Optional hot path: the row's COPY line written by hand, from the row and
+   * the raw row it was parsed from, the same values as
+   * copyLine(toStagingValues(row, upload)) gives (a number may be spelled as
+   * the raw row spelled it). Unit tests hold it to that.
+   */
+  copyLine?(row: Row, raw: Record<string, unknown>, upload: UploadStamp): string;
   /**
    * Optional hot path: a hand-written check that accepts only rows rowSchema
    * accepts and returns exactly what it would, or undefined to let rowSchema
    * decide (and word any error). Unit tests hold it to that against rowSchema.
    */
   fastRow?(raw: unknown): Row | undefined;
+}
+
+/** What every row of one upload shares. */
+export interface UploadStamp {
+  /** The instant the upload began (ISO): when a bar whose row states no `knownAt` is taken to have become known. */
+  startedAt: string;
 }
 
 /** Rows checked by key as they stream and written a batch at a time. */

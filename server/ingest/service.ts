@@ -4,7 +4,7 @@ import type { ISql, Sql } from '../db/sql.ts';
 import { ingestedRows } from '../metrics.ts';
 import { batchesFrom, type BodyFormat } from './body.ts';
 import { copyLine } from './copy-text.ts';
-import type { CopyBatch, IngestKind, IngestResult, KeyedIngestKind, OrdinalRange, StagedIngestKind, UploadResult, WriteCounts } from './kind.ts';
+import type { CopyBatch, IngestKind, IngestResult, KeyedIngestKind, OrdinalRange, StagedIngestKind, UploadResult, UploadStamp, WriteCounts } from './kind.ts';
 import * as repo from './repository.ts';
 import { AppError } from '../core/errors.ts';
 import { hasNestedValue, mayHoldUnstorableText, unstorableText } from '../core/validate.ts';
@@ -52,12 +52,13 @@ export async function ingestRows<Row>(sql: Sql, kind: IngestKind<Row>, batches: 
 
 /** One upload in one transaction, the way its kind writes; the rows are counted once it has committed. */
 async function ingestUpload<Row>(sql: Sql, kind: IngestKind<Row>, batches: RawBatches): Promise<UploadResult> {
+  const upload: UploadStamp = { startedAt: new Date().toISOString() };
   if (kind.writes === 'staged') {
-    const result = await sql.begin((tx) => stageAndApply(tx, kind, batches));
+    const result = await sql.begin((tx) => stageAndApply(tx, kind, batches, upload));
     countIngested(kind, result);
     return result;
   }
-  const { result, range } = await sql.begin((tx) => writeKeyed(tx, kind, batches));
+  const { result, range } = await sql.begin((tx) => writeKeyed(tx, kind, batches, upload));
   countIngested(kind, result);
   await kind.afterCommit?.(sql, range);
   return result;
@@ -71,9 +72,9 @@ function countIngested(kind: { label: string }, result: IngestResult): void {
 }
 
 /** A staged upload: every row copied into ingest_staging after its index, then checked and applied by the kind. */
-async function stageAndApply<Row>(tx: ISql, kind: StagedIngestKind<Row>, batches: RawBatches): Promise<UploadResult> {
+async function stageAndApply<Row>(tx: ISql, kind: StagedIngestKind<Row>, batches: RawBatches, upload: UploadStamp): Promise<UploadResult> {
   await repo.beginUpload(tx, kind.stagingColumns, true);
-  await encodeRows(kind, batches, {
+  await encodeRows(kind, batches, upload, {
     line: (line, index) => `${index}\t${line}`,
     write: (text) => repo.copyInto(tx, 'ingest_staging', text),
   });
@@ -86,7 +87,12 @@ async function stageAndApply<Row>(tx: ISql, kind: StagedIngestKind<Row>, batches
  * refused at the row that repeats it), and each batch is written by the
  * kind's writer once its new instruments are known to exist.
  */
-async function writeKeyed<Row>(tx: ISql, kind: KeyedIngestKind<Row>, batches: RawBatches): Promise<{ result: UploadResult; range: OrdinalRange }> {
+async function writeKeyed<Row>(
+  tx: ISql,
+  kind: KeyedIngestKind<Row>,
+  batches: RawBatches,
+  upload: UploadStamp,
+): Promise<{ result: UploadResult; range: OrdinalRange }> {
   await repo.beginUpload(tx, kind.stagingColumns, false);
   const { key } = kind;
   const keys = new RowKeys();
@@ -101,7 +107,7 @@ async function writeKeyed<Row>(tx: ISql, kind: KeyedIngestKind<Row>, batches: Ra
     counts.inserted += written.inserted;
     counts.updated += written.updated;
   };
-  const rows = await encodeRows(kind, batches, {
+  const rows = await encodeRows(kind, batches, upload, {
     check(row, index) {
       const ordinal = key.ordinal(row);
       const instrumentId = key.instrumentId(row);
@@ -158,7 +164,7 @@ interface RowSink<Row> {
  * text to `sink` in batches of about COPY_BATCH_BYTES. Returns the number of
  * rows; an upload without any is refused.
  */
-async function encodeRows<Row>(kind: IngestKind<Row>, batches: RawBatches, sink: RowSink<Row>): Promise<number> {
+async function encodeRows<Row>(kind: IngestKind<Row>, batches: RawBatches, upload: UploadStamp, sink: RowSink<Row>): Promise<number> {
   const copy = new OverlappedWrites(sink.write);
   let index = 0;
   try {
@@ -166,11 +172,14 @@ async function encodeRows<Row>(kind: IngestKind<Row>, batches: RawBatches, sink:
       for (const raw of batch) {
         const row = parseRow(kind, raw, index);
         sink.check?.(row, index);
-        const line = encodeRow(kind, row, index);
+        const line = encodeRow(kind, row, raw, index, upload);
         copy.add(sink.line(line, index), line.length + 1);
         index++;
       }
       if (copy.bytes >= COPY_BATCH_BYTES) await copy.flush();
+      // A body that arrives faster than it is parsed is read on microtasks alone, and the database's replies to the
+      // write in flight wait for the parsing to stop: one turn of the event loop per body chunk lets them in.
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
     if (index === 0) throw new AppError('invalid_request', `the ${kind.label} batch is empty`, { body: ['no rows'] });
     if (copy.pending) await copy.flush();
@@ -248,9 +257,11 @@ function parseRow<Row>(kind: IngestKind<Row>, raw: unknown, index: number): Row 
  * of it stands in for the scan: on the daily-bar CSV path 0.3 s per million
  * rows against 3.0 s for the scan (7.2 s without either).
  */
-function encodeRow<Row>(kind: IngestKind<Row>, row: Row, index: number): string {
+function encodeRow<Row>(kind: IngestKind<Row>, row: Row, raw: unknown, index: number, upload: UploadStamp): string {
   if (hasNestedValue(row as object)) refuseUnstorable(kind, index, row);
-  const line = copyLine(kind.toStagingValues(row));
+  const line = kind.copyLine ? kind.copyLine(row, raw as Record<string, unknown>, upload) : copyLine(kind.toStagingValues(row, upload));
+  // The test also flattens a line built by concatenation, so the batch holds one string per row rather than a rope
+  // of its pieces: 1,000,000 bars posted in 7.0 s with the test on the line, 7.5 s with it on the free text alone.
   if (mayHoldUnstorableText(line)) refuseUnstorable(kind, index, row);
   return line;
 }

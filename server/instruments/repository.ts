@@ -91,6 +91,34 @@ export interface SearchQuery {
   assetClass?: string;
   limit: number;
   vendorBroker: string;
+  /** Only the matches after this position of the ranking (keyset paging). */
+  after?: SearchKey;
+}
+
+/**
+ * A match's position in the search ranking: its rank (0 exact symbol, 1
+ * prefix, 2 substring or fuzzy), whether it is delisted, its similarity score
+ * (a float4, as PostgreSQL writes it: shortest text that reads back exactly),
+ * its symbol on the day and its id.
+ */
+export interface SearchKey {
+  rank: number;
+  inactive: boolean;
+  score: string;
+  symbol: string;
+  id: string;
+}
+
+/** A reverse lookup's position: whether the instrument is delisted, and its id. */
+export interface BrokerCodeKey {
+  inactive: boolean;
+  id: string;
+}
+
+/** A search row with its key columns. */
+interface RankedRow extends InstrumentRow {
+  match_rank: number;
+  score_key: string;
 }
 
 /**
@@ -145,8 +173,9 @@ export function searchStatement(sql: ISql, q: SearchQuery) {
   const upper = q.text.toUpperCase();
   const lower = q.text.toLowerCase();
   const fuzzy = q.text.length >= MIN_FUZZY_LENGTH;
+  const a = q.after;
   return sql`
-    select * from (
+    select *, score::text as score_key from (
       select
         x.*,
         case
@@ -163,22 +192,35 @@ export function searchStatement(sql: ISql, q: SearchQuery) {
         and x.current_symbol is not null
         ${q.assetClass ? sql`and x.asset_class = ${q.assetClass}` : sql``}
     ) ranked
-    where match_rank < 2
+    where (match_rank < 2
        or ${fuzzy}::boolean and (
             lower(display_name) like ${'%' + escapeLike(lower) + '%'}
             or score >= ${FUZZY_THRESHOLD}
-          )
-    order by match_rank, is_active desc, score desc, current_symbol, id
+          ))
+      ${
+        a
+          ? sql`and (match_rank, not is_active, -score, current_symbol, id) > (${a.rank}::int, ${a.inactive}::boolean, -(${a.score}::text::real), ${a.symbol}::text, ${a.id}::uuid)`
+          : sql``
+      }
+    order by match_rank, not is_active, -score, current_symbol, id
     limit ${q.limit}
   `;
 }
 
 export async function searchInstruments(sql: Sql, q: SearchQuery): Promise<Instrument[]> {
+  return (await searchPage(sql, q)).map((r) => r.row);
+}
+
+/** The search's matches, each with its position in the ranking (the key a cursor after it holds). */
+export async function searchPage(sql: Sql, q: SearchQuery): Promise<{ row: Instrument; key: SearchKey }[]> {
   const [, rows] = await timed(
     'search_instruments',
-    sql.begin((tx) => [tx`${searchThresholds(sql)}`, tx<InstrumentRow[]>`${searchStatement(sql, q)}`]),
+    sql.begin((tx) => [tx`${searchThresholds(sql)}`, tx<RankedRow[]>`${searchStatement(sql, q)}`]),
   );
-  return rows.map(toInstrument);
+  return rows.map((r) => ({
+    row: toInstrument(r),
+    key: { rank: r.match_rank, inactive: !r.is_active, score: r.score_key, symbol: r.current_symbol!, id: r.id },
+  }));
 }
 
 export interface BrokerCodeQuery {
@@ -188,9 +230,11 @@ export interface BrokerCodeQuery {
   assetClass?: string;
   limit: number;
   vendorBroker: string;
+  /** Only the instruments after this position (keyset paging). */
+  after?: BrokerCodeKey;
 }
 
-/** Reverse lookup: exact on (broker, code), through instrument_broker_codes_lookup_idx. */
+/** Reverse lookup: exact on (broker, code), through instrument_broker_codes_lookup_idx; active first, then by id. */
 export function brokerCodeStatement(sql: ISql, q: BrokerCodeQuery) {
   return sql<InstrumentRow[]>`
     select x.*
@@ -202,14 +246,20 @@ export function brokerCodeStatement(sql: ISql, q: BrokerCodeQuery) {
         and code = ${q.code}
     )
     ${q.assetClass ? sql`and x.asset_class = ${q.assetClass}` : sql``}
-    order by x.is_active desc, x.id
+    ${q.after ? sql`and (not x.is_active, x.id) > (${q.after.inactive}::boolean, ${q.after.id}::uuid)` : sql``}
+    order by not x.is_active, x.id
     limit ${q.limit}
   `;
 }
 
 export async function findByBrokerCode(sql: ISql, q: BrokerCodeQuery): Promise<Instrument[]> {
+  return (await brokerCodePage(sql, q)).map((r) => r.row);
+}
+
+/** The reverse lookup's instruments, each with its position (the key a cursor after it holds). */
+export async function brokerCodePage(sql: ISql, q: BrokerCodeQuery): Promise<{ row: Instrument; key: BrokerCodeKey }[]> {
   const rows = await timed('find_by_broker_code', brokerCodeStatement(sql, q));
-  return rows.map(toInstrument);
+  return rows.map((r) => ({ row: toInstrument(r), key: { inactive: !r.is_active, id: r.id } }));
 }
 
 export async function findByIds(sql: ISql, ids: string[], day: string, vendorBroker: string): Promise<Instrument[]> {
@@ -335,13 +385,44 @@ export async function replaceStagedSymbols(tx: ISql): Promise<void> {
 
 /** Replaces the broker codes of every staged instrument. */
 export async function replaceStagedBrokerCodes(tx: ISql): Promise<void> {
-  await tx`delete from instrument_broker_codes where instrument_id in (select id from ingest_staging)`;
+  // A code posted again without a source keeps the one it has; a new code without one is the instrument master's.
   await tx`
-    insert into instrument_broker_codes (instrument_id, broker, code)
-    select s.id, b.key, b.value
+    insert into instrument_broker_codes (instrument_id, broker, code, source)
+    select s.id, b.key, b.value, coalesce(s.broker_codes_source, c.source, ${REFERENCE_SOURCE})
     from ingest_staging s
     cross join lateral jsonb_each_text(s.broker_codes) as b
+    left join instrument_broker_codes c on c.instrument_id = s.id and c.broker = b.key and c.code = b.value
+    on conflict (instrument_id, broker) do update set code = excluded.code, source = excluded.source
   `;
+  await tx`
+    delete from instrument_broker_codes c
+    using ingest_staging s
+    where c.instrument_id = s.id and not (s.broker_codes ? c.broker)
+  `;
+}
+
+/** meta.source of the instrument master's own rows. */
+export const REFERENCE_SOURCE = 'mds-reference';
+
+/** The sources of the broker codes of `ids`: the reads name them beside the master's. */
+export async function brokerCodeSources(sql: ISql, ids: string[]): Promise<string[]> {
+  if (!ids.length) return [];
+  const rows = await sql<{ source: string }[]>`select distinct source from instrument_broker_codes where instrument_id = any(${ids}::uuid[])`;
+  return rows.map((r) => r.source);
+}
+
+/** Of `ids`, those marked active with no symbol period covering `day`. */
+export async function activeWithoutSymbolOn(sql: ISql, ids: string[], day: string): Promise<string[]> {
+  if (!ids.length) return [];
+  const rows = await sql<{ id: string }[]>`
+    select i.id from instruments i
+    where i.id = any(${ids}::uuid[]) and i.is_active
+      and not exists (
+        select 1 from instrument_symbols s
+        where s.instrument_id = i.id and s.valid_from <= ${day}::date and (s.valid_to is null or s.valid_to >= ${day}::date)
+      )
+  `;
+  return rows.map((r) => r.id);
 }
 
 /** The first staged row whose currentSymbol differs from the symbol its stored history gives on `day`, if any. */

@@ -11,10 +11,10 @@ import {
   InstrumentSearchSchema,
 } from './schema.ts';
 import * as service from './service.ts';
+import { instrumentsMeta } from './freshness.ts';
 import { InstrumentParamsSchema } from '../core/ids.ts';
 import { NoQuerySchema } from '../core/params.ts';
 
-const SOURCE = 'mds-reference';
 const TAG = 'Instruments';
 
 export const searchInstrumentsRoute = defineRoute({
@@ -27,7 +27,12 @@ export const searchInstrumentsRoute = defineRoute({
     'Exactly one mode: `query` (free text over symbols and names, ranked), or `brokerCode` with `broker` (exact). Symbols are those valid on the `asOf` day.',
   scope: 'instruments:read',
   query: InstrumentSearchSchema,
-  response: { status: 200, description: 'the matching instruments, best first', data: z.array(InstrumentSchema), meta: InstrumentSearchMetaSchema },
+  response: {
+    status: 200,
+    description: 'the matching instruments, best first, at most limit of them; meta.nextCursor reads on',
+    data: z.array(InstrumentSchema),
+    meta: InstrumentSearchMetaSchema,
+  },
   errors: [],
 });
 
@@ -62,25 +67,31 @@ export const instrumentRoute = defineRoute({
 export const instrumentsArea: Area = {
   routes: [searchInstrumentsRoute, instrumentsBulkRoute, instrumentRoute],
   mount(routes, { readDb, config }) {
-    routes.handle(searchInstrumentsRoute, async ({ query: q }) => ({
-      data: await service.searchInstruments(readDb, q, config.VENDOR_CODE_BROKER),
-      meta: {
-        asOf: q.asOf?.input ?? new Date().toISOString(),
-        source: SOURCE,
-        stale: false,
-        mode: q.query !== undefined ? 'search' : 'reverse_lookup',
-      },
-    }));
+    routes.handle(searchInstrumentsRoute, async ({ query: q }) => {
+      const page = await service.searchInstruments(readDb, q, config.VENDOR_CODE_BROKER);
+      return {
+        data: page.data,
+        meta: {
+          asOf: q.asOf?.input ?? new Date().toISOString(),
+          ...(await instrumentsMeta(readDb, page.data, page.day)),
+          mode: q.query !== undefined ? 'search' : 'reverse_lookup',
+          limit: page.limit,
+          truncated: page.truncated,
+          nextCursor: page.nextCursor,
+        },
+      };
+    });
 
     routes.handle(instrumentsBulkRoute, async ({ query: q }) => {
       const data = await service.getInstruments(readDb, q.ids, config.VENDOR_CODE_BROKER);
-      return { data, meta: { asOf: new Date().toISOString(), source: SOURCE, stale: false, requested: q.ids.length, found: data.length } };
+      const meta = await instrumentsMeta(readDb, data, service.dayOf(undefined));
+      return { data, meta: { asOf: new Date().toISOString(), ...meta, requested: q.ids.length, found: data.length } };
     });
 
-    routes.handle(instrumentRoute, async ({ params }) => ({
-      data: await service.getInstrument(readDb, params.id, config.VENDOR_CODE_BROKER),
-      meta: { asOf: new Date().toISOString(), source: SOURCE, stale: false },
-    }));
+    routes.handle(instrumentRoute, async ({ params }) => {
+      const data = await service.getInstrument(readDb, params.id, config.VENDOR_CODE_BROKER);
+      return { data, meta: { asOf: new Date().toISOString(), ...(await instrumentsMeta(readDb, [data], service.dayOf(undefined))) } };
+    });
   },
   ingest: { instruments: instrumentIngest },
 };

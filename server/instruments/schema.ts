@@ -1,12 +1,18 @@
 import { z } from 'zod';
+import { staleMetaFields } from '../core/freshness.ts';
 import { BooleanValue, jsonCell } from '../ingest/fields.ts';
 import { instrumentIdListSchema, InstrumentIdSchema } from '../core/ids.ts';
 import { AsOfSchema, DateSchema } from '../core/time.ts';
+import { CursorSchema, NextCursorSchema } from '../core/cursor.ts';
+import { integerParam } from '../core/params.ts';
 
 export const ASSET_CLASSES = ['equity', 'etf', 'index', 'crypto', 'fx', 'future', 'metal', 'other', 'fund', 'bond'] as const;
 export const AssetClassSchema = z.enum(ASSET_CLASSES);
 
 export const MAX_BULK_IDS = 500;
+
+/** The most instruments one page of a search returns; meta.nextCursor reads on. */
+export const MAX_SEARCH_LIMIT = 100;
 
 export const InstrumentSearchSchema = z
   .strictObject({
@@ -15,7 +21,10 @@ export const InstrumentSearchSchema = z
     broker: z.string().min(1, 'must not be empty').max(100).optional().describe('the broker whose namespace brokerCode belongs to'),
     assetClass: AssetClassSchema.optional(),
     asOf: AsOfSchema.optional(),
-    limit: z.coerce.number().int().min(1).max(100).default(25).describe('maximum instruments returned (beyond the spec)'),
+    limit: integerParam(1, MAX_SEARCH_LIMIT)
+      .default(25)
+      .describe('instruments returned per page (beyond the spec); meta.truncated says whether more matched, meta.nextCursor reads on'),
+    cursor: CursorSchema,
   })
   .superRefine((q, ctx) => {
     const reverse = q.brokerCode !== undefined || q.broker !== undefined;
@@ -78,6 +87,16 @@ export const InstrumentIngestSchema = z
     quoteUnit: optionalText,
     isActive: BooleanValue.default(true),
     brokerCodes: jsonCell(z.record(z.string().min(1).max(100), z.string().min(1).max(100))).default({}),
+    brokerCodesSource: z
+      .string()
+      .trim()
+      .min(1)
+      .max(300)
+      .nullable()
+      .optional()
+      .describe(
+        "where brokerCodes came from (the demo's are synthetic-demo); absent or null: a code stored before keeps its source, a new one is mds-reference. Reads name it in meta.source",
+      ),
     symbols: jsonCell(z.array(SymbolPeriodSchema).min(1, 'at least one symbol period'))
       .nullable()
       .optional()
@@ -133,11 +152,20 @@ export type Instrument = z.infer<typeof InstrumentSchema>;
 
 const referenceMeta = {
   asOf: z.string().describe('when the answer was read, or the asOf asked for'),
-  source: z.string(),
-  stale: z.boolean(),
+  source: z.string().describe("mds-reference (the instrument master) and the sources of the rows' broker codes, comma-separated; none without rows"),
+  ...staleMetaFields(
+    ['symbol_history_lapsed'],
+    'a returned instrument is marked active but no symbol period covers the read’s day (the asOf day for a search, else today, UTC)',
+  ),
 };
 
-export const InstrumentSearchMetaSchema = z.strictObject({ ...referenceMeta, mode: z.enum(['search', 'reverse_lookup']) });
+export const InstrumentSearchMetaSchema = z.strictObject({
+  ...referenceMeta,
+  mode: z.enum(['search', 'reverse_lookup']),
+  limit: z.int().min(1).max(MAX_SEARCH_LIMIT),
+  truncated: z.boolean().describe('more instruments matched than limit: meta.nextCursor reads on'),
+  nextCursor: NextCursorSchema,
+});
 export const InstrumentBulkMetaSchema = z.strictObject({
   ...referenceMeta,
   requested: z.int().min(1).max(MAX_BULK_IDS),

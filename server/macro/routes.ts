@@ -1,7 +1,14 @@
 import type { Area } from '../area.ts';
 import { defineRoute } from '../http/route.ts';
-import { MacroSeriesMetaSchema, MacroSeriesParamsSchema, MacroSeriesQuerySchema, MacroSeriesSchema, RiskFreeMetaSchema, RiskFreeRateSchema } from './schema.ts';
-import { NoQuerySchema } from '../core/params.ts';
+import {
+  MacroSeriesMetaSchema,
+  MacroSeriesParamsSchema,
+  MacroSeriesQuerySchema,
+  MacroSeriesSchema,
+  RiskFreeMetaSchema,
+  RiskFreeQuerySchema,
+  RiskFreeRateSchema,
+} from './schema.ts';
 
 export const macroSeriesRoute = defineRoute({
   method: 'get',
@@ -23,19 +30,20 @@ export const riskFreeRateRoute = defineRoute({
   path: '/rates/risk-free',
   operationId: 'getRiskFreeRate',
   tag: 'Macro',
-  summary: 'The current annualised risk-free rate (3-month Treasury, DGS3MO) as a decimal',
+  summary: 'The annualised 3-month Treasury rate as a decimal: the current one (DGS3MO), or the one known at asOf',
   description:
-    'source fred: the latest DGS3MO observation of a fresh copy. source fallback: FRED has no key or did not answer, and meta.fallback says which stand-in was used: the last stored observation, or the hard-coded rate.',
+    'Without asOf: source fred is the latest DGS3MO observation of a fresh copy; source fallback means FRED has no key or did not answer, and meta.fallback says which stand-in was used: the last stored observation, or the hard-coded rate. ' +
+    'With asOf: the rate known at that instant, from the stored history only, never a later one: the observation (TB3MS monthly averages, known from the first instant after their month; DGS3MO daily observations, known from the end of their UTC day) with the latest known-from instant at or before asOf, a tie going to DGS3MO; the hard-coded TB3MS 2022-09 only when it is more recent than anything stored. meta.stale says a newer observation of that series was due by then. 404 not_found when nothing was known at asOf.',
   scope: 'macro:read',
-  query: NoQuerySchema,
+  query: RiskFreeQuerySchema,
   response: { status: 200, description: 'the rate', data: RiskFreeRateSchema, meta: RiskFreeMetaSchema },
-  errors: [],
+  errors: ['not_found'],
 });
 
 export const macroArea: Area = {
   routes: [macroSeriesRoute, riskFreeRateRoute],
   mount(routes, { macro }) {
     routes.handle(macroSeriesRoute, ({ params, query }) => macro.readSeries(params.seriesId, query));
-    routes.handle(riskFreeRateRoute, (_input) => macro.riskFreeRate());
+    routes.handle(riskFreeRateRoute, ({ query }) => (query.asOf ? macro.riskFreeRateAt(query.asOf) : macro.riskFreeRate()));
   },
 };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateSchema, isDate } from '../core/time.ts';
+import { AsOfSchema, DateSchema, isDate } from '../core/time.ts';
 
 /** The only series served (the spec's allowlist). Any other id is refused before storage or the provider is asked. */
 export const MACRO_SERIES_IDS = [
@@ -88,27 +88,55 @@ export const MacroSeriesMetaSchema = z.strictObject({
 
 export const RISK_FREE_SOURCES = ['fred', 'fallback'] as const;
 
+/** The series a risk-free rate is read from (server/macro/risk-free-history.ts). */
+export const RISK_FREE_SERIES = ['DGS3MO', 'TB3MS'] as const;
+
+export const RiskFreeQuerySchema = z.strictObject({
+  asOf: AsOfSchema.optional().describe(
+    'point-in-time cut-off (a date means the end of that UTC day): the rate known then, from the stored history (TB3MS monthly averages from the first instant after their month, DGS3MO daily observations from the end of their UTC day); omit for the current rate',
+  ),
+});
+export type RiskFreeQuery = z.infer<typeof RiskFreeQuerySchema>;
+
 export const RiskFreeRateSchema = z.strictObject({
   rate: z.number().describe('annualised, as a decimal (FRED publishes percent: 4.37 → 0.0437)'),
   maturity: z.literal('3M').describe('the Treasury term'),
-  asOf: z.string().describe('date of the observation yyyy-mm-dd'),
-  source: z.enum(RISK_FREE_SOURCES).describe('fred: a live observation; fallback: the provider was unreachable or has no key, and a stand-in is used'),
+  asOf: z.string().describe('date of the observation yyyy-mm-dd (a monthly average is dated the first of its month)'),
+  source: z
+    .enum(RISK_FREE_SOURCES)
+    .describe('fred: an observation of a FRED series (live, or stored history with asOf); fallback: a stand-in (meta.fallback says which and why)'),
+  seriesId: z
+    .enum(RISK_FREE_SERIES)
+    .describe('DGS3MO (daily, constant maturity) or TB3MS (monthly average of the 3-month bill; the hard-coded stand-in is one)'),
+  knownFrom: z.string().describe('the first instant the observation counts as known: the end of its UTC day (DGS3MO), or of its month (TB3MS)'),
 });
 export type RiskFreeRate = z.infer<typeof RiskFreeRateSchema>;
 
 export const RISK_FREE_STAND_INS = ['last_stored_observation', 'hardcoded'] as const;
 
+/** Why a stand-in was used: FRED could not serve (STALE_REASONS), or with asOf nothing stored known then is more recent. */
+export const RISK_FREE_FALLBACK_REASONS = [...STALE_REASONS, 'no_stored_observation'] as const;
+
+/** Why a risk-free answer is stale: FRED could not serve (STALE_REASONS), or with asOf a newer observation of the series was due by then. */
+export const RISK_FREE_STALE_REASONS = [...STALE_REASONS, 'newer_observation_due'] as const;
+export type RiskFreeStaleReason = (typeof RISK_FREE_STALE_REASONS)[number];
+
 const RiskFreeFallbackSchema = z.strictObject({
   standIn: z.enum(RISK_FREE_STAND_INS).describe('which stand-in was used'),
-  reason: z.enum(STALE_REASONS),
+  reason: z.enum(RISK_FREE_FALLBACK_REASONS),
   detail: z.string(),
 });
 export type RiskFreeFallback = z.infer<typeof RiskFreeFallbackSchema>;
 
 export const RiskFreeMetaSchema = z.strictObject({
-  asOf: z.string().describe('when the observation was fetched; for the hard-coded rate, its observation date'),
-  source: z.string(),
-  stale: z.boolean(),
-  seriesId: z.literal('DGS3MO'),
+  asOf: z.string().describe('with asOf, the cut-off as given; without, when the observation was fetched (for the hard-coded rate, its observation date)'),
+  source: z.string().describe('where the observation came from: fred (a fetched copy), the bundled snapshot, or the hard-coded stand-in'),
+  stale: z
+    .boolean()
+    .describe(
+      'without asOf: a stand-in was used. With asOf: a newer observation of the series was due by the cut-off (monthly: the previous month; daily: within 4 days)',
+    ),
+  staleReason: z.enum(RISK_FREE_STALE_REASONS).nullable().describe('why stale; null when not'),
+  seriesId: z.enum(RISK_FREE_SERIES).describe('the series the rate comes from'),
   fallback: RiskFreeFallbackSchema.nullable().describe('null when source is fred'),
 });

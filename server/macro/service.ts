@@ -5,9 +5,11 @@ import { macroReads } from '../metrics.ts';
 import { FredClient, ProviderFailure } from './fred.ts';
 import * as repo from './repository.ts';
 import type { StoredSeries } from './repository.ts';
-import type { MacroFrequency, MacroSeriesId, MacroSeriesQuery, RiskFreeFallback, RiskFreeRate, StaleReason } from './schema.ts';
+import { dailyKnownFrom, latestKnownAt, monthlyKnownFrom, newerObservationDue, type KnownObservation, type RiskFreeSeriesId } from './risk-free-history.ts';
+import type { MacroFrequency, MacroSeriesId, MacroSeriesQuery, RiskFreeFallback, RiskFreeRate, RiskFreeStaleReason, StaleReason } from './schema.ts';
 import { AppError } from '../core/errors.ts';
 import type { Meta } from '../core/meta.ts';
+import type { PointInTime } from '../core/time.ts';
 
 /** The `source` of a copy fetched from FRED; any other source (the bundled demo snapshot) is never fresh. */
 export const FRED_SOURCE = 'fred';
@@ -33,7 +35,7 @@ export const FRESH_FOR_MS: Record<MacroFrequency, number> = {
 };
 
 /** The series the risk-free rate reads: the 3-month Treasury constant-maturity yield, in percent. */
-export const RISK_FREE_SERIES: MacroSeriesId = 'DGS3MO';
+export const RISK_FREE_SERIES = 'DGS3MO' as const satisfies MacroSeriesId;
 
 /**
  * The hard-coded risk-free rate, for when FRED cannot be asked and DGS3MO
@@ -43,6 +45,28 @@ export const RISK_FREE_SERIES: MacroSeriesId = 'DGS3MO';
  * FRED_API_KEY for a live rate.
  */
 export const HARDCODED_RISK_FREE = { percent: 3.13, observationDate: '2022-09-01', source: 'TB3MS 2022-09 (gretl-data 2022c snapshot of FRED)' };
+
+/** The hard-coded rate as a TB3MS observation: the September 2022 average, known from the first instant of October 2022. */
+const HARDCODED_OBSERVATION: KnownObservation = {
+  seriesId: 'TB3MS',
+  date: HARDCODED_RISK_FREE.observationDate,
+  value: HARDCODED_RISK_FREE.percent,
+  knownFrom: monthlyKnownFrom(HARDCODED_RISK_FREE.observationDate),
+  source: HARDCODED_RISK_FREE.source,
+};
+
+/**
+ * The risk-free rate known at an instant (server/macro/risk-free-history.ts):
+ * the observation, the rate as a decimal, and whether it is the hard-coded
+ * stand-in rather than a stored row.
+ */
+export interface KnownRiskFreeRate extends KnownObservation {
+  rate: number;
+  hardcoded: boolean;
+}
+
+/** The label computed Greeks carry as model.riskFreeRateSource: `fred:<series>` for a stored observation, `fallback` for the hard-coded one. */
+export const riskFreeRateLabel = (r: KnownRiskFreeRate) => (r.hardcoded ? 'fallback' : (`fred:${r.seriesId}` as const));
 
 export interface MacroServiceOptions {
   apiKey?: string;
@@ -104,40 +128,122 @@ export class MacroService {
   }
 
   /**
-   * The annualised risk-free rate as a decimal: the latest DGS3MO observation,
-   * or with `onDate` the latest on or before that day (the rate in force
-   * then). Source `fred` when the observation comes from a copy that is fresh,
-   * or that was fetched after `onDate` (it knew that day's rate). Otherwise a
-   * stand-in with source `fallback`: the last stored observation, or the
-   * hard-coded rate when none is stored. The one place the service gets this
-   * rate; every computation that needs it calls this.
+   * The current annualised risk-free rate as a decimal (GET /v1/rates/risk-free
+   * without asOf): the latest DGS3MO observation. Source `fred` when it comes
+   * from a fresh copy; otherwise a stand-in with source `fallback`: the last
+   * stored observation, or the hard-coded rate when none is stored. Model
+   * inputs never read this: they take the rate known at their own instant
+   * (riskFreeRatesKnownAt).
    */
-  async riskFreeRate(onDate?: string): Promise<{ data: RiskFreeRate; meta: Meta & { seriesId: MacroSeriesId; fallback: RiskFreeFallback | null } }> {
+  async riskFreeRate(): Promise<{
+    data: RiskFreeRate;
+    meta: Meta & { staleReason: RiskFreeStaleReason | null; seriesId: RiskFreeSeriesId; fallback: RiskFreeFallback | null };
+  }> {
     const copy = await this.currentCopy(RISK_FREE_SERIES);
-    const stored = copy.kind === 'stored' ? await this.db.run((sql) => repo.latestOfCopy(sql, RISK_FREE_SERIES, onDate)) : undefined;
+    const stored = copy.kind === 'stored' ? await this.db.run((sql) => repo.latestOfCopy(sql, RISK_FREE_SERIES)) : undefined;
     if (stored?.latest && copy.kind === 'stored') {
       const rate = percentToDecimal(stored.latest.value);
       const meta = { asOf: stored.series.fetchedAt.toISOString(), source: stored.series.source, seriesId: RISK_FREE_SERIES };
-      const knownToCopy = onDate !== undefined && stored.series.source === FRED_SOURCE && onDate < stored.series.fetchedAt.toISOString().slice(0, 10);
-      return copy.fresh || knownToCopy
-        ? { data: { rate, maturity: '3M', asOf: stored.latest.date, source: 'fred' }, meta: { ...meta, stale: false, fallback: null } }
+      const observation = {
+        rate,
+        maturity: '3M' as const,
+        asOf: stored.latest.date,
+        seriesId: RISK_FREE_SERIES,
+        knownFrom: dailyKnownFrom(stored.latest.date).toISOString(),
+      };
+      return copy.fresh
+        ? { data: { ...observation, source: 'fred' }, meta: { ...meta, stale: false, staleReason: null, fallback: null } }
         : {
-            data: { rate, maturity: '3M', asOf: stored.latest.date, source: 'fallback' },
-            meta: { ...meta, stale: true, fallback: { standIn: 'last_stored_observation', reason: copy.reason, detail: copy.detail } },
+            data: { ...observation, source: 'fallback' },
+            meta: {
+              ...meta,
+              stale: true,
+              staleReason: copy.reason,
+              fallback: { standIn: 'last_stored_observation', reason: copy.reason, detail: copy.detail },
+            },
           };
     }
-    const why =
-      copy.kind === 'none'
-        ? copy
-        : { reason: 'provider_error' as const, detail: `the stored ${RISK_FREE_SERIES} copy has no observation${onDate ? ` on or before ${onDate}` : 's'}` };
+    const why = copy.kind === 'none' ? copy : { reason: 'provider_error' as const, detail: `the stored ${RISK_FREE_SERIES} copy has no observations` };
     return {
-      data: { rate: percentToDecimal(HARDCODED_RISK_FREE.percent), maturity: '3M', asOf: HARDCODED_RISK_FREE.observationDate, source: 'fallback' },
+      data: {
+        rate: percentToDecimal(HARDCODED_RISK_FREE.percent),
+        maturity: '3M',
+        asOf: HARDCODED_RISK_FREE.observationDate,
+        source: 'fallback',
+        seriesId: HARDCODED_OBSERVATION.seriesId,
+        knownFrom: HARDCODED_OBSERVATION.knownFrom.toISOString(),
+      },
       meta: {
         asOf: `${HARDCODED_RISK_FREE.observationDate}T00:00:00.000Z`,
         source: HARDCODED_RISK_FREE.source,
         stale: true,
-        seriesId: RISK_FREE_SERIES,
+        staleReason: why.reason,
+        seriesId: HARDCODED_OBSERVATION.seriesId,
         fallback: { standIn: 'hardcoded', reason: why.reason, detail: why.detail },
+      },
+    };
+  }
+
+  /**
+   * The risk-free rate known at each instant, by the rule of
+   * server/macro/risk-free-history.ts: the stored observation (TB3MS history,
+   * DGS3MO copy) with the latest known-from instant at or before it, or the
+   * hard-coded TB3MS 2022-09 when that is more recent; null when nothing was
+   * known then. What computed Greeks and implied volatilities use, so no
+   * rate from after a quote enters its model. With a FRED key the DGS3MO copy
+   * is refreshed first when past its window, as the live read does.
+   */
+  async riskFreeRatesKnownAt(instants: Date[]): Promise<Map<number, KnownRiskFreeRate | null>> {
+    const distinct = [...new Map(instants.map((i) => [i.getTime(), i])).values()];
+    if (!distinct.length) return new Map();
+    if (this.fred) await this.currentCopy(RISK_FREE_SERIES);
+    const latest = await this.db.run((sql) => latestKnownAt(sql, distinct));
+    return new Map(
+      distinct.map((at) => {
+        const { table = null, dgs3mo = null } = latest.get(at.getTime()) ?? {};
+        return [at.getTime(), pickKnown(at, table, dgs3mo)];
+      }),
+    );
+  }
+
+  /**
+   * GET /v1/rates/risk-free?asOf=…: the rate known at the cut-off
+   * (riskFreeRatesKnownAt), stale when a newer observation of its series was
+   * due by then; 404 when no rate was known then.
+   */
+  async riskFreeRateAt(asOf: PointInTime): Promise<{
+    data: RiskFreeRate;
+    meta: Meta & { staleReason: RiskFreeStaleReason | null; seriesId: RiskFreeSeriesId; fallback: RiskFreeFallback | null };
+  }> {
+    const known = (await this.riskFreeRatesKnownAt([asOf.instant])).get(asOf.instant.getTime());
+    if (!known) {
+      throw new AppError('not_found', `no risk-free rate was known at ${asOf.input}: no rate is made up, and none from a later date is used`, {
+        asOf: ['no stored observation was known then: a TB3MS month counts from the first instant after it ends, a DGS3MO day from the end of that UTC day'],
+      });
+    }
+    const due = newerObservationDue(known.seriesId, known.knownFrom, asOf.instant);
+    return {
+      data: {
+        rate: known.rate,
+        maturity: '3M',
+        asOf: known.date,
+        source: known.hardcoded ? 'fallback' : 'fred',
+        seriesId: known.seriesId,
+        knownFrom: known.knownFrom.toISOString(),
+      },
+      meta: {
+        asOf: asOf.input,
+        source: known.source,
+        stale: due,
+        staleReason: due ? 'newer_observation_due' : null,
+        seriesId: known.seriesId,
+        fallback: known.hardcoded
+          ? {
+              standIn: 'hardcoded',
+              reason: 'no_stored_observation',
+              detail: `no stored observation known at ${asOf.input} is more recent than the hard-coded ${HARDCODED_RISK_FREE.source}`,
+            }
+          : null,
       },
     };
   }
@@ -233,6 +339,17 @@ export function macroServiceOf(db: Database, logger: Logger, config: Config): Ma
     timeoutMs: config.FRED_TIMEOUT_MS,
     failureBackoffMs: config.FRED_FAILURE_BACKOFF_MS,
   });
+}
+
+/** The most recent of the candidates known at `at`: a tie goes to DGS3MO, then to a stored row over the hard-coded one. */
+function pickKnown(at: Date, table: KnownObservation | null, dgs3mo: KnownObservation | null): KnownRiskFreeRate | null {
+  const candidates: [KnownObservation, boolean][] = [];
+  if (dgs3mo) candidates.push([dgs3mo, false]);
+  if (table) candidates.push([table, false]);
+  if (HARDCODED_OBSERVATION.knownFrom.getTime() <= at.getTime()) candidates.push([HARDCODED_OBSERVATION, true]);
+  let best: [KnownObservation, boolean] | undefined;
+  for (const c of candidates) if (!best || c[0].knownFrom.getTime() > best[0].knownFrom.getTime()) best = c;
+  return best ? { ...best[0], rate: percentToDecimal(best[0].value), hardcoded: best[1] } : null;
 }
 
 function staleReason(failure: ProviderFailure): StaleReason {

@@ -12,6 +12,14 @@ export interface NewsFilter {
   /** Catalyst events: only what the company itself confirmed. */
   companyConfirmedOnly: boolean;
   limit: number;
+  /** Only the rows after this position of the order (keyset paging). */
+  after?: NewsKey;
+}
+
+/** A row's position in the order: publishedAt to the microsecond (UTC, as instantKey text) and id. */
+export interface NewsKey {
+  publishedAt: string;
+  id: string;
 }
 
 interface NewsRowStored {
@@ -24,6 +32,7 @@ interface NewsRowStored {
   published_at: Date;
   is_company_confirmed: boolean;
   created_at: Date;
+  published_key: string;
 }
 
 function toNewsEvent(r: NewsRowStored): NewsEvent {
@@ -46,15 +55,22 @@ function toNewsEvent(r: NewsRowStored): NewsEvent {
  * this query with one more predicate, so they are the company-confirmed news
  * by construction. Day bounds become instants in SQL at UTC midnight, as the
  * economic calendar's do (a `to` of 9999-12-31 ends at 10000-01-01, which a JS
- * Date cannot write as ISO text). Walks news_instrument_published_idx.
+ * Date cannot write as ISO text). Walks news_instrument_published_idx; a
+ * page after a cursor (`after`) starts its walk at the cursor's publishedAt.
+ * Each row comes with its key, the position a cursor after it holds. The
+ * key's text is sent as text and cast in SQL: a timestamp parameter would go
+ * through a JS Date and lose its microseconds.
  */
-export async function selectNews(sql: ISql, f: NewsFilter): Promise<NewsEvent[]> {
+export async function selectNews(sql: ISql, f: NewsFilter): Promise<{ row: NewsEvent; key: NewsKey }[]> {
+  const after = f.after && sql`(${f.after.publishedAt}::text::timestamp at time zone 'UTC')`;
   const rows = await timed(
     f.companyConfirmedOnly ? 'select_events' : 'select_news',
     sql<NewsRowStored[]>`
-      select id, instrument_id, event_class, headline, source, url, published_at, is_company_confirmed, created_at
+      select id, instrument_id, event_class, headline, source, url, published_at, is_company_confirmed, created_at,
+        to_char(published_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as published_key
       from news
       where instrument_id = ${f.instrumentId}
+        ${after ? sql`and published_at <= ${after} and (published_at < ${after} or id > ${f.after!.id})` : sql``}
         ${f.from ? sql`and published_at >= ${f.from}::date::timestamp at time zone 'UTC'` : sql``}
         ${f.to ? sql`and published_at < (${f.to}::date + 1)::timestamp at time zone 'UTC'` : sql``}
         ${f.eventClass ? sql`and event_class = ${f.eventClass}` : sql``}
@@ -63,7 +79,7 @@ export async function selectNews(sql: ISql, f: NewsFilter): Promise<NewsEvent[]>
       limit ${f.limit}
     `,
   );
-  return rows.map(toNewsEvent);
+  return rows.map((r) => ({ row: toNewsEvent(r), key: { publishedAt: r.published_key, id: r.id } }));
 }
 
 // Ingest: statements over the `ingest_staging` table of a news upload

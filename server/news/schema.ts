@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import { SOURCE_SILENCE_DAYS, staleMetaFields } from '../core/freshness.ts';
 import { BooleanValue } from '../ingest/fields.ts';
 import { IdSchema, type InstrumentId, InstrumentIdSchema, nameBasedUuid } from '../core/ids.ts';
+import { CursorSchema, NextCursorSchema } from '../core/cursor.ts';
 import { integerParam } from '../core/params.ts';
 import { DateSchema, InstantSchema, withOrderedBounds } from '../core/time.ts';
 
@@ -37,7 +39,8 @@ export const NewsQuerySchema = withOrderedBounds(
     from: DateSchema.optional().describe('first UTC day of publishedAt, inclusive'),
     to: DateSchema.optional().describe('last UTC day of publishedAt, inclusive'),
     eventClass: EventClassSchema.optional().describe('only this class (exact match); omit for all'),
-    limit: integerParam(1, 500).default(100).describe('rows returned, newest first; meta.truncated says whether more matched'),
+    limit: integerParam(1, 500).default(100).describe('rows returned, newest first; meta.truncated says whether more matched, meta.nextCursor reads on'),
+    cursor: CursorSchema,
   }),
 );
 
@@ -95,7 +98,11 @@ export type NewsEvent = z.infer<typeof NewsEventSchema>;
 export const NewsMetaSchema = z.strictObject({
   asOf: z.string().describe('the time of the read'),
   source: z.string(),
-  stale: z.boolean(),
+  ...staleMetaFields(
+    ['source_silent'],
+    `a source of the returned rows has published nothing, on any instrument, in the ${SOURCE_SILENCE_DAYS} days before the time of reading`,
+  ),
   limit: z.int().min(1).max(500),
-  truncated: z.boolean().describe('more rows matched than limit'),
+  truncated: z.boolean().describe('more rows matched than limit: meta.nextCursor reads on'),
+  nextCursor: NextCursorSchema,
 });

@@ -3,16 +3,36 @@ import { requireInstrument } from '../instruments/service.ts';
 import * as repo from './repository.ts';
 import type { NewsQuery } from './schema.ts';
 import { listPage } from '../core/meta.ts';
+import { newsFreshness } from './freshness.ts';
+import { bindingOf, decodeCursor, encodeCursor, isCursorId, isCursorInstant } from '../core/cursor.ts';
 
 /**
  * An instrument's news, or (companyConfirmedOnly) its catalyst events, newest
- * published first; one row past `limit` is read to tell whether more matched.
- * An unknown instrument is 404 not_found.
+ * published first, ties by id; one row past `limit` is read to tell whether
+ * more matched, and then meta.nextCursor is the position after the page's
+ * last row. A cursor is bound to its list (news or events) and to the
+ * instrument and filters; a malformed or foreign one is a 400 naming it,
+ * answered before the instrument is looked up. An unknown instrument is 404
+ * not_found.
  */
 export async function listNews(db: Database, instrumentId: string, q: NewsQuery, companyConfirmedOnly: boolean) {
-  const rows = await db.run(async (sql) => {
+  const list = companyConfirmedOnly ? 'events' : 'news';
+  const binding = bindingOf([instrumentId, q.from, q.to, q.eventClass]);
+  const after = q.cursor
+    ? decodeCursor(q.cursor, list, binding, ([publishedAt, id, ...rest]) =>
+        rest.length === 0 && isCursorInstant(publishedAt) && isCursorId(id) ? { publishedAt, id } : null,
+      )
+    : undefined;
+  const readAt = Date.now();
+  const { found, fresh } = await db.run(async (sql) => {
     await requireInstrument(sql, instrumentId);
-    return repo.selectNews(sql, { ...q, instrumentId, companyConfirmedOnly, limit: q.limit + 1 });
+    const found = await repo.selectNews(sql, { ...q, instrumentId, companyConfirmedOnly, limit: q.limit + 1, after });
+    return { found, fresh: await newsFreshness(sql, new Set(found.slice(0, q.limit).map((f) => f.row.source)), readAt) };
   });
-  return listPage(rows, q.limit);
+  return listPage(
+    found.map((f) => f.row),
+    q.limit,
+    (i) => encodeCursor(list, binding, [found[i].key.publishedAt, found[i].key.id]),
+    fresh,
+  );
 }

@@ -25,8 +25,9 @@ export interface DeriveScope {
  * for each underlying and day with quotes, the contracts listed at the end of
  * that day and quoted on it (UTC), every contract's implied volatility
  * (the provider's, else solved from the mid on the worker pool as the chain
- * read solves it), and the underlying's raw daily bars up to that day, turned
- * into the snapshot's figures by workers/vol-stats.ts. A day without a raw
+ * read solves it, at the risk-free rate known at the quote's instant), and
+ * the underlying's raw daily bars up to that day, turned into the snapshot's
+ * figures by workers/vol-stats.ts. A day without a raw
  * close is skipped: there is nothing to measure the strikes against. Stored
  * through the iv-snapshots ingest, so the counts are its counts.
  */
@@ -41,14 +42,15 @@ export async function deriveIvSnapshots(deps: Deps, scope: DeriveScope = {}): Pr
     }));
     const spot = bars.close.at(-1);
     if (spot === undefined) continue;
-    const { rate } = (await deps.macro.riskFreeRate(day)).data;
     // Only that day's quotes: an older quote would be solved against a later close.
     const quoted = chain.flatMap(({ contract, quote }) => (quote && quoteDay(quote) === day ? [{ contract, quote }] : []));
     const toSolve = quoted.filter((c) => !c.quote.greeks);
+    // Each quote is solved at the rate known at its own instant (none known: no volatility), never a later one.
+    const rates = await deps.macro.riskFreeRatesKnownAt(toSolve.map((c) => c.quote.observedAt));
     const solved = toSolve.length
       ? await deps.pool.run('chainGreeks', {
           spot: toSolve.map(() => spot),
-          rate: toSolve.map(() => rate),
+          rate: toSolve.map((c) => rates.get(c.quote.observedAt.getTime())?.rate ?? null),
           dividendYield: 0,
           strike: toSolve.map((c) => c.contract.strike),
           timeYears: toSolve.map((c) => yearsToExpiry(c.contract.expiry, c.quote.observedAt)),

@@ -36,8 +36,9 @@ export const optionContractIngest: StagedIngestKind<OptionContractRow> = {
     ['multiplier', 'int4'],
     ['is_active', 'bool'],
     ['listed_at', 'timestamptz'],
+    ['source', 'text'],
   ],
-  toStagingValues: (r) => [r.id, r.instrumentId, r.contractSymbol, r.expiry, r.strike, r.right, r.multiplier, r.isActive, r.listedAt],
+  toStagingValues: (r) => [r.id, r.instrumentId, r.contractSymbol, r.expiry, r.strike, r.right, r.multiplier, r.isActive, r.listedAt, r.source],
   async apply(tx) {
     await rejectUnknownInstruments(tx);
     await rejectFirstRow(repeatedStagedKeys(tx, 'id'), 'id', 'the same contract appears twice in this batch');

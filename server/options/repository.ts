@@ -26,7 +26,7 @@ export function upsertStagedContracts(tx: ISql) {
       table: 'option_contracts',
       key: ['id'],
       kept: ['instrument_id'],
-      updated: ['contract_symbol', 'expiry', 'strike', 'option_right', 'multiplier', 'is_active', 'listed_at'],
+      updated: ['contract_symbol', 'expiry', 'strike', 'option_right', 'multiplier', 'is_active', 'listed_at', 'source'],
       setsUpdatedAt: true,
     }),
   );
@@ -111,6 +111,8 @@ export interface OptionContract {
   isActive: boolean;
   /** Null when the source did not say: the contract counts as listed from its first quote observation. */
   listedAt: Date | null;
+  /** Where the contract came from. */
+  source: string;
 }
 
 /** The provider's Greeks of an observation. */
@@ -154,6 +156,7 @@ interface ContractRow {
   multiplier: number;
   is_active: boolean;
   listed_at: Date | null;
+  contract_source: string;
   observed_at: Date | null;
   bid: number | null;
   ask: number | null;
@@ -186,6 +189,7 @@ function toContractAtCutoff(r: ContractRow): ContractAtCutoff {
       multiplier: r.multiplier,
       isActive: r.is_active,
       listedAt: r.listed_at,
+      source: r.contract_source,
     },
     quote:
       r.observed_at === null
@@ -230,7 +234,7 @@ const LATEST_QUOTE = (sql: ISql, cutoff: Date) => sql`
 `;
 const LISTED = (sql: ISql, cutoff: Date) => sql`(c.listed_at <= ${cutoff} or (c.listed_at is null and q.observed_at is not null))`;
 const CONTRACT_COLUMNS = (sql: ISql) =>
-  sql`c.id, c.instrument_id, c.contract_symbol, c.expiry, c.strike, c.option_right, c.multiplier, c.is_active, c.listed_at, q.*`;
+  sql`c.id, c.instrument_id, c.contract_symbol, c.expiry, c.strike, c.option_right, c.multiplier, c.is_active, c.listed_at, c.source as contract_source, q.*`;
 
 /** The chain at the cut-off: contracts listed then and not expired before its day, by expiry, strike and right (call first). */
 export async function chainAt(sql: ISql, instrumentId: string, cutoff: Date, cutoffDay: string, filter: ChainFilter): Promise<ContractAtCutoff[]> {

@@ -2,7 +2,15 @@ import { z } from 'zod';
 import type { Area } from '../area.ts';
 import { defineRoute } from '../http/route.ts';
 import { ivSnapshotIngest, optionContractIngest, optionQuoteIngest } from './ingest.ts';
-import { ChainItemSchema, ChainMetaSchema, ChainQuerySchema, ContractMetaSchema, ContractQuerySchema, ExpiriesQuerySchema } from './schema.ts';
+import {
+  ChainItemSchema,
+  ChainMetaSchema,
+  ChainQuerySchema,
+  ContractMetaSchema,
+  ContractQuerySchema,
+  ExpiriesMetaSchema,
+  ExpiriesQuerySchema,
+} from './schema.ts';
 import { listExpiries, readChain, readContract } from './service.ts';
 import { IdParamsSchema, InstrumentParamsSchema } from '../core/ids.ts';
 
@@ -19,7 +27,7 @@ export const expiriesRoute = defineRoute({
   scope: 'options:read',
   params: InstrumentParamsSchema,
   query: ExpiriesQuerySchema,
-  response: { status: 200, description: 'the expiry dates', data: z.array(z.string()), meta: ContractMetaSchema },
+  response: { status: 200, description: 'the expiry dates', data: z.array(z.string()), meta: ExpiriesMetaSchema },
   errors: ['not_found', 'options_unavailable'],
 });
 

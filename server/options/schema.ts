@@ -4,6 +4,7 @@ import { ingestCounts } from '../ingest/kind.ts';
 import { IdSchema, InstrumentIdSchema, nameBasedUuid, type InstrumentId } from '../core/ids.ts';
 import { AsOfSchema, DateSchema, InstantSchema } from '../core/time.ts';
 import { GREEKS_MISSING_INPUTS } from '../../workers/contract.ts';
+import { STALE_REASONS } from './freshness.ts';
 
 export const OPTION_RIGHTS = ['call', 'put'] as const;
 export type OptionRight = (typeof OPTION_RIGHTS)[number];
@@ -40,6 +41,7 @@ export const OptionContractRowSchema = z
     ),
     isActive: BooleanValue.default(true),
     listedAt: nullable(Instant).describe('when the contract was listed; absent: listed from its first quote observation'),
+    source: Source.default('ingested').describe("where the contract came from, e.g. the provider's name, or synthetic-demo"),
   })
   .transform((r) => ({ ...r, id: r.id ?? derivedContractId(r.instrumentId, r.contractSymbol) }));
 export type OptionContractRow = z.infer<typeof OptionContractRowSchema>;
@@ -143,8 +145,9 @@ export const OptionContractSchema = z
     strike: z.number(),
     right: z.enum(OPTION_RIGHTS),
     multiplier: z.int().min(1).max(1_000_000),
-    isActive: z.boolean(),
+    isActive: z.boolean().describe('false from 16:00 New York on the expiry day on (the cut-off is the read instant), or when the source marked it inactive'),
     listedAt: z.string().nullable().describe('when the contract was listed; null: from its first quote observation'),
+    source: z.string().describe('where the contract came from (unrecorded for contracts stored before contracts named their source)'),
   })
   .meta({ id: 'OptionContract' });
 
@@ -166,8 +169,13 @@ export const GreeksModelSchema = z.strictObject({
   riskFreeRate: z.number(),
   dividendYield: z.number(),
   spotAsOf: z.string().describe("date of the underlying's raw daily close used as spot"),
-  riskFreeRateSource: z.enum(['fred', 'fallback']).describe('as GET /v1/rates/risk-free reports it for the quote day'),
-  riskFreeRateAsOf: z.string().describe('date of the rate observation (or of the hard-coded rate)'),
+  riskFreeRateSource: z
+    .enum(['fred:DGS3MO', 'fred:TB3MS', 'fallback'])
+    .describe(
+      "the series of the rate known at the quote's instant, as GET /v1/rates/risk-free?asOf=<quote's asOf> reports it: fred:DGS3MO (daily), fred:TB3MS (monthly average), or fallback (the hard-coded TB3MS 2022-09, only after it was known)",
+    ),
+  riskFreeRateAsOf: z.string().describe('date of the rate observation (a monthly average is dated the first of its month)'),
+  riskFreeRateKnownFrom: z.string().describe("the first instant the rate counts as known (end of its UTC day, or of its month): at or before the quote's asOf"),
   dividendYieldSource: z.literal('assumed_zero').describe('no dividend-yield source is stored, so 0 is used'),
   expiryDays: z.number().describe('calendar days from the quote to 16:00 New York on the expiry day'),
   timeToExpirationYears: z.number().describe('expiryDays / 365 (ACT/365F)'),
@@ -191,7 +199,12 @@ export const GreeksSchema = z
 export const GreeksUnavailableSchema = z
   .strictObject({
     reason: z.enum(['not_supplied_and_not_computable']),
-    missingInputs: z.array(z.enum(GREEKS_MISSING_INPUTS)).min(1).describe('quote: no observation at the cut-off, or bid and ask both 0'),
+    missingInputs: z
+      .array(z.enum(GREEKS_MISSING_INPUTS))
+      .min(1)
+      .describe(
+        "quote: no observation at the cut-off, or bid and ask both 0; riskFreeRate: no rate was known at the quote's instant (a later one is never used)",
+      ),
     detail: z.string(),
   })
   .meta({ id: 'GreeksUnavailable' });
@@ -209,14 +222,38 @@ export type ChainItem = z.infer<typeof ChainItemSchema>;
 
 const GREEKS_SOURCES = { provider: z.int().min(0), computed: z.int().min(0), unavailable: z.int().min(0) };
 
+const StaleReasonSchema = z
+  .enum(STALE_REASONS)
+  .nullable()
+  .describe(
+    'why stale, null when fresh: contract_expired (the cut-off is at or after 16:00 New York on its expiry day), no_quote (no observation at or before the cut-off), quote_older_than_one_session (a whole 09:30-16:00 New York weekday session lies between the quote and the cut-off)',
+  );
+
 export const ChainMetaSchema = z.strictObject({
   asOf: z.string().describe('the cut-off as given, or the time of the read'),
-  source: z.string().describe('sources of the quotes returned'),
-  stale: z.boolean(),
+  source: z.string().describe('sources of the returned contracts and their quotes, sorted and comma-separated; none when no row is returned'),
+  stale: z.boolean().describe('true when any returned row is stale (staleContracts > 0)'),
+  staleReason: StaleReasonSchema.describe('the first of contract_expired, quote_older_than_one_session, no_quote that any returned row has; null when none'),
+  staleContracts: z.int().min(0).describe('returned rows whose contract has expired, or whose quote is missing or older than one session'),
   greeksCoverage: z.strictObject(GREEKS_SOURCES).describe('over exactly the rows returned'),
 });
 
-export const ContractMetaSchema = z.strictObject({ asOf: z.string(), source: z.string(), stale: z.boolean() });
+export const ContractMetaSchema = z.strictObject({
+  asOf: z.string().describe('the cut-off as given, or the time of the read'),
+  source: z.string().describe('the sources of the contract and its quote, sorted and comma-separated'),
+  stale: z.boolean(),
+  staleReason: StaleReasonSchema,
+});
+
+export const ExpiriesMetaSchema = z.strictObject({
+  asOf: z.string().describe('the cut-off as given, or the time of the read'),
+  source: z.string().describe('sources of the listed contracts and their latest quotes at the cut-off, sorted and comma-separated'),
+  stale: z.boolean().describe('true when no listed contract has a quote at most one session old at the cut-off'),
+  staleReason: z
+    .enum(['quote_older_than_one_session', 'no_quote'])
+    .nullable()
+    .describe('no_quote: no listed contract has any quote; quote_older_than_one_session: the newest is older than one session; null when fresh'),
+});
 
 /** What deriving snapshots stored: the iv-snapshots counts, and the days skipped for want of an underlying close. */
 export const DerivedSnapshotsSchema = z.strictObject({

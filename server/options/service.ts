@@ -2,12 +2,12 @@ import type { AppDeps } from '../area.ts';
 import type { ISql } from '../db/sql.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { readRawCloses } from '../prices/daily-bars.ts';
-import type { RiskFreeRate } from '../macro/schema.ts';
+import { riskFreeRateLabel } from '../macro/service.ts';
+import { expiryInstant, firstReason, isActiveAt, isQuoteStale, rowStaleReason } from './freshness.ts';
 import * as repo from './repository.ts';
 import type { ChainItem, ChainQuery } from './schema.ts';
 import { AppError, notFound } from '../core/errors.ts';
 import { sourcesMeta } from '../core/meta.ts';
-import { newYorkTimeToUtc } from '../core/new-york-time.ts';
 import type { PointInTime } from '../core/time.ts';
 import { DAYS_PER_YEAR, type ChainGreeksInput } from '../../workers/contract.ts';
 
@@ -42,16 +42,30 @@ async function unavailable(sql: ISql, instrument: { id: string; assetClass: stri
   return new AppError('options_unavailable', why, { reason: ['not_ingested'] });
 }
 
-/** The expiries with at least one contract listed at the cut-off, ascending. */
+/** meta.source: the sources of the rows, each contract's and its quote's, sorted and comma-separated; `none` without rows. */
+const rowSources = (rows: repo.ContractAtCutoff[]) =>
+  sourcesMeta(new Set(rows.flatMap((r) => (r.quote ? [r.contract.source, r.quote.source] : [r.contract.source]))));
+
+/**
+ * The expiries with at least one contract listed at the cut-off, ascending.
+ * The list is as fresh as the quotes that report the chain: stale when no
+ * listed contract has a quote at most one session old at the cut-off
+ * (`no_quote` when none has any, else `quote_older_than_one_session`).
+ */
 export async function listExpiries(deps: Deps, id: string, asOf: PointInTime | undefined) {
   const cutoff = cutoffOf(asOf);
-  const expiries = await deps.readDb.run(async (sql) => {
+  const chain = await deps.readDb.run(async (sql) => {
     const instrument = await requireInstrument(sql, id);
     const chain = await repo.chainAt(sql, id, cutoff.at, cutoff.day, {});
     if (!chain.length) throw await unavailable(sql, instrument, cutoff.day);
-    return [...new Set(chain.map((c) => c.contract.expiry))];
+    return chain;
   });
-  return { data: expiries, meta: { asOf: cutoff.input, source: 'option contracts', stale: false } };
+  const quoted = chain.flatMap((r) => (r.quote ? [r.quote] : []));
+  const staleReason = !quoted.length ? 'no_quote' : quoted.every((q) => isQuoteStale(q.observedAt, cutoff.at)) ? 'quote_older_than_one_session' : null;
+  return {
+    data: [...new Set(chain.map((c) => c.contract.expiry))],
+    meta: { asOf: cutoff.input, source: rowSources(chain), stale: staleReason !== null, staleReason },
+  };
 }
 
 /** The chain as it stood at the cut-off, each contract with its latest quote and its Greeks (provider, computed, or why neither). */
@@ -63,11 +77,22 @@ export async function readChain(deps: Deps, id: string, q: ChainQuery) {
     if (!rows.length && !q.expiry && q.strike === undefined && !q.right) throw await unavailable(sql, instrument, cutoff.day);
     return { rows, closes: await closesForQuotes(sql, id, rows) };
   });
-  const data = await withGreeks(deps, rows, closes);
+  const data = await withGreeks(deps, rows, closes, cutoff.at);
   const coverage = { provider: 0, computed: 0, unavailable: 0 };
   for (const item of data) coverage[item.greeks?.greeksSource ?? 'unavailable']++;
-  const sources = new Set(rows.flatMap((r) => (r.quote ? [r.quote.source] : [])));
-  return { data, meta: { asOf: cutoff.input, source: sourcesMeta(sources), stale: false, greeksCoverage: coverage } };
+  const reasons = rows.map((r) => rowStaleReason(r.contract, r.quote, cutoff.at));
+  const staleContracts = reasons.filter((r) => r !== null).length;
+  return {
+    data,
+    meta: {
+      asOf: cutoff.input,
+      source: rowSources(rows),
+      stale: staleContracts > 0,
+      staleReason: firstReason(reasons),
+      staleContracts,
+      greeksCoverage: coverage,
+    },
+  };
 }
 
 /** One contract at the cut-off, by the chain's rules; 404 when unknown or not yet listed then. */
@@ -78,8 +103,9 @@ export async function readContract(deps: Deps, id: string, asOf: PointInTime | u
     if (!row || !row.listed) throw notFound(row ? `option contract (not listed yet at ${cutoff.input})` : 'option contract');
     return { row, closes: await closesForQuotes(sql, row.contract.instrumentId, [row]) };
   });
-  const [item] = await withGreeks(deps, [row], closes);
-  return { data: item, meta: { asOf: cutoff.input, source: row.quote?.source ?? 'none', stale: false } };
+  const [item] = await withGreeks(deps, [row], closes, cutoff.at);
+  const staleReason = rowStaleReason(row.contract, row.quote, cutoff.at);
+  return { data: item, meta: { asOf: cutoff.input, source: rowSources([row]), stale: staleReason !== null, staleReason } };
 }
 
 /** The UTC day a quote was observed on. */
@@ -92,7 +118,7 @@ function closesForQuotes(sql: ISql, instrumentId: string, rows: repo.ContractAtC
 }
 
 /** Calendar days from an observation to 16:00 New York on the expiry day, when US equity and index options stop trading. */
-const daysToExpiry = (expiry: string, at: Date) => (newYorkTimeToUtc(expiry, '16:00') - at.getTime()) / DAY_MS;
+const daysToExpiry = (expiry: string, at: Date) => (expiryInstant(expiry) - at.getTime()) / DAY_MS;
 
 /** The same in years, ACT/365F as the option-price route counts them. */
 export const yearsToExpiry = (expiry: string, at: Date) => daysToExpiry(expiry, at) / DAYS_PER_YEAR;
@@ -100,14 +126,20 @@ export const yearsToExpiry = (expiry: string, at: Date) => daysToExpiry(expiry, 
 /**
  * Chain items with their Greeks. Provider Greeks are returned as observed.
  * For the other quoted contracts the inputs are gathered here (the raw close
- * of the quote's day, the risk-free rate in force that day, the time from the
- * quote to expiry) and the worker pool solves the implied volatility from the
+ * of the quote's day, the risk-free rate known at the quote's instant, never a
+ * later one (MacroService.riskFreeRatesKnownAt), the time from the quote to
+ * expiry) and the worker pool solves the implied volatility from the
  * mid and computes the Greeks with the Black–Scholes–Merton code of POST
  * /v1/analytics/option-price, or says which input is missing
  * (workers/option-greeks.ts).
  */
-async function withGreeks(deps: Deps, rows: repo.ContractAtCutoff[], closes: Map<string, { barDate: string; close: number }>): Promise<ChainItem[]> {
-  const items: ChainItem[] = rows.map((r) => ({ contract: contractOf(r.contract), quote: quoteOf(r.quote), greeks: null, greeksUnavailable: null }));
+async function withGreeks(
+  deps: Deps,
+  rows: repo.ContractAtCutoff[],
+  closes: Map<string, { barDate: string; close: number }>,
+  readAt: Date,
+): Promise<ChainItem[]> {
+  const items: ChainItem[] = rows.map((r) => ({ contract: contractOf(r.contract, readAt), quote: quoteOf(r.quote), greeks: null, greeksUnavailable: null }));
   const toCompute: { index: number; contract: repo.OptionContract; quote: repo.QuoteObservation; day: string; expiryDays: number }[] = [];
   for (const [index, { contract, quote }] of rows.entries()) {
     const item = items[index];
@@ -124,11 +156,11 @@ async function withGreeks(deps: Deps, rows: repo.ContractAtCutoff[], closes: Map
     }
   }
   if (!toCompute.length) return items;
-  const rates = new Map<string, RiskFreeRate>();
-  for (const day of new Set(toCompute.map((c) => c.day))) rates.set(day, (await deps.macro.riskFreeRate(day)).data);
+  const rates = await deps.macro.riskFreeRatesKnownAt(toCompute.map((c) => c.quote.observedAt));
+  const rateOf = (c: (typeof toCompute)[number]) => rates.get(c.quote.observedAt.getTime()) ?? null;
   const input: ChainGreeksInput = {
     spot: toCompute.map((c) => closes.get(c.day)?.close ?? null),
-    rate: toCompute.map((c) => rates.get(c.day)!.rate),
+    rate: toCompute.map((c) => rateOf(c)?.rate ?? null),
     dividendYield: 0,
     strike: toCompute.map((c) => c.contract.strike),
     timeYears: toCompute.map((c) => c.expiryDays / DAYS_PER_YEAR),
@@ -145,7 +177,7 @@ async function withGreeks(deps: Deps, rows: repo.ContractAtCutoff[], closes: Map
       continue;
     }
     const spot = closes.get(day)!;
-    const rate = rates.get(day)!;
+    const rate = rateOf(toCompute[k])!;
     item.greeks = {
       delta: result.delta,
       gamma: result.gamma,
@@ -161,8 +193,9 @@ async function withGreeks(deps: Deps, rows: repo.ContractAtCutoff[], closes: Map
         riskFreeRate: rate.rate,
         dividendYield: 0,
         spotAsOf: spot.barDate,
-        riskFreeRateSource: rate.source,
-        riskFreeRateAsOf: rate.asOf,
+        riskFreeRateSource: riskFreeRateLabel(rate),
+        riskFreeRateAsOf: rate.date,
+        riskFreeRateKnownFrom: rate.knownFrom.toISOString(),
         dividendYieldSource: 'assumed_zero',
         expiryDays,
         timeToExpirationYears: expiryDays / DAYS_PER_YEAR,
@@ -173,7 +206,8 @@ async function withGreeks(deps: Deps, rows: repo.ContractAtCutoff[], closes: Map
   return items;
 }
 
-function contractOf(c: repo.OptionContract): ChainItem['contract'] {
+/** The contract as served at the read's instant: inactive from its expiry on (freshness.ts). */
+function contractOf(c: repo.OptionContract, readAt: Date): ChainItem['contract'] {
   return {
     id: c.id,
     instrumentId: c.instrumentId,
@@ -182,8 +216,9 @@ function contractOf(c: repo.OptionContract): ChainItem['contract'] {
     strike: c.strike,
     right: c.right,
     multiplier: c.multiplier,
-    isActive: c.isActive,
+    isActive: isActiveAt(c, readAt),
     listedAt: c.listedAt?.toISOString() ?? null,
+    source: c.source,
   };
 }
 

@@ -42,14 +42,15 @@ export async function planAdjustments(sql: ISql, ids: string[], q: AdjustmentOpt
   const dividends = [...actions].flatMap(([instrumentId, list]) =>
     list.filter((a) => a.kind === 'cash_dividend' && a.effectiveDate > q.from).map((a) => ({ instrumentId, effectiveDate: a.effectiveDate })),
   );
-  const { closes, latestVersions } = await priorCloses(sql, dividends, view);
+  const knownAt = q.asOf?.instant;
+  const { closes, latestVersions } = await priorCloses(sql, dividends, view, knownAt);
   // An upload that corrected bars between the versions and the closes made a
   // new version: the closes of the version read then come from its kept bars.
   if (!view) {
     for (const [i, id] of ids.entries()) {
       if (!latestVersions.has(id) || latestVersions.get(id) === latest[i]) continue;
       const own = dividends.filter((d) => d.instrumentId === id);
-      const kept = await priorCloses(sql, own, await versionView(sql, id, versions[i]));
+      const kept = await priorCloses(sql, own, await versionView(sql, id, versions[i]), knownAt);
       closes.set(id, kept.closes.get(id) ?? []);
     }
   }

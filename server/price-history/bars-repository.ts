@@ -2,6 +2,7 @@ import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
 import { identifierList, timed } from '../db/sql.ts';
 import type { StagingColumns } from '../ingest/kind.ts';
+import { invalidRequest, type AppError } from '../core/errors.ts';
 import type { PriorClose } from './adjustment.ts';
 import { latestVersion, type VersionView } from './versions-repository.ts';
 
@@ -27,27 +28,56 @@ export const DAILY_COLUMNS: StagingColumns = [
   ['reflects_actions_through', 'date'],
   ['source', 'text'],
   ['as_of', 'timestamptz'],
+  ['known_at', 'timestamptz'],
 ];
 const DAILY_NAMES = DAILY_COLUMNS.map(([name]) => name);
 
 /**
  * What stands for `daily_bars` in a read: the table itself, or, for a
- * superseded version, the bars as that version had them. A date replaced in
- * a later version takes the values of its earliest revision replaced after
- * the version read (none when that revision says the bar was absent), every
- * other date the stored bar; dates after the version's last bar date are
- * left out. Same columns as daily_bars.
+ * superseded version, the bars as that version had them (versionedBars);
+ * with `knownAt`, each of those bars as it was known at that instant
+ * (sql/019). Same columns as daily_bars.
  */
-export function dailyBarsAt(sql: ISql, view: VersionView | undefined): Fragment {
-  if (!view) return sql`daily_bars`;
-  const columns = (alias: string) =>
-    identifierList(
-      sql,
-      DAILY_NAMES.map((c) => `${alias}.${c}`),
-    );
+export function dailyBarsAt(sql: ISql, view: VersionView | undefined, knownAt?: Date): Fragment {
+  const bars = view ? versionedBars(sql, view) : sql`daily_bars`;
+  if (!knownAt) return bars;
+  // A bar known at the instant as it stands, else its latest revision known
+  // then: revisions are kept in the order they became known, and among those
+  // stated known at the same instant the one replaced last is the later.
+  // Those of a superseded version are the ones replaced by then.
+  const replacedBy = view ? sql`and r.replaced_in_version <= ${view.version}` : sql``;
+  return sql`(
+    select ${columns(sql, 'b')}
+    from ${bars} b
+    where b.known_at <= ${knownAt}
+    union all
+    select ${columns(sql, 'r')}
+    from (
+      select distinct on (r.instrument_id, r.bar_date) r.*
+      from daily_bar_revisions r
+      join ${bars} b on b.instrument_id = r.instrument_id and b.bar_date = r.bar_date and b.known_at > ${knownAt}
+      where not r.absent and r.known_at <= ${knownAt} ${replacedBy}
+      order by r.instrument_id, r.bar_date, r.known_at desc, r.replaced_in_version desc
+    ) r
+  )`;
+}
+
+const columns = (sql: ISql, alias: string) =>
+  identifierList(
+    sql,
+    DAILY_NAMES.map((c) => `${alias}.${c}`),
+  );
+
+/**
+ * The bars of a superseded version: a date replaced in a later version takes
+ * the values of its earliest revision replaced after the version read (none
+ * when that revision says the bar was absent), every other date the stored
+ * bar; dates after the version's last bar date are left out.
+ */
+function versionedBars(sql: ISql, view: VersionView): Fragment {
   const cap = (alias: string) => (view.lastBarDate === null ? sql`` : sql`and ${sql(`${alias}.bar_date`)} <= ${view.lastBarDate}::date`);
   return sql`(
-    select ${columns('b')}
+    select ${columns(sql, 'b')}
     from daily_bars b
     where b.instrument_id = ${view.instrumentId} ${cap('b')}
       and not exists (
@@ -55,7 +85,7 @@ export function dailyBarsAt(sql: ISql, view: VersionView | undefined): Fragment 
         where r.instrument_id = b.instrument_id and r.bar_date = b.bar_date and r.replaced_in_version > ${view.version}
       )
     union all
-    select ${columns('r')}
+    select ${columns(sql, 'r')}
     from (
       select distinct on (r.bar_date) r.*
       from daily_bar_revisions r
@@ -85,7 +115,7 @@ export async function latestBarDates(sql: ISql, ids: string[]): Promise<Map<stri
 
 /**
  * For each dividend, the last raw bar before its ex-date (one query for all),
- * from the bars of `view` when given; and the latest version, in the same
+ * from the bars of `view` when given, as known at `knownAt` when given; and the latest version, in the same
  * snapshot, of each instrument with such a bar, so a caller can tell whether
  * those bars are still the version it planned for.
  */
@@ -93,6 +123,7 @@ export async function priorCloses(
   sql: ISql,
   dividends: { instrumentId: string; effectiveDate: string }[],
   view?: VersionView,
+  knownAt?: Date,
 ): Promise<{ closes: Map<string, PriorClose[]>; latestVersions: Map<string, number> }> {
   const closes = new Map<string, PriorClose[]>();
   const latestVersions = new Map<string, number>();
@@ -104,7 +135,7 @@ export async function priorCloses(
       from unnest(${dividends.map((d) => d.instrumentId)}::uuid[], ${dividends.map((d) => d.effectiveDate)}::date[]) as d (instrument_id, effective_date)
       join lateral (
         select bar_date, close_price, quote_currency
-        from ${dailyBarsAt(sql, view)} b
+        from ${dailyBarsAt(sql, view, knownAt)} b
         where instrument_id = d.instrument_id
           and bar_date < d.effective_date
         order by bar_date desc
@@ -129,34 +160,139 @@ export interface HistoryWrite {
 }
 
 /**
- * Keeps what the staged daily batch replaces (sql/015): for each staged bar
- * that differs from the stored one, the stored values; for each new bar
- * dated on or before its instrument's latest date before the upload, that it
- * was absent. Each goes under the version the upload writes for its
- * instrument. Returns the instruments with such a bar. Inside
- * lockPriceHistory, over the `ingest_staging` table of a bar upload
- * (prices/ingest.ts).
+ * Writes the staged daily batch (prices/ingest.ts) with writeStagedBars, and
+ * keeps what a changed bar replaces (sql/015): the stored values with the
+ * instant they became known, or, for a new bar dated on or before its
+ * instrument's latest date before the upload, that it was absent; each under
+ * the version the upload writes for its instrument. Returns the counts and
+ * the instruments with such a kept revision, whose version the caller bumps.
+ * Inside lockPriceHistory, so no other upload writes these bars meanwhile.
  */
-export async function keepReplacedBars(tx: ISql, writes: HistoryWrite[]): Promise<string[]> {
-  const values = DAILY_NAMES.slice(2);
-  const list = (alias: string) =>
+export function writeStagedDailyBars(tx: ISql, writes: HistoryWrite[], batch: StagedSpan): Promise<StagedWrite> {
+  return writeStagedBars(tx, DAILY_TABLE, batch, {
+    columns: tx`w.version, w.latest_before`,
+    join: tx`join unnest(${writes.map((w) => w.instrumentId)}::uuid[], ${writes.map((w) => w.version)}::int[], ${writes.map((w) => w.latestBefore)}::date[])
+        as w (instrument_id, version, latest_before) on w.instrument_id = s.instrument_id`,
+    keep: (kept) => tx`
+      insert into daily_bar_revisions (instrument_id, bar_date, replaced_in_version, absent, ${identifierList(tx, kept)})
+      select instrument_id, bar_date, version, absent, ${identifierList(
+        tx,
+        kept.map((c) => `stored_${c}`),
+      )}
+      from changed
+      where not absent or bar_date <= latest_before
+      returning instrument_id
+    `,
+  });
+}
+
+/** A table of bars a staged batch is written to: its name, time column and field, and its columns in COPY order. */
+export interface BarTable {
+  table: 'daily_bars' | 'intraday_bars';
+  time: 'bar_date' | 'bar_ts';
+  timeType: 'date' | 'timestamptz';
+  field: 'barDate' | 'barTimestamp';
+  columns: StagingColumns;
+}
+
+const DAILY_TABLE: BarTable = { table: 'daily_bars', time: 'bar_date', timeType: 'date', field: 'barDate', columns: DAILY_COLUMNS };
+
+export interface StagedWrite {
+  inserted: number;
+  updated: number;
+  /** The instruments with a kept revision. */
+  revised: string[];
+}
+
+/**
+ * Writes a staged bar batch in one statement, over one join of the staged
+ * bars with the stored ones (`changed`): a staged bar whose values differ
+ * from the stored bar's rewrites it, a new one is inserted, and an equal one
+ * writes nothing (its stored knowledge time stays: known_at is said of the
+ * values, not one of them). `history` keeps what a changed bar replaced: the
+ * columns and join it adds to `changed`, where each stored value is
+ * `stored_<column>`, and the insert of the revisions, returning their
+ * instrument_id. A staged bar stated known before the bar it replaces is
+ * refused (sql/019: along a bar's revisions, known_at never decreases), and
+ * the transaction with it.
+ */
+export async function writeStagedBars(
+  tx: ISql,
+  bars: BarTable,
+  batch: StagedSpan,
+  history: { columns?: Fragment; join?: Fragment; keep: (kept: string[]) => Fragment },
+): Promise<StagedWrite> {
+  const { table, time, timeType } = bars;
+  const names = bars.columns.map(([name]) => name);
+  const kept = names.slice(2);
+  const compared = kept.filter((c) => c !== 'known_at');
+  const list = (alias: string, columns: string[]) =>
     identifierList(
       tx,
-      values.map((c) => `${alias}.${c}`),
+      columns.map((c) => `${alias}.${c}`),
     );
-  const rows = await tx<{ instrument_id: string }[]>`
-    with kept as (
-      insert into daily_bar_revisions (instrument_id, bar_date, replaced_in_version, absent, ${identifierList(tx, values)})
-      select s.instrument_id, s.bar_date, w.version, b.instrument_id is null, ${list('b')}
+  const stored = kept.map((c) => tx`b.${tx(c)} as ${tx(`stored_${c}`)}`).reduce((all, c) => tx`${all}, ${c}`);
+  // The batch's span as constants: only its chunks, and in them only its instruments' index ranges, are read.
+  const inSpan = tx`b.instrument_id = any (${batch.instrumentIds}::uuid[]) and b.${tx(time)} between ${batch.from}::${tx(timeType)} and ${batch.to}::${tx(timeType)}`;
+  const [row] = await tx<
+    {
+      inserted: number;
+      updated: number;
+      revised: string[] | null;
+      earlier: { instrumentId: string; at: string; knownAt: string; storedKnownAt: string } | null;
+    }[]
+  >`
+    with changed as (
+      select s.*, b.instrument_id is null as absent, ${history.columns ? tx`${history.columns},` : tx``} ${stored}
       from ingest_staging s
-      join unnest(${writes.map((w) => w.instrumentId)}::uuid[], ${writes.map((w) => w.version)}::int[], ${writes.map((w) => w.latestBefore)}::date[])
-        as w (instrument_id, version, latest_before) on w.instrument_id = s.instrument_id
-      left join daily_bars b on b.instrument_id = s.instrument_id and b.bar_date = s.bar_date
-      where (b.instrument_id is null and s.bar_date <= w.latest_before)
-         or (b.instrument_id is not null and (${list('b')}) is distinct from (${list('s')}))
-      returning instrument_id
+      ${history.join ?? tx``}
+      left join ${tx(table)} b on b.instrument_id = s.instrument_id and b.${tx(time)} = s.${tx(time)} and ${inSpan}
+      where b.instrument_id is null or (${list('b', compared)}) is distinct from (${list('s', compared)})
+    ),
+    kept as (${history.keep(kept)}),
+    inserted as (
+      insert into ${tx(table)} (${identifierList(tx, names)})
+      select ${identifierList(tx, names)}
+      from changed
+      where absent
+      returning 1
+    ),
+    updated as (
+      update ${tx(table)} b
+      set (${identifierList(tx, kept)}) = (${list('c', kept)})
+      from changed c
+      where not c.absent and b.instrument_id = c.instrument_id and b.${tx(time)} = c.${tx(time)} and ${inSpan}
+      returning 1
     )
-    select distinct instrument_id from kept
+    select
+      (select count(*) from inserted)::int as inserted,
+      (select count(*) from updated)::int as updated,
+      (select array_agg(distinct instrument_id) from kept) as revised,
+      (
+        select json_build_object('instrumentId', instrument_id, 'at', ${tx(time)}, 'knownAt', known_at, 'storedKnownAt', stored_known_at)
+        from changed
+        where not absent and known_at < stored_known_at
+        limit 1
+      ) as earlier
   `;
-  return rows.map((r) => r.instrument_id);
+  const e = row.earlier;
+  if (e) throw knownBeforeStored(bars.field, e.instrumentId, timeType === 'date' ? e.at : new Date(e.at).toISOString(), e.knownAt, e.storedKnownAt);
+  return { inserted: row.inserted, updated: row.updated, revised: row.revised ?? [] };
+}
+
+/** What a staged batch spans: its instruments, and its first and last bar date (or instant). */
+export interface StagedSpan {
+  instrumentIds: string[];
+  from: string;
+  to: string;
+}
+
+/** The 400 for a bar stated known before the stored revision it would replace. */
+export function knownBeforeStored(field: string, instrumentId: string, bar: string, knownAt: string, storedKnownAt: string): AppError {
+  const at = (t: string) => new Date(t).toISOString();
+  return invalidRequest(`a bar may not replace a revision known later than itself; nothing was stored`, {
+    knownAt: [
+      `the bar of ${instrumentId} at ${field} ${bar} states knownAt ${at(knownAt)}, before the stored revision's ${at(storedKnownAt)}: post the revisions of a bar in the order they became known`,
+    ],
+  });
 }

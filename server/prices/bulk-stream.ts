@@ -8,6 +8,8 @@ import { readSeriesText } from './daily-bars.ts';
 import * as repo from './repository.ts';
 import type { BulkPricesQuery } from './schema.ts';
 import { type Meta, sourcesMeta } from '../core/meta.ts';
+import { freshness, readInstant, seriesFreshness } from '../core/freshness.ts';
+import { lastDailyBars } from './freshness.ts';
 import type { Format } from '../core/params.ts';
 
 // One page statement returns at most this many bars (~2.6 MB of JSON text,
@@ -63,11 +65,16 @@ export async function streamBulkPrices(
   pages: { lane: Units; nextPageWaitMs: number },
 ): Promise<Meta> {
   const readAt = new Date();
-  const { known, plans, coverage } = await db.run(async (sql) => {
+  const instant = readInstant(q.asOf, readAt);
+  const { known, plans, coverage, lastBars } = await db.run(async (sql) => {
     const known = [...(await repo.existingInstruments(sql, q.instrumentIds)).keys()].sort();
-    if (!known.length) return { known, plans: new Map<string, InstrumentPlan>(), coverage: new Map<string, CoverageCheck>() };
-    const [plans, coverage] = await Promise.all([planAdjustments(sql, known, q), latestCoverageChecks(sql, known, q.asOf?.instant)]);
-    return { known, plans, coverage };
+    if (!known.length) return { known, plans: new Map<string, InstrumentPlan>(), coverage: new Map<string, CoverageCheck>(), lastBars: new Map() };
+    const [plans, coverage, lastBars] = await Promise.all([
+      planAdjustments(sql, known, q),
+      latestCoverageChecks(sql, known, q.asOf?.instant),
+      lastDailyBars(sql, known, instant),
+    ]);
+    return { known, plans, coverage, lastBars };
   });
   const segments = readSegments(q, plans, known);
   const uses = new Map<string, ReturnType<typeof seriesUse>>();
@@ -138,10 +145,12 @@ export async function streamBulkPrices(
     for (const p of PROVENANCES) provenance[p] += counts[p];
   }
   const coverages = Object.values(actionCoverages);
+  // Stale when any series is, by the first reason found in id order (docs/api.md, "Freshness").
+  const fresh = known.map((id) => seriesFreshness(lastBars.get(id)?.lastBar, instant, lastBars.get(id)?.assetClass, stale)).find((f) => f.stale) ?? freshness();
   const meta = {
     asOf: q.asOf?.input ?? readAt.toISOString(),
     source: sourcesMeta(sources),
-    stale,
+    ...fresh,
     adjusted: q.adjusted,
     includeBackfilled: q.includeBackfilled,
     requested: q.instrumentIds.length,

@@ -1,6 +1,7 @@
 import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
+import { dailyBarsAt } from '../price-history/bars-repository.ts';
 import { dayNumber } from '../price-history/day-numbers.ts';
 import type { DailyColumns } from './packed-columns.ts';
 
@@ -44,7 +45,7 @@ interface PackedSeriesRow {
   close_price: string | null;
 }
 
-export function selectPackedSeries(sql: ISql, instrumentIds: string[], from: string, to: string, fields: 'close' | 'ohlcv') {
+export function selectPackedSeries(sql: ISql, instrumentIds: string[], from: string, to: string, fields: 'close' | 'ohlcv', knownAt?: Date) {
   const base64 = (values: postgres.Fragment, name: string) => sql`encode(${values}, 'base64') as ${sql(name)}`;
   const days = (column: string) => sql`string_agg(int4send(${sql(column)} - date '1970-01-01'), ''::bytea)`;
   const floats = (value: postgres.Fragment) => sql`string_agg(float8send(${value}), ''::bytea)`;
@@ -58,7 +59,7 @@ export function selectPackedSeries(sql: ISql, instrumentIds: string[], from: str
       ${base64(sql`case when count(reflects_actions_through) < count(*) then ${days('bar_date')} ${vendorAdjusted} end`, 'reflects_days')},
       ${fields === 'ohlcv' ? sql`${orNaN('open_price')}, ${orNaN('high_price')}, ${orNaN('low_price')}, ${orNaN('volume')},` : sql``}
       ${base64(floats(sql`close_price`), 'close_price')}
-    from daily_bars
+    from ${dailyBarsAt(sql, undefined, knownAt)} b
     where instrument_id = any (${instrumentIds}::uuid[])
       and bar_date between ${from}::date and ${to}::date
     group by instrument_id

@@ -52,7 +52,7 @@ export interface AdjustedSeries extends DailyColumns {
 
 /**
  * The series of `ids` in the window as the response text, each with the bars
- * of the version its plan applies. A plan of a superseded version reads that
+ * of the version its plan applies, as known at the window's asOf. A plan of a superseded version reads that
  * version's bars; a series whose version moved on after the plan was read (an
  * upload corrected or filled in its bars meanwhile) is read again as the
  * planned version, whose bars are kept as they stood, so the bars always
@@ -63,18 +63,19 @@ export async function readSeriesText(
   format: Format,
   ids: string[],
   segments: Map<string, MultiplierSegment[]>,
-  window: { from: string; to: string },
+  window: { from: string; to: string; asOf?: PointInTime },
   plans: Map<string, InstrumentPlan>,
 ): Promise<DailySeriesText[]> {
   const view = ids.length === 1 ? plans.get(ids[0])!.view : undefined;
-  const read = await text.dailySeriesText(sql, format, ids, segments, window.from, window.to, view);
+  const knownAt = window.asOf?.instant;
+  const read = await text.dailySeriesText(sql, format, ids, segments, window.from, window.to, view, knownAt);
   const asPlanned = await Promise.all(
     read.map(async (series) => {
       const id = series.instrumentId;
       const { version } = plans.get(id)!;
       if (view || series.latestVersion === version) return series;
       const own = new Map(segments.has(id) ? [[id, segments.get(id)!]] : []);
-      const [again] = await text.dailySeriesText(sql, format, [id], own, window.from, window.to, await versionView(sql, id, version));
+      const [again] = await text.dailySeriesText(sql, format, [id], own, window.from, window.to, await versionView(sql, id, version), knownAt);
       return again;
     }),
   );
@@ -85,8 +86,8 @@ export async function readSeriesText(
 /**
  * Adjusted daily bars as columns, for the worker pool and the derivations:
  * each instrument's window in one packed row (repo.selectPackedSeries),
- * adjusted with the plan the price routes use. Only actions known at the
- * cut-off apply; backfilled actions are left out, so figures are
+ * adjusted with the plan the price routes use. Each bar as known at the
+ * cut-off, and only actions known then apply; backfilled actions are left out, so figures are
  * point-in-time. An instrument without bars in the window gets empty columns.
  */
 export async function readAdjustedSeries(
@@ -97,7 +98,7 @@ export async function readAdjustedSeries(
   const q = { from: window.from, to: window.to, adjusted: true, asOf: window.asOf, includeBackfilled: false };
   const [plans, rows] = await Promise.all([
     planAdjustments(sql, ids, q),
-    timed('adjusted_series_bars', repo.selectPackedSeries(sql, ids, window.from, window.to, window.fields)),
+    timed('adjusted_series_bars', repo.selectPackedSeries(sql, ids, window.from, window.to, window.fields, window.asOf?.instant)),
   ]);
   const packed = new Map(rows.map((r) => [r.instrument_id, r]));
   const out = new Map<string, AdjustedSeries>();

@@ -2,8 +2,9 @@ import { z } from 'zod';
 import { BooleanValue, finiteNumber, NonNegativeNumber, PositiveNumber } from '../ingest/fields.ts';
 import { ingestCounts, type CopyBatch, type KeyedIngestKind, type KeyedUpload, type OrdinalRange, type WriteCounts } from '../ingest/kind.ts';
 import { analyzeStaging, copyInto, restage } from '../ingest/repository.ts';
-import { DAILY_COLUMNS, keepReplacedBars, latestBarDates } from '../price-history/bars-repository.ts';
-import { dayNumber } from '../price-history/day-numbers.ts';
+import { copyField } from '../ingest/copy-text.ts';
+import { DAILY_COLUMNS, latestBarDates, writeStagedDailyBars } from '../price-history/bars-repository.ts';
+import { dayNumber, dayToDate } from '../price-history/day-numbers.ts';
 import { actionSetVersions, bumpVersions, lockPriceHistory } from '../price-history/versions-repository.ts';
 import type { ISql } from '../db/sql.ts';
 import { readStorageTier, type StorageTier } from '../db/migrate.ts';
@@ -18,6 +19,7 @@ const nullable = <T extends z.ZodType>(schema: T) =>
     .transform((v) => v ?? null);
 
 const CURRENCY_RE = /^[A-Z]{3}$/;
+const MINUTE_MS = 60_000;
 
 const barFields = {
   instrumentId: InstrumentIdSchema,
@@ -30,7 +32,27 @@ const barFields = {
   quoteUnit: z.string().trim().min(1).max(50),
   source: z.string().trim().min(1).max(200),
   asOf: InstantSchema.describe('when the source published or we captured this bar'),
+  knownAt: InstantSchema.optional().describe(
+    'when this revision of the bar became known, for back-filling a history of corrections (docs/api.md, "Point in time"); at most the time of the upload, and not before the bar; default: the instant the upload began',
+  ),
 };
+
+/** The earliest instant a bar can be known at: the start of its day (daily), the end of its minute (intraday). */
+const daily = { earliestKnown: (barDate: string) => Date.parse(`${barDate}T00:00:00.000Z`), what: "the start of the bar's day" };
+const intraday = { earliestKnown: (barTimestamp: string) => Date.parse(barTimestamp) + MINUTE_MS, what: "the end of the bar's minute" };
+
+/** Whether a bar known no earlier than `earliest` can state `knownAt`: not after now, not before the bar. */
+function knowable(knownAt: string, earliest: number): boolean {
+  const t = Date.parse(knownAt);
+  return t <= Date.now() && t >= earliest;
+}
+
+function checkKnownAt(row: { knownAt?: string }, earliest: number, what: string, ctx: z.RefinementCtx) {
+  if (row.knownAt === undefined) return;
+  const t = Date.parse(row.knownAt);
+  if (t > Date.now()) ctx.addIssue({ code: 'custom', path: ['knownAt'], message: 'must not be in the future' });
+  else if (t < earliest) ctx.addIssue({ code: 'custom', path: ['knownAt'], message: `must not precede ${what}` });
+}
 
 type OhlcRow = { openPrice: number | null; highPrice: number | null; lowPrice: number | null; closePrice: number };
 
@@ -52,6 +74,7 @@ export const DailyBarRowSchema = z
   })
   .superRefine((row, ctx) => {
     checkOhlc(row, ctx);
+    checkKnownAt(row, daily.earliestKnown(row.barDate), daily.what, ctx);
     if ((row.priceBasis === 'vendor_adjusted') !== (row.reflectsActionsThrough !== null)) {
       ctx.addIssue({ code: 'custom', path: ['reflectsActionsThrough'], message: 'required exactly when priceBasis is vendor_adjusted' });
     }
@@ -65,7 +88,10 @@ export const IntradayBarRowSchema = z
     lowPrice: PositiveNumber,
     barTimestamp: InstantSchema.refine((s) => new Date(s).getTime() % 60_000 === 0, 'must be on a whole minute (1-minute bars only)'),
   })
-  .superRefine(checkOhlc);
+  .superRefine((row, ctx) => {
+    checkOhlc(row, ctx);
+    checkKnownAt(row, intraday.earliestKnown(row.barTimestamp), intraday.what, ctx);
+  });
 
 export type DailyBarRow = z.infer<typeof DailyBarRowSchema>;
 export type IntradayBarRow = z.infer<typeof IntradayBarRowSchema>;
@@ -94,6 +120,30 @@ function plainText(v: unknown, max: number): string | undefined {
 
 type BarFields = Omit<DailyBarRow, 'barDate' | 'stale' | 'priceBasis' | 'reflectsActionsThrough'>;
 
+/**
+ * The last value a check passed, so a value repeated row after row (an
+ * upload's instrument id for thousands of bars, its one asOf) is checked once:
+ * on 1,000,000 bars the UUID and instant tests took 1.3 s of the request
+ * thread (a CPU profile of npm run bench -- ingest).
+ */
+function lastPassed<T>(check: (v: unknown) => T | undefined): (v: unknown) => T | undefined {
+  let last: unknown;
+  let result: T | undefined;
+  return (v) => {
+    if (v === last && result !== undefined) return result;
+    const checked = check(v);
+    if (checked !== undefined) {
+      last = v;
+      result = checked;
+    }
+    return checked;
+  };
+}
+
+const checkedInstrumentId = lastPassed(instrumentIdOf);
+const checkedAsOf = lastPassed((v) => (isInstant(v) ? v : undefined));
+const checkedKnownAt = lastPassed((v) => (isInstant(v) ? v : undefined));
+
 function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
   const closePrice = finiteNumber(r.closePrice);
   const openPrice = optionalPositive(r.openPrice);
@@ -103,7 +153,7 @@ function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
   const volume = volumeRaw === undefined || volumeRaw === null ? null : finiteNumber(volumeRaw);
   const quoteUnit = plainText(r.quoteUnit, 50);
   const source = plainText(r.source, 200);
-  const instrumentId = instrumentIdOf(r.instrumentId);
+  const instrumentId = checkedInstrumentId(r.instrumentId);
   if (
     closePrice === undefined ||
     !(closePrice > 0) ||
@@ -117,7 +167,8 @@ function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
     instrumentId === undefined ||
     typeof r.quoteCurrency !== 'string' ||
     !CURRENCY_RE.test(r.quoteCurrency) ||
-    !isInstant(r.asOf)
+    checkedAsOf(r.asOf) === undefined ||
+    (r.knownAt !== undefined && checkedKnownAt(r.knownAt) === undefined)
   ) {
     return undefined;
   }
@@ -135,7 +186,8 @@ function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
     quoteCurrency: r.quoteCurrency,
     quoteUnit,
     source,
-    asOf: r.asOf,
+    asOf: r.asOf as string,
+    knownAt: r.knownAt as string | undefined,
   };
 }
 
@@ -144,6 +196,7 @@ function fastDailyBar(raw: unknown): DailyBarRow | undefined {
   const r = raw as Record<string, unknown>;
   const bar = fastBarFields(r);
   if (!bar || !isDate(r.barDate)) return undefined;
+  if (bar.knownAt !== undefined && !knowable(bar.knownAt, daily.earliestKnown(r.barDate))) return undefined;
   const stale = r.stale === undefined || r.stale === false || r.stale === 'false' ? false : r.stale === true || r.stale === 'true' ? true : undefined;
   const priceBasis = r.priceBasis === undefined ? 'raw' : r.priceBasis === 'raw' || r.priceBasis === 'vendor_adjusted' ? r.priceBasis : undefined;
   const through = r.reflectsActionsThrough;
@@ -161,6 +214,7 @@ function fastDailyBar(raw: unknown): DailyBarRow | undefined {
     quoteUnit: bar.quoteUnit,
     source: bar.source,
     asOf: bar.asOf,
+    ...(bar.knownAt !== undefined ? { knownAt: bar.knownAt } : {}),
     barDate: r.barDate,
     stale,
     priceBasis,
@@ -174,6 +228,7 @@ function fastIntradayBar(raw: unknown): IntradayBarRow | undefined {
   const bar = fastBarFields(r);
   if (!bar || bar.openPrice === null || bar.highPrice === null || bar.lowPrice === null) return undefined;
   if (!isInstant(r.barTimestamp) || Date.parse(r.barTimestamp) % MINUTE_MS !== 0) return undefined;
+  if (bar.knownAt !== undefined && !knowable(bar.knownAt, intraday.earliestKnown(r.barTimestamp))) return undefined;
   return {
     instrumentId: bar.instrumentId,
     openPrice: bar.openPrice,
@@ -185,11 +240,39 @@ function fastIntradayBar(raw: unknown): IntradayBarRow | undefined {
     quoteUnit: bar.quoteUnit,
     source: bar.source,
     asOf: bar.asOf,
+    ...(bar.knownAt !== undefined ? { knownAt: bar.knownAt } : {}),
     barTimestamp: r.barTimestamp,
   };
 }
 
-const MINUTE_MS = 60_000;
+/**
+ * A number of a bar as COPY text: the decimal text the upload gave, when it
+ * gave text (CSV) and the number is not zero, else JavaScript's text of it.
+ * PostgreSQL reads a decimal into the nearest double, as Number does, so both
+ * store the same value; the row schemas accept numeric text only in a form
+ * both read (fields.ts, NUMERIC_TEXT), and a decimal that reads as zero is
+ * written as 0 (PostgreSQL refuses one that underflows).
+ */
+function numberText(n: number | null, raw: unknown): string {
+  return n === null ? '\\N' : typeof raw === 'string' && n !== 0 ? raw : String(n);
+}
+
+/**
+ * A bar's COPY line, written field by field: the values
+ * copyLine(toStagingValues(row)) gives, with each number spelled as the
+ * upload spelled it (numberText). Only the free text (quoteUnit, source) can
+ * need escaping; ids, dates, instants, codes and booleans were checked to
+ * hold none of COPY's special characters. On 1,000,000 bars the generic
+ * encoder was the request thread's largest cost, 2.6 s of self time in
+ * copyField, most of it writing doubles out again (a CPU profile of npm run
+ * bench -- ingest).
+ */
+function barFieldsText(r: BarFields, raw: Record<string, unknown>): string {
+  return (
+    `${numberText(r.openPrice, raw.openPrice)}\t${numberText(r.highPrice, raw.highPrice)}\t${numberText(r.lowPrice, raw.lowPrice)}\t` +
+    `${numberText(r.closePrice, raw.closePrice)}\t${numberText(r.volume, raw.volume)}\t${r.quoteCurrency}\t${copyField(r.quoteUnit)}`
+  );
+}
 
 export const dailyBarIngest: KeyedIngestKind<DailyBarRow> = {
   writes: 'keyed',
@@ -203,7 +286,7 @@ export const dailyBarIngest: KeyedIngestKind<DailyBarRow> = {
   }),
   fastRow: fastDailyBar,
   stagingColumns: DAILY_COLUMNS,
-  toStagingValues: (r) => [
+  toStagingValues: (r, upload) => [
     r.instrumentId,
     r.barDate,
     r.openPrice,
@@ -218,7 +301,11 @@ export const dailyBarIngest: KeyedIngestKind<DailyBarRow> = {
     r.reflectsActionsThrough,
     r.source,
     r.asOf,
+    r.knownAt ?? upload.startedAt,
   ],
+  copyLine: (r, raw, upload) =>
+    `${r.instrumentId}\t${r.barDate}\t${barFieldsText(r, raw)}\t${r.stale}\t${r.priceBasis}\t${r.reflectsActionsThrough ?? '\\N'}\t` +
+    `${copyField(r.source)}\t${r.asOf}\t${r.knownAt ?? upload.startedAt}`,
   key: { field: 'barDate', instrumentId: (r) => r.instrumentId, ordinal: (r) => dayNumber(r.barDate) },
   startUpload: () => new DailyBarUpload(),
   changes: (instrumentIds) => ({ adjustedCloses: instrumentIds }),
@@ -244,7 +331,8 @@ class DailyBarUpload implements KeyedUpload {
    * changes no version. Any other batch goes through staging: what it
    * replaces (a bar's values, or a bar's absence on or before the latest
    * date) is kept under the instrument's next version, the version is bumped
-   * once per upload, and the bars are upserted.
+   * once per upload, and the bars are written, all over one join of the
+   * staged bars with the stored ones (writeStagedDailyBars).
    */
   async writeBatch(tx: ISql, batch: CopyBatch): Promise<WriteCounts> {
     const heads = await this.headsOf(tx, batch);
@@ -262,7 +350,9 @@ class DailyBarUpload implements KeyedUpload {
     // 1,000,000 bars took 44.0 s instead of 17.5 s (npm run bench -- ingest).
     await analyzeStaging(tx);
     const writes = [...heads.values()].map((h) => ({ instrumentId: h.instrumentId, version: h.bumpedTo ?? h.version + 1, latestBefore: h.latestBefore }));
-    const replaced = (await keepReplacedBars(tx, writes)).map((id) => heads.get(id)!).filter((h) => h.bumpedTo === undefined);
+    const span = { instrumentIds: [...batch.firstByInstrument.keys()], from: dayToDate(batch.first), to: dayToDate(batch.last) };
+    const { inserted, updated, revised } = await writeStagedDailyBars(tx, writes, span);
+    const replaced = revised.map((id) => heads.get(id)!).filter((h) => h.bumpedTo === undefined);
     if (replaced.length) {
       const bumped = await bumpVersions(
         tx,
@@ -270,7 +360,7 @@ class DailyBarUpload implements KeyedUpload {
       );
       for (const h of replaced) h.bumpedTo = bumped.get(h.instrumentId)!;
     }
-    return repo.upsertStagedBars(tx, 'daily_bars', DAILY_COLUMNS);
+    return { inserted, updated };
   }
 
   summarise() {
@@ -310,7 +400,7 @@ export const intradayBarIngest: KeyedIngestKind<IntradayBarRow> = {
   resultSchema: z.strictObject({ ...ingestCounts, firstBarTimestamp: z.string().optional(), lastBarTimestamp: z.string().optional() }),
   fastRow: fastIntradayBar,
   stagingColumns: repo.INTRADAY_COLUMNS,
-  toStagingValues: (r) => [
+  toStagingValues: (r, upload) => [
     r.instrumentId,
     r.barTimestamp,
     r.openPrice,
@@ -322,7 +412,10 @@ export const intradayBarIngest: KeyedIngestKind<IntradayBarRow> = {
     r.quoteUnit,
     r.source,
     r.asOf,
+    r.knownAt ?? upload.startedAt,
   ],
+  copyLine: (r, raw, upload) =>
+    `${r.instrumentId}\t${r.barTimestamp}\t${barFieldsText(r, raw)}\t${copyField(r.source)}\t${r.asOf}\t${r.knownAt ?? upload.startedAt}`,
   key: { field: 'barTimestamp', instrumentId: (r) => r.instrumentId, ordinal: (r) => Date.parse(r.barTimestamp) / MINUTE_MS },
   startUpload: () => new IntradayBarUpload(),
   async afterCommit(sql, range) {
@@ -345,7 +438,12 @@ class IntradayBarUpload implements KeyedUpload {
 
   async writeBatch(tx: ISql, batch: CopyBatch): Promise<WriteCounts> {
     await restage(tx, batch.text);
-    const written = await repo.upsertStagedBars(tx, 'intraday_bars', repo.INTRADAY_COLUMNS);
+    const span = {
+      instrumentIds: [...batch.firstByInstrument.keys()],
+      from: new Date(batch.first * MINUTE_MS).toISOString(),
+      to: new Date(batch.last * MINUTE_MS).toISOString(),
+    };
+    const written = await repo.writeStagedIntradayBars(tx, span);
     this.tier ??= (await readStorageTier(tx)).tier;
     // Full TimescaleDB keeps the rollups as continuous aggregates, refreshed after commit.
     if (this.tier !== 'timescaledb') {

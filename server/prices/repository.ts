@@ -1,6 +1,7 @@
+import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
-import { timed } from '../db/sql.ts';
-import { stagedUpsert } from '../ingest/repository.ts';
+import { identifierList, timed } from '../db/sql.ts';
+import { writeStagedBars, type BarTable, type StagedSpan } from '../price-history/bars-repository.ts';
 import type { StagingColumns, WriteCounts } from '../ingest/kind.ts';
 import { INTERVAL_MINUTES } from './schema.ts';
 
@@ -44,26 +45,36 @@ export const INTRADAY_COLUMNS: StagingColumns = [
   ['quote_unit', 'text'],
   ['source', 'text'],
   ['as_of', 'timestamptz'],
+  ['known_at', 'timestamptz'],
 ];
 export const columnNames = (columns: StagingColumns) => columns.map(([name]) => name);
 
 /**
- * Upserts the staged batch into `table`, keyed by (instrument_id, the time
- * column). A stored row is rewritten only when some value differs, so an
- * unchanged re-post writes nothing; the counts tell inserted from updated.
+ * Writes the staged intraday batch with writeStagedBars, keeping each stored
+ * 1-minute bar a changed one replaces in intraday_bar_revisions (sql/019)
+ * with the instant it became known, so a read with asOf finds it.
  */
-export async function upsertStagedBars(tx: ISql, table: 'daily_bars' | 'intraday_bars', columns: StagingColumns): Promise<WriteCounts> {
-  const [instrumentId, time, ...values] = columnNames(columns);
-  const upsert = stagedUpsert(tx, { table, key: [instrumentId, time], updated: values, setsUpdatedAt: false });
-  const [row] = await tx<{ inserted: number; updated: number }[]>`
-    with upserted as (${upsert})
-    select count(*) filter (where inserted)::int as inserted, count(*) filter (where not inserted)::int as updated
-    from upserted
-  `;
-  return { inserted: row.inserted, updated: row.updated };
+export async function writeStagedIntradayBars(tx: ISql, batch: StagedSpan): Promise<WriteCounts> {
+  const { inserted, updated } = await writeStagedBars(tx, INTRADAY_TABLE, batch, {
+    keep: (kept) => tx`
+      insert into intraday_bar_revisions (instrument_id, bar_ts, ${identifierList(tx, kept)})
+      select instrument_id, bar_ts, ${identifierList(
+        tx,
+        kept.map((c) => `stored_${c}`),
+      )}
+      from changed
+      where not absent
+      order by instrument_id, bar_ts
+      returning instrument_id
+    `,
+  });
+  return { inserted, updated };
 }
 
+const INTRADAY_TABLE: BarTable = { table: 'intraday_bars', time: 'bar_ts', timeType: 'timestamptz', field: 'barTimestamp', columns: INTRADAY_COLUMNS };
+
 const ROLLUPS = (['5min', '15min', '30min', '1hour'] as const).map((interval) => ({
+  interval,
   table: INTRADAY_TABLES[interval],
   width: `${INTERVAL_MINUTES[interval]} minutes`,
   ms: INTERVAL_MINUTES[interval] * MINUTE_MS,
@@ -72,6 +83,40 @@ const ROLLUPS = (['5min', '15min', '30min', '1hour'] as const).map((interval) =>
 // Bucket origin: a Monday midnight UTC, the same as TimescaleDB's time_bucket
 // default, so both tiers cut identical buckets.
 const BUCKET_ORIGIN = '2000-01-03T00:00:00Z';
+
+/** A rollup's columns: the 1-minute table's, without known_at (a rollup is read as stored, or computed at read for an asOf). */
+const ROLLUP_COLUMNS = INTRADAY_COLUMNS.map(([name]) => name).filter((c) => c !== 'known_at');
+
+const bucketOf = (sql: ISql, width: string, column: string) => sql`date_bin(${width}::interval, ${sql(column)}, ${BUCKET_ORIGIN}::timestamptz)`;
+
+/**
+ * The `interval` buckets of the 1-minute bars `minutes` (a relation with
+ * intraday_bars' columns), with ROLLUP_COLUMNS: open first, high max, low
+ * min, close last, volume the sum when every minute has one, the quote and
+ * source of the last minute, the latest asOf; `where` (over alias m) picks
+ * the minutes. The continuous aggregates of full TimescaleDB (sql/002) are
+ * defined the same way, with time_bucket on the same origin.
+ */
+export function rollupOf(sql: ISql, minutes: postgres.Fragment, interval: Exclude<Interval, '1min'>, where?: postgres.Fragment): postgres.Fragment {
+  const width = `${INTERVAL_MINUTES[interval]} minutes`;
+  return sql`(
+    select
+      m.instrument_id,
+      ${bucketOf(sql, width, 'bar_ts')} as bar_ts,
+      (array_agg(m.open_price order by m.bar_ts))[1] as open_price,
+      max(m.high_price) as high_price,
+      min(m.low_price) as low_price,
+      (array_agg(m.close_price order by m.bar_ts desc))[1] as close_price,
+      case when count(m.volume) = count(*) then sum(m.volume) end as volume,
+      (array_agg(m.quote_currency order by m.bar_ts desc))[1] as quote_currency,
+      (array_agg(m.quote_unit order by m.bar_ts desc))[1] as quote_unit,
+      (array_agg(m.source order by m.bar_ts desc))[1] as source,
+      max(m.as_of) as as_of
+    from ${minutes} m
+    ${where ? sql`where ${where}` : sql``}
+    group by 1, 2
+  )`;
+}
 
 /**
  * Recomputes every rollup bucket the batch touched, from the stored 1-minute
@@ -90,7 +135,7 @@ export async function refreshRollups(tx: ISql, firstMinute: number, lastMinute: 
   // every stored minute: measured once at 96 s for a monthly upload that
   // otherwise takes 2 s. Only for these statements; restored below.
   await tx`set local enable_nestloop = off`;
-  for (const { table, width, ms } of ROLLUPS) {
+  for (const { interval, table, width, ms } of ROLLUPS) {
     const lo = new Date(origin + Math.floor((firstMinute * MINUTE_MS - origin) / ms) * ms);
     // The last minute of the last touched bucket, not the instant the bucket
     // ends: for the bucket that ends year 9999 that instant is in year 10000,
@@ -98,36 +143,12 @@ export async function refreshRollups(tx: ISql, firstMinute: number, lastMinute: 
     // refuses. Stored bars are whole minutes (the row schema), so `<=` this
     // selects exactly what `<` the end would, and the bound stays a constant.
     const hi = new Date(origin + (Math.floor((lastMinute * MINUTE_MS - origin) / ms) + 1) * ms - MINUTE_MS);
-    const bucket = (column: string) => tx`date_bin(${width}::interval, ${tx(column)}, ${BUCKET_ORIGIN}::timestamptz)`;
     await tx`
-      insert into ${tx(table)} as r (instrument_id, bar_ts, open_price, high_price, low_price, close_price, volume,
-        quote_currency, quote_unit, source, as_of)
-      select
-        m.instrument_id,
-        ${bucket('bar_ts')},
-        (array_agg(m.open_price order by m.bar_ts))[1],
-        max(m.high_price),
-        min(m.low_price),
-        (array_agg(m.close_price order by m.bar_ts desc))[1],
-        case when count(m.volume) = count(*) then sum(m.volume) end,
-        (array_agg(m.quote_currency order by m.bar_ts desc))[1],
-        (array_agg(m.quote_unit order by m.bar_ts desc))[1],
-        (array_agg(m.source order by m.bar_ts desc))[1],
-        max(m.as_of)
-      from intraday_bars m
-      where m.bar_ts >= ${lo} and m.bar_ts <= ${hi}
-        and (m.instrument_id, ${bucket('bar_ts')}) in (select instrument_id, ${bucket('bar_ts')} from ingest_staging)
-      group by 1, 2
+      insert into ${tx(table)} as r (${identifierList(tx, ROLLUP_COLUMNS)})
+      select ${identifierList(tx, ROLLUP_COLUMNS)}
+      from ${rollupOf(tx, tx`intraday_bars`, interval, tx`m.bar_ts >= ${lo} and m.bar_ts <= ${hi} and (m.instrument_id, ${bucketOf(tx, width, 'bar_ts')}) in (select instrument_id, ${bucketOf(tx, width, 'bar_ts')} from ingest_staging)`)} b
       on conflict (instrument_id, bar_ts) do update set
-        open_price = excluded.open_price,
-        high_price = excluded.high_price,
-        low_price = excluded.low_price,
-        close_price = excluded.close_price,
-        volume = excluded.volume,
-        quote_currency = excluded.quote_currency,
-        quote_unit = excluded.quote_unit,
-        source = excluded.source,
-        as_of = excluded.as_of
+        ${ROLLUP_COLUMNS.slice(2).map((c, i) => tx`${i ? tx`, ` : tx``}${tx(c)} = excluded.${tx(c)}`)}
     `;
   }
   await tx`set local enable_nestloop = on`;

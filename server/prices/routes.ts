@@ -29,7 +29,7 @@ export const dailyPricesRoute = defineRoute({
   tag: TAG,
   summary: 'Daily bars of one instrument, raw or adjusted as of a point in time',
   description:
-    "The bars dated from from to to; with adjusted=true, adjusted backward for splits, stock dividends and cash dividends. The actions applied are those of the instrument's current action set, or of the version pinned with actionSetVersion, whose bars are also read as they stood then; with asOf, only actions known by the cut-off; backfilled actions only with includeBackfilled=true. A pinned version read again with the same asOf and includeBackfilled gives the same data, whatever was uploaded since. meta.priceBasis says what was applied and what could not be, meta.actionCoverage whether the action history was checked against a source.",
+    "The bars dated from from to to; with adjusted=true, adjusted backward for splits, stock dividends and cash dividends. The actions applied are those of the instrument's current action set, or of the version pinned with actionSetVersion, whose bars are also read as they stood then; with asOf, each bar as it was known at the cut-off (its latest revision known then; a bar first known later is absent) and only actions known by then; backfilled actions only with includeBackfilled=true. A pinned version read again with the same asOf and includeBackfilled gives the same data, whatever was uploaded since. meta.priceBasis says what was applied and what could not be, meta.actionCoverage whether the action history was checked against a source.",
   scope: 'prices:read',
   params: InstrumentParamsSchema,
   query: DailyPricesQuerySchema,
@@ -72,7 +72,7 @@ export const intradayRoute = defineRoute({
   tag: TAG,
   summary: 'Intraday bars in UTC buckets of 1 minute to 1 hour',
   description:
-    'The stored 1-minute bars of the UTC days from from to to, or their rollups into buckets labelled by their start and cut from 2000-01-03T00:00Z; a bucket holds only the minutes that exist, and an empty bucket is not sent. Never adjusted, and read as stored now (no asOf). Served for equity, etf, index and crypto instruments; other asset classes are a 400.',
+    'The stored 1-minute bars of the UTC days from from to to, or their rollups into buckets labelled by their start and cut from 2000-01-03T00:00Z; a bucket holds only the minutes that exist, and an empty bucket is not sent. Never adjusted. With asOf, each 1-minute bar as it was known at that instant, and coarser intervals bucketed at read from those minutes (meta.readFrom). Served for equity, etf, index and crypto instruments; other asset classes are a 400.',
   scope: 'prices:read',
   params: InstrumentParamsSchema,
   query: IntradayQuerySchema,

@@ -1,3 +1,4 @@
+import { SERIES_RULE, SERIES_STALE_REASONS, staleMetaFields } from '../core/freshness.ts';
 import { z } from 'zod';
 import { instrumentIdListSchema } from '../core/ids.ts';
 import { BooleanFlagSchema, closedEnum, FormatSchema } from '../core/params.ts';
@@ -68,6 +69,9 @@ export const IntradayQuerySchema = z
     from: DateSchema,
     to: DateSchema,
     interval: closedEnum(INTERVALS),
+    asOf: AsOfSchema.optional().describe(
+      'point-in-time cut-off: each 1-minute bar as it was known at that instant (a date means the end of that day), rolled up at read for coarser intervals',
+    ),
     format: FormatSchema,
   })
   .superRefine((q, ctx) => {
@@ -121,7 +125,7 @@ const ActionCoverageSchema = z.strictObject({
 const priceMeta = {
   asOf: z.string().describe('the asOf asked for, else when the answer was read'),
   source: z.string().describe("the bars' sources, comma-separated; none when there are no bars"),
-  stale: z.boolean(),
+  ...staleMetaFields(SERIES_STALE_REASONS, SERIES_RULE),
   adjusted: z.boolean(),
   includeBackfilled: z.boolean(),
   provenance: ProvenanceCountsSchema,
@@ -162,10 +166,18 @@ export const IntradayBarSchema = z.strictObject({
 export const IntradayMetaSchema = z.strictObject({
   asOf: z.string(),
   source: z.string(),
-  stale: z.boolean(),
+  ...staleMetaFields(
+    ['series_behind', 'no_bars'],
+    'the last 1-minute bar at or before the read’s instant (asOf, else the time of reading) is on a day before the last session completed then',
+  ),
   interval: z.enum(INTERVALS),
   adjusted: z.literal(false),
   from: z.string(),
   to: z.string(),
   bucketing: z.string(),
+  readFrom: z
+    .enum(['stored_minute_bars', 'stored_rollup', 'minute_bars_known_at_asof'])
+    .describe(
+      'where the bars came from: the stored 1-minute bars or rollup, or, for an asOf read, the 1-minute bars as known at asOf, bucketed at read exactly as the stored rollups are',
+    ),
 });

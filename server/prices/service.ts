@@ -12,7 +12,10 @@ import { readInExportedSnapshot, readInSnapshot } from '../db/snapshot.ts';
 import type { ISql } from '../db/sql.ts';
 import { AppError } from '../core/errors.ts';
 import { type Meta, sourcesMeta } from '../core/meta.ts';
+import { readInstant } from '../core/freshness.ts';
+import { dailySeriesFreshness, intradayFreshness } from './freshness.ts';
 import type { Format } from '../core/params.ts';
+import type { PointInTime } from '../core/time.ts';
 
 export { streamBulkPrices } from './bulk-stream.ts';
 
@@ -46,19 +49,20 @@ function isImmutable(q: DailyPricesQuery, plan: InstrumentPlan, series: DailySer
 
 export async function readDailyPrices(db: Database, id: string, q: DailyPricesQuery, format: Format): Promise<PriceText> {
   const readAt = new Date();
-  const { plan, coverage, series } = await db.run(async (sql) => {
+  const { plan, coverage, series, fresh } = await db.run(async (sql) => {
     await requireInstrument(sql, id);
     // planAdjustments refuses a pinned version the instrument has not reached.
     const [plans, coverage] = await Promise.all([planAdjustments(sql, [id], q), latestCoverageChecks(sql, [id], q.asOf?.instant)]);
     const [series] = await readSeriesText(sql, format, [id], readSegments(q, plans, [id]), q, plans);
-    return { plan: plans.get(id)!, coverage, series };
+    const fresh = await dailySeriesFreshness(sql, [id], readInstant(q.asOf, readAt), series?.stale ?? false);
+    return { plan: plans.get(id)!, coverage, series, fresh };
   });
   const immutable = isImmutable(q, plan, series, readAt.toISOString().slice(0, 10));
   const use = seriesUse(q, plan, series);
   const meta = {
     asOf: q.asOf?.input ?? readAt.toISOString(),
     source: sourcesMeta(new Set(series?.sources)),
-    stale: series?.stale ?? false,
+    ...fresh,
     adjusted: q.adjusted,
     actionSetVersion: plan.version,
     actionSetVersionPinned: q.actionSetVersion !== undefined,
@@ -81,9 +85,10 @@ export const SPLIT_INTRADAY_BARS = 2_000;
 export async function readIntradayBars(
   db: Database,
   id: string,
-  q: { from: string; to: string; interval: (typeof INTERVALS)[number] },
+  q: { from: string; to: string; interval: (typeof INTERVALS)[number]; asOf?: PointInTime },
   format: Format,
 ): Promise<PriceText> {
+  const knownAt = q.asOf?.instant;
   const from = new Date(`${q.from}T00:00:00.000Z`);
   const to = new Date(`${q.to}T23:59:59.999Z`);
   const barMs = INTERVAL_MINUTES[q.interval] * 60_000;
@@ -99,7 +104,7 @@ export async function readIntradayBars(
     (to.getTime() - from.getTime()) / barMs < SPLIT_INTRADAY_BARS
       ? await db.run(async (sql) => {
           await checked(sql);
-          return text.intradayText(sql, format, id, q.interval, from, to);
+          return text.intradayText(sql, format, id, q.interval, from, to, knownAt);
         })
       : // Both halves read one snapshot, so the answer is what one statement would give.
         await db.run((sql) =>
@@ -108,30 +113,33 @@ export async function readIntradayBars(
             // The later half starts on a bar boundary of the interval (bars start on whole multiples of it).
             const middle = new Date(Math.ceil((from.getTime() + to.getTime()) / 2 / barMs) * barMs);
             const endOfFirst = new Date(middle.getTime() - 1);
-            const second = db.tryRun((other) => readInSnapshot(other, snapshot, (s) => text.intradayText(s, format, id, q.interval, middle, to)));
+            const second = db.tryRun((other) => readInSnapshot(other, snapshot, (s) => text.intradayText(s, format, id, q.interval, middle, to, knownAt)));
             // No connection free now: one statement reads the whole window.
-            if (!second) return text.intradayText(tx, format, id, q.interval, from, to);
+            if (!second) return text.intradayText(tx, format, id, q.interval, from, to, knownAt);
             // Awaited below; when the first half fails first, it settles unobserved.
             second.catch(() => {});
-            const first = await text.intradayText(tx, format, id, q.interval, from, endOfFirst);
+            const first = await text.intradayText(tx, format, id, q.interval, from, endOfFirst, knownAt);
             return text.joinIntradayTexts(format, first, await second);
           }),
         );
-  const readAt = bars.latestAsOf ? null : new Date().toISOString();
+  const readAt = q.asOf || bars.latestAsOf ? null : new Date().toISOString();
+  // Judged at the read's instant: the asOf, else the time of reading.
+  const fresh = await db.run((sql) => intradayFreshness(sql, id, knownAt?.getTime() ?? Date.now()));
   return {
     items: bars.bars,
     readAt,
     immutable: false,
     meta: {
-      // The bars carry no asOf of their own in the answer: meta reports the latest, or the time of reading without bars.
-      asOf: bars.latestAsOf ?? readAt!,
+      // The bars carry no asOf of their own in the answer: meta reports the asOf asked for, else the latest, or the time of reading without bars.
+      asOf: q.asOf?.input ?? bars.latestAsOf ?? readAt!,
       source: sourcesMeta(new Set(bars.sources)),
-      stale: false,
+      ...fresh,
       interval: q.interval,
       adjusted: false,
       from: `${q.from}T00:00:00.000Z`,
       to: `${q.to}T23:59:59.999Z`,
       bucketing: q.interval === '1min' ? 'stored 1-minute bars' : 'UTC buckets: open first, high max, low min, close last, volume sum',
+      readFrom: !knownAt ? (q.interval === '1min' ? 'stored_minute_bars' : 'stored_rollup') : 'minute_bars_known_at_asof',
     },
   };
 }

@@ -1,10 +1,10 @@
 import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
-import { timed } from '../db/sql.ts';
+import { identifierList, timed } from '../db/sql.ts';
 import type { MultiplierSegment, SeriesKeys } from '../price-history/adjustment.ts';
 import { dailyBarsAt, latestBarDate } from '../price-history/bars-repository.ts';
 import { latestVersion, type VersionView } from '../price-history/versions-repository.ts';
-import { INTRADAY_TABLES, type Interval } from './repository.ts';
+import { columnNames, INTRADAY_COLUMNS, INTRADAY_TABLES, rollupOf, type Interval } from './repository.ts';
 import type { Format } from '../core/params.ts';
 
 // The price reads whose response text PostgreSQL writes: each bar becomes
@@ -226,7 +226,8 @@ const bool = (b: Buffer) => b[0] === 0x74; // 't'
  * The daily bars of `instrumentIds` in [from, to], adjusted with each
  * instrument's multiplier segments (none: as stored), one row per instrument
  * with bars, in one statement: each series is read whole from one snapshot.
- * With `view`, the bars of that superseded version of its one instrument.
+ * With `view`, the bars of that superseded version of its one instrument;
+ * with `knownAt`, each bar as known at that instant (dailyBarsAt).
  *
  * The vendor-adjusted spans are read by a second scan of the same instrument
  * within the statement (same snapshot), only for instruments that have such
@@ -245,8 +246,9 @@ export async function dailySeriesText(
   from: string,
   to: string,
   view?: VersionView,
+  knownAt?: Date,
 ): Promise<DailySeriesText[]> {
-  const stored = dailyBarsAt(sql, view);
+  const stored = dailyBarsAt(sql, view, knownAt);
   const flat = [...segments].flatMap(([id, list]) => list.map((s) => ({ id, ...s })));
   const key = sql`greatest(b.bar_date, b.reflects_actions_through)`;
   const join = flat.length
@@ -349,25 +351,71 @@ export interface IntradayText {
   latestAsOf: string | null;
 }
 
-/** The stored bars of one instrument at `interval` whose start is within [from, to], in one statement. */
-export async function intradayText(sql: ISql, format: Format, instrumentId: string, interval: Interval, from: Date, to: Date): Promise<IntradayText> {
-  const [[bars, sources, latest]] = await timed(
-    `intraday_text_${interval}`,
+/**
+ * The bars of one instrument at `interval` whose start is within [from, to],
+ * in one statement: as stored (the 1-minute table or its rollup), or with
+ * `knownAt`, the 1-minute bars as known at that instant (intradayBarsAt),
+ * rolled up at read into the same buckets the stored rollups hold.
+ */
+export async function intradayText(
+  sql: ISql,
+  format: Format,
+  instrumentId: string,
+  interval: Interval,
+  from: Date,
+  to: Date,
+  knownAt?: Date,
+): Promise<IntradayText> {
+  const bars = knownAt ? intradayBarsAt(sql, knownAt, interval) : sql`${sql(INTRADAY_TABLES[interval])}`;
+  const [[text_, sources, latest]] = await timed(
+    knownAt ? `intraday_text_${interval}_known_at` : `intraday_text_${interval}`,
     sql`
       select
         ${barsText(sql, format, INTRADAY_BAR, (name) => sql`${sql(name)}`, sql`bar_ts`)} as bars,
         array_to_json(array_agg(distinct source))::text as sources,
         ${isoInstant(sql, sql`max(as_of)`)} as latest_as_of
-      from ${sql(INTRADAY_TABLES[interval])}
+      from ${bars} b
       where instrument_id = ${instrumentId}
         and bar_ts between ${from} and ${to}
     `.raw(),
   );
   return {
-    bars: bars ? [bars] : [],
+    bars: text_ ? [text_] : [],
     sources: sources ? (JSON.parse(text(sources)) as string[]) : [],
     latestAsOf: latest ? text(latest) : null,
   };
+}
+
+const INTRADAY_NAMES = columnNames(INTRADAY_COLUMNS);
+
+/**
+ * The 1-minute bars as known at `knownAt` (sql/019): a bar known then as it
+ * stands, else its latest revision known then (revisions stated known at
+ * the same instant: the one replaced last). Coarser intervals are bucketed
+ * from those minutes as the stored rollups are (prices/repository.ts,
+ * rollupOf). The instrument and window filters of the statement reach inside.
+ */
+function intradayBarsAt(sql: ISql, knownAt: Date, interval: Interval): Fragment {
+  const columns = (alias: string) =>
+    identifierList(
+      sql,
+      INTRADAY_NAMES.map((c) => `${alias}.${c}`),
+    );
+  const minutes = sql`(
+    select ${columns('b')}
+    from intraday_bars b
+    where b.known_at <= ${knownAt}
+    union all
+    select ${columns('r')}
+    from (
+      select distinct on (r.instrument_id, r.bar_ts) r.*
+      from intraday_bar_revisions r
+      join intraday_bars b on b.instrument_id = r.instrument_id and b.bar_ts = r.bar_ts and b.known_at > ${knownAt}
+      where r.known_at <= ${knownAt}
+      order by r.instrument_id, r.bar_ts, r.known_at desc, r.replaced_seq desc
+    ) r
+  )`;
+  return interval === '1min' ? minutes : rollupOf(sql, minutes, interval);
 }
 
 const COMMA = Buffer.from(',');

@@ -233,6 +233,22 @@ export interface LeadFilter {
 }
 
 /** The stored leads, by source, then subject class. */
+/** The instrument's newest score date from each of `sources`. */
+export async function latestScoreDates(sql: ISql, instrumentId: string, sources: string[]): Promise<Map<string, string>> {
+  if (!sources.length) return new Map();
+  const rows = await timed(
+    'sentiment_latest_scores',
+    sql<{ source: string; latest: string }[]>`
+      select s.source,
+        (select as_of_date::text from sentiment_scores
+         where instrument_id = ${instrumentId} and source = s.source
+         order by as_of_date desc limit 1) as latest
+      from unnest(${sources}::text[]) as s (source)
+    `,
+  );
+  return new Map(rows.map((r) => [r.source, r.latest]));
+}
+
 export async function selectLeads(sql: ISql, f: LeadFilter): Promise<SourceLead[]> {
   const rows = await timed(
     'select_sentiment_source_leads',

@@ -1,3 +1,4 @@
+import { SOURCE_SILENCE_DAYS, staleMetaFields } from '../core/freshness.ts';
 import { z } from 'zod';
 import { BooleanValue, FiniteNumber, jsonCell } from '../ingest/fields.ts';
 import { ingestCounts } from '../ingest/kind.ts';
@@ -89,7 +90,10 @@ export type SentimentScore = z.infer<typeof SentimentScoreSchema>;
 export const SentimentMetaSchema = z.strictObject({
   asOf: z.string().describe('the time of the read'),
   source: z.string().describe("the rows' sources, comma-separated; none when no row"),
-  stale: z.boolean(),
+  ...staleMetaFields(
+    ['source_silent'],
+    `a source of the returned rows has not scored the instrument in the ${SOURCE_SILENCE_DAYS} days before the UTC day of the read`,
+  ),
 });
 
 // Source leads.
@@ -141,7 +145,10 @@ export const RETURN_DEFINITION =
 export const SourceLeadsMetaSchema = z.strictObject({
   asOf: z.string().describe('the time of the read'),
   source: z.string().describe("the rows' sources, comma-separated; none when no row"),
-  stale: z.boolean(),
+  ...staleMetaFields(
+    ['source_silent'],
+    `a returned lead's lastAsOfDate is more than ${SOURCE_SILENCE_DAYS} days before the UTC day of the read: its source has stopped`,
+  ),
   rule: z
     .strictObject({
       minSampleSize: z.int().min(0),

@@ -428,6 +428,73 @@ describe('analytics POST operations', () => {
     expect(drifted.body.data).toMatchObject({ maxProfit: null, maxProfitUnbounded: true });
   });
 
+  // Issue 31, point 6: no invented numbers at the numeric edges. References by mpmath 1.3.0 (60 to 800 digits) on
+  // the BSM closed forms and lognormal partial moments; the scripts are in test/unit/black-scholes.test.ts and
+  // test/unit/strategy-ev.test.ts.
+  it('when K·e^(−rT) overflows (spot = strike = 3e307, 10 years, rate −0.2), then the call is priced (1.0512436116264575e304) with every Greek, and the put, above the largest double, is null with reason overflow', async () => {
+    const base = { spot: 3e307, strike: 3e307, expiryDays: 3650, rate: -0.2, vol: 0.2 };
+    const call = await svc.post('/v1/analytics/option-price', key, { ...base, type: 'call' });
+    expect(call.status).toBe(200);
+    const near = (got: number, want: number) => expect(Math.abs(got / want - 1)).toBeLessThan(1e-12);
+    near(call.body.data.price, 1.0512436116264575e304);
+    near(call.body.data.greeks.theta, 1.2556839290267887e301);
+    near(call.body.data.greeks.rho, 5.5885451752532897e303);
+    near(call.body.data.greeks.vega, 6.593844009558801e303);
+    expect(call.body.data.nullReasons).toEqual({});
+    const put = await svc.post('/v1/analytics/option-price', key, { ...base, type: 'put' });
+    expect(put.status).toBe(200);
+    expect(put.body.data.price).toBeNull(); // mpmath: 1.9168219540403578e308
+    expect(put.body.data.nullReasons).toEqual({ price: 'overflow' });
+    near(put.body.data.greeks.rho, -2.2161579751616699e307);
+    near(put.body.data.greeks.delta, -0.99778673707104008);
+  });
+
+  it('when an option is worth less than the smallest double, then its price and Greeks are null with reason underflow, not 0', async () => {
+    // spot 100, strike 1000, 1 day, 10 % vol: d2 ≈ −440, every figure about e^(−97,000).
+    const res = await svc.post('/v1/analytics/option-price', key, { spot: 100, strike: 1000, expiryDays: 1, rate: 0.05, vol: 0.1, type: 'call' });
+    expect(res.status).toBe(200);
+    expect(res.body.data.price).toBeNull();
+    expect(res.body.data.greeks).toEqual({ delta: null, gamma: null, theta: null, vega: null, rho: null });
+    expect(res.body.data.nullReasons).toEqual({
+      price: 'underflow',
+      'greeks.delta': 'underflow',
+      'greeks.gamma': 'underflow',
+      'greeks.theta': 'underflow',
+      'greeks.vega': 'underflow',
+      'greeks.rho': 'underflow',
+    });
+    const far = await svc.post('/v1/analytics/probability', key, { spot: 100, target: 1e6, expiryDays: 30, rate: 0.05, vol: 0.2, direction: 'long' });
+    expect(far.status).toBe(200);
+    expect(far.body.data).toMatchObject({ probabilityInTheMoneyAtExpiry: null, probabilityOfTouchBeforeExpiry: null });
+    expect(far.body.data.nullReasons).toEqual({ probabilityInTheMoneyAtExpiry: 'underflow', probabilityOfTouchBeforeExpiry: 'underflow' });
+  });
+
+  it('when a long call is evaluated at spot = strike = 1e154, then its standard deviation is 3.6001692133093484e154 (mpmath) and every figure is the spot-100 answer scaled by 1e152', async () => {
+    const body = (s: number) => ({
+      structure: 'long_call',
+      legs: [{ action: 'buy', type: 'call', strike: s, quantity: 1 }],
+      spot: s,
+      expiryDays: 30,
+      rate: 0.05,
+      vol: 0.2,
+    });
+    const big = await svc.post('/v1/analytics/strategy-ev', key, body(1e154));
+    const small = await svc.post('/v1/analytics/strategy-ev', key, body(100));
+    expect(big.status).toBe(200);
+    const b = big.body.data;
+    const s = small.body.data;
+    expect(b.nullReasons).toEqual({});
+    expect(Math.abs(b.riskMetrics.standardDeviation / 3.6001692133093484407e154 - 1)).toBeLessThan(1e-12);
+    expect(Math.abs(b.riskMetrics.downsideDeviation / 1.832646371755493442e154 - 1)).toBeLessThan(1e-12);
+    // EV is 0 for a fair price under the risk-neutral measure (the documented snap), so sortino is a true 0, at both scales.
+    expect(b.riskMetrics.sortinoRatio).toBe(0);
+    expect(s.riskMetrics.sortinoRatio).toBe(0);
+    for (const k of ['standardDeviation', 'downsideDeviation'] as const)
+      expect(Math.abs(b.riskMetrics[k] / (s.riskMetrics[k] * 1e152) - 1)).toBeLessThan(1e-12);
+    for (const k of ['netCreditDebit', 'expectedPayoffAtExpiry', 'maxLoss'] as const) expect(Math.abs(b[k] / (s[k] * 1e152) - 1)).toBeLessThan(1e-12);
+    expect(Math.abs(b.probabilityOfProfit - s.probabilityOfProfit)).toBeLessThan(1e-12);
+  });
+
   it('when inputs are bad, then 400 invalid_request names each field; stock legs and several expiries are 422 unsupported_structure', async () => {
     const bad = await svc.post('/v1/analytics/option-price', key, { spot: 42, strike: 0, expiryDays: 0, rate: 0.1, vol: -0.2, type: 'call' });
     expect(bad.status).toBe(400);

@@ -95,7 +95,7 @@ describe('the market-wide window', () => {
       expect.objectContaining({ instrumentId: b.id, symbol: 'ZZEARNB', reportDate: '2151-04-20', fiscalPeriod: 'Q1' }),
       expect.objectContaining({ instrumentId: b.id, reportDate: '2151-12-31', session: 'bmo', fiscalPeriod: 'Q3', fiscalYear: 2151 }),
     ]);
-    expect(res.body.meta).toMatchObject({ source: 'test-fixture', stale: false });
+    expect(res.body.meta).toMatchObject({ source: 'test-fixture', stale: false, staleReason: null });
     expect(Number.isNaN(Date.parse(res.body.meta.asOf))).toBe(false);
   });
 
@@ -177,6 +177,25 @@ describe('the market-wide window', () => {
       expect(res.body.error.code).toBe('insufficient_scope');
       expect(res.body.error.details.scope).toEqual(['requires earnings:read']);
     }
+  });
+});
+
+describe('freshness: a report still scheduled after its date is past due', () => {
+  it('when a 2160 report is scheduled, then fresh; when a 2001 report is still scheduled, then stale (report_past_due), in both reads; reported, fresh again', async () => {
+    const { id } = await createInstrument(svc);
+    await ingestOk([report(id, '2160-02-02', { status: 'scheduled', fiscalPeriod: 'Q4', fiscalYear: 2159 }), report(id, '2001-04-20', { fiscalPeriod: 'Q1' })]);
+    // Both rows: one reported, one scheduled in the future. Fresh.
+    expect((await ofInstrument(id)).body.meta).toMatchObject({ stale: false, staleReason: null });
+
+    // A report of 2001-07-19 still scheduled: its day is long past (docs/api.md, "Freshness").
+    await ingestOk([report(id, '2001-07-19', { status: 'scheduled', fiscalPeriod: 'Q2' })]);
+    expect((await ofInstrument(id)).body.meta).toMatchObject({ stale: true, staleReason: 'report_past_due' });
+    expect((await market(`from=2001-07-01&to=2001-07-31&instrumentId=${id}`)).body.meta).toMatchObject({ stale: true, staleReason: 'report_past_due' });
+    // A window without the overdue row is fresh.
+    expect((await ofInstrument(id, 'from=2001-01-01&to=2001-06-30')).body.meta).toMatchObject({ stale: false, staleReason: null });
+
+    await ingestOk([report(id, '2001-07-19', { status: 'reported', fiscalPeriod: 'Q2' })]);
+    expect((await ofInstrument(id)).body.meta).toMatchObject({ stale: false, staleReason: null });
   });
 });
 

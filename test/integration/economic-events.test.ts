@@ -214,7 +214,92 @@ describe('filters, ordering and limit', () => {
 
   it('when nothing matches, then an empty list with meta.source none', async () => {
     const res = await read('from=2104-06-01&to=2104-06-30');
-    expect(res.body).toMatchObject({ data: [], meta: { source: 'none', truncated: false } });
+    expect(res.body).toMatchObject({ data: [], meta: { source: 'none', truncated: false, nextCursor: null } });
+  });
+
+  /** Every page from `query`, following meta.nextCursor until null; truncated is true exactly when a cursor is given. */
+  async function pages(query: string) {
+    const out: string[][] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await read(`${query}${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      out.push(res.body.data.map((e: Release) => e.id));
+      cursor = res.body.meta.nextCursor;
+      expect(res.body.meta.truncated).toBe(cursor !== null);
+    } while (cursor !== null && out.length < 20);
+    return out;
+  }
+
+  it('when paged with a cursor, then every release comes exactly once in the order newest first, ties by id, and the last page has no cursor', async () => {
+    expect(await pages('from=2104-01-01&to=2104-12-31&limit=2')).toEqual([
+      [id(6), id(5)],
+      [id(3), id(4)],
+      [id(2), id(1)],
+    ]);
+    // Page 1 ends between the two releases at 12:00 on 15 February: the id decides.
+    expect(await pages('from=2104-01-01&to=2104-12-31&limit=3')).toEqual([
+      [id(6), id(5), id(3)],
+      [id(4), id(2), id(1)],
+    ]);
+    expect(await pages('from=2104-01-01&to=2104-12-31&country=US&limit=1')).toEqual([[id(6)], [id(3)], [id(1)]]);
+  });
+
+  it('when a cursor was made with other filters or for another list, or is malformed, then 400 naming cursor', async () => {
+    const first = await read('from=2104-01-01&to=2104-12-31&limit=2');
+    const cursor = first.body.meta.nextCursor as string;
+    expect(typeof cursor).toBe('string');
+    const newsKey = await svc.keyWith(['news:read', 'events:read']);
+    const instrumentId = randomUUID();
+    const instrument = await svc.admin('POST', '/instruments', [
+      {
+        id: instrumentId,
+        assetClass: 'equity',
+        displayName: 'Cursor Test Co',
+        quoteCurrency: 'USD',
+        quoteUnit: 'USD per share',
+        isActive: true,
+        brokerCodes: {},
+        symbols: [{ symbol: `CUR${randomUUID().slice(0, 6).toUpperCase()}`, validFrom: '1990-01-01', validTo: null }],
+      },
+    ]);
+    expect(instrument.status).toBe(200);
+    for (const [path, k] of [
+      [`/v1/economic-events?from=2104-01-01&to=2104-12-30&limit=2&cursor=${cursor}`, key],
+      [`/v1/economic-events?from=2104-01-01&to=2104-12-31&country=US&cursor=${cursor}`, key],
+      [`/v1/economic-events?cursor=${cursor}`, key],
+      [`/v1/economic-events?from=2104-01-01&to=2104-12-31&cursor=${cursor.slice(0, -2)}`, key],
+      [`/v1/economic-events?from=2104-01-01&to=2104-12-31&cursor=e30`, key],
+      [`/v1/instruments/${instrumentId}/events?cursor=${cursor}`, newsKey],
+      [`/v1/instruments?query=Cursor&cursor=${cursor}`, await svc.keyWith(['instruments:read'])],
+    ] as const) {
+      const res = await svc.get(path, k);
+      expect(res.status, path).toBe(400);
+      expect(res.body.error.code, path).toBe('invalid_request');
+      expect(Object.keys(res.body.error.details), path).toEqual(['cursor']);
+    }
+  });
+
+  it('when a release is added between pages, then one scheduled after the position (older) is read on a later page and one before it (newer) is not', async () => {
+    const year = 'from=2110-01-01&to=2110-12-31';
+    const rid = (n: number) => `00000000-0000-4000-8000-00000000310${n}`;
+    await ingestOk([
+      release('2110-05-01T12:00:00.000Z', { id: rid(1) }),
+      release('2110-04-01T12:00:00.000Z', { id: rid(2) }),
+      release('2110-03-01T12:00:00.000Z', { id: rid(3) }),
+    ]);
+    const first = await read(`${year}&limit=1`);
+    expect(first.body.data.map((e: Release) => e.id)).toEqual([rid(1)]);
+    await ingestOk([release('2110-06-01T12:00:00.000Z', { id: rid(4) }), release('2110-04-15T12:00:00.000Z', { id: rid(5) })]);
+    const rest: string[] = [];
+    let cursor = first.body.meta.nextCursor as string | null;
+    while (cursor) {
+      const page = await read(`${year}&limit=2&cursor=${cursor}`);
+      expect(page.status, JSON.stringify(page.body)).toBe(200);
+      rest.push(...page.body.data.map((e: Release) => e.id));
+      cursor = page.body.meta.nextCursor;
+    }
+    expect(rest).toEqual([rid(5), rid(2), rid(3)]);
   });
 });
 

@@ -62,6 +62,7 @@ describe('reactions to the synthetic demo news, against the real demo prices', (
   const news = syntheticNews().filter((n) => n.instrumentId === googl || n.instrumentId === goog);
   const byUrl = (suffix: string) => news.find((n) => n.url.endsWith(`/GOOGL/${suffix}`))!;
   let bars: { barDate: string; closePrice: number }[];
+  let version: number;
   let derived: { eventReactions: Record<string, number> };
 
   beforeAll(async () => {
@@ -75,6 +76,7 @@ describe('reactions to the synthetic demo news, against the real demo prices', (
     const res = await svc.get(`/v1/instruments/${googl}/prices?from=2004-01-01&to=2008-12-31&adjusted=true`, key);
     expect(res.status).toBe(200);
     bars = res.body.data;
+    version = res.body.meta.actionSetVersion;
   }, 60_000);
 
   /** The bar before the first bar on or after `day`, and that bar, from the price route. */
@@ -95,8 +97,11 @@ describe('reactions to the synthetic demo news, against the real demo prices', (
     const { previous, session } = sessionFrom('2006-02-22', true);
     expect(previous.barDate).toBe('2006-02-22');
     const [r] = (await reactions(googl, 'from=2006-02-01&to=2006-02-28&eventClass=earnings_release')).filter((x) => x.publishedAt === item.publishedAt);
-    expect(r).toMatchObject({ eventClass: 'earnings_release', eventDate: session.barDate, previousSessionDate: '2006-02-22', isCorporateAdjusted: false });
-    expect(r.actionSetVersion).toBeNull();
+    // Both closes are scaled by GOOGL's 2014 stock dividend (2) and 2022 split (20), known now: adjusted, under the version the prices read reports.
+    expect(r).toMatchObject({ eventClass: 'earnings_release', eventDate: session.barDate, previousSessionDate: '2006-02-22', isCorporateAdjusted: true });
+    expect(r.actionSetVersion).toBe(version);
+    expect(version).toBeGreaterThan(0);
+    // Printed exactly as the adjusted prices read prints them.
     expect(r.previousClose).toBe(previous.closePrice);
     expect(r.sessionClose).toBe(session.closePrice);
     expect(r.reactionPct).toBeCloseTo(100 * (session.closePrice / previous.closePrice - 1), 10);
@@ -141,22 +146,22 @@ describe('reactions to the synthetic demo news, against the real demo prices', (
 
 describe('reactions follow the bars, the actions and the news', () => {
   let instrumentId: string;
-  // Mon 2041-06-03 .. Fri 2041-06-07, then a gap, then Mon 2041-07-01 .. Wed 07-03.
+  // Mon 2019-06-03 .. Fri 2019-06-07, then a gap, then Mon 2019-07-01 .. Wed 07-03.
   const closes: [string, number][] = [
-    ['2041-06-03', 100],
-    ['2041-06-04', 51],
-    ['2041-06-05', 52],
-    ['2041-06-06', 50],
-    ['2041-06-07', 55],
-    ['2041-07-01', 60],
-    ['2041-07-02', 61],
-    ['2041-07-03', 62],
+    ['2019-06-03', 100],
+    ['2019-06-04', 51],
+    ['2019-06-05', 52],
+    ['2019-06-06', 50],
+    ['2019-06-07', 55],
+    ['2019-07-01', 60],
+    ['2019-07-02', 61],
+    ['2019-07-03', 62],
   ];
   // 15:00 UTC is 11:00 EDT, during the session.
-  const onSplitDay = (id: string) => newsItem(id, '2041-06-04T15:00:00Z');
-  const afterSplit = (id: string) => newsItem(id, '2041-06-05T15:00:00Z');
-  // In the gap: the next bar is 2041-07-01, 24 days after the previous one.
-  const inGap = (id: string) => newsItem(id, '2041-06-20T15:00:00Z');
+  const onSplitDay = (id: string) => newsItem(id, '2019-06-04T15:00:00Z');
+  const afterSplit = (id: string) => newsItem(id, '2019-06-05T15:00:00Z');
+  // In the gap: the next bar is 2019-07-01, 24 days after the previous one.
+  const inGap = (id: string) => newsItem(id, '2019-06-20T15:00:00Z');
   let items: ReturnType<typeof newsItem>[];
 
   beforeAll(async () => {
@@ -174,8 +179,8 @@ describe('reactions follow the bars, the actions and the news', () => {
     expect(uploaded.derived.eventReactions).toEqual({ instruments: 1, rows: 2, inserted: 2, updated: 0, unchanged: 0, removed: 0 });
     const raw = await reactions(instrumentId);
     expect(raw.map((r) => [r.eventId, r.eventDate, r.previousSessionDate])).toEqual([
-      [items[0].id, '2041-06-04', '2041-06-03'],
-      [items[1].id, '2041-06-05', '2041-06-04'],
+      [items[0].id, '2019-06-04', '2019-06-03'],
+      [items[1].id, '2019-06-05', '2019-06-04'],
     ]);
     expect(raw[0].reactionPct).toBeCloseTo(-49, 10);
     expect(raw[0].isCorporateAdjusted).toBe(false);
@@ -184,8 +189,8 @@ describe('reactions follow the bars, the actions and the news', () => {
       {
         instrumentId,
         kind: 'split',
-        effectiveDate: '2041-06-04',
-        knowledgeDate: '2041-05-20',
+        effectiveDate: '2019-06-04',
+        knowledgeDate: '2019-05-20',
         knowledgeProvenance: 'announced',
         params: { ratio: 2 },
         source: 'test-fixture',
@@ -202,7 +207,7 @@ describe('reactions follow the bars, the actions and the news', () => {
   });
 
   it('when a bar is corrected, then the bar upload derives the reaction again; when an item moves to a day the bars cannot place, its reaction is removed', async () => {
-    const corrected = await ingest(svc, '/bars/daily', [dailyBar(instrumentId, { barDate: '2041-06-05', close: 56.1 })]);
+    const corrected = await ingest(svc, '/bars/daily', [dailyBar(instrumentId, { barDate: '2019-06-05', close: 56.1 })]);
     // The correction makes a new action-set version, which the adjusted reaction (the first) records: both rows change.
     expect(corrected.derived.eventReactions).toEqual({ instruments: 1, rows: 2, inserted: 0, updated: 2, unchanged: 0, removed: 0 });
     const [first, r] = await reactions(instrumentId);
@@ -210,7 +215,7 @@ describe('reactions follow the bars, the actions and the news', () => {
     expect(r).toMatchObject({ sessionClose: 56.1, previousClose: 51 });
     expect(r.reactionPct).toBeCloseTo(10, 10);
 
-    const moved = await ingest(svc, '/news', [{ ...items[1], publishedAt: '2041-06-21T15:00:00Z' }]);
+    const moved = await ingest(svc, '/news', [{ ...items[1], publishedAt: '2019-06-21T15:00:00Z' }]);
     expect(moved.derived.eventReactions).toEqual({ instruments: 1, rows: 1, inserted: 0, updated: 0, unchanged: 1, removed: 1 });
     expect((await reactions(instrumentId)).map((x) => x.eventId)).toEqual([items[0].id]);
   });
@@ -218,19 +223,81 @@ describe('reactions follow the bars, the actions and the news', () => {
   it('when the instrument is unknown, then 404; when the bounds are reversed, 400 naming to', async () => {
     const unknown = await svc.get(`/v1/instruments/${randomUUID()}/event-reactions`, key);
     expect(unknown.status).toBe(404);
-    const reversed = await svc.get(`/v1/instruments/${instrumentId}/event-reactions?from=2041-07-01&to=2041-06-01`, key);
+    const reversed = await svc.get(`/v1/instruments/${instrumentId}/event-reactions?from=2019-07-01&to=2019-06-01`, key);
     expect(reversed.status).toBe(400);
     expect(Object.keys(reversed.body.error.details)).toEqual(['to']);
+  });
+});
+
+describe('adjusted closes are printed as the prices route prints them, and name their action set', () => {
+  it('when a 20-for-1 split goes ex after both closes, between them, or before both, then the closes match /prices?adjusted=true and the flag and version follow', async () => {
+    const { id } = await createInstrument(svc);
+    // Mon 2021-03-01 .. Fri 03-05 (EST: the close is 21:00 UTC); the split goes ex on Thursday 03-04.
+    const closes: [string, number][] = [
+      ['2021-03-01', 280.02],
+      ['2021-03-02', 290.035],
+      ['2021-03-03', 291],
+      ['2021-03-04', 14.6],
+      ['2021-03-05', 14.7],
+    ];
+    await ingest(
+      svc,
+      '/bars/daily',
+      closes.map(([barDate, close]) => dailyBar(id, { barDate, close })),
+    );
+    const split = await ingest(svc, '/corporate-actions', [
+      {
+        instrumentId: id,
+        kind: 'split',
+        effectiveDate: '2021-03-04',
+        knowledgeDate: '2021-02-01',
+        knowledgeProvenance: 'announced',
+        params: { ratio: 20 },
+        source: 'test-fixture',
+      },
+    ]);
+    const version = split.actionSetVersions[id];
+    // During the sessions of Tuesday, Thursday and Friday.
+    const items = ['2021-03-02T15:00:00Z', '2021-03-04T15:00:00Z', '2021-03-05T15:00:00Z'].map((t) => newsItem(id, t));
+    await ingest(svc, '/news', items);
+
+    const rows = await reactions(id);
+    const prices = await svc.get(`/v1/instruments/${id}/prices?from=2021-03-01&to=2021-03-05&adjusted=true`, key);
+    const printed = new Map<string, number>(prices.body.data.map((b: { barDate: string; closePrice: number }) => [b.barDate, b.closePrice]));
+    // By hand: 280.02 / 20 = 14.001, 290.035 / 20 = 14.50175 (the double product is 14.501750000000001), 291 / 20 = 14.55.
+    expect([...printed]).toEqual([
+      ['2021-03-01', 14.001],
+      ['2021-03-02', 14.50175],
+      ['2021-03-03', 14.55],
+      ['2021-03-04', 14.6],
+      ['2021-03-05', 14.7],
+    ]);
+    expect(rows.map((r) => [r.eventDate, r.previousClose, r.sessionClose, r.isCorporateAdjusted, r.actionSetVersion])).toEqual([
+      // Both closes before the split: scaled by the same 1/20, the move is the raw one, but the closes are adjusted.
+      ['2021-03-02', 14.001, 14.50175, true, version],
+      // The split between them: the previous close scaled, the session's not.
+      ['2021-03-04', 14.55, 14.6, true, version],
+      // Both after it: nothing scaled.
+      ['2021-03-05', 14.6, 14.7, false, null],
+    ]);
+    for (const r of rows) {
+      expect(r.previousClose).toBe(printed.get(r.previousSessionDate));
+      expect(r.sessionClose).toBe(printed.get(r.eventDate));
+      // The move of the closes as printed.
+      expect(r.reactionPct).toBe(100 * (r.sessionClose / r.previousClose - 1));
+    }
+    // 290.035 / 280.02 − 1 = 0.0357653024783944…: the adjusted move equals the raw one to 1e-12.
+    expect(Math.abs(rows[0].reactionPct - 3.57653024783944)).toBeLessThan(1e-11);
   });
 });
 
 describe('event-reaction coverage', () => {
   // A class of this run's own, so only these instruments count.
   const eventClass = `coverage_${randomUUID().slice(0, 8)}`;
-  const DAYS = weekdays('2042-01-01', '2042-12-31');
+  const DAYS = weekdays('2018-01-01', '2018-12-31');
   const fixtures: Record<string, { id: string; symbol: string }> = {};
 
-  /** An instrument with bars on every weekday of 2042 and one item of the class on each of `sessionDays` (during the session). */
+  /** An instrument with bars on every weekday of 2018 and one item of the class on each of `sessionDays` (during the session). */
   async function covered(name: string, sessionDays: number[], symbols?: { symbol: string; validFrom: string }[]) {
     const instrument = await createInstrument(svc, symbols ? { symbols: symbols.map((s) => ({ ...s, validTo: null })) } : {});
     fixtures[name] = instrument;
@@ -271,13 +338,13 @@ describe('event-reaction coverage', () => {
     const data = await coverage(`eventClasses=${eventClass}`);
     expect(names(data.instruments)).toEqual(['five over 4 weeks', 'three over 12 weeks', 'three over 2 weeks', 'tie a', 'tie b', 'one']);
     const first = data.instruments[0];
-    // Weekdays 10 and 30 of 2042: 2042-01-15 and 2042-02-12.
+    // Weekdays 10 and 30 of 2018: 2018-01-15 and 2018-02-12.
     expect(first).toEqual({
       instrumentId: fixtures['five over 4 weeks'].id,
       symbol: fixtures['five over 4 weeks'].symbol,
       reactionCount: 5,
-      firstEventDate: '2042-01-15',
-      lastEventDate: '2042-02-12',
+      firstEventDate: '2018-01-15',
+      lastEventDate: '2018-02-12',
       observationWindowDays: 28,
     });
     expect(data.instruments.at(-1)).toMatchObject({ reactionCount: 1, observationWindowDays: 0 });

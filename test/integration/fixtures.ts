@@ -55,6 +55,9 @@ export function dailyBar(instrumentId: string, b: BarInput, extra: Record<string
     quoteUnit: 'USD per share',
     source: 'test-fixture',
     asOf: '2024-01-01T00:00:00.000Z',
+    // Known at the end of its day, as the demo load states its history, so an asOf read sees the bars dated up to
+    // it; a bar whose day has not ended states nothing and is known from its upload.
+    ...(Date.parse(`${b.barDate}T23:59:59.999Z`) <= Date.now() ? { knownAt: `${b.barDate}T23:59:59.999Z` } : {}),
     ...extra,
   };
 }

@@ -58,7 +58,8 @@ describe('GET /v1/fx/{base}/{quote}', () => {
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({ base: 'USD', quote: 'CHF', rateDate: '1987-06-15', rate, asOf, source: 'test-provider' });
     expect(Buffer.from(new Float64Array([res.body.data.rate]).buffer)).toEqual(Buffer.from(new Float64Array([rate]).buffer));
-    expect(res.body.meta).toEqual({ asOf, source: 'test-provider', stale: false, derivation: null });
+    // The pair's latest stored rate is of 1987 or 1988: far behind the business day before today (docs/api.md, "Freshness").
+    expect(res.body.meta).toEqual({ asOf, source: 'test-provider', stale: true, staleReason: 'rate_behind', derivation: null });
 
     const again = await post([res.body.data]);
     expect(again.status).toBe(200);
@@ -94,7 +95,8 @@ describe('GET /v1/fx/{base}/{quote}', () => {
     expect(res.body.meta).toEqual({
       asOf,
       source: 'inverse-test',
-      stale: false,
+      stale: true,
+      staleReason: 'rate_behind',
       derivation: { method: 'inverse', storedPair: `${a}/${b}`, storedRate: stored },
     });
 
@@ -102,6 +104,37 @@ describe('GET /v1/fx/{base}/{quote}', () => {
     const direct = await read(b, a, '2001-02-01');
     expect(direct.body.data.rate).toBe(1.1);
     expect(direct.body.meta.derivation).toBeNull();
+  });
+
+  it('when the pair has a rate dated today, then every read of it is fresh, an old date included; a pair whose latest rate is of 2001 is stale (rate_behind)', async () => {
+    const [a, b] = [code(), code()];
+    // Dated the UTC day the test runs: on or after the business day before the day of any read that follows.
+    const today = new Date().toISOString().slice(0, 10);
+    await store([
+      { base: a, quote: b, rateDate: '2001-02-05', rate: 1.25, source: 'fresh-test' },
+      { base: a, quote: b, rateDate: today, rate: 1.5, source: 'fresh-test' },
+    ]);
+    for (const [x, y, date] of [
+      [a, b, today],
+      [a, b, '2001-02-05'],
+      // The inverse read asks about the same pair.
+      [b, a, '2001-02-05'],
+    ]) {
+      const res = await read(x, y, date);
+      expect(res.status).toBe(200);
+      expect(res.body.meta).toMatchObject({ stale: false, staleReason: null });
+    }
+
+    const [c, d] = [code(), code()];
+    await store([{ base: c, quote: d, rateDate: '2001-02-05', rate: 1.25, source: 'stale-test' }]);
+    for (const [x, y] of [
+      [c, d],
+      [d, c],
+    ]) {
+      const res = await read(x, y, '2001-02-05');
+      expect(res.status).toBe(200);
+      expect(res.body.meta).toMatchObject({ stale: true, staleReason: 'rate_behind' });
+    }
   });
 
   it('when no rate links the two currencies directly, then 404: no cross rate through a third currency', async () => {

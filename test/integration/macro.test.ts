@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadDemoMacroSeries } from '../../server/demo/macro-series.ts';
+import { storeShippedRiskFreeRates } from '../../server/demo/risk-free-rates.ts';
 import { FredStub, type StubSeries } from '../support/fred-stub.ts';
 import { startService, type Service } from './harness.ts';
 
@@ -272,8 +273,16 @@ describe('macro series from FRED', () => {
       const res = await svc.get('/v1/rates/risk-free', key);
       expect(res.status).toBe(200);
       // The latest value is 4.37 % on 2025-01-03 (2025-01-06 is ".").
-      expect(res.body.data).toEqual({ rate: 0.0437, maturity: '3M', asOf: '2025-01-03', source: 'fred' });
-      expect(res.body.meta).toMatchObject({ seriesId: 'DGS3MO', stale: false, fallback: null, source: 'fred' });
+      // A day's observation counts as known from the end of its UTC day.
+      expect(res.body.data).toEqual({
+        rate: 0.0437,
+        maturity: '3M',
+        asOf: '2025-01-03',
+        source: 'fred',
+        seriesId: 'DGS3MO',
+        knownFrom: '2025-01-04T00:00:00.000Z',
+      });
+      expect(res.body.meta).toMatchObject({ seriesId: 'DGS3MO', stale: false, staleReason: null, fallback: null, source: 'fred' });
     });
 
     it('when FRED is down and DGS3MO was stored before, then the last stored observation stands in, source fallback', async () => {
@@ -281,7 +290,15 @@ describe('macro series from FRED', () => {
       await ageCopy(svc, 'DGS3MO', 7);
       stub.mode = 'http500';
       const res = await svc.get('/v1/rates/risk-free', key);
-      expect(res.body.data).toEqual({ rate: 0.0437, maturity: '3M', asOf: '2025-01-03', source: 'fallback' });
+      expect(res.body.data).toEqual({
+        rate: 0.0437,
+        maturity: '3M',
+        asOf: '2025-01-03',
+        source: 'fallback',
+        seriesId: 'DGS3MO',
+        knownFrom: '2025-01-04T00:00:00.000Z',
+      });
+      expect(res.body.meta).toMatchObject({ stale: true, staleReason: 'provider_error' });
       expect(res.body.meta.fallback).toMatchObject({ standIn: 'last_stored_observation', reason: 'provider_error' });
     });
 
@@ -290,9 +307,128 @@ describe('macro series from FRED', () => {
       const res = await svc.get('/v1/rates/risk-free', key);
       expect(res.status).toBe(200);
       // TB3MS for 2022-09 in the gretl snapshot is 3.13 (percent).
-      expect(res.body.data).toEqual({ rate: 0.0313, maturity: '3M', asOf: '2022-09-01', source: 'fallback' });
+      // It is a monthly average, known from the first instant after September 2022.
+      expect(res.body.data).toEqual({
+        rate: 0.0313,
+        maturity: '3M',
+        asOf: '2022-09-01',
+        source: 'fallback',
+        seriesId: 'TB3MS',
+        knownFrom: '2022-10-01T00:00:00.000Z',
+      });
+      expect(res.body.meta).toMatchObject({ seriesId: 'TB3MS', stale: true, staleReason: 'provider_error' });
       expect(res.body.meta.fallback).toMatchObject({ standIn: 'hardcoded', reason: 'provider_error' });
     });
+
+    it('when asOf is given, then the DGS3MO observation known then: a day counts from the end of its UTC day, never earlier', async () => {
+      // 2025-01-03 ends at 23:59:59.999Z: only 2025-01-02 (4.36 %) is known then.
+      const endOfDay = await svc.get('/v1/rates/risk-free?asOf=2025-01-03', key);
+      expect(endOfDay.status).toBe(200);
+      expect(endOfDay.body.data).toEqual({
+        rate: 0.0436,
+        maturity: '3M',
+        asOf: '2025-01-02',
+        source: 'fred',
+        seriesId: 'DGS3MO',
+        knownFrom: '2025-01-03T00:00:00.000Z',
+      });
+      expect(endOfDay.body.meta).toEqual({ asOf: '2025-01-03', source: 'fred', stale: false, staleReason: null, seriesId: 'DGS3MO', fallback: null });
+      const next = await svc.get('/v1/rates/risk-free?asOf=2025-01-04T00:00:00Z', key);
+      expect(next.body.data).toMatchObject({ rate: 0.0437, asOf: '2025-01-03' });
+    });
+
+    it('when the newest known observation has been known for more than 4 days at asOf, then it is served stale: newer_observation_due', async () => {
+      // 2025-01-03 is known from 2025-01-04T00:00Z; 4 days later is 2025-01-08T00:00Z.
+      const edge = await svc.get('/v1/rates/risk-free?asOf=2025-01-08T00:00:00Z', key);
+      expect(edge.body.meta).toMatchObject({ stale: false, staleReason: null });
+      for (const asOf of ['2025-01-08T00:00:01Z', '2999-01-01']) {
+        const res = await svc.get(`/v1/rates/risk-free?asOf=${asOf}`, key);
+        expect(res.status).toBe(200);
+        expect(res.body.data, asOf).toMatchObject({ rate: 0.0437, asOf: '2025-01-03', source: 'fred' });
+        expect(res.body.meta, asOf).toMatchObject({ asOf, stale: true, staleReason: 'newer_observation_due' });
+      }
+    });
+
+    it('when nothing stored was known at asOf but the hard-coded rate was, then it stands in, stale', async () => {
+      // The service stores the shipped TB3MS history when it starts; without it, only the hard-coded rate is left.
+      await svc.sql`delete from risk_free_rates`;
+      const res = await svc.get('/v1/rates/risk-free?asOf=2025-01-02', key);
+      await storeShippedRiskFreeRates(svc.sql);
+      expect(res.body.data).toEqual({
+        rate: 0.0313,
+        maturity: '3M',
+        asOf: '2022-09-01',
+        source: 'fallback',
+        seriesId: 'TB3MS',
+        knownFrom: '2022-10-01T00:00:00.000Z',
+      });
+      expect(res.body.meta).toMatchObject({
+        stale: true,
+        staleReason: 'newer_observation_due',
+        fallback: { standIn: 'hardcoded', reason: 'no_stored_observation' },
+      });
+    });
+
+    it('when asOf is not a date or an instant, then 400 names asOf', async () => {
+      for (const asOf of ['2025-13-01', '2025-01-01T24:00:00Z', 'yesterday']) {
+        const res = await svc.get(`/v1/rates/risk-free?asOf=${asOf}`, key);
+        expect(res.status, asOf).toBe(400);
+        expect(Object.keys(res.body.error.details), asOf).toEqual(['asOf']);
+      }
+    });
+  });
+});
+
+describe('the risk-free rate history: TB3MS and DGS3MO together', () => {
+  // TB3MS as read by hand from server/demo/data/fred_tb3ms_monthly.csv:
+  // 2001-03 4.42, 2001-04 3.87, 2001-05 3.62. The DGS3MO values are the stub's.
+  const DGS3MO_2001: StubSeries = {
+    ...DGS3MO,
+    observations: [
+      ['2001-04-10', '3.90'],
+      ['2001-04-11', '3.88'],
+      ['2001-04-30', '3.70'],
+    ],
+  };
+  let stub: FredStub;
+  let svc: Service;
+  let key: string;
+
+  beforeAll(async () => {
+    stub = await new FredStub(FRED_KEY).start();
+    stub.series.set('DGS3MO', DGS3MO_2001);
+    svc = await serviceWith(stub);
+    await clearMacro(svc);
+    await storeShippedRiskFreeRates(svc.sql);
+    key = await svc.keyWith(['macro:read']);
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await stub?.stop();
+  });
+
+  it.each([
+    // March's average is known from 2001-04-01; DGS3MO 2001-04-10 only from 2001-04-11.
+    ['2001-04-10', { rate: 0.0442, asOf: '2001-03-01', seriesId: 'TB3MS', knownFrom: '2001-04-01T00:00:00.000Z' }, 'gretl-data-2022c/fedstl (FRED)'],
+    ['2001-04-11', { rate: 0.039, asOf: '2001-04-10', seriesId: 'DGS3MO', knownFrom: '2001-04-11T00:00:00.000Z' }, 'fred'],
+    // At 2001-05-01T00:00Z April's average and DGS3MO 2001-04-30 become known together: the daily observation wins the tie.
+    ['2001-05-01T00:00:00Z', { rate: 0.037, asOf: '2001-04-30', seriesId: 'DGS3MO', knownFrom: '2001-05-01T00:00:00.000Z' }, 'fred'],
+    // May's average (known from 2001-06-01) is more recent than DGS3MO 2001-04-30.
+    ['2001-06-01T00:00:00Z', { rate: 0.0362, asOf: '2001-05-01', seriesId: 'TB3MS', knownFrom: '2001-06-01T00:00:00.000Z' }, 'gretl-data-2022c/fedstl (FRED)'],
+  ])('when asOf is %s, then the most recent observation known then answers', async (asOf, data, source) => {
+    const res = await svc.get(`/v1/rates/risk-free?asOf=${asOf}`, key);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ maturity: '3M', source: 'fred', ...data });
+    expect(res.body.meta).toEqual({ asOf, source, stale: false, staleReason: null, seriesId: data.seriesId, fallback: null });
+  });
+
+  it("when the month before asOf's month is not known, then the monthly answer is stale", async () => {
+    // History ends with September 2022 (3.13): at 2022-11-15 October's average was due.
+    const res = await svc.get('/v1/rates/risk-free?asOf=2022-11-15', key);
+    expect(res.body.data).toMatchObject({ rate: 0.0313, asOf: '2022-09-01', seriesId: 'TB3MS', source: 'fred' });
+    expect(res.body.meta).toMatchObject({ stale: true, staleReason: 'newer_observation_due', fallback: null });
+    const fresh = await svc.get('/v1/rates/risk-free?asOf=2022-10-31', key);
+    expect(fresh.body.meta).toMatchObject({ stale: false, staleReason: null });
   });
 });
 
@@ -332,6 +468,29 @@ describe('macro series without a FRED key', () => {
   it('when the risk-free rate is asked for, then the hard-coded rate stands in with reason no_provider_key', async () => {
     const res = await svc.get('/v1/rates/risk-free', key);
     expect(res.body.data.source).toBe('fallback');
+    expect(res.body.meta).toMatchObject({ stale: true, staleReason: 'no_provider_key' });
     expect(res.body.meta.fallback).toMatchObject({ standIn: 'hardcoded', reason: 'no_provider_key' });
+  });
+
+  it('when asOf is given without a key, then the stored history answers as it stood then, whatever the live copy', async () => {
+    await storeShippedRiskFreeRates(svc.sql);
+    const res = await svc.get('/v1/rates/risk-free?asOf=2001-05-04T20:00:00Z', key);
+    // TB3MS 2001-04 is 3.87 in the gretl snapshot.
+    expect(res.body.data).toEqual({
+      rate: 0.0387,
+      maturity: '3M',
+      asOf: '2001-04-01',
+      source: 'fred',
+      seriesId: 'TB3MS',
+      knownFrom: '2001-05-01T00:00:00.000Z',
+    });
+    expect(res.body.meta).toEqual({
+      asOf: '2001-05-04T20:00:00Z',
+      source: 'gretl-data-2022c/fedstl (FRED)',
+      stale: false,
+      staleReason: null,
+      seriesId: 'TB3MS',
+      fallback: null,
+    });
   });
 });

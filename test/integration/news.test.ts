@@ -228,3 +228,169 @@ describe('news and catalyst events', () => {
     }
   });
 });
+
+describe('pages and cursors (docs/api.md, "Pages and cursors")', () => {
+  /** Every page of a read, following meta.nextCursor until it is null. */
+  async function allPages(route: 'news' | 'events', instrumentId: string, query: Record<string, string>) {
+    const pages: { data: Item[]; meta: Record<string, unknown> }[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await read(route, instrumentId, new URLSearchParams({ ...query, ...(cursor ? { cursor } : {}) }).toString());
+      pages.push(page);
+      cursor = page.meta.nextCursor as string | null;
+      expect(page.meta.truncated).toBe(cursor !== null);
+    } while (cursor !== null && pages.length < 50);
+    return pages;
+  }
+
+  /** Newest publishedAt first, ties by id: the order the docs give, computed from the posted rows. */
+  const newestFirst = (rows: Item[]) =>
+    [...rows].sort((a, b) => (a.publishedAt === b.publishedAt ? (a.id! < b.id! ? -1 : 1) : a.publishedAt < b.publishedAt ? 1 : -1)).map((r) => r.id);
+
+  it('when paged with limit=3, then every item comes exactly once in order, the last page says no more, and events page the same way', async () => {
+    const { id: instrumentId } = await createInstrument(svc);
+    // Eleven items, five of them at one instant (ties broken by id only), three unconfirmed.
+    const instants = ['2033-01-01T10:00:00Z', '2033-01-02T10:00:00Z', '2033-01-03T10:00:00Z', '2033-01-04T10:00:00Z'];
+    const items = Array.from({ length: 11 }, (_, i) =>
+      newsItem(instrumentId, i < 5 ? '2033-01-02T10:00:00.000Z' : new Date(instants[i % 4]).toISOString(), { isCompanyConfirmed: i % 4 !== 0 }),
+    );
+    await ingestOk(items);
+
+    const pages = await allPages('news', instrumentId, { limit: '3' });
+    expect(pages.map((p) => p.data.length)).toEqual([3, 3, 3, 2]);
+    expect(pages.flatMap((p) => p.data.map((r) => r.id))).toEqual(newestFirst(items));
+    expect(pages.at(-1)!.meta).toMatchObject({ truncated: false, nextCursor: null, limit: 3 });
+
+    const eventPages = await allPages('events', instrumentId, { limit: '2' });
+    expect(eventPages.flatMap((p) => p.data.map((r) => r.id))).toEqual(newestFirst(items.filter((r) => r.isCompanyConfirmed)));
+
+    // limit may change from page to page: 4, then the rest in one page of 100.
+    const first = await read('news', instrumentId, 'limit=4');
+    const rest = await read('news', instrumentId, `limit=100&cursor=${first.meta.nextCursor}`);
+    expect([...first.data, ...rest.data].map((r: Item) => r.id)).toEqual(newestFirst(items));
+    expect(rest.meta).toMatchObject({ truncated: false, nextCursor: null });
+  });
+
+  it('when filters are given, then the pages hold exactly the filtered items', async () => {
+    const { id: instrumentId } = await createInstrument(svc);
+    const items = Array.from({ length: 9 }, (_, i) =>
+      newsItem(instrumentId, `2033-02-0${1 + (i % 5)}T1${i}:00:00.000Z`, { eventClass: i % 2 ? 'guidance' : 'earnings_release' }),
+    );
+    await ingestOk(items);
+    const pages = await allPages('news', instrumentId, { limit: '2', eventClass: 'guidance', from: '2033-02-02', to: '2033-02-04' });
+    const inWindow = items.filter((r) => r.eventClass === 'guidance' && r.publishedAt >= '2033-02-02' && r.publishedAt < '2033-02-05');
+    expect(inWindow.length).toBeGreaterThan(2);
+    expect(pages.flatMap((p) => p.data.map((r) => r.id))).toEqual(newestFirst(inWindow));
+  });
+
+  it('when items are added between pages, then those sorting after the cursor position come on later pages and those sorting before it never do', async () => {
+    const { id: instrumentId } = await createInstrument(svc);
+    const day = (d: number) => `2033-03-${String(d).padStart(2, '0')}T12:00:00.000Z`;
+    const items = [10, 9, 8, 7, 6, 5].map((d) => newsItem(instrumentId, day(d)));
+    await ingestOk(items);
+    const first = await read('news', instrumentId, 'limit=2');
+    expect(first.data.map((r: Item) => r.id)).toEqual([items[0].id, items[1].id]);
+
+    // Added after the first page was read: one newer than everything (before the position),
+    // one at the position's own instant (its id decides its side), one in the middle and one older than everything.
+    const newer = newsItem(instrumentId, day(20));
+    const olderMiddle = newsItem(instrumentId, '2033-03-07T18:00:00.000Z');
+    const oldest = newsItem(instrumentId, day(1));
+    const sameInstant = [
+      newsItem(instrumentId, day(9), { id: '00000000-0000-4000-8000-000000000000' }),
+      newsItem(instrumentId, day(9), { id: 'ffffffff-ffff-4fff-bfff-ffffffffffff' }),
+    ];
+    await ingestOk([newer, olderMiddle, oldest, ...sameInstant]);
+
+    const rest: Item[] = [];
+    let cursor = first.meta.nextCursor as string | null;
+    while (cursor) {
+      const page = await read('news', instrumentId, `limit=2&cursor=${cursor}`);
+      rest.push(...page.data);
+      cursor = page.meta.nextCursor;
+    }
+    // Items[1] (day 9) was the last row read. Of the two at its instant, the id below its id sorts before it (not seen), the one above after (seen).
+    const position = items[1].id!;
+    const sameAfter = sameInstant.filter((r) => r.id! > position);
+    const sameBefore = sameInstant.filter((r) => r.id! < position);
+    expect(sameAfter.length + sameBefore.length).toBe(2);
+    expect(rest.map((r) => r.id)).toEqual(newestFirst([...sameAfter, ...items.slice(2), olderMiddle, oldest]));
+    expect(rest.map((r) => r.id)).not.toContain(newer.id);
+    for (const r of sameBefore) expect(rest.map((x) => x.id)).not.toContain(r.id);
+    // Starting again without a cursor sees every item.
+    const all = await allPages('news', instrumentId, { limit: '500' });
+    expect(all.flatMap((p) => p.data.map((r) => r.id))).toEqual(newestFirst([...items, newer, olderMiddle, oldest, ...sameInstant]));
+  });
+
+  it('when items differ in publishedAt by a microsecond, then the cursor keeps them apart (it holds the stored instant, not milliseconds)', async () => {
+    const { id: instrumentId } = await createInstrument(svc);
+    const ids = ['a0000000-0000-4000-8000-000000000001', 'a0000000-0000-4000-8000-000000000002', 'a0000000-0000-4000-8000-000000000003'];
+    // Stored directly: the upload keeps milliseconds, another writer may not. Newest first: 3 (…0.000003), 1 (…0.000002), 2 (…0.000001).
+    const micros = ['2033-04-01 12:00:00.000002+00', '2033-04-01 12:00:00.000001+00', '2033-04-01 12:00:00.000003+00'];
+    for (const [i, id] of ids.entries()) {
+      await svc.sql`
+        insert into news (id, instrument_id, event_class, headline, source, url, published_at, is_company_confirmed)
+        values (${id}, ${instrumentId}, 'guidance', ${`Micro ${i}`}, 'test-fixture', ${`https://news.example.test/micro/${id}`}, ${micros[i]}::text::timestamptz, true)
+      `;
+    }
+    const pages = await allPages('news', instrumentId, { limit: '1' });
+    expect(pages.flatMap((p) => p.data.map((r) => r.id))).toEqual([ids[2], ids[0], ids[1]]);
+  });
+
+  it('when a cursor is malformed, or made for the other list, another instrument or other filters, then 400 invalid_request naming cursor', async () => {
+    const { id: instrumentId } = await createInstrument(svc);
+    const { id: otherId } = await createInstrument(svc);
+    const items = [1, 2, 3].map((d) => newsItem(instrumentId, `2033-05-0${d}T12:00:00.000Z`));
+    await ingestOk([...items, ...[1, 2, 3].map((d) => newsItem(otherId, `2033-05-0${d}T12:00:00.000Z`))]);
+    const newsCursor = (await read('news', instrumentId, 'limit=1')).meta.nextCursor as string;
+    const filteredCursor = (await read('news', instrumentId, 'limit=1&eventClass=earnings_release')).meta.nextCursor as string;
+    expect(typeof newsCursor).toBe('string');
+    expect(typeof filteredCursor).toBe('string');
+    const encode = (payload: unknown) => Buffer.from(JSON.stringify(payload)).toString('base64url');
+    const decoded = JSON.parse(Buffer.from(newsCursor, 'base64url').toString('utf8'));
+
+    const refused: [string, string, string][] = [
+      ['news', instrumentId, 'cursor=not-a-cursor'],
+      ['news', instrumentId, 'cursor=%25%25%25'],
+      ['news', instrumentId, 'cursor='],
+      ['news', instrumentId, `cursor=${'A'.repeat(2000)}`],
+      ['news', instrumentId, `cursor=${encode({ ...decoded, v: 2 })}`],
+      ['news', instrumentId, `cursor=${encode({ ...decoded, k: ['2033-02-30T12:00:00.000000', decoded.k[1]] })}`],
+      ['news', instrumentId, `cursor=${encode({ ...decoded, k: [decoded.k[0], 'not-a-uuid'] })}`],
+      ['news', instrumentId, `cursor=${encode({ ...decoded, k: [decoded.k[0], '\u0000'] })}`],
+      ['news', instrumentId, `cursor=${encode([1, 2, 3])}`],
+      ['news', instrumentId, `cursor=${newsCursor}x`],
+      // Foreign: made for news, used on events; another instrument; other filters.
+      ['events', instrumentId, `cursor=${newsCursor}`],
+      ['news', otherId, `cursor=${newsCursor}`],
+      ['news', instrumentId, `cursor=${newsCursor}&eventClass=earnings_release`],
+      ['news', instrumentId, `cursor=${filteredCursor}`],
+      ['news', instrumentId, `cursor=${newsCursor}&from=2033-05-01`],
+    ];
+    for (const [route, id, query] of refused) {
+      const res = await svc.get(`/v1/instruments/${id}/${route}?${query}`, key);
+      expect(res.status, `${route} ${query}`).toBe(400);
+      expect(res.body.error.code).toBe('invalid_request');
+      expect(Object.keys(res.body.error.details), `${route} ${query}`).toEqual(['cursor']);
+    }
+    // The cursor still works where it was made, with another limit.
+    const next = await read('news', instrumentId, `cursor=${newsCursor}&limit=5`);
+    expect(next.data.map((r: Item) => r.id)).toEqual(newestFirst(items).slice(1));
+  });
+
+  it('when limit is out of range or not an integer, then the message names the range 1..500 the spec gives', async () => {
+    const { id: instrumentId } = await createInstrument(svc);
+    for (const route of ['news', 'events']) {
+      for (const [query, message] of [
+        ['limit=501', 'must be between 1 and 500'],
+        ['limit=0', 'must be between 1 and 500'],
+        ['limit=2.5', 'must be an integer in [1, 500]'],
+        ['limit=ten', 'must be an integer in [1, 500]'],
+      ]) {
+        const res = await svc.get(`/v1/instruments/${instrumentId}/${route}?${query}`, key);
+        expect(res.status, query).toBe(400);
+        expect(res.body.error.details, query).toEqual({ limit: [message] });
+      }
+    }
+  });
+});

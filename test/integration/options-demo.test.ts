@@ -7,6 +7,7 @@ import { instrumentIngest } from '../../server/instruments/ingest.ts';
 import { optionContractIngest, optionQuoteIngest } from '../../server/options/ingest.ts';
 import { dailyBarIngest } from '../../server/prices/ingest.ts';
 import { derivedContractId } from '../../server/options/schema.ts';
+import { storeShippedRiskFreeRates } from '../../server/demo/risk-free-rates.ts';
 import { startService, type Service } from './harness.ts';
 
 // The synthetic demo chain goes through the same ingest as an upload: the
@@ -22,6 +23,8 @@ describe('the demo option chains', () => {
       .filter((i) => underlyings.includes(i.id))
       .map(({ currentSymbol: _current, ...i }) => i);
     await ingestRows(svc.sql, instrumentIngest, batchesOf(instruments));
+    // The demo load stores the TB3MS history the computed Greeks read.
+    await storeShippedRiskFreeRates(svc.sql);
   });
   afterAll(() => svc?.stop());
 
@@ -124,5 +127,24 @@ describe('the demo option chains', () => {
     const w30 = lo.v ** 2 * lo.d + ((hi.v ** 2 * hi.d - lo.v ** 2 * lo.d) * (30 - lo.d)) / (hi.d - lo.d);
     expect(Math.abs(row.atmImpliedVolatility - Math.sqrt(w30 / 30))).toBeLessThan(1e-12);
     expect(row.volatilitySurface.impliedVolatility30d).toBe(row.atmImpliedVolatility);
+  });
+
+  it('when the synthetic chain is read, then every options answer names its origin, synthetic-demo, in meta.source', async () => {
+    const msft = demoInstrumentId('MSFT');
+    const key = await svc.keyWith(['options:read']);
+    const expiries = await svc.get(`/v1/instruments/${msft}/options/expiries?asOf=2001-05-14T20:00:00Z`, key);
+    expect(expiries.body.meta).toEqual({ asOf: '2001-05-14T20:00:00Z', source: 'synthetic-demo', stale: false, staleReason: null });
+    // Listed at the open of 2001-05-04 (13:30 UTC), first quoted at its close (20:00 UTC): in between, the contracts alone name the origin.
+    const unquoted = await svc.get(`/v1/instruments/${msft}/options/expiries?asOf=2001-05-04T15:00:00Z`, key);
+    expect(unquoted.body).toEqual({
+      data: ['2001-05-18', '2001-06-15', '2001-07-20'],
+      meta: { asOf: '2001-05-04T15:00:00Z', source: 'synthetic-demo', stale: true, staleReason: 'no_quote' },
+    });
+    const chain = await svc.get(`/v1/instruments/${msft}/options?asOf=2001-05-14T20:00:00Z`, key);
+    expect(chain.body.meta).toMatchObject({ source: 'synthetic-demo', stale: false, staleReason: null, staleContracts: 0 });
+    const one = await svc.get(`/v1/options/${derivedContractId(msft, 'MSFT  010615C00070000')}?asOf=2001-05-14T20:00:00Z`, key);
+    expect(one.body.meta).toEqual({ asOf: '2001-05-14T20:00:00Z', source: 'synthetic-demo', stale: false, staleReason: null });
+    // The generator prices at 2001-05-14 20:00 UTC; TB3MS for April 2001 (3.87 %) is the latest month known then.
+    expect(one.body.data.greeks.model).toMatchObject({ riskFreeRate: 0.0387, riskFreeRateSource: 'fred:TB3MS', riskFreeRateAsOf: '2001-04-01' });
   });
 });

@@ -53,6 +53,27 @@ describe('options ingest', () => {
     expect(countsOf(delisted)).toEqual({ rows: 1, inserted: 0, updated: 1, unchanged: 0 });
   });
 
+  it('when a contract names its source, then it is stored and read back with it, and the answers built from it name it; without one it is ingested', async () => {
+    const symbol = 'SRC   240315C00100000';
+    const rows = [
+      contract({ contractSymbol: symbol, source: 'vendor-x', listedAt: '2024-03-01T14:30:00Z' }),
+      contract({ contractSymbol: 'NOSRC 240315C00100000', listedAt: '2024-03-01T14:30:00Z' }),
+    ];
+    expect(countsOf(await svc.admin('POST', '/options/contracts', rows))).toEqual({
+      rows: 2,
+      inserted: 2,
+      updated: 0,
+      unchanged: 0,
+    });
+    const key = await svc.keyWith(['options:read']);
+    const res = await svc.get(`/v1/options/${derivedContractId(underlying, symbol)}?asOf=2024-03-01T15:00:00Z`, key);
+    expect(res.body.data.contract.source).toBe('vendor-x');
+    expect(res.body.meta).toMatchObject({ source: 'vendor-x', stale: true, staleReason: 'no_quote' });
+    // A contract posted without a source says ingested, and a list of both names both.
+    const expiries = await svc.get(`/v1/instruments/${underlying}/options/expiries?asOf=2024-03-01T15:00:00Z`, key);
+    expect(expiries.body.meta.source).toBe('ingested, vendor-x');
+  });
+
   it('when a quote observation is posted twice, then the second is unchanged; with other values it is refused and nothing of its batch is stored', async () => {
     const id = derivedContractId(underlying, 'TEST  240315C00100000');
     const greeks = { delta: 0.52, gamma: 0.04, theta: -0.05, vega: 0.11, rho: 0.03, impliedVolatility: 0.31 };

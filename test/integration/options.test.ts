@@ -115,13 +115,14 @@ describe('option chains', () => {
     expect(computed.length).toBe(3);
     for (const item of computed) {
       const { model, impliedVolatility } = item.greeks;
-      // The close of the quote's day and, without a FRED key, the hard-coded fallback rate.
+      // The close of the quote's day and, without a FRED key, the latest rate known in 2024: the last month of the
+      // TB3MS history the service ships, 2022-09 at 3.13 % (fred_tb3ms_monthly.csv).
       expect(model).toMatchObject({
         name: 'black-scholes-merton',
         spotPrice: 103,
         spotAsOf: '2024-03-05',
         riskFreeRate: 0.0313,
-        riskFreeRateSource: 'fallback',
+        riskFreeRateSource: 'fred:TB3MS',
         dividendYield: 0,
       });
       expect(model.optionPrice).toBe((item.quote.bid + item.quote.ask) / 2);

@@ -379,9 +379,9 @@ describe('daily bars and the adjustment engine', () => {
       await tx`lock table daily_bars in access exclusive mode`;
       await tx`
         insert into daily_bar_revisions (instrument_id, bar_date, replaced_in_version, absent, open_price, high_price, low_price,
-          close_price, volume, quote_currency, quote_unit, stale, price_basis, reflects_actions_through, source, as_of)
+          close_price, volume, quote_currency, quote_unit, stale, price_basis, reflects_actions_through, source, as_of, known_at)
         select instrument_id, bar_date, 2, false, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit,
-          stale, price_basis, reflects_actions_through, source, as_of
+          stale, price_basis, reflects_actions_through, source, as_of, known_at
         from daily_bars where instrument_id = ${id} and bar_date = '2023-01-16'
       `;
       await tx`insert into daily_price_versions (instrument_id, version, made_at, prior_last_bar_date) values (${id}, 2, now(), '2023-01-20')`;
@@ -482,7 +482,10 @@ describe('bulk prices', () => {
     expect(res.body.meta.actionCoverages[b.id].gap).toBe('never_checked');
     expect(res.body.meta.actionCoverage).toEqual({ checked: false, coversSeries: false, actionsFound: null });
     expect(res.body.meta.provenance).toEqual({ observed: 0, vendor_pit: 0, announced: 1, backfilled: 0, pitValid: true });
-    expect(res.body.meta).toMatchObject({ adjusted: true, stale: false, asOf: expect.any(String), source: 'test-fixture' });
+    // Read now, a series that ends in 2020 is behind the last completed session, and one without bars has none; the
+    // reason given is the first found in id order (docs/api.md, "Freshness").
+    const staleReason = [a.id, b.id].sort()[0] === a.id ? 'series_behind' : 'no_bars';
+    expect(res.body.meta).toMatchObject({ adjusted: true, stale: true, staleReason, asOf: expect.any(String), source: 'test-fixture' });
   });
 
   it('when 501 ids are requested, or none, then 400 invalid_request', async () => {

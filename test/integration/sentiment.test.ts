@@ -98,7 +98,8 @@ describe('scores come back exactly as ingested', () => {
     ]);
     const scoreTexts = [...JSON.stringify(res.body.data).matchAll(/"score":([^,]+),/g)].map((m) => m[1]);
     expect(scoreTexts).toEqual(written);
-    expect(res.body.meta).toEqual({ asOf: expect.any(String), source, stale: false });
+    // Scores of 2030: the source is not behind the time of reading.
+    expect(res.body.meta).toEqual({ asOf: expect.any(String), source, stale: false, staleReason: null });
     const [zero] = await svc.sql`select score::text as text from sentiment_scores where instrument_id = ${id} and as_of_date = '2030-01-06'`;
     expect(zero.text).toBe('0');
   });
@@ -250,7 +251,7 @@ describe('reading scores', () => {
     ]);
     expect(keysOf((await readScores(id, `source=${b}&to=2030-05-02`)).body.data)).toEqual(['2030-05-02 b market_commentary']);
     const none = (await readScores(id, 'from=2031-01-01')).body;
-    expect(none).toEqual({ data: [], meta: { asOf: expect.any(String), source: 'none', stale: false } });
+    expect(none).toEqual({ data: [], meta: { asOf: expect.any(String), source: 'none', stale: false, staleReason: null } });
   });
 
   it('when the instrument is unknown, then 404; a bad filter 400 naming it; a key without sentiment:read 403', async () => {
@@ -276,7 +277,7 @@ describe('reading scores', () => {
 
 describe('source leads', () => {
   // Two instruments, 160 weekdays of closes from a fixed pseudo-random walk.
-  const days = weekdays('2031-01-06', '2031-08-15');
+  const days = weekdays('2025-01-06', '2025-08-15');
   let ids: string[];
   let closes: number[][];
   const leading = sourceName('leading');
@@ -369,7 +370,7 @@ describe('source leads', () => {
   });
 
   it('when bars change under scored instruments, then the leads are derived again; under unscored ones, not at all', async () => {
-    const bar = (id: string) => dailyBar(id, { barDate: '2031-08-18', close: 60 });
+    const bar = (id: string) => dailyBar(id, { barDate: '2025-08-18', close: 60 });
     expect((await ingest(svc, '/bars/daily', [bar(ids[0])])).derived.sourceLeads).toMatchObject({ removed: 0 });
     const unscored = await createInstrument(svc);
     expect((await ingest(svc, '/bars/daily', [bar(unscored.id)])).derived).toEqual({});

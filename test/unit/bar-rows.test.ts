@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { dailyBarIngest, intradayBarIngest } from '../../server/prices/ingest.ts';
 import type { IngestKind } from '../../server/ingest/kind.ts';
+import { copyLine } from '../../server/ingest/copy-text.ts';
 
 // The bar kinds' hand-written hot path (fastRow) must never accept a row the
 // zod schema refuses, and must return exactly what the schema returns. These
@@ -177,5 +178,35 @@ describe('bar rows: the hand-written hot path agrees with the zod schema', () =>
     const parsed = dailyBarIngest.rowSchema.safeParse({ ...dailyCsv, highPrice: '1e999' });
     expect(parsed.success).toBe(false);
     expect(parsed.error!.issues.map((i) => [i.path.join('.'), i.message])).toContainEqual(['highPrice', 'must be a finite number']);
+  });
+});
+
+describe("bar rows: the hand-written COPY line carries the generic encoder's values", () => {
+  const upload = { startedAt: '2024-03-02T00:00:00.000Z' };
+  // A number may go out as the upload spelled it ('1.5e2' for 150); PostgreSQL reads either spelling as the same double.
+  const sameValues = (line: string, generic: string, numberColumns: number[]) => {
+    const [a, b] = [line.split('\t'), generic.split('\t')];
+    expect(a.length).toBe(b.length);
+    a.forEach((field, i) => {
+      if (numberColumns.includes(i) && field !== '\\N' && b[i] !== '\\N') expect(Number(field), `column ${i}: ${field} vs ${b[i]}`).toBe(Number(b[i]));
+      else expect(field, `column ${i}`).toBe(b[i]);
+    });
+  };
+  const cases = <Row>(kind: IngestKind<Row>, variants: Record<string, unknown>[], extra: Record<string, unknown>[]) => {
+    for (const raw of [...variants, ...extra]) {
+      const row = kind.fastRow!(raw) ?? kind.rowSchema.parse(raw);
+      sameValues(kind.copyLine!(row, raw, upload), copyLine(kind.toStagingValues(row, upload)), [2, 3, 4, 5, 6]);
+    }
+  };
+
+  it('when daily rows come as JSON numbers or CSV text, by the hot path or the schema, then each field holds the same value', () => {
+    cases(dailyBarIngest, dailyVariants, [
+      { ...dailyCsv, quoteUnit: 'USD\tper\\share', source: 'a\nb', knownAt: '2024-03-01T12:00:00Z' },
+      { ...dailyCsv, openPrice: null, lowPrice: null, closePrice: '100.1000000000000000055511151231257827021181583404541015625', volume: '1e-400' },
+    ]);
+  });
+
+  it('when intraday rows come as JSON numbers or CSV text, then each field holds the same value', () => {
+    cases(intradayBarIngest, intradayVariants, [{ ...intradayJson, source: 'tab\there', knownAt: '2024-03-01T14:35:00Z' }]);
   });
 });

@@ -227,15 +227,590 @@ describe('numerical sanity', () => {
     expect(Math.abs(r.price / 4.996529090722584478e-60 - 1)).toBeLessThan(1e-10);
   });
 
-  it('a spot near the smallest double (1e-323) gives gamma 0, not NaN: φ(d1) is 0 and S·σ√T underflows to 0', () => {
+  it('a spot near the smallest double (1e-323) far below the strike: every figure is below the double range, and says so (no NaN, no silent 0)', () => {
+    // d1 = (ln(1e-323/100) + 0.0525·T)/(0.2·√T) ≈ −13,000: N(d1) and φ(d1) are e^(−8.5e7), below any double,
+    // and the price is at most S = 1e-323 times that.
     const r = priceOption({ spot: 1e-323, strike: 100, timeYears: 30 / 365, rate: 0.05, vol: 0.2, type: 'call' });
-    expect(r.greeks).toEqual({ delta: 0, gamma: 0, theta: 0, vega: 0, rho: 0 });
+    for (const g of Object.values(r.greeks)) expect(Math.abs(g)).toBe(0);
+    expect(r.price).toBe(0);
+    expect(r.nullReasons).toEqual({ price: 'underflow', delta: 'underflow', gamma: 'underflow', theta: 'underflow', vega: 'underflow', rho: 'underflow' });
   });
 
   it('rejects non-positive inputs', () => {
     expect(() => priceOption({ spot: 0, strike: 1, timeYears: 1, rate: 0, vol: 0.2, type: 'call' })).toThrow(RangeError);
     expect(() => priceOption({ spot: 1, strike: 1, timeYears: 0, rate: 0, vol: 0.2, type: 'call' })).toThrow(RangeError);
     expect(() => priceOption({ spot: 1, strike: 1, timeYears: 1, rate: 0, vol: 0, type: 'call' })).toThrow(RangeError);
+  });
+});
+
+describe('over the whole range the request schema accepts (issue 31: no invented numbers at the numeric edges)', () => {
+  // Spot and strike anywhere in (0, 1.8e308), 1 minute to 3650 days, rate and dividend yield in [−0.2, 1], vol in
+  // (0, 5]. Reference: the BSM closed forms (price, delta = ±e^(−qT)N(±d1), gamma, theta, vega, rho as in the module
+  // comment) evaluated by mpmath 1.3.0 at mp.dps = 800 on the exact double inputs (T = expiryDays/365 in double), and
+  // checked to give the same 17 digits at mp.dps = 1000 (tiny σ√T makes N(d1) − N(d2) cancel at lower precision).
+  // 'overflow': the true magnitude is above 1.7976931348623157e308; 'underflow': it is non-zero and below 2.5e-324 (half
+  // the smallest subnormal). The script (first 12 rows chosen, the rest random with seed 31):
+  //   # Generates the reference table of test/unit/black-scholes.test.ts ("whole double range").
+  //   # mpmath 1.3.0, mp.dps = 800 (agreeing to 17 digits with mp.dps = 1000), BSM closed forms evaluated at the exact double inputs (T = expiryDays/365 in double).
+  //   import random, sys
+  //   sys.path.insert(0,'/tmp/h6')
+  //   from ref import bs, mp
+  //   from mpmath import mpf
+  //   MAXD = mpf('1.7976931348623157e308'); MIND = mpf('4.9406564584124654e-324')
+  //   def fmt(x):
+  //       if abs(x) > MAXD: return "'overflow'"
+  //       if x != 0 and abs(x) < MIND/2: return "'underflow'"
+  //       return mp.nstr(x, 17, strip_zeros=False, min_fixed=-1, max_fixed=-1) if x != 0 else '0'
+  //   rows=[]
+  //   def add(S,K,days,r,v,q,typ,note=''):
+  //       mp.dps = 1000
+  //       hi = bs(S,K,days/365,r,v,q,typ)
+  //       mp.dps = 800
+  //       ref = bs(S,K,days/365,r,v,q,typ)
+  //       vals = ', '.join(fmt(ref[k]) for k in ['price','delta','gamma','theta','vega','rho'])
+  //       assert vals == ', '.join(fmt(hi[k]) for k in ['price','delta','gamma','theta','vega','rho']), (vals, S, K)
+  //       rows.append(f"    [{S!r}, {K!r}, {days!r}, {r!r}, {v!r}, {q!r}, '{typ}', {vals}],{' // '+note if note else ''}")
+  //   add(3e307,3e307,3650,-0.2,0.2,0,'call','issue 31: K·e^(−rT) overflows, the price does not')
+  //   add(3e307,3e307,3650,-0.2,0.2,0,'put','the put itself is above the largest double')
+  //   add(100,100,365,0,1e-300,0,'call','σ√T = 1e-300: the direct formula cancels to 0')
+  //   add(1e308,1e308,365,0,5e-324,0,'put','σ√T subnormal: price = S·σ√T/sqrt(2π)')
+  //   add(100,1000,1,0.05,0.1,0,'call','d2 ≈ −440: everything below the smallest double')
+  //   add(1e-300,1.2e-300,30,0.05,0.2,0,'call','tiny spot')
+  //   add(1e-320,1e-320,365,0.05,0.2,0.02,'put','subnormal spot and strike')
+  //   add(1e300,1e-300,30,0.05,0.3,0,'call','K/S = 1e-600: deep in the money')
+  //   add(1e-300,1e300,30,0.05,0.3,0,'put','S/K = 1e-600')
+  //   add(1.7e308,1e308,3650,-0.2,5,-0.2,'call','e^(−qT) = e^2 on a spot near the largest double')
+  //   add(100,100,1/1440,1,5,1,'call','one minute')
+  //   add(100,80,3650,1,5,1,'put','σ√T ≈ 15.8, rate and yield at their maximum')
+  //   random.seed(31)
+  //   for i in range(24):
+  //       S = 10**random.uniform(-300,307.5)
+  //       K = min(max(S*10**random.uniform(-2,2), 1e-320), 1.7e308)
+  //       days = random.choice([1/1440, 1, 30, 365, 3650, 10**random.uniform(-3.1,3.56)]); days=min(max(days,1/1440),3650)
+  //       r = random.choice([-0.2,0,0.05,1,round(random.uniform(-0.2,1),4)])
+  //       q = random.choice([-0.2,0,0.02,1,round(random.uniform(-0.2,1),4)])
+  //       v = random.choice([1e-8,0.01,0.2,5,float('%.4g' % 10**random.uniform(-6,0.69))])
+  //       add(S,K,days,r,v,q,random.choice(['call','put']))
+  //   print('\n'.join(rows))
+  type Want = number | 'overflow' | 'underflow';
+  const rows: Array<[number, number, number, number, number, number, 'call' | 'put', Want, Want, Want, Want, Want, Want]> = [
+    [
+      3e307,
+      3e307,
+      3650,
+      -0.2,
+      0.2,
+      0,
+      'call',
+      1.0512436116264575e304,
+      2.2132629289599159e-3,
+      3.6632466719771119e-310,
+      1.2556839290267887e301,
+      6.593844009558801e303,
+      5.5885451752532897e303,
+    ], // issue 31: K·e^(−rT) overflows, the price does not
+    [
+      3e307,
+      3e307,
+      3650,
+      -0.2,
+      0.2,
+      0,
+      'put',
+      'overflow',
+      -9.9778673707104008e-1,
+      3.6632466719771119e-310,
+      -1.2145137903354235e305,
+      6.593844009558801e303,
+      -2.2161579751616699e307,
+    ], // the put itself is above the largest double
+    [100, 100, 365, 0, 1e-300, 0, 'call', 3.9894228040143269e-299, 5.0e-1, 3.9894228040143267e297, -5.4649627452251053e-302, 3.9894228040143268e-1, 5.0e-1], // σ√T = 1e-300: the direct formula cancels to 0
+    [
+      1e308,
+      1e308,
+      365,
+      0,
+      5e-324,
+      0,
+      'put',
+      1.9710367541991351e-16,
+      -5.0e-1,
+      8.0746816492806916e14,
+      -2.7000503482179933e-19,
+      3.9894228040143268e305,
+      -5.0000000000000001e305,
+    ], // σ√T subnormal: price = S·σ√T/sqrt(2π)
+    [100, 1000, 1, 0.05, 0.1, 0, 'call', 'underflow', 'underflow', 'underflow', 'underflow', 'underflow', 'underflow'], // d2 ≈ −440: everything below the smallest double
+    [
+      1e-300,
+      1.2e-300,
+      30,
+      0.05,
+      0.2,
+      0,
+      'call',
+      1.6262226313703917e-305,
+      1.0370399231868436e-3,
+      6.0716058316086015e298,
+      -3.4667398662065137e-306,
+      9.9807219149730441e-306,
+      8.3899536729299149e-307,
+    ], // tiny spot
+    [
+      1e-320,
+      1e-320,
+      365,
+      0.05,
+      0.2,
+      0.02,
+      'put',
+      6.3300101559186902e-322,
+      -3.9334752717199131e-1,
+      'overflow',
+      'underflow',
+      3.7900735563354767e-323,
+      -4.5664324966501611e-323,
+    ], // subnormal spot and strike
+    [1e300, 1e-300, 30, 0.05, 0.3, 0, 'call', 1.0000000000000001e300, 1.0, 'underflow', -1.3642449914578143e-304, 'underflow', 8.185469948746885e-304], // K/S = 1e-600: deep in the money
+    [1e-300, 1e300, 30, 0.05, 0.3, 0, 'put', 9.9589884376420442e299, -1.0, 'underflow', 1.3642449914578143e296, 'underflow', -8.1854699487468852e296], // S/K = 1e-600
+    [
+      1.7e308,
+      1e308,
+      3650,
+      -0.2,
+      5,
+      -0.2,
+      'call',
+      'overflow',
+      7.3890560989306435,
+      2.2537644194588297e-323,
+      -6.8829563661273909e305,
+      3.2566895861180087e293,
+      1.2880664520274761e293,
+    ], // e^(−qT) = e^2 on a spot near the largest double
+    [
+      100,
+      100,
+      0.0006944444444444445,
+      1,
+      5,
+      1,
+      'call',
+      2.751380816322702e-1,
+      5.013747391153068e-1,
+      5.7844801000997313e-1,
+      -1.9809787976209592e2,
+      5.5027398212516474e-4,
+      9.4867457819441425e-7,
+    ], // one minute
+    [
+      100,
+      80,
+      3650,
+      1,
+      5,
+      1,
+      'put',
+      3.6319943809987773e-3,
+      -5.399857469454748e-20,
+      2.7465937456830129e-22,
+      9.9506695369828575e-6,
+      1.3732968728415064e-18,
+      -3.6319943809987827e-4,
+    ], // σ√T ≈ 15.8, rate and yield at their maximum
+    [
+      2.8776322648254593e-293,
+      8.102718265511093e-295,
+      0.3283196135652039,
+      -0.2,
+      1e-8,
+      0,
+      'call',
+      2.7965905039750719e-293,
+      1.0,
+      'underflow',
+      4.4406444301582144e-298,
+      'underflow',
+      7.2897533164500999e-300,
+    ],
+    [
+      9.363830410731717e-218,
+      1.3004705738761672e-217,
+      365,
+      0.0459,
+      5,
+      -0.2,
+      'put',
+      1.2273272165002137e-217,
+      -7.9453767916359836e-3,
+      4.7647810747777858e214,
+      1.6276733854511922e-222,
+      2.088911469807211e-221,
+      -1.234767132582838e-219,
+    ],
+    [
+      3.866442495761742e-180,
+      8.101196955510534e-181,
+      1,
+      0,
+      1e-8,
+      0.2996,
+      'call',
+      3.0531504416150694e-180,
+      9.991795148643498e-1,
+      'underflow',
+      3.1710568029999187e-183,
+      'underflow',
+      2.2195060152083656e-185,
+    ],
+    [
+      9.305671375192035e-85,
+      6.083856379787566e-86,
+      365,
+      -0.1636,
+      5,
+      0,
+      'put',
+      6.8767563599107653e-86,
+      -1.2942725159685746e-3,
+      9.1656327322433427e80,
+      -5.8544379711637504e-89,
+      3.9685136511134623e-89,
+      -6.9971971069462307e-88,
+    ],
+    [
+      5.504498059657696e-183,
+      2.0149268259660465e-182,
+      0.0006944444444444445,
+      0.05,
+      0.2,
+      1,
+      'call',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+    ],
+    [
+      1.5194920611495735e293,
+      1.431273546849672e295,
+      30,
+      0.8757,
+      0.2,
+      0.5485,
+      'call',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+    ],
+    [
+      2.8134474507380067e-195,
+      3.666650464925728e-197,
+      30,
+      -0.2,
+      0.01,
+      0.02,
+      'call',
+      2.7715521818016701e-195,
+      9.9835751474130518e-1,
+      'underflow',
+      1.7433252791769457e-199,
+      'underflow',
+      3.0636347648537164e-200,
+    ],
+    [
+      1.9544516509895022e-24,
+      3.1131835778678514e-23,
+      0.0006944444444444445,
+      -0.2,
+      0.01,
+      -0.2,
+      'put',
+      2.91773952301965e-23,
+      -1.0000003805175762,
+      'underflow',
+      -1.5987613824765206e-26,
+      'underflow',
+      -5.9231064735329545e-31,
+    ],
+    [
+      4.238976095976016e-202,
+      3.8711146788228055e-200,
+      0.0006944444444444445,
+      0.3978,
+      5,
+      0.02,
+      'call',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+    ],
+    [1.3800006600657095e219, 1.206617511733429e219, 3650, -0.2, 1e-8, 1, 'call', 'underflow', 'underflow', 'underflow', 'underflow', 'underflow', 'underflow'],
+    [
+      8.473655616344927e-73,
+      1.1432748726607407e-73,
+      0.0006944444444444445,
+      -0.0414,
+      0.01,
+      -0.2,
+      'call',
+      7.3303838780066065e-73,
+      1.0000003805175762,
+      'underflow',
+      -4.5134251635277743e-76,
+      'underflow',
+      2.1751806748729398e-81,
+    ],
+    [
+      1.2547553717139599e275,
+      3.6692822239556086e276,
+      3650,
+      0.3458,
+      0.0004846,
+      0.4293,
+      'call',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+    ],
+    [
+      4.3328970299930624e135,
+      3.04047920714561e135,
+      365,
+      0.05,
+      0.2,
+      0.02,
+      'put',
+      7.3054022233256897e132,
+      -2.1205996431838058e-2,
+      5.8532557023645306e-137,
+      -5.1660352153507738e130,
+      2.1977800615923246e132,
+      -9.9188801180880288e131,
+    ],
+    [
+      1.5647502033768073e52,
+      7.2299203980335054e50,
+      0.0006944444444444445,
+      0,
+      0.01,
+      1,
+      'put',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+    ],
+    [
+      7.468748376594544e240,
+      1.2621219546578375e240,
+      30,
+      -0.2,
+      0.2,
+      -0.1604,
+      'put',
+      7.0799999741277908e27,
+      -5.122924884320543e-211,
+      'underflow',
+      -1.1381235250664765e29,
+      3.4018007499250972e29,
+      -3.1506276914733798e27,
+    ],
+    [7.532206833947288e25, 4.134351299786272e25, 1, 1, 0.2, 0, 'put', 'underflow', 'underflow', 'underflow', 'underflow', 'underflow', 'underflow'],
+    [
+      2.783019638863804e-120,
+      1.9145844252393654e-118,
+      1,
+      0,
+      5,
+      1,
+      'put',
+      1.8868303716113414e-118,
+      -9.9726402359685929e-1,
+      6.6425367528526407e63,
+      -7.6038503090476591e-123,
+      7.0476389636042021e-180,
+      -5.2454367814777134e-123,
+    ],
+    [7.681854924503693e99, 3.602308018571536e99, 1, 1, 0.2, -0.2, 'put', 'underflow', 'underflow', 'underflow', 'underflow', 'underflow', 'underflow'],
+    [
+      3.3590756681291294e-118,
+      1.501408599864895e-116,
+      365,
+      0,
+      0.4604,
+      0,
+      'put',
+      1.4678178431836037e-116,
+      -9.9999999999999949e-1,
+      2.7107300559275462e103,
+      -8.8812401805878844e-136,
+      1.4081896897978184e-134,
+      -1.501408599864895e-118,
+    ],
+    [
+      1.962376856620303e216,
+      9.422669698395095e216,
+      0.0006944444444444445,
+      0.2478,
+      0.03198,
+      0.02,
+      'put',
+      7.460288474024669e216,
+      -9.9999996194825034e-1,
+      'underflow',
+      6.2895586706607267e213,
+      'underflow',
+      -1.7927445311973173e209,
+    ],
+    [
+      3.0086357438053775e-113,
+      1.0689111338813171e-113,
+      3650,
+      1,
+      0.01,
+      -0.1421,
+      'call',
+      1.2459493218529998e-112,
+      4.1412596299415569,
+      'underflow',
+      -4.8508203034027376e-116,
+      'underflow',
+      4.8528490400549837e-119,
+    ],
+    [
+      1.6102207932266624e215,
+      7.110660265491331e214,
+      30,
+      0.9798,
+      5,
+      0,
+      'call',
+      1.1615053511309735e215,
+      9.1038201502821515e-1,
+      7.0132314510505225e-217,
+      -7.0445467456928805e212,
+      7.4728700023747241e211,
+      2.5020057472359972e211,
+    ],
+    [
+      2.1340088776187006e165,
+      3.6758241038922974e164,
+      365,
+      1,
+      5,
+      -0.2,
+      'put',
+      1.2882222043993015e164,
+      -1.2151265856060071e-3,
+      3.8361353809549283e-169,
+      3.0163495394202035e161,
+      8.7348685425716744e160,
+      -1.3141531136104387e162,
+    ],
+    [
+      1.2325100737652303e-135,
+      1.33447029998293e-134,
+      0.0006944444444444445,
+      0.05,
+      0.2,
+      -0.2,
+      'call',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+      'underflow',
+    ],
+  ];
+  const FIGURES = ['price', 'delta', 'gamma', 'theta', 'vega', 'rho'] as const;
+  it.each(rows)('S=%s K=%s %s days r=%s σ=%s q=%s %s', (spot, strike, expiryDays, rate, vol, dividendYield, type, ...want) => {
+    const r = priceOption({ spot, strike, timeYears: expiryDays / 365, rate, vol, dividendYield, type });
+    const got = { price: r.price, ...r.greeks };
+    FIGURES.forEach((name, i) => {
+      const w = want[i];
+      if (typeof w === 'string') {
+        expect(r.nullReasons[name], name).toBe(w);
+        return;
+      }
+      expect(r.nullReasons[name], name).toBeUndefined();
+      if (Math.abs(w) < 2.2250738585072014e-308) {
+        // subnormal: 5e-12 relative as below, or a few units of 2^−1074
+        expect(Math.abs(got[name] - w), name).toBeLessThanOrEqual(Math.max(2e-323, 5e-12 * Math.abs(w)));
+      } else {
+        // 5e-12 relative: ln(S/K) of the double inputs is itself rounded (1.1e-16 absolute), which d1²/2 magnifies
+        // to a few 1e-13 in the far tails; ordinary inputs agree to about 1e-14.
+        expect(Math.abs(got[name] / w - 1), name).toBeLessThanOrEqual(5e-12);
+      }
+    });
+  });
+
+  it('issue 31, as filed: spot = strike = 3e307, 10 years, rate −0.2: the call is 1.0512436116264575e304 (mpmath), theta and rho are numbers', () => {
+    const r = priceOption({ spot: 3e307, strike: 3e307, timeYears: 3650 / 365, rate: -0.2, vol: 0.2, type: 'call' });
+    expect(Math.abs(r.price / 1.0512436116264575e304 - 1)).toBeLessThan(1e-13);
+    expect(r.nullReasons).toEqual({});
+    expect(Number.isFinite(r.greeks.theta) && Number.isFinite(r.greeks.rho)).toBe(true);
+  });
+
+  it('homogeneity: V(c·S, c·K) = c·V(S, K), Greeks of degree 1 (theta, vega, rho), 0 (delta) and −1 (gamma), for c up to 1e306', () => {
+    // An identity of the model (no reference needed): scaling spot and strike by c scales every money figure by c.
+    for (const type of ['call', 'put'] as const) {
+      const base = priceOption({ spot: 100, strike: 110, timeYears: 0.5, rate: 0.03, vol: 0.25, dividendYield: 0.01, type });
+      for (const c of [1e-300, 1e-150, 3e-7, 1e150, 1e306]) {
+        const big = priceOption({ spot: 100 * c, strike: 110 * c, timeYears: 0.5, rate: 0.03, vol: 0.25, dividendYield: 0.01, type });
+        expect(big.nullReasons).toEqual({});
+        // 100·c and 110·c are themselves rounded (1.1e-16), which the price carries with its elasticity (about 10).
+        const close = (a: number, b: number) => expect(Math.abs(a / b - 1)).toBeLessThan(1e-13);
+        close(big.price, c * base.price);
+        close(big.greeks.theta, c * base.greeks.theta);
+        close(big.greeks.vega, c * base.greeks.vega);
+        close(big.greeks.rho, c * base.greeks.rho);
+        close(big.greeks.delta, base.greeks.delta);
+        close(big.greeks.gamma, base.greeks.gamma / c);
+      }
+    }
+  });
+
+  it('put–call parity holds near the top of the range: C − P = S·e^(−qT) − K·e^(−rT) with S, K ≈ 1e307', () => {
+    // Both sides finite; the right side formed directly, in double, as an independent identity.
+    const m = { spot: 1.1e307, strike: 1e307, timeYears: 2, rate: -0.1, vol: 0.4, dividendYield: 0.05 };
+    const c = priceOption({ ...m, type: 'call' }).price;
+    const p = priceOption({ ...m, type: 'put' }).price;
+    const forward = m.spot * Math.exp(-m.dividendYield * m.timeYears) - m.strike * Math.exp(-m.rate * m.timeYears);
+    expect(Math.abs((c - p) / forward - 1)).toBeLessThan(1e-12);
+  });
+
+  it('no figure is ever 0 or ±Infinity without its reason, on a grid over the schema bounds', () => {
+    // BSM with σ > 0 has no zero price, delta, gamma, vega or rho: a 0 can only be an underflow, and must say so.
+    const spots = [5e-324, 1e-300, 1e-10, 1, 100, 1e10, 1e300, 1.7976931348623157e308];
+    for (const spot of spots)
+      for (const strike of spots)
+        for (const expiryDays of [1 / 1440, 30, 3650])
+          for (const vol of [5e-324, 1e-9, 0.2, 5])
+            for (const rate of [-0.2, 1])
+              for (const type of ['call', 'put'] as const) {
+                const r = priceOption({ spot, strike, timeYears: expiryDays / 365, rate, vol, dividendYield: rate === 1 ? -0.2 : 1, type });
+                for (const [name, v] of Object.entries({ price: r.price, ...r.greeks }) as Array<[keyof typeof r.nullReasons, number]>) {
+                  expect(Number.isNaN(v), `${name} NaN`).toBe(false);
+                  if (name !== 'theta' && (v === 0 || !Number.isFinite(v))) expect(r.nullReasons[name], `${name} ${spot} ${strike} ${vol}`).toBeDefined();
+                  if (!Number.isFinite(v)) expect(r.nullReasons[name]).toBe('overflow');
+                  if (r.nullReasons[name] === 'underflow') expect(Math.abs(v)).toBe(0);
+                }
+              }
   });
 });
 

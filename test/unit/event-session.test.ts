@@ -110,6 +110,24 @@ describe('placing a publication in a session', () => {
     expect(place(split, '2024-06-05T15:00:00Z')).toMatchObject({ isCorporateAdjusted: false, actionSetVersion: null });
   });
 
+  it('when a later action scaled both closes by the same factor, then the row is still corporate-adjusted with the version, and its closes print as the price routes print them', () => {
+    // Raw closes 280.02 and 290.035 before a 20-for-1 split: × 0.05 they are 14.001 and 14.50175 by hand
+    // (290.035 × 0.05 is 14.501750000000001 in doubles; the price routes print 13 significant digits).
+    const split = series(
+      [
+        ['2024-06-03', 280.02 * 0.05, 0.05],
+        ['2024-06-04', 290.035 * 0.05, 0.05],
+        ['2024-06-05', 15, 1],
+      ],
+      9,
+    );
+    const r = place(split, '2024-06-04T15:00:00Z')!;
+    expect(r).toMatchObject({ previousClose: 14.001, sessionClose: 14.50175, isCorporateAdjusted: true, actionSetVersion: 9 });
+    expect(r.reactionPct).toBe(100 * (14.50175 / 14.001 - 1));
+    // The raw move is the adjusted one: 290.035 / 280.02 − 1 = 3.5765302478394...%.
+    expect(r.reactionPct).toBeCloseTo(100 * (290.035 / 280.02 - 1), 12);
+  });
+
   it('when a publication is before 1900 or on the last day of the calendar, then it is not placed (New York kept local mean time before 1883)', () => {
     expect(isPlaceable(Date.parse('1899-12-31T23:59:59Z'))).toBe(false);
     expect(isPlaceable(Date.parse('1900-01-01T00:00:00Z'))).toBe(true);

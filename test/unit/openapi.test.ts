@@ -173,7 +173,7 @@ describe('the contract check used by the integration tests', () => {
     brokerCodes: {},
     vendorCode: null,
   };
-  const body = { data: instrument, meta: { asOf: '2020-01-01T00:00:00.000Z', source: 'mds-reference', stale: false } };
+  const body = { data: instrument, meta: { asOf: '2020-01-01T00:00:00.000Z', source: 'mds-reference', stale: false, staleReason: null } };
   const check =
     (b: unknown, status = 200) =>
     () =>

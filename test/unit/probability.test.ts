@@ -127,3 +127,82 @@ describe('reflection principle cross-check by simulation (independent of the clo
     expect(Math.abs(r.probabilityOfTouchBeforeExpiry - mean)).toBeLessThan(4 * se);
   });
 });
+
+describe('over the whole range the request schema accepts (issue 31: no invented numbers at the numeric edges)', () => {
+  // With σ > 0 no probability is 0: a figure below the smallest double is reported as 0 here and named in nullReasons
+  // ('underflow'), which the route turns into null. References by this mpmath script (400 digits, exact double inputs):
+  //   # Reference rows for test/unit/probability.test.ts ("whole double range"): mpmath 1.3.0, mp.dps = 400, exact double inputs.
+  //   # atExpiry = N(±d2), d2 = (ln(S/K) + (r − q − σ²/2)T)/(σ√T); touch = max(min(1, 2·N(−|ln(K/S)|/(σ√T))), atExpiry),
+  //   # 1 when the target is already reached.
+  //   from mpmath import mp, mpf, ncdf, log, sqrt
+  //   mp.dps = 400
+  //   MIND = mpf('4.9406564584124654e-324')
+  //   def fmt(x):
+  //       if x != 0 and x < MIND/2: return "'underflow'"
+  //       return mp.nstr(x, 17, min_fixed=-1, max_fixed=-1)
+  //   def row(S,K,days,r,v,q,d,note=''):
+  //       S_,K_,T,r_,v_,q_ = map(mpf,(S,K,days/365,r,v,q))
+  //       s = v_*sqrt(T); d2 = (log(S_/K_) + (r_-q_-v_*v_/2)*T)/s
+  //       at = ncdf(d2) if d=='long' else ncdf(-d2)
+  //       reached = S>=K if d=='long' else S<=K
+  //       touch = mpf(1) if reached else min(mpf(1), 2*ncdf(-abs(log(K_/S_))/s))
+  //       touch = max(touch, at)
+  //       print(f"    [{S!r}, {K!r}, {days!r}, {r!r}, {v!r}, {q!r}, '{d}', {fmt(at)}, {fmt(touch)}],{' // '+note if note else ''}")
+  //   row(100,1e6,30,0.05,0.2,0,'long','d2 ≈ −160: both below the smallest double')
+  //   row(100,160000,365,0.05,0.2,0,'long','d2 ≈ −37: about 1e-300, still a double')
+  //   row(100,215000,365,0.05,0.2,0,'long','d2 ≈ −38.3: a subnormal double')
+  //   row(1e-300,1e300,3650,1,5,-0.2,'long','target/spot = 1e600 (the quotient overflows), σ√T ≈ 15.8')
+  //   row(1e300,1e-300,3650,-0.2,5,1,'short','spot/target = 1e600')
+  //   row(1.7e308,1e-10,3650,-0.2,5,1,'short','')
+  //   row(1e-320,1e-310,30,0.05,0.2,0,'long','subnormal spot')
+  //   row(100,100.0001,1/1440,0.05,1e-9,0,'long','σ√T ≈ 1.4e-12: d2 ≈ −7e5')
+  //   row(100,99,3650,1,0.01,-0.2,'long','strong drift: already reached')
+  //   row(100,120,3650,1,0.01,-0.2,'long','the drift carries the terminal distribution past the target: touch floored')
+  //   row(100,120,3650,-0.2,0.01,1,'long','drift away: at expiry below any double, touch 8e-9')
+  type Want = number | 'underflow';
+  const rows: Array<[number, number, number, number, number, number, 'long' | 'short', Want, Want]> = [
+    [100, 1000000.0, 30, 0.05, 0.2, 0, 'long', 'underflow', 'underflow'], // d2 ≈ −160: both below the smallest double
+    [100, 160000, 365, 0.05, 0.2, 0, 'long', 8.7772578369091091e-296, 8.7772578369091091e-296], // d2 ≈ −37: about 1e-300, still a double
+    [100, 215000, 365, 0.05, 0.2, 0, 'long', 7.6034674820034073e-320, 7.6034674820034073e-320], // d2 ≈ −38.3: a subnormal double
+    [1e-300, 1e300, 3650, 1, 5, -0.2, 'long', 'underflow', 'underflow'], // target/spot = 1e600 (the quotient overflows), σ√T ≈ 15.8
+    [1e300, 1e-300, 3650, -0.2, 5, 1, 'short', 'underflow', 'underflow'], // spot/target = 1e600
+    [1.7e308, 1e-10, 3650, -0.2, 5, 1, 'short', 5.543893083963136e-311, 5.543893083963136e-311],
+    [1e-320, 1e-310, 30, 0.05, 0.2, 0, 'long', 'underflow', 'underflow'], // subnormal spot
+    [100, 100.0001, 0.0006944444444444445, 0.05, 1e-9, 0, 'long', 'underflow', 'underflow'], // σ√T ≈ 1.4e-12: d2 ≈ −7e5
+    [100, 99, 3650, 1, 0.01, -0.2, 'long', 1.0, 1.0], // strong drift: already reached
+    [100, 120, 3650, 1, 0.01, -0.2, 'long', 1.0, 1.0], // the drift carries the terminal distribution past the target: touch floored
+    [100, 120, 3650, -0.2, 0.01, 1, 'long', 'underflow', 8.1409410985483825e-9], // drift away: at expiry below any double, touch 8e-9
+  ];
+  it.each(rows)('S=%s K=%s %s days r=%s σ=%s q=%s %s', (spot, target, expiryDays, rate, vol, dividendYield, direction, atExpiry, touch) => {
+    const r = probabilityOfTarget({ spot, target, timeYears: expiryDays / 365, rate, vol, dividendYield, direction });
+    const check = (name: 'probabilityInTheMoneyAtExpiry' | 'probabilityOfTouchBeforeExpiry', got: number, want: Want) => {
+      if (want === 'underflow') {
+        expect(r.nullReasons[name], name).toBe('underflow');
+        expect(got).toBe(0);
+      } else {
+        expect(r.nullReasons[name], name).toBeUndefined();
+        // relative 1e-12 (d2 ≈ −38 magnifies the rounding of ln(S/K) about 40-fold); a subnormal as well, or to 2 units of 2^−1074
+        if (want < 2.2250738585072014e-308) expect(Math.abs(got - want)).toBeLessThanOrEqual(Math.max(1e-323, 1e-12 * want));
+        else expect(Math.abs(got / want - 1), name).toBeLessThan(1e-12);
+      }
+    };
+    check('probabilityInTheMoneyAtExpiry', r.probabilityInTheMoneyAtExpiry, atExpiry);
+    check('probabilityOfTouchBeforeExpiry', r.probabilityOfTouchBeforeExpiry, touch);
+  });
+
+  it('on a grid over the schema bounds, a probability is never NaN, and a 0 always carries its reason', () => {
+    const prices = [5e-324, 1e-300, 1, 100, 1e300, 1.7976931348623157e308];
+    for (const spot of prices)
+      for (const target of prices)
+        for (const expiryDays of [1 / 1440, 3650])
+          for (const vol of [5e-324, 1e-9, 5])
+            for (const direction of ['long', 'short'] as const) {
+              const r = probabilityOfTarget({ spot, target, timeYears: expiryDays / 365, rate: 1, vol, dividendYield: -0.2, direction });
+              for (const name of ['probabilityInTheMoneyAtExpiry', 'probabilityOfTouchBeforeExpiry'] as const) {
+                expect(Number.isNaN(r[name])).toBe(false);
+                expect(r[name] >= 0 && r[name] <= 1).toBe(true);
+                if (r[name] === 0) expect(r.nullReasons[name], `${name} ${spot} ${target} ${vol}`).toBe('underflow');
+              }
+            }
+  });
+});

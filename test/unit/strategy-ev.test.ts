@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { normCdf, priceOption } from '../../workers/black-scholes.ts';
 import { gaussLegendre } from '../../workers/lognormal-quadrature.ts';
 import { STRUCTURES, checkStructure, type OptionLeg } from '../../workers/option-structures.ts';
-import { evaluateStrategy, type StrategyInput } from '../../workers/strategy-ev.ts';
+import { evaluateStrategy as evaluateRaw, type StrategyInput, type StrategyResult } from '../../workers/strategy-ev.ts';
 import { STRUCTURE_NAMES, type StructureName } from '../../workers/contract.ts';
 
 // Independent references used here:
@@ -12,6 +12,22 @@ import { STRUCTURE_NAMES, type StructureName } from '../../workers/contract.ts';
 //    leg premiums, i.e. the fair value the quadrature must reproduce;
 //  - a brute-force composite Simpson rule written in this file over a fine
 //    uniform grid (no splitting, no Gauss–Legendre) for the risk metrics.
+
+/** The result with every figure a double, as for any ordinary input: asserted (nullReasons empty). */
+type Finite = Omit<StrategyResult, 'legs' | 'netCreditDebit' | 'expectedPayoffAtExpiry' | 'trueExpectedValue' | 'breakevens' | 'riskMetrics'> & {
+  legs: Array<StrategyResult['legs'][number] & { fairValuePerShare: number; premium: number; cashFlow: number }>;
+  netCreditDebit: number;
+  expectedPayoffAtExpiry: number;
+  trueExpectedValue: number;
+  breakevens: number[];
+  riskMetrics: StrategyResult['riskMetrics'] & { standardDeviation: number; downsideDeviation: number };
+};
+function evaluateStrategy(input: StrategyInput): Finite {
+  const r = evaluateRaw(input);
+  expect(r.nullReasons).toEqual({});
+  for (const leg of r.legs) expect(leg.nullReasons).toEqual({});
+  return r as Finite;
+}
 
 const MARKET = { spot: 100, timeYears: 45 / 365, rate: 0.045, vol: 0.28, dividendYield: 0.015 };
 const M = 100; // default contract multiplier
@@ -408,8 +424,12 @@ describe('integration metadata and quadrature', () => {
     const info = run('iron_condor').assumptions.integration;
     expect(info.method).toBe('gauss-legendre');
     expect(info.pointsPerPanel).toBe(32);
-    expect(info.lowerLimitZ).toBe(-12);
-    expect(info.upperLimitZ).toBeCloseTo(12 + 2 * MARKET.vol * Math.sqrt(MARKET.timeYears), 12);
+    // [−12, 12 + 2σ√T] widened to 12 below the lowest and 12 + 2σ√T above the highest split point (strike or zero of
+    // the present-value P&L); the iron condor's strikes are 85 and 115, its P&L zeros between them.
+    const sd = MARKET.vol * Math.sqrt(MARKET.timeYears);
+    const m = Math.log(MARKET.spot) + (MARKET.rate - MARKET.dividendYield - MARKET.vol ** 2 / 2) * MARKET.timeYears;
+    expect(info.lowerLimitZ).toBeCloseTo((Math.log(85) - m) / sd - 12, 12);
+    expect(info.upperLimitZ).toBeCloseTo((Math.log(115) - m) / sd + 12 + 2 * sd, 12);
     // Φ(−12) = 1.7764821120776e-33 (mpmath)
     expect(info.truncationRelativeErrorBound).toBeCloseTo(2 * 1.7764821120776e-33, 45);
     expect(info.truncationBoundHonoured).toBe(true);
@@ -448,5 +468,209 @@ describe('integration metadata and quadrature', () => {
       expect(leg.cashFlow).toBeCloseTo((leg.action === 'sell' ? 1 : -1) * p * leg.quantity * M, 10);
     }
     expect(res.netCreditDebit).toBeGreaterThan(0); // a credit spread
+  });
+});
+
+describe('over the whole range the request schema accepts (issue 31: no invented numbers at the numeric edges)', () => {
+  // References: the long-call closed forms below, evaluated by mpmath 1.3.0 at mp.dps = 60 with this script
+  // (long_call(S, K, expiryDays, r, vol, q, drift, quantity, multiplier)):
+  //   # References for the long-call rows of test/unit/strategy-ev.test.ts ("whole double range"), mpmath 1.3.0, mp.dps = 60.
+  //   # ln S_T ~ N(m, s²), m = ln S + (μ − σ²/2)T, s = σ√T; partial moments M(n, a, b) = E[S_T^n 1{a < S_T < b}]
+  //   #   = e^{n·m + n²s²/2}·(Φ((ln b − m)/s − n·s) − Φ((ln a − m)/s − n·s)).
+  //   # Premium P = BSM call × qty × mult; X = c·(S_T − K)^+ − P with c = e^{−rT}·qty·mult (present-value P&L).
+  //   from mpmath import mp, mpf, ncdf, log, exp, sqrt, inf
+  //   mp.dps = 60
+  //   def M(n, a, b, m, s):
+  //       za = -inf if a == 0 else (log(a) - m)/s - n*s
+  //       zb = inf if b == inf else (log(b) - m)/s - n*s
+  //       return exp(n*m + n*n*s*s/2)*(ncdf(zb) - ncdf(za))
+  //   def long_call(S, K, days, r, vol, q, drift, qty, mult):
+  //       S, K, r, vol, q = map(mpf, (S, K, r, vol, q)); T = mpf(days/365)
+  //       mu = mpf(drift) if drift is not None else r - q
+  //       s = vol*sqrt(T)
+  //       d1 = (log(S/K) + (r - q)*T)/s + s/2
+  //       fair = S*exp(-q*T)*ncdf(d1) - K*exp(-r*T)*ncdf(d1 - s)
+  //       qm = qty*mult; P = fair*qm; c = exp(-r*T)*qm
+  //       m = log(S) + (mu - vol*vol/2)*T
+  //       EP = M(1, K, inf, m, s) - K*M(0, K, inf, m, s)                 # E[(S_T − K)^+]
+  //       E2 = M(2, K, inf, m, s) - 2*K*M(1, K, inf, m, s) + K*K*M(0, K, inf, m, s)
+  //       EV = c*EP - P
+  //       std = c*sqrt(E2 - EP*EP)
+  //       B = K + P/c                                                   # X = 0 here
+  //       lossK = P*P*M(0, 0, K, m, s)
+  //       # (c(S − K) − P)² = c²S² − 2c(cK + P)S + (cK + P)² on (K, B)
+  //       A = c*K + P
+  //       lossKB = c*c*M(2, K, B, m, s) - 2*c*A*M(1, K, B, m, s) + A*A*M(0, K, B, m, s)
+  //       down = sqrt(lossK + lossKB)
+  //       Xplus = c*M(1, B, inf, m, s) - A*M(0, B, inf, m, s)
+  //       Xminus = Xplus - EV
+  //       pop = M(0, K + P/qm, inf, m, s)
+  //       out = dict(fair=fair, premium=P, ev=EV, expectedPayoff=qm*EP, std=std, downside=down, pop=pop, breakeven=K + P/qm,
+  //                  maxLoss=P, expectedReturn=EV/P, sortino=EV/down, omega=Xplus/Xminus)
+  //       return {k: mp.nstr(v, 20) for k, v in out.items()}
+  const longCall = (spot: number, expiryDays: number, vol: number, drift: number | null, quantity = 1, contractMultiplier = 100) =>
+    evaluateRaw({
+      structure: 'long_call',
+      legs: [buy('call', spot, quantity)],
+      spot,
+      timeYears: expiryDays / 365,
+      rate: 0.05,
+      vol,
+      dividendYield: 0,
+      drift,
+      contractMultiplier,
+    });
+  const rel = (got: number | null, want: number, tol = 1e-12) => {
+    expect(got).not.toBeNull();
+    expect(Math.abs((got as number) / want - 1)).toBeLessThan(tol);
+  };
+
+  it('issue 31, as filed: a long call at spot = strike = 1e154 has a standard deviation (mpmath 3.6001692133093484407e154), as at spot 100', () => {
+    const r = longCall(1e154, 30, 0.2, null);
+    expect(r.nullReasons).toEqual({});
+    // long_call(1e154, 1e154, 30, 0.05, 0.2, 0, None, 1, 100)
+    rel(r.riskMetrics.standardDeviation, 3.6001692133093484407e154);
+    rel(r.riskMetrics.downsideDeviation, 1.832646371755493442e154);
+    rel(r.expectedPayoffAtExpiry, 2.5036446573022507756e154);
+    rel(r.maxLoss, 2.4933768194037392297e154);
+    rel(r.breakevens[0], 1.0249337681940374292e154);
+    rel(r.probabilityOfProfit, 0.34955661871249358273);
+    // A fairly priced structure under the risk-neutral measure: EV 0 by the documented snap (mpmath: 2e-58 of the
+    // premium, the rounding of its 60 digits), so expectedReturn and sortinoRatio are a true 0 and omega is 1.
+    expect(r.trueExpectedValue).toBe(0);
+    expect(r.riskMetrics.sortinoRatio).toBe(0);
+    expect(r.riskMetrics.expectedReturn).toBe(0);
+    expect(Math.abs((r.riskMetrics.omegaRatio as number) - 1)).toBeLessThan(1e-12);
+  });
+
+  it('with a drift, every figure at spot 1e154 matches mpmath, and the spot-100 answer scaled by 1e152', () => {
+    const big = longCall(1e154, 30, 0.2, 0.3);
+    const small = longCall(100, 30, 0.2, 0.3);
+    expect(big.nullReasons).toEqual({});
+    // long_call(1e154, 1e154, 30, 0.05, 0.2, 0, 0.3, 1, 100)
+    rel(big.legs[0].premium, 2.4933768194037392297e154);
+    rel(big.trueExpectedValue, 1.2658555918911181716e154);
+    rel(big.expectedPayoffAtExpiry, 3.7747130994610515536e154);
+    rel(big.riskMetrics.standardDeviation, 4.334319307516163509e154);
+    rel(big.riskMetrics.downsideDeviation, 1.5753196040905131521e154);
+    rel(big.breakevens[0], 1.0249337681940374292e154);
+    rel(big.maxLoss, 2.4933768194037392297e154);
+    rel(big.probabilityOfProfit, 0.48876969543559952737);
+    rel(big.riskMetrics.expectedReturn, 0.50768723846315061013);
+    rel(big.riskMetrics.sortinoRatio, 0.80355477618901383006);
+    rel(big.riskMetrics.omegaRatio, 2.18831064994733943);
+    // Scale-free figures equal the spot-100 ones; the Kelly fraction (no closed form) by the same identity.
+    rel(big.riskMetrics.kellyFraction, small.riskMetrics.kellyFraction as number, 1e-10);
+  });
+
+  it('a σ√T of 15.8 (vol 5, 10 years): the standard deviation is e^130-sized, computed (mpmath 1.9355760420357225687e58)', () => {
+    const r = longCall(100, 3650, 5, null);
+    expect(r.nullReasons).toEqual({});
+    rel(r.riskMetrics.standardDeviation, 1.9355760420357225687e58);
+    rel(r.riskMetrics.downsideDeviation, 9999.999999999972225);
+    rel(r.expectedPayoffAtExpiry, 16487.212707001247731);
+    rel(r.probabilityOfProfit, 1.2076818931184559939e-15, 1e-10);
+    expect(r.assumptions.integration.truncationBoundHonoured).toBe(true);
+  });
+
+  it.each([
+    // long_call(100, K, 30, 0.05, 0.2, 0, 0.3, 1, 100) at mp.dps = 400 (at 60 digits the strike-300 row cancels to 0):
+    // [K, premium, EV, expected payoff, standard deviation, downside deviation, probability of profit, omega, sortino]
+    [
+      150, 1.2350360112019684431e-10, 1.4640924112720246999e-9, 1.5941338041839431368e-9, 0.00062446623961563704338, 1.2350360111940754389e-10,
+      1.2781820322200348658e-11, 12.854653613426595645, 11.854653613350833619,
+    ],
+    [
+      300, 8.1157618526160026454e-80, 7.4578057430980709452e-77, 7.4966665055375525374e-77, 1.1663687223687106153e-37, 8.1157618526160026454e-80,
+      8.1965528388987225058e-79, 919.92860812496010777, 918.92860812496010777,
+    ],
+  ])(
+    'a deep out-of-the-money long call (spot 100, strike %s, 30 days, drift 0.3) keeps its tiny EV, downside and ratios instead of a snapped or truncated 0',
+    (strike, premium, ev, payoff, sd, down, pop, omega, sortino) => {
+      const r = evaluateStrategy({
+        structure: 'long_call',
+        legs: [buy('call', strike)],
+        spot: 100,
+        timeYears: 30 / 365,
+        rate: 0.05,
+        vol: 0.2,
+        dividendYield: 0,
+        drift: 0.3,
+      });
+      rel(r.legs[0].premium, premium);
+      rel(r.trueExpectedValue, ev, 1e-12);
+      rel(r.expectedPayoffAtExpiry, payoff, 1e-12);
+      rel(r.riskMetrics.standardDeviation, sd, 1e-12);
+      rel(r.riskMetrics.downsideDeviation, down, 1e-12);
+      rel(r.probabilityOfProfit, pop, 1e-10);
+      rel(r.riskMetrics.omegaRatio, omega, 1e-12);
+      rel(r.riskMetrics.sortinoRatio, sortino, 1e-12);
+    },
+  );
+
+  it('dollar figures above the largest double are null with reason overflow; the scale-free ones are still computed', () => {
+    // 100,000 contracts of 10,000 shares at spot = strike = 1e306: the premium is 2.49e313 (mpmath
+    // long_call(1e306, 1e306, 30, 0.05, 0.2, 0, None, 100000, 10000)), above 1.8e308; so are the expected payoff
+    // (2.50e313), the deviations (3.60e313, 1.83e313) and maxLoss. The breakeven (1.0249e306) is a double.
+    const r = longCall(1e306, 30, 0.2, null, 100_000, 10_000);
+    expect(r.legs[0]).toMatchObject({ premium: null, cashFlow: null, nullReasons: { premium: 'overflow', cashFlow: 'overflow' } });
+    rel(r.legs[0].fairValuePerShare, 2.4933768194037391805e304);
+    expect(r.nullReasons).toEqual({
+      netCreditDebit: 'overflow',
+      expectedPayoffAtExpiry: 'overflow',
+      maxLoss: 'overflow',
+      'riskMetrics.standardDeviation': 'overflow',
+      'riskMetrics.downsideDeviation': 'overflow',
+    });
+    for (const path of ['netCreditDebit', 'expectedPayoffAtExpiry', 'maxLoss'] as const) expect(r[path]).toBeNull();
+    expect(r.riskMetrics.standardDeviation).toBeNull();
+    rel(r.breakevens[0], 1.024933768194037409e306);
+    rel(r.probabilityOfProfit, 0.34955661871249358273);
+    expect(r.trueExpectedValue).toBe(0); // fair under risk-neutral: the documented exact 0
+  });
+
+  it('a per-share value below the smallest double is null with reason underflow, while the position premium is a (subnormal) double', () => {
+    // long_call(1e-323, 1e-323, 30, 0.05, 0.2, 0, None, 1, 100): fair 2.46e-325 per share (below 4.9e-324),
+    // premium 2.4637836572086e-323 (5 units of 2^−1074: 2.5e-323), standard deviation 3.557e-323.
+    const r = longCall(1e-323, 30, 0.2, null);
+    expect(r.legs[0].fairValuePerShare).toBeNull();
+    expect(r.legs[0].nullReasons).toEqual({ fairValuePerShare: 'underflow' });
+    expect(Math.abs((r.legs[0].premium as number) - 2.4637836572086030501e-323)).toBeLessThanOrEqual(5e-324);
+    expect(Math.abs((r.riskMetrics.standardDeviation as number) - 3.5574398550229113306e-323)).toBeLessThanOrEqual(5e-324);
+    rel(r.probabilityOfProfit, 0.34955661871249358273);
+    expect(r.nullReasons).toEqual({});
+  });
+
+  it.each(STRUCTURE_NAMES)('%s is homogeneous: spot and strikes × 1e150 (and × 1e-150) scale every dollar figure and keep every ratio', (name) => {
+    // An identity of the model: nothing in it has a unit of price but spot and strikes.
+    const base = evaluateStrategy({ structure: name, legs: EXAMPLES[name], ...MARKET, drift: 0.12 });
+    for (const c of [1e150, 1e-150]) {
+      const scaled = evaluateRaw({
+        structure: name,
+        legs: EXAMPLES[name].map((l) => ({ ...l, strike: l.strike * c })),
+        ...MARKET,
+        spot: MARKET.spot * c,
+        drift: 0.12,
+      });
+      expect(scaled.nullReasons).toEqual({});
+      // 100·c and K·c are rounded (1.1e-16 relative), which a figure carries with its elasticity: 1e-11 relative to the
+      // position's notional scale covers it.
+      const scale = base.legs.reduce((a, l) => a + l.premium + l.quantity * M * l.strike, 0);
+      const near = (got: number | null, want: number | null, unit: number) => {
+        if (want === null) return expect(got).toBeNull();
+        expect(Math.abs((got as number) - want * unit)).toBeLessThanOrEqual(1e-11 * scale * unit);
+      };
+      for (const k of ['netCreditDebit', 'trueExpectedValue', 'expectedPayoffAtExpiry', 'maxProfit', 'maxLoss', 'naivePopTimesMaxProfit'] as const)
+        near(scaled[k], base[k], c);
+      near(scaled.riskMetrics.standardDeviation, base.riskMetrics.standardDeviation, c);
+      near(scaled.riskMetrics.downsideDeviation, base.riskMetrics.downsideDeviation, c);
+      scaled.breakevens.forEach((b, i) => near(b, base.breakevens[i], c));
+      expect(Math.abs(scaled.probabilityOfProfit - base.probabilityOfProfit)).toBeLessThan(1e-11);
+      for (const k of ['expectedReturn', 'sortinoRatio', 'omegaRatio', 'kellyFraction'] as const) {
+        const want = base.riskMetrics[k];
+        if (want === null) expect(scaled.riskMetrics[k]).toBeNull();
+        else expect(Math.abs((scaled.riskMetrics[k] as number) - want)).toBeLessThan(1e-9 * Math.max(1, Math.abs(want)));
+      }
+    }
   });
 });

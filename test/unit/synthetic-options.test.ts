@@ -61,6 +61,7 @@ describe('synthetic demo option chains', () => {
       expect(new Set(own.map((c) => c.strike)).size, s.instrumentKey).toBe(9);
     }
     expect(new Set(quotes.map((q) => q.source))).toEqual(new Set(['synthetic-demo']));
+    expect(new Set(contracts.map((c) => c.source))).toEqual(new Set(['synthetic-demo']));
     expect(contracts.every((c) => c.multiplier === 100)).toBe(true);
   });
 
@@ -76,6 +77,7 @@ describe('synthetic demo option chains', () => {
       multiplier: 100,
       isActive: true,
       listedAt: '2001-05-04T13:30:00.000Z',
+      source: 'synthetic-demo',
     });
     const spx = bySymbol.get('SPX   191115P03025000');
     expect(spx).toMatchObject({ instrumentId: demoInstrumentId('index:SPX'), expiry: '2019-11-15', strike: 3025, right: 'put', multiplier: 100 });
