@@ -1,6 +1,16 @@
 #!/usr/bin/env bash
-# TimescaleDB (Apache-2 edition) for PostgreSQL 15 on Debian bookworm, for CI
-# and for local development.
+# TimescaleDB for PostgreSQL 15 on Debian bookworm, for CI and for local
+# development, in either edition (MDS_TSDB_EDITION):
+#
+#   apache (default)  the Apache-2 edition, built from Debian trixie's source
+#                     (hypertables; Debian strips the TSL code)
+#   full              the full edition production runs (continuous aggregates,
+#                     compression, policies), built from the unmodified upstream
+#                     source in ../shared/vendor/ (never copied into this
+#                     repository: its licence allows unmodified standalone copies only)
+#
+# Installing one edition replaces the other's extension control file, so a
+# cluster started afterwards creates the extension in the installed edition.
 #
 #   bash .ci/timescaledb.sh install        build (or take from cache) and install the extension
 #   bash .ci/timescaledb.sh start [port]   fresh throw-away cluster + database mds_test;
@@ -27,6 +37,11 @@
 # it just copies the files into PostgreSQL's lib and extension directories.
 #
 # Environment knobs:
+#   MDS_TSDB_EDITION    apache (default) or full
+#   MDS_TSDB_FULL_SOURCE  the full edition's source archive (default:
+#                       ../shared/vendor/timescaledb-$FULL_VERSION.tar.gz beside
+#                       the repository); its version and sha256 must be the ones
+#                       pinned below, which docker-compose.yml's image follows
 #   PG_MAJOR            PostgreSQL major version (default 15)
 #   MDS_TSDB_VERSION    use/require this TimescaleDB version (default: newest
 #                       cached one, else whatever trixie currently ships)
@@ -44,6 +59,13 @@ SUITE="${MDS_TSDB_SUITE:-trixie}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 DEFAULT_PORT=55432
 DB_NAME=mds_test
+EDITION="${MDS_TSDB_EDITION:-apache}"
+case "$EDITION" in apache | full) ;; *) echo "[timescaledb.sh] ERROR: MDS_TSDB_EDITION must be apache or full, not $EDITION" >&2; exit 1 ;; esac
+# The full edition's source: TimescaleDB 2.28.3, the last release for
+# PostgreSQL 15, as `git archive` of the upstream tag (../shared/vendor/README.md).
+FULL_SOURCE_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/shared/vendor"
+FULL_VERSION=2.28.3
+FULL_SOURCE_SHA256=ec2f7de0ba53a473c01e0a57e09053898c6b1f7487228caff0f1d31c8cb2dedb
 
 log() { printf '[timescaledb.sh] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -120,20 +142,25 @@ ensure_build_deps() {
     || die "postgresql-${PG_MAJOR} changed version while installing build dependencies"
 }
 
-# Newest complete cache entry for this PG major, or empty.
+# A cache entry is named by the TimescaleDB version, with -full for the full edition.
+entry_name() { if [ "$EDITION" = full ]; then echo "$1-full"; else echo "$1"; fi; }
+
+# Newest complete cache entry of this edition for this PG major (its version), or empty.
 cached_version() {
-  local d best=""
+  local d name
   [ -d "$CACHE_ROOT" ] || { echo ""; return; }
-  best="$(
-    for d in "$CACHE_ROOT"/*/pg"$PG_MAJOR"/BUILDINFO; do
-      [ -f "$d" ] || continue
-      basename "$(dirname "$(dirname "$d")")"
-    done | sort -V | tail -n1
-  )"
-  echo "$best"
+  for d in "$CACHE_ROOT"/*/pg"$PG_MAJOR"/BUILDINFO; do
+    [ -f "$d" ] || continue
+    name="$(basename "$(dirname "$(dirname "$d")")")"
+    case "$EDITION:$name" in
+      full:*-full) echo "${name%-full}" ;;
+      apache:*-full | full:*) ;;
+      *) echo "$name" ;;
+    esac
+  done | sort -V | tail -n1
 }
 
-cache_dir_for() { echo "$CACHE_ROOT/$1/pg$PG_MAJOR"; }
+cache_dir_for() { echo "$CACHE_ROOT/$(entry_name "$1")/pg$PG_MAJOR"; }
 
 build_into_cache() {
   local work apt_dir srcver dir upver dest stage tmpdest jobs
@@ -219,6 +246,70 @@ build_into_cache() {
   BUILT_VERSION="$upver"
 }
 
+# The full edition from the vendored upstream archive, checked against its
+# pinned sha256, built with the TSL module and cached like the Apache build.
+build_full_into_cache() {
+  local archive work dir upver stage dest tmpdest jobs sum
+  archive="${MDS_TSDB_FULL_SOURCE:-$FULL_SOURCE_DIR/timescaledb-$FULL_VERSION.tar.gz}"
+  [ -n "$archive" ] && [ -f "$archive" ] \
+    || die "the full edition's source is not at $archive (set MDS_TSDB_FULL_SOURCE)"
+  sum="$(sha256sum "$archive" | cut -d' ' -f1)"
+  [ "$sum" = "$FULL_SOURCE_SHA256" ] || die "$archive has sha256 $sum, not the pinned $FULL_SOURCE_SHA256"
+  ensure_build_deps
+  pkg_installed libkrb5-dev || { apt_update_once; apt_install libkrb5-dev; }
+
+  work="$(mktemp -d /tmp/mds-tsdb-build.XXXXXX)"
+  # shellcheck disable=SC2064
+  trap "rm -rf '$work'" EXIT
+  tar -xzf "$archive" -C "$work"
+  dir="$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'timescaledb-*' | head -n1)"
+  [ -n "$dir" ] || die "$archive holds no timescaledb-* directory"
+  upver="$(awk -F' *= *' '$1 == "version" {print $2}' "$dir/version.config")"
+  [ "$upver" = "$FULL_VERSION" ] || die "$archive holds TimescaleDB $upver, not the pinned $FULL_VERSION"
+
+  jobs="$(nproc 2>/dev/null || echo 2)"
+  log "building TimescaleDB $upver (full edition, with TSL) against PostgreSQL $PG_MAJOR with $jobs jobs"
+  cmake -S "$dir" -B "$dir/build" \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DPG_CONFIG="$PGBIN/pg_config" \
+    -DREGRESS_CHECKS=OFF \
+    -DTAP_CHECKS=OFF \
+    -DLINTER=OFF \
+    -DUSE_TELEMETRY=OFF \
+    -DSEND_TELEMETRY_DEFAULT=OFF \
+    -DWARNINGS_AS_ERRORS=OFF \
+    > "$work/cmake.log" 2>&1 || { tail -n 50 "$work/cmake.log" >&2; die "cmake configure failed"; }
+  cmake --build "$dir/build" -j "$jobs" > "$work/build.log" 2>&1 \
+    || { tail -n 80 "$work/build.log" >&2; die "build failed"; }
+  stage="$work/stage"
+  DESTDIR="$stage" cmake --install "$dir/build" > "$work/install.log" 2>&1 \
+    || { tail -n 30 "$work/install.log" >&2; die "staged install failed"; }
+
+  dest="$(cache_dir_for "$upver")"
+  mkdir -p "$(dirname "$dest")"
+  tmpdest="$(mktemp -d "$(dirname "$dest")/.tmp.XXXXXX")"
+  mkdir -p "$tmpdest/lib" "$tmpdest/extension"
+  cp -p "$stage$PG_LIBDIR"/timescaledb*.so "$tmpdest/lib/"
+  cp -p "$stage$PG_EXTDIR"/timescaledb* "$tmpdest/extension/"
+  [ -f "$tmpdest/lib/timescaledb-tsl-$upver.so" ] || die "the build did not produce the TSL module timescaledb-tsl-$upver.so"
+  {
+    echo "timescaledb_version=$upver"
+    echo "edition=full"
+    echo "source=$(basename "$archive") sha256 $sum"
+    echo "built_against=postgresql-${PG_MAJOR} $(dpkg-query -W -f='${Version}' "postgresql-${PG_MAJOR}")"
+    echo "cmake_flags=-DCMAKE_BUILD_TYPE=Release -DREGRESS_CHECKS=OFF -DTAP_CHECKS=OFF -DLINTER=OFF -DUSE_TELEMETRY=OFF -DSEND_TELEMETRY_DEFAULT=OFF"
+    echo "arch=$(dpkg --print-architecture)"
+    echo "built_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  } > "$tmpdest/BUILDINFO"
+  rm -rf "$dest"
+  mv "$tmpdest" "$dest"
+  log "cached in $dest"
+
+  rm -rf "$work"
+  trap - EXIT
+  BUILT_VERSION="$upver"
+}
+
 install_from_cache() {
   local ver="$1" src
   src="$(cache_dir_for "$ver")"
@@ -226,7 +317,7 @@ install_from_cache() {
   as_root install -d "$PG_LIBDIR" "$PG_EXTDIR"
   as_root install -m 0755 "$src"/lib/*.so "$PG_LIBDIR/"
   as_root install -m 0644 "$src"/extension/* "$PG_EXTDIR/"
-  log "installed TimescaleDB $ver into $PG_LIBDIR and $PG_EXTDIR (from $src)"
+  log "installed TimescaleDB $ver ($EDITION edition) into $PG_LIBDIR and $PG_EXTDIR (from $src)"
 }
 
 cmd_install() {
@@ -240,7 +331,12 @@ cmd_install() {
     fi
   fi
   if [ -n "$ver" ]; then
-    log "cache hit: TimescaleDB $ver for PostgreSQL $PG_MAJOR"
+    log "cache hit: TimescaleDB $ver ($EDITION edition) for PostgreSQL $PG_MAJOR"
+  elif [ "$EDITION" = full ]; then
+    log "cache miss: building the full edition from $FULL_SOURCE_DIR"
+    BUILT_VERSION=""
+    build_full_into_cache
+    ver="$BUILT_VERSION"
   else
     log "cache miss: building TimescaleDB from Debian $SUITE's source"
     BUILT_VERSION=""
@@ -347,7 +443,7 @@ cmd_status() {
 
 # Smoke test in a scratch database, so mds_test stays untouched.
 cmd_check() {
-  local port psql
+  local port psql license
   port="$(port_arg "${1:-}")"
   psql=(env PGOPTIONS='-c client_min_messages=warning' "$PGBIN/psql" -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres)
   "${psql[@]}" -q -d postgres -c 'drop database if exists mds_tsdb_check' -c 'create database mds_tsdb_check' >&2
@@ -361,8 +457,12 @@ insert into check_bars select g, 1 from generate_series(now() - interval '30 day
 select 'chunks', count(*) from show_chunks('check_bars');
 select 'time_bucket rows', count(*) from (select time_bucket('1 day', ts) from check_bars group by 1) b;
 SQL
+  # The edition installed is the one the cluster runs.
+  license="$("${psql[@]}" -d mds_tsdb_check -At -c "select current_setting('timescaledb.license')")"
   "${psql[@]}" -q -d postgres -c 'drop database mds_tsdb_check' >&2
-  log "check passed on port $port"
+  [ "$license" = "$([ "$EDITION" = full ] && echo timescale || echo apache)" ] \
+    || die "the cluster on port $port runs timescaledb.license=$license, not the $EDITION edition"
+  log "check passed on port $port ($EDITION edition, license $license)"
 }
 
 main() {
@@ -374,7 +474,7 @@ main() {
     stop)    cmd_stop "$@" ;;
     status)  cmd_status "$@" ;;
     check)   cmd_check "$@" ;;
-    *) sed -n '2,12p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,22p' "$0" >&2; exit 2 ;;
   esac
 }
 

@@ -16,6 +16,8 @@ declare module 'vitest' {
   }
 }
 
+export const TIMESCALEDB_IMAGE = 'timescale/timescaledb:2.28.3-pg15';
+
 async function dockerAnswers(): Promise<boolean> {
   try {
     const { getContainerRuntimeClient } = await import('testcontainers');
@@ -43,9 +45,10 @@ export default async function setup(project: TestProject) {
     source = 'TEST_DATABASE_URL';
   } else if (await dockerAnswers()) {
     const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
-    const container = await new PostgreSqlContainer('timescale/timescaledb:latest-pg17').start();
+    // The image docker-compose.yml pins: the release and PostgreSQL major CI tests (test/unit/ops-files.test.ts).
+    const container = await new PostgreSqlContainer(TIMESCALEDB_IMAGE).start();
     serverUrl = container.getConnectionUri();
-    source = 'Testcontainers timescale/timescaledb:latest-pg17';
+    source = `Testcontainers ${TIMESCALEDB_IMAGE}`;
     cleanups.push(() => container.stop());
   } else {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'mds-test-pg-'));
@@ -77,6 +80,19 @@ export default async function setup(project: TestProject) {
   const templateUrl = new URL(serverUrl);
   templateUrl.pathname = `/${template}`;
   const report = await migrate(templateUrl.toString());
+  if (report.tier === 'timescaledb') {
+    // The policies (compression, continuous-aggregate refresh: job ids from
+    // 1000) run on the scheduler's clock. Left on, each clone compressed its
+    // old chunks whenever a job came due, and the FK constraints a compressed
+    // chunk is given locked `instruments` meanwhile: a test waiting for that
+    // table's lock ran out its 30 s (resilience.test.ts). The suite pauses
+    // them; the tests that need compression or a refresh ask for it
+    // (bar-knowledge.test.ts, and every intraday upload refreshes the rollups
+    // it touched).
+    const templateSql = sqlClient(templateUrl.toString(), { max: 1, onnotice: () => {} });
+    await templateSql`select alter_job(job_id, scheduled => false) from timescaledb_information.jobs where job_id >= 1000`;
+    await templateSql.end();
+  }
   // A template must have no session while it is cloned: the migration's are
   // closed, and it admits no new one, TimescaleDB's background scheduler
   // included (it does not bypass allow_connections); the one it may already

@@ -198,3 +198,60 @@ describe('intraday bars as known at asOf', () => {
     expect(closes((await read('&interval=1min&asOf=2023-03-01T14:40:00Z')).body)).toEqual([10, 11, 13]);
   });
 });
+
+describe('revisions of bars in compressed chunks (full TimescaleDB)', () => {
+  // Production compresses daily chunks older than 3 years and minute chunks older than 30 days (sql/002). A
+  // correction to a compressed bar must keep what it replaced and be read as known, as on any other chunk.
+  const minute = (id: string, barTimestamp: string, close: number, extra: Record<string, unknown> = {}) => ({
+    instrumentId: id,
+    barTimestamp,
+    openPrice: close,
+    highPrice: close + 0.5,
+    lowPrice: close - 0.5,
+    closePrice: close,
+    volume: 10,
+    quoteCurrency: 'USD',
+    quoteUnit: 'USD per share',
+    source: 'test-fixture',
+    asOf: '2024-01-01T00:00:00.000Z',
+    ...extra,
+  });
+
+  it('keeps and reads the replaced revisions of daily and 1-minute bars whose chunks are compressed', async (ctx) => {
+    const [{ tier }] = await svc.sql<{ tier: string }[]>`select tier from storage_tier`;
+    if (tier !== 'timescaledb') return ctx.skip();
+    const { id } = await createInstrument(svc);
+    await ingest(svc, '/bars/daily', [
+      dailyBar(id, { barDate: '2019-03-01', close: 100 }),
+      dailyBar(id, { barDate: '2019-03-04', close: 101 }),
+      dailyBar(id, { barDate: '2019-03-05', close: 102 }),
+    ]);
+    await ingest(svc, '/bars/intraday', [
+      minute(id, '2019-03-01T14:30:00Z', 10, { knownAt: '2019-03-01T14:31:00Z' }),
+      minute(id, '2019-03-01T14:31:00Z', 11, { knownAt: '2019-03-01T14:32:00Z' }),
+    ]);
+    await svc.sql`select compress_chunk(c, if_not_compressed => true) from show_chunks('daily_bars') c`;
+    await svc.sql`select compress_chunk(c, if_not_compressed => true) from show_chunks('intraday_bars') c`;
+    const [{ compressed }] = await svc.sql<{ compressed: number }[]>`
+      select count(*)::int as compressed from timescaledb_information.chunks
+      where hypertable_name in ('daily_bars', 'intraday_bars') and is_compressed and range_start <= '2019-03-01' and range_end > '2019-03-01'
+    `;
+    expect(compressed).toBe(2);
+
+    await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2019-03-04', close: 105 }, { knownAt: '2019-06-01T00:00:00.000Z' })]);
+    await ingest(svc, '/bars/intraday', [minute(id, '2019-03-01T14:31:00Z', 15, { knownAt: '2019-03-02T00:00:00Z' })]);
+    const daily = (q: string) => svc.get(`/v1/instruments/${id}/prices?from=2019-03-01&to=2019-03-05${q}`, key);
+    expect(closes((await daily('')).body)).toEqual([100, 105, 102]);
+    expect(closes((await daily('&asOf=2019-05-01')).body)).toEqual([100, 101, 102]);
+    expect(closes((await daily('&actionSetVersion=0')).body)).toEqual([100, 101, 102]);
+    const unchanged = await svc.admin('POST', '/bars/daily', [dailyBar(id, { barDate: '2019-03-01', close: 100 })]);
+    expect(unchanged.body.data).toMatchObject({ inserted: 0, updated: 0, unchanged: 1 });
+
+    const intraday = (q: string) => svc.get(`/v1/instruments/${id}/intraday?from=2019-03-01&to=2019-03-01${q}`, key);
+    expect(closes((await intraday('&interval=1min')).body)).toEqual([10, 15]);
+    expect(closes((await intraday('&interval=1min&asOf=2019-03-01')).body)).toEqual([10, 11]);
+    // The continuous aggregate, refreshed after the correction, and the minutes known before it, bucketed at read.
+    expect((await intraday('&interval=1hour')).body.data).toMatchObject([{ openPrice: 10, highPrice: 15.5, closePrice: 15 }]);
+    expect((await intraday('&interval=1hour&asOf=2019-03-01')).body.data).toMatchObject([{ openPrice: 10, highPrice: 11.5, closePrice: 11 }]);
+  });
+});

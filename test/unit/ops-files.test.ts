@@ -30,6 +30,16 @@ const anchorOf = (heading: string) =>
     .replace(/ /g, '-');
 
 describe('docker-compose.yml', () => {
+  it('when its database image is read, then it is the TimescaleDB release and PostgreSQL major CI builds and tests, as is the Testcontainers image', () => {
+    const script = readFileSync(opsPath('.ci/timescaledb.sh'), 'utf8');
+    const version = /^FULL_VERSION=(\S+)$/m.exec(script)?.[1];
+    const major = /^PG_MAJOR="\$\{PG_MAJOR:-(\d+)\}"$/m.exec(script)?.[1];
+    expect([version, major]).toEqual(['2.28.3', '15']);
+    const image = `timescale/timescaledb:${version}-pg${major}`;
+    expect(compose.services.db.image).toBe(image);
+    expect(readFileSync(opsPath('test/global-setup.ts'), 'utf8')).toContain(`export const TIMESCALEDB_IMAGE = '${image}';`);
+  });
+
   it('when it is parsed, then it has the four services and every file it mounts or loads as a config exists', () => {
     expect(Object.keys(compose.services).sort()).toEqual(['api', 'db', 'grafana', 'prometheus']);
     const files = [
