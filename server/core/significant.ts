@@ -8,6 +8,8 @@
  * are; a value of 13 significant digits or fewer is returned unchanged.
  */
 export const SIGNIFICANT_DIGITS = 13;
+// Why 13 (docs/api.md, "Adjusted prices"): a return between two rounded values is within (1 + r) · 1e-12 of the
+// unrounded one. The SQL the price reads use (prices/text-repository.ts) rounds to the same count.
 
 export function roundSignificant(x: number, digits = SIGNIFICANT_DIGITS): number {
   if (x === 0 || !Number.isFinite(x)) return x;

@@ -6,6 +6,7 @@ import { dailyBarsAt, latestBarDate } from '../price-history/bars-repository.ts'
 import { latestVersion, type VersionView } from '../price-history/versions-repository.ts';
 import { columnNames, INTRADAY_COLUMNS, INTRADAY_TABLES, rollupOf, type Interval } from './repository.ts';
 import type { Format } from '../core/params.ts';
+import { SIGNIFICANT_DIGITS } from '../core/significant.ts';
 
 // The price reads whose response text PostgreSQL writes: each bar becomes
 // its JSON object in SQL, adjusted there with the multipliers of the read's
@@ -147,13 +148,6 @@ export function adjusted(sql: ISql, value: Fragment, factor: 'price' | 'volume')
 }
 
 const within = (sql: ISql, x: Fragment) => sql`abs(${x}) between 1e-150::float8 and 1e150::float8`;
-
-/**
- * Adjusted values are rounded to this many significant digits (docs/api.md,
- * "Adjusted prices": a return between two rounded values is within
- * (1 + r) · 1e-12 of the unrounded one).
- */
-export const SIGNIFICANT_DIGITS = 13;
 
 /**
  * What rounding `value` times the segment's `factor` takes: null for a value

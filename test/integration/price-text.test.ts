@@ -12,6 +12,7 @@ import { planAdjustments } from '../../server/price-history/adjustment-plan.ts';
 import { dayNumber } from '../../server/price-history/day-numbers.ts';
 import { dailyBarIngest } from '../../server/prices/ingest.ts';
 import { adjusted, jsonNumber, roundedValue, roundingScale } from '../../server/prices/text-repository.ts';
+import { roundSignificant as servedRounding } from '../../server/core/significant.ts';
 import { SPLIT_INTRADAY_BARS } from '../../server/prices/service.ts';
 import { startService, type Service } from './harness.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
@@ -329,6 +330,14 @@ describe('adjusted values rounded to 13 significant digits', () => {
     expect(pairs.filter(([v, m]) => m !== 1 && roundSignificant(v * m) !== v * m).length).toBeGreaterThan(10_000);
     expect(rows.at(-2)!.json).toBe('0.909');
     expect(rows.filter((r) => significantDigits(r.json) > 13)).toEqual([]);
+    // The service's JavaScript rounding (event reactions print closes with it) gives the same text as the SQL.
+    const servedJs = pairs.map(([v, m]) => JSON.stringify(m === 1 ? v : servedRounding(v * m)));
+    expect(
+      pairs
+        .map((p, i) => [p, rows[i].json, servedJs[i]])
+        .filter(([, got, js]) => got !== js)
+        .slice(0, 10),
+    ).toEqual([]);
   });
 
   it('when a series is adjusted for a split and dividends, then its prices carry at most 13 significant digits and its daily returns are the unrounded ones to 1e-10', async () => {
