@@ -164,6 +164,28 @@ export class MacroService {
           };
     }
     const why = copy.kind === 'none' ? copy : { reason: 'provider_error' as const, detail: `the stored ${RISK_FREE_SERIES} copy has no observations` };
+    // No DGS3MO copy to stand in: the latest observation of the stored history (TB3MS), before the hard-coded one.
+    const [history] = (await this.riskFreeRatesKnownAt([new Date()])).values();
+    if (history && !history.hardcoded) {
+      return {
+        data: {
+          rate: history.rate,
+          maturity: '3M',
+          asOf: history.date,
+          source: 'fallback',
+          seriesId: history.seriesId,
+          knownFrom: history.knownFrom.toISOString(),
+        },
+        meta: {
+          asOf: `${history.date}T00:00:00.000Z`,
+          source: history.source,
+          stale: true,
+          staleReason: why.reason,
+          seriesId: history.seriesId,
+          fallback: { standIn: 'last_stored_observation', reason: why.reason, detail: why.detail },
+        },
+      };
+    }
     return {
       data: {
         rate: percentToDecimal(HARDCODED_RISK_FREE.percent),

@@ -304,7 +304,10 @@ describe('macro series from FRED', () => {
 
     it('when FRED is down and nothing is stored, then the hard-coded rate stands in, source fallback, and says so', async () => {
       stub.mode = 'http500';
+      // The service stores the shipped TB3MS history when it starts; without it, only the hard-coded rate is left.
+      await svc.sql`delete from risk_free_rates`;
       const res = await svc.get('/v1/rates/risk-free', key);
+      await storeShippedRiskFreeRates(svc.sql);
       expect(res.status).toBe(200);
       // TB3MS for 2022-09 in the gretl snapshot is 3.13 (percent).
       // It is a monthly average, known from the first instant after September 2022.
@@ -465,11 +468,19 @@ describe('macro series without a FRED key', () => {
     expect(unrate.body.data.observations).toEqual([{ date: '2020-04-01', value: 14.7 }]);
   });
 
-  it('when the risk-free rate is asked for, then the hard-coded rate stands in with reason no_provider_key', async () => {
+  it('when the risk-free rate is asked for, then the last month of the stored TB3MS history stands in with reason no_provider_key', async () => {
     const res = await svc.get('/v1/rates/risk-free', key);
-    expect(res.body.data.source).toBe('fallback');
-    expect(res.body.meta).toMatchObject({ stale: true, staleReason: 'no_provider_key' });
-    expect(res.body.meta.fallback).toMatchObject({ standIn: 'hardcoded', reason: 'no_provider_key' });
+    // The service stored the shipped history when it started; its last month is 2022-09, 3.13 % (fred_tb3ms_monthly.csv).
+    expect(res.body.data).toEqual({
+      rate: 0.0313,
+      maturity: '3M',
+      asOf: '2022-09-01',
+      source: 'fallback',
+      seriesId: 'TB3MS',
+      knownFrom: '2022-10-01T00:00:00.000Z',
+    });
+    expect(res.body.meta).toMatchObject({ stale: true, staleReason: 'no_provider_key', source: 'gretl-data-2022c/fedstl (FRED)' });
+    expect(res.body.meta.fallback).toMatchObject({ standIn: 'last_stored_observation', reason: 'no_provider_key' });
   });
 
   it('when asOf is given without a key, then the stored history answers as it stood then, whatever the live copy', async () => {
