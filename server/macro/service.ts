@@ -144,15 +144,12 @@ export class MacroService {
     if (stored?.latest && copy.kind === 'stored') {
       const rate = percentToDecimal(stored.latest.value);
       const meta = { asOf: stored.series.fetchedAt.toISOString(), source: stored.series.source, seriesId: RISK_FREE_SERIES };
-      const observation = {
-        rate,
-        maturity: '3M' as const,
-        asOf: stored.latest.date,
-        seriesId: RISK_FREE_SERIES,
-        knownFrom: dailyKnownFrom(stored.latest.date).toISOString(),
-      };
+      const knownFrom = dailyKnownFrom(stored.latest.date);
+      const observation = { rate, maturity: '3M' as const, asOf: stored.latest.date, seriesId: RISK_FREE_SERIES, knownFrom: knownFrom.toISOString() };
+      // A fresh copy can still hold an old observation (FRED behind, a holiday run): judged as the asOf reads judge it.
+      const due = newerObservationDue(RISK_FREE_SERIES, knownFrom, new Date());
       return copy.fresh
-        ? { data: { ...observation, source: 'fred' }, meta: { ...meta, stale: false, staleReason: null, fallback: null } }
+        ? { data: { ...observation, source: 'fred' }, meta: { ...meta, stale: due, staleReason: due ? 'newer_observation_due' : null, fallback: null } }
         : {
             data: { ...observation, source: 'fallback' },
             meta: {

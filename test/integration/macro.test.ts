@@ -282,7 +282,8 @@ describe('macro series from FRED', () => {
         seriesId: 'DGS3MO',
         knownFrom: '2025-01-04T00:00:00.000Z',
       });
-      expect(res.body.meta).toMatchObject({ seriesId: 'DGS3MO', stale: false, staleReason: null, fallback: null, source: 'fred' });
+      // Served live, but the observation has been known since 2025-01-04: more than 4 days before now, so a newer one is due.
+      expect(res.body.meta).toMatchObject({ seriesId: 'DGS3MO', stale: true, staleReason: 'newer_observation_due', fallback: null, source: 'fred' });
     });
 
     it('when FRED is down and DGS3MO was stored before, then the last stored observation stands in, source fallback', async () => {
