@@ -162,8 +162,53 @@ cached_version() {
 
 cache_dir_for() { echo "$CACHE_ROOT/$(entry_name "$1")/pg$PG_MAJOR"; }
 
+# Builds the TimescaleDB source in <dir> (version <upver>, scratch space
+# <work>) with CMake, stages the install and assembles its files as this
+# edition's cache entry, renamed into place at once; <source-line> goes into
+# BUILDINFO, and any further arguments are CMake flags of the edition.
+build_source_into_cache() {
+  local work="$1" dir="$2" upver="$3" source_line="$4" jobs stage dest tmpdest
+  shift 4
+  local flags=(-DCMAKE_BUILD_TYPE=Release -DREGRESS_CHECKS=OFF -DTAP_CHECKS=OFF -DLINTER=OFF -DUSE_TELEMETRY=OFF -DSEND_TELEMETRY_DEFAULT=OFF -DWARNINGS_AS_ERRORS=OFF "$@")
+  jobs="$(nproc 2>/dev/null || echo 2)"
+  log "building TimescaleDB $upver ($EDITION edition) against PostgreSQL $PG_MAJOR with $jobs jobs"
+  cmake -S "$dir" -B "$dir/build" -DPG_CONFIG="$PGBIN/pg_config" "${flags[@]}" \
+    > "$work/cmake.log" 2>&1 || { tail -n 50 "$work/cmake.log" >&2; die "cmake configure failed"; }
+  cmake --build "$dir/build" -j "$jobs" > "$work/build.log" 2>&1 \
+    || { tail -n 80 "$work/build.log" >&2; die "build failed"; }
+  stage="$work/stage"
+  DESTDIR="$stage" cmake --install "$dir/build" > "$work/install.log" 2>&1 \
+    || { tail -n 30 "$work/install.log" >&2; die "staged install failed"; }
+
+  # Assemble the cache entry next to its final place, then rename it in atomically.
+  dest="$(cache_dir_for "$upver")"
+  mkdir -p "$(dirname "$dest")"
+  tmpdest="$(mktemp -d "$(dirname "$dest")/.tmp.XXXXXX")"
+  mkdir -p "$tmpdest/lib" "$tmpdest/extension"
+  cp -p "$stage$PG_LIBDIR"/timescaledb*.so "$tmpdest/lib/"
+  cp -p "$stage$PG_EXTDIR"/timescaledb* "$tmpdest/extension/"
+  [ -f "$tmpdest/lib/timescaledb-$upver.so" ] || die "build did not produce timescaledb-$upver.so"
+  if [ "$EDITION" = full ]; then
+    [ -f "$tmpdest/lib/timescaledb-tsl-$upver.so" ] || die "the build did not produce the TSL module timescaledb-tsl-$upver.so"
+  else
+    [ ! -e "$tmpdest/lib/timescaledb-tsl-$upver.so" ] || die "TSL module built although APACHE_ONLY=ON"
+  fi
+  {
+    echo "timescaledb_version=$upver"
+    echo "edition=$EDITION"
+    echo "$source_line"
+    echo "built_against=postgresql-${PG_MAJOR} $(dpkg-query -W -f='${Version}' "postgresql-${PG_MAJOR}")"
+    echo "cmake_flags=${flags[*]}"
+    echo "arch=$(dpkg --print-architecture)"
+    echo "built_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  } > "$tmpdest/BUILDINFO"
+  rm -rf "$dest"
+  mv "$tmpdest" "$dest"
+  log "cached in $dest"
+}
+
 build_into_cache() {
-  local work apt_dir srcver dir upver dest stage tmpdest jobs
+  local work apt_dir srcver dir upver
   ensure_build_deps
 
   work="$(mktemp -d /tmp/mds-tsdb-build.XXXXXX)"
@@ -202,44 +247,7 @@ build_into_cache() {
     die "MDS_TSDB_VERSION=$MDS_TSDB_VERSION requested but $SUITE ships $upver (and it is not cached)"
   fi
 
-  jobs="$(nproc 2>/dev/null || echo 2)"
-  log "building TimescaleDB $upver (Apache-only) against PostgreSQL $PG_MAJOR with $jobs jobs"
-  cmake -S "$dir" -B "$dir/build" \
-    -DCMAKE_BUILD_TYPE=Release \
-    -DPG_CONFIG="$PGBIN/pg_config" \
-    -DAPACHE_ONLY=ON \
-    -DREGRESS_CHECKS=OFF \
-    -DTAP_CHECKS=OFF \
-    -DUSE_TELEMETRY=OFF \
-    -DSEND_TELEMETRY_DEFAULT=OFF \
-    -DWARNINGS_AS_ERRORS=OFF \
-    > "$work/cmake.log" 2>&1 || { tail -n 50 "$work/cmake.log" >&2; die "cmake configure failed"; }
-  cmake --build "$dir/build" -j "$jobs" > "$work/build.log" 2>&1 \
-    || { tail -n 80 "$work/build.log" >&2; die "build failed"; }
-  stage="$work/stage"
-  DESTDIR="$stage" cmake --install "$dir/build" > "$work/install.log" 2>&1 \
-    || { tail -n 30 "$work/install.log" >&2; die "staged install failed"; }
-
-  # Assemble the cache entry next to its final place, then rename it in atomically.
-  dest="$(cache_dir_for "$upver")"
-  mkdir -p "$(dirname "$dest")"
-  tmpdest="$(mktemp -d "$(dirname "$dest")/.tmp.XXXXXX")"
-  mkdir -p "$tmpdest/lib" "$tmpdest/extension"
-  cp -p "$stage$PG_LIBDIR"/timescaledb*.so "$tmpdest/lib/"
-  cp -p "$stage$PG_EXTDIR"/timescaledb* "$tmpdest/extension/"
-  [ -f "$tmpdest/lib/timescaledb-$upver.so" ] || die "build did not produce timescaledb-$upver.so"
-  [ ! -e "$tmpdest/lib/timescaledb-tsl-$upver.so" ] || die "TSL module built although APACHE_ONLY=ON"
-  {
-    echo "timescaledb_version=$upver"
-    echo "debian_source=timescaledb $srcver ($SUITE)"
-    echo "built_against=postgresql-${PG_MAJOR} $(dpkg-query -W -f='${Version}' "postgresql-${PG_MAJOR}")"
-    echo "cmake_flags=-DCMAKE_BUILD_TYPE=Release -DAPACHE_ONLY=ON -DREGRESS_CHECKS=OFF -DTAP_CHECKS=OFF -DUSE_TELEMETRY=OFF -DSEND_TELEMETRY_DEFAULT=OFF"
-    echo "arch=$(dpkg --print-architecture)"
-    echo "built_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  } > "$tmpdest/BUILDINFO"
-  rm -rf "$dest"
-  mv "$tmpdest" "$dest"
-  log "cached in $dest"
+  build_source_into_cache "$work" "$dir" "$upver" "debian_source=timescaledb $srcver ($SUITE)" -DAPACHE_ONLY=ON
 
   rm -rf "$work"
   trap - EXIT
@@ -249,7 +257,7 @@ build_into_cache() {
 # The full edition from the vendored upstream archive, checked against its
 # pinned sha256, built with the TSL module and cached like the Apache build.
 build_full_into_cache() {
-  local archive work dir upver stage dest tmpdest jobs sum
+  local archive work dir upver sum
   archive="${MDS_TSDB_FULL_SOURCE:-$FULL_SOURCE_DIR/timescaledb-$FULL_VERSION.tar.gz}"
   [ -n "$archive" ] && [ -f "$archive" ] \
     || die "the full edition's source is not at $archive (set MDS_TSDB_FULL_SOURCE)"
@@ -267,43 +275,7 @@ build_full_into_cache() {
   upver="$(awk -F' *= *' '$1 == "version" {print $2}' "$dir/version.config")"
   [ "$upver" = "$FULL_VERSION" ] || die "$archive holds TimescaleDB $upver, not the pinned $FULL_VERSION"
 
-  jobs="$(nproc 2>/dev/null || echo 2)"
-  log "building TimescaleDB $upver (full edition, with TSL) against PostgreSQL $PG_MAJOR with $jobs jobs"
-  cmake -S "$dir" -B "$dir/build" \
-    -DCMAKE_BUILD_TYPE=Release \
-    -DPG_CONFIG="$PGBIN/pg_config" \
-    -DREGRESS_CHECKS=OFF \
-    -DTAP_CHECKS=OFF \
-    -DLINTER=OFF \
-    -DUSE_TELEMETRY=OFF \
-    -DSEND_TELEMETRY_DEFAULT=OFF \
-    -DWARNINGS_AS_ERRORS=OFF \
-    > "$work/cmake.log" 2>&1 || { tail -n 50 "$work/cmake.log" >&2; die "cmake configure failed"; }
-  cmake --build "$dir/build" -j "$jobs" > "$work/build.log" 2>&1 \
-    || { tail -n 80 "$work/build.log" >&2; die "build failed"; }
-  stage="$work/stage"
-  DESTDIR="$stage" cmake --install "$dir/build" > "$work/install.log" 2>&1 \
-    || { tail -n 30 "$work/install.log" >&2; die "staged install failed"; }
-
-  dest="$(cache_dir_for "$upver")"
-  mkdir -p "$(dirname "$dest")"
-  tmpdest="$(mktemp -d "$(dirname "$dest")/.tmp.XXXXXX")"
-  mkdir -p "$tmpdest/lib" "$tmpdest/extension"
-  cp -p "$stage$PG_LIBDIR"/timescaledb*.so "$tmpdest/lib/"
-  cp -p "$stage$PG_EXTDIR"/timescaledb* "$tmpdest/extension/"
-  [ -f "$tmpdest/lib/timescaledb-tsl-$upver.so" ] || die "the build did not produce the TSL module timescaledb-tsl-$upver.so"
-  {
-    echo "timescaledb_version=$upver"
-    echo "edition=full"
-    echo "source=$(basename "$archive") sha256 $sum"
-    echo "built_against=postgresql-${PG_MAJOR} $(dpkg-query -W -f='${Version}' "postgresql-${PG_MAJOR}")"
-    echo "cmake_flags=-DCMAKE_BUILD_TYPE=Release -DREGRESS_CHECKS=OFF -DTAP_CHECKS=OFF -DLINTER=OFF -DUSE_TELEMETRY=OFF -DSEND_TELEMETRY_DEFAULT=OFF"
-    echo "arch=$(dpkg --print-architecture)"
-    echo "built_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  } > "$tmpdest/BUILDINFO"
-  rm -rf "$dest"
-  mv "$tmpdest" "$dest"
-  log "cached in $dest"
+  build_source_into_cache "$work" "$dir" "$upver" "source=$(basename "$archive") sha256 $sum"
 
   rm -rf "$work"
   trap - EXIT

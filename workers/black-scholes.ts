@@ -1,7 +1,9 @@
-import { DAYS_PER_YEAR } from './contract.ts';
 /**
- * Standard normal distribution and Black–Scholes–Merton pricing with a
- * continuous dividend yield.
+ * Black–Scholes–Merton pricing of European options with a continuous dividend
+ * yield: the input checks, d1 and d2, and `priceOption`, which takes the
+ * textbook closed form (bsm-textbook.ts) where it is safe and evaluates in log
+ * space over the whole double range otherwise. The normal distribution is in
+ * normal-distribution.ts, the power-of-two arithmetic in double-range.ts.
  *
  * Pure functions over numbers: no I/O, no imports from server/. Safe to run
  * inside piscina worker threads.
@@ -17,130 +19,14 @@ import { DAYS_PER_YEAR } from './contract.ts';
  *      vega   change per ONE PERCENTAGE POINT of volatility   = (∂V/∂σ)/100
  *      rho    change per ONE PERCENTAGE POINT of the rate      = (∂V/∂r)/100
  */
+import { directFigures } from './bsm-textbook.ts';
+import { DAYS_PER_YEAR } from './contract.ts';
+import { binaryExponent, expTimesPow2, ldexp, signedSum, type NumericRangeReason, type Term } from './double-range.ts';
+import { LN_SQRT_2PI, lnNormCdf, lnNormPdf, millsRatio, oneMinusYMills } from './normal-distribution.ts';
 
 /** Calendar days to expiry → years (ACT/365F: days / 365). */
 export function yearsFromDays(days: number): number {
   return days / DAYS_PER_YEAR;
-}
-
-const INV_SQRT_2PI = 0.398942280401432677939946059934; // 1/sqrt(2π)
-const SQRT_32 = 5.656854249492380195206754896838; // sqrt(32)
-
-/**
- * exp(−x²/2) without the rounding error of forming x² for large |x|:
- * x is split into a 4-bit-fraction part xs (xs² is exact) and a remainder,
- * exp(−x²/2) = exp(−xs²/2)·exp(−(x−xs)(x+xs)/2). (Cody's device.)
- */
-function expHalfSquareNeg(x: number): number {
-  const xs = Math.trunc(x * 16) / 16;
-  const del = (x - xs) * (x + xs);
-  return Math.exp(-xs * xs * 0.5) * Math.exp(-del * 0.5);
-}
-
-/** Standard normal density φ(x). */
-export function normPdf(x: number): number {
-  if (Number.isNaN(x)) return NaN;
-  if (!Number.isFinite(x)) return 0;
-  return INV_SQRT_2PI * expHalfSquareNeg(x);
-}
-
-// W. J. Cody's rational Chebyshev approximations for the normal integral
-// (Cody 1969, "Rational Chebyshev approximations for the error function",
-// Math. Comp. 23; the ANORM form of ACM TOMS Algorithm 715, 1993). Maximum
-// relative error of each approximation on its interval is below 1e-18, so in
-// double precision the result is accurate to a few ulps in both tails.
-// |x| <= 0.67448975: N(x) = 1/2 + x·A(x²)/B(x²)
-const A = [2.2352520354606839287, 161.02823106855587881, 1067.6894854603709582, 18154.981253343561249, 0.065682337918207449113];
-const B = [47.20258190468824187, 976.09855173777669322, 10260.932208618978205, 45507.789335026729956];
-// 0.67448975 < |x| <= sqrt(32): tail = exp(−x²/2)·C(|x|)/D(|x|)
-const C = [
-  0.39894151208813466764, 8.8831497943883759412, 93.506656132177855979, 597.27027639480026226, 2494.5375852903726711, 6848.1904505362823326,
-  11602.651437647350124, 9842.7148383839780218, 1.0765576773720192317e-8,
-];
-const D = [
-  22.266688044328115691, 235.38790178262499861, 1519.377599407554805, 6485.558298266760755, 18615.571640885098091, 34900.952721145977266, 38912.003286093271411,
-  19685.429676859990727,
-];
-// |x| > sqrt(32): tail = exp(−x²/2)/|x| · (1/sqrt(2π) − P(1/x²)/(x²·Q(1/x²)))
-const P = [0.21589853405795699, 0.1274011611602473639, 0.022235277870649807, 0.001421619193227893466, 2.9112874951168792e-5, 0.02307344176494017303];
-const Q = [1.28426009614491121, 0.468238212480865118, 0.0659881378689285515, 0.00378239633202758244, 7.29751555083966205e-5];
-
-/**
- * Cody's rational forms for |x| > 0.67448975, without the factor e^{−x²/2}:
- * the Mills ratio R(y) = Φ(−y)/φ(y), and for y > sqrt(32) also
- * g(y) = 1 − y·R(y) = sqrt(2π)·r, formed without cancellation.
- */
-function millsRational(y: number): { mills: number; oneMinusYMills: number | null } {
-  if (y <= SQRT_32) {
-    let num = C[8] * y;
-    let den = y;
-    for (let i = 0; i < 7; i++) {
-      num = (num + C[i]) * y;
-      den = (den + D[i]) * y;
-    }
-    return { mills: (num + C[7]) / (den + D[7]) / INV_SQRT_2PI, oneMinusYMills: null };
-  }
-  const ysq = 1 / (y * y);
-  let num = P[5] * ysq;
-  let den = ysq;
-  for (let i = 0; i < 4; i++) {
-    num = (num + P[i]) * ysq;
-    den = (den + Q[i]) * ysq;
-  }
-  const r = (ysq * (num + P[4])) / (den + Q[4]);
-  return { mills: (INV_SQRT_2PI - r) / (y * INV_SQRT_2PI), oneMinusYMills: r / INV_SQRT_2PI };
-}
-
-/**
- * Upper tail Φ(−|x|) = P(Z > |x|) for |x| > 0.67448975, accurate in relative
- * terms (no cancellation).
- */
-function upperTailAbs(y: number): number {
-  if (y <= SQRT_32) {
-    let num = C[8] * y;
-    let den = y;
-    for (let i = 0; i < 7; i++) {
-      num = (num + C[i]) * y;
-      den = (den + D[i]) * y;
-    }
-    return (expHalfSquareNeg(y) * (num + C[7])) / (den + D[7]);
-  }
-  if (y >= 38.5) return 0; // below the smallest subnormal double
-  const ysq = 1 / (y * y);
-  let num = P[5] * ysq;
-  let den = ysq;
-  for (let i = 0; i < 4; i++) {
-    num = (num + P[i]) * ysq;
-    den = (den + Q[i]) * ysq;
-  }
-  const r = (ysq * (num + P[4])) / (den + Q[4]);
-  return (expHalfSquareNeg(y) * (INV_SQRT_2PI - r)) / y;
-}
-
-/**
- * Standard normal cumulative distribution function Φ(x) = P(Z <= x).
- * Absolute error below 1e-16 everywhere; relative error a few ulps for x < 0
- * (so Φ(−x) is the accurate way to get an upper tail).
- */
-export function normCdf(x: number): number {
-  if (Number.isNaN(x)) return NaN;
-  const y = Math.abs(x);
-  if (y <= 0.67448975) {
-    let num = 0;
-    let den = 0;
-    if (y > 1.1102230246251565e-16) {
-      const xsq = x * x;
-      num = A[4] * xsq;
-      den = xsq;
-      for (let i = 0; i < 3; i++) {
-        num = (num + A[i]) * xsq;
-        den = (den + B[i]) * xsq;
-      }
-    }
-    return 0.5 + (x * (num + A[3])) / (den + B[3]);
-  }
-  const tail = upperTailAbs(y);
-  return x > 0 ? 1 - tail : tail;
 }
 
 export type OptionType = 'call' | 'put';
@@ -172,8 +58,6 @@ export interface Greeks {
   rho: number;
 }
 
-/** Why a figure has no double: its magnitude is above the largest double (≈1.8e308) or, not being 0, below the smallest (≈4.9e-324). */
-export type NumericRangeReason = 'overflow' | 'underflow';
 export type OptionFigure = 'price' | keyof Greeks;
 
 export interface OptionPriceResult {
@@ -206,93 +90,20 @@ export function assertMarketInputs(i: { spot: number; timeYears: number; rate: n
 // ---------------------------------------------------------------------------
 // Numerics over the whole double range.
 //
-// Ordinary inputs take the textbook formulas (`directFigures`), when no
+// Ordinary inputs take the textbook formulas (`directFigures`, bsm-textbook.ts), when no
 // factor is near the ends of the range and the price is not a cancellation.
 // Otherwise: every BSM figure is homogeneous in (spot, strike): the price,
 // vega, rho and theta of degree 1, delta of degree 0, gamma of degree −1. The inputs are
 // scaled by an exact power of two 2^k so the scaled pair sits near 1, the
 // figures are computed there as sign·e^L (L a sum of logarithms, so no
 // product overflows or underflows on the way), and each is scaled back by
-// 2^(degree·k) in one step (`expTimesPow2`). A figure comes out ±Infinity only
+// 2^(degree·k) in one step (`expTimesPow2`, double-range.ts). A figure comes out ±Infinity only
 // when its true magnitude is above the largest double, and 0 only when it is
 // below the smallest: `nullReasons` says so.
 // ---------------------------------------------------------------------------
 
-const LN_SQRT_2PI = 0.918938533204672741780329736406; // ln sqrt(2π)
-// ln 2 in two parts (fdlibm): j·LN2_HI is exact for |j| < 2^20.
-const LN2_HI = 6.9314718036912381649e-1;
-const LN2_LO = 1.9082149292705877e-10;
 const LN_100 = Math.log(100);
 const LN_365 = Math.log(DAYS_PER_YEAR);
-
-/** v·2^n, exact whenever the result is a normal double, without an intermediate overflow or underflow. */
-export function ldexp(v: number, n: number): number {
-  if (v === 0 || !Number.isFinite(v)) return v;
-  let e = Math.round(n);
-  if (e > 2200) return v * Infinity;
-  if (e < -2200) return v * 0;
-  while (e > 1023) {
-    v *= 2 ** 1023;
-    e -= 1023;
-  }
-  while (e < -1022) {
-    v *= 2 ** -1022;
-    e += 1022;
-  }
-  return v * 2 ** e;
-}
-
-/** The binary exponent of a positive finite double (subnormals included): v = m·2^e, 1 ≤ m < 2. */
-export function binaryExponent(v: number): number {
-  let e = Math.floor(Math.log2(v));
-  // log2 can round across a power of two; settle it exactly.
-  if (ldexp(v, -e) >= 2) e += 1;
-  else if (ldexp(v, -e) < 1) e -= 1;
-  return e;
-}
-
-/** e^L · 2^n: ±0 on underflow, Infinity on overflow, else accurate to the rounding of L. */
-export function expTimesPow2(L: number, n: number): number {
-  if (Number.isNaN(L)) return NaN;
-  if (L === -Infinity) return 0;
-  if (L === Infinity) return Infinity;
-  if (n === 0 && L > -708 && L < 709) return Math.exp(L);
-  const total = L + n * Math.LN2;
-  if (total > 710) return Infinity;
-  if (total < -746) return 0;
-  const j = Math.round(L / Math.LN2);
-  const rem = L - j * LN2_HI - j * LN2_LO;
-  return ldexp(Math.exp(rem), j + n);
-}
-
-/** ln φ(x), with Cody's split of x² (exact for the truncated part). */
-export function lnNormPdf(x: number): number {
-  if (Number.isNaN(x)) return NaN;
-  if (!Number.isFinite(x)) return -Infinity;
-  const xs = Math.trunc(x * 16) / 16;
-  return -LN_SQRT_2PI - 0.5 * xs * xs - 0.5 * (x - xs) * (x + xs);
-}
-
-/** Mills ratio R(y) = Φ(−y)/φ(y), accurate in relative terms for every y ≥ −8 (and finite beyond). */
-export function millsRatio(y: number): number {
-  if (y > 0.67448975) return millsRational(y).mills;
-  return normCdf(-y) / normPdf(y);
-}
-
-/** g(y) = 1 − y·R(y) > 0, the slope −R'(y); without cancellation for y > sqrt(32). */
-function oneMinusYMills(y: number): number {
-  if (y > SQRT_32) return millsRational(y).oneMinusYMills as number;
-  return 1 - y * millsRatio(y);
-}
-
-/** ln Φ(x), accurate in relative terms of Φ everywhere (−Infinity only at x = −Infinity or beyond ln of any double). */
-export function lnNormCdf(x: number): number {
-  if (Number.isNaN(x)) return NaN;
-  if (x > 0) return Math.log1p(-normCdf(-x));
-  if (x > -0.67448975) return Math.log(normCdf(x));
-  if (x === -Infinity) return -Infinity;
-  return lnNormPdf(x) + Math.log(millsRatio(-x));
-}
 
 // 16-point Gauss–Legendre on [−1, 1] (nodes ±ξ, weights w), for the narrow
 // integral in lnOtmBlack. Standard tabulated values (Abramowitz & Stegun 25.4).
@@ -371,11 +182,6 @@ export function bsmD1D2(
   }
   const d1 = m / sigmaSqrtT + 0.5 * sigmaSqrtT;
   return { d1, d2: d1 - sigmaSqrtT, sigmaSqrtT, m };
-}
-
-interface Term {
-  sign: number;
-  ln: number;
 }
 
 /**
@@ -462,79 +268,4 @@ export function priceOption(input: OptionPricingInput): OptionPriceResult {
   if (theta.reason) nullReasons.theta = theta.reason;
   else note('theta', theta.value, true);
   return { price, greeks, d1, d2, nullReasons };
-}
-
-// Smallest magnitude the direct evaluation accepts for a factor: far above the
-// subnormals, so no product of two or three of them loses a bit.
-const DIRECT_FLOOR = 1e-280;
-
-/**
- * The textbook evaluation, taken when it is safe, null otherwise. It is the
- * ordinary case, and several times cheaper than the log-space evaluation (the
- * implied-volatility solver prices an option dozens of times). Safe means:
- * every factor and figure a normal double well inside the range; the price at
- * least 1/8 of the larger of its two terms (the difference loses at most 3
- * bits); and |d1|, |d2| ≤ 6 (the rounding of d, which N(d) magnifies by d,
- * stays small). Then it is accurate to a few 1e-14 relative, as the log-space
- * evaluation.
- */
-function directFigures(
-  S: number,
-  K: number,
-  T: number,
-  r: number,
-  sigma: number,
-  q: number,
-  type: OptionType,
-  d1: number,
-  d2: number,
-  sigmaSqrtT: number,
-): { price: number; greeks: Greeks } | null {
-  const sqrtT = Math.sqrt(T);
-  const dq = Math.exp(-q * T);
-  const sDq = S * dq;
-  const kDr = K * Math.exp(-r * T);
-  const pdf1 = normPdf(d1);
-  const call = type === 'call';
-  const n1 = normCdf(call ? d1 : -d1); // N(±d1)
-  const n2 = normCdf(call ? d2 : -d2); // N(±d2)
-  for (const v of [sDq, kDr, pdf1, n1, n2, sigmaSqrtT, S * sigmaSqrtT]) if (!(v > DIRECT_FLOOR && v < 1e280)) return null;
-  const t1 = sDq * n1;
-  const t2 = kDr * n2;
-  const price = call ? t1 - t2 : t2 - t1;
-  if (!(price >= Math.max(t1, t2) / 8 && Math.abs(d1) <= 6 && Math.abs(d2) <= 6)) return null;
-  const sgn = call ? 1 : -1;
-  const thetaAnnual = -(sDq * pdf1 * sigma) / (2 * sqrtT) - sgn * r * t2 + sgn * q * t1;
-  const greeks: Greeks = {
-    delta: sgn * dq * n1,
-    gamma: (dq * pdf1) / (S * sigmaSqrtT),
-    theta: thetaAnnual / DAYS_PER_YEAR,
-    vega: (sDq * pdf1 * sqrtT) / 100,
-    rho: (sgn * t2 * T) / 100,
-  };
-  // Each figure well inside the range too (theta aside: it can be near 0 by itself).
-  for (const v of [price, greeks.delta, greeks.gamma, greeks.vega, greeks.rho]) if (!(Math.abs(v) > DIRECT_FLOOR && Math.abs(v) < 1e280)) return null;
-  if (!(Math.abs(thetaAnnual) < 1e280)) return null;
-  return { price, greeks };
-}
-
-/**
- * Σ sign·e^{ln + shiftLn} · 2^k, formed relative to the largest term so no
- * term overflows or underflows on its own. An exact cancellation gives 0 (a
- * true zero up to rounding); when every term is below the smallest double the
- * reason is 'underflow'.
- */
-function signedSum(terms: readonly Term[], k: number, shiftLn: number): { value: number; reason: NumericRangeReason | null } {
-  const live = terms.filter((t) => t.ln > -Infinity && !Number.isNaN(t.ln));
-  if (live.length === 0) return { value: 0, reason: 'underflow' };
-  const top = Math.max(...live.map((t) => t.ln));
-  // Each of the (at most 3) terms below e^−760: their sum is below the smallest double.
-  if (top + shiftLn + k * Math.LN2 < -760) return { value: 0, reason: 'underflow' };
-  let acc = 0;
-  for (const t of live) acc += t.sign * Math.exp(t.ln - top);
-  if (acc === 0) return { value: 0, reason: null };
-  const value = Math.sign(acc) * expTimesPow2(top + Math.log(Math.abs(acc)) + shiftLn, k);
-  if (!Number.isFinite(value)) return { value, reason: 'overflow' };
-  if (value === 0) return { value, reason: 'underflow' };
-  return { value, reason: null };
 }

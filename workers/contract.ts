@@ -6,13 +6,14 @@
 // loads the task modules themselves, on its threads or, for the closed forms,
 // on the calling thread.
 import type { BetaResult } from './beta.ts';
-import type { Greeks, NumericRangeReason, OptionPriceResult, OptionPricingInput, OptionType } from './black-scholes.ts';
+import type { Greeks, OptionPriceResult, OptionPricingInput, OptionType } from './black-scholes.ts';
 import type { CorrelationInstrument, CorrelationMatrixResult, DatedCloses } from './correlation.ts';
+import type { NumericRangeReason } from './double-range.ts';
 import type { ChainGreeksInput, ContractGreeks } from './option-greeks.ts';
 import type { OptionLeg } from './option-structures.ts';
 import type { ProbabilityInput, ProbabilityResult } from './probability.ts';
 import type { SourceLead, SourceLeadsInput } from './source-leads.ts';
-import type { StrategyAssumptions, StrategyFigure, StrategyInput, StrategyResult } from './strategy-ev.ts';
+import type { StrategyAssumptions, StrategyFigure, StrategyInput, StrategyResult } from './strategy-types.ts';
 import type { OhlcvBars, TechnicalsData } from './technicals.ts';
 import type { StrikeIv, volatilitySnapshot, VolatilitySnapshotInput } from './vol-stats.ts';
 

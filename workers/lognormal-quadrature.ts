@@ -13,7 +13,7 @@
  * normal densities centred at σ√T and 2σ√T, are also cut 12 of their
  * standard deviations out).
  */
-import { normCdf } from './black-scholes.ts';
+import { normCdf } from './normal-distribution.ts';
 
 export interface IntegrationInfo {
   method: 'gauss-legendre';

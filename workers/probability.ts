@@ -18,7 +18,9 @@
  *    says whether that floor was active.
  */
 
-import { assertMarketInputs, bsmD1D2, logRatio, normCdf, type NumericRangeReason } from './black-scholes.ts';
+import { assertMarketInputs, bsmD1D2, logRatio } from './black-scholes.ts';
+import type { NumericRangeReason } from './double-range.ts';
+import { normCdf } from './normal-distribution.ts';
 
 type Direction = 'long' | 'short';
 

@@ -3,7 +3,7 @@ import type { ISql } from '../db/sql.ts';
 import { ingestCounts, type StagedIngestKind } from '../ingest/kind.ts';
 import { repeatedStagedKeys } from '../ingest/repository.ts';
 import { rejectFirstRow } from '../ingest/service.ts';
-import * as repo from './repository.ts';
+import * as staged from './staged-repository.ts';
 import { InstrumentIngestSchema, type InstrumentIngestRow } from './schema.ts';
 import { dayOf } from './service.ts';
 
@@ -25,7 +25,7 @@ async function rejectFound<T extends { row_index: number }>(check: PromiseLike<r
  * earlier in the batch. The message names the holder's id.
  */
 async function rejectTakenSymbols(tx: ISql) {
-  await rejectFound(repo.stagedSymbolClashes(tx), 'id', (r) =>
+  await rejectFound(staged.stagedSymbolClashes(tx), 'id', (r) =>
     r.holder_row === null
       ? `required: ${r.symbol} is held on overlapping days by the stored instrument ${r.holder_id} of the same asset class and exchange; include its id to update it`
       : `required: ${r.symbol} is held on overlapping days by row ${r.holder_row} of this batch (same asset class and exchange); one row per instrument`,
@@ -80,23 +80,23 @@ export const instrumentIngest: StagedIngestKind<InstrumentIngestRow> = {
   async apply(tx) {
     await rejectFirstRow(repeatedStagedKeys(tx, 'id'), 'id', 'the same instrument id appears twice in the batch');
     await rejectFirstRow(
-      repo.stagedNewWithoutSymbols(tx),
+      staged.stagedNewWithoutSymbols(tx),
       'symbols',
       'required for an instrument not stored yet; only a stored instrument keeps its history when symbols is left out',
     );
     await rejectTakenSymbols(tx);
-    await repo.assignStagedIds(tx);
-    const counts = await repo.upsertStagedInstruments(tx);
-    await repo.replaceStagedSymbols(tx);
-    await repo.replaceStagedBrokerCodes(tx);
+    await staged.assignStagedIds(tx);
+    const counts = await staged.upsertStagedInstruments(tx);
+    await staged.replaceStagedSymbols(tx);
+    await staged.replaceStagedBrokerCodes(tx);
     // The day GET /v1/instruments/{id} maps the symbol on.
     const day = dayOf(undefined);
     await rejectFound(
-      repo.stagedCurrentSymbolContradictions(tx, day),
+      staged.stagedCurrentSymbolContradictions(tx, day),
       'currentSymbol',
       (r) => `is read-only and contradicts the symbol history, which gives ${r.symbol === null ? 'no symbol' : r.symbol} on ${day}; change symbols instead`,
     );
-    const ids = await repo.stagedIds(tx, 10_000);
+    const ids = await staged.stagedIds(tx, 10_000);
     return {
       rows: counts.rows,
       inserted: counts.inserted,

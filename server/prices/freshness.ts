@@ -5,7 +5,10 @@ import { freshness, seriesFreshness, utcDay, type Freshness, type SeriesStaleRea
 // What a price read's meta.stale needs to know of each series beyond the bars
 // it returned: the last bar on or before the read's day, wherever the read's
 // window lies (docs/api.md, "Freshness"). One descent of the primary key per
-// instrument.
+// instrument. The knowledge rule is written out here rather than read through
+// dailyBarsAt or the intraday reads' minuteBarsAt, whose union the planner cannot descend with a
+// LIMIT 1: on 400 instruments × 2,500 bars (TimescaleDB 2.28.3) the newest
+// bar known at an instant took 1,245 ms through dailyBarsAt and 19-23 ms so.
 
 /**
  * Each known instrument's asset class and last daily bar dated on or before

@@ -385,17 +385,16 @@ const INTRADAY_NAMES = columnNames(INTRADAY_COLUMNS);
 /**
  * The 1-minute bars as known at `knownAt` (sql/019): a bar known then as it
  * stands, else its latest revision known then (revisions stated known at
- * the same instant: the one replaced last). Coarser intervals are bucketed
- * from those minutes as the stored rollups are (prices/repository.ts,
- * rollupOf). The instrument and window filters of the statement reach inside.
+ * the same instant: the one replaced last). Same columns as intraday_bars;
+ * the instrument and window filters of the statement reach inside.
  */
-function intradayBarsAt(sql: ISql, knownAt: Date, interval: Interval): Fragment {
+function minuteBarsAt(sql: ISql, knownAt: Date): Fragment {
   const columns = (alias: string) =>
     identifierList(
       sql,
       INTRADAY_NAMES.map((c) => `${alias}.${c}`),
     );
-  const minutes = sql`(
+  return sql`(
     select ${columns('b')}
     from intraday_bars b
     where b.known_at <= ${knownAt}
@@ -409,6 +408,11 @@ function intradayBarsAt(sql: ISql, knownAt: Date, interval: Interval): Fragment 
       order by r.instrument_id, r.bar_ts, r.known_at desc, r.replaced_seq desc
     ) r
   )`;
+}
+
+/** The bars at `interval` as known at `knownAt`: the minutes (minuteBarsAt), bucketed as the stored rollups are (prices/repository.ts, rollupOf). */
+function intradayBarsAt(sql: ISql, knownAt: Date, interval: Interval): Fragment {
+  const minutes = minuteBarsAt(sql, knownAt);
   return interval === '1min' ? minutes : rollupOf(sql, minutes, interval);
 }
 

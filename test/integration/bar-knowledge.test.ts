@@ -17,6 +17,22 @@ afterAll(() => svc.stop());
 
 const closes = (body: { data: { closePrice: number }[] }) => body.data.map((b) => b.closePrice);
 
+/** A 1-minute bar of `close` (open the same, high and low half a unit away). */
+const minute = (instrumentId: string, barTimestamp: string, close: number, extra: Record<string, unknown> = {}) => ({
+  instrumentId,
+  barTimestamp,
+  openPrice: close,
+  highPrice: close + 0.5,
+  lowPrice: close - 0.5,
+  closePrice: close,
+  volume: 10,
+  quoteCurrency: 'USD',
+  quoteUnit: 'USD per share',
+  source: 'test-fixture',
+  asOf: '2024-01-01T00:00:00.000Z',
+  ...extra,
+});
+
 describe('daily bars as known at asOf', () => {
   let id: string;
   const window = 'from=2023-03-01&to=2023-03-03';
@@ -125,32 +141,18 @@ describe('the knowledge time an upload states', () => {
 
 describe('intraday bars as known at asOf', () => {
   let id: string;
-  const minute = (barTimestamp: string, close: number, extra: Record<string, unknown> = {}) => ({
-    instrumentId: id,
-    barTimestamp,
-    openPrice: close,
-    highPrice: close + 0.5,
-    lowPrice: close - 0.5,
-    closePrice: close,
-    volume: 10,
-    quoteCurrency: 'USD',
-    quoteUnit: 'USD per share',
-    source: 'test-fixture',
-    asOf: '2024-01-01T00:00:00.000Z',
-    ...extra,
-  });
   const read = (query: string) => svc.get(`/v1/instruments/${id}/intraday?from=2023-03-01&to=2023-03-01${query}`, key);
 
   beforeAll(async () => {
     ({ id } = await createInstrument(svc));
     // Each minute known when it ends.
     await ingest(svc, '/bars/intraday', [
-      minute('2023-03-01T14:30:00Z', 10, { knownAt: '2023-03-01T14:31:00Z' }),
-      minute('2023-03-01T14:31:00Z', 11, { knownAt: '2023-03-01T14:32:00Z' }),
-      minute('2023-03-01T14:32:00Z', 12, { knownAt: '2023-03-01T14:33:00Z' }),
+      minute(id, '2023-03-01T14:30:00Z', 10, { knownAt: '2023-03-01T14:31:00Z' }),
+      minute(id, '2023-03-01T14:31:00Z', 11, { knownAt: '2023-03-01T14:32:00Z' }),
+      minute(id, '2023-03-01T14:32:00Z', 12, { knownAt: '2023-03-01T14:33:00Z' }),
     ]);
     // The 14:31 minute corrected to 15, known the next day.
-    await ingest(svc, '/bars/intraday', [minute('2023-03-01T14:31:00Z', 15, { knownAt: '2023-03-02T00:00:00Z' })]);
+    await ingest(svc, '/bars/intraday', [minute(id, '2023-03-01T14:31:00Z', 15, { knownAt: '2023-03-02T00:00:00Z' })]);
   });
 
   it('gives each 1-minute bar as known at asOf, and the latest without it', async () => {
@@ -185,13 +187,13 @@ describe('intraday bars as known at asOf', () => {
   });
 
   it('refuses a correction stated known before the minute it replaces', async () => {
-    const res = await svc.admin('POST', '/bars/intraday', [minute('2023-03-01T14:32:00Z', 13, { knownAt: '2023-03-01T14:33:00Z' })]);
+    const res = await svc.admin('POST', '/bars/intraday', [minute(id, '2023-03-01T14:32:00Z', 13, { knownAt: '2023-03-01T14:33:00Z' })]);
     // Same instant as the stored revision: allowed, the later upload is the later revision.
     expect(res.status).toBe(200);
-    const early = await svc.admin('POST', '/bars/intraday', [minute('2023-03-01T14:32:00Z', 14, { knownAt: '2023-03-01T14:32:30Z' })]);
+    const early = await svc.admin('POST', '/bars/intraday', [minute(id, '2023-03-01T14:32:00Z', 14, { knownAt: '2023-03-01T14:32:30Z' })]);
     expect(early.body.error.details).toEqual({ 'rows[0].knownAt': ["must not precede the end of the bar's minute"] });
     // The 14:31 minute stands at 15, known 2023-03-02: a revision stated known before that is refused.
-    const refused = await svc.admin('POST', '/bars/intraday', [minute('2023-03-01T14:31:00Z', 16, { knownAt: '2023-03-01T15:00:00Z' })]);
+    const refused = await svc.admin('POST', '/bars/intraday', [minute(id, '2023-03-01T14:31:00Z', 16, { knownAt: '2023-03-01T15:00:00Z' })]);
     expect(refused.status).toBe(400);
     expect(refused.body.error.details.knownAt[0]).toContain('barTimestamp 2023-03-01T14:31:00.000Z states knownAt 2023-03-01T15:00:00.000Z');
     expect(closes((await read('&interval=1min')).body)).toEqual([10, 15, 13]);
@@ -202,21 +204,6 @@ describe('intraday bars as known at asOf', () => {
 describe('revisions of bars in compressed chunks (full TimescaleDB)', () => {
   // Production compresses daily chunks older than 3 years and minute chunks older than 30 days (sql/002). A
   // correction to a compressed bar must keep what it replaced and be read as known, as on any other chunk.
-  const minute = (id: string, barTimestamp: string, close: number, extra: Record<string, unknown> = {}) => ({
-    instrumentId: id,
-    barTimestamp,
-    openPrice: close,
-    highPrice: close + 0.5,
-    lowPrice: close - 0.5,
-    closePrice: close,
-    volume: 10,
-    quoteCurrency: 'USD',
-    quoteUnit: 'USD per share',
-    source: 'test-fixture',
-    asOf: '2024-01-01T00:00:00.000Z',
-    ...extra,
-  });
-
   it('keeps and reads the replaced revisions of daily and 1-minute bars whose chunks are compressed', async (ctx) => {
     const [{ tier }] = await svc.sql<{ tier: string }[]>`select tier from storage_tier`;
     if (tier !== 'timescaledb') return ctx.skip();

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { normCdf, normPdf, priceOption, yearsFromDays, type OptionPricingInput } from '../../workers/black-scholes.ts';
+import { priceOption, yearsFromDays, type OptionPricingInput } from '../../workers/black-scholes.ts';
+import { normCdf, normPdf } from '../../workers/normal-distribution.ts';
 import { DAY_COUNT_CONVENTION, DAYS_PER_YEAR } from '../../workers/contract.ts';
 
 // Reference values below are INDEPENDENT of the code under test: they were

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { normCdf } from '../../workers/black-scholes.ts';
+import { normCdf } from '../../workers/normal-distribution.ts';
 import { probabilityOfTarget, type ProbabilityInput } from '../../workers/probability.ts';
 
 // Expected values are from mpmath at 30 digits (independent of the code under

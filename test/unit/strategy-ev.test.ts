@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { normCdf, priceOption } from '../../workers/black-scholes.ts';
+import { priceOption } from '../../workers/black-scholes.ts';
 import { gaussLegendre } from '../../workers/lognormal-quadrature.ts';
+import { normCdf } from '../../workers/normal-distribution.ts';
 import { STRUCTURES, checkStructure, type OptionLeg } from '../../workers/option-structures.ts';
-import { evaluateStrategy as evaluateRaw, type StrategyInput, type StrategyResult } from '../../workers/strategy-ev.ts';
+import { evaluateStrategy as evaluateRaw } from '../../workers/strategy-ev.ts';
+import type { StrategyInput, StrategyResult } from '../../workers/strategy-types.ts';
 import { STRUCTURE_NAMES, type StructureName } from '../../workers/contract.ts';
 
 // Independent references used here:

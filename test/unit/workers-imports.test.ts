@@ -104,6 +104,14 @@ describe('what the request thread loads from workers/', () => {
   });
 
   it('when the request thread computes a closed form, then workers/closed-forms.ts loads the pricing modules and no library', () => {
-    expect(runtimeClosure('closed-forms.ts')).toEqual(['black-scholes.ts', 'contract.ts', 'option-structures.ts', 'probability.ts']);
+    expect(runtimeClosure('closed-forms.ts')).toEqual([
+      'black-scholes.ts',
+      'bsm-textbook.ts',
+      'contract.ts',
+      'double-range.ts',
+      'normal-distribution.ts',
+      'option-structures.ts',
+      'probability.ts',
+    ]);
   });
 });

@@ -1,0 +1,271 @@
+import { z } from 'zod';
+import { BooleanValue, finiteNumber, NonNegativeNumber, PositiveNumber } from '../ingest/fields.ts';
+import { copyField } from '../ingest/copy-text.ts';
+import { instrumentIdOf, InstrumentIdSchema } from '../core/ids.ts';
+import { DateSchema, InstantSchema, isDate, isInstant } from '../core/time.ts';
+
+// A bar upload's rows: their schemas, the hand-written hot path that checks
+// the common well-formed row (IngestKind.fastRow), and its COPY encoding
+// (IngestKind.copyLine). The upload writers are in ingest.ts.
+
+const nullable = <T extends z.ZodType>(schema: T) =>
+  schema
+    .nullable()
+    .optional()
+    .transform((v) => v ?? null);
+
+const CURRENCY_RE = /^[A-Z]{3}$/;
+export const MINUTE_MS = 60_000;
+
+const barFields = {
+  instrumentId: InstrumentIdSchema,
+  openPrice: nullable(PositiveNumber),
+  highPrice: nullable(PositiveNumber),
+  lowPrice: nullable(PositiveNumber),
+  closePrice: PositiveNumber,
+  volume: nullable(NonNegativeNumber),
+  quoteCurrency: z.string().regex(CURRENCY_RE, 'must be an ISO 4217 code'),
+  quoteUnit: z.string().trim().min(1).max(50),
+  source: z.string().trim().min(1).max(200),
+  asOf: InstantSchema.describe('when the source published or we captured this bar'),
+  knownAt: InstantSchema.optional().describe(
+    'when this revision of the bar became known, for back-filling a history of corrections (docs/api.md, "Point in time"); at most the time of the upload, and not before the bar; default: the instant the upload began',
+  ),
+};
+
+/** The earliest instant a bar can be known at: the start of its day (daily), the end of its minute (intraday). */
+const daily = { earliestKnown: (barDate: string) => Date.parse(`${barDate}T00:00:00.000Z`), what: "the start of the bar's day" };
+const intraday = { earliestKnown: (barTimestamp: string) => Date.parse(barTimestamp) + MINUTE_MS, what: "the end of the bar's minute" };
+
+/** Whether a bar known no earlier than `earliest` can state `knownAt`: not after now, not before the bar. */
+function knowable(knownAt: string, earliest: number): boolean {
+  const t = Date.parse(knownAt);
+  return t <= Date.now() && t >= earliest;
+}
+
+function checkKnownAt(row: { knownAt?: string }, earliest: number, what: string, ctx: z.RefinementCtx) {
+  if (row.knownAt === undefined) return;
+  const t = Date.parse(row.knownAt);
+  if (t > Date.now()) ctx.addIssue({ code: 'custom', path: ['knownAt'], message: 'must not be in the future' });
+  else if (t < earliest) ctx.addIssue({ code: 'custom', path: ['knownAt'], message: `must not precede ${what}` });
+}
+
+type OhlcRow = { openPrice: number | null; highPrice: number | null; lowPrice: number | null; closePrice: number };
+
+function checkOhlc(row: OhlcRow, ctx: z.RefinementCtx) {
+  const { openPrice: o, highPrice: h, lowPrice: l, closePrice: c } = row;
+  const inside = [o, c].filter((v): v is number => v !== null);
+  if (h !== null && inside.some((v) => v > h)) ctx.addIssue({ code: 'custom', path: ['highPrice'], message: 'must be at least open and close' });
+  if (l !== null && inside.some((v) => v < l)) ctx.addIssue({ code: 'custom', path: ['lowPrice'], message: 'must be at most open and close' });
+  if (h !== null && l !== null && l > h) ctx.addIssue({ code: 'custom', path: ['lowPrice'], message: 'must not exceed highPrice' });
+}
+
+export const DailyBarRowSchema = z
+  .strictObject({
+    ...barFields,
+    barDate: DateSchema,
+    stale: BooleanValue.default(false),
+    priceBasis: z.enum(['raw', 'vendor_adjusted']).default('raw').describe('vendor_adjusted: the source already applied actions'),
+    reflectsActionsThrough: nullable(DateSchema).describe('for vendor_adjusted bars: the last action effective date the source reflects'),
+  })
+  .superRefine((row, ctx) => {
+    checkOhlc(row, ctx);
+    checkKnownAt(row, daily.earliestKnown(row.barDate), daily.what, ctx);
+    if ((row.priceBasis === 'vendor_adjusted') !== (row.reflectsActionsThrough !== null)) {
+      ctx.addIssue({ code: 'custom', path: ['reflectsActionsThrough'], message: 'required exactly when priceBasis is vendor_adjusted' });
+    }
+  });
+
+export const IntradayBarRowSchema = z
+  .strictObject({
+    ...barFields,
+    openPrice: PositiveNumber,
+    highPrice: PositiveNumber,
+    lowPrice: PositiveNumber,
+    barTimestamp: InstantSchema.refine((s) => new Date(s).getTime() % 60_000 === 0, 'must be on a whole minute (1-minute bars only)'),
+  })
+  .superRefine((row, ctx) => {
+    checkOhlc(row, ctx);
+    checkKnownAt(row, intraday.earliestKnown(row.barTimestamp), intraday.what, ctx);
+  });
+
+export type DailyBarRow = z.infer<typeof DailyBarRowSchema>;
+export type IntradayBarRow = z.infer<typeof IntradayBarRowSchema>;
+
+// ---- hot path: the common well-formed bar, checked by hand (see IngestKind.fastRow)
+
+const DAILY_KEYS = new Set(Object.keys(DailyBarRowSchema.shape));
+const INTRADAY_KEYS = new Set(Object.keys(IntradayBarRowSchema.shape));
+
+function onlyKeys(raw: object, allowed: Set<string>): boolean {
+  for (const k in raw) if (!allowed.has(k)) return false;
+  return true;
+}
+
+/** A positive number, null for an absent one, undefined when rowSchema must decide. */
+function optionalPositive(v: unknown): number | null | undefined {
+  if (v === undefined || v === null) return null;
+  const n = finiteNumber(v);
+  return n !== undefined && n > 0 ? n : undefined;
+}
+
+/** Text already trimmed and within bounds (so rowSchema's trim would change nothing). */
+function plainText(v: unknown, max: number): string | undefined {
+  return typeof v === 'string' && v.length >= 1 && v.length <= max && v.trim() === v ? v : undefined;
+}
+
+type BarFields = Omit<DailyBarRow, 'barDate' | 'stale' | 'priceBasis' | 'reflectsActionsThrough'>;
+
+/**
+ * The last value a check passed, so a value repeated row after row (an
+ * upload's instrument id for thousands of bars, its one asOf) is checked once:
+ * on 1,000,000 bars the UUID and instant tests took 1.3 s of the request
+ * thread (a CPU profile of npm run bench -- ingest).
+ */
+function lastPassed<T>(check: (v: unknown) => T | undefined): (v: unknown) => T | undefined {
+  let last: unknown;
+  let result: T | undefined;
+  return (v) => {
+    if (v === last && result !== undefined) return result;
+    const checked = check(v);
+    if (checked !== undefined) {
+      last = v;
+      result = checked;
+    }
+    return checked;
+  };
+}
+
+const checkedInstrumentId = lastPassed(instrumentIdOf);
+const checkedAsOf = lastPassed((v) => (isInstant(v) ? v : undefined));
+const checkedKnownAt = lastPassed((v) => (isInstant(v) ? v : undefined));
+
+function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
+  const closePrice = finiteNumber(r.closePrice);
+  const openPrice = optionalPositive(r.openPrice);
+  const highPrice = optionalPositive(r.highPrice);
+  const lowPrice = optionalPositive(r.lowPrice);
+  const volumeRaw = r.volume;
+  const volume = volumeRaw === undefined || volumeRaw === null ? null : finiteNumber(volumeRaw);
+  const quoteUnit = plainText(r.quoteUnit, 50);
+  const source = plainText(r.source, 200);
+  const instrumentId = checkedInstrumentId(r.instrumentId);
+  if (
+    closePrice === undefined ||
+    !(closePrice > 0) ||
+    openPrice === undefined ||
+    highPrice === undefined ||
+    lowPrice === undefined ||
+    volume === undefined ||
+    (volume !== null && !(volume >= 0)) ||
+    quoteUnit === undefined ||
+    source === undefined ||
+    instrumentId === undefined ||
+    typeof r.quoteCurrency !== 'string' ||
+    !CURRENCY_RE.test(r.quoteCurrency) ||
+    checkedAsOf(r.asOf) === undefined ||
+    (r.knownAt !== undefined && checkedKnownAt(r.knownAt) === undefined)
+  ) {
+    return undefined;
+  }
+  // checkOhlc's rules
+  if (highPrice !== null && (closePrice > highPrice || (openPrice !== null && openPrice > highPrice))) return undefined;
+  if (lowPrice !== null && (closePrice < lowPrice || (openPrice !== null && openPrice < lowPrice))) return undefined;
+  if (highPrice !== null && lowPrice !== null && lowPrice > highPrice) return undefined;
+  return {
+    instrumentId,
+    openPrice,
+    highPrice,
+    lowPrice,
+    closePrice,
+    volume,
+    quoteCurrency: r.quoteCurrency,
+    quoteUnit,
+    source,
+    asOf: r.asOf as string,
+    knownAt: r.knownAt as string | undefined,
+  };
+}
+
+export function fastDailyBar(raw: unknown): DailyBarRow | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || !onlyKeys(raw, DAILY_KEYS)) return undefined;
+  const r = raw as Record<string, unknown>;
+  const bar = fastBarFields(r);
+  if (!bar || !isDate(r.barDate)) return undefined;
+  if (bar.knownAt !== undefined && !knowable(bar.knownAt, daily.earliestKnown(r.barDate))) return undefined;
+  const stale = r.stale === undefined || r.stale === false || r.stale === 'false' ? false : r.stale === true || r.stale === 'true' ? true : undefined;
+  const priceBasis = r.priceBasis === undefined ? 'raw' : r.priceBasis === 'raw' || r.priceBasis === 'vendor_adjusted' ? r.priceBasis : undefined;
+  const through = r.reflectsActionsThrough;
+  const reflectsActionsThrough = through === undefined || through === null ? null : isDate(through) ? through : undefined;
+  if (stale === undefined || priceBasis === undefined || reflectsActionsThrough === undefined) return undefined;
+  if ((priceBasis === 'vendor_adjusted') !== (reflectsActionsThrough !== null)) return undefined;
+  return {
+    instrumentId: bar.instrumentId,
+    openPrice: bar.openPrice,
+    highPrice: bar.highPrice,
+    lowPrice: bar.lowPrice,
+    closePrice: bar.closePrice,
+    volume: bar.volume,
+    quoteCurrency: bar.quoteCurrency,
+    quoteUnit: bar.quoteUnit,
+    source: bar.source,
+    asOf: bar.asOf,
+    ...(bar.knownAt !== undefined ? { knownAt: bar.knownAt } : {}),
+    barDate: r.barDate,
+    stale,
+    priceBasis,
+    reflectsActionsThrough,
+  };
+}
+
+export function fastIntradayBar(raw: unknown): IntradayBarRow | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || !onlyKeys(raw, INTRADAY_KEYS)) return undefined;
+  const r = raw as Record<string, unknown>;
+  const bar = fastBarFields(r);
+  if (!bar || bar.openPrice === null || bar.highPrice === null || bar.lowPrice === null) return undefined;
+  if (!isInstant(r.barTimestamp) || Date.parse(r.barTimestamp) % MINUTE_MS !== 0) return undefined;
+  if (bar.knownAt !== undefined && !knowable(bar.knownAt, intraday.earliestKnown(r.barTimestamp))) return undefined;
+  return {
+    instrumentId: bar.instrumentId,
+    openPrice: bar.openPrice,
+    highPrice: bar.highPrice,
+    lowPrice: bar.lowPrice,
+    closePrice: bar.closePrice,
+    volume: bar.volume,
+    quoteCurrency: bar.quoteCurrency,
+    quoteUnit: bar.quoteUnit,
+    source: bar.source,
+    asOf: bar.asOf,
+    ...(bar.knownAt !== undefined ? { knownAt: bar.knownAt } : {}),
+    barTimestamp: r.barTimestamp,
+  };
+}
+
+/**
+ * A number of a bar as COPY text: the decimal text the upload gave, when it
+ * gave text (CSV) and the number is not zero, else JavaScript's text of it.
+ * PostgreSQL reads a decimal into the nearest double, as Number does, so both
+ * store the same value; the row schemas accept numeric text only in a form
+ * both read (fields.ts, NUMERIC_TEXT), and a decimal that reads as zero is
+ * written as 0 (PostgreSQL refuses one that underflows).
+ */
+function numberText(n: number | null, raw: unknown): string {
+  return n === null ? '\\N' : typeof raw === 'string' && n !== 0 ? raw : String(n);
+}
+
+/**
+ * A bar's COPY line, written field by field: the values
+ * copyLine(toStagingValues(row)) gives, with each number spelled as the
+ * upload spelled it (numberText). Only the free text (quoteUnit, source) can
+ * need escaping; ids, dates, instants, codes and booleans were checked to
+ * hold none of COPY's special characters. On 1,000,000 bars the generic
+ * encoder was the request thread's largest cost, 2.6 s of self time in
+ * copyField, most of it writing doubles out again (a CPU profile of npm run
+ * bench -- ingest).
+ */
+export function barFieldsText(r: BarFields, raw: Record<string, unknown>): string {
+  return (
+    `${numberText(r.openPrice, raw.openPrice)}\t${numberText(r.highPrice, raw.highPrice)}\t${numberText(r.lowPrice, raw.lowPrice)}\t` +
+    `${numberText(r.closePrice, raw.closePrice)}\t${numberText(r.volume, raw.volume)}\t${r.quoteCurrency}\t${copyField(r.quoteUnit)}`
+  );
+}
