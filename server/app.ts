@@ -7,7 +7,7 @@ import { adminDocument, publicDocument, referencePage } from './api-reference.ts
 import { compressResponses } from './http/compression.ts';
 import { observeRequests } from './http/observe.ts';
 import { publicRoutes } from './http/router.ts';
-import { registry } from './metrics.ts';
+import { registry, renderMetrics } from './metrics.ts';
 import { Admissions } from './keys/admission.ts';
 import { deriveAll, deriveChanged } from './derive.ts';
 import { adminRouter, requireAdminToken } from './admin/routes.ts';
@@ -15,6 +15,7 @@ import { readStatus } from './admin/status.ts';
 import { dashboardRouter } from './dashboard/routes.ts';
 import { AppError } from './core/errors.ts';
 import { errorMiddleware, routeNotFound } from './http/errors.ts';
+import { ReplicaRouter, withReadScope } from './db/replicas.ts';
 
 function baseApp(): Express {
   const app = express();
@@ -26,7 +27,7 @@ function baseApp(): Express {
 
 function metricsRoute(app: Express): void {
   app.get('/metrics', async (_req, res) => {
-    res.type(registry.contentType).send(await registry.metrics());
+    res.type(registry.contentType).send(await renderMetrics());
   });
 }
 
@@ -40,12 +41,14 @@ export function buildPublicApp(deps: AppDeps): Express {
   const app = baseApp();
   app.use(observeRequests('public', deps.logger, deps.config.CLIENT_IDLE_TIMEOUT_MS));
   app.use(compressResponses());
+  // Which server a request's reads used, and its asOf, for the replica router (db/replicas.ts).
+  if (deps.readDb instanceof ReplicaRouter) app.use((_req, _res, next) => withReadScope(next));
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  // Ready when the primary answers: keys and counting run there, and reads fall back to it.
   app.get('/readyz', async (_req, res) => {
-    await deps.readDb.ping();
-    if (deps.readDb !== deps.db) await deps.db.ping();
+    await deps.db.ping();
     res.json({ status: 'ready' });
   });
   const v1 = publicRoutes(

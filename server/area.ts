@@ -1,5 +1,5 @@
 import type { Config } from './config.ts';
-import type { Database } from './db/database.ts';
+import type { Database, Reads } from './db/database.ts';
 import type { Logger } from './logger.ts';
 import type { WorkerPool } from './worker-pool.ts';
 import type { IngestKind } from './ingest/kind.ts';
@@ -15,8 +15,8 @@ export interface AppDeps {
   db: Database;
   /** Key resolution and request counting (its own pool, committing without waiting for the WAL flush). */
   authDb: Database;
-  /** Read-only queries; the replica when DATABASE_READ_URL is set, else `db`. */
-  readDb: Database;
+  /** Read-only queries: the router over the primary and DATABASE_REPLICA_URLS when replicas are set (db/replicas.ts), else `db`. */
+  readDb: Reads;
   logger: Logger;
   pool: WorkerPool;
   lastUsed: LastUsedRecorder;

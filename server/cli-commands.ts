@@ -10,6 +10,7 @@ import { openDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { Database } from './db/database.ts';
 import { DatabaseHealth, isConnectionFailure } from './db/health.ts';
+import { PoolerRefusal, sessionUrl } from './db/pooler.ts';
 import { createSql } from './db/sql.ts';
 import { createLogger } from './logger.ts';
 import type { BodyFormat } from './ingest/body.ts';
@@ -147,7 +148,7 @@ function formatOfFile(file: string): BodyFormat {
  */
 function operatorMessage(err: unknown, databaseUrl: string | undefined): string | null {
   if (err instanceof AppError) return `${err.code}: ${err.message}${Object.keys(err.details).length ? `\n${JSON.stringify(err.details, null, 2)}` : ''}`;
-  if (err instanceof EmbeddedPostgresError) return err.message;
+  if (err instanceof EmbeddedPostgresError || err instanceof PoolerRefusal) return err.message;
   if (isConnectionFailure(err)) {
     const where = databaseUrl ? `${new URL(databaseUrl).host} (DATABASE_URL)` : 'the embedded PostgreSQL';
     return `cannot reach the database at ${where}: ${(err as Error).message}`;
@@ -167,15 +168,17 @@ export async function runCommand(config: Config, invocation: Invocation): Promis
   let db: Database | null = null;
   try {
     database = await openDatabase(config, { create: invocation.createsDatabase });
-    // An operator's command: statements get no timeout, and a busy pool is waited for.
-    const sql = createSql(database.url, { max: 2, name: 'cli', statementTimeoutMs: 0 });
-    db = new Database('cli', sql, new DatabaseHealth(database.url, 'cli', createLogger('silent')), {
+    // An operator's command: statements get no timeout, and a busy pool is
+    // waited for; it runs on sessions of its own, past any pooler (db/pooler.ts).
+    const url = sessionUrl(database.url, config);
+    const sql = createSql(url, { max: 2, name: 'cli', statementTimeoutMs: 0 });
+    db = new Database('cli', sql, new DatabaseHealth(url, 'cli', createLogger('silent')), {
       connections: 2,
       acquireTimeoutMs: 60_000,
       maxWaiting: 10,
     });
-    if (invocation.name !== 'migrate') await migrate(database.url);
-    const result = await RUNS[invocation.name](db, database.url, invocation.options, invocation.args, config);
+    if (invocation.name !== 'migrate') await migrate(url);
+    const result = await RUNS[invocation.name](db, url, invocation.options, invocation.args, config);
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } catch (err) {

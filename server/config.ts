@@ -12,11 +12,49 @@ export const PROJECT_ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.
 
 export const ConfigSchema = z.object({
   DATABASE_URL: z.string().url().optional().describe('PostgreSQL/TimescaleDB URL; embedded PostgreSQL under DATA_DIR when absent'),
-  DATABASE_READ_URL: z.string().url().optional().describe('optional read replica for read-only queries'),
-  DATABASE_POOL_SIZE: positiveInt.default(10).describe('connections per pool (primary, and the replica when set; the auth pool has two)'),
+  DATABASE_REPLICA_URLS: z
+    .string()
+    .optional()
+    .transform((list, ctx) => {
+      const urls = (list ?? '')
+        .split(',')
+        .map((u) => u.trim())
+        .filter(Boolean);
+      for (const u of urls) if (!URL.canParse(u)) ctx.addIssue({ code: 'custom', message: 'must be a comma-separated list of postgres:// URLs' });
+      return urls;
+    })
+    .describe('streaming replicas (comma-separated URLs) for the read-only routes; writes, keys, counting and sessions stay on DATABASE_URL'),
+  DATABASE_REPLICA_MAX_LAG_MS: positiveInt
+    .default(1000)
+    .describe("a replica whose replay is further than this behind the primary's WAL serves no reads until it catches up"),
+  DATABASE_POOL_MODE: z
+    .enum(['session', 'transaction'])
+    .default('session')
+    .describe(
+      'session: each pooled connection is a session of its own; transaction: a transaction-mode pooler (PgBouncer) sits in front of DATABASE_URL and the replicas, so no settings are sent at connect (the role must hold them) and prepared statements are off',
+    ),
+  DATABASE_PREPARED_STATEMENTS: z
+    .enum(['true', 'false'])
+    .optional()
+    .transform((v) => (v === undefined ? undefined : v === 'true'))
+    .describe(
+      'named prepared statements on pooled connections; default true in session mode, false in transaction mode (PgBouncer 1.21+ with max_prepared_statements can keep them)',
+    ),
+  DATABASE_DIRECT_URL: z
+    .string()
+    .url()
+    .optional()
+    .describe(
+      'PostgreSQL itself, bypassing any pooler, for the migrations and the CLI (they need one session); default DATABASE_URL; required in transaction mode',
+    ),
+  DATABASE_POOL_SIZE: positiveInt.default(10).describe('connections per pool (primary, and each replica of DATABASE_REPLICA_URLS; the auth pool has two)'),
   DATABASE_ACQUIRE_TIMEOUT_MS: positiveInt.default(1000).describe('a request waiting longer than this for a database connection gets 503 overloaded'),
   DATABASE_MAX_WAITING: positiveInt.default(200).describe('requests allowed to wait for a connection per pool; the next one gets 503 overloaded at once'),
-  DATABASE_STATEMENT_TIMEOUT_MS: positiveInt.default(60_000).describe('PostgreSQL statement_timeout of every pooled connection (ingest transactions lift it)'),
+  DATABASE_STATEMENT_TIMEOUT_MS: positiveInt
+    .default(60_000)
+    .describe(
+      'PostgreSQL statement_timeout of every pooled connection (ingest transactions lift it); behind a transaction-mode pooler the role sets it and the start checks it',
+    ),
   DATA_DIR: z
     .string()
     .default('.data')
@@ -24,6 +62,12 @@ export const ConfigSchema = z.object({
       'embedded PostgreSQL data and the generated admin token live here; a relative path is resolved from the project folder, not the working directory',
     ),
   PORT: port.default(8080),
+  WEB_CONCURRENCY: positiveInt
+    .max(256)
+    .default(1)
+    .describe(
+      'processes serving the public and admin listeners (node:cluster); above 1, a primary process prepares the database once and supervises them (docs/operations.md#processes)',
+    ),
   ADMIN_PORT: port.default(8081),
   ADMIN_HOST: z.string().default('127.0.0.1'),
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),

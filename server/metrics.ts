@@ -1,4 +1,4 @@
-import client from 'prom-client';
+import client, { AggregatorRegistry, type Aggregator, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 
 // One registry for the process. Families are created once here so every module
 // observes into the same series; /metrics renders this registry only.
@@ -88,6 +88,8 @@ export const dbAvailable = new client.Gauge({
   name: 'db_available',
   help: '1 while the database server is taken as reachable, 0 from a connection failure until a probe succeeds',
   labelNames: ['server'] as const,
+  // Across processes, 0 when any process has the server marked down: its requests get 503.
+  aggregator: 'min',
   registers: [registry],
 });
 
@@ -225,3 +227,62 @@ export const connectionsDropped = new client.Counter({
   labelNames: ['listener'] as const,
   registers: [registry],
 });
+
+export const webWorkersServing = new client.Gauge({
+  name: 'web_workers_serving',
+  help: 'Processes serving the listeners now; WEB_CONCURRENCY of them while none is being replaced',
+  registers: [registry],
+});
+
+export const webWorkerExits = new client.Counter({
+  name: 'web_worker_exits_total',
+  help: 'Serving processes that exited while the service was not stopping (each is replaced after a backoff), by how they ended: code_<n> or the signal',
+  labelNames: ['how'] as const,
+  registers: [registry],
+});
+
+/** One process's metrics as prom-client reads them, what processes send each other. */
+export type ProcessMetrics = MetricObjectWithValues<MetricValue<string>>[];
+
+/**
+ * How prom-client's default families combine across processes where its own
+ * choice reads wrong for the service: the event loop of the busiest process
+ * is what a slow answer waits on (an average hides it), and the service
+ * started when its oldest process did. Our families say so where they are
+ * declared (db_available: the minimum); the rest add up.
+ */
+const AGGREGATE_AS: Record<string, Aggregator> = {
+  nodejs_eventloop_lag_seconds: 'max',
+  nodejs_eventloop_lag_mean_seconds: 'max',
+  nodejs_eventloop_lag_p50_seconds: 'max',
+  nodejs_eventloop_lag_p90_seconds: 'max',
+  nodejs_eventloop_lag_p99_seconds: 'max',
+  nodejs_eventloop_lag_stddev_seconds: 'max',
+  process_start_time_seconds: 'min',
+};
+
+/** The service's families over several processes' metrics, as /metrics writes them. */
+export function aggregateMetrics(processes: ProcessMetrics[]): client.Registry {
+  const parts = processes.map((metrics) => metrics.map((m) => (AGGREGATE_AS[m.name] ? { ...m, aggregator: AGGREGATE_AS[m.name] } : m)));
+  return AggregatorRegistry.aggregate(parts);
+}
+
+/** What /metrics answers: this process's registry, or, in a worker of several processes, the service's (server/primary-link.ts). */
+let metricsSource: () => Promise<string> = () => registry.metrics();
+
+export const renderMetrics = () => metricsSource();
+
+export function setMetricsSource(source: () => Promise<string>): void {
+  metricsSource = source;
+}
+
+/**
+ * Clears this process's gauges of resources it has closed. The primary of
+ * several processes opens pools and threads only to migrate and load data,
+ * then closes them: what they last reported is none of the service's, while
+ * its counters (rows the demo load stored) stay true and keep counting.
+ * prom-client's default gauges are read again at each scrape.
+ */
+export function forgetClosedResources(): void {
+  for (const metric of registry.getMetricsAsArray()) if (metric instanceof client.Gauge) metric.reset();
+}

@@ -8,7 +8,9 @@ import type { Express } from 'express';
 import { publicBaseUrl, type Config } from './config.ts';
 import { buildAdminApp, buildPublicApp, buildStartingApp } from './app.ts';
 import type { AppDeps } from './area.ts';
-import { Database } from './db/database.ts';
+import { Database, type DatabaseOptions } from './db/database.ts';
+import { ReplicaRouter } from './db/replicas.ts';
+import { survivePostgresTypesFetchFailures } from './db/driver-defects.ts';
 import { openDatabase } from './db/embedded.ts';
 import { DatabaseHealth, isConnectionFailure } from './db/health.ts';
 import { migrate, type MigrationReport } from './db/migrate.ts';
@@ -155,6 +157,7 @@ export class Runtime {
   private readonly stopped = new AbortController();
   private database: Awaited<ReturnType<typeof openDatabase>> | null = null;
   private primarySql: Sql | null = null;
+  private replicas: ReplicaRouter | null = null;
   private stopping: Promise<void> | null = null;
 
   readonly config: Config;
@@ -164,6 +167,7 @@ export class Runtime {
     this.config = config;
     this.logger = logger;
     this.apps = { public: buildStartingApp('public', config, logger), admin: buildStartingApp('admin', config, logger) };
+    survivePostgresTypesFetchFailures(logger);
   }
 
   /** The primary pool without its gate, for tests and tools; request paths use deps.db. */
@@ -172,51 +176,109 @@ export class Runtime {
     return this.primarySql;
   }
 
-  async start(): Promise<void> {
+  /**
+   * Starts a lone process, or one of several serving processes
+   * (server/processes.ts): then `prepared` reports the listeners to the
+   * primary once they are up, and resolves once the primary has migrated the
+   * database and loaded its data, with the migration's report; meanwhile the
+   * listeners answer as they do while a lone process starts.
+   */
+  async start(options: { prepared?: () => Promise<MigrationReport> } = {}): Promise<void> {
     const { config, logger } = this;
     try {
       this.adminToken = await resolveAdminToken(config, logger);
       this.publicUrl = await this.listen('public', config.PORT, '0.0.0.0');
       this.adminUrl = await this.listen('admin', config.ADMIN_PORT, config.ADMIN_HOST, ADMIN_REQUEST_TIMEOUT_MS);
       logger.info({ public: this.publicUrl, admin: this.adminUrl }, 'listening; starting');
-
-      this.database = await openDatabase(config, {
-        create: true,
-        onLog: (m) => logger.debug({ postgres: m.trim() }, 'embedded postgres'),
-        onNotice: (notice) => logger.info(notice),
-      });
-      this.databaseUrl = this.database.url;
-      if (this.database.embedded) logger.info({ dir: this.database.dataDir }, 'using embedded PostgreSQL');
-      this.migration = await this.untilReachable('migrate', () => migrate(this.databaseUrl, (m) => logger.info(m)));
-      this.stopped.signal.throwIfAborted();
-      logger.info({ tier: this.migration.tier, timescaledb: this.migration.timescaledbVersion }, 'storage tier');
-
-      const deps = (this.deps = this.openPools());
-      // The real TB3MS history that point-in-time model inputs read is shipped with the service, demo data or not.
-      const rates = await deps.db.run((sql) => storeShippedRiskFreeRates(sql));
-      if (rates.inserted || rates.updated) logger.info(rates, 'risk-free rate history (TB3MS) stored');
-      if (config.DEMO_DATA === 'auto') {
-        const started = Date.now();
-        const loaded = await loadDemoDataIfEmpty(deps);
-        if (loaded)
-          logger.info(
-            {
-              ms: Date.now() - started,
-              rows: Object.fromEntries(Object.entries(loaded.stored).map(([k, v]) => [k, v.rows])),
-              derived: Object.fromEntries(Object.entries(loaded.derived).map(([k, v]) => [k, v?.rows])),
-            },
-            'demo data set loaded',
-          );
+      await this.openDatabaseServer();
+      if (options.prepared) {
+        this.migration = await this.untilStopped(options.prepared());
+        this.deps = this.openPools();
+      } else {
+        await this.migrateAndLoad();
       }
       this.stopped.signal.throwIfAborted();
-      this.apps.public = buildPublicApp(deps);
-      this.apps.admin = buildAdminApp(deps);
+      this.apps.public = buildPublicApp(this.deps!);
+      this.apps.admin = buildAdminApp(this.deps!);
     } catch (err) {
       await this.stop();
       // What this start opened after a stop had already run.
       await this.closeResources();
       throw err;
     }
+  }
+
+  /**
+   * The primary of several processes: opens the database and calls `opened`
+   * with its URL (the serving processes start then, and listen while this
+   * migrates), migrates and loads the data once, then closes its own pools
+   * and threads. An embedded cluster stays up for the serving processes until
+   * `stop`.
+   */
+  async prepare(opened: (databaseUrl: string) => void): Promise<void> {
+    try {
+      this.adminToken = await resolveAdminToken(this.config, this.logger);
+      await this.openDatabaseServer();
+      opened(this.databaseUrl);
+      await this.migrateAndLoad();
+      this.stopped.signal.throwIfAborted();
+      const database = this.database;
+      this.database = null;
+      await this.closeResources();
+      this.database = database;
+    } catch (err) {
+      await this.stop();
+      await this.closeResources();
+      throw err;
+    }
+  }
+
+  /** DATABASE_URL, or the embedded cluster under DATA_DIR, started or created. */
+  private async openDatabaseServer(): Promise<void> {
+    const { config, logger } = this;
+    this.database = await openDatabase(config, {
+      create: true,
+      onLog: (m) => logger.debug({ postgres: m.trim() }, 'embedded postgres'),
+      onNotice: (notice) => logger.info(notice),
+    });
+    this.databaseUrl = this.database.url;
+    if (this.database.embedded) logger.info({ dir: this.database.dataDir }, 'using embedded PostgreSQL');
+  }
+
+  /** Migrations, the pools, the shipped risk-free rates and, on first start, the demo set. */
+  private async migrateAndLoad(): Promise<void> {
+    const { config, logger } = this;
+    this.migration = await this.untilReachable('migrate', () => migrate(this.databaseUrl, (m, level = 'info') => logger[level](m), config));
+    this.stopped.signal.throwIfAborted();
+    logger.info({ tier: this.migration.tier, timescaledb: this.migration.timescaledbVersion }, 'storage tier');
+
+    const deps = (this.deps = this.openPools());
+    // The real TB3MS history that point-in-time model inputs read is shipped with the service, demo data or not.
+    const rates = await deps.db.run((sql) => storeShippedRiskFreeRates(sql));
+    if (rates.inserted || rates.updated) logger.info(rates, 'risk-free rate history (TB3MS) stored');
+    if (config.DEMO_DATA === 'auto') {
+      const started = Date.now();
+      const loaded = await loadDemoDataIfEmpty(deps);
+      if (loaded)
+        logger.info(
+          {
+            ms: Date.now() - started,
+            rows: Object.fromEntries(Object.entries(loaded.stored).map(([k, v]) => [k, v.rows])),
+            derived: Object.fromEntries(Object.entries(loaded.derived).map(([k, v]) => [k, v?.rows])),
+          },
+          'demo data set loaded',
+        );
+    }
+  }
+
+  /** `work`'s outcome, or the stop's reason as soon as the runtime stops. */
+  private untilStopped<T>(work: Promise<T>): Promise<T> {
+    const { signal } = this.stopped;
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) reject(signal.reason);
+      signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+      work.then(resolve, reject);
+    });
   }
 
   stop(): Promise<void> {
@@ -255,8 +317,7 @@ export class Runtime {
       await deps.passwords.destroy();
       await deps.lastUsed.flush();
       deps.db.health.stop();
-      deps.readDb.health.stop();
-      await Promise.all([...new Set([deps.authDb, deps.db, deps.readDb])].map((db) => db.end(CLOSE_BUDGET_S)));
+      await Promise.all([deps.authDb.end(CLOSE_BUDGET_S), deps.db.end(CLOSE_BUDGET_S), this.replicas?.stop(CLOSE_BUDGET_S)]);
     }
     await database?.stop();
   }
@@ -322,11 +383,34 @@ export class Runtime {
     }
   }
 
+  /**
+   * The router over the primary and DATABASE_REPLICA_URLS (db/replicas.ts):
+   * each replica gets a gated pool like the primary's, named replica-1, -2, …
+   * in the list's order (never by URL: it may hold a password).
+   */
+  private replicaRouter(primary: Database, gate: DatabaseOptions, pool: (url: string, name: string) => Sql): ReplicaRouter {
+    const { config, logger } = this;
+    const replicas = config.DATABASE_REPLICA_URLS.map((url, i) => {
+      const name = `replica-${i + 1}`;
+      return { name, url, db: new Database(name, pool(url, name), new DatabaseHealth(url, name, logger), gate) };
+    });
+    this.replicas = new ReplicaRouter(primary, this.databaseUrl, replicas, { maxLagMs: config.DATABASE_REPLICA_MAX_LAG_MS, gate }, logger);
+    this.replicas.start();
+    return this.replicas;
+  }
+
   private openPools(): AppDeps {
     const { config, logger } = this;
     const gate = { connections: config.DATABASE_POOL_SIZE, acquireTimeoutMs: config.DATABASE_ACQUIRE_TIMEOUT_MS, maxWaiting: config.DATABASE_MAX_WAITING };
     const pool = (url: string, name: string, synchronousCommit?: 'off', max = config.DATABASE_POOL_SIZE) =>
-      createSql(url, { max, name, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS, synchronousCommit });
+      createSql(url, {
+        max,
+        name,
+        statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+        synchronousCommit,
+        poolMode: config.DATABASE_POOL_MODE,
+        preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
+      });
     const primaryHealth = new DatabaseHealth(this.databaseUrl, 'primary', logger);
     this.primarySql = pool(this.databaseUrl, 'primary');
     const db = new Database('primary', this.primarySql, primaryHealth, gate);
@@ -335,9 +419,7 @@ export class Runtime {
     // fraction of a second of counter increments and lastUsedAt times, never data.
     // Its units are batches of admissions (keys/admission.ts) and lastUsedAt writes.
     const authDb = new Database('auth', pool(this.databaseUrl, 'auth', 'off', AUTH_CONNECTIONS), primaryHealth, { ...gate, connections: AUTH_CONNECTIONS });
-    const readDb = config.DATABASE_READ_URL
-      ? new Database('replica', pool(config.DATABASE_READ_URL, 'replica'), new DatabaseHealth(config.DATABASE_READ_URL, 'replica', logger), gate)
-      : db;
+    const readDb = config.DATABASE_REPLICA_URLS.length ? this.replicaRouter(db, gate, pool) : db;
     const workers = new WorkerPool({
       threads: config.WORKER_THREADS,
       maxQueue: config.WORKER_MAX_QUEUE,

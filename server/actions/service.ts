@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.ts';
+import type { Reads } from '../db/database.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { sourcesMeta } from '../core/meta.ts';
 import { versionToRead } from '../price-history/action-set.ts';
@@ -21,7 +21,7 @@ export function actionsFreshness(check: { checkedAt: string } | undefined, insta
   );
 }
 
-export async function listCorporateActions(db: Database, id: string, q: CorporateActionsQuery) {
+export async function listCorporateActions(db: Reads, id: string, q: CorporateActionsQuery) {
   const readAt = new Date();
   const { version, data, check } = await db.run(async (sql) => {
     await requireInstrument(sql, id);

@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.ts';
+import type { Reads } from '../db/database.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { existingInstruments } from '../prices/repository.ts';
 import { readAdjustedSeries } from '../prices/daily-bars.ts';
@@ -16,7 +16,7 @@ const PRICE_ASSUMPTIONS = {
 const NULL_CORRELATION =
   'null, never 0, when either instrument is unusable in the window (reason unusable_instrument; instruments[].reason says why) or either aligned return series is constant (reason constant_returns)';
 
-export async function technicals(db: Database, pool: WorkerPool, id: string, q: { lookbackDays: number; asOf?: PointInTime }) {
+export async function technicals(db: Reads, pool: WorkerPool, id: string, q: { lookbackDays: number; asOf?: PointInTime }) {
   const window = lookbackWindow(q.lookbackDays, q.asOf);
   const { instrument, series } = await db.run(async (sql) => {
     const instrument = await requireInstrument(sql, id, q.asOf);
@@ -53,7 +53,7 @@ export async function technicals(db: Database, pool: WorkerPool, id: string, q: 
 }
 
 export async function correlations(
-  db: Database,
+  db: Reads,
   pool: WorkerPool,
   q: { instrumentIds: string[]; lookbackDays: number; method: 'pearson' | 'spearman'; asOf?: PointInTime },
 ) {
@@ -117,7 +117,7 @@ function allPairs(ids: string[], result: CorrelationMatrixResult) {
   return pairs;
 }
 
-export async function beta(db: Database, pool: WorkerPool, id: string, q: { benchmarkId: string; lookbackDays: number; asOf?: PointInTime }) {
+export async function beta(db: Reads, pool: WorkerPool, id: string, q: { benchmarkId: string; lookbackDays: number; asOf?: PointInTime }) {
   const window = lookbackWindow(q.lookbackDays, q.asOf);
   const series = await db.run(async (sql) => {
     await requireInstrument(sql, id);

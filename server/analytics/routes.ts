@@ -16,7 +16,7 @@ import { InstrumentParamsSchema } from '../core/ids.ts';
 import { NoQuerySchema } from '../core/params.ts';
 import { freshness, readInstant, SERIES_RULE, SERIES_STALE_REASONS, staleMetaFields } from '../core/freshness.ts';
 import { dailySeriesFreshness } from '../prices/freshness.ts';
-import type { Database } from '../db/database.ts';
+import type { Reads } from '../db/database.ts';
 
 const TAG = 'Analytics';
 const computedMeta = z.strictObject({
@@ -35,7 +35,7 @@ const barsMeta = z.strictObject({
 // Nothing stored goes into these figures: their freshness is that of an empty set of inputs.
 const meta = () => ({ asOf: new Date().toISOString(), source: 'computed', ...freshness<never>() });
 /** The figures over stored bars are as fresh as the instruments' series at the window's end. */
-async function fromBars(db: Database, asOf: string, ids: string[], cutoff: { instant: Date } | undefined) {
+async function fromBars(db: Reads, asOf: string, ids: string[], cutoff: { instant: Date } | undefined) {
   const fresh = await db.run((sql) => dailySeriesFreshness(sql, ids, readInstant(cutoff)));
   return { asOf, source: 'computed from adjusted daily bars', ...fresh };
 }

@@ -157,19 +157,30 @@ export class Database {
    * `permits` connections, and the rest of the pool stays free for other work.
    */
   lane(name: string, permits: number): Units {
-    const share = new Permits(name, permits, this.options.maxWaiting, this.health);
-    return {
-      run: async (unit, waitMs = this.options.acquireTimeoutMs) => {
-        await share.take(waitMs);
-        try {
-          return await this.run(unit, waitMs);
-        } finally {
-          share.release();
-        }
-      },
-    };
+    return shareOf(this, name, permits, this.options, this.health);
   }
+}
+
+/** Units run through `units` holding one of `permits` of a share named `name` as well (Database.lane, ReadRouter.lane). */
+export function shareOf(units: Units, name: string, permits: number, options: DatabaseOptions, health: DatabaseHealth): Units {
+  const share = new Permits(name, permits, options.maxWaiting, health);
+  return {
+    run: async (unit, waitMs = options.acquireTimeoutMs) => {
+      await share.take(waitMs);
+      try {
+        return await units.run(unit, waitMs);
+      } finally {
+        share.release();
+      }
+    },
+  };
 }
 
 /** What a service needs to run units of work: a Database or a lane of one. */
 export type Units = Pick<Database, 'run'>;
+
+/**
+ * What the read-only routes run on: the primary's Database, or the router
+ * over the primary and its streaming replicas (db/replicas.ts).
+ */
+export type Reads = Pick<Database, 'run' | 'tryRun' | 'lane'>;

@@ -99,7 +99,9 @@ export class DatabaseHealth {
 
   private async probe(): Promise<void> {
     this.probing = null;
-    const client = sqlClient(this.url, { max: 1, connect_timeout: PROBE_TIMEOUT_S, idle_timeout: 1, backoff: () => 0, onnotice: () => {} });
+    // Unnamed statements: through a transaction-mode pooler a named one would
+    // stay behind on whichever server connection ran it.
+    const client = sqlClient(this.url, { max: 1, prepare: false, connect_timeout: PROBE_TIMEOUT_S, idle_timeout: 1, backoff: () => 0, onnotice: () => {} });
     let ok = false;
     try {
       const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('probe timed out')), PROBE_TIMEOUT_S * 1000).unref());

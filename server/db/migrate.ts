@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
+import { checkPooledSettings, sessionUrl, type PoolerConfig } from './pooler.ts';
 import { createSql, type ISql } from './sql.ts';
 
 export type StorageTier = 'timescaledb' | 'timescaledb-apache' | 'postgresql';
@@ -86,6 +87,9 @@ async function detectTier(sql: ISql): Promise<{ tier: StorageTier; version: stri
   };
 }
 
+/** Where migrate() reports: what it did at `info`, what the operator should change at `warn`. */
+export type MigrationLog = (msg: string, level?: 'info' | 'warn') => void;
+
 /**
  * Runs the forward-only migrations in sql/ once each, on a connection of its
  * own (the advisory lock and the transactions below are per session; a
@@ -93,8 +97,19 @@ async function detectTier(sql: ISql): Promise<{ tier: StorageTier; version: stri
  * reserve()). The lock makes concurrent starts safe: the second process
  * waits, then finds nothing to do. Statements have no timeout here: a
  * migration over a large table may take minutes.
+ *
+ * Given the service's `pooler` variables (its start), the migrations run on
+ * the session URL (db/pooler.ts: DATABASE_DIRECT_URL when set, required
+ * behind a transaction-mode pooler), and then the settings of the pooled
+ * sessions on `url` are checked: a refusal is thrown, a warning logged.
  */
-export async function migrate(url: string, log: (msg: string) => void = () => {}): Promise<MigrationReport> {
+export async function migrate(url: string, log: MigrationLog = () => {}, pooler?: PoolerConfig): Promise<MigrationReport> {
+  const report = await migrateOn(pooler ? sessionUrl(url, pooler) : url, log);
+  if (pooler) for (const warning of await checkPooledSettings(url, pooler)) log(warning, 'warn');
+  return report;
+}
+
+async function migrateOn(url: string, log: MigrationLog): Promise<MigrationReport> {
   const files = await readMigrationFiles();
   const conn = createSql(url, { max: 1, name: 'migrate', statementTimeoutMs: 0 });
   try {

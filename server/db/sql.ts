@@ -16,11 +16,26 @@ export type ISql = postgres.ISql<SqlTypes>;
 
 const DATE_OID = 1082;
 
+/**
+ * How a pool's connections reach PostgreSQL (DATABASE_POOL_MODE). `session`:
+ * each connection is a session of its own, for as long as it is open.
+ * `transaction`: a transaction-mode pooler (PgBouncer) stands between, and
+ * lends a server connection for one transaction at a time, so two statements
+ * outside a transaction may run on different sessions: nothing a session
+ * keeps (SET, a prepared statement, a session lock) survives the statement
+ * that made it, and the pooler refuses settings sent at connect.
+ */
+export type PoolMode = 'session' | 'transaction';
+
 export interface SqlOptions {
   max: number;
   name: string;
   statementTimeoutMs: number;
   synchronousCommit?: 'on' | 'off';
+  /** Default `session`. */
+  poolMode?: PoolMode;
+  /** Named prepared statements; default on in `session` mode, off in `transaction` mode (PgBouncer before 1.21 cannot keep them). */
+  preparedStatements?: boolean;
 }
 
 /**
@@ -38,29 +53,21 @@ export interface SqlOptions {
  * the server is down, so a connection is retried at once when work arrives.
  */
 export function createSql(url: string, options: SqlOptions): Sql {
+  const pooled = options.poolMode === 'transaction';
   const sql = sqlClient(url, {
     max: options.max,
+    prepare: options.preparedStatements ?? !pooled,
     connect_timeout: 5,
     idle_timeout: 60,
     max_lifetime: 60 * 30,
     backoff: () => 0,
     onnotice: () => {},
+    // Behind a transaction-mode pooler only application_name, which PgBouncer
+    // keeps per client: the session settings come from the role instead, and
+    // the service checks them at start (db/pooler.ts, checkPooledSettings).
     connection: {
       application_name: `market-data-service/${options.name}/${process.pid}`,
-      statement_timeout: options.statementTimeoutMs,
-      // Shortest exact float8 text (PostgreSQL's default, set so a server
-      // configured otherwise cannot round prices): the price reads write it
-      // into responses (prices/text-repository.ts).
-      extra_float_digits: 1,
-      // No JIT compilation: PostgreSQL builds with LLVM (Debian's, the
-      // TimescaleDB images) compile any plan whose cost estimate passes
-      // jit_above_cost. A bulk page statement's estimate passes it, and on
-      // Debian's PostgreSQL 15 each of its first executions on a connection
-      // spent about 0.8 s compiling a statement that runs in 30 ms: the first
-      // 500-instrument bulk read took 4.5 s instead of 0.45 s. No statement
-      // here runs long enough for compiled code to pay that back.
-      jit: 'off',
-      ...(options.synchronousCommit ? { synchronous_commit: options.synchronousCommit } : {}),
+      ...(pooled ? {} : sessionSettings(options)),
     },
     types: {
       date: {
@@ -73,6 +80,31 @@ export function createSql(url: string, options: SqlOptions): Sql {
   });
   dbPoolMax.set({ pool: options.name }, options.max);
   return sql;
+}
+
+/**
+ * What a pool in `session` mode sets at connect: settings of the whole
+ * session, sent as startup parameters so they cost no round trip.
+ */
+function sessionSettings(options: SqlOptions): Record<string, string> {
+  return {
+    // Sent as text: postgres.js leaves out a parameter whose value is falsy,
+    // and 0 (no timeout: the migrations, the CLI) must override a role's own.
+    statement_timeout: String(options.statementTimeoutMs),
+    // Shortest exact float8 text (PostgreSQL's default, set so a server
+    // configured otherwise cannot round prices): the price reads write it
+    // into responses (prices/text-repository.ts).
+    extra_float_digits: '1',
+    // No JIT compilation: PostgreSQL builds with LLVM (Debian's, the
+    // TimescaleDB images) compile any plan whose cost estimate passes
+    // jit_above_cost. A bulk page statement's estimate passes it, and on
+    // Debian's PostgreSQL 15 each of its first executions on a connection
+    // spent about 0.8 s compiling a statement that runs in 30 ms: the first
+    // 500-instrument bulk read took 4.5 s instead of 0.45 s. No statement
+    // here runs long enough for compiled code to pay that back.
+    jit: 'off',
+    ...(options.synchronousCommit ? { synchronous_commit: options.synchronousCommit } : {}),
+  };
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.ts';
+import type { Reads } from '../db/database.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import * as repo from './repository.ts';
 import type { EarningsReport, InstrumentEarningsQuery, MarketEarningsQuery } from './schema.ts';
@@ -24,7 +24,7 @@ function earningsResponse(data: EarningsReport[]) {
 }
 
 /** One instrument's reports, earliest first; 404 for an unknown instrument. */
-export async function listInstrumentEarnings(db: Database, instrumentId: string, q: InstrumentEarningsQuery) {
+export async function listInstrumentEarnings(db: Reads, instrumentId: string, q: InstrumentEarningsQuery) {
   const data = await db.run(async (sql) => {
     await requireInstrument(sql, instrumentId);
     return repo.selectReports(sql, { ...q, instrumentId });
@@ -33,7 +33,7 @@ export async function listInstrumentEarnings(db: Database, instrumentId: string,
 }
 
 /** The calendar of every instrument reporting in the window (the schema caps it at 365 days), earliest first; 404 for an unknown instrumentId. */
-export async function listMarketEarnings(db: Database, q: MarketEarningsQuery) {
+export async function listMarketEarnings(db: Reads, q: MarketEarningsQuery) {
   const data = await db.run(async (sql) => {
     if (q.instrumentId) await requireInstrument(sql, q.instrumentId);
     return repo.selectReports(sql, q);

@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.ts';
+import type { Reads } from '../db/database.ts';
 import * as repo from './repository.ts';
 import type { EconomicEventsQuery } from './schema.ts';
 import { listPage } from '../core/meta.ts';
@@ -11,7 +11,7 @@ import { bindingOf, decodeCursor, encodeCursor, isCursorId, isCursorInstant } fr
  * the position after the page's last row. A cursor is bound to the filters;
  * a malformed or foreign one is a 400 naming it.
  */
-export async function listEconomicEvents(db: Database, q: EconomicEventsQuery) {
+export async function listEconomicEvents(db: Reads, q: EconomicEventsQuery) {
   const binding = bindingOf([q.from, q.to, q.eventClass, q.country, q.importance]);
   const after = q.cursor
     ? decodeCursor(q.cursor, 'economic-events', binding, ([scheduledAt, id, ...rest]) =>

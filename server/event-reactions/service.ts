@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.ts';
+import type { Reads } from '../db/database.ts';
 import { dayOf, requireInstrument } from '../instruments/service.ts';
 import * as repo from './repository.ts';
 import { reactionAssumptions, type CoverageQuery, type EventReactionsQuery } from './schema.ts';
@@ -6,7 +6,7 @@ import { sourcesMeta } from '../core/meta.ts';
 import { dailySeriesFreshness } from '../prices/freshness.ts';
 
 /** An instrument's event reactions, eventDate ascending, ties by eventId; an unknown instrument is 404 not_found. */
-export async function listEventReactions(db: Database, instrumentId: string, q: EventReactionsQuery) {
+export async function listEventReactions(db: Reads, instrumentId: string, q: EventReactionsQuery) {
   const readAt = new Date();
   const { rows, closeSources, fresh } = await db.run(async (sql) => {
     await requireInstrument(sql, instrumentId);
@@ -28,7 +28,7 @@ export async function listEventReactions(db: Database, instrumentId: string, q: 
 }
 
 /** Which instruments have enough reactions, best covered first, in one aggregate read. */
-export async function eventReactionCoverage(db: Database, q: CoverageQuery) {
+export async function eventReactionCoverage(db: Reads, q: CoverageQuery) {
   const readAt = new Date();
   const { instruments, sources, fresh } = await db.run(async (sql) => {
     const instruments = await repo.selectCoverage(sql, { ...q, day: dayOf(undefined, readAt) });

@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.ts';
+import type { Reads } from '../db/database.ts';
 import * as repo from './repository.ts';
 import type { FxDerivation, FxRate } from './schema.ts';
 import { AppError } from '../core/errors.ts';
@@ -11,7 +11,7 @@ import { freshness, previousBusinessDay, utcDay } from '../core/freshness.ts';
  * cross rate through a third currency, and a day with no stored row in either
  * direction is 404: never interpolated, never carried forward.
  */
-export async function getFxRate(db: Database, base: string, quote: string, date: string) {
+export async function getFxRate(db: Reads, base: string, quote: string, date: string) {
   const readAt = Date.now();
   const { rates, nearest, latest } = await db.run(async (sql) => {
     const rates = await repo.ratesOnDate(sql, base, quote, date);

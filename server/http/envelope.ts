@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import { createHash } from 'node:crypto';
 import type { Meta } from '../core/meta.ts';
+import { asServed } from '../db/replicas.ts';
 import { ClientGoneError } from './errors.ts';
 
 declare const written: unique symbol;
@@ -93,7 +94,10 @@ export function sendFramed(
   framing: Framing,
   answer: { items: Buffer[]; meta: Meta; readAt: string | null; immutable: boolean },
 ): Written {
-  const { items, meta, readAt } = answer;
+  const { items } = answer;
+  const meta = asServed(answer.meta);
+  // The time of reading, as the answer states it (an earlier meta.asOf when a replica behind the primary served it).
+  const readAt = answer.readAt !== null && answer.meta.asOf === answer.readAt ? meta.asOf : answer.readAt;
   const close = framing.close(meta);
   const hash = createHash('sha256').update(framing.open);
   for (const part of items) hash.update(part);
@@ -181,6 +185,6 @@ export async function streamFramed(
   };
   const meta = await produce(write);
   if (!started) await write(Buffer.alloc(0));
-  await send(framing.close(meta), true);
+  await send(framing.close(asServed(meta)), true);
   return WRITTEN;
 }

@@ -6,6 +6,8 @@ import { routePrefix } from './observe.ts';
 import type { AnyRoute, HandlerOf, InputOf, Refusal, RouteDefinition } from './route.ts';
 import { AppError } from '../core/errors.ts';
 import { parse } from '../core/validate.ts';
+import type { PointInTime } from '../core/time.ts';
+import { asServed, readsAsOf } from '../db/replicas.ts';
 
 const requireJson: RequestHandler = (req, _res, next) => {
   if (!req.is('application/json')) {
@@ -120,6 +122,8 @@ function serve<E extends AnyRoute>(definition: E, handler: HandlerOf<E>, refusal
     let reply: unknown;
     try {
       input = parseInput(definition, req);
+      const asOf = (input.query as { asOf?: Partial<PointInTime> } | undefined)?.asOf;
+      if (asOf?.instant instanceof Date) readsAsOf(asOf.instant);
       reply = await handler(input, res, req);
     } catch (err) {
       if (!refusal || !(err instanceof AppError)) throw err;
@@ -178,7 +182,7 @@ function sender(definition: AnyRoute): (res: Response, reply: unknown) => void {
   return (res, reply) => {
     unwritten(res);
     const envelope = reply as { data: unknown; meta?: unknown };
-    res.status(response.status).json(meta ? { data: envelope.data, meta: envelope.meta } : { data: envelope.data });
+    res.status(response.status).json(meta ? { data: envelope.data, meta: asServed(envelope.meta) } : { data: envelope.data });
   };
 }
 

@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.ts';
+import type { Reads } from '../db/database.ts';
 import * as repo from './repository.ts';
 import type { BulkImpliedVolatility, BulkImpliedVolatilityQuery } from './schema.ts';
 
@@ -7,7 +7,7 @@ import type { BulkImpliedVolatility, BulkImpliedVolatilityQuery } from './schema
  * day, or asOf when given; an instrument whose newest snapshot is older than
  * today − maxAgeDays, that has none, or that does not exist is absent.
  */
-export async function bulkImpliedVolatility(db: Database, q: BulkImpliedVolatilityQuery): Promise<BulkImpliedVolatility> {
+export async function bulkImpliedVolatility(db: Reads, q: BulkImpliedVolatilityQuery): Promise<BulkImpliedVolatility> {
   const requested = await db.run((sql) =>
     repo.latestSnapshots(sql, {
       instrumentIds: q.instrumentIds,

@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.ts';
+import type { Reads } from '../db/database.ts';
 import { freshness, type Freshness } from '../core/freshness.ts';
 import { sourcesMeta } from '../core/meta.ts';
 import { activeWithoutSymbolOn, brokerCodeSources, REFERENCE_SOURCE } from './repository.ts';
@@ -13,7 +13,7 @@ import { activeWithoutSymbolOn, brokerCodeSources, REFERENCE_SOURCE } from './re
  * not recorded), `symbol_history_lapsed`. A delisted instrument, marked
  * inactive, keeps its closed history and is fresh.
  */
-export async function instrumentsMeta(db: Database, rows: { id: string }[], day: string): Promise<{ source: string } & Freshness<'symbol_history_lapsed'>> {
+export async function instrumentsMeta(db: Reads, rows: { id: string }[], day: string): Promise<{ source: string } & Freshness<'symbol_history_lapsed'>> {
   const ids = rows.map((r) => r.id);
   const [codeSources, lapsed] = await db.run((sql) => Promise.all([brokerCodeSources(sql, ids), activeWithoutSymbolOn(sql, ids, day)]));
   return {

@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.ts';
+import type { Reads } from '../db/database.ts';
 import type { ISql } from '../db/sql.ts';
 import * as repo from './repository.ts';
 import type { Instrument } from './schema.ts';
@@ -36,7 +36,7 @@ const FLOAT_TEXT = /^-?\d+(\.\d+)?(e[-+]\d+)?$/;
  * naming it.
  */
 export async function searchInstruments(
-  db: Database,
+  db: Reads,
   q: { query?: string; brokerCode?: string; broker?: string; assetClass?: string; asOf?: PointInTime; limit: number; cursor?: string },
   vendorBroker: string,
 ): Promise<SearchPage> {
@@ -81,9 +81,9 @@ export async function searchInstruments(
   };
 }
 
-export const getInstruments = (db: Database, ids: string[], vendorBroker: string) => db.run((sql) => repo.findByIds(sql, ids, dayOf(undefined), vendorBroker));
+export const getInstruments = (db: Reads, ids: string[], vendorBroker: string) => db.run((sql) => repo.findByIds(sql, ids, dayOf(undefined), vendorBroker));
 
-export async function getInstrument(db: Database, id: string, vendorBroker: string): Promise<Instrument> {
+export async function getInstrument(db: Reads, id: string, vendorBroker: string): Promise<Instrument> {
   const [instrument] = await db.run((sql) => repo.findByIds(sql, [id], dayOf(undefined), vendorBroker));
   if (!instrument) throw notFound('instrument');
   return instrument;

@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.ts';
+import type { Reads } from '../db/database.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import * as repo from './repository.ts';
 import type { NewsQuery } from './schema.ts';
@@ -15,7 +15,7 @@ import { bindingOf, decodeCursor, encodeCursor, isCursorId, isCursorInstant } fr
  * answered before the instrument is looked up. An unknown instrument is 404
  * not_found.
  */
-export async function listNews(db: Database, instrumentId: string, q: NewsQuery, companyConfirmedOnly: boolean) {
+export async function listNews(db: Reads, instrumentId: string, q: NewsQuery, companyConfirmedOnly: boolean) {
   const list = companyConfirmedOnly ? 'events' : 'news';
   const binding = bindingOf([instrumentId, q.from, q.to, q.eventClass]);
   const after = q.cursor

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Area } from '../area.ts';
 import { defineRoute } from '../http/route.ts';
-import { StreamSlots } from '../http/stream-slots.ts';
+import { downloadSlots } from '../primary-link.ts';
 import { dailyBarIngest, intradayBarIngest } from './ingest.ts';
 import {
   BulkPricesDataSchema,
@@ -97,7 +97,7 @@ export const pricesArea: Area = {
     });
 
     const halfThePool = Math.max(1, Math.floor(config.DATABASE_POOL_SIZE / 2));
-    const bulkSlots = new StreamSlots('/v1/prices/bulk', { perAccount: config.BULK_STREAMS_PER_ACCOUNT, total: config.BULK_STREAMS_MAX ?? halfThePool });
+    const bulkSlots = downloadSlots('/v1/prices/bulk', { perAccount: config.BULK_STREAMS_PER_ACCOUNT, total: config.BULK_STREAMS_MAX ?? halfThePool });
     // All downloads together read at most two pages at once (a download's
     // plan, one short read, takes the pool like any request). Each download
     // reads a page while it writes the previous one, so without a lane five
@@ -109,7 +109,7 @@ export const pricesArea: Area = {
     const bulkPages = readDb.lane('bulk', Math.min(2, halfThePool));
     routes.handle(bulkPricesRoute, async ({ query: q }, res, req) => {
       const format = negotiateFormat(req, res, q.format);
-      const slot = bulkSlots.admit(res.locals.auth!.accountId, () => {
+      const slot = await bulkSlots.admit(res.locals.auth!.accountId, () => {
         logger.info({ requestId: res.locals.requestId, route: '/v1/prices/bulk' }, 'download cut: its slot went to an account with fewer downloads open');
         res.destroy();
       });

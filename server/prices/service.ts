@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.ts';
+import type { Reads } from '../db/database.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { latestCoverageChecks } from '../price-history/action-set-repository.ts';
 import { planAdjustments, readSegments, type InstrumentPlan } from '../price-history/adjustment-plan.ts';
@@ -47,7 +47,7 @@ function isImmutable(q: DailyPricesQuery, plan: InstrumentPlan, series: DailySer
   return plan.view !== undefined || (series !== undefined && q.to <= series.latestBar);
 }
 
-export async function readDailyPrices(db: Database, id: string, q: DailyPricesQuery, format: Format): Promise<PriceText> {
+export async function readDailyPrices(db: Reads, id: string, q: DailyPricesQuery, format: Format): Promise<PriceText> {
   const readAt = new Date();
   const { plan, coverage, series, fresh } = await db.run(async (sql) => {
     await requireInstrument(sql, id);
@@ -83,7 +83,7 @@ export async function readDailyPrices(db: Database, id: string, q: DailyPricesQu
 export const SPLIT_INTRADAY_BARS = 2_000;
 
 export async function readIntradayBars(
-  db: Database,
+  db: Reads,
   id: string,
   q: { from: string; to: string; interval: (typeof INTERVALS)[number]; asOf?: PointInTime },
   format: Format,

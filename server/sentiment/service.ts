@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.ts';
+import type { Reads } from '../db/database.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import * as repo from './repository.ts';
 import { RETURN_DEFINITION, SOURCE_LEADS_RULE, type SentimentQuery, type SourceLeadsQuery } from './schema.ts';
@@ -6,7 +6,7 @@ import { sourcesMeta } from '../core/meta.ts';
 import { daysBefore, freshness, SOURCE_SILENCE_DAYS } from '../core/freshness.ts';
 
 /** One instrument's scores, exactly as stored; 404 for an unknown instrument. */
-export async function listSentiment(db: Database, instrumentId: string, q: SentimentQuery) {
+export async function listSentiment(db: Reads, instrumentId: string, q: SentimentQuery) {
   const readAt = new Date();
   const sources = new Set<string>();
   const { data, latest } = await db.run(async (sql) => {
@@ -30,7 +30,7 @@ export function sentimentFreshness(latestDates: string[], readAt: number) {
 }
 
 /** The derived leads, with the rule and the return definition they were derived under. */
-export async function listSourceLeads(db: Database, q: SourceLeadsQuery) {
+export async function listSourceLeads(db: Reads, q: SourceLeadsQuery) {
   const data = await db.run((sql) => repo.selectLeads(sql, q));
   return {
     data,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Service, startService } from './harness.ts';
-import { createInstrument, dailyBar, ingest } from './fixtures.ts';
+import { createInstrument, dailyBar, ingest, minuteBar } from './fixtures.ts';
 
 // Corrections as known at asOf (sql/019, docs/api.md "Point in time"): every
 // revision of a bar carries the instant it became known, and a read with
@@ -16,22 +16,6 @@ beforeAll(async () => {
 afterAll(() => svc.stop());
 
 const closes = (body: { data: { closePrice: number }[] }) => body.data.map((b) => b.closePrice);
-
-/** A 1-minute bar of `close` (open the same, high and low half a unit away). */
-const minute = (instrumentId: string, barTimestamp: string, close: number, extra: Record<string, unknown> = {}) => ({
-  instrumentId,
-  barTimestamp,
-  openPrice: close,
-  highPrice: close + 0.5,
-  lowPrice: close - 0.5,
-  closePrice: close,
-  volume: 10,
-  quoteCurrency: 'USD',
-  quoteUnit: 'USD per share',
-  source: 'test-fixture',
-  asOf: '2024-01-01T00:00:00.000Z',
-  ...extra,
-});
 
 describe('daily bars as known at asOf', () => {
   let id: string;
@@ -147,12 +131,12 @@ describe('intraday bars as known at asOf', () => {
     ({ id } = await createInstrument(svc));
     // Each minute known when it ends.
     await ingest(svc, '/bars/intraday', [
-      minute(id, '2023-03-01T14:30:00Z', 10, { knownAt: '2023-03-01T14:31:00Z' }),
-      minute(id, '2023-03-01T14:31:00Z', 11, { knownAt: '2023-03-01T14:32:00Z' }),
-      minute(id, '2023-03-01T14:32:00Z', 12, { knownAt: '2023-03-01T14:33:00Z' }),
+      minuteBar(id, '2023-03-01T14:30:00Z', 10, { knownAt: '2023-03-01T14:31:00Z' }),
+      minuteBar(id, '2023-03-01T14:31:00Z', 11, { knownAt: '2023-03-01T14:32:00Z' }),
+      minuteBar(id, '2023-03-01T14:32:00Z', 12, { knownAt: '2023-03-01T14:33:00Z' }),
     ]);
     // The 14:31 minute corrected to 15, known the next day.
-    await ingest(svc, '/bars/intraday', [minute(id, '2023-03-01T14:31:00Z', 15, { knownAt: '2023-03-02T00:00:00Z' })]);
+    await ingest(svc, '/bars/intraday', [minuteBar(id, '2023-03-01T14:31:00Z', 15, { knownAt: '2023-03-02T00:00:00Z' })]);
   });
 
   it('gives each 1-minute bar as known at asOf, and the latest without it', async () => {
@@ -187,13 +171,13 @@ describe('intraday bars as known at asOf', () => {
   });
 
   it('refuses a correction stated known before the minute it replaces', async () => {
-    const res = await svc.admin('POST', '/bars/intraday', [minute(id, '2023-03-01T14:32:00Z', 13, { knownAt: '2023-03-01T14:33:00Z' })]);
+    const res = await svc.admin('POST', '/bars/intraday', [minuteBar(id, '2023-03-01T14:32:00Z', 13, { knownAt: '2023-03-01T14:33:00Z' })]);
     // Same instant as the stored revision: allowed, the later upload is the later revision.
     expect(res.status).toBe(200);
-    const early = await svc.admin('POST', '/bars/intraday', [minute(id, '2023-03-01T14:32:00Z', 14, { knownAt: '2023-03-01T14:32:30Z' })]);
+    const early = await svc.admin('POST', '/bars/intraday', [minuteBar(id, '2023-03-01T14:32:00Z', 14, { knownAt: '2023-03-01T14:32:30Z' })]);
     expect(early.body.error.details).toEqual({ 'rows[0].knownAt': ["must not precede the end of the bar's minute"] });
     // The 14:31 minute stands at 15, known 2023-03-02: a revision stated known before that is refused.
-    const refused = await svc.admin('POST', '/bars/intraday', [minute(id, '2023-03-01T14:31:00Z', 16, { knownAt: '2023-03-01T15:00:00Z' })]);
+    const refused = await svc.admin('POST', '/bars/intraday', [minuteBar(id, '2023-03-01T14:31:00Z', 16, { knownAt: '2023-03-01T15:00:00Z' })]);
     expect(refused.status).toBe(400);
     expect(refused.body.error.details.knownAt[0]).toContain('barTimestamp 2023-03-01T14:31:00.000Z states knownAt 2023-03-01T15:00:00.000Z');
     expect(closes((await read('&interval=1min')).body)).toEqual([10, 15, 13]);
@@ -214,8 +198,8 @@ describe('revisions of bars in compressed chunks (full TimescaleDB)', () => {
       dailyBar(id, { barDate: '2019-03-05', close: 102 }),
     ]);
     await ingest(svc, '/bars/intraday', [
-      minute(id, '2019-03-01T14:30:00Z', 10, { knownAt: '2019-03-01T14:31:00Z' }),
-      minute(id, '2019-03-01T14:31:00Z', 11, { knownAt: '2019-03-01T14:32:00Z' }),
+      minuteBar(id, '2019-03-01T14:30:00Z', 10, { knownAt: '2019-03-01T14:31:00Z' }),
+      minuteBar(id, '2019-03-01T14:31:00Z', 11, { knownAt: '2019-03-01T14:32:00Z' }),
     ]);
     await svc.sql`select compress_chunk(c, if_not_compressed => true) from show_chunks('daily_bars') c`;
     await svc.sql`select compress_chunk(c, if_not_compressed => true) from show_chunks('intraday_bars') c`;
@@ -226,7 +210,7 @@ describe('revisions of bars in compressed chunks (full TimescaleDB)', () => {
     expect(compressed).toBe(2);
 
     await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2019-03-04', close: 105 }, { knownAt: '2019-06-01T00:00:00.000Z' })]);
-    await ingest(svc, '/bars/intraday', [minute(id, '2019-03-01T14:31:00Z', 15, { knownAt: '2019-03-02T00:00:00Z' })]);
+    await ingest(svc, '/bars/intraday', [minuteBar(id, '2019-03-01T14:31:00Z', 15, { knownAt: '2019-03-02T00:00:00Z' })]);
     const daily = (q: string) => svc.get(`/v1/instruments/${id}/prices?from=2019-03-01&to=2019-03-05${q}`, key);
     expect(closes((await daily('')).body)).toEqual([100, 105, 102]);
     expect(closes((await daily('&asOf=2019-05-01')).body)).toEqual([100, 101, 102]);

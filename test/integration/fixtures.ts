@@ -62,6 +62,22 @@ export function dailyBar(instrumentId: string, b: BarInput, extra: Record<string
   };
 }
 
+/** A 1-minute bar of `close` (open the same, high and low half a unit away). */
+export const minuteBar = (instrumentId: string, barTimestamp: string, close: number, extra: Record<string, unknown> = {}) => ({
+  instrumentId,
+  barTimestamp,
+  openPrice: close,
+  highPrice: close + 0.5,
+  lowPrice: close - 0.5,
+  closePrice: close,
+  volume: 10,
+  quoteCurrency: 'USD',
+  quoteUnit: 'USD per share',
+  source: 'test-fixture',
+  asOf: '2024-01-01T00:00:00.000Z',
+  ...extra,
+});
+
 export async function ingest(svc: Service, route: string, rows: unknown[]) {
   const res = await svc.admin('POST', route, rows);
   if (res.status !== 200) throw new Error(`${route} ingest failed: ${JSON.stringify(res.body)}`);

@@ -46,3 +46,11 @@ export function opsExpressions(): { where: string; expr: string }[] {
   const rules = readAlertRules().map((r) => ({ where: `alert ${r.alert}`, expr: r.expr }));
   return [...dashboard, ...rules];
 }
+
+/** GitHub's anchor for a Markdown heading. */
+export const anchorOf = (heading: string) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^a-z0-9 _-]/g, '')
+    .replace(/ /g, '-');

@@ -2,14 +2,19 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { namesIn } from '../support/promql.ts';
-import { ALERT_RULES, DASHBOARD, opsPath, panelsOf, readAlertRules, readDashboard, readYaml } from '../support/ops-files.ts';
+import { ALERT_RULES, anchorOf, DASHBOARD, opsPath, panelsOf, readAlertRules, readDashboard, readYaml } from '../support/ops-files.ts';
 
 // docker-compose.yml cannot be run here (no Docker engine): these hold what
 // can be checked without one. The file parses, every file it mounts exists,
 // the files Prometheus and Grafana load parse and agree with each other, and
-// nothing requires a variable to be preset.
+// nothing requires a variable to be preset. test/unit/deployment.test.ts holds
+// the topology (images, ports, variables, the replica) to docs/deployment.md.
 
-const compose = readYaml('docker-compose.yml');
+/** docker-compose.yml as Compose reads it: YAML merge keys (`<<: *api`) applied. */
+const compose = parse(readFileSync(opsPath('docker-compose.yml'), 'utf8'), { merge: true });
+
+/** The API services: those built from this repository. */
+const apiServices = Object.keys(compose.services).filter((s) => compose.services[s].build);
 
 /** Compose file text as Compose reads it when no variable is set on the host: each ${VAR:-default} is its default. */
 const withComposeDefaults = (text: string) => text.replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1');
@@ -20,14 +25,6 @@ const prometheusConfig = parse(withComposeDefaults(compose.configs.prometheus_co
 /** The bind mounts of a service: [host path, container path]. */
 const bindMounts = (service: string): [string, string][] =>
   (compose.services[service].volumes ?? []).filter((v: string) => v.startsWith('./')).map((v: string) => v.split(':').slice(0, 2) as [string, string]);
-
-/** GitHub's anchor for a Markdown heading. */
-const anchorOf = (heading: string) =>
-  heading
-    .trim()
-    .toLowerCase()
-    .replace(/[^a-z0-9 _-]/g, '')
-    .replace(/ /g, '-');
 
 describe('docker-compose.yml', () => {
   it('when its database image is read, then it is the TimescaleDB release and PostgreSQL major CI builds and tests, as is the Testcontainers image', () => {
@@ -40,8 +37,8 @@ describe('docker-compose.yml', () => {
     expect(readFileSync(opsPath('test/global-setup.ts'), 'utf8')).toContain(`export const TIMESCALEDB_IMAGE = '${image}';`);
   });
 
-  it('when it is parsed, then it has the four services and every file it mounts or loads as a config exists', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'db', 'grafana', 'prometheus']);
+  it('when it is parsed, then it has the six services and every file it mounts or loads as a config exists', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['api-1', 'api-2', 'db', 'db-replica', 'grafana', 'prometheus']);
     const files = [
       ...Object.keys(compose.services).flatMap((s) => bindMounts(s).map(([host]) => host)),
       ...Object.values<{ file?: string }>(compose.configs).flatMap((c) => (c.file ? [c.file] : [])),
@@ -56,20 +53,28 @@ describe('docker-compose.yml', () => {
   it('when no variable is set on the host, then nothing is required: no ${VAR:?} and ADMIN_TOKEN is passed through only when set', () => {
     const text = readFileSync(opsPath('docker-compose.yml'), 'utf8');
     expect(text).not.toMatch(/\$\{[A-Z_]+:?\?/);
-    const environment: string[] = compose.services.api.environment;
-    expect(environment).toContain('ADMIN_TOKEN');
-    expect(environment.filter((e) => e.startsWith('ADMIN_TOKEN='))).toEqual([]);
+    expect(apiServices).toHaveLength(2);
+    for (const service of apiServices) {
+      const environment: string[] = compose.services[service].environment;
+      expect(environment, service).toContain('ADMIN_TOKEN');
+      expect(
+        environment.filter((e) => e.startsWith('ADMIN_TOKEN=')),
+        service,
+      ).toEqual([]);
+    }
   });
 
-  it('when the service generates its admin token, then it lands in DATA_DIR, a named volume the image creates for the node user', () => {
-    const dataDir = (compose.services.api.environment as string[]).find((e) => e.startsWith('DATA_DIR='))?.slice('DATA_DIR='.length);
-    expect(dataDir).toBe('/app/.data');
-    const volume = (compose.services.api.volumes as string[]).find((v) => v.endsWith(`:${dataDir}`));
-    expect(volume?.split(':')[0]).toBe('api-data');
+  it('when the service generates its admin token, then it lands in DATA_DIR, a named volume the image creates for the node user, one for both API services', () => {
+    for (const service of apiServices) {
+      const dataDir = (compose.services[service].environment as string[]).find((e) => e.startsWith('DATA_DIR='))?.slice('DATA_DIR='.length);
+      expect(dataDir, service).toBe('/app/.data');
+      const volume = (compose.services[service].volumes as string[]).find((v) => v.endsWith(`:${dataDir}`));
+      expect(volume?.split(':')[0], service).toBe('api-data');
+      // Created after `USER node`, so an empty volume mounted on it takes node as its owner.
+      const dockerfile: string = compose.services[service].build.dockerfile_inline;
+      expect(dockerfile.indexOf(`RUN mkdir ${dataDir}`), service).toBeGreaterThan(dockerfile.indexOf('USER node'));
+    }
     expect(Object.keys(compose.volumes)).toContain('api-data');
-    // Created after `USER node`, so an empty volume mounted on it takes node as its owner.
-    const dockerfile: string = compose.services.api.build.dockerfile_inline;
-    expect(dockerfile.indexOf(`RUN mkdir ${dataDir}`)).toBeGreaterThan(dockerfile.indexOf('USER node'));
   });
 
   it('when Prometheus starts, then its configuration loads the alert rules file of the repository and scrapes the job the rules name', () => {
