@@ -392,7 +392,11 @@ export class Runtime {
     const { config, logger } = this;
     const replicas = config.DATABASE_REPLICA_URLS.map((url, i) => {
       const name = `replica-${i + 1}`;
-      return { name, url, db: new Database(name, pool(url, name), new DatabaseHealth(url, name, logger), gate) };
+      return {
+        name,
+        url,
+        db: new Database(name, pool(url, name), new DatabaseHealth(url, name, logger, 'its reads run on the primary until a probe succeeds'), gate),
+      };
     });
     this.replicas = new ReplicaRouter(primary, this.databaseUrl, replicas, { maxLagMs: config.DATABASE_REPLICA_MAX_LAG_MS, gate }, logger);
     this.replicas.start();

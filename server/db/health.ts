@@ -59,10 +59,14 @@ export class DatabaseHealth {
   readonly name: string;
   private readonly logger: Logger;
 
-  constructor(url: string, name: string, logger: Logger) {
+  /** What callers get while it is down, for the log line. */
+  private readonly whileDown: string;
+
+  constructor(url: string, name: string, logger: Logger, whileDown = 'refusing requests with 503 until a probe succeeds') {
     this.url = url;
     this.name = name;
     this.logger = logger;
+    this.whileDown = whileDown;
     dbAvailable.set({ server: name }, 1);
   }
 
@@ -80,7 +84,7 @@ export class DatabaseHealth {
     const reason = describe(err);
     this.down = { since: Date.now(), reason };
     dbAvailable.set({ server: this.name }, 0);
-    this.logger.warn({ server: this.name, reason }, 'database unreachable: refusing requests with 503 until a probe succeeds');
+    this.logger.warn({ server: this.name, reason }, `database unreachable: ${this.whileDown}`);
     for (const listener of this.listeners) listener();
     this.scheduleProbe(0);
   }

@@ -281,8 +281,8 @@ export class ReplicaRouter implements Reads {
       const lagMs = this.lagMs(r);
       replicaLag.set({ replica: r.name }, lagMs === null ? Number.NaN : lagMs / 1000);
       if (!r.db.health.available) return;
-      if (lagMs === null || lagMs > this.options.maxLagMs)
-        return this.setStatus(r, 'lagging', `replay lag ${lagMs ?? 'unknown'} ms > ${this.options.maxLagMs} ms`);
+      if (lagMs === null) return this.setStatus(r, 'lagging', 'its replay has not reached any sampled primary position yet');
+      if (lagMs > this.options.maxLagMs) return this.setStatus(r, 'lagging', `replay lag ${lagMs} ms > ${this.options.maxLagMs} ms`);
       this.setStatus(r, 'serving', '');
     } catch (err) {
       r.caughtUp = false;
@@ -303,7 +303,9 @@ export class ReplicaRouter implements Reads {
     r.status = status;
     replicaServing.set({ replica: r.name }, status === 'serving' ? 1 : 0);
     if (status === 'serving') this.logger.info({ replica: r.name, was, lagMs: this.lagMs(r) }, 'replica serving reads');
-    else if (was !== 'unchecked' || status !== 'unreachable') this.logger.warn({ replica: r.name, status, reason }, 'replica taken out of reads');
+    // Before its first good check a replica is not serving yet, which is not news; taken out afterwards, it is.
+    else if (was === 'unchecked') this.logger.info({ replica: r.name, status, reason }, 'replica not serving reads yet');
+    else this.logger.warn({ replica: r.name, status, reason }, 'replica taken out of reads');
   }
 }
 
