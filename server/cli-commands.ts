@@ -146,11 +146,12 @@ function formatOfFile(file: string): BodyFormat {
  * unreachable or refusing database, a file that cannot be read. Null for
  * anything else, which is a defect and keeps its stack.
  */
-function operatorMessage(err: unknown, databaseUrl: string | undefined): string | null {
+function operatorMessage(err: unknown, config: Config): string | null {
   if (err instanceof AppError) return `${err.code}: ${err.message}${Object.keys(err.details).length ? `\n${JSON.stringify(err.details, null, 2)}` : ''}`;
   if (err instanceof EmbeddedPostgresError || err instanceof PoolerRefusal) return err.message;
   if (isConnectionFailure(err)) {
-    const where = databaseUrl ? `${new URL(databaseUrl).host} (DATABASE_URL)` : 'the embedded PostgreSQL';
+    const [variable, databaseUrl] = config.DATABASE_DIRECT_URL ? ['DATABASE_DIRECT_URL', config.DATABASE_DIRECT_URL] : ['DATABASE_URL', config.DATABASE_URL];
+    const where = databaseUrl ? `${new URL(databaseUrl).host} (${variable})` : 'the embedded PostgreSQL';
     return `cannot reach the database at ${where}: ${(err as Error).message}`;
   }
   if (err instanceof postgres.PostgresError) return `database error ${err.code}: ${err.message}`;
@@ -182,7 +183,7 @@ export async function runCommand(config: Config, invocation: Invocation): Promis
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } catch (err) {
-    const message = operatorMessage(err, config.DATABASE_URL);
+    const message = operatorMessage(err, config);
     if (message === null) throw err;
     process.stderr.write(`${message}\n`);
     return 1;
