@@ -41,6 +41,9 @@ const readUnits = new client.Counter({
 
 type Status = 'unchecked' | 'serving' | 'lagging' | 'unreachable' | 'not_in_recovery';
 
+/** Why a read-only unit runs on the primary (db_read_units_total's reason). */
+type PrimaryReason = 'none_serving' | 'as_of_not_replayed' | 'replica_failed';
+
 /** One replica: its gated pool, and what the last check found. */
 interface Replica {
   name: string;
@@ -59,8 +62,11 @@ interface Replica {
 interface ReadScope {
   /** The request's asOf cut-off (ms), when it has one: only a replica that has replayed past it may answer. */
   asOf: number | null;
-  /** Where its units run, once the first has: later units follow while it stays eligible, so one answer comes from one server. */
-  server: Replica | 'primary' | null;
+  /**
+   * Where its units run, once the first has (on the primary: why), so that
+   * one answer comes from one server: later units follow while it stays eligible.
+   */
+  server: Replica | PrimaryReason | null;
   /** The earliest replayedThrough of a replica that served a unit while behind the primary. */
   behindThrough: number | null;
 }
@@ -171,7 +177,10 @@ export class ReplicaRouter implements Reads {
   async run<T>(unit: (sql: Sql) => Promise<T>, waitMs?: number): Promise<T> {
     const scope = scopes.getStore();
     const replica = this.choose(scope);
-    if (!replica) return this.primary.run(unit, waitMs);
+    if (typeof replica === 'string') {
+      readUnits.inc({ server: 'primary', reason: replica });
+      return this.primary.run(unit, waitMs);
+    }
     try {
       const result = await replica.db.run(unit, waitMs);
       readUnits.inc({ server: replica.name, reason: '' });
@@ -180,7 +189,7 @@ export class ReplicaRouter implements Reads {
       if (!this.failedWithReplica(replica, err)) throw err;
       readUnits.inc({ server: 'primary', reason: 'replica_failed' });
       this.logger.info({ replica: replica.name, code: (err as { code?: string }).code }, 'read retried on the primary after its replica failed');
-      if (scope) scope.server = 'primary';
+      if (scope) scope.server = 'replica_failed';
       return this.primary.run(unit, waitMs);
     }
   }
@@ -188,40 +197,35 @@ export class ReplicaRouter implements Reads {
   /** On the server the request's units run on (a statement importing their snapshot must), when it has a permit free now. */
   tryRun<T>(unit: (sql: Sql) => Promise<T>): Promise<T> | null {
     const server = scopes.getStore()?.server;
-    return server && server !== 'primary' ? server.db.tryRun(unit) : this.primary.tryRun(unit);
+    return server && typeof server === 'object' ? server.db.tryRun(unit) : this.primary.tryRun(unit);
   }
 
   lane(name: string, permits: number): Units {
     return shareOf(this, name, permits, this.options.gate, this.primary.health);
   }
 
-  private choose(scope: ReadScope | undefined): Replica | null {
+  /** The replica a unit runs on, or why it runs on the primary. */
+  private choose(scope: ReadScope | undefined): Replica | PrimaryReason {
     const eligible = (r: Replica) => r.status === 'serving' && (scope?.asOf == null || (r.replayedThrough ?? -Infinity) >= scope.asOf);
-    if (scope?.server) {
-      if (scope.server === 'primary') return this.count(null, '');
-      if (eligible(scope.server)) return this.note(scope, scope.server);
-    }
+    const pinned = scope?.server;
+    if (typeof pinned === 'string') return pinned;
+    if (pinned && eligible(pinned)) return this.note(scope!, pinned);
     for (let i = 0; i < this.replicas.length; i++) {
       const r = this.replicas[(this.next + i) % this.replicas.length];
       if (!eligible(r)) continue;
       this.next = (this.next + i + 1) % this.replicas.length;
-      return this.note(scope, r);
+      return scope ? this.note(scope, r) : r;
     }
-    const anyServing = this.replicas.some((r) => r.status === 'serving');
-    if (scope) scope.server = 'primary';
-    return this.count(null, anyServing ? 'as_of_not_replayed' : 'none_serving');
+    const reason = this.replicas.some((r) => r.status === 'serving') ? 'as_of_not_replayed' : 'none_serving';
+    if (scope) scope.server = reason;
+    return reason;
   }
 
-  private note(scope: ReadScope | undefined, r: Replica): Replica {
-    if (!scope) return r;
+  /** Pins the request's units to `r`, and keeps the instant its answer holds when `r` is behind the primary. */
+  private note(scope: ReadScope, r: Replica): Replica {
     scope.server = r;
     if (!r.caughtUp && r.replayedThrough !== null) scope.behindThrough = Math.min(scope.behindThrough ?? Infinity, r.replayedThrough);
     return r;
-  }
-
-  private count(replica: null, reason: string): null {
-    readUnits.inc({ server: 'primary', reason });
-    return replica;
   }
 
   /** Whether `err` is the replica's failure rather than the unit's (then it runs again on the primary). */
