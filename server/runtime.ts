@@ -1,139 +1,29 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
-import { createServer, STATUS_CODES, type Server } from 'node:http';
-import type { Duplex } from 'node:stream';
-import path from 'node:path';
+import type { Server } from 'node:http';
 import type { Express } from 'express';
-import { publicBaseUrl, type Config } from './config.ts';
+import { resolveAdminToken } from './admin-token.ts';
 import { buildAdminApp, buildPublicApp, buildStartingApp } from './app.ts';
 import type { AppDeps } from './area.ts';
-import { Database, type DatabaseOptions } from './db/database.ts';
-import { ReplicaRouter } from './db/replicas.ts';
+import type { Config } from './config.ts';
+import type { ReplicaRouter } from './db/replicas.ts';
 import { survivePostgresTypesFetchFailures } from './db/driver-defects.ts';
 import { openDatabase } from './db/embedded.ts';
-import { DatabaseHealth, isConnectionFailure } from './db/health.ts';
+import { isConnectionFailure } from './db/health.ts';
 import { migrate, type MigrationReport } from './db/migrate.ts';
-import { createSql, type Sql } from './db/sql.ts';
+import type { Sql } from './db/sql.ts';
 import { loadDemoDataIfEmpty } from './demo/load.ts';
 import { storeShippedRiskFreeRates } from './demo/risk-free-rates.ts';
-import { LastUsedRecorder } from './keys/service.ts';
-import { macroServiceOf } from './macro/service.ts';
+import { ADMIN_REQUEST_TIMEOUT_MS, openListener } from './listener.ts';
 import type { Logger } from './logger.ts';
-import { connectionsDropped, httpRequests } from './metrics.ts';
-import { WorkerPool } from './worker-pool.ts';
-import { PasswordHasher } from './dashboard/password.ts';
-import { AppError } from './core/errors.ts';
-import { errorBody } from './http/errors.ts';
+import { openPools } from './pools.ts';
 
 export const VERSION = '0.1.0';
-
-async function resolveAdminToken(config: Config, logger: Logger): Promise<string> {
-  if (config.ADMIN_TOKEN) return config.ADMIN_TOKEN;
-  const file = path.resolve(config.DATA_DIR, 'admin-token');
-  if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
-  const token = `adm_${randomBytes(32).toString('base64url')}`;
-  await mkdir(path.dirname(file), { recursive: true });
-  await writeFile(file, `${token}\n`, { mode: 0o600 });
-  await chmod(file, 0o600);
-  // Only where it is: a process's stderr is a log too once a supervisor
-  // (systemd, docker compose logs) keeps it, and no secret goes to a log.
-  logger.info({ file }, 'admin token generated; read it from the file (mode 0600)');
-  return token;
-}
-
-// 500 comma-separated UUIDs make an 18.5 KB query string, above Node's 16 KiB default.
-const MAX_HEADER_BYTES = 64 * 1024;
-
-// Node's default of 300 s would cut a multi-million-row ingest upload short;
-// admin uploads may stream for up to an hour.
-const ADMIN_REQUEST_TIMEOUT_MS = 3_600_000;
-
-// How often Node looks for requests past HEADERS_TIMEOUT_MS or their request
-// timeout. Its default of 30 s let a client trickling its headers hold a
-// socket for up to 90 s under a 60 s timeout (71 s measured); each pass walks
-// the open connections, at most MAX_CONNECTIONS of them.
-const CONNECTIONS_CHECK_INTERVAL_MS = 1_000;
-
-// An idle kept-alive connection holds one of MAX_CONNECTIONS; a client's next
-// request within 5 s (Node's default) reuses it.
-const KEEP_ALIVE_TIMEOUT_MS = 5_000;
-
-// After an error answer to a request Node could not parse, the connection is
-// destroyed this long after the answer was sent, whether or not the client
-// closed its side: the listener keeps half-open connections (allowHalfOpen),
-// and a slow client refused by HEADERS_TIMEOUT_MS may never close.
-const CLIENT_ERROR_LINGER_MS = 1_000;
-
-// A listener at MAX_CONNECTIONS logs one warn line at most this often, with
-// the count of connections it closed unanswered since it started.
-const DROP_LOG_INTERVAL_MS = 10_000;
 
 // Waits between attempts to reach the database at start: 0.5 s doubling to 5 s.
 const START_RETRY_FIRST_MS = 500;
 const START_RETRY_MAX_MS = 5_000;
 
-// Connections of the auth pool. Requests that arrive while its statements are
-// in flight are admitted together in the next one (keys/admission.ts), so
-// fewer connections make larger batches. With 50 clients on 2 cores, one
-// request's service CPU was 0.15 to 0.18 ms with 1 connection (about 20
-// requests a statement), 0.17 to 0.19 with 2 (12), 0.18 to 0.19 with 4 (7)
-// and 0.20 to 0.22 with 10 (4). Two keep a second statement ready while one
-// waits on a row lock or the network.
-const AUTH_CONNECTIONS = 2;
-
 /** After the drain, what is left closes within this budget (pools, the embedded cluster). */
 const CLOSE_BUDGET_S = 0.5;
-
-/** A listener that cannot bind, as one line naming the port and the variable that sets it. */
-export class ListenError extends Error {}
-
-function listenRefusal(listener: 'public' | 'admin', host: string, port: number, err: NodeJS.ErrnoException): ListenError {
-  const variable = listener === 'public' ? 'PORT' : 'ADMIN_PORT';
-  if (err.code === 'EADDRINUSE') {
-    return new ListenError(`port ${port} (${variable}) is already in use on ${host}: stop the process using it or set ${variable} to a free port`, {
-      cause: err,
-    });
-  }
-  const variables = listener === 'public' ? variable : `ADMIN_HOST, ${variable}`;
-  return new ListenError(`cannot listen on ${host}:${port} (${variables}): ${err.message}`, { cause: err });
-}
-
-const CLIENT_ERRORS: Record<string, { status: number; error: () => AppError }> = {
-  HPE_HEADER_OVERFLOW: { status: 431, error: () => new AppError('request_header_too_large', `the request line and headers exceed ${MAX_HEADER_BYTES} bytes`) },
-  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, error: () => new AppError('request_timeout', 'the request was not received in time') },
-};
-
-/**
- * Node answers a request it cannot parse (bad syntax, headers over the limit,
- * a request that never finishes arriving) itself, with a bare status line.
- * This answers with the error envelope and an X-Request-Id instead, and
- * counts and logs it like any other request.
- */
-function answerClientError(listener: 'public' | 'admin', baseUrl: string, logger: Logger) {
-  return (err: NodeJS.ErrnoException, socket: Duplex & { bytesWritten?: number }) => {
-    // As Node does: answer only on a connection nothing was written to yet.
-    // Otherwise the bytes are what follows a response already sent (the unread
-    // rest of a request on a connection the client asked to close, say).
-    if (err.code === 'ECONNRESET' || !socket.writable || socket.bytesWritten) {
-      socket.destroy();
-      return;
-    }
-    const known = CLIENT_ERRORS[err.code ?? ''];
-    const status = known?.status ?? 400;
-    const appError = known?.error() ?? new AppError('invalid_request', 'the request is not valid HTTP', { request: [err.code ?? 'unparseable'] });
-    const requestId = randomUUID();
-    const body = JSON.stringify(errorBody(appError, baseUrl));
-    socket.end(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-        `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
-    );
-    const linger = setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
-    socket.once('close', () => clearTimeout(linger));
-    httpRequests.inc({ listener, method: 'unparsed', route: 'unparsed', status: String(status) });
-    logger.info({ requestId, listener, route: 'unparsed', status, errorCode: appError.code, reason: err.code }, 'request');
-  };
-}
 
 /**
  * The service's process-wide parts and their order. `start` listens at once
@@ -322,46 +212,11 @@ export class Runtime {
     await database?.stop();
   }
 
-  /**
-   * Listens with the slow-client and connection limits: a request's line and
-   * headers must arrive within HEADERS_TIMEOUT_MS, the whole request within
-   * `requestTimeout` (REQUEST_TIMEOUT_MS by default), else 408 and the
-   * connection is closed; beyond MAX_CONNECTIONS open connections, Node closes
-   * each new one as soon as it is accepted, so the client sees its connection
-   * closed (a reset or an end of stream) before any answer, at once.
-   */
-  private listen(listener: 'public' | 'admin', port: number, host: string, requestTimeout?: number): Promise<string> {
-    const { config, logger } = this;
-    return new Promise((resolve, reject) => {
-      const server = createServer(
-        {
-          maxHeaderSize: MAX_HEADER_BYTES,
-          headersTimeout: config.HEADERS_TIMEOUT_MS,
-          // Node refuses a request timeout shorter than the headers timeout.
-          requestTimeout: Math.max(requestTimeout ?? config.REQUEST_TIMEOUT_MS, config.HEADERS_TIMEOUT_MS),
-          connectionsCheckingInterval: CONNECTIONS_CHECK_INTERVAL_MS,
-        },
-        (req, res) => this.apps[listener](req, res),
-      );
-      server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-      server.maxConnections = config.MAX_CONNECTIONS;
-      let dropped = 0;
-      let loggedAt = -Infinity;
-      server.on('drop', () => {
-        dropped++;
-        connectionsDropped.inc({ listener });
-        if (Date.now() - loggedAt < DROP_LOG_INTERVAL_MS) return;
-        loggedAt = Date.now();
-        logger.warn({ listener, maxConnections: config.MAX_CONNECTIONS, dropped }, 'connection closed unanswered: the listener is at MAX_CONNECTIONS');
-      });
-      server.on('clientError', answerClientError(listener, publicBaseUrl(config), logger));
-      server.once('error', (err) => reject(listenRefusal(listener, host, port, err)));
-      server.listen(port, host, () => {
-        this.servers.push(server);
-        const addr = server.address() as { address: string; port: number };
-        resolve(`http://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`);
-      });
-    });
+  /** Listens (listener.ts) with this runtime's app for `listener`, whichever it is at the moment; `stop` closes it. */
+  private async listen(listener: 'public' | 'admin', port: number, host: string, requestTimeout?: number): Promise<string> {
+    const { server, url } = await openListener(listener, port, host, (req, res) => this.apps[listener](req, res), this.config, this.logger, requestTimeout);
+    this.servers.push(server);
+    return url;
   }
 
   /** Runs `step`, retrying with backoff (one log line per attempt) while the database is unreachable, until it succeeds or the runtime stops. */
@@ -383,75 +238,11 @@ export class Runtime {
     }
   }
 
-  /**
-   * The router over the primary and DATABASE_REPLICA_URLS (db/replicas.ts):
-   * each replica gets a gated pool like the primary's, named replica-1, -2, …
-   * in the list's order (never by URL: it may hold a password).
-   */
-  private replicaRouter(primary: Database, gate: DatabaseOptions, pool: (url: string, name: string) => Sql): ReplicaRouter {
-    const { config, logger } = this;
-    const replicas = config.DATABASE_REPLICA_URLS.map((url, i) => {
-      const name = `replica-${i + 1}`;
-      return {
-        name,
-        url,
-        db: new Database(name, pool(url, name), new DatabaseHealth(url, name, logger, 'its reads run on the primary until a probe succeeds'), gate),
-      };
-    });
-    this.replicas = new ReplicaRouter(primary, this.databaseUrl, replicas, { maxLagMs: config.DATABASE_REPLICA_MAX_LAG_MS, gate }, logger);
-    this.replicas.start();
-    return this.replicas;
-  }
-
   private openPools(): AppDeps {
-    const { config, logger } = this;
-    const gate = { connections: config.DATABASE_POOL_SIZE, acquireTimeoutMs: config.DATABASE_ACQUIRE_TIMEOUT_MS, maxWaiting: config.DATABASE_MAX_WAITING };
-    const pool = (url: string, name: string, synchronousCommit?: 'off', max = config.DATABASE_POOL_SIZE) =>
-      createSql(url, {
-        max,
-        name,
-        statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
-        synchronousCommit,
-        poolMode: config.DATABASE_POOL_MODE,
-        preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
-      });
-    const primaryHealth = new DatabaseHealth(this.databaseUrl, 'primary', logger);
-    this.primarySql = pool(this.databaseUrl, 'primary');
-    const db = new Database('primary', this.primarySql, primaryHealth, gate);
-    // Key resolution and request counting run on every /v1 request. Their commits
-    // skip the WAL flush wait (synchronous_commit=off): a crash can lose the last
-    // fraction of a second of counter increments and lastUsedAt times, never data.
-    // Its units are batches of admissions (keys/admission.ts) and lastUsedAt writes.
-    const authDb = new Database('auth', pool(this.databaseUrl, 'auth', 'off', AUTH_CONNECTIONS), primaryHealth, { ...gate, connections: AUTH_CONNECTIONS });
-    const readDb = config.DATABASE_REPLICA_URLS.length ? this.replicaRouter(db, gate, pool) : db;
-    const workers = new WorkerPool({
-      threads: config.WORKER_THREADS,
-      maxQueue: config.WORKER_MAX_QUEUE,
-      taskTimeoutMs: config.WORKER_TASK_TIMEOUT_MS,
-      niceIncrement: config.WORKER_NICE,
-    });
-    const macro = macroServiceOf(db, logger, config);
-    // Two checks may wait per hashing thread, for at most 2 s: a sign-in that
-    // finds more ahead of it is refused at once rather than queued.
-    const passwords = new PasswordHasher({
-      threads: config.PASSWORD_HASH_THREADS,
-      maxWaiting: 2 * config.PASSWORD_HASH_THREADS,
-      waitMs: 2_000,
-      niceIncrement: config.WORKER_NICE,
-    });
-    return {
-      config,
-      db,
-      authDb,
-      readDb,
-      logger,
-      pool: workers,
-      lastUsed: new LastUsedRecorder(authDb),
-      macro,
-      adminToken: this.adminToken,
-      version: VERSION,
-      passwords,
-    };
+    const { deps, primarySql, replicas } = openPools(this.config, this.logger, this.databaseUrl, { adminToken: this.adminToken, version: VERSION });
+    this.primarySql = primarySql;
+    this.replicas = replicas;
+    return deps;
   }
 }
 

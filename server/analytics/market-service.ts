@@ -3,7 +3,7 @@ import { requireInstrument } from '../instruments/service.ts';
 import { existingInstruments } from '../prices/repository.ts';
 import { readAdjustedSeries } from '../prices/daily-bars.ts';
 import { move, type WorkerPool } from '../worker-pool.ts';
-import { dayToDate } from '../price-history/day-numbers.ts';
+import { dayToDate } from '../core/day-numbers.ts';
 import { lookbackWindow } from './series.ts';
 import { AppError } from '../core/errors.ts';
 import type { PointInTime } from '../core/time.ts';

@@ -1,4 +1,4 @@
-import { dayNumber, dayToDate } from '../price-history/day-numbers.ts';
+import { dayNumber, dayToDate } from '../core/day-numbers.ts';
 import { newYorkTimeToUtc } from '../core/new-york-time.ts';
 import { roundSignificant } from '../core/significant.ts';
 

@@ -12,7 +12,7 @@
  * reflected and never applied twice.
  */
 
-import { dayNumber } from './day-numbers.ts';
+import { dayNumber } from '../core/day-numbers.ts';
 import { zeroProvenanceCounts, type Provenance } from './schema.ts';
 
 export interface ActionForAdjustment {
@@ -109,7 +109,7 @@ export const NOT_VENDOR_ADJUSTED = -2_147_483_648;
  * Each multiplier is its factors multiplied in ascending effective-date order
  * (ties by action id) starting from 1, so one action set always gives
  * bit-identical numbers, whether JavaScript applies them (adjustSeries, for
- * analytics) or PostgreSQL does (the price reads, prices/text-repository.ts).
+ * analytics) or PostgreSQL does (the price reads, prices/adjusted-values.ts).
  */
 export interface MultiplierSegment {
   /** The segment's first key: the effective date of the factor before it, or null from the beginning. */

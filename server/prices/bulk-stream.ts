@@ -40,7 +40,7 @@ function instrumentsPerPage(from: string, to: string): number {
  * versions, prior closes, coverage); then pages of whole series, each read by
  * one short statement on a pooled connection that is released before the
  * page is written. PostgreSQL writes each series as its JSON text, adjusted
- * with the plan's multipliers (text-repository.ts), and the bytes are passed
+ * with the plan's multipliers (daily-text-repository.ts), and the bytes are passed
  * on as they came. The next PAGES_AHEAD pages are read while this one is
  * written, so at most three pages are held; a stalled client costs a socket
  * and those pages, and nothing in the database. The plan is read with `db`,

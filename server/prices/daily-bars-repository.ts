@@ -2,12 +2,12 @@ import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import { dailyBarsAt } from '../price-history/bars-repository.ts';
-import { dayNumber } from '../price-history/day-numbers.ts';
+import { dayNumber } from '../core/day-numbers.ts';
 import type { DailyColumns } from './packed-columns.ts';
 
 // The reads of daily_bars that return columns or rows, called through
 // daily-bars.ts. The reads whose answer PostgreSQL writes as text are in
-// text-repository.ts.
+// daily-text-repository.ts.
 
 /**
  * Daily bars as packed columns, one row per instrument, each column packed by

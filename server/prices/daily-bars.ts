@@ -5,17 +5,17 @@ import type { Format } from '../core/params.ts';
 import type { PointInTime } from '../core/time.ts';
 import { planAdjustments, type InstrumentPlan } from '../price-history/adjustment-plan.ts';
 import { adjustSeries, type MultiplierSegment } from '../price-history/adjustment.ts';
-import { dayToDate } from '../price-history/day-numbers.ts';
+import { dayToDate } from '../core/day-numbers.ts';
 import { versionView } from '../price-history/versions-repository.ts';
 import * as repo from './daily-bars-repository.ts';
 import { dateOrder, float64s, inOrder, int32s, reflectsThrough, type DailyColumns } from './packed-columns.ts';
-import * as text from './text-repository.ts';
-import type { DailySeriesText } from './text-repository.ts';
+import * as text from './daily-text-repository.ts';
+import type { DailySeriesText } from './daily-text-repository.ts';
 
 // The one read interface of daily bars: the price routes and every other
 // area (analytics, event reactions, source leads, options) read daily_bars
 // through these functions. Their SQL is in daily-bars-repository.ts and
-// text-repository.ts; the reads an adjustment plan makes (versions, the
+// daily-text-repository.ts; the reads an adjustment plan makes (versions, the
 // actions at a version, prior closes, a superseded version's bars) are in
 // price-history/. Two representations of bars remain, each for its callers:
 //

@@ -13,7 +13,7 @@ import {
   type IntradayBarRow,
 } from './bar-rows.ts';
 import { DAILY_COLUMNS, latestBarDates, writeStagedDailyBars } from '../price-history/bars-repository.ts';
-import { dayNumber, dayToDate } from '../price-history/day-numbers.ts';
+import { dayNumber, dayToDate } from '../core/day-numbers.ts';
 import { actionSetVersions, bumpVersions, lockPriceHistory } from '../price-history/versions-repository.ts';
 import type { ISql } from '../db/sql.ts';
 import { readStorageTier, type StorageTier } from '../db/migrate.ts';

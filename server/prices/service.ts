@@ -5,8 +5,8 @@ import { planAdjustments, readSegments, type InstrumentPlan } from '../price-his
 import { provenanceCounts } from '../price-history/adjustment.ts';
 import { actionCoverage, priceBasisMeta, provenanceMeta, seriesUse } from '../price-history/read-meta.ts';
 import { readSeriesText } from './daily-bars.ts';
-import * as text from './text-repository.ts';
-import type { DailySeriesText } from './text-repository.ts';
+import type { DailySeriesText } from './daily-text-repository.ts';
+import * as text from './intraday-text-repository.ts';
 import { INTERVAL_MINUTES, INTRADAY_ASSET_CLASSES, type DailyPricesQuery, type INTERVALS } from './schema.ts';
 import { readInExportedSnapshot, readInSnapshot } from '../db/snapshot.ts';
 import type { ISql } from '../db/sql.ts';
@@ -19,7 +19,7 @@ import type { PointInTime } from '../core/time.ts';
 
 export { streamBulkPrices } from './bulk-stream.ts';
 
-export { CSV_COLUMNS } from './text-repository.ts';
+export { CSV_COLUMNS } from './bar-text.ts';
 
 /**
  * A price read's answer: the bars as text in `format` (JSON objects joined by

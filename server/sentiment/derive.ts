@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { ISql } from '../db/sql.ts';
 import type { DeriveDeps } from '../derive.ts';
-import { dayToDate } from '../price-history/day-numbers.ts';
+import { dayToDate } from '../core/day-numbers.ts';
 import { readAdjustedSeries, readSessionSpan } from '../prices/daily-bars.ts';
 import { dateOrder, inOrder } from '../prices/packed-columns.ts';
 import * as repo from './repository.ts';

@@ -9,15 +9,16 @@ import { ingestRows } from '../../server/ingest/service.ts';
 import { instrumentIngest } from '../../server/instruments/ingest.ts';
 import { adjustSeries, NOT_VENDOR_ADJUSTED } from '../../server/price-history/adjustment.ts';
 import { planAdjustments } from '../../server/price-history/adjustment-plan.ts';
-import { dayNumber } from '../../server/price-history/day-numbers.ts';
+import { dayNumber } from '../../server/core/day-numbers.ts';
 import { dailyBarIngest } from '../../server/prices/ingest.ts';
-import { adjusted, jsonNumber, roundedValue, roundingScale } from '../../server/prices/text-repository.ts';
+import { adjusted, roundedValue, roundingScale } from '../../server/prices/adjusted-values.ts';
+import { jsonNumber } from '../../server/prices/bar-text.ts';
 import { roundSignificant as servedRounding } from '../../server/core/significant.ts';
 import { SPLIT_INTRADAY_BARS } from '../../server/prices/service.ts';
 import { startService, type Service } from './harness.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
 
-// PostgreSQL writes the price reads' JSON and CSV (prices/text-repository.ts).
+// PostgreSQL writes the price reads' JSON and CSV (prices/bar-text.ts, prices/adjusted-values.ts).
 // These tests hold the JSON to what JavaScript writes from the same numbers:
 // each value through JSON.stringify, each adjusted value as adjustSeries
 // multiplies it, each instant through toISOString; compared as text, digit

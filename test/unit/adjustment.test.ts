@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { adjustSeries, buildFactors, factorsUsed, multiplierSegments, NOT_VENDOR_ADJUSTED, type Factor } from '../../server/price-history/adjustment.ts';
-import { dayNumber, dayToDate } from '../../server/price-history/day-numbers.ts';
+import { dayNumber, dayToDate } from '../../server/core/day-numbers.ts';
 import { dateOrder, inOrder, reflectsThrough } from '../../server/prices/packed-columns.ts';
 
 const DAY_MS = 86_400_000;
@@ -110,7 +110,7 @@ describe('adjustment: the multiplier segments give what the per-bar definition g
       expect([...closes]).toEqual(reference.out.map((b) => b.close));
       expect([...volume]).toEqual(reference.out.map((b) => b.volume ?? NaN));
 
-      // What a read's statement reports of these bars (text-repository.ts): the earliest key, and the first bar of each reflects-through date.
+      // What a read's statement reports of these bars (daily-text-repository.ts): the earliest key, and the first bar of each reflects-through date.
       const firstOf = new Map<string, string>();
       for (const b of bars) if (b.reflectsActionsThrough !== null && !firstOf.has(b.reflectsActionsThrough)) firstOf.set(b.reflectsActionsThrough, b.barDate);
       const used = factorsUsed(factors, {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dayNumber } from '../../server/price-history/day-numbers.ts';
+import { dayNumber } from '../../server/core/day-numbers.ts';
 import { isPlaceable, placeEvent, SessionClock, type ReactionSeries } from '../../server/event-reactions/session.ts';
 
 // Which session a publication falls in, on hand-made series. The close is

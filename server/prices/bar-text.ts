@@ -1,0 +1,131 @@
+import type postgres from 'postgres';
+import type { ISql } from '../db/sql.ts';
+import type { Format } from '../core/params.ts';
+
+// The text of the price reads' bars, written by PostgreSQL: each bar becomes
+// its JSON object or CSV row in SQL, and the service passes the bytes on
+// without making an object per bar. Node would spend more time parsing the
+// rows than PostgreSQL spends writing them. The reads are
+// daily-text-repository.ts and intraday-text-repository.ts.
+
+type Fragment = postgres.Fragment;
+
+/**
+ * A float8 written as JavaScript writes it (JSON.stringify), so the text is
+ * what the service would write from the number. From 1e-4 up to 1e15
+ * PostgreSQL's output (with extra_float_digits ≥ 1, set on every connection in
+ * db/sql.ts) is the shortest decimal that reads back as the same double, the
+ * closest of them to it, written plain, as JavaScript's is: there, no decimal
+ * as short as 17 digits lies halfway between two doubles, the one case where
+ * the two differ. Everything else, exponents, -0, NaN and ±Infinity, goes
+ * through json_number_text (sql/012_price_text.sql).
+ */
+export function jsonNumber(sql: ISql, x: Fragment): Fragment {
+  return sql`case
+    when abs(${x}) >= 1e-4::float8 and abs(${x}) < 1e15::float8 then ${x}::text
+    when ${x} is null then 'null'
+    else json_number_text(${x})
+  end`;
+}
+
+/** An instant as JavaScript's toISOString writes it: UTC, milliseconds, Z. */
+export const isoInstant = (sql: ISql, column: Fragment) => sql`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * A field of a bar: its key, what kind of value it is, and its column. A
+ * number is written as JavaScript writes it; free text as a JSON string
+ * (PostgreSQL's escaping is JSON.stringify's for every string it can store)
+ * or a CSV cell (see csvText); dates, instants, ids and booleans never need
+ * escaping.
+ */
+type BarField = readonly [key: string, kind: 'number' | 'text' | 'date' | 'instant' | 'id' | 'boolean', column: string];
+
+const OHLCV: BarField[] = [
+  ['openPrice', 'number', 'open_price'],
+  ['highPrice', 'number', 'high_price'],
+  ['lowPrice', 'number', 'low_price'],
+  ['closePrice', 'number', 'close_price'],
+  ['volume', 'number', 'volume'],
+  ['quoteCurrency', 'text', 'quote_currency'],
+  ['quoteUnit', 'text', 'quote_unit'],
+];
+
+/** A daily bar's fields: the spec's, in its order. */
+export const DAILY_BAR: BarField[] = [
+  ['barDate', 'date', 'bar_date'],
+  ...OHLCV,
+  ['stale', 'boolean', 'stale'],
+  ['asOf', 'instant', 'as_of'],
+  ['source', 'text', 'source'],
+];
+
+/** An intraday bar's fields: the spec's, in its order. */
+export const INTRADAY_BAR: BarField[] = [['barTimestamp', 'instant', 'bar_ts'], ...OHLCV, ['source', 'text', 'source']];
+
+// In CSV, each row also names its instrument.
+const CSV_ID: BarField = ['instrumentId', 'id', 'instrument_id'];
+
+/** The header row of a CSV price read. */
+export const CSV_COLUMNS = {
+  daily: [CSV_ID, ...DAILY_BAR].map(([key]) => key),
+  intraday: [CSV_ID, ...INTRADAY_BAR].map(([key]) => key),
+};
+
+/** A field's value as text that never needs escaping. */
+function plainText(sql: ISql, kind: BarField[1], value: Fragment): Fragment {
+  return kind === 'instant' ? isoInstant(sql, value) : sql`${value}::text`;
+}
+
+/** The bar's JSON object: its fields in the given order, so equal bars give equal bytes. */
+function jsonObject(sql: ISql, fields: BarField[], col: (name: string) => Fragment): Fragment {
+  const value = ([, kind, column]: BarField) =>
+    kind === 'number'
+      ? jsonNumber(sql, col(column))
+      : kind === 'text'
+        ? sql`to_json(${col(column)})::text`
+        : kind === 'boolean'
+          ? sql`${col(column)}::text`
+          : sql`'"' || ${plainText(sql, kind, col(column))} || '"'`;
+  const pairs = fields.map((field, i) => sql`${`${i ? ',' : '{'}"${field[0]}":`}::text || ${value(field)}`);
+  return sql`${pairs.reduce((text, pair) => sql`${text} || ${pair}`)} || '}'`;
+}
+
+/**
+ * A text cell of RFC 4180 CSV. Text starting with =, +, -, @, tab or carriage
+ * return is what a spreadsheet would take for a formula: it is written with a
+ * leading apostrophe, quoted, so it shows as the text it is. Text holding a
+ * comma, quote, CR, LF or # is quoted (# so a reader skipping `#` comment
+ * lines, such as pandas' comment='#', never cuts a cell). Quotes are doubled.
+ */
+function csvText(sql: ISql, value: Fragment): Fragment {
+  const quoted = sql`replace(${value}, '"', '""')`;
+  return sql`case
+    when ${value} ~ '^[-=+@\t\r]' then '"''' || ${quoted} || '"'
+    when ${value} ~ '[",\r\n#]' then '"' || ${quoted} || '"'
+    else ${value}
+  end`;
+}
+
+/** The bar's CSV row, ended by CRLF: its instrument, then its fields; an absent number is an empty cell. */
+function csvRow(sql: ISql, fields: BarField[], col: (name: string) => Fragment): Fragment {
+  const value = ([, kind, column]: BarField) =>
+    kind === 'number'
+      ? sql`coalesce(nullif(${jsonNumber(sql, col(column))}, 'null'), '')`
+      : kind === 'text'
+        ? csvText(sql, col(column))
+        : plainText(sql, kind, col(column));
+  const cells = [CSV_ID, ...fields].map(value);
+  return sql`${cells.reduce((row, cell) => sql`${row} || ',' || ${cell}`)} || ${'\r\n'}::text`;
+}
+
+/** Each bar's text in `format`: JSON objects joined by commas, or CSV rows. */
+export function barsText(sql: ISql, format: Format, fields: BarField[], col: (name: string) => Fragment, order: Fragment): Fragment {
+  return format === 'json'
+    ? sql`string_agg(${jsonObject(sql, fields, col)}, ',' order by ${order})`
+    : sql`string_agg(${csvRow(sql, fields, col)}, '' order by ${order})`;
+}
+
+// The reads return raw rows (postgres.js hands over the bytes as they
+// arrived); their small columns are decoded with these.
+export const text = (b: Buffer) => b.toString('utf8');
+export const bool = (b: Buffer) => b[0] === 0x74; // 't'
