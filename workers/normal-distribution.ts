@@ -50,20 +50,23 @@ const P = [0.21589853405795699, 0.1274011611602473639, 0.022235277870649807, 0.0
 const Q = [1.28426009614491121, 0.468238212480865118, 0.0659881378689285515, 0.00378239633202758244, 7.29751555083966205e-5];
 
 /**
- * Cody's rational forms for |x| > 0.67448975, without the factor e^{−x²/2}:
- * the Mills ratio R(y) = Φ(−y)/φ(y), and for y > sqrt(32) also
- * g(y) = 1 − y·R(y) = sqrt(2π)·r, formed without cancellation.
+ * Cody's C/D form for 0.67448975 < y <= sqrt(32), Φ(−y) = e^{−y²/2}·C(y)/D(y),
+ * returned as (factor·C(y))/D(y): the factor multiplies the numerator before
+ * the division, which rounds differently from factor·(C(y)/D(y)); factor 1
+ * gives C(y)/D(y) exactly.
  */
-function millsRational(y: number): { mills: number; oneMinusYMills: number | null } {
-  if (y <= SQRT_32) {
-    let num = C[8] * y;
-    let den = y;
-    for (let i = 0; i < 7; i++) {
-      num = (num + C[i]) * y;
-      den = (den + D[i]) * y;
-    }
-    return { mills: (num + C[7]) / (den + D[7]) / INV_SQRT_2PI, oneMinusYMills: null };
+function middleRational(y: number, factor: number): number {
+  let num = C[8] * y;
+  let den = y;
+  for (let i = 0; i < 7; i++) {
+    num = (num + C[i]) * y;
+    den = (den + D[i]) * y;
   }
+  return (factor * (num + C[7])) / (den + D[7]);
+}
+
+/** Cody's P/Q term for y > sqrt(32): r = P(1/y²)/(y²·Q(1/y²)), so Φ(−y) = e^{−y²/2}/y · (1/sqrt(2π) − r). */
+function asymptoticR(y: number): number {
   const ysq = 1 / (y * y);
   let num = P[5] * ysq;
   let den = ysq;
@@ -71,7 +74,17 @@ function millsRational(y: number): { mills: number; oneMinusYMills: number | nul
     num = (num + P[i]) * ysq;
     den = (den + Q[i]) * ysq;
   }
-  const r = (ysq * (num + P[4])) / (den + Q[4]);
+  return (ysq * (num + P[4])) / (den + Q[4]);
+}
+
+/**
+ * Cody's rational forms for |x| > 0.67448975, without the factor e^{−x²/2}:
+ * the Mills ratio R(y) = Φ(−y)/φ(y), and for y > sqrt(32) also
+ * g(y) = 1 − y·R(y) = sqrt(2π)·r, formed without cancellation.
+ */
+function millsRational(y: number): { mills: number; oneMinusYMills: number | null } {
+  if (y <= SQRT_32) return { mills: middleRational(y, 1) / INV_SQRT_2PI, oneMinusYMills: null };
+  const r = asymptoticR(y);
   return { mills: (INV_SQRT_2PI - r) / (y * INV_SQRT_2PI), oneMinusYMills: r / INV_SQRT_2PI };
 }
 
@@ -80,24 +93,9 @@ function millsRational(y: number): { mills: number; oneMinusYMills: number | nul
  * terms (no cancellation).
  */
 function upperTailAbs(y: number): number {
-  if (y <= SQRT_32) {
-    let num = C[8] * y;
-    let den = y;
-    for (let i = 0; i < 7; i++) {
-      num = (num + C[i]) * y;
-      den = (den + D[i]) * y;
-    }
-    return (expHalfSquareNeg(y) * (num + C[7])) / (den + D[7]);
-  }
+  if (y <= SQRT_32) return middleRational(y, expHalfSquareNeg(y));
   if (y >= 38.5) return 0; // below the smallest subnormal double
-  const ysq = 1 / (y * y);
-  let num = P[5] * ysq;
-  let den = ysq;
-  for (let i = 0; i < 4; i++) {
-    num = (num + P[i]) * ysq;
-    den = (den + Q[i]) * ysq;
-  }
-  const r = (ysq * (num + P[4])) / (den + Q[4]);
+  const r = asymptoticR(y);
   return (expHalfSquareNeg(y) * (INV_SQRT_2PI - r)) / y;
 }
 

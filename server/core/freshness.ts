@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { dayToDate } from './day-numbers.ts';
 import { newYorkTimeToUtc } from './new-york-time.ts';
 
 /**
@@ -54,7 +55,6 @@ export function staleMetaFields<const R extends readonly [StaleReason, ...StaleR
 
 const DAY_MS = 86_400_000;
 
-const dayText = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
 const isWeekend = (day: number) => {
   const weekday = new Date(day * DAY_MS).getUTCDay();
   return weekday === 0 || weekday === 6;
@@ -71,10 +71,10 @@ export const readInstant = (asOf?: { instant: Date }, now = new Date()) => (asOf
  */
 export function lastCompletedSession(instant: number, assetClass?: string): string {
   let day = Math.floor(instant / DAY_MS);
-  if (assetClass === 'crypto') return dayText(day - 1);
+  if (assetClass === 'crypto') return dayToDate(day - 1);
   // The New York day is the UTC day or the one before; start from the UTC day and step back.
   for (;;) {
-    if (!isWeekend(day) && newYorkTimeToUtc(dayText(day), '16:00') <= instant) return dayText(day);
+    if (!isWeekend(day) && newYorkTimeToUtc(dayToDate(day), '16:00') <= instant) return dayToDate(day);
     day--;
   }
 }
@@ -83,7 +83,7 @@ export function lastCompletedSession(instant: number, assetClass?: string): stri
 export function previousBusinessDay(instant: number): string {
   let day = Math.floor(instant / DAY_MS) - 1;
   while (isWeekend(day)) day--;
-  return dayText(day);
+  return dayToDate(day);
 }
 
 /** How long a check of an instrument's action history keeps its corporate actions fresh. */
@@ -93,10 +93,10 @@ export const ACTIONS_CHECK_MAX_AGE_DAYS = 31;
 export const SOURCE_SILENCE_DAYS = 7;
 
 /** The day `days` calendar days before the UTC day of `instant`. */
-export const daysBefore = (instant: number, days: number) => dayText(Math.floor(instant / DAY_MS) - days);
+export const daysBefore = (instant: number, days: number) => dayToDate(Math.floor(instant / DAY_MS) - days);
 
 /** The UTC day of an instant, yyyy-mm-dd. */
-export const utcDay = (instant: number) => dayText(Math.floor(instant / DAY_MS));
+export const utcDay = (instant: number) => dayToDate(Math.floor(instant / DAY_MS));
 
 export const SERIES_STALE_REASONS = ['bar_marked_stale', 'series_behind', 'no_bars'] as const;
 export type SeriesStaleReason = (typeof SERIES_STALE_REASONS)[number];

@@ -79,16 +79,26 @@ function rangeIssues(issue: z.core.$ZodIssue, schema: z.ZodType): z.core.$ZodIss
 
 const defOf = (s: z.ZodType) => (s as unknown as { def: { type: string; innerType?: z.ZodType; in?: z.ZodType; out?: z.ZodType } }).def;
 
-/** The bounds of the number schema at `path` (through objects, arrays, optionals, defaults and pipes), or null. */
-function boundsAt(schema: z.ZodType, path: PropertyKey[]): NumberBounds | null {
+/**
+ * The schema at `path`, stepping into object fields and array elements
+ * through optionals, defaults and pipes; undefined when the path leaves the
+ * schema (an unknown field, or a step into something that is not a container).
+ */
+function schemaAt(schema: z.ZodType, path: PropertyKey[]): z.ZodType | undefined {
   let current: z.ZodType | undefined = schema;
   for (const step of path) {
-    if (!current) return null;
+    if (!current) return undefined;
     const s = unwrapContainer(current);
     if (s instanceof z.ZodObject) current = s.shape[String(step)] as z.ZodType | undefined;
     else if (s instanceof z.ZodArray) current = s.element as z.ZodType;
-    else return null;
+    else return undefined;
   }
+  return current;
+}
+
+/** The bounds of the number schema at `path` (through objects, arrays, optionals, defaults and pipes), or null. */
+function boundsAt(schema: z.ZodType, path: PropertyKey[]): NumberBounds | null {
+  const current = schemaAt(schema, path);
   const number = current && findNumber(current);
   return number ? numberBounds(number) : null;
 }
@@ -121,21 +131,8 @@ function isAbsent(value: unknown, path: PropertyKey[]): boolean {
 
 /** The keys of the object schema at `path` (through arrays, optionals and pipes), or null when it cannot be told. */
 function acceptedKeys(schema: z.ZodType, path: PropertyKey[]): string[] | null {
-  let current: z.ZodType | undefined = schema;
-  const unwrap = (s: z.ZodType): z.ZodType => {
-    const def = (s as unknown as { def: { type: string; innerType?: z.ZodType; in?: z.ZodType } }).def;
-    if (def.innerType) return unwrap(def.innerType);
-    if (def.type === 'pipe' && def.in) return unwrap(def.in);
-    return s;
-  };
-  for (const step of path) {
-    if (!current) return null;
-    const s = unwrap(current);
-    if (s instanceof z.ZodObject) current = s.shape[String(step)] as z.ZodType | undefined;
-    else if (s instanceof z.ZodArray) current = s.element as z.ZodType;
-    else return null;
-  }
-  const target = current && unwrap(current);
+  const current = schemaAt(schema, path);
+  const target = current && unwrapContainer(current);
   return target instanceof z.ZodObject ? Object.keys(target.shape) : null;
 }
 

@@ -163,44 +163,8 @@ export class MacroService {
     const why = copy.kind === 'none' ? copy : { reason: 'provider_error' as const, detail: `the stored ${RISK_FREE_SERIES} copy has no observations` };
     // No DGS3MO copy to stand in: the latest observation of the stored history (TB3MS), before the hard-coded one.
     const [history] = (await this.riskFreeRatesKnownAt([new Date()])).values();
-    if (history && !history.hardcoded) {
-      return {
-        data: {
-          rate: history.rate,
-          maturity: '3M',
-          asOf: history.date,
-          source: 'fallback',
-          seriesId: history.seriesId,
-          knownFrom: history.knownFrom.toISOString(),
-        },
-        meta: {
-          asOf: `${history.date}T00:00:00.000Z`,
-          source: history.source,
-          stale: true,
-          staleReason: why.reason,
-          seriesId: history.seriesId,
-          fallback: { standIn: 'last_stored_observation', reason: why.reason, detail: why.detail },
-        },
-      };
-    }
-    return {
-      data: {
-        rate: percentToDecimal(HARDCODED_RISK_FREE.percent),
-        maturity: '3M',
-        asOf: HARDCODED_RISK_FREE.observationDate,
-        source: 'fallback',
-        seriesId: HARDCODED_OBSERVATION.seriesId,
-        knownFrom: HARDCODED_OBSERVATION.knownFrom.toISOString(),
-      },
-      meta: {
-        asOf: `${HARDCODED_RISK_FREE.observationDate}T00:00:00.000Z`,
-        source: HARDCODED_RISK_FREE.source,
-        stale: true,
-        staleReason: why.reason,
-        seriesId: HARDCODED_OBSERVATION.seriesId,
-        fallback: { standIn: 'hardcoded', reason: why.reason, detail: why.detail },
-      },
-    };
+    if (history && !history.hardcoded) return standInRate(history, 'last_stored_observation', why);
+    return standInRate(HARDCODED_OBSERVATION, 'hardcoded', why);
   }
 
   /**
@@ -369,6 +333,36 @@ function pickKnown(at: Date, table: KnownObservation | null, dgs3mo: KnownObserv
   let best: [KnownObservation, boolean] | undefined;
   for (const c of candidates) if (!best || c[0].knownFrom.getTime() > best[0].knownFrom.getTime()) best = c;
   return best ? { ...best[0], rate: percentToDecimal(best[0].value), hardcoded: best[1] } : null;
+}
+
+/**
+ * The live read answered by a stand-in observation (the last stored one, or
+ * the hard-coded one) because no DGS3MO copy can serve it: always stale, for
+ * `why`, with the observation's own date as asOf.
+ */
+function standInRate(
+  observation: KnownObservation,
+  standIn: RiskFreeFallback['standIn'],
+  why: { reason: StaleReason; detail: string },
+): { data: RiskFreeRate; meta: Meta & { staleReason: RiskFreeStaleReason; seriesId: RiskFreeSeriesId; fallback: RiskFreeFallback } } {
+  return {
+    data: {
+      rate: percentToDecimal(observation.value),
+      maturity: '3M',
+      asOf: observation.date,
+      source: 'fallback',
+      seriesId: observation.seriesId,
+      knownFrom: observation.knownFrom.toISOString(),
+    },
+    meta: {
+      asOf: `${observation.date}T00:00:00.000Z`,
+      source: observation.source,
+      stale: true,
+      staleReason: why.reason,
+      seriesId: observation.seriesId,
+      fallback: { standIn, reason: why.reason, detail: why.detail },
+    },
+  };
 }
 
 function staleReason(failure: ProviderFailure): StaleReason {

@@ -140,6 +140,7 @@ const checkedInstrumentId = lastPassed(instrumentIdOf);
 const checkedAsOf = lastPassed((v) => (isInstant(v) ? v : undefined));
 const checkedKnownAt = lastPassed((v) => (isInstant(v) ? v : undefined));
 
+/** The fields every bar has, as the row schemas give them: knownAt only when the row states one. */
 function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
   const closePrice = finiteNumber(r.closePrice);
   const openPrice = optionalPositive(r.openPrice);
@@ -183,7 +184,7 @@ function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
     quoteUnit,
     source,
     asOf: r.asOf as string,
-    knownAt: r.knownAt as string | undefined,
+    ...(r.knownAt !== undefined ? { knownAt: r.knownAt as string } : {}),
   };
 }
 
@@ -200,17 +201,7 @@ export function fastDailyBar(raw: unknown): DailyBarRow | undefined {
   if (stale === undefined || priceBasis === undefined || reflectsActionsThrough === undefined) return undefined;
   if ((priceBasis === 'vendor_adjusted') !== (reflectsActionsThrough !== null)) return undefined;
   return {
-    instrumentId: bar.instrumentId,
-    openPrice: bar.openPrice,
-    highPrice: bar.highPrice,
-    lowPrice: bar.lowPrice,
-    closePrice: bar.closePrice,
-    volume: bar.volume,
-    quoteCurrency: bar.quoteCurrency,
-    quoteUnit: bar.quoteUnit,
-    source: bar.source,
-    asOf: bar.asOf,
-    ...(bar.knownAt !== undefined ? { knownAt: bar.knownAt } : {}),
+    ...bar,
     barDate: r.barDate,
     stale,
     priceBasis,
@@ -226,17 +217,11 @@ export function fastIntradayBar(raw: unknown): IntradayBarRow | undefined {
   if (!isInstant(r.barTimestamp) || Date.parse(r.barTimestamp) % MINUTE_MS !== 0) return undefined;
   if (bar.knownAt !== undefined && !knowable(bar.knownAt, intraday.earliestKnown(r.barTimestamp))) return undefined;
   return {
-    instrumentId: bar.instrumentId,
+    ...bar,
+    // Restated: the check above narrows them to numbers, which the spread's type does not carry.
     openPrice: bar.openPrice,
     highPrice: bar.highPrice,
     lowPrice: bar.lowPrice,
-    closePrice: bar.closePrice,
-    volume: bar.volume,
-    quoteCurrency: bar.quoteCurrency,
-    quoteUnit: bar.quoteUnit,
-    source: bar.source,
-    asOf: bar.asOf,
-    ...(bar.knownAt !== undefined ? { knownAt: bar.knownAt } : {}),
     barTimestamp: r.barTimestamp,
   };
 }

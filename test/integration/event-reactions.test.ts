@@ -56,6 +56,14 @@ function newsItem(instrumentId: string, publishedAt: string, eventClass = 'earni
   };
 }
 
+/** Uploads an announced split of `ratio`-for-1 going ex on effectiveDate; returns the upload's answer. */
+function ingestSplit(instrumentId: string, split: { effectiveDate: string; knowledgeDate: string; ratio: number }) {
+  const { effectiveDate, knowledgeDate, ratio } = split;
+  return ingest(svc, '/corporate-actions', [
+    { instrumentId, kind: 'split', effectiveDate, knowledgeDate, knowledgeProvenance: 'announced', params: { ratio }, source: 'test-fixture' },
+  ]);
+}
+
 describe('reactions to the synthetic demo news, against the real demo prices', () => {
   const googl = demoInstrumentId('GOOGL');
   const goog = demoInstrumentId(NO_BARS_KEY);
@@ -185,17 +193,7 @@ describe('reactions follow the bars, the actions and the news', () => {
     expect(raw[0].reactionPct).toBeCloseTo(-49, 10);
     expect(raw[0].isCorporateAdjusted).toBe(false);
 
-    const split = await ingest(svc, '/corporate-actions', [
-      {
-        instrumentId,
-        kind: 'split',
-        effectiveDate: '2019-06-04',
-        knowledgeDate: '2019-05-20',
-        knowledgeProvenance: 'announced',
-        params: { ratio: 2 },
-        source: 'test-fixture',
-      },
-    ]);
+    const split = await ingestSplit(instrumentId, { effectiveDate: '2019-06-04', knowledgeDate: '2019-05-20', ratio: 2 });
     const version = split.actionSetVersions[instrumentId];
     expect(version).toBeGreaterThan(0);
     expect(split.derived.eventReactions).toEqual({ instruments: 1, rows: 2, inserted: 0, updated: 1, unchanged: 1, removed: 0 });
@@ -245,17 +243,7 @@ describe('adjusted closes are printed as the prices route prints them, and name 
       '/bars/daily',
       closes.map(([barDate, close]) => dailyBar(id, { barDate, close })),
     );
-    const split = await ingest(svc, '/corporate-actions', [
-      {
-        instrumentId: id,
-        kind: 'split',
-        effectiveDate: '2021-03-04',
-        knowledgeDate: '2021-02-01',
-        knowledgeProvenance: 'announced',
-        params: { ratio: 20 },
-        source: 'test-fixture',
-      },
-    ]);
+    const split = await ingestSplit(id, { effectiveDate: '2021-03-04', knowledgeDate: '2021-02-01', ratio: 20 });
     const version = split.actionSetVersions[id];
     // During the sessions of Tuesday, Thursday and Friday.
     const items = ['2021-03-02T15:00:00Z', '2021-03-04T15:00:00Z', '2021-03-05T15:00:00Z'].map((t) => newsItem(id, t));

@@ -17,6 +17,21 @@ const DAYS = [1 / 1440, 30, 3650];
 const VOLS = [5e-324, 1e-9, 0.2, 5];
 const RATES = [-0.2, 1];
 
+/**
+ * Every corner of the request schemas: a spot, a second price (the strike or the target), an expiry, a volatility and a
+ * rate from the lists above, for each of `kinds`, with a dividend yield of −0.2 at rate 1 and of 1 otherwise.
+ */
+function* corners<K>(kinds: readonly K[]) {
+  for (const spot of PRICES)
+    for (const price of PRICES)
+      for (const expiryDays of DAYS)
+        for (const vol of VOLS)
+          for (const rate of RATES) {
+            const dividendYield = rate === 1 ? -0.2 : 1;
+            for (const kind of kinds) yield { spot, price, expiryDays, vol, rate, kind, dividendYield };
+          }
+}
+
 /** Every number anywhere in v is finite. */
 function allFinite(v: unknown, where = 'data'): void {
   if (typeof v === 'number') expect(Number.isFinite(v), where).toBe(true);
@@ -27,46 +42,36 @@ function allFinite(v: unknown, where = 'data'): void {
 describe('option-price over the schema bounds', () => {
   it('is valid, finite, and null exactly where nullReasons says, on every corner', () => {
     let nulls = 0;
-    for (const spot of PRICES)
-      for (const strike of PRICES)
-        for (const expiryDays of DAYS)
-          for (const vol of VOLS)
-            for (const rate of RATES)
-              for (const type of ['call', 'put'] as const) {
-                const body = OptionPriceSchema.parse({ spot, strike, expiryDays, rate, vol, type, dividendYield: rate === 1 ? -0.2 : 1 });
-                const data = optionPrice(body);
-                OptionPriceDataSchema.parse(data);
-                allFinite(data);
-                const figures: Record<string, number | null> = { price: data.price };
-                for (const [k, v] of Object.entries(data.greeks)) figures[`greeks.${k}`] = v;
-                for (const [path, v] of Object.entries(figures)) {
-                  expect(v === null, `${path} ${JSON.stringify(body)}`).toBe(path in data.nullReasons);
-                  if (v === null) nulls += 1;
-                  // With σ > 0 no price, delta, gamma, vega or rho is 0 (theta can be, at one point of a continuum).
-                  if (path !== 'greeks.theta' && v !== null) expect(v, `${path} ${JSON.stringify(body)}`).not.toBe(0);
-                }
-              }
+    for (const { spot, price: strike, expiryDays, vol, rate, kind: type, dividendYield } of corners(['call', 'put'] as const)) {
+      const body = OptionPriceSchema.parse({ spot, strike, expiryDays, rate, vol, type, dividendYield });
+      const data = optionPrice(body);
+      OptionPriceDataSchema.parse(data);
+      allFinite(data);
+      const figures: Record<string, number | null> = { price: data.price };
+      for (const [k, v] of Object.entries(data.greeks)) figures[`greeks.${k}`] = v;
+      for (const [path, v] of Object.entries(figures)) {
+        expect(v === null, `${path} ${JSON.stringify(body)}`).toBe(path in data.nullReasons);
+        if (v === null) nulls += 1;
+        // With σ > 0 no price, delta, gamma, vega or rho is 0 (theta can be, at one point of a continuum).
+        if (path !== 'greeks.theta' && v !== null) expect(v, `${path} ${JSON.stringify(body)}`).not.toBe(0);
+      }
+    }
     expect(nulls).toBeGreaterThan(0); // the corners do reach both ends of the range
   });
 });
 
 describe('probability over the schema bounds', () => {
   it('is valid, finite, and null exactly where nullReasons says, on every corner', () => {
-    for (const spot of PRICES)
-      for (const target of PRICES)
-        for (const expiryDays of DAYS)
-          for (const vol of VOLS)
-            for (const rate of RATES)
-              for (const direction of ['long', 'short'] as const) {
-                const body = ProbabilitySchema.parse({ spot, target, expiryDays, rate, vol, direction, dividendYield: rate === 1 ? -0.2 : 1 });
-                const data = probability(body);
-                ProbabilityDataSchema.parse(data);
-                allFinite(data);
-                for (const k of ['probabilityInTheMoneyAtExpiry', 'probabilityOfTouchBeforeExpiry'] as const) {
-                  expect(data[k] === null, `${k} ${JSON.stringify(body)}`).toBe(k in data.nullReasons);
-                  expect(data[k], `${k} ${JSON.stringify(body)}`).not.toBe(0);
-                }
-              }
+    for (const { spot, price: target, expiryDays, vol, rate, kind: direction, dividendYield } of corners(['long', 'short'] as const)) {
+      const body = ProbabilitySchema.parse({ spot, target, expiryDays, rate, vol, direction, dividendYield });
+      const data = probability(body);
+      ProbabilityDataSchema.parse(data);
+      allFinite(data);
+      for (const k of ['probabilityInTheMoneyAtExpiry', 'probabilityOfTouchBeforeExpiry'] as const) {
+        expect(data[k] === null, `${k} ${JSON.stringify(body)}`).toBe(k in data.nullReasons);
+        expect(data[k], `${k} ${JSON.stringify(body)}`).not.toBe(0);
+      }
+    }
   });
 });
 
