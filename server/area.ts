@@ -8,6 +8,7 @@ import type { RouteTable } from './http/router.ts';
 import type { LastUsedRecorder } from './keys/service.ts';
 import type { MacroService } from './macro/service.ts';
 import type { PasswordHasher } from './dashboard/password.ts';
+import type { ListCursors } from './core/cursor.ts';
 
 export interface AppDeps {
   config: Config;
@@ -26,6 +27,8 @@ export interface AppDeps {
   version: string;
   /** Dashboard password hashing, on threads of its own (dashboard/password.ts). */
   passwords: PasswordHasher;
+  /** Makes and checks the list cursors under the deployment's signing key, read from the primary at start (core/cursor.ts). */
+  cursors: ListCursors;
 }
 
 /**

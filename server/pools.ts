@@ -19,9 +19,9 @@ import { WorkerPool } from './worker-pool.ts';
 // waits on a row lock or the network.
 const AUTH_CONNECTIONS = 2;
 
-/** What openPools opened: the service's dependencies, the primary pool without its gate, and the replica router if there are replicas. */
+/** What openPools opened: the service's dependencies but the list cursors (their key is read through these pools), the primary pool without its gate, and the replica router if there are replicas. */
 export interface OpenedPools {
-  deps: AppDeps;
+  deps: Omit<AppDeps, 'cursors'>;
   primarySql: Sql;
   replicas: ReplicaRouter | null;
 }

@@ -5,6 +5,8 @@ import { buildAdminApp, buildPublicApp, buildStartingApp } from './app.ts';
 import type { AppDeps } from './area.ts';
 import type { Config } from './config.ts';
 import type { ReplicaRouter } from './db/replicas.ts';
+import { selectCursorSigningKey } from './db/cursor-signing-key.ts';
+import { ListCursors } from './core/cursor.ts';
 import { survivePostgresTypesFetchFailures } from './db/driver-defects.ts';
 import { openDatabase } from './db/embedded.ts';
 import { isConnectionFailure } from './db/health.ts';
@@ -14,7 +16,7 @@ import { loadDemoDataIfEmpty } from './demo/load.ts';
 import { storeShippedRiskFreeRates } from './demo/risk-free-rates.ts';
 import { ADMIN_REQUEST_TIMEOUT_MS, openListener } from './listener.ts';
 import type { Logger } from './logger.ts';
-import { openPools } from './pools.ts';
+import { openPools, type OpenedPools } from './pools.ts';
 
 export const VERSION = '0.1.0';
 
@@ -46,6 +48,8 @@ export class Runtime {
   private readonly apps: Record<'public' | 'admin', Express>;
   private readonly stopped = new AbortController();
   private database: Awaited<ReturnType<typeof openDatabase>> | null = null;
+  /** What openPools opened, closed by closeResources; `deps` is these and the list cursors. */
+  private pools: OpenedPools['deps'] | null = null;
   private primarySql: Sql | null = null;
   private replicas: ReplicaRouter | null = null;
   private stopping: Promise<void> | null = null;
@@ -83,7 +87,7 @@ export class Runtime {
       await this.openDatabaseServer();
       if (options.prepared) {
         this.migration = await this.untilStopped(options.prepared());
-        this.deps = this.openPools();
+        await this.openPools();
       } else {
         await this.migrateAndLoad();
       }
@@ -142,7 +146,7 @@ export class Runtime {
     this.stopped.signal.throwIfAborted();
     logger.info({ tier: this.migration.tier, timescaledb: this.migration.timescaledbVersion }, 'storage tier');
 
-    const deps = (this.deps = this.openPools());
+    const deps = await this.openPools();
     // The real TB3MS history that point-in-time model inputs read is shipped with the service, demo data or not.
     const rates = await deps.db.run((sql) => storeShippedRiskFreeRates(sql));
     if (rates.inserted || rates.updated) logger.info(rates, 'risk-free rate history (TB3MS) stored');
@@ -199,7 +203,8 @@ export class Runtime {
 
   /** Workers, pools and the embedded cluster, whichever are open; each is closed once. */
   private async closeResources(): Promise<void> {
-    const { deps, database } = this;
+    const { pools: deps, database } = this;
+    this.pools = null;
     this.deps = null;
     this.database = null;
     if (deps) {
@@ -238,11 +243,17 @@ export class Runtime {
     }
   }
 
-  private openPools(): AppDeps {
+  /** The pools, then the deps: the pools and the list cursors, whose signing key is read once from the primary. */
+  private async openPools(): Promise<AppDeps> {
     const { deps, primarySql, replicas } = openPools(this.config, this.logger, this.databaseUrl, { adminToken: this.adminToken, version: VERSION });
+    this.pools = deps;
     this.primarySql = primarySql;
     this.replicas = replicas;
-    return deps;
+    // On the pool without its gate: the gate refuses every unit at once after
+    // one connection failure, and this read is retried while the primary is away.
+    const secret = await this.untilReachable('read the cursor signing key', () => selectCursorSigningKey(primarySql));
+    this.stopped.signal.throwIfAborted();
+    return (this.deps = { ...deps, cursors: new ListCursors(secret) });
   }
 }
 

@@ -7,7 +7,10 @@
  *   percentB = (close − lower)/(upper − lower), null when σ = 0.
  * - VWAP over the window: Σ typical·volume / Σ volume over the bars supplied
  *   (typical = (h + l + c)/3). Null when total volume is 0 (e.g. an index
- *   whose source reports no volume).
+ *   whose source reports no volume). Its signal needs 2 bars: over one bar
+ *   the VWAP is that bar's own typical price, and the close against it says
+ *   where the bar closed in its range, not where it stands against the
+ *   volume traded before it.
  * - Ichimoku(9, 26, 52): tenkan = (HH9 + LL9)/2 and kijun = (HH26 + LL26)/2 at
  *   the latest bar. senkouSpanA / senkouSpanB are the cloud values AT THE
  *   LATEST BAR, i.e. the spans computed 26 bars earlier and displaced 26 bars
@@ -25,10 +28,13 @@
  * - atr.signal: by ATR/close: `high_volatility` if >= 0.03, `low_volatility`
  *   if <= 0.01, else `normal_volatility`.
  * - vwap.signal: `at` if |close − vwap|/vwap <= 0.001, else `above`/`below`.
+ *
+ * Each reading's `reason` (contract.ts TECHNICALS_NULL_REASONS) says why any
+ * of its fields is null, and is null when none is.
  */
-import { fmt, needMore } from './indicator-readings.ts';
+import { fmt, needMore, shortfall } from './indicator-readings.ts';
 import { ATR_PERIOD, BOLLINGER_PERIOD, atrSeries, bollingerSeries, highestLowest } from './indicator-series.ts';
-import { ATR_SIGNALS, BOLLINGER_SIGNALS, ICHIMOKU_SIGNALS, VWAP_SIGNALS } from './contract.ts';
+import { ATR_SIGNALS, BOLLINGER_SIGNALS, ICHIMOKU_SIGNALS, VWAP_SIGNALS, type TechnicalsNullReason } from './contract.ts';
 
 const ICHIMOKU_TENKAN = 9;
 const ICHIMOKU_KIJUN = 26;
@@ -43,13 +49,15 @@ const ATR_LOW_VOLATILITY = 0.01;
 /** |close − vwap| / vwap at or below this is `at`. */
 const VWAP_AT_TOLERANCE = 0.001;
 
-/** Bars each reading needs before it is non-null. */
-const MIN_BARS = {
+/** Bars each reading (or its signal) needs before it is non-null. */
+export const BAND_MIN_BARS = {
   bollingerBands: BOLLINGER_PERIOD,
   atr: ATR_PERIOD + 1,
   vwap: 1,
+  vwapSignal: 2,
   ichimoku: ICHIMOKU_SENKOU_B + ICHIMOKU_DISPLACEMENT,
 } as const;
+const MIN_BARS = BAND_MIN_BARS;
 
 type IchimokuSignal = (typeof ICHIMOKU_SIGNALS)[number];
 type BollingerSignal = (typeof BOLLINGER_SIGNALS)[number];
@@ -63,6 +71,7 @@ export interface IchimokuResult {
   senkouSpanB: number | null;
   chikouSpan: number | null;
   signal: IchimokuSignal | null;
+  reason: TechnicalsNullReason<'ichimoku'> | null;
   description: string;
 }
 export interface BollingerResult {
@@ -72,17 +81,20 @@ export interface BollingerResult {
   bandwidth: number | null;
   percentB: number | null;
   signal: BollingerSignal | null;
+  reason: TechnicalsNullReason<'bollingerBands'> | null;
   description: string;
 }
 export interface AtrResult {
   value: number | null;
   signal: AtrSignal | null;
   period: number;
+  reason: TechnicalsNullReason<'atr'> | null;
   description: string;
 }
 export interface VwapResult {
   value: number | null;
   signal: VwapSignal | null;
+  reason: TechnicalsNullReason<'vwap'> | null;
   description: string;
 }
 
@@ -90,7 +102,7 @@ export function ichimokuReading(high: Float64Array, low: Float64Array, close: Fl
   const n = close.length;
   const empty = { tenkan: null, kijun: null, senkouSpanA: null, senkouSpanB: null, chikouSpan: null, signal: null };
   if (n < MIN_BARS.ichimoku) {
-    return { ...empty, description: needMore('Ichimoku(9,26,52)', MIN_BARS.ichimoku, n, 'high and low', total) };
+    return { ...empty, reason: shortfall(n, total), description: needMore('Ichimoku(9,26,52)', MIN_BARS.ichimoku, n, 'high and low', total) };
   }
   const mid = (end: number, p: number) => {
     const [hh, ll] = highestLowest(high, low, end, p);
@@ -114,6 +126,7 @@ export function ichimokuReading(high: Float64Array, low: Float64Array, close: Fl
     senkouSpanB,
     chikouSpan: c,
     signal,
+    reason: null,
     description:
       `close ${fmt(c)} ${where} the cloud at the latest bar (spans ${fmt(senkouSpanA)} / ${fmt(senkouSpanB)}, computed 26 bars earlier), ` +
       `tenkan ${fmt(tenkan)} ${tenkan > kijun ? '>' : tenkan < kijun ? '<' : '='} kijun ${fmt(kijun)}: ${signal}; ` +
@@ -131,6 +144,7 @@ export function bollingerReading(close: Float64Array): BollingerResult {
       bandwidth: null,
       percentB: null,
       signal: null,
+      reason: 'insufficient_bars',
       description: needMore('Bollinger(20,2)', MIN_BARS.bollingerBands, n, 'a close', n),
     };
   }
@@ -139,7 +153,8 @@ export function bollingerReading(close: Float64Array): BollingerResult {
   const m = middle[n - 1];
   const l = lower[n - 1];
   const c = close[n - 1];
-  const bandwidth = m !== 0 ? (u - l) / m : null;
+  // Closes are > 0 (the ingest refuses any other), so the middle band is too.
+  const bandwidth = (u - l) / m;
   const percentB = u > l ? (c - l) / (u - l) : null;
   const signal: BollingerSignal = percentB === null ? 'neutral' : percentB >= 1 ? 'overbought' : percentB <= 0 ? 'oversold' : 'neutral';
   return {
@@ -149,6 +164,7 @@ export function bollingerReading(close: Float64Array): BollingerResult {
     bandwidth,
     percentB,
     signal,
+    reason: percentB === null ? 'no_price_movement' : null,
     description:
       percentB === null
         ? 'Bollinger(20,2): the last 20 closes are identical (σ = 0), so %B is undefined'
@@ -159,7 +175,13 @@ export function bollingerReading(close: Float64Array): BollingerResult {
 export function atrReading(high: Float64Array, low: Float64Array, close: Float64Array, total: number): AtrResult {
   const n = close.length;
   if (n < MIN_BARS.atr) {
-    return { value: null, signal: null, period: ATR_PERIOD, description: needMore('ATR(14)', MIN_BARS.atr, n, 'high, low and close', total) };
+    return {
+      value: null,
+      signal: null,
+      period: ATR_PERIOD,
+      reason: shortfall(n, total),
+      description: needMore('ATR(14)', MIN_BARS.atr, n, 'high, low and close', total),
+    };
   }
   const v = atrSeries(high, low, close)[n - 1];
   const ratio = v / close[n - 1];
@@ -168,6 +190,7 @@ export function atrReading(high: Float64Array, low: Float64Array, close: Float64
     value: v,
     signal,
     period: ATR_PERIOD,
+    reason: null,
     description: `Wilder ATR(14) = ${fmt(v)} (${(ratio * 100).toFixed(2)}% of close): ${signal} (>= ${ATR_HIGH_VOLATILITY * 100}% high, <= ${ATR_LOW_VOLATILITY * 100}% low)`,
   };
 }
@@ -175,7 +198,7 @@ export function atrReading(high: Float64Array, low: Float64Array, close: Float64
 export function vwapReading(high: Float64Array, low: Float64Array, close: Float64Array, volume: Float64Array, total: number): VwapResult {
   const n = close.length;
   if (n < MIN_BARS.vwap) {
-    return { value: null, signal: null, description: needMore('VWAP', 1, n, 'high, low, close and volume', total) };
+    return { value: null, signal: null, reason: shortfall(n, total), description: needMore('VWAP', MIN_BARS.vwap, n, 'high, low, close and volume', total) };
   }
   let pv = 0;
   let v = 0;
@@ -184,16 +207,25 @@ export function vwapReading(high: Float64Array, low: Float64Array, close: Float6
     v += volume[i];
   }
   if (!(v > 0)) {
-    return { value: null, signal: null, description: `VWAP is undefined: total volume over the ${n} bars is zero` };
+    return { value: null, signal: null, reason: 'zero_volume', description: `VWAP is undefined: total volume over the ${n} bars is zero` };
   }
   const vwap = pv / v;
   const c = close[n - 1];
+  const gap = n < total ? ` (the ${total - n} earlier bar(s) lack high/low/volume)` : '';
+  if (n < MIN_BARS.vwapSignal) {
+    return {
+      value: vwap,
+      signal: null,
+      reason: shortfall(n, total),
+      description: `VWAP over the last ${n} daily bar${gap} = ${fmt(vwap)}, the bar's own typical price; its signal needs ${MIN_BARS.vwapSignal} bars with high, low, close and volume`,
+    };
+  }
   const rel = (c - vwap) / vwap;
   const signal: VwapSignal = Math.abs(rel) <= VWAP_AT_TOLERANCE ? 'at' : rel > 0 ? 'above' : 'below';
-  const gap = n < total ? ` (the ${total - n} earlier bar(s) lack high/low/volume)` : '';
   return {
     value: vwap,
     signal,
+    reason: null,
     description: `VWAP over the last ${n} daily bars${gap} = ${fmt(vwap)}; close ${fmt(c)} is ${signal} it (${(rel * 100).toFixed(2)}%, 'at' within ±${VWAP_AT_TOLERANCE * 100}%)`,
   };
 }

@@ -65,6 +65,12 @@ const STAR_MAX_BODY_RATIO = 0.3;
 const SOLDIERS_MIN_BODY = 0.5;
 const SOLDIERS_MAX_SHADOW = 0.25;
 const TREND_CONTEXT_BARS = 5;
+/**
+ * Bars needed to look for every pattern on the latest bar: the hammer family
+ * reads the closes 6 and 1 bars before its candle, so 7. With fewer, a
+ * pattern that completes is still found, but "none completes" cannot be said.
+ */
+export const CANDLESTICK_SEARCH_MIN_BARS = TREND_CONTEXT_BARS + 2;
 const TREND_CONTEXT_MIN_MOVE = 0.01;
 const TREND_CONTEXT_FULL_MOVE = 0.05;
 const CONFIDENCE_BASE = 0.5;

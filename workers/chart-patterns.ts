@@ -69,6 +69,14 @@ const TRIANGLE_FLAT_TOLERANCE = 0.015;
 const TRIANGLE_BREAKOUT_MARGIN = TRIANGLE_FIT_TOLERANCE;
 /** A triangle is a consolidation: neither line may move more than this (relative) across the span. */
 const TRIANGLE_MAX_DRIFT = 0.1;
+/**
+ * Closes needed before every type can complete, so that finding none means
+ * none: a triangle spans 15 bars between swing points, each of which needs 5
+ * closes on either side, so 5 + 15 + 5 + 1 = 26 (a double top needs 21; a
+ * head and shoulders 23, its head being above both shoulders and so more
+ * than 5 bars from each). With fewer, a pattern found is still reported.
+ */
+export const CHART_PATTERNS_MIN_BARS = PIVOT_WINDOW + Math.max(TRIANGLE_MIN_BARS, DOUBLE_MIN_SEPARATION, 2 * (PIVOT_WINDOW + 1)) + PIVOT_WINDOW + 1;
 
 export interface ChartPattern {
   type: ChartPatternType;
@@ -323,7 +331,7 @@ export function detectChartPatterns(close: ArrayLike<number>): ChartPatternsDete
       patterns: [],
       dominantPattern: null,
       pivots: [],
-      description: `chart patterns need at least ${minBars} bars to find swing points; ${n} available`,
+      description: `chart patterns need at least ${minBars} bars to find swing points, and ${CHART_PATTERNS_MIN_BARS} to rule out every type; ${n} available`,
     };
   }
   const pivots = findPivots(close);
@@ -347,7 +355,8 @@ export function detectChartPatterns(close: ArrayLike<number>): ChartPatternsDete
     pivots,
     description:
       patterns.length === 0
-        ? `no chart pattern among ${pivots.length} swing points over ${n} closes`
+        ? `no chart pattern among ${pivots.length} swing points over ${n} closes` +
+          (n < CHART_PATTERNS_MIN_BARS ? `; ruling out every type needs ${CHART_PATTERNS_MIN_BARS} closes` : '')
         : `${patterns.length} pattern(s) among ${pivots.length} swing points over ${n} closes; dominant: ${dominantPattern!.type} (${dominantPattern!.confidence.toFixed(2)})`,
   };
 }

@@ -172,3 +172,34 @@ export const ICHIMOKU_SIGNALS = ['bullish', 'bearish', 'neutral'] as const;
 export const BOLLINGER_SIGNALS = ['overbought', 'oversold', 'neutral'] as const;
 export const ATR_SIGNALS = ['high_volatility', 'normal_volatility', 'low_volatility'] as const;
 export const VWAP_SIGNALS = ['above', 'below', 'at'] as const;
+
+/**
+ * Why a field of a technicals reading is null, by reading: the reading's
+ * `reason`, null exactly when every field of the reading is a number.
+ * - insufficient_bars: every bar in the window carries the fields the reading
+ *   needs, but there are fewer bars than it needs;
+ * - missing_fields: the trailing run of bars carrying every field it needs
+ *   (open, high, low, volume) is shorter than it needs; a longer window does
+ *   not help, since bars before a gap are never used;
+ * - no_price_movement: defined only when prices move (RSI, %K, %B);
+ * - zero_volume: the window's volume sums to 0 (VWAP);
+ * - no_pattern: the bars suffice to look for every pattern and none completes;
+ * - conflicting_patterns: bullish and bearish candlestick patterns of equal
+ *   confidence and no doji: the signal is neutral, with no confidence to give;
+ * - too_few_votes: fewer indicators voted than a consensus needs, although
+ *   the window has the bars for enough of them.
+ */
+export const TECHNICALS_NULL_REASONS = {
+  rsi: ['insufficient_bars', 'no_price_movement'],
+  macd: ['insufficient_bars'],
+  stochastic: ['insufficient_bars', 'missing_fields', 'no_price_movement'],
+  movingAverages: ['insufficient_bars'],
+  ichimoku: ['insufficient_bars', 'missing_fields'],
+  bollingerBands: ['insufficient_bars', 'no_price_movement'],
+  atr: ['insufficient_bars', 'missing_fields'],
+  vwap: ['insufficient_bars', 'missing_fields', 'zero_volume'],
+  candlestick: ['insufficient_bars', 'missing_fields', 'no_pattern', 'conflicting_patterns'],
+  chartPatterns: ['insufficient_bars', 'no_pattern'],
+  trend: ['insufficient_bars', 'too_few_votes'],
+} as const;
+export type TechnicalsNullReason<K extends keyof typeof TECHNICALS_NULL_REASONS> = (typeof TECHNICALS_NULL_REASONS)[K][number];

@@ -13,16 +13,25 @@
  * - macd.crossover: the most recent sign change of the histogram between
  *   consecutive bars within the last 3 bars (transitions into bars n−3, n−2,
  *   n−1): from <= 0 to > 0 is `bullish_crossover`, from >= 0 to < 0 is
- *   `bearish_crossover`; none of them → `none`. Null with the other MACD
- *   fields, and null when fewer than 2 histogram values exist.
+ *   `bearish_crossover`. `none` only when all 3 transitions exist (37 bars:
+ *   the histogram starts at bar 34) and none is a sign change; with fewer, a
+ *   sign change found among those that exist is reported, and otherwise the
+ *   crossover is null: one that came before the histogram began cannot be
+ *   ruled out.
  * - stochastic.signal: on %K: `overbought` if >= 80, `oversold` if <= 20,
  *   else `neutral`.
  * - ema/sma/wma.trend: the ordered list [close, fastest MA, ..., slowest MA]
  *   (non-null MAs only) is scored over ALL pairs (i < j): +1 when the faster
  *   element is above the slower, −1 when below, 0 when equal; score = mean in
  *   [−1, 1] (a Kendall-style concordance). `bullish` if score >= 0.5,
- *   `bearish` if score <= −0.5, else `neutral`. Null when no MA is available.
- *   ema.strength = |score|, a number in [0, 1] (1 = perfectly stacked).
+ *   `bearish` if score <= −0.5, else `neutral`. Null until the two fastest
+ *   MAs exist (EMA 20 bars, SMA and WMA 50): the close against one average is
+ *   a single pair, whose score is always −1, 0 or +1, so it would read as a
+ *   perfectly stacked trend. ema.strength = |score|, a number in [0, 1]
+ *   (1 = perfectly stacked).
+ *
+ * Each reading's `reason` (contract.ts TECHNICALS_NULL_REASONS) says why any
+ * of its fields is null, and is null when none is.
  */
 import {
   MACD_SIGNAL,
@@ -37,7 +46,7 @@ import {
   stochasticSeries,
   wmaSeries,
 } from './indicator-series.ts';
-import { MA_TRENDS, MACD_CROSSOVERS, MACD_TRENDS, RSI_SIGNALS, STOCHASTIC_SIGNALS } from './contract.ts';
+import { MA_TRENDS, MACD_CROSSOVERS, MACD_TRENDS, RSI_SIGNALS, STOCHASTIC_SIGNALS, type TechnicalsNullReason } from './contract.ts';
 
 export const RSI_OVERBOUGHT = 70;
 export const RSI_OVERSOLD = 30;
@@ -56,12 +65,18 @@ const WMA_PERIODS = [20, 50, 100] as const;
 /** Moving-average stack score at or beyond ±this gives bullish / bearish. */
 const MA_TREND_THRESHOLD = 0.5;
 
-/** Bars each indicator needs before it is non-null. */
-const MIN_BARS = {
+/** Bars each reading (or its verdict) needs before it is non-null. */
+export const READING_MIN_BARS = {
   rsi: RSI_PERIOD + 1,
   macd: MACD_SLOW + MACD_SIGNAL - 1,
+  /** `none` needs every transition of the lookback: 34 + 3 = 37. */
+  macdNoCrossover: MACD_SLOW + MACD_SIGNAL - 1 + MACD_CROSSOVER_LOOKBACK,
   stochastic: STOCH_K_PERIOD + STOCH_D_PERIOD - 1,
+  emaTrend: EMA_PERIODS[1],
+  smaTrend: SMA_PERIODS[1],
+  wmaTrend: WMA_PERIODS[1],
 } as const;
+const MIN_BARS = READING_MIN_BARS;
 
 type RsiSignal = (typeof RSI_SIGNALS)[number];
 type MacdTrend = (typeof MACD_TRENDS)[number];
@@ -69,10 +84,13 @@ type MacdCrossover = (typeof MACD_CROSSOVERS)[number];
 type StochasticSignal = (typeof STOCHASTIC_SIGNALS)[number];
 type MaTrend = (typeof MA_TRENDS)[number];
 
+type MaReason = TechnicalsNullReason<'movingAverages'>;
+
 export interface RsiResult {
   value: number | null;
   signal: RsiSignal | null;
   period: number;
+  reason: TechnicalsNullReason<'rsi'> | null;
   description: string;
 }
 export interface MacdResult {
@@ -81,12 +99,14 @@ export interface MacdResult {
   histogram: number | null;
   trend: MacdTrend | null;
   crossover: MacdCrossover | null;
+  reason: TechnicalsNullReason<'macd'> | null;
   description: string;
 }
 export interface StochasticResult {
   stochK: number | null;
   stochD: number | null;
   signal: StochasticSignal | null;
+  reason: TechnicalsNullReason<'stochastic'> | null;
   description: string;
 }
 export interface EmaResult {
@@ -96,6 +116,7 @@ export interface EmaResult {
   ema200: number | null;
   trend: MaTrend | null;
   strength: number | null;
+  reason: MaReason | null;
   description: string;
 }
 export interface SmaResult {
@@ -103,6 +124,7 @@ export interface SmaResult {
   sma50: number | null;
   sma200: number | null;
   trend: MaTrend | null;
+  reason: MaReason | null;
   description: string;
 }
 export interface WmaResult {
@@ -110,12 +132,20 @@ export interface WmaResult {
   wma50: number | null;
   wma100: number | null;
   trend: MaTrend | null;
+  reason: MaReason | null;
   description: string;
 }
 /** A finite number, else null (the readings never show NaN or ±Infinity). */
 export const nn = (x: number): number | null => (Number.isFinite(x) ? x : null);
 /** A figure as descriptions print it. */
 export const fmt = (x: number): string => (Math.abs(x) >= 1000 ? x.toFixed(2) : x.toPrecision(6));
+
+/**
+ * Why a reading over the trailing run of `have` complete bars (of `total`
+ * supplied) lacks bars: the run is the whole window, or a gap or a missing
+ * field cut it short.
+ */
+export const shortfall = (have: number, total: number): 'insufficient_bars' | 'missing_fields' => (have < total ? 'missing_fields' : 'insufficient_bars');
 
 /** The description of a reading that lacks bars. */
 export function needMore(name: string, need: number, have: number, fields: string, total: number): string {
@@ -147,11 +177,23 @@ function maTrend(score: number | null): MaTrend | null {
 export function rsiReading(close: Float64Array): RsiResult {
   const n = close.length;
   if (n < MIN_BARS.rsi) {
-    return { value: null, signal: null, period: RSI_PERIOD, description: needMore('RSI(14)', MIN_BARS.rsi, n, 'a close', n) };
+    return {
+      value: null,
+      signal: null,
+      period: RSI_PERIOD,
+      reason: 'insufficient_bars',
+      description: needMore('RSI(14)', MIN_BARS.rsi, n, 'a close', n),
+    };
   }
   const v = rsiSeries(close)[n - 1];
   if (!Number.isFinite(v)) {
-    return { value: null, signal: null, period: RSI_PERIOD, description: 'RSI(14) is undefined: the closes did not move over the smoothing window' };
+    return {
+      value: null,
+      signal: null,
+      period: RSI_PERIOD,
+      reason: 'no_price_movement',
+      description: 'RSI(14) is undefined: the closes did not move over the smoothing window',
+    };
   }
   const signal: RsiSignal = v >= RSI_OVERBOUGHT ? 'overbought' : v <= RSI_OVERSOLD ? 'oversold' : 'neutral';
   const what =
@@ -160,12 +202,12 @@ export function rsiReading(close: Float64Array): RsiResult {
       : signal === 'oversold'
         ? `at or below ${RSI_OVERSOLD}: oversold`
         : `between ${RSI_OVERSOLD} and ${RSI_OVERBOUGHT}: neutral`;
-  return { value: v, signal, period: RSI_PERIOD, description: `Wilder RSI(14) = ${v.toFixed(2)}, ${what}` };
+  return { value: v, signal, period: RSI_PERIOD, reason: null, description: `Wilder RSI(14) = ${v.toFixed(2)}, ${what}` };
 }
 
 export function macdReading(close: Float64Array): MacdResult {
   const n = close.length;
-  const empty = { value: null, signal: null, histogram: null, trend: null, crossover: null };
+  const empty = { value: null, signal: null, histogram: null, trend: null, crossover: null, reason: 'insufficient_bars' as const };
   if (n < MIN_BARS.macd) {
     return { ...empty, description: needMore('MACD(12,26,9)', MIN_BARS.macd, n, 'a close', n) };
   }
@@ -175,34 +217,35 @@ export function macdReading(close: Float64Array): MacdResult {
   const trend: MacdTrend = h > eps ? 'bullish' : h < -eps ? 'bearish' : 'neutral';
   let crossover: MacdCrossover | null = null;
   let crossAgo = -1;
-  if (Number.isFinite(histogram[n - 2])) {
-    crossover = 'none';
-    for (let t = n - 1; t >= Math.max(1, n - MACD_CROSSOVER_LOOKBACK); t--) {
-      const a = histogram[t - 1];
-      const b = histogram[t];
-      if (!Number.isFinite(a)) break;
-      if (a <= 0 && b > 0) {
-        crossover = 'bullish_crossover';
-        crossAgo = n - 1 - t;
-        break;
-      }
-      if (a >= 0 && b < 0) {
-        crossover = 'bearish_crossover';
-        crossAgo = n - 1 - t;
-        break;
-      }
+  // The histogram's first value is at bar MIN_BARS.macd − 1, so the first transition is into the bar after it.
+  for (let t = n - 1; t >= Math.max(MIN_BARS.macd, n - MACD_CROSSOVER_LOOKBACK); t--) {
+    const a = histogram[t - 1];
+    const b = histogram[t];
+    if (a <= 0 && b > 0) {
+      crossover = 'bullish_crossover';
+      crossAgo = n - 1 - t;
+      break;
+    }
+    if (a >= 0 && b < 0) {
+      crossover = 'bearish_crossover';
+      crossAgo = n - 1 - t;
+      break;
     }
   }
+  if (crossover === null && n >= MIN_BARS.macdNoCrossover) crossover = 'none';
   const crossText =
-    crossover === 'none' || crossover === null
-      ? `no signal-line crossover in the last ${MACD_CROSSOVER_LOOKBACK} bars`
-      : `${crossover === 'bullish_crossover' ? 'bullish' : 'bearish'} crossover ${crossAgo === 0 ? 'on the latest bar' : `${crossAgo} bar(s) ago`}`;
+    crossover === null
+      ? `ruling out a signal-line crossover in the last ${MACD_CROSSOVER_LOOKBACK} bars needs ${MIN_BARS.macdNoCrossover} bars; only ${n} available`
+      : crossover === 'none'
+        ? `no signal-line crossover in the last ${MACD_CROSSOVER_LOOKBACK} bars`
+        : `${crossover === 'bullish_crossover' ? 'bullish' : 'bearish'} crossover ${crossAgo === 0 ? 'on the latest bar' : `${crossAgo} bar(s) ago`}`;
   return {
     value: macd[n - 1],
     signal: signal[n - 1],
     histogram: h,
     trend,
     crossover,
+    reason: crossover === null ? 'insufficient_bars' : null,
     description: `MACD(12,26,9) line ${fmt(macd[n - 1])} ${h > 0 ? 'above' : h < 0 ? 'below' : 'at'} its signal ${fmt(signal[n - 1])} (histogram ${fmt(h)}): ${trend}; ${crossText}`,
   };
 }
@@ -210,7 +253,13 @@ export function macdReading(close: Float64Array): MacdResult {
 export function stochasticReading(high: Float64Array, low: Float64Array, close: Float64Array, total: number): StochasticResult {
   const n = close.length;
   if (n < MIN_BARS.stochastic) {
-    return { stochK: null, stochD: null, signal: null, description: needMore('Stochastic(14,3)', MIN_BARS.stochastic, n, 'high, low and close', total) };
+    return {
+      stochK: null,
+      stochD: null,
+      signal: null,
+      reason: shortfall(n, total),
+      description: needMore('Stochastic(14,3)', MIN_BARS.stochastic, n, 'high, low and close', total),
+    };
   }
   const { k, d } = stochasticSeries(high, low, close);
   const K = k[n - 1];
@@ -220,6 +269,7 @@ export function stochasticReading(high: Float64Array, low: Float64Array, close: 
       stochK: nn(K),
       stochD: nn(D),
       signal: null,
+      reason: 'no_price_movement',
       description: 'Stochastic(14,3) is undefined: the 14-bar high-low range was zero in at least one of the last 3 windows',
     };
   }
@@ -228,6 +278,7 @@ export function stochasticReading(high: Float64Array, low: Float64Array, close: 
     stochK: K,
     stochD: D,
     signal,
+    reason: null,
     description: `Stochastic %K(14) = ${K.toFixed(2)}, %D(3) = ${D.toFixed(2)}: ${signal} (%K >= ${STOCH_OVERBOUGHT} overbought, <= ${STOCH_OVERSOLD} oversold)`,
   };
 }
@@ -237,30 +288,33 @@ function maGroup(
   close: Float64Array,
   periods: readonly number[],
   fn: (v: Float64Array, p: number) => Float64Array,
-): { values: (number | null)[]; score: number | null; description: string } {
+): { values: (number | null)[]; score: number | null; reason: MaReason | null; description: string } {
   const n = close.length;
   const values = periods.map((p) => (n >= p ? fn(close, p)[n - 1] : null));
   const avail: number[] = [close[n - 1]];
   values.forEach((v) => {
     if (v !== null) avail.push(v);
   });
-  const score = n > 0 ? maStackScore(avail) : null;
+  // The close and at least the two fastest averages: see the module comment.
+  const score = avail.length >= 3 ? maStackScore(avail) : null;
   const missing = periods.filter((_, i) => values[i] === null);
   const parts: string[] = [];
   periods.forEach((p, i) => {
     if (values[i] !== null) parts.push(`${kind}${p} ${fmt(values[i] as number)}`);
   });
   let description: string;
-  if (score === null) {
+  if (parts.length === 0) {
     description = `${kind}s need at least ${periods[0]} bars; only ${n} available`;
+  } else if (score === null) {
+    description = `close ${fmt(close[n - 1])} vs ${parts.join(', ')}; a trend needs the close and two averages, ${periods[1]} bars; only ${n} available`;
   } else {
-    const trend = maTrend(score);
-    description = `close ${fmt(close[n - 1])} vs ${parts.join(', ')}: stack score ${score.toFixed(2)} → ${trend}`;
+    description = `close ${fmt(close[n - 1])} vs ${parts.join(', ')}: stack score ${score.toFixed(2)} → ${maTrend(score)}`;
   }
-  if (missing.length > 0 && score !== null) {
+  if (missing.length > 0 && parts.length > 0) {
     description += `; ${missing.map((p) => `${kind}${p}`).join(', ')} null (needs ${missing.join('/')} bars, ${n} available)`;
   }
-  return { values, score, description };
+  const reason: MaReason | null = missing.length > 0 || score === null ? 'insufficient_bars' : null;
+  return { values, score, reason, description };
 }
 
 export function movingAverageReadings(close: Float64Array): { ema: EmaResult; sma: SmaResult; wma: WmaResult } {
@@ -272,11 +326,26 @@ export function movingAverageReadings(close: Float64Array): { ema: EmaResult; sm
     ema200: e.values[3],
     trend: maTrend(e.score),
     strength: e.score === null ? null : Math.abs(e.score),
+    reason: e.reason,
     description: e.description,
   };
   const s = maGroup('SMA', close, SMA_PERIODS, smaSeries);
-  const sma: SmaResult = { sma20: s.values[0], sma50: s.values[1], sma200: s.values[2], trend: maTrend(s.score), description: s.description };
+  const sma: SmaResult = {
+    sma20: s.values[0],
+    sma50: s.values[1],
+    sma200: s.values[2],
+    trend: maTrend(s.score),
+    reason: s.reason,
+    description: s.description,
+  };
   const w = maGroup('WMA', close, WMA_PERIODS, wmaSeries);
-  const wma: WmaResult = { wma20: w.values[0], wma50: w.values[1], wma100: w.values[2], trend: maTrend(w.score), description: w.description };
+  const wma: WmaResult = {
+    wma20: w.values[0],
+    wma50: w.values[1],
+    wma100: w.values[2],
+    trend: maTrend(w.score),
+    reason: w.reason,
+    description: w.description,
+  };
   return { ema, sma, wma };
 }

@@ -8,7 +8,9 @@
  * longest trailing run of bars in which every field it needs is finite (and
  * volume >= 0); bars before a gap are not used, and nothing is ever filled in.
  * When that run is shorter than the indicator needs, every numeric field of
- * the indicator is null and `description` says why.
+ * the indicator is null, `reason` names why (contract.ts
+ * TECHNICALS_NULL_REASONS) and `description` says it in words. No verdict is
+ * given from fewer bars than it needs: no signal, trend or "none found".
  *
  * The parts: indicator-series.ts (the series), indicator-readings.ts and band-readings.ts (each
  * indicator's reading at the latest bar), the two pattern readings below,
@@ -17,15 +19,25 @@
  * candlestick (see candlestick-patterns.ts): signal = `bullish`/`bearish`
  * when the strongest bullish (bearish) pattern's confidence is strictly
  * higher than the strongest opposite one, with that confidence; otherwise
- * `neutral`, with confidence = strongest neutral pattern (doji), or 0 when
- * no pattern completes on the latest bar.
+ * `neutral`, with the confidence of the strongest neutral pattern (doji),
+ * null (`conflicting_patterns`) when there is none. When no pattern
+ * completes on the latest bar, signal and confidence are null: `no_pattern`
+ * when the run of bars with open, high, low and close holds the 7 every
+ * pattern needs (CANDLESTICK_SEARCH_MIN_BARS), else `insufficient_bars` or
+ * `missing_fields`.
+ *
+ * chartPatterns: dominantPattern is null when no pattern is found:
+ * `no_pattern` from 26 closes (CHART_PATTERNS_MIN_BARS), `insufficient_bars`
+ * below.
  */
-import { detectCandlestickPatterns, type CandleBars } from './candlestick-patterns.ts';
-import { detectChartPatterns, type ChartPattern } from './chart-patterns.ts';
+import { CANDLESTICK_SEARCH_MIN_BARS, detectCandlestickPatterns, type CandleBars } from './candlestick-patterns.ts';
+import { CHART_PATTERNS_MIN_BARS, detectChartPatterns, type ChartPattern } from './chart-patterns.ts';
 import {
   macdReading,
   movingAverageReadings,
+  needMore,
   rsiReading,
+  shortfall,
   stochasticReading,
   type EmaResult,
   type MacdResult,
@@ -45,7 +57,7 @@ import {
   type VwapResult,
 } from './band-readings.ts';
 import { trendConsensus, type ConsensusTrend } from './trend-consensus.ts';
-import type { CandlestickSignal, ChartPatternSignal, ChartPatternType } from './contract.ts';
+import type { CandlestickSignal, ChartPatternSignal, ChartPatternType, TechnicalsNullReason } from './contract.ts';
 
 export interface OhlcvBars {
   open: Float64Array;
@@ -59,6 +71,7 @@ interface CandlestickResult {
   signal: CandlestickSignal | null;
   confidence: number | null;
   patterns: { name: string; confidence: number }[];
+  reason: TechnicalsNullReason<'candlestick'> | null;
   description: string;
 }
 
@@ -71,6 +84,7 @@ interface ChartPatternsResult {
     priceTarget: number | null;
     description: string;
   } | null;
+  reason: TechnicalsNullReason<'chartPatterns'> | null;
   description: string;
 }
 
@@ -119,16 +133,31 @@ function slice(a: Float64Array, start: number): Float64Array {
   return start === 0 ? a : a.subarray(start);
 }
 
-function candlestickReading(bars: CandleBars): CandlestickResult {
-  if (bars.close.length < 1) {
+/** Candlestick patterns over the trailing run of bars with open, high, low and close (`total` bars supplied). */
+function candlestickReading(bars: CandleBars, total: number): CandlestickResult {
+  const n = bars.close.length;
+  if (n < 1) {
     return {
       signal: null,
       confidence: null,
       patterns: [],
+      reason: shortfall(n, total),
       description: "candlestick patterns need the latest bar's open, high, low and close, which are not available",
     };
   }
   const found = detectCandlestickPatterns(bars);
+  if (found.length === 0) {
+    if (n < CANDLESTICK_SEARCH_MIN_BARS) {
+      return {
+        signal: null,
+        confidence: null,
+        patterns: [],
+        reason: shortfall(n, total),
+        description: `no candlestick pattern completes on the latest bar, but ${needMore('ruling them all out', CANDLESTICK_SEARCH_MIN_BARS, n, 'open, high, low and close', total)}`,
+      };
+    }
+    return { signal: null, confidence: null, patterns: [], reason: 'no_pattern', description: 'no candlestick pattern completes on the latest bar' };
+  }
   let bull = 0;
   let bear = 0;
   let neutral = 0;
@@ -138,7 +167,7 @@ function candlestickReading(bars: CandleBars): CandlestickResult {
     else neutral = Math.max(neutral, p.confidence);
   }
   let signal: CandlestickSignal;
-  let confidence: number;
+  let confidence: number | null;
   if (bull > bear) {
     signal = 'bullish';
     confidence = bull;
@@ -146,14 +175,18 @@ function candlestickReading(bars: CandleBars): CandlestickResult {
     signal = 'bearish';
     confidence = bear;
   } else {
+    // A tie (both 0 means only neutral patterns): neutral, as sure as the strongest neutral pattern, if any.
     signal = 'neutral';
-    confidence = bull === 0 ? neutral : 0;
+    confidence = neutral > 0 ? neutral : null;
   }
-  const description =
-    found.length === 0
-      ? 'no candlestick pattern completes on the latest bar'
-      : `${found.map((p) => `${p.name} (${p.confidence.toFixed(2)})`).join(', ')} on the latest bar: ${signal}`;
-  return { signal, confidence, patterns: found.map((p) => ({ name: p.name, confidence: p.confidence })), description };
+  const description = `${found.map((p) => `${p.name} (${p.confidence.toFixed(2)})`).join(', ')} on the latest bar: ${signal}`;
+  return {
+    signal,
+    confidence,
+    patterns: found.map((p) => ({ name: p.name, confidence: p.confidence })),
+    reason: confidence === null ? 'conflicting_patterns' : null,
+    description: confidence === null ? `${description}, bullish and bearish equally strong and no doji to measure it by` : description,
+  };
 }
 
 function chartPatternsReading(close: Float64Array): ChartPatternsResult {
@@ -162,6 +195,7 @@ function chartPatternsReading(close: Float64Array): ChartPatternsResult {
   return {
     patterns: r.patterns,
     dominantPattern: d ? { type: d.type, signal: d.signal, confidence: d.confidence, priceTarget: d.priceTarget, description: d.description } : null,
+    reason: d ? null : close.length < CHART_PATTERNS_MIN_BARS ? 'insufficient_bars' : 'no_pattern',
     description: r.description,
   };
 }
@@ -192,15 +226,18 @@ export function computeTechnicals(bars: OhlcvBars): TechnicalsData {
   const bollingerBands = bollingerReading(close);
   const atr = atrReading(hH, hL, hC, total);
   const vwap = vwapReading(slice(bars.high, vStart), slice(bars.low, vStart), slice(bars.close, vStart), slice(bars.volume, vStart), total);
-  const candlestick = candlestickReading({
-    open: slice(bars.open, ohlcStart),
-    high: slice(bars.high, ohlcStart),
-    low: slice(bars.low, ohlcStart),
-    close: slice(bars.close, ohlcStart),
-  });
+  const candlestick = candlestickReading(
+    {
+      open: slice(bars.open, ohlcStart),
+      high: slice(bars.high, ohlcStart),
+      low: slice(bars.low, ohlcStart),
+      close: slice(bars.close, ohlcStart),
+    },
+    total,
+  );
   // Full array: pattern indices refer to the bars supplied (NaN closes can never be pivots).
   const chartPatterns = chartPatternsReading(bars.close);
-  const trend = trendConsensus({ ema, sma, wma, macd, ichimoku, rsi, vwap, chartPatterns, candlestick });
+  const trend = trendConsensus({ ema, sma, wma, macd, ichimoku, rsi, vwap, chartPatterns, candlestick }, total);
 
   return { rsi, macd, stochastic, ema, sma, wma, ichimoku, bollingerBands, atr, vwap, candlestick, chartPatterns, trend, dataPoints: total };
 }

@@ -1,7 +1,8 @@
 import type { Reads } from '../db/database.ts';
 import { requireInstrument } from '../instruments/service.ts';
-import { existingInstruments } from '../prices/repository.ts';
-import { readAdjustedSeries } from '../prices/daily-bars.ts';
+import { existingInstruments } from '../instruments/repository.ts';
+import { readAdjustedSeries, readStoredBars } from '../prices/daily-bars.ts';
+import type { ISql } from '../db/sql.ts';
 import { move, type WorkerPool } from '../worker-pool.ts';
 import { dayToDate } from '../core/day-numbers.ts';
 import { lookbackWindow } from './series.ts';
@@ -21,13 +22,9 @@ export async function technicals(db: Reads, pool: WorkerPool, id: string, q: { l
   const { instrument, series } = await db.run(async (sql) => {
     const instrument = await requireInstrument(sql, id, q.asOf);
     const series = (await readAdjustedSeries(sql, [id], { from: window.from, to: window.to, asOf: q.asOf, fields: 'ohlcv' })).get(id)!;
+    if (series.close.length === 0) throw await emptyWindow(sql, id, window, q.asOf);
     return { instrument, series };
   });
-  if (series.close.length === 0) {
-    throw new AppError('not_found', `no stored bars for this instrument between ${window.from} and ${window.to}`, {
-      lookbackDays: [`the window ${window.from}..${window.to} holds no bars`],
-    });
-  }
   const { open, high, low, close, volume, dates } = series;
   const result = await pool.run('technicals', move({ open, high, low, close, volume }));
   const barsUsed = dates.length;
@@ -96,6 +93,32 @@ export async function correlations(
       ...PRICE_ASSUMPTIONS,
     },
   };
+}
+
+/**
+ * The 404 for a technicals window with no bar to read, saying which case it
+ * is (`details.reason`): `no_stored_bars`, none stored at all, or
+ * `not_yet_known`, bars are stored but none was known at asOf (a history
+ * loaded later with later knowledge times, say), with when the first of them
+ * became known.
+ */
+async function emptyWindow(sql: ISql, id: string, window: { from: string; to: string }, asOf: PointInTime | undefined): Promise<AppError> {
+  const stored = asOf ? (await readStoredBars(sql, [id], window.from, window.to)).get(id) : undefined;
+  if (!stored || !asOf) {
+    return new AppError('not_found', `no stored bars for this instrument between ${window.from} and ${window.to}`, {
+      lookbackDays: [`the window ${window.from}..${window.to} holds no bars`],
+      reason: ['no_stored_bars'],
+    });
+  }
+  const first = stored.firstKnown.toISOString();
+  return new AppError(
+    'not_found',
+    `none of the ${stored.bars} bars stored for this instrument between ${window.from} and ${window.to} was known at asOf ${asOf.input}; the first became known at ${first}`,
+    {
+      asOf: [`${asOf.input} is before any bar of the window ${window.from}..${window.to} was known: the first became known at ${first}`],
+      reason: ['not_yet_known'],
+    },
+  );
 }
 
 /**

@@ -22,6 +22,7 @@ import {
   type StrategyAssumptions,
   type StrategyFigure,
   STRUCTURE_NAMES,
+  TECHNICALS_NULL_REASONS,
   TREND_DIRECTIONS,
   VWAP_SIGNALS,
 } from '../../workers/contract.ts';
@@ -207,11 +208,31 @@ export const StrategyEvDataSchema = z.strictObject({
 });
 
 // Technicals: every price-like figure is in the instrument's quote unit, on
-// adjusted bars; every figure is null when its indicator lacks the bars, and
-// `description` then says why.
+// adjusted bars; every figure and verdict is null when its indicator lacks the
+// bars, `reason` names why and `description` says it in words.
 const price = z.number().nullable().describe('adjusted price');
-const indicator = <T extends z.ZodRawShape>(shape: T) => z.strictObject({ ...shape, description: z.string() });
-const MaTrend = z.enum(MA_TRENDS).nullable().describe('from how the close and the averages are stacked');
+const REASON_MEANINGS: Record<(typeof TECHNICALS_NULL_REASONS)[keyof typeof TECHNICALS_NULL_REASONS][number], string> = {
+  insufficient_bars: 'every bar in the window has the fields needed, but there are fewer bars than needed',
+  missing_fields: 'too few of the latest bars carry the open, high, low or volume needed (bars before a gap are not used)',
+  no_price_movement: 'prices did not move, so the value is undefined',
+  zero_volume: "the window's volume sums to 0",
+  no_pattern: 'the bars suffice to look for every pattern and none completes',
+  conflicting_patterns: 'bullish and bearish patterns are equally strong and no doji gives the neutral signal a confidence',
+  too_few_votes: 'fewer than 3 indicators could vote although the window has the bars for them (closes only, no price movement, or a gap)',
+};
+const indicator = <T extends z.ZodRawShape, K extends keyof typeof TECHNICALS_NULL_REASONS>(reasons: K, shape: T) =>
+  z.strictObject({
+    ...shape,
+    reason: z
+      .enum(TECHNICALS_NULL_REASONS[reasons])
+      .nullable()
+      .describe(
+        `why a field of this reading is null; null exactly when none is. ${TECHNICALS_NULL_REASONS[reasons].map((r) => `${r}: ${REASON_MEANINGS[r]}`).join('; ')}`,
+      ),
+    description: z.string(),
+  });
+const MaTrend = (bars: number) =>
+  z.enum(MA_TRENDS).nullable().describe(`from how the close and the averages are stacked; null until the two fastest averages exist (${bars} bars)`);
 
 const ChartPatternSchema = z.strictObject({
   type: z.enum(CHART_PATTERN_TYPES),
@@ -226,34 +247,40 @@ const ChartPatternSchema = z.strictObject({
 });
 
 export const TechnicalsDataSchema = z.strictObject({
-  rsi: indicator({
-    value: z.number().min(0).max(100).nullable().describe('Wilder RSI'),
+  rsi: indicator('rsi', {
+    value: z.number().min(0).max(100).nullable().describe('Wilder RSI; needs 15 bars'),
     signal: z.enum(RSI_SIGNALS).nullable(),
     period: count,
   }),
-  macd: indicator({
-    value: price.describe('MACD line: EMA12 − EMA26'),
+  macd: indicator('macd', {
+    value: price.describe('MACD line: EMA12 − EMA26; needs 34 bars, as do signal, histogram and trend'),
     signal: price.describe('signal line: EMA9 of the MACD line'),
     histogram: price.describe('MACD line − signal line'),
     trend: z.enum(MACD_TRENDS).nullable(),
-    crossover: z.enum(MACD_CROSSOVERS).nullable(),
+    crossover: z
+      .enum(MACD_CROSSOVERS)
+      .nullable()
+      .describe('a histogram sign change into one of the last 3 bars; `none` needs all 3 transitions (37 bars), so null below that unless one was found'),
   }),
-  stochastic: indicator({
-    stochK: z.number().nullable().describe('%K: where the close sits in the 14-bar high-low range, in percent'),
+  stochastic: indicator('stochastic', {
+    stochK: z
+      .number()
+      .nullable()
+      .describe('%K: where the close sits in the 14-bar high-low range, in percent; needs 16 bars with high, low and close, as do stochD and signal'),
     stochD: z.number().nullable().describe('%D: 3-bar mean of %K'),
     signal: z.enum(STOCHASTIC_SIGNALS).nullable(),
   }),
-  ema: indicator({
+  ema: indicator('movingAverages', {
     ema12: price,
     ema20: price,
     ema50: price,
     ema200: price,
-    trend: MaTrend,
-    strength: fraction.describe('how fully the close and the averages are stacked in order').nullable(),
+    trend: MaTrend(20),
+    strength: fraction.describe('how fully the close and the averages are stacked in order; null with trend').nullable(),
   }),
-  sma: indicator({ sma20: price, sma50: price, sma200: price, trend: MaTrend }),
-  wma: indicator({ wma20: price, wma50: price, wma100: price, trend: MaTrend }),
-  ichimoku: indicator({
+  sma: indicator('movingAverages', { sma20: price, sma50: price, sma200: price, trend: MaTrend(50) }),
+  wma: indicator('movingAverages', { wma20: price, wma50: price, wma100: price, trend: MaTrend(50) }),
+  ichimoku: indicator('ichimoku', {
     tenkan: price,
     kijun: price,
     senkouSpanA: price.describe('cloud edge at the latest bar (computed 26 bars earlier)'),
@@ -261,7 +288,7 @@ export const TechnicalsDataSchema = z.strictObject({
     chikouSpan: price.describe('the latest close'),
     signal: z.enum(ICHIMOKU_SIGNALS).nullable(),
   }),
-  bollingerBands: indicator({
+  bollingerBands: indicator('bollingerBands', {
     upper: price,
     middle: price,
     lower: price,
@@ -269,23 +296,26 @@ export const TechnicalsDataSchema = z.strictObject({
     percentB: z.number().nullable().describe('(close − lower) / (upper − lower): 0 at the lower band, 1 at the upper; null when the bands coincide'),
     signal: z.enum(BOLLINGER_SIGNALS).nullable(),
   }),
-  atr: indicator({
+  atr: indicator('atr', {
     value: price.describe('Wilder average true range, in price units'),
     signal: z.enum(ATR_SIGNALS).nullable(),
     period: count,
   }),
-  vwap: indicator({
-    value: price.describe('volume-weighted typical price over the window; null when the volume is 0'),
-    signal: z.enum(VWAP_SIGNALS).nullable().describe('where the latest close is'),
+  vwap: indicator('vwap', {
+    value: price.describe('volume-weighted typical price over the window; needs 1 bar with high, low, close and volume; null when the volume is 0'),
+    signal: z.enum(VWAP_SIGNALS).nullable().describe("where the latest close is; needs 2 bars (over one, the VWAP is that bar's own typical price)"),
   }),
-  candlestick: indicator({
-    signal: z.enum(CANDLESTICK_SIGNALS).nullable(),
-    confidence: fraction.describe('0 when no pattern completes on the latest bar').nullable(),
+  candlestick: indicator('candlestick', {
+    signal: z
+      .enum(CANDLESTICK_SIGNALS)
+      .nullable()
+      .describe('null when no pattern completes on the latest bar; saying none completes needs 7 bars with open, high, low and close'),
+    confidence: fraction.describe("the deciding pattern's confidence; null with signal, and null for a neutral signal from a bullish-bearish tie").nullable(),
     patterns: z
       .array(z.strictObject({ name: z.enum(Object.keys(CANDLESTICK_PATTERNS) as [CandlestickPatternName, ...CandlestickPatternName[]]), confidence: fraction }))
       .describe('patterns completing on the latest bar'),
   }),
-  chartPatterns: indicator({
+  chartPatterns: indicator('chartPatterns', {
     patterns: z.array(ChartPatternSchema).describe('the most recent of each type, by confidence'),
     dominantPattern: z
       .strictObject({
@@ -295,12 +325,18 @@ export const TechnicalsDataSchema = z.strictObject({
         priceTarget: ChartPatternSchema.shape.priceTarget,
         description: z.string(),
       })
-      .nullable(),
+      .nullable()
+      .describe('the highest-confidence pattern; null when none is found (saying none exists needs 26 closes)'),
   }),
-  trend: indicator({
-    direction: z.enum(TREND_DIRECTIONS).nullable().describe("consensus of the indicators' weighted votes; null when none could vote"),
-    strength: fraction.describe('|weighted vote|').nullable(),
-    confidence: fraction.describe('agreement × coverage').nullable(),
+  trend: indicator('trend', {
+    direction: z
+      .enum(TREND_DIRECTIONS)
+      .nullable()
+      .describe(
+        "consensus of the indicators' weighted votes; null unless at least 3 indicators vote (patterns add weight but do not count), which takes 20 bars with every field present, 34 with closes only",
+      ),
+    strength: fraction.describe('|weighted vote|; null with direction').nullable(),
+    confidence: fraction.describe('agreement × coverage; null with direction').nullable(),
   }),
   timestamp: z.string().meta({ format: 'date-time', description: 'when the figures were computed' }),
   dataPoints: count.describe('bars in the window'),

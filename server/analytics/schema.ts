@@ -14,7 +14,7 @@ const Strike = finite('strike').positive('must be greater than 0');
 // days underflows to a year fraction of 0, which cannot be priced at all.
 export const MIN_EXPIRY_DAYS = 1 / 1440;
 const ExpiryDays = finite('calendar days to expiry (ACT/365F), at least one minute (1/1440)')
-  .min(MIN_EXPIRY_DAYS, 'must be at least 1/1440 (one minute): below that the Greeks are meaningless')
+  .min(MIN_EXPIRY_DAYS, 'below one minute the Greeks are meaningless')
   .max(3650, 'at most 3650 days');
 const Rate = finite('continuously compounded annual risk-free rate, decimal').min(-0.2, 'at least -0.2').max(1, 'at most 1');
 const Vol = finite('annualised volatility, decimal').positive('must be greater than 0').max(5, 'at most 5 (500%)');

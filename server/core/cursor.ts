@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { z } from 'zod';
 import { AppError } from './errors.ts';
 
@@ -8,21 +8,35 @@ import { AppError } from './errors.ts';
 // starts right after that row whatever was added or removed meanwhile; an
 // offset would shift with every row added before it.
 //
-// On the wire it is base64url (no padding) of a small JSON object:
-//   { "v": 1, "r": <list>, "q": <binding>, "k": [<sort key values>…, <id>] }
+// On the wire it is base64url (no padding) of a 16-byte tag followed by a
+// small JSON object:
+//   { "v": 2, "r": <list>, "q": <binding>, "k": [<sort key values>…, <id>] }
 // `r` names the list it was made for (news, events, economic-events,
 // instruments); `q` is the first 128 bits (base64url) of the SHA-256 of that
 // list's normalised filters, every query parameter except `limit` and
 // `cursor`. A cursor given to another list, or with other filters, is refused:
 // it would name a position in an order the request does not read. `limit`
-// may change from page to page. The cursor is opaque, not secret: it holds
-// nothing the caller could not read, so it is not signed; a forged one can
-// only start a page at another position of the same list.
+// may change from page to page.
+//
+// The JSON is readable, but only the service can make it: the tag is
+// HMAC-SHA-256 of the JSON under the deployment's signing key
+// (sql/023_cursor_signing_key.sql), which every process reads from the
+// primary at start: a cursor made by any process of the deployment is read by
+// all of them, and one made elsewhere by none. Unsigned, a client could
+// re-encode a position and skip rows with a 200. The tag is cut to 128 bits:
+// each guess at a forgery costs a rate-limited request and succeeds with
+// probability 2^-128, and a cursor grows by 22 characters rather than 43.
 
-export const CURSOR_VERSION = 1;
+export const CURSOR_VERSION = 2;
 
 /** Cursors are short: the longest a list makes is well under this. */
 const MAX_CURSOR_LENGTH = 1024;
+
+/** Bytes of the HMAC-SHA-256 tag a cursor carries. */
+const TAG_BYTES = 16;
+
+/** Bytes of the signing key: SHA-256's block is 64, its output 32, and a key of 32 random bytes is as strong as the hash. */
+const CURSOR_KEY_BYTES = 32;
 
 export const CursorSchema = z
   .string()
@@ -56,39 +70,65 @@ export function bindingOf(filters: readonly unknown[]): string {
   return createHash('sha256').update(text).digest().subarray(0, 16).toString('base64url');
 }
 
-export function encodeCursor(list: CursorList, binding: string, key: readonly string[]): string {
-  return Buffer.from(JSON.stringify({ v: CURSOR_VERSION, r: list, q: binding, k: key }), 'utf8').toString('base64url');
-}
-
 const refuse = (message: string) => new AppError('invalid_request', 'invalid query', { cursor: [message] });
 
-const MALFORMED = 'is not a cursor this service made; pass meta.nextCursor exactly as it was given';
+const NOT_MADE_HERE = 'is not a cursor this service made; pass meta.nextCursor exactly as it was given';
 
 /**
- * The sort key of a cursor made for `list` with `binding`, checked by
- * `key` (which returns the parsed key, or null when a value is not of the
- * list's kind). A malformed cursor, or one made for another list or other
- * filters, is a 400 naming `cursor`.
+ * The list cursors of one deployment: made and checked under its signing
+ * key, which stays inside this object (a KeyObject prints and serialises
+ * without its bytes).
  */
-export function decodeCursor<K>(cursor: string, list: CursorList, binding: string, key: (values: string[]) => K | null): K {
-  let payload: z.infer<typeof PayloadSchema>;
-  try {
-    const text = Buffer.from(cursor, 'base64url').toString('utf8');
-    // Node decodes base64url leniently: the text must encode back to the same cursor.
-    if (Buffer.from(text, 'utf8').toString('base64url') !== cursor) throw refuse(MALFORMED);
-    const parsed = PayloadSchema.safeParse(JSON.parse(text));
-    if (!parsed.success) throw refuse(MALFORMED);
-    payload = parsed.data;
-  } catch (e) {
-    if (e instanceof AppError) throw e;
-    throw refuse(MALFORMED);
+export class ListCursors {
+  readonly #key: KeyObject;
+
+  /** `secret` is the deployment's signing key (db/cursor-signing-key.ts). */
+  constructor(secret: Uint8Array) {
+    if (secret.length !== CURSOR_KEY_BYTES) throw new Error(`a cursor signing key is ${CURSOR_KEY_BYTES} bytes, not ${secret.length}`);
+    this.#key = createSecretKey(secret);
   }
-  if (payload.r !== list) throw refuse(`was made for another list${LISTS.has(payload.r) ? ` (${payload.r})` : ''}, not this one`);
-  if (payload.q !== binding)
-    throw refuse('was made for a request with other parameters; repeat every parameter of the request that gave it (only limit may change)');
-  const parsed = key(payload.k);
-  if (parsed === null) throw refuse(MALFORMED);
-  return parsed;
+
+  #tag(payload: Buffer): Buffer {
+    return createHmac('sha256', this.#key).update(payload).digest().subarray(0, TAG_BYTES);
+  }
+
+  /** The cursor after a row of `list` whose sort key is `key`, bound to `binding`. */
+  make(list: CursorList, binding: string, key: readonly string[]): string {
+    const payload = Buffer.from(JSON.stringify({ v: CURSOR_VERSION, r: list, q: binding, k: key }), 'utf8');
+    return Buffer.concat([this.#tag(payload), payload]).toString('base64url');
+  }
+
+  /**
+   * The sort key of a cursor this deployment made for `list` with `binding`,
+   * checked by `key` (which returns the parsed key, or null when a value is
+   * not of the list's kind). A cursor whose tag does not verify (altered,
+   * cut, forged, or made under another deployment's key) is a 400 naming
+   * `cursor`, and so is one made for another list or other filters, each
+   * with its own message.
+   */
+  read<K>(cursor: string, list: CursorList, binding: string, key: (values: string[]) => K | null): K {
+    const bytes = Buffer.from(cursor, 'base64url');
+    // Node decodes base64url leniently: the bytes must encode back to the same cursor.
+    if (bytes.length <= TAG_BYTES || bytes.toString('base64url') !== cursor) throw refuse(NOT_MADE_HERE);
+    const payload = bytes.subarray(TAG_BYTES);
+    // Constant time, so that the time of a refusal says nothing of how much of a forged tag was right.
+    if (!timingSafeEqual(bytes.subarray(0, TAG_BYTES), this.#tag(payload))) throw refuse(NOT_MADE_HERE);
+    let json: unknown;
+    try {
+      json = JSON.parse(payload.toString('utf8'));
+    } catch {
+      throw refuse(NOT_MADE_HERE);
+    }
+    // Signed but not of this version's shape: made under this key by another version of the service.
+    const parsed = PayloadSchema.safeParse(json);
+    if (!parsed.success) throw refuse(NOT_MADE_HERE);
+    const { r, q, k } = parsed.data;
+    if (r !== list) throw refuse(`was made for another list${LISTS.has(r) ? ` (${r})` : ''}, not this one`);
+    if (q !== binding) throw refuse('was made for a request with other parameters; repeat every parameter of the request that gave it (only limit may change)');
+    const position = key(k);
+    if (position === null) throw refuse(NOT_MADE_HERE);
+    return position;
+  }
 }
 
 // Checks of sort-key values, so that nothing malformed reaches SQL as a value

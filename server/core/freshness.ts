@@ -22,8 +22,11 @@ export const STALE_REASONS = [
   'report_past_due',
   // A returned release's scheduled time passed and its `actual` is still missing.
   'release_past_due',
-  // A source of the returned rows has published nothing within its window before the read's instant.
+  // A source of the returned rows has published nothing within its window before the read's instant;
+  // without rows, none of the sources that ever published within the read's scope has.
   'source_silent',
+  // Nothing within the read's scope (an instrument's news, scores or reports; the calendar's filters) was ever stored, known at the read's instant.
+  'no_source',
   // An instrument marked active has no symbol period covering the read's day.
   'symbol_history_lapsed',
   // The instrument's corporate actions were never checked against a source by the read's instant.
@@ -92,8 +95,55 @@ export const ACTIONS_CHECK_MAX_AGE_DAYS = 31;
 /** How long a news or sentiment source may publish nothing before what it published is stale. */
 export const SOURCE_SILENCE_DAYS = 7;
 
-/** The day `days` calendar days before the UTC day of `instant`. */
-export const daysBefore = (instant: number, days: number) => dayToDate(Math.floor(instant / DAY_MS) - days);
+/**
+ * How long an earnings calendar may hold no report date before the read's
+ * day: 92 days, the longest quarter, plus 50, since a company's annual report
+ * comes later after its period than its quarterly ones (the SEC allows 60 to
+ * 90 days for a 10-K against 40 to 45 for a 10-Q), which widens the gap from
+ * the Q3 report to the annual one by up to 90 - 40 = 50 days.
+ */
+export const EARNINGS_SILENCE_DAYS = 92 + 50;
+
+/**
+ * How long the economic calendar, within the read's filters, may hold no
+ * release scheduled before the read's instant: 92 days, the longest quarter,
+ * since a read can narrow to one country's one class and some of those are
+ * published only quarterly (GDP, New Zealand's CPI and labour market, the
+ * Swiss National Bank's rate decisions), plus 14 for a release day that moves
+ * within its month. A monthly window would call such a kept calendar stale
+ * two months in three.
+ */
+export const CALENDAR_SILENCE_DAYS = 92 + 14;
+
+export const SILENCE_STALE_REASONS = ['source_silent', 'no_source'] as const;
+export type SilenceStaleReason = (typeof SILENCE_STALE_REASONS)[number];
+
+/**
+ * Whether the sources a read of published items (news and catalyst events,
+ * sentiment, earnings, the economic calendar) covers still publish
+ * (docs/api.md, "Silent sources"). With rows, `rowSources` holds, for each source
+ * of the returned rows, whether it published within its window before the
+ * read's instant: each must, or what it would have published since may be
+ * missing. Without rows, `scope` says whether anything was ever stored,
+ * known at the read's instant, within the read's scope, and whether any of
+ * the sources that stored it published within the window: a window after the
+ * feeds' last item is stale, not an empty fresh answer.
+ */
+export function sourceSilence(rowSources: boolean[], scope?: { covered: boolean; publishing: boolean }): SilenceStaleReason | null {
+  if (rowSources.length) return rowSources.every(Boolean) ? null : 'source_silent';
+  if (!scope?.covered) return 'no_source';
+  return scope.publishing ? null : 'source_silent';
+}
+
+/** 0001-01-01, the first day PostgreSQL's date input and a yyyy-mm-dd text both have (there is no year 0). */
+const FIRST_DAY = -719_162;
+
+/**
+ * The day `days` calendar days before the UTC day of `instant`, but not
+ * before 0001-01-01: a week before an asOf of 0001-01-03 would be written
+ * "0000-12-27", which PostgreSQL refuses as a date.
+ */
+export const daysBefore = (instant: number, days: number) => dayToDate(Math.max(FIRST_DAY, Math.floor(instant / DAY_MS) - days));
 
 /** The UTC day of an instant, yyyy-mm-dd. */
 export const utcDay = (instant: number) => dayToDate(Math.floor(instant / DAY_MS));

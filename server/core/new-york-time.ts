@@ -37,3 +37,17 @@ export function newYorkTimeToUtc(day: string, time: string): number {
   }
   throw new Error(`${day} ${time} does not exist in New York`);
 }
+
+/**
+ * `time` in New York on `day` (ms). Before New York kept standard time
+ * (1883-11-18) the time-zone database has its local mean time, which no whole
+ * hour fits; those days are read at UTC−5 (EST), so any stored date has an
+ * instant and no read fails on it.
+ */
+export function newYorkTime(day: string, time: string): number {
+  try {
+    return newYorkTimeToUtc(day, time);
+  } catch {
+    return Date.parse(`${day}T${time}:00Z`) + 5 * HOUR_MS;
+  }
+}

@@ -2,10 +2,16 @@ import { z } from 'zod';
 
 // Shared building blocks of query and ingest-row schemas.
 
-export const BooleanFlagSchema = z.enum(['true', 'false'], { error: 'must be true or false' }).transform((s) => s === 'true');
+/** "must be one of: call, put" ("must be true or false"): the allowed values, as the caller needs them to correct the request. */
+export function oneOfRule(values: readonly unknown[]): string {
+  if (values.length === 2 && values.includes('true') && values.includes('false')) return 'must be true or false';
+  return `must be one of: ${values.map(String).join(', ')}`;
+}
 
-/** A closed enum whose error lists the allowed values, as the caller needs them to correct the request. */
-export const closedEnum = <T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `must be one of ${values.join(', ')}` });
+export const BooleanFlagSchema = z.enum(['true', 'false'], { error: oneOfRule(['true', 'false']) }).transform((s) => s === 'true');
+
+/** A closed enum whose error lists the allowed values (validate.ts words any enum so, adding what was received). */
+export const closedEnum = <T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: oneOfRule(values) });
 
 /**
  * The bounds of a number schema, read from its checks: `min` and `max` when
@@ -73,38 +79,100 @@ function stated(b: NumberBounds, full: boolean): NumberBounds {
   return { ...b, min: b.implicitMin && !full ? undefined : b.min, max: b.implicitMax && !full ? undefined : b.max };
 }
 
+/**
+ * The unit a number field counts in, by the API's names: `lookbackDays`,
+ * `expiryDays` and `days` count days, `validHours` hours. Its range and the
+ * value received are worded in it.
+ */
+export type NumberUnit = 'days' | 'hours';
+
+export function unitOfField(field: string | undefined): NumberUnit | undefined {
+  if (field === undefined) return undefined;
+  if (field === 'days' || field.endsWith('Days')) return 'days';
+  if (field === 'hours' || field.endsWith('Hours')) return 'hours';
+  return undefined;
+}
+
+// A unit's smaller units, each as a number of it: a fractional bound in days
+// is named in minutes or hours too (1/1440 of a day is 1 minute).
+const PARTS: Record<NumberUnit, [number, string][]> = {
+  days: [
+    [24, 'hour'],
+    [1440, 'minute'],
+    [86_400, 'second'],
+  ],
+  hours: [
+    [60, 'minute'],
+    [3600, 'second'],
+  ],
+};
+
+/** "1 minute", "2 minutes". */
+export const plural = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
+/** A number as a person reads it: at most 6 significant digits, "about" when rounded. */
+export function numberText(n: number): string {
+  const text = String(n);
+  if (Number.isInteger(n) || text.length <= 10) return text;
+  const rounded = String(Number(n.toPrecision(6)));
+  return rounded === text ? text : `about ${rounded}`;
+}
+
+/** A bound in `unit`: a fraction of it that is a whole number of a smaller unit says so: "1/1440 (1 minute)". */
+function boundWords(v: number, unit: NumberUnit | undefined): string {
+  if (!unit || Number.isInteger(v) || Math.abs(v) >= 1) return numberText(v);
+  for (const [per, noun] of PARTS[unit]) {
+    const count = v * per;
+    if (Math.abs(count - Math.round(count)) < 1e-9 * per) return `${Math.round(count)}/${per} (${plural(Math.round(count), noun)})`;
+  }
+  return numberText(v);
+}
+
+/** A value received in `unit`, a fraction of it in a smaller unit too: "0.0001 days (8.64 seconds)". */
+export function amountWords(text: string, n: number, unit: NumberUnit | undefined): string {
+  if (!unit) return text;
+  if (!Number.isFinite(n) || n === 0 || Math.abs(n) >= 1) return `${text} ${unit}`;
+  const parts = PARTS[unit];
+  const [per, noun] = parts.find(([p]) => Math.abs(n * p) >= 1) ?? parts[parts.length - 1];
+  return `${text} ${unit} (${Number((n * per).toPrecision(3))} ${noun}s)`;
+}
+
 /** The range in words: "between 1 and 500", "greater than 0 and at most 5", "at least 0". */
-export function rangeWords(bounds: NumberBounds, full = false): string {
+export function rangeWords(bounds: NumberBounds, full = false, unit?: NumberUnit): string {
   const b = stated(bounds, full);
-  if (b.min !== undefined && b.max !== undefined && b.minInclusive && b.maxInclusive) return `between ${b.min} and ${b.max}`;
+  const w = (v: number) => boundWords(v, unit);
+  if (b.min !== undefined && b.max !== undefined && b.minInclusive && b.maxInclusive) return `between ${w(b.min)} and ${w(b.max)}`;
   const parts: string[] = [];
-  if (b.min !== undefined) parts.push(`${b.minInclusive ? 'at least' : 'greater than'} ${b.min}`);
-  if (b.max !== undefined) parts.push(`${b.maxInclusive ? 'at most' : 'less than'} ${b.max}`);
+  if (b.min !== undefined) parts.push(`${b.minInclusive ? 'at least' : 'greater than'} ${w(b.min)}`);
+  if (b.max !== undefined) parts.push(`${b.maxInclusive ? 'at most' : 'less than'} ${w(b.max)}`);
   return parts.join(' and ');
 }
 
-/** What an out-of-range value is told: "must be between 1 and 500"; `full` when it broke an implicit (format) bound. */
-export const outOfRangeMessage = (b: NumberBounds, full = false) => `must be ${rangeWords(b, full)}`;
-
-/** What a value that is not a number (or not an integer) is told: "must be an integer in [1, 500]", "must be a number in (0, 5]". */
-export function notInRangeTypeMessage(bounds: NumberBounds): string {
-  const kind = bounds.integer ? 'an integer' : 'a number';
-  const b = stated(bounds, false);
-  if (b.min === undefined || b.max === undefined) return `must be ${kind} ${bounds.integer ? 'of ' : ''}${rangeWords(bounds)}`;
-  return `must be ${kind} in ${b.minInclusive ? '[' : '('}${b.min}, ${b.max}${b.maxInclusive ? ']' : ')'}`;
+/**
+ * What a bounded number is, in words: "an integer between 1 and 500", "a
+ * number greater than 0 and at most 5", "an integer of at least 0", or in the
+ * field's unit "a whole number of days between 20 and 504". `full` names an
+ * implicit (format) bound too, for a value that broke it.
+ */
+export function numberWords(bounds: NumberBounds, full = false, unit?: NumberUnit): string {
+  const kind = unit ? `${bounds.integer ? 'a whole number' : 'a number'} of ${unit}` : bounds.integer ? 'an integer' : 'a number';
+  const range = rangeWords(bounds, full, unit);
+  // "an integer of at least 0", "a whole number of days, at least 1"
+  return `${kind}${/^at (least|most)/.test(range) ? (unit ? ', ' : ' of ') : ' '}${range}`;
 }
 
+/** What a bounded number is told, whatever was wrong with the value received: "must be " and its numberWords. */
+export const numberRule = (bounds: NumberBounds, full = false, unit?: NumberUnit) => `must be ${numberWords(bounds, full, unit)}`;
+
 /**
- * An integer query parameter within [min, max]. A value that is not an
- * integer is told "must be an integer in [min, max]", an integer outside the
- * range "must be between min and max" (validate.ts words any bounded number
- * the same way; these messages hold for a direct safeParse too).
+ * An integer query parameter within [min, max]: anything else is told "must
+ * be an integer between min and max" (validate.ts words any bounded number
+ * the same way, adding what was received; this message holds for a direct
+ * safeParse too).
  */
 export function integerParam(min: number, max: number) {
-  const bounds: NumberBounds = { min, max, minInclusive: true, maxInclusive: true, integer: true };
-  const notInteger = notInRangeTypeMessage(bounds);
-  const outside = outOfRangeMessage(bounds);
-  return z.coerce.number({ error: notInteger }).int(notInteger).min(min, outside).max(max, outside);
+  const rule = numberRule({ min, max, minInclusive: true, maxInclusive: true, integer: true });
+  return z.coerce.number({ error: rule }).int(rule).min(min, rule).max(max, rule);
 }
 
 /** For routes that take no query parameters: an unknown one is an error, not silently ignored. */

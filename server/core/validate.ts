@@ -1,139 +1,29 @@
-import { z } from 'zod';
-import { AppError, zodDetails, type ErrorDetails } from './errors.ts';
-import { notInRangeTypeMessage, numberBounds, outOfRangeMessage, type NumberBounds } from './params.ts';
+import type { z } from 'zod';
+import { AppError, type ErrorDetails } from './errors.ts';
+import type { Part } from './received-words.ts';
+import { EXPLAINED, validationDetails } from './validation-messages.ts';
 
-type Part = 'query' | 'params' | 'body' | 'row';
-
-/** Parses one part of a request; every failing field is named in `details`. */
+/**
+ * Parses one part of a request; every failing field is named in `details`,
+ * with what it accepts and what was received (validation-messages.ts).
+ */
 export function parse<S extends z.ZodType>(schema: S, value: unknown, part: Part = 'query'): z.infer<S> {
   const what = `invalid ${part === 'params' ? 'path parameters' : part}`;
   const unstorable = unstorableText(value);
   if (unstorable) throw new AppError('invalid_request', what, unstorable);
-  const result = schema.safeParse(value);
-  if (!result.success) throw new AppError('invalid_request', what, zodDetails(teaching(result.error, schema, value, part)));
+  const result = schema.safeParse(value, EXPLAINED);
+  if (!result.success) throw new AppError('invalid_request', what, validationDetails(result.error, schema, value, part));
   return result.data;
 }
 
 /**
- * zod's issues reworded for the caller: a field that is absent is "required"
- * (not "expected string, received undefined"), an unknown field is named by
- * itself with the fields the schema accepts, and a bounded number names its
- * range (see rangeIssues). The same message twice for one field is given once.
+ * `details` for a value `schema` refuses, keyed under `prefix` (an upload's
+ * `rows[3]`), worded as parse words them; null when the schema accepts it.
+ * For a failure found by a plain safeParse on a hot path: it parses again.
  */
-function teaching(error: z.ZodError, schema: z.ZodType, value: unknown, part: Part): z.ZodError {
-  const issues = error.issues.flatMap((issue): z.core.$ZodIssue[] => {
-    if ((issue.code === 'invalid_type' || issue.code === 'invalid_value' || issue.code === 'invalid_union') && isAbsent(value, issue.path))
-      return [{ ...issue, message: 'required' }];
-    if (issue.code === 'unrecognized_keys') {
-      const accepted = acceptedKeys(schema, issue.path);
-      const noun = part === 'query' ? 'parameter' : 'field';
-      const message = accepted ? `unknown ${noun}; accepted: ${accepted.length ? accepted.join(', ') : 'none'}` : `unknown ${noun}`;
-      return issue.keys.map((key) => ({ ...issue, path: [...issue.path, key], message }));
-    }
-    return rangeIssues(issue, schema);
-  });
-  const seen = new Set<string>();
-  return new z.ZodError(
-    issues.filter((issue) => {
-      const key = JSON.stringify([issue.path.map(String), issue.message]);
-      if (seen.has(key)) return false;
-      seen.add(key);
-      return true;
-    }),
-  );
-}
-
-// A message that says no more than the range does: zod's defaults ("Too big:
-// expected number to be <=500"), "must be an integer", or one bound alone
-// ("at most 5"). Anything else is the schema's own explanation and is kept
-// after the range.
-const RESTATES_RANGE =
-  /^(Too (small|big)\b.*|Invalid input: expected (number|int)\b.*|(must be )?(an integer|a (finite )?number|a whole number)|(must be )?(at least|at most|greater than|less than|between) -?[\d.e+]+( and -?[\d.e+]+)?)$/;
-
-/**
- * A failure of a bounded number names the range, as the limits give it: a
- * value that is not a number, or not an integer where one is required, is
- * told "must be an integer in [1, 500]" (or "a number in (0, 5]"); a number
- * outside the range "must be between 1 and 500" (or "greater than 0 and at
- * most 5"). A schema's own explanation beyond the range is kept as a second
- * message.
- */
-function rangeIssues(issue: z.core.$ZodIssue, schema: z.ZodType): z.core.$ZodIssue[] {
-  const ranged = issue.code === 'too_small' || issue.code === 'too_big' || issue.code === 'invalid_type' || issue.code === 'not_multiple_of';
-  const generic = (issue.code === 'custom' || issue.code === 'invalid_format') && RESTATES_RANGE.test(issue.message);
-  if (!ranged && !generic) return [issue];
-  if (issue.code === 'too_small' || issue.code === 'too_big') {
-    if (issue.origin !== 'number' && issue.origin !== 'int') return [issue];
-  }
-  const bounds = boundsAt(schema, issue.path);
-  if (!bounds) return [issue];
-  // The implicit (format) bound of an integer is named only when it is the one broken.
-  const implicit =
-    (issue.code === 'too_big' && bounds.implicitMax && Number(issue.maximum) >= bounds.max!) ||
-    (issue.code === 'too_small' && bounds.implicitMin && Number(issue.minimum) <= bounds.min!);
-  const message = issue.code === 'too_small' || issue.code === 'too_big' ? outOfRangeMessage(bounds, implicit) : notInRangeTypeMessage(bounds);
-  const rewritten = { ...issue, message };
-  const restates = RESTATES_RANGE.test(issue.message) || issue.message === message || issue.message === notInRangeTypeMessage(bounds);
-  return restates ? [rewritten] : [rewritten, issue];
-}
-
-const defOf = (s: z.ZodType) => (s as unknown as { def: { type: string; innerType?: z.ZodType; in?: z.ZodType; out?: z.ZodType } }).def;
-
-/**
- * The schema at `path`, stepping into object fields and array elements
- * through optionals, defaults and pipes; undefined when the path leaves the
- * schema (an unknown field, or a step into something that is not a container).
- */
-function schemaAt(schema: z.ZodType, path: PropertyKey[]): z.ZodType | undefined {
-  let current: z.ZodType | undefined = schema;
-  for (const step of path) {
-    if (!current) return undefined;
-    const s = unwrapContainer(current);
-    if (s instanceof z.ZodObject) current = s.shape[String(step)] as z.ZodType | undefined;
-    else if (s instanceof z.ZodArray) current = s.element as z.ZodType;
-    else return undefined;
-  }
-  return current;
-}
-
-/** The bounds of the number schema at `path` (through objects, arrays, optionals, defaults and pipes), or null. */
-function boundsAt(schema: z.ZodType, path: PropertyKey[]): NumberBounds | null {
-  const current = schemaAt(schema, path);
-  const number = current && findNumber(current);
-  return number ? numberBounds(number) : null;
-}
-
-function unwrapContainer(s: z.ZodType): z.ZodType {
-  const def = defOf(s);
-  if (def.innerType) return unwrapContainer(def.innerType);
-  if (def.type === 'pipe' && def.in) return unwrapContainer(def.in);
-  return s;
-}
-
-function findNumber(s: z.ZodType, depth = 0): z.ZodNumber | null {
-  if (s instanceof z.ZodNumber) return s;
-  if (depth > 8) return null;
-  const def = defOf(s);
-  if (def.innerType) return findNumber(def.innerType, depth + 1);
-  if (def.type === 'pipe') return (def.in && findNumber(def.in, depth + 1)) || (def.out && findNumber(def.out, depth + 1)) || null;
-  return null;
-}
-
-function isAbsent(value: unknown, path: PropertyKey[]): boolean {
-  if (path.length === 0) return value === undefined;
-  let container = value;
-  for (const step of path.slice(0, -1)) {
-    if (container === null || typeof container !== 'object') return false;
-    container = (container as Record<PropertyKey, unknown>)[step];
-  }
-  return container !== null && typeof container === 'object' && !Object.prototype.hasOwnProperty.call(container, path[path.length - 1]);
-}
-
-/** The keys of the object schema at `path` (through arrays, optionals and pipes), or null when it cannot be told. */
-function acceptedKeys(schema: z.ZodType, path: PropertyKey[]): string[] | null {
-  const current = schemaAt(schema, path);
-  const target = current && unwrapContainer(current);
-  return target instanceof z.ZodObject ? Object.keys(target.shape) : null;
+export function refusalDetails(schema: z.ZodType, value: unknown, part: Part, prefix = ''): ErrorDetails | null {
+  const result = schema.safeParse(value, EXPLAINED);
+  return result.success ? null : validationDetails(result.error, schema, value, part, prefix);
 }
 
 // PostgreSQL text cannot hold NUL (U+0000); jsonb refuses the escape \u0000

@@ -11,6 +11,7 @@ import {
   type SymbolPeriod,
 } from './catalog-files.ts';
 import { type InstrumentId, InstrumentIdSchema, nameBasedUuid } from '../core/ids.ts';
+import { latestSessionClose, sessionClose } from '../core/session-close.ts';
 
 /**
  * The bundled demo data set, as ingest-ready rows in the admin API's field
@@ -46,7 +47,21 @@ export interface DemoDailyBar {
   quoteCurrency: string;
   quoteUnit: string;
   source: string;
+  /** When the bar is stated known: demoKnownAt. */
   asOf: string;
+}
+
+/**
+ * When a demo bar is stated known. The sources keep no publication times or
+ * revisions, so each close is taken as known when its session closes on its
+ * market (core/session-close.ts: 16:00 New York on a US exchange, the end of
+ * the UTC day for crypto), or at the end of its UTC day where the service
+ * knows no close within the day: a close is not known when its day begins.
+ * An asOf read of the demo then sees the bars whose sessions had closed.
+ */
+export function demoKnownAt(barDate: string, instrument: { assetClass: string; exchange: string | null; region: string | null }): string {
+  const close = sessionClose(barDate, instrument);
+  return new Date(close.kind === 'utc_day_start' ? latestSessionClose(barDate) : close.at).toISOString();
 }
 
 export interface DemoCorporateAction {
@@ -201,7 +216,7 @@ function* ohlcvBars(src: OhlcvSource): Generator<DemoDailyBar> {
       quoteCurrency: instrument.quoteCurrency,
       quoteUnit: instrument.quoteUnit,
       source: src.source,
-      asOf: src.asOf,
+      asOf: demoKnownAt(barDate, instrument),
     };
   }
 }
@@ -233,7 +248,7 @@ function* closeOnlyBars(src: CloseOnlySource, taken: Set<string>): Generator<Dem
         quoteCurrency: instrument.quoteCurrency,
         quoteUnit: instrument.quoteUnit,
         source: src.source,
-        asOf: src.asOf,
+        asOf: demoKnownAt(barDate, instrument),
       };
     }
   }

@@ -42,17 +42,16 @@ export interface DemoLoad {
 async function loadDemoRows(sql: Sql): Promise<Record<string, IngestResult>> {
   const instruments = demoInstruments().map(({ currentSymbol: _current, ...i }) => i);
   const basis = new Map(demoDailySources().map((s) => [s.source, s]));
-  // The sources keep no history of revisions: each bar is stated known at the
-  // end of its day (a daily bar) or of its minute (docs/demo-data.md), so an
-  // asOf read of the demo sees the bars dated up to it.
+  // Each daily bar is stated known when its session closes (catalog.ts,
+  // demoKnownAt), each 1-minute bar when its minute ends (docs/demo-data.md).
   function* dailyBars() {
     for (const bar of demoDailyBars()) {
       const source = basis.get(bar.source)!;
-      yield { ...bar, priceBasis: source.priceBasis, reflectsActionsThrough: source.reflectsActionsThrough, knownAt: `${bar.barDate}T23:59:59.999Z` };
+      yield { ...bar, priceBasis: source.priceBasis, reflectsActionsThrough: source.reflectsActionsThrough };
     }
   }
   function* minuteBars() {
-    for (const bar of syntheticMinuteBars()) yield { ...bar, knownAt: new Date(Date.parse(bar.barTimestamp) + 60_000).toISOString() };
+    for (const bar of syntheticMinuteBars()) yield { ...bar, asOf: new Date(Date.parse(bar.barTimestamp) + 60_000).toISOString() };
   }
   return {
     instruments: await ingestRows(sql, instrumentIngest, batchesOf(instruments)),

@@ -62,6 +62,61 @@ export async function selectReports(sql: ISql, f: ReportFilter): Promise<Earning
   return rows.map(toEarningsReport);
 }
 
+/** The report dates a source must have within for a read (earnings/freshness.ts), both days included. */
+export interface ReportDateWindow {
+  since: string;
+  until: string;
+}
+
+/**
+ * For each of `sources`, in order, whether it has a report, of any
+ * instrument, dated within the window: a range of
+ * earnings_reports_report_date_idx bounded by the window.
+ */
+export async function sourcesReporting(sql: ISql, sources: string[], w: ReportDateWindow): Promise<boolean[]> {
+  const rows = await timed(
+    'earnings_sources_reporting',
+    sql<{ reporting: boolean }[]>`
+      select exists (
+        select 1
+        from earnings_reports p
+        where p.source = s.source
+          and p.report_date between ${w.since}::date and ${w.until}::date
+      ) as reporting
+      from unnest(${sources}::text[]) with ordinality as s (source, n)
+      order by s.n
+    `,
+  );
+  return rows.map((r) => r.reporting);
+}
+
+/**
+ * The scope of a read without rows: the sources of the instrument's reports,
+ * or every source when no instrument narrows the read. `covered`: there is
+ * one; `publishing`: one of them has a report, of any instrument, dated within
+ * the window.
+ */
+export async function scopeReporting(sql: ISql, instrumentId: string | undefined, w: ReportDateWindow): Promise<{ covered: boolean; publishing: boolean }> {
+  const [row] = await timed(
+    'earnings_scope_reporting',
+    sql<{ covered: boolean; publishing: boolean }[]>`
+      select
+        exists (
+          select 1
+          from earnings_reports
+          ${instrumentId ? sql`where instrument_id = ${instrumentId}` : sql``}
+        ) as covered,
+        exists (
+          select 1
+          from earnings_reports p
+          where p.report_date between ${w.since}::date and ${w.until}::date
+            ${instrumentId ? sql`and p.source in (select source from earnings_reports where instrument_id = ${instrumentId})` : sql``}
+        ) as publishing
+    `,
+  );
+  return row;
+}
+
 // Ingest: statements over the `ingest_staging` table of an earnings upload
 // (earnings/ingest.ts), inside its transaction.
 

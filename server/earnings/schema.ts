@@ -1,4 +1,4 @@
-import { staleMetaFields } from '../core/freshness.ts';
+import { EARNINGS_SILENCE_DAYS, SILENCE_STALE_REASONS, staleMetaFields } from '../core/freshness.ts';
 import { z } from 'zod';
 import { FiniteNumber } from '../ingest/fields.ts';
 import { IdSchema, type InstrumentId, InstrumentIdSchema, nameBasedUuid } from '../core/ids.ts';
@@ -138,5 +138,10 @@ export type EarningsReport = z.infer<typeof EarningsReportSchema>;
 export const EarningsMetaSchema = z.strictObject({
   asOf: z.string().describe('the time of the read'),
   source: z.string(),
-  ...staleMetaFields(['report_past_due'], 'a returned report is still scheduled on a UTC day after its reportDate'),
+  ...staleMetaFields(
+    ['report_past_due', ...SILENCE_STALE_REASONS],
+    'report_past_due when a returned report is still scheduled on a UTC day after its reportDate; else source_silent when a source of the returned rows ' +
+      `has no report, of any instrument, dated from ${EARNINGS_SILENCE_DAYS} days before the UTC day of the read to that day (a quarter and the later annual report); ` +
+      "without rows, when none of the read's sources (those of the instrument's reports, or every source on the market-wide read) has; no_source when there are none",
+  ),
 });

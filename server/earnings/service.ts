@@ -3,40 +3,37 @@ import { requireInstrument } from '../instruments/service.ts';
 import * as repo from './repository.ts';
 import type { EarningsReport, InstrumentEarningsQuery, MarketEarningsQuery } from './schema.ts';
 import { sourcesMeta } from '../core/meta.ts';
-import { freshness, utcDay } from '../core/freshness.ts';
+import type { ISql } from '../db/sql.ts';
+import { earningsFreshness, reportDateWindow } from './freshness.ts';
 
 /**
- * The calendar is fresh unless a returned report is still `scheduled` on a
- * day after its reportDate (UTC): the report is out and the stored calendar
- * has not caught up (docs/api.md, "Freshness").
+ * The reports with their meta. Freshness is judged in the same read (`sql`):
+ * on the sources of the returned rows, or without rows on those of the read's
+ * scope (the instrument's, or every source).
  */
-export function earningsFreshness(data: Pick<EarningsReport, 'status' | 'reportDate'>[], readAt: number) {
-  const today = utcDay(readAt);
-  return freshness<'report_past_due'>(data.some((r) => r.status === 'scheduled' && r.reportDate < today) && 'report_past_due');
-}
-
-function earningsResponse(data: EarningsReport[]) {
-  const readAt = new Date();
-  return {
-    data,
-    meta: { asOf: readAt.toISOString(), source: sourcesMeta(new Set(data.map((r) => r.source))), ...earningsFreshness(data, readAt.getTime()) },
-  };
+async function earningsResponse(sql: ISql, data: EarningsReport[], instrumentId: string | undefined, readAt: Date) {
+  const sources = [...new Set(data.map((r) => r.source))];
+  const window = reportDateWindow(readAt.getTime());
+  const fresh = sources.length
+    ? earningsFreshness(data, readAt.getTime(), await repo.sourcesReporting(sql, sources, window))
+    : earningsFreshness(data, readAt.getTime(), [], await repo.scopeReporting(sql, instrumentId, window));
+  return { data, meta: { asOf: readAt.toISOString(), source: sourcesMeta(new Set(sources)), ...fresh } };
 }
 
 /** One instrument's reports, earliest first; 404 for an unknown instrument. */
 export async function listInstrumentEarnings(db: Reads, instrumentId: string, q: InstrumentEarningsQuery) {
-  const data = await db.run(async (sql) => {
+  const readAt = new Date();
+  return db.run(async (sql) => {
     await requireInstrument(sql, instrumentId);
-    return repo.selectReports(sql, { ...q, instrumentId });
+    return earningsResponse(sql, await repo.selectReports(sql, { ...q, instrumentId }), instrumentId, readAt);
   });
-  return earningsResponse(data);
 }
 
 /** The calendar of every instrument reporting in the window (the schema caps it at 365 days), earliest first; 404 for an unknown instrumentId. */
 export async function listMarketEarnings(db: Reads, q: MarketEarningsQuery) {
-  const data = await db.run(async (sql) => {
+  const readAt = new Date();
+  return db.run(async (sql) => {
     if (q.instrumentId) await requireInstrument(sql, q.instrumentId);
-    return repo.selectReports(sql, q);
+    return earningsResponse(sql, await repo.selectReports(sql, q), q.instrumentId, readAt);
   });
-  return earningsResponse(data);
 }

@@ -82,6 +82,63 @@ export async function selectEvents(sql: ISql, f: EventFilter): Promise<{ row: Ec
   return rows.map((r) => ({ row: toEconomicEvent(r), key: { scheduledAt: r.scheduled_key, id: r.id } }));
 }
 
+/** The releases a read's sources are judged on: its filters other than the dates. */
+export type EventScope = Pick<EventFilter, 'eventClass' | 'country' | 'importance'>;
+
+/** The instants a release must be scheduled within for a read (economic-events/freshness.ts), both included. */
+export interface ReleaseWindow {
+  since: Date;
+  until: Date;
+}
+
+/** The scope's predicates, on the columns of the one economic_events of the query they are put in. */
+const inScope = (sql: ISql, f: EventScope) => sql`
+  ${f.eventClass ? sql`and event_class = ${f.eventClass}` : sql``}
+  ${f.country ? sql`and country = ${f.country}` : sql``}
+  ${f.importance ? sql`and importance = ${f.importance}` : sql``}
+`;
+
+/**
+ * For each of `sources`, in order, whether it has a release within the
+ * scope scheduled within the window: a range of economic_events_scheduled_idx
+ * (of economic_events_country_scheduled_idx with a country) bounded by the
+ * window.
+ */
+export async function sourcesReleasing(sql: ISql, sources: string[], f: EventScope, w: ReleaseWindow): Promise<boolean[]> {
+  const rows = await timed(
+    'economic_sources_releasing',
+    sql<{ releasing: boolean }[]>`
+      select exists (
+        select 1
+        from economic_events p
+        where p.source = s.source
+          and p.scheduled_at between ${w.since} and ${w.until}
+          ${inScope(sql, f)}
+      ) as releasing
+      from unnest(${sources}::text[]) with ordinality as s (source, n)
+      order by s.n
+    `,
+  );
+  return rows.map((r) => r.releasing);
+}
+
+/**
+ * The scope of a read without rows: the releases its filters select, of any
+ * date. `covered`: there is one; `publishing`: one is scheduled within the
+ * window.
+ */
+export async function scopeReleasing(sql: ISql, f: EventScope, w: ReleaseWindow): Promise<{ covered: boolean; publishing: boolean }> {
+  const [row] = await timed(
+    'economic_scope_releasing',
+    sql<{ covered: boolean; publishing: boolean }[]>`
+      select
+        exists (select 1 from economic_events where true ${inScope(sql, f)}) as covered,
+        exists (select 1 from economic_events where scheduled_at between ${w.since} and ${w.until} ${inScope(sql, f)}) as publishing
+    `,
+  );
+  return row;
+}
+
 // Ingest: statements over the `ingest_staging` table of an economic-event
 // upload (economic-events/ingest.ts), inside its transaction.
 

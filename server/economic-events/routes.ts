@@ -26,8 +26,8 @@ export const economicEventsRoute = defineRoute({
 
 export const economicEventsArea: Area = {
   routes: [economicEventsRoute],
-  mount(routes, { readDb }) {
-    routes.handle(economicEventsRoute, ({ query }) => listEconomicEvents(readDb, query));
+  mount(routes, { readDb, cursors }) {
+    routes.handle(economicEventsRoute, ({ query }) => listEconomicEvents(readDb, cursors, query));
   },
   ingest: { 'economic-events': economicEventIngest },
 };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { staleMetaFields } from '../core/freshness.ts';
+import { CALENDAR_SILENCE_DAYS, SILENCE_STALE_REASONS, staleMetaFields } from '../core/freshness.ts';
 import { IdSchema, nameBasedUuid } from '../core/ids.ts';
 import { CursorSchema, NextCursorSchema } from '../core/cursor.ts';
 import { closedEnum, integerParam } from '../core/params.ts';
@@ -146,7 +146,13 @@ export type EconomicEvent = z.infer<typeof EconomicEventSchema>;
 export const EconomicEventsMetaSchema = z.strictObject({
   asOf: z.string().describe('the time of the read'),
   source: z.string(),
-  ...staleMetaFields(['release_past_due'], 'a returned release is past its scheduledAt at the time of reading and its actual is still null'),
+  ...staleMetaFields(
+    ['release_past_due', ...SILENCE_STALE_REASONS],
+    'release_past_due when a returned release is past its scheduledAt at the time of reading and its actual is still null; ' +
+      'else, within the filters other than from and to (country, eventClass, importance): source_silent when a source of the returned rows has no release ' +
+      `scheduled in the ${CALENDAR_SILENCE_DAYS} days (a quarter and two weeks) before the time of reading, or, without rows, when no release is; ` +
+      'no_source when the filters select no release at all',
+  ),
   limit: z.int().min(1).max(500),
   truncated: z.boolean().describe('more rows matched than limit: meta.nextCursor reads on'),
   nextCursor: NextCursorSchema,

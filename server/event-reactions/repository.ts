@@ -185,16 +185,6 @@ export async function selectReactions(sql: ISql, f: ReactionFilter): Promise<(Ev
   }));
 }
 
-/** The sources of the instrument's daily bars on `days` (the closes of its reactions). */
-export async function closeSources(sql: ISql, instrumentId: string, days: string[]): Promise<string[]> {
-  if (!days.length) return [];
-  const rows = await timed(
-    'event_reaction_close_sources',
-    sql<{ source: string }[]>`select distinct source from daily_bars where instrument_id = ${instrumentId} and bar_date = any(${days}::date[])`,
-  );
-  return rows.map((r) => r.source);
-}
-
 /** The sources of the news items behind the reactions of `instrumentIds` (of `eventClasses`, when given). */
 export async function coverageSources(sql: ISql, instrumentIds: string[], eventClasses?: string[]): Promise<string[]> {
   if (!instrumentIds.length) return [];

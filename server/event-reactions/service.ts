@@ -4,6 +4,7 @@ import * as repo from './repository.ts';
 import { reactionAssumptions, type CoverageQuery, type EventReactionsQuery } from './schema.ts';
 import { sourcesMeta } from '../core/meta.ts';
 import { dailySeriesFreshness } from '../prices/freshness.ts';
+import { readBarSources } from '../prices/daily-bars.ts';
 
 /** An instrument's event reactions, eventDate ascending, ties by eventId; an unknown instrument is 404 not_found. */
 export async function listEventReactions(db: Reads, instrumentId: string, q: EventReactionsQuery) {
@@ -12,7 +13,7 @@ export async function listEventReactions(db: Reads, instrumentId: string, q: Eve
     await requireInstrument(sql, instrumentId);
     const rows = await repo.selectReactions(sql, { instrumentId, ...q });
     const days = [...new Set(rows.flatMap((r) => [r.previousSessionDate, r.eventDate]))];
-    const [closeSources, fresh] = await Promise.all([repo.closeSources(sql, instrumentId, days), dailySeriesFreshness(sql, [instrumentId], readAt.getTime())]);
+    const [closeSources, fresh] = await Promise.all([readBarSources(sql, instrumentId, days), dailySeriesFreshness(sql, [instrumentId], readAt.getTime())]);
     return { rows, closeSources, fresh };
   });
   return {

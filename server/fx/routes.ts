@@ -11,7 +11,7 @@ export const fxRateRoute = defineRoute({
   tag: 'FX',
   summary: 'The FX rate of a currency pair on a date',
   description:
-    '`rate` is units of `quote` per one unit of `base`. Codes are 3 letters, any case. When only the inverse pair is stored, the rate is 1 / the stored rate and `meta.derivation` says so. A date with no stored rate in either direction is 404, never interpolated or carried forward.',
+    '`rate` is units of `quote` per one unit of `base`. Codes are 3 letters, any case. When only the inverse pair is stored, the rate is 1 / the stored rate and `meta.derivation` says so. A date with no stored rate in either direction is 404, never interpolated or carried forward. With `asOf`, the rate as known at that instant (a correction known later is left out, and the inverse rule applies to what was known then); a date whose rates were all first known after `asOf` is 404 with `details.asOf` saying so.',
   scope: 'fx:read',
   params: FxPairParamsSchema,
   query: FxRateQuerySchema,
@@ -22,7 +22,7 @@ export const fxRateRoute = defineRoute({
 export const fxArea: Area = {
   routes: [fxRateRoute],
   mount(routes, { readDb }) {
-    routes.handle(fxRateRoute, ({ params, query }) => getFxRate(readDb, params.base, params.quote, query.date));
+    routes.handle(fxRateRoute, ({ params, query }) => getFxRate(readDb, params.base, params.quote, query.date, query.asOf));
   },
   ingest: { fx: fxRateIngest },
 };

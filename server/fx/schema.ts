@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { FiniteNumber } from '../ingest/fields.ts';
-import { DateSchema, InstantSchema } from '../core/time.ts';
+import { AsOfSchema, DateSchema, InstantSchema } from '../core/time.ts';
 import { staleMetaFields } from '../core/freshness.ts';
 
 /**
@@ -23,7 +23,12 @@ export const FxPairParamsSchema = z
   })
   .refine(differentCurrencies, SAME_CURRENCY);
 
-export const FxRateQuerySchema = z.strictObject({ date: DateSchema.describe('the rate date; a date with no stored rate is 404, never interpolated') });
+export const FxRateQuerySchema = z.strictObject({
+  date: DateSchema.describe('the rate date; a date with no stored rate is 404, never interpolated'),
+  asOf: AsOfSchema.optional().describe(
+    'point-in-time cut-off (a date means the end of that UTC day; an instant is used exactly): the rate of the date as it was known then, a correction known later left out; a rate of the date first known after it is 404, saying so; omit for the latest',
+  ),
+});
 
 // The smallest normal double: the reciprocal of any smaller rate (served for
 // the inverse pair) is infinite. sql/005_fx_rates.sql holds the same bound.
@@ -39,10 +44,13 @@ export const FxRateRowSchema = z
       .refine((n) => n >= MIN_RATE, `must be at least ${MIN_RATE} (the smallest normal double, so that its reciprocal is finite)`)
       .describe('units of the quote currency per one unit of the base currency'),
     source: z.string().trim().min(1).max(300),
-    asOf: InstantSchema.nullable()
+    asOf: InstantSchema.refine((s) => Date.parse(s) <= Date.now(), 'must not be in the future')
+      .nullable()
       .optional()
       .transform((v) => v ?? null)
-      .describe("when the value became known (the provider's publication time); absent: the time the service receives it"),
+      .describe(
+        "when this value became known (the provider's publication time), its knowledge time for reads with asOf: not in the future, not before the start (UTC) of rateDate, and not before the asOf of the stored rate a correction replaces; absent: the instant the upload began",
+      ),
   })
   .refine(differentCurrencies, SAME_CURRENCY);
 
@@ -54,7 +62,11 @@ export const FxRateSchema = z
     quote: z.string(),
     rateDate: z.string(),
     rate: z.number().describe('units of the quote currency per one unit of the base currency'),
-    asOf: z.string().describe('when the value became known: the publication time given at ingest, or the time the service received it'),
+    asOf: z
+      .string()
+      .describe(
+        'when this value became known, its knowledge time: the asOf given at ingest, or the instant its upload began; with an asOf read, at or before the cut-off',
+      ),
     source: z.string(),
   })
   .meta({ id: 'FxRate' });
@@ -72,11 +84,11 @@ export const FxDerivationSchema = z
 export type FxDerivation = z.infer<typeof FxDerivationSchema>;
 
 export const FxRateMetaSchema = z.strictObject({
-  asOf: z.string(),
+  asOf: z.string().describe('the knowledge time of the rate served (for an inverse, of the stored rate it was derived from)'),
   source: z.string(),
   ...staleMetaFields(
     ['rate_behind'],
-    'the pair (in either direction) has no stored rate dated on or after the weekday before the UTC day of the read, whatever date was asked for: its feed is behind',
+    "the pair (in either direction) has no rate dated on or after the weekday before the UTC day of the read's instant (asOf when given, else the time of the read), and known at that instant, whatever date was asked for: its feed is behind",
   ),
   derivation: FxDerivationSchema.nullable(),
 });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ISql } from '../db/sql.ts';
 import type { InstrumentId } from '../core/ids.ts';
+import type { InstrumentMarket } from '../core/session-close.ts';
 
 /**
  * PostgreSQL type names as the catalog spells them (bool, not boolean): the
@@ -58,7 +59,7 @@ interface IngestKindRows<Row> {
 
 /** What every row of one upload shares. */
 export interface UploadStamp {
-  /** The instant the upload began (ISO): when a bar whose row states no `knownAt` is taken to have become known. */
+  /** The instant the upload began (ISO): when a row that states no `asOf` is taken to have become known. */
   startedAt: string;
 }
 
@@ -70,6 +71,8 @@ export interface KeyedIngestKind<Row> extends IngestKindRows<Row> {
   startUpload(): KeyedUpload;
   /** What an upload that stored or rewrote rows of these instruments changed (DataChanges). */
   changes?(instrumentIds: string[]): DataChanges;
+  /** Optional: when a row's values can first have been known, which may depend on its instrument (KnowledgeRule). */
+  knowledge?: KnowledgeRule<Row>;
   /**
    * Runs after the transaction commits, given the upload's first and last
    * time ordinal (e.g. refreshing continuous aggregates, which refuse to run
@@ -91,6 +94,24 @@ export interface StagedIngestKind<Row> extends IngestKindRows<Row> {
   writes: 'staged';
   /** Checks the staged rows against the database, then upserts. Throw AppError with the row index on a bad row. */
   apply(tx: ISql): Promise<UploadResult>;
+}
+
+/**
+ * When a row of a keyed kind can have become known. A row stated known (or,
+ * stating nothing, known from the upload's start) before its earliest
+ * instant is refused, naming its asOf. Most rows are known long after any
+ * market's close and are judged alone; the rest wait until their batch is
+ * written, when their instruments have been looked up.
+ */
+export interface KnowledgeRule<Row> {
+  /** What a row is, in messages: "daily bar". */
+  noun: string;
+  /** The instant (ms) the row states it became known (its asOf), undefined when it states none: it is then known from the upload's start. */
+  statedKnownAt(row: Row): number | undefined;
+  /** An instant at or after the earliest of every market: a row known from then needs no instrument. */
+  knownOnAnyMarket(row: Row): number;
+  /** The earliest instant on the row's instrument, and the rule that sets it, in words ("the end of its minute"). */
+  earliest(row: Row, market: InstrumentMarket): { at: number; rule: string };
 }
 
 export interface RowKey<Row> {

@@ -1,6 +1,7 @@
 import type postgres from 'postgres';
 import { identifierList, type ISql } from '../db/sql.ts';
 import type { StagingColumns } from './kind.ts';
+import type { InstrumentMarket } from '../core/session-close.ts';
 
 // The statements of an upload's transaction over its temporary table,
 // `ingest_staging` (see IngestKind), and the COPY that fills it.
@@ -180,12 +181,12 @@ export function repeatedStagedKeys(tx: ISql, ...columns: [string, ...string[]]) 
   `;
 }
 
-/** Those of `ids` that are not known instruments. */
-export async function unknownInstrumentIds(tx: ISql, ids: string[]): Promise<Set<string>> {
-  const rows = await tx<{ id: string }[]>`
-    select t.id::text as id
-    from unnest(${ids}::uuid[]) as t (id)
-    where not exists (select 1 from instruments i where i.id = t.id)
+/** The market of each of `ids` that names a known instrument; an unknown id is absent. */
+export async function instrumentMarkets(tx: ISql, ids: string[]): Promise<Map<string, InstrumentMarket>> {
+  const rows = await tx<{ id: string; asset_class: string; exchange: string | null; region: string | null }[]>`
+    select i.id::text as id, i.asset_class, i.exchange, i.region
+    from instruments i
+    where i.id = any (${ids}::uuid[])
   `;
-  return new Set(rows.map((r) => r.id));
+  return new Map(rows.map((r) => [r.id, { assetClass: r.asset_class, exchange: r.exchange, region: r.region }]));
 }

@@ -4,10 +4,22 @@ import type { ISql, Sql } from '../db/sql.ts';
 import { ingestedRows } from '../metrics.ts';
 import { batchesFrom, type BodyFormat } from './body.ts';
 import { copyLine } from './copy-text.ts';
-import type { CopyBatch, IngestKind, IngestResult, KeyedIngestKind, OrdinalRange, StagedIngestKind, UploadResult, UploadStamp, WriteCounts } from './kind.ts';
+import type {
+  CopyBatch,
+  IngestKind,
+  IngestResult,
+  KeyedIngestKind,
+  KnowledgeRule,
+  OrdinalRange,
+  StagedIngestKind,
+  UploadResult,
+  UploadStamp,
+  WriteCounts,
+} from './kind.ts';
+import type { InstrumentMarket } from '../core/session-close.ts';
 import * as repo from './repository.ts';
 import { AppError } from '../core/errors.ts';
-import { hasNestedValue, mayHoldUnstorableText, unstorableText } from '../core/validate.ts';
+import { hasNestedValue, mayHoldUnstorableText, refusalDetails, unstorableText } from '../core/validate.ts';
 
 /**
  * Ingests an upload body (a request's, a file's) of the given format in one
@@ -22,12 +34,9 @@ export function ingestBody<Row>(db: Database, kind: IngestKind<Row>, body: Async
 // stay a few MB.
 const COPY_BATCH_BYTES = 4 * 1024 * 1024;
 
-function invalidRow(kind: { label: string }, index: number, issues: readonly z.core.$ZodIssue[]) {
-  const details: Record<string, string[]> = {};
-  for (const issue of issues) {
-    const key = [`rows[${index}]`, ...issue.path.map(String)].join('.');
-    (details[key] ??= []).push(issue.message);
-  }
+/** The 400 for a row its schema refuses, each field worded as a request's are (core/validation-messages.ts). */
+function invalidRow(kind: { label: string; rowSchema: z.ZodType }, index: number, raw: unknown) {
+  const details = refusalDetails(kind.rowSchema, raw, 'row', `rows[${index}]`) ?? {};
   return new AppError('invalid_request', `row ${index} of the ${kind.label} batch is invalid; nothing was stored`, details);
 }
 
@@ -101,8 +110,11 @@ async function writeKeyed<Row>(
   // Time ordinals of the whole upload, and the keys of the batch being built.
   const range: OrdinalRange = { first: Infinity, last: -Infinity };
   let building = new BatchKeys();
-  const writeBatch = async (batch: CopyBatch) => {
-    await rejectNewUnknownInstruments(tx, keys);
+  const markets = new Map<string, InstrumentMarket>();
+  const knowledge = kind.knowledge ? new KnowledgeChecks(kind.knowledge, upload) : undefined;
+  const writeBatch = async (batch: CopyBatch, pending: PendingRow[]) => {
+    await lookUpNewInstruments(tx, keys, markets);
+    knowledge?.judge(pending, (row) => markets.get(key.instrumentId(row))!);
     const written = await writer.writeBatch(tx, batch);
     counts.inserted += written.inserted;
     counts.updated += written.updated;
@@ -113,14 +125,16 @@ async function writeKeyed<Row>(
       const instrumentId = key.instrumentId(row);
       if (!keys.add(instrumentId, ordinal, index)) throw rowError(index, key.field, 'duplicates an earlier row of this batch');
       building.add(instrumentId, ordinal);
+      knowledge?.check(row, index, building.pending);
     },
     line: (line) => line,
     write(text, batchRows) {
       const batch: CopyBatch = { text, rows: batchRows, first: building.first, last: building.last, firstByInstrument: building.firstByInstrument };
+      const { pending } = building;
       building = new BatchKeys();
       range.first = Math.min(range.first, batch.first);
       range.last = Math.max(range.last, batch.last);
-      return writeBatch(batch);
+      return writeBatch(batch, pending);
     },
   });
   const changed = counts.inserted + counts.updated > 0;
@@ -134,12 +148,13 @@ async function writeKeyed<Row>(
   return { result, range };
 }
 
-/** The time ordinals of the batch being built, overall and per instrument. */
+/** The time ordinals of the batch being built, overall and per instrument, and its rows that wait for their instrument's market. */
 class BatchKeys implements OrdinalRange {
   first = Infinity;
   last = -Infinity;
   /** Each instrument of the batch with its first time ordinal in it. */
   readonly firstByInstrument = new Map<string, number>();
+  readonly pending: PendingRow[] = [];
 
   add(instrumentId: string, ordinal: number): void {
     if (ordinal < this.first) this.first = ordinal;
@@ -244,7 +259,7 @@ function parseRow<Row>(kind: IngestKind<Row>, raw: unknown, index: number): Row 
   const fast = kind.fastRow?.(raw);
   if (fast !== undefined) return fast;
   const parsed = kind.rowSchema.safeParse(raw);
-  if (!parsed.success) throw invalidRow(kind, index, parsed.error.issues);
+  if (!parsed.success) throw invalidRow(kind, index, raw);
   return parsed.data;
 }
 
@@ -326,14 +341,63 @@ export async function rejectUnknownInstruments(tx: ISql): Promise<void> {
   await rejectFirstRow(repo.unknownInstrumentRows(tx), 'instrumentId', 'unknown instrument');
 }
 
-/** For a keyed upload: looks up the instruments first seen since the last call; 400 naming the first row of an unknown one. */
-async function rejectNewUnknownInstruments(tx: ISql, keys: RowKeys): Promise<void> {
+/**
+ * For a keyed upload: looks up the instruments first seen since the last
+ * call, adding their markets to `markets`; 400 naming the first row of an
+ * unknown one.
+ */
+async function lookUpNewInstruments(tx: ISql, keys: RowKeys, markets: Map<string, InstrumentMarket>): Promise<void> {
   const unchecked = keys.takeUnchecked();
   if (!unchecked.length) return;
-  const unknown = await repo.unknownInstrumentIds(
+  const found = await repo.instrumentMarkets(
     tx,
     unchecked.map((u) => u.id),
   );
-  const firstUnknown = unchecked.find((u) => unknown.has(u.id)); // in first-row order already
+  const firstUnknown = unchecked.find((u) => !found.has(u.id)); // in first-row order already
   if (firstUnknown) throw rowError(firstUnknown.firstRow, 'instrumentId', 'unknown instrument');
+  for (const [id, market] of found) markets.set(id, market);
+}
+
+/** A row known before some market's earliest instant for it: its index and knowledge time, judged once its instrument is known. */
+interface PendingRow {
+  row: unknown;
+  index: number;
+  knownAt: number;
+}
+
+/**
+ * A keyed kind's KnowledgeRule applied to one upload: a row known after
+ * every market's earliest instant for it (most rows) passes alone; the others
+ * wait with their batch and are judged against their instrument's market
+ * when it is written. A refusal names the row's asOf, in which the upload
+ * states when the row became known (absent: the upload's start).
+ */
+class KnowledgeChecks<Row> {
+  private readonly rule: KnowledgeRule<Row>;
+  private readonly startedAt: number;
+
+  constructor(rule: KnowledgeRule<Row>, upload: UploadStamp) {
+    this.rule = rule;
+    this.startedAt = Date.parse(upload.startedAt);
+  }
+
+  check(row: Row, index: number, pending: PendingRow[]): void {
+    const knownAt = this.rule.statedKnownAt(row) ?? this.startedAt;
+    if (knownAt < this.rule.knownOnAnyMarket(row)) pending.push({ row, index, knownAt });
+  }
+
+  judge(pending: PendingRow[], marketOf: (row: Row) => InstrumentMarket): void {
+    for (const p of pending) {
+      const row = p.row as Row;
+      const earliest = this.rule.earliest(row, marketOf(row));
+      if (p.knownAt >= earliest.at) continue;
+      const known = new Date(p.knownAt).toISOString();
+      const stated = this.rule.statedKnownAt(row) === undefined ? `absent, so known from the upload's start, ${known}, which` : known;
+      throw rowError(
+        p.index,
+        'asOf',
+        `${stated} is before ${new Date(earliest.at).toISOString()}, ${earliest.rule}: no ${this.rule.noun} is known before then`,
+      );
+    }
+  }
 }

@@ -318,3 +318,16 @@ export async function anyInstrumentStored(sql: ISql): Promise<boolean> {
   const [row] = await sql<{ any: boolean }[]>`select exists (select 1 from instruments) as any`;
   return row.any;
 }
+
+/** Those of `ids` that name an instrument. */
+export async function existingInstruments(sql: ISql, ids: string[]): Promise<Set<string>> {
+  const rows = await timed(
+    'existing_instruments',
+    sql<{ id: string }[]>`
+      select id
+      from instruments
+      where id = any (${ids}::uuid[])
+    `,
+  );
+  return new Set(rows.map((r) => r.id));
+}

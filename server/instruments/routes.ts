@@ -66,9 +66,9 @@ export const instrumentRoute = defineRoute({
 
 export const instrumentsArea: Area = {
   routes: [searchInstrumentsRoute, instrumentsBulkRoute, instrumentRoute],
-  mount(routes, { readDb, config }) {
+  mount(routes, { readDb, config, cursors }) {
     routes.handle(searchInstrumentsRoute, async ({ query: q }) => {
-      const page = await service.searchInstruments(readDb, q, config.VENDOR_CODE_BROKER);
+      const page = await service.searchInstruments(readDb, cursors, q, config.VENDOR_CODE_BROKER);
       return {
         data: page.data,
         meta: {

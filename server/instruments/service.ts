@@ -4,7 +4,7 @@ import * as repo from './repository.ts';
 import type { Instrument } from './schema.ts';
 import { notFound } from '../core/errors.ts';
 import { isDate, type PointInTime } from '../core/time.ts';
-import { bindingOf, decodeCursor, encodeCursor, isCursorId } from '../core/cursor.ts';
+import { bindingOf, isCursorId, type ListCursors } from '../core/cursor.ts';
 
 /** The UTC day a cut-off falls on; symbology is mapped by day. */
 export function dayOf(asOf: PointInTime | undefined, now = new Date()): string {
@@ -37,13 +37,14 @@ const FLOAT_TEXT = /^-?\d+(\.\d+)?(e[-+]\d+)?$/;
  */
 export async function searchInstruments(
   db: Reads,
+  cursors: ListCursors,
   q: { query?: string; brokerCode?: string; broker?: string; assetClass?: string; asOf?: PointInTime; limit: number; cursor?: string },
   vendorBroker: string,
 ): Promise<SearchPage> {
   const text = q.query !== undefined;
   const binding = bindingOf([text ? 'search' : 'reverse_lookup', q.query, q.broker, q.brokerCode, q.assetClass, q.asOf?.instant.toISOString()]);
   const position = q.cursor
-    ? decodeCursor(q.cursor, 'instruments', binding, (k) => {
+    ? cursors.read(q.cursor, 'instruments', binding, (k) => {
         const [day, ...rest] = k;
         if (!isDate(day)) return null;
         if (text) {
@@ -77,7 +78,7 @@ export async function searchInstruments(
     day,
     limit: q.limit,
     truncated,
-    nextCursor: truncated ? encodeCursor('instruments', binding, data[data.length - 1].key) : null,
+    nextCursor: truncated ? cursors.make('instruments', binding, data[data.length - 1].key) : null,
   };
 }
 

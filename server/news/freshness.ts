@@ -1,23 +1,24 @@
-import type { ISql } from '../db/sql.ts';
-import { timed } from '../db/sql.ts';
-import { freshness, SOURCE_SILENCE_DAYS, type Freshness } from '../core/freshness.ts';
+import { freshness, SOURCE_SILENCE_DAYS, sourceSilence, type Freshness, type SilenceStaleReason } from '../core/freshness.ts';
 
 /**
- * News and catalyst events are fresh while every source of the returned rows
- * has published something, on any instrument, within SOURCE_SILENCE_DAYS
- * before the read's instant, or later: a wire that has fallen silent for a week has
- * stopped, and what it would have published since is missing (docs/api.md,
- * "Freshness"). A page without rows names no source and is fresh.
+ * The window in which a news source must have published for a read at
+ * `instant`: the SOURCE_SILENCE_DAYS before it, both ends included. An item
+ * counts when it was published within the window, on any instrument, and
+ * stored by the read's instant (its createdAt): one published later, or
+ * known only later, was not there to be read. A wire silent for a week has
+ * stopped, and what it would have published since is missing.
  */
-export async function newsFreshness(sql: ISql, sources: Set<string>, instant: number): Promise<Freshness<'source_silent'>> {
-  if (!sources.size) return freshness<'source_silent'>();
-  const rows = await timed(
-    'news_source_latest',
-    sql<{ latest: Date | null }[]>`
-      select (select published_at from news where source = s.source order by published_at desc limit 1) as latest
-      from unnest(${[...sources]}::text[]) as s (source)
-    `,
-  );
-  const silentSince = instant - SOURCE_SILENCE_DAYS * 86_400_000;
-  return freshness<'source_silent'>(rows.some((r) => r.latest === null || r.latest.getTime() < silentSince) && 'source_silent');
+export function newsSilenceWindow(instant: number): { since: Date; until: Date } {
+  return { since: new Date(instant - SOURCE_SILENCE_DAYS * 86_400_000), until: new Date(instant) };
+}
+
+/**
+ * News and catalyst events are fresh while each source of the returned rows
+ * publishes within its window; without rows, while one of the sources that
+ * ever published the instrument's news (of the read's class, company-confirmed
+ * for events) does; stale `no_source` when none ever did (docs/api.md,
+ * "Freshness").
+ */
+export function newsFreshness(rowSources: boolean[], scope?: { covered: boolean; publishing: boolean }): Freshness<SilenceStaleReason> {
+  return freshness(sourceSilence(rowSources, scope));
 }

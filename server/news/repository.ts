@@ -82,6 +82,70 @@ export async function selectNews(sql: ISql, f: NewsFilter): Promise<{ row: NewsE
   return rows.map((r) => ({ row: toNewsEvent(r), key: { publishedAt: r.published_key, id: r.id } }));
 }
 
+/** The read's window for its sources (news/freshness.ts): published from `since` to `until`, both included, and stored by `until`. */
+export interface NewsSilenceWindow {
+  since: Date;
+  until: Date;
+}
+
+/** Whether the source `s.source` of the enclosing query published within the window. */
+const publishedWithin = (sql: ISql, w: NewsSilenceWindow) => sql`
+  exists (
+    select 1
+    from news p
+    where p.source = s.source
+      and p.published_at between ${w.since} and ${w.until}
+      and p.created_at <= ${w.until}
+  )
+`;
+
+/**
+ * For each of `sources`, in order, whether it published an item, on any
+ * instrument, within the window. One range of news_source_published_idx per
+ * source.
+ */
+export async function sourcesPublishing(sql: ISql, sources: string[], w: NewsSilenceWindow): Promise<boolean[]> {
+  const rows = await timed(
+    'news_sources_publishing',
+    sql<{ publishing: boolean }[]>`
+      select ${publishedWithin(sql, w)} as publishing
+      from unnest(${sources}::text[]) with ordinality as s (source, n)
+      order by s.n
+    `,
+  );
+  return rows.map((r) => r.publishing);
+}
+
+/**
+ * The sources a read without rows covers: those that ever published the
+ * instrument's news (of `eventClass`, company-confirmed only for events),
+ * stored by the window's end. `covered`: there is one; `publishing`: one of
+ * them published, on any instrument, within the window.
+ */
+export async function scopePublishing(
+  sql: ISql,
+  f: Pick<NewsFilter, 'instrumentId' | 'eventClass' | 'companyConfirmedOnly'>,
+  w: NewsSilenceWindow,
+): Promise<{ covered: boolean; publishing: boolean }> {
+  const [row] = await timed(
+    'news_scope_publishing',
+    sql<{ covered: boolean; publishing: boolean }[]>`
+      with scope as (
+        select distinct source
+        from news
+        where instrument_id = ${f.instrumentId}
+          and created_at <= ${w.until}
+          ${f.eventClass ? sql`and event_class = ${f.eventClass}` : sql``}
+          ${f.companyConfirmedOnly ? sql`and is_company_confirmed` : sql``}
+      )
+      select
+        exists (select 1 from scope) as covered,
+        exists (select 1 from scope s where ${publishedWithin(sql, w)}) as publishing
+    `,
+  );
+  return row;
+}
+
 // Ingest: statements over the `ingest_staging` table of a news upload
 // (news/ingest.ts), inside its transaction.
 

@@ -48,9 +48,9 @@ export const eventsRoute = defineRoute({
 
 export const newsArea: Area = {
   routes: [newsRoute, eventsRoute],
-  mount(routes, { readDb }) {
-    routes.handle(newsRoute, ({ params, query }) => listNews(readDb, params.id, query, false));
-    routes.handle(eventsRoute, ({ params, query }) => listNews(readDb, params.id, query, true));
+  mount(routes, { readDb, cursors }) {
+    routes.handle(newsRoute, ({ params, query }) => listNews(readDb, cursors, params.id, query, false));
+    routes.handle(eventsRoute, ({ params, query }) => listNews(readDb, cursors, params.id, query, true));
   },
   ingest: { news: newsIngest },
 };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { SOURCE_SILENCE_DAYS, staleMetaFields } from '../core/freshness.ts';
+import { SILENCE_STALE_REASONS, SOURCE_SILENCE_DAYS, staleMetaFields } from '../core/freshness.ts';
 import { BooleanValue } from '../ingest/fields.ts';
 import { IdSchema, type InstrumentId, InstrumentIdSchema, nameBasedUuid } from '../core/ids.ts';
 import { CursorSchema, NextCursorSchema } from '../core/cursor.ts';
@@ -99,8 +99,10 @@ export const NewsMetaSchema = z.strictObject({
   asOf: z.string().describe('the time of the read'),
   source: z.string(),
   ...staleMetaFields(
-    ['source_silent'],
-    `a source of the returned rows has published nothing, on any instrument, in the ${SOURCE_SILENCE_DAYS} days before the time of reading`,
+    SILENCE_STALE_REASONS,
+    `source_silent when a source of the returned rows has published nothing, on any instrument, in the ${SOURCE_SILENCE_DAYS} days before the time of reading ` +
+      '(an item counts from its publishedAt, once stored); without rows, when none of the sources that ever published news of the instrument ' +
+      '(of eventClass when given; company-confirmed for events) has; no_source when none ever did',
   ),
   limit: z.int().min(1).max(500),
   truncated: z.boolean().describe('more rows matched than limit: meta.nextCursor reads on'),

@@ -3,8 +3,8 @@ import { requireInstrument } from '../instruments/service.ts';
 import * as repo from './repository.ts';
 import type { NewsQuery } from './schema.ts';
 import { listPage } from '../core/meta.ts';
-import { newsFreshness } from './freshness.ts';
-import { bindingOf, decodeCursor, encodeCursor, isCursorId, isCursorInstant } from '../core/cursor.ts';
+import { newsFreshness, newsSilenceWindow } from './freshness.ts';
+import { bindingOf, isCursorId, isCursorInstant, type ListCursors } from '../core/cursor.ts';
 
 /**
  * An instrument's news, or (companyConfirmedOnly) its catalyst events, newest
@@ -15,11 +15,11 @@ import { bindingOf, decodeCursor, encodeCursor, isCursorId, isCursorInstant } fr
  * answered before the instrument is looked up. An unknown instrument is 404
  * not_found.
  */
-export async function listNews(db: Reads, instrumentId: string, q: NewsQuery, companyConfirmedOnly: boolean) {
+export async function listNews(db: Reads, cursors: ListCursors, instrumentId: string, q: NewsQuery, companyConfirmedOnly: boolean) {
   const list = companyConfirmedOnly ? 'events' : 'news';
   const binding = bindingOf([instrumentId, q.from, q.to, q.eventClass]);
   const after = q.cursor
-    ? decodeCursor(q.cursor, list, binding, ([publishedAt, id, ...rest]) =>
+    ? cursors.read(q.cursor, list, binding, ([publishedAt, id, ...rest]) =>
         rest.length === 0 && isCursorInstant(publishedAt) && isCursorId(id) ? { publishedAt, id } : null,
       )
     : undefined;
@@ -27,12 +27,17 @@ export async function listNews(db: Reads, instrumentId: string, q: NewsQuery, co
   const { found, fresh } = await db.run(async (sql) => {
     await requireInstrument(sql, instrumentId);
     const found = await repo.selectNews(sql, { ...q, instrumentId, companyConfirmedOnly, limit: q.limit + 1, after });
-    return { found, fresh: await newsFreshness(sql, new Set(found.slice(0, q.limit).map((f) => f.row.source)), readAt) };
+    const sources = [...new Set(found.slice(0, q.limit).map((f) => f.row.source))];
+    const window = newsSilenceWindow(readAt);
+    const fresh = sources.length
+      ? newsFreshness(await repo.sourcesPublishing(sql, sources, window))
+      : newsFreshness([], await repo.scopePublishing(sql, { instrumentId, eventClass: q.eventClass, companyConfirmedOnly }, window));
+    return { found, fresh };
   });
   return listPage(
     found.map((f) => f.row),
     q.limit,
-    (i) => encodeCursor(list, binding, [found[i].key.publishedAt, found[i].key.id]),
+    (i) => cursors.make(list, binding, [found[i].key.publishedAt, found[i].key.id]),
     fresh,
   );
 }

@@ -26,7 +26,7 @@ export interface DeriveScope {
  * that day and quoted on it (UTC), every contract's implied volatility
  * (the provider's, else solved from the mid on the worker pool as the chain
  * read solves it, at the risk-free rate known at the quote's instant), and
- * the underlying's raw daily bars up to that day, turned into the snapshot's
+ * the underlying's raw daily bars up to that day as known at its end, turned into the snapshot's
  * figures by workers/vol-stats.ts. A day without a raw
  * close is skipped: there is nothing to measure the strikes against. Stored
  * through the iv-snapshots ingest, so the counts are its counts.
@@ -38,7 +38,7 @@ export async function deriveIvSnapshots(deps: Deps, scope: DeriveScope = {}): Pr
     const endOfDay = new Date(`${day}T23:59:59.999Z`);
     const { chain, bars } = await deps.db.run(async (sql) => ({
       chain: await repo.chainAt(sql, instrumentId, endOfDay, day, {}),
-      bars: await readRawBars(sql, instrumentId, day, VOLATILITY_WINDOW_DAYS + 1),
+      bars: await readRawBars(sql, instrumentId, day, VOLATILITY_WINDOW_DAYS + 1, endOfDay),
     }));
     const spot = bars.close.at(-1);
     if (spot === undefined) continue;

@@ -1,4 +1,4 @@
-import { newYorkTimeToUtc } from '../core/new-york-time.ts';
+import { newYorkTime } from '../core/new-york-time.ts';
 
 /**
  * What "fresh" means for options, at the read's instant R (asOf, or now):
@@ -22,7 +22,6 @@ export type OptionStaleReason = (typeof STALE_REASONS)[number];
 const SESSION_OPEN = '09:30';
 const SESSION_CLOSE = '16:00';
 
-const HOUR_MS = 3_600_000;
 /** The last instant whose UTC day is a four-digit year (9999-12-31). */
 const LAST_DAY_MS = Date.parse('9999-12-31T00:00:00Z');
 
@@ -31,20 +30,6 @@ const isWeekday = (day: string) => {
   const weekday = new Date(`${day}T00:00:00Z`).getUTCDay();
   return weekday !== 0 && weekday !== 6;
 };
-
-/**
- * `time` in New York on `day` (ms). Before New York kept standard time
- * (1883-11-18) the time-zone database has its local mean time, which no whole
- * hour fits; those days are read at UTC−5 (EST), so any stored date has an
- * instant and no read fails on it.
- */
-export function newYorkTime(day: string, time: string): number {
-  try {
-    return newYorkTimeToUtc(day, time);
-  } catch {
-    return Date.parse(`${day}T${time}:00Z`) + 5 * HOUR_MS;
-  }
-}
 
 /** The close (ms) of the first regular session that opens at or after `observedAt`; Infinity when none opens before year 10000. */
 export function firstFullSessionCloseAfter(observedAt: Date): number {

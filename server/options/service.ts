@@ -111,10 +111,14 @@ export async function readContract(deps: Deps, id: string, asOf: PointInTime | u
 /** The UTC day a quote was observed on. */
 export const quoteDay = (quote: repo.QuoteObservation) => quote.observedAt.toISOString().slice(0, 10);
 
-/** The underlying's raw close for the observation day of each quote without the provider's Greeks (the close of that day, or the latest before it). */
+/**
+ * The underlying's spot for each quote without the provider's Greeks: its
+ * latest raw close known at the quote's instant (a close is known from its
+ * bar's asOf, never before its session ends), by the instant's milliseconds.
+ */
 function closesForQuotes(sql: ISql, instrumentId: string, rows: repo.ContractAtCutoff[]) {
-  const days = [...new Set(rows.flatMap(({ quote }) => (quote && !quote.greeks ? [quoteDay(quote)] : [])))];
-  return readRawCloses(sql, instrumentId, days);
+  const instants = new Map(rows.flatMap(({ quote }) => (quote && !quote.greeks ? [[quote.observedAt.getTime(), quote.observedAt] as const] : [])));
+  return readRawCloses(sql, instrumentId, [...instants.values()]);
 }
 
 /** Calendar days from an observation to 16:00 New York on the expiry day, when US equity and index options stop trading. */
@@ -125,8 +129,8 @@ export const yearsToExpiry = (expiry: string, at: Date) => daysToExpiry(expiry, 
 
 /**
  * Chain items with their Greeks. Provider Greeks are returned as observed.
- * For the other quoted contracts the inputs are gathered here (the raw close
- * of the quote's day, the risk-free rate known at the quote's instant, never a
+ * For the other quoted contracts the inputs are gathered here (the latest raw
+ * close known at the quote's instant, the risk-free rate known then, never a
  * later one (MacroService.riskFreeRatesKnownAt), the time from the quote to
  * expiry) and the worker pool solves the implied volatility from the
  * mid and computes the Greeks with the Black–Scholes–Merton code of POST
@@ -136,11 +140,11 @@ export const yearsToExpiry = (expiry: string, at: Date) => daysToExpiry(expiry, 
 async function withGreeks(
   deps: Deps,
   rows: repo.ContractAtCutoff[],
-  closes: Map<string, { barDate: string; close: number }>,
+  closes: Map<number, { barDate: string; close: number }>,
   readAt: Date,
 ): Promise<ChainItem[]> {
   const items: ChainItem[] = rows.map((r) => ({ contract: contractOf(r.contract, readAt), quote: quoteOf(r.quote), greeks: null, greeksUnavailable: null }));
-  const toCompute: { index: number; contract: repo.OptionContract; quote: repo.QuoteObservation; day: string; expiryDays: number }[] = [];
+  const toCompute: { index: number; contract: repo.OptionContract; quote: repo.QuoteObservation; expiryDays: number }[] = [];
   for (const [index, { contract, quote }] of rows.entries()) {
     const item = items[index];
     if (!quote) {
@@ -152,14 +156,14 @@ async function withGreeks(
     } else if (quote.greeks) {
       item.greeks = { ...quote.greeks, asOf: quote.observedAt.toISOString(), greeksSource: 'provider' };
     } else {
-      toCompute.push({ index, contract, quote, day: quoteDay(quote), expiryDays: daysToExpiry(contract.expiry, quote.observedAt) });
+      toCompute.push({ index, contract, quote, expiryDays: daysToExpiry(contract.expiry, quote.observedAt) });
     }
   }
   if (!toCompute.length) return items;
   const rates = await deps.macro.riskFreeRatesKnownAt(toCompute.map((c) => c.quote.observedAt));
   const rateOf = (c: (typeof toCompute)[number]) => rates.get(c.quote.observedAt.getTime()) ?? null;
   const input: ChainGreeksInput = {
-    spot: toCompute.map((c) => closes.get(c.day)?.close ?? null),
+    spot: toCompute.map((c) => closes.get(c.quote.observedAt.getTime())?.close ?? null),
     rate: toCompute.map((c) => rateOf(c)?.rate ?? null),
     dividendYield: 0,
     strike: toCompute.map((c) => c.contract.strike),
@@ -170,13 +174,13 @@ async function withGreeks(
   };
   const results = await deps.pool.run('chainGreeks', input);
   for (const [k, result] of results.entries()) {
-    const { index, quote, day, expiryDays } = toCompute[k];
+    const { index, quote, expiryDays } = toCompute[k];
     const item = items[index];
     if ('unavailable' in result) {
       item.greeksUnavailable = result.unavailable;
       continue;
     }
-    const spot = closes.get(day)!;
+    const spot = closes.get(quote.observedAt.getTime())!;
     const rate = rateOf(toCompute[k])!;
     item.greeks = {
       delta: result.delta,

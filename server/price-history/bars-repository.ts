@@ -2,6 +2,7 @@ import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
 import { identifierList, timed } from '../db/sql.ts';
 import type { StagingColumns } from '../ingest/kind.ts';
+import { copyInto } from '../ingest/repository.ts';
 import { invalidRequest, type AppError } from '../core/errors.ts';
 import type { PriorClose } from './adjustment.ts';
 import { latestVersion, type VersionView } from './versions-repository.ts';
@@ -28,15 +29,15 @@ export const DAILY_COLUMNS: StagingColumns = [
   ['reflects_actions_through', 'date'],
   ['source', 'text'],
   ['as_of', 'timestamptz'],
-  ['known_at', 'timestamptz'],
 ];
 const DAILY_NAMES = DAILY_COLUMNS.map(([name]) => name);
 
 /**
  * What stands for `daily_bars` in a read: the table itself, or, for a
  * superseded version, the bars as that version had them (versionedBars);
- * with `knownAt`, each of those bars as it was known at that instant
- * (sql/019). Same columns as daily_bars.
+ * with `knownAt`, each of those bars as it was known at that instant: the
+ * revision with the latest knowledge time (as_of, sql/022) not after it.
+ * Same columns as daily_bars.
  */
 export function dailyBarsAt(sql: ISql, view: VersionView | undefined, knownAt?: Date): Fragment {
   const bars = view ? versionedBars(sql, view) : sql`daily_bars`;
@@ -49,16 +50,46 @@ export function dailyBarsAt(sql: ISql, view: VersionView | undefined, knownAt?: 
   return sql`(
     select ${columns(sql, 'b')}
     from ${bars} b
-    where b.known_at <= ${knownAt}
+    where b.as_of <= ${knownAt}
     union all
     select ${columns(sql, 'r')}
     from (
       select distinct on (r.instrument_id, r.bar_date) r.*
       from daily_bar_revisions r
-      join ${bars} b on b.instrument_id = r.instrument_id and b.bar_date = r.bar_date and b.known_at > ${knownAt}
-      where not r.absent and r.known_at <= ${knownAt} ${replacedBy}
-      order by r.instrument_id, r.bar_date, r.known_at desc, r.replaced_in_version desc
+      join ${bars} b on b.instrument_id = r.instrument_id and b.bar_date = r.bar_date and b.as_of > ${knownAt}
+      where not r.absent and r.as_of <= ${knownAt} ${replacedBy}
+      order by r.instrument_id, r.bar_date, r.as_of desc, r.replaced_in_version desc
     ) r
+  )`;
+}
+
+/**
+ * `daily_bars` as known at `knownAt` (an instant, or a column of the
+ * statement naming one), by the rule of dailyBarsAt, written for reads that
+ * walk one instrument's bars in date order and stop early (ORDER BY bar_date
+ * LIMIT n): one descent of the primary key, a bar's kept revisions looked up
+ * only when its stored revision was known after the instant. Through
+ * dailyBarsAt's union the planner cannot stop early: on 400 instruments x
+ * 2,500 bars (TimescaleDB 2.28.3) the newest bar known at an instant took
+ * 1,245 ms that way and 19-23 ms this way. Same columns as daily_bars; the
+ * caller's filters on instrument_id and bar_date reach the primary key.
+ */
+export function dailyBarsKnownAtWalk(sql: ISql, knownAt: Date | Fragment): Fragment {
+  const known = sql`d.as_of <= ${knownAt}`;
+  const value = (c: string) => sql`case when ${known} then d.${sql(c)} else r.${sql(c)} end as ${sql(c)}`;
+  return sql`(
+    select d.instrument_id, d.bar_date, ${DAILY_NAMES.slice(2)
+      .map(value)
+      .reduce((all, c) => sql`${all}, ${c}`)}
+    from daily_bars d
+    left join lateral (
+      select r.*
+      from daily_bar_revisions r
+      where not ${known} and r.instrument_id = d.instrument_id and r.bar_date = d.bar_date and r.as_of <= ${knownAt}
+      order by r.as_of desc, r.replaced_in_version desc
+      limit 1
+    ) r on true
+    where ${known} or r.instrument_id is not null
   )`;
 }
 
@@ -152,6 +183,11 @@ export async function priorCloses(
   return { closes, latestVersions };
 }
 
+/** Copies a batch of daily bars (COPY text in DAILY_COLUMNS order) straight into daily_bars: bars that only append, inside the upload's transaction. */
+export function appendDailyBars(tx: ISql, text: string): Promise<void> {
+  return copyInto(tx, 'daily_bars', text, DAILY_NAMES);
+}
+
 /** An instrument a daily upload writes: the version its changes go under, and its latest bar date before the upload. */
 export interface HistoryWrite {
   instrumentId: string;
@@ -208,12 +244,12 @@ export interface StagedWrite {
  * Writes a staged bar batch in one statement, over one join of the staged
  * bars with the stored ones (`changed`): a staged bar whose values differ
  * from the stored bar's rewrites it, a new one is inserted, and an equal one
- * writes nothing (its stored knowledge time stays: known_at is said of the
+ * writes nothing (its stored knowledge time stays: as_of is said of the
  * values, not one of them). `history` keeps what a changed bar replaced: the
  * columns and join it adds to `changed`, where each stored value is
  * `stored_<column>`, and the insert of the revisions, returning their
  * instrument_id. A staged bar stated known before the bar it replaces is
- * refused (sql/019: along a bar's revisions, known_at never decreases), and
+ * refused (sql/022: along a bar's revisions, as_of never decreases), and
  * the transaction with it.
  */
 export async function writeStagedBars(
@@ -225,7 +261,7 @@ export async function writeStagedBars(
   const { table, time, timeType } = bars;
   const names = bars.columns.map(([name]) => name);
   const kept = names.slice(2);
-  const compared = kept.filter((c) => c !== 'known_at');
+  const compared = kept.filter((c) => c !== 'as_of');
   const list = (alias: string, columns: string[]) =>
     identifierList(
       tx,
@@ -239,7 +275,7 @@ export async function writeStagedBars(
       inserted: number;
       updated: number;
       revised: string[] | null;
-      earlier: { instrumentId: string; at: string; knownAt: string; storedKnownAt: string } | null;
+      earlier: { instrumentId: string; at: string; asOf: string; storedAsOf: string } | null;
     }[]
   >`
     with changed as (
@@ -269,14 +305,14 @@ export async function writeStagedBars(
       (select count(*) from updated)::int as updated,
       (select array_agg(distinct instrument_id) from kept) as revised,
       (
-        select json_build_object('instrumentId', instrument_id, 'at', ${tx(time)}, 'knownAt', known_at, 'storedKnownAt', stored_known_at)
+        select json_build_object('instrumentId', instrument_id, 'at', ${tx(time)}, 'asOf', as_of, 'storedAsOf', stored_as_of)
         from changed
-        where not absent and known_at < stored_known_at
+        where not absent and as_of < stored_as_of
         limit 1
       ) as earlier
   `;
   const e = row.earlier;
-  if (e) throw knownBeforeStored(bars.field, e.instrumentId, timeType === 'date' ? e.at : new Date(e.at).toISOString(), e.knownAt, e.storedKnownAt);
+  if (e) throw knownBeforeStored(bars.field, e.instrumentId, timeType === 'date' ? e.at : new Date(e.at).toISOString(), e.asOf, e.storedAsOf);
   return { inserted: row.inserted, updated: row.updated, revised: row.revised ?? [] };
 }
 
@@ -288,11 +324,11 @@ export interface StagedSpan {
 }
 
 /** The 400 for a bar stated known before the stored revision it would replace. */
-export function knownBeforeStored(field: string, instrumentId: string, bar: string, knownAt: string, storedKnownAt: string): AppError {
+export function knownBeforeStored(field: string, instrumentId: string, bar: string, asOf: string, storedAsOf: string): AppError {
   const at = (t: string) => new Date(t).toISOString();
   return invalidRequest(`a bar may not replace a revision known later than itself; nothing was stored`, {
-    knownAt: [
-      `the bar of ${instrumentId} at ${field} ${bar} states knownAt ${at(knownAt)}, before the stored revision's ${at(storedKnownAt)}: post the revisions of a bar in the order they became known`,
+    asOf: [
+      `the bar of ${instrumentId} at ${field} ${bar} states asOf ${at(asOf)}, before the stored revision's ${at(storedAsOf)}: post the revisions of a bar in the order they became known`,
     ],
   });
 }

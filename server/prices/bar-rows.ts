@@ -27,27 +27,47 @@ const barFields = {
   quoteCurrency: z.string().regex(CURRENCY_RE, 'must be an ISO 4217 code'),
   quoteUnit: z.string().trim().min(1).max(50),
   source: z.string().trim().min(1).max(200),
-  asOf: InstantSchema.describe('when the source published or we captured this bar'),
-  knownAt: InstantSchema.optional().describe(
-    'when this revision of the bar became known, for back-filling a history of corrections (docs/api.md, "Point in time"); at most the time of the upload, and not before the bar; default: the instant the upload began',
+  asOf: InstantSchema.optional().describe(
+    "the instant this revision of the bar became known: the source's publication time (docs/api.md, \"Point in time\"). Not in the future, and not before the bar can be known: a daily bar's session close on its instrument's market (16:00 America/New_York on a US exchange, the end of the UTC day for crypto, else the start of the bar's UTC day), a 1-minute bar's minute end. Default: the instant the upload began",
   ),
+  knownAt: InstantSchema.optional().describe('a synonym of asOf, accepted for older uploads; when both are given they must name the same instant'),
 };
 
-/** The earliest instant a bar can be known at: the start of its day (daily), the end of its minute (intraday). */
-const daily = { earliestKnown: (barDate: string) => Date.parse(`${barDate}T00:00:00.000Z`), what: "the start of the bar's day" };
+/**
+ * The earliest instant a bar can be known at whatever its market: the start
+ * of its UTC day (a daily bar; its session close on its instrument's market
+ * is checked when the upload writes it, core/session-close.ts), the end of
+ * its minute (a 1-minute bar).
+ */
+const daily = { earliestKnown: (barDate: string) => Date.parse(`${barDate}T00:00:00.000Z`), what: "the start of the bar's UTC day" };
 const intraday = { earliestKnown: (barTimestamp: string) => Date.parse(barTimestamp) + MINUTE_MS, what: "the end of the bar's minute" };
 
-/** Whether a bar known no earlier than `earliest` can state `knownAt`: not after now, not before the bar. */
-function knowable(knownAt: string, earliest: number): boolean {
-  const t = Date.parse(knownAt);
+/** The instant a bar row states it became known: asOf, else its synonym knownAt; undefined when it states neither. */
+export function statedKnownAt(row: { asOf?: string; knownAt?: string }): string | undefined {
+  return row.asOf ?? row.knownAt;
+}
+
+/** Whether a bar known no earlier than `earliest` can be stated known at `at`: not after now, not before the bar. */
+function knowable(at: string, earliest: number): boolean {
+  const t = Date.parse(at);
   return t <= Date.now() && t >= earliest;
 }
 
-function checkKnownAt(row: { knownAt?: string }, earliest: number, what: string, ctx: z.RefinementCtx) {
-  if (row.knownAt === undefined) return;
-  const t = Date.parse(row.knownAt);
-  if (t > Date.now()) ctx.addIssue({ code: 'custom', path: ['knownAt'], message: 'must not be in the future' });
-  else if (t < earliest) ctx.addIssue({ code: 'custom', path: ['knownAt'], message: `must not precede ${what}` });
+function checkKnowledge(row: { asOf?: string; knownAt?: string }, earliest: number, what: string, ctx: z.RefinementCtx) {
+  if (row.asOf !== undefined && row.knownAt !== undefined && Date.parse(row.asOf) !== Date.parse(row.knownAt)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['knownAt'],
+      message: `received ${row.knownAt}, which differs from asOf ${row.asOf}: knownAt is a synonym of asOf and must name the same instant, or be left out`,
+    });
+    return;
+  }
+  const stated = statedKnownAt(row);
+  if (stated === undefined) return;
+  const path = [row.asOf !== undefined ? 'asOf' : 'knownAt'];
+  const t = Date.parse(stated);
+  if (t > Date.now()) ctx.addIssue({ code: 'custom', path, message: `received ${stated}, in the future: must be at most the time of the upload` });
+  else if (t < earliest) ctx.addIssue({ code: 'custom', path, message: `received ${stated}: must not precede ${what}, ${new Date(earliest).toISOString()}` });
 }
 
 type OhlcRow = { openPrice: number | null; highPrice: number | null; lowPrice: number | null; closePrice: number };
@@ -70,7 +90,8 @@ export const DailyBarRowSchema = z
   })
   .superRefine((row, ctx) => {
     checkOhlc(row, ctx);
-    checkKnownAt(row, daily.earliestKnown(row.barDate), daily.what, ctx);
+    // A bad barDate is reported as itself; when the bar could be known is not also wrong.
+    if (isDate(row.barDate)) checkKnowledge(row, daily.earliestKnown(row.barDate), daily.what, ctx);
     if ((row.priceBasis === 'vendor_adjusted') !== (row.reflectsActionsThrough !== null)) {
       ctx.addIssue({ code: 'custom', path: ['reflectsActionsThrough'], message: 'required exactly when priceBasis is vendor_adjusted' });
     }
@@ -86,7 +107,7 @@ export const IntradayBarRowSchema = z
   })
   .superRefine((row, ctx) => {
     checkOhlc(row, ctx);
-    checkKnownAt(row, intraday.earliestKnown(row.barTimestamp), intraday.what, ctx);
+    if (isInstant(row.barTimestamp)) checkKnowledge(row, intraday.earliestKnown(row.barTimestamp), intraday.what, ctx);
   });
 
 export type DailyBarRow = z.infer<typeof DailyBarRowSchema>;
@@ -140,7 +161,7 @@ const checkedInstrumentId = lastPassed(instrumentIdOf);
 const checkedAsOf = lastPassed((v) => (isInstant(v) ? v : undefined));
 const checkedKnownAt = lastPassed((v) => (isInstant(v) ? v : undefined));
 
-/** The fields every bar has, as the row schemas give them: knownAt only when the row states one. */
+/** The fields every bar has, as the row schemas give them: asOf and knownAt only when the row states them. */
 function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
   const closePrice = finiteNumber(r.closePrice);
   const openPrice = optionalPositive(r.openPrice);
@@ -164,8 +185,9 @@ function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
     instrumentId === undefined ||
     typeof r.quoteCurrency !== 'string' ||
     !CURRENCY_RE.test(r.quoteCurrency) ||
-    checkedAsOf(r.asOf) === undefined ||
-    (r.knownAt !== undefined && checkedKnownAt(r.knownAt) === undefined)
+    (r.asOf !== undefined && checkedAsOf(r.asOf) === undefined) ||
+    (r.knownAt !== undefined &&
+      (checkedKnownAt(r.knownAt) === undefined || (r.asOf !== undefined && Date.parse(r.knownAt as string) !== Date.parse(r.asOf as string))))
   ) {
     return undefined;
   }
@@ -183,8 +205,9 @@ function fastBarFields(r: Record<string, unknown>): BarFields | undefined {
     quoteCurrency: r.quoteCurrency,
     quoteUnit,
     source,
-    asOf: r.asOf as string,
-    ...(r.knownAt !== undefined ? { knownAt: r.knownAt as string } : {}),
+    // As the schema gives them: a key the row has, even holding undefined, stays; an absent one stays absent.
+    ...('asOf' in r ? { asOf: r.asOf as string | undefined } : {}),
+    ...('knownAt' in r ? { knownAt: r.knownAt as string | undefined } : {}),
   };
 }
 
@@ -193,7 +216,8 @@ export function fastDailyBar(raw: unknown): DailyBarRow | undefined {
   const r = raw as Record<string, unknown>;
   const bar = fastBarFields(r);
   if (!bar || !isDate(r.barDate)) return undefined;
-  if (bar.knownAt !== undefined && !knowable(bar.knownAt, daily.earliestKnown(r.barDate))) return undefined;
+  const known = statedKnownAt(bar);
+  if (known !== undefined && !knowable(known, daily.earliestKnown(r.barDate))) return undefined;
   const stale = r.stale === undefined || r.stale === false || r.stale === 'false' ? false : r.stale === true || r.stale === 'true' ? true : undefined;
   const priceBasis = r.priceBasis === undefined ? 'raw' : r.priceBasis === 'raw' || r.priceBasis === 'vendor_adjusted' ? r.priceBasis : undefined;
   const through = r.reflectsActionsThrough;
@@ -215,7 +239,8 @@ export function fastIntradayBar(raw: unknown): IntradayBarRow | undefined {
   const bar = fastBarFields(r);
   if (!bar || bar.openPrice === null || bar.highPrice === null || bar.lowPrice === null) return undefined;
   if (!isInstant(r.barTimestamp) || Date.parse(r.barTimestamp) % MINUTE_MS !== 0) return undefined;
-  if (bar.knownAt !== undefined && !knowable(bar.knownAt, intraday.earliestKnown(r.barTimestamp))) return undefined;
+  const known = statedKnownAt(bar);
+  if (known !== undefined && !knowable(known, intraday.earliestKnown(r.barTimestamp))) return undefined;
   return {
     ...bar,
     // Restated: the check above narrows them to numbers, which the spread's type does not carry.

@@ -4,8 +4,8 @@ import { planAdjustments, readSegments, type InstrumentPlan } from '../price-his
 import { provenanceCounts } from '../price-history/adjustment.ts';
 import { actionCoverage, priceBasisMeta, provenanceMeta, seriesUse } from '../price-history/read-meta.ts';
 import { PROVENANCES, zeroProvenanceCounts, type CoverageCheck } from '../price-history/schema.ts';
-import { readSeriesText } from './daily-bars.ts';
-import * as repo from './repository.ts';
+import { readEmptyReasons, readSeriesText } from './daily-bars.ts';
+import { existingInstruments } from '../instruments/repository.ts';
 import type { BulkPricesQuery } from './schema.ts';
 import { type Meta, sourcesMeta } from '../core/meta.ts';
 import { freshness, readInstant, seriesFreshness } from '../core/freshness.ts';
@@ -67,7 +67,7 @@ export async function streamBulkPrices(
   const readAt = new Date();
   const instant = readInstant(q.asOf, readAt);
   const { known, plans, coverage, lastBars } = await db.run(async (sql) => {
-    const known = [...(await repo.existingInstruments(sql, q.instrumentIds)).keys()].sort();
+    const known = [...(await existingInstruments(sql, q.instrumentIds))].sort();
     if (!known.length) return { known, plans: new Map<string, InstrumentPlan>(), coverage: new Map<string, CoverageCheck>(), lastBars: new Map() };
     const [plans, coverage, lastBars] = await Promise.all([
       planAdjustments(sql, known, q),
@@ -144,6 +144,8 @@ export async function streamBulkPrices(
     const counts = provenanceCounts(use.applied);
     for (const p of PROVENANCES) provenance[p] += counts[p];
   }
+  const empty = known.filter((id) => !firstBar.has(id));
+  const emptyReasons = Object.fromEntries(empty.length ? await db.run((sql) => readEmptyReasons(sql, empty, q.from, q.to, q.asOf)) : []);
   const coverages = Object.values(actionCoverages);
   // Stale when any series is, by the first reason found in id order (docs/api.md, "Freshness").
   const fresh = known.map((id) => seriesFreshness(lastBars.get(id)?.lastBar, instant, lastBars.get(id)?.assetClass, stale)).find((f) => f.stale) ?? freshness();
@@ -151,6 +153,7 @@ export async function streamBulkPrices(
     asOf: q.asOf?.input ?? readAt.toISOString(),
     source: sourcesMeta(sources),
     ...fresh,
+    emptyReasons,
     adjusted: q.adjusted,
     includeBackfilled: q.includeBackfilled,
     requested: q.instrumentIds.length,

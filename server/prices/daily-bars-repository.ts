@@ -1,7 +1,7 @@
 import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
-import { dailyBarsAt } from '../price-history/bars-repository.ts';
+import { dailyBarsAt, dailyBarsKnownAtWalk } from '../price-history/bars-repository.ts';
 import { dayNumber } from '../core/day-numbers.ts';
 import type { DailyColumns } from './packed-columns.ts';
 
@@ -67,16 +67,16 @@ export function selectPackedSeries(sql: ISql, instrumentIds: string[], from: str
 }
 
 /**
- * The instrument's last `count` raw daily bars dated on or before `day`, as
- * columns in ascending date order (vendor-adjusted bars are not raw prices
- * and are skipped): close, high and low, NaN where the source published no
- * value; open and volume are not read. At most a few dozen bars, so the rows
- * are mapped here rather than packed by PostgreSQL.
+ * The instrument's last `count` raw daily bars dated on or before `day` as
+ * known at `knownAt`, as columns in ascending date order (vendor-adjusted
+ * bars are not raw prices and are skipped): close, high and low, NaN where
+ * the source published no value; open and volume are not read. At most a few
+ * dozen bars, so the rows are mapped here rather than packed by PostgreSQL.
  */
-export async function rawBarsUpTo(sql: ISql, instrumentId: string, day: string, count: number): Promise<DailyColumns> {
+export async function rawBarsUpTo(sql: ISql, instrumentId: string, day: string, count: number, knownAt: Date): Promise<DailyColumns> {
   const rows = await sql<{ bar_date: string; close_price: number; high_price: number | null; low_price: number | null }[]>`
     select bar_date, close_price, high_price, low_price
-    from daily_bars
+    from ${dailyBarsKnownAtWalk(sql, knownAt)} b
     where instrument_id = ${instrumentId} and bar_date <= ${day} and price_basis = 'raw'
     order by bar_date desc
     limit ${count}
@@ -102,25 +102,83 @@ export async function rawBarsUpTo(sql: ISql, instrumentId: string, day: string, 
 }
 
 /**
- * For each day, the instrument's latest raw daily close dated on or before it
- * (vendor-adjusted bars are not raw prices and are skipped).
+ * For each instant, the instrument's latest raw daily close known at it and
+ * dated on or before its UTC day (vendor-adjusted bars are not raw prices and
+ * are skipped), by the instant's milliseconds.
  */
-export async function rawClosesOnOrBefore(sql: ISql, instrumentId: string, days: string[]): Promise<Map<string, { barDate: string; close: number }>> {
+export async function rawClosesKnownAt(sql: ISql, instrumentId: string, instants: Date[]): Promise<Map<number, { barDate: string; close: number }>> {
   const rows = await timed(
     'option_underlying_closes',
-    sql<{ day: string; bar_date: string; close_price: number }[]>`
-      select d.day::text as day, b.bar_date, b.close_price
-      from unnest(${days}::date[]) as d (day)
+    sql<{ at: Date; bar_date: string; close_price: number }[]>`
+      select t.at, b.bar_date, b.close_price
+      from unnest(${instants.map((t) => t.toISOString())}::timestamptz[]) as t (at)
       cross join lateral (
         select bar_date, close_price
-        from daily_bars
-        where instrument_id = ${instrumentId} and bar_date <= d.day and price_basis = 'raw'
+        from ${dailyBarsKnownAtWalk(sql, sql`t.at`)} b
+        where instrument_id = ${instrumentId} and bar_date <= (t.at at time zone 'UTC')::date and price_basis = 'raw'
         order by bar_date desc
         limit 1
       ) b
     `,
   );
-  return new Map(rows.map((r) => [r.day, { barDate: r.bar_date, close: r.close_price }]));
+  return new Map(rows.map((r) => [r.at.getTime(), { barDate: r.bar_date, close: r.close_price }]));
+}
+
+/**
+ * Each of `ids` that names an instrument, with its asset class and its last
+ * daily bar dated on or before `day` (after `after` when given) and known at
+ * `knownAt` (null: none); one descent of the primary key per instrument.
+ */
+export async function lastKnownBarDates(sql: ISql, ids: string[], day: string, knownAt: Date, after: string | null) {
+  return timed(
+    after === null ? 'daily_last_bars' : 'daily_last_bars_recent',
+    sql<{ id: string; asset_class: string; last_bar: string | null }[]>`
+      select i.id, i.asset_class, b.bar_date::text as last_bar
+      from instruments i
+      left join lateral (
+        select bar_date
+        from ${dailyBarsKnownAtWalk(sql, knownAt)} b
+        where b.instrument_id = i.id and b.bar_date <= ${day}::date and (${after}::date is null or b.bar_date > ${after}::date)
+        order by b.bar_date desc
+        limit 1
+      ) b on true
+      where i.id = any(${ids}::uuid[])
+    `,
+  );
+}
+
+/**
+ * For each of `ids`, how many bars are stored in [from, to] whatever their
+ * knowledge time, and the earliest instant any of their revisions became
+ * known: what tells a window with no bars known at an instant from a window
+ * with no bars at all.
+ */
+export async function storedBarsInWindow(sql: ISql, ids: string[], from: string, to: string) {
+  return timed(
+    'daily_stored_bars_in_window',
+    sql<{ instrument_id: string; bars: number; first_known: Date }[]>`
+      select b.instrument_id, count(*)::int as bars, least(min(b.as_of), (
+        select min(r.as_of) from daily_bar_revisions r
+        where r.instrument_id = b.instrument_id and r.bar_date between ${from}::date and ${to}::date
+      )) as first_known
+      from daily_bars b
+      where b.instrument_id = any(${ids}::uuid[]) and b.bar_date between ${from}::date and ${to}::date
+      group by b.instrument_id
+    `,
+  );
+}
+
+/** The sources of the instrument's bars on `days`, as stored (the latest revisions). */
+export async function barSources(sql: ISql, instrumentId: string, days: string[]): Promise<string[]> {
+  const rows = await timed(
+    'daily_bar_sources',
+    sql<{ source: string }[]>`
+      select distinct source
+      from daily_bars
+      where instrument_id = ${instrumentId} and bar_date = any(${days}::date[])
+    `,
+  );
+  return rows.map((r) => r.source);
 }
 
 /**

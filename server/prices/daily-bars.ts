@@ -37,9 +37,17 @@ import type { DailySeriesText } from './daily-text-repository.ts';
 //   readRawBars (implied-volatility snapshots) returns the same columns, raw:
 //   at most 31 bars, mapped from rows once.
 //
-// Two reads answer lookups rather than series: readRawCloses, the raw close
-// on or before each quote's day (an option's spot), and readSessionSpan, the
-// dates a source-lead derivation reads.
+// The other reads answer lookups rather than series: readRawCloses, the raw
+// close known at each quote's instant (an option's spot); readLastBarDates,
+// the newest bar known at an instant (a series' freshness); readStoredBars,
+// what a window holds whatever was known when (why a read found no bar);
+// readSessionSpan, the dates a source-lead derivation reads; readBarSources.
+//
+// Every read takes the instant it reads at (docs/api.md, "Point in time"):
+// the bars as known then, each bar's revision with the latest knowledge time
+// (as_of) not after it. A read of the latest revisions passes none; those
+// are the bars as known now, since no revision is known in the future.
+// test/unit/bar-reads.test.ts holds every other module to this interface.
 
 /** Adjusted columns of one instrument, with the version whose actions adjusted them. */
 export interface AdjustedSeries extends DailyColumns {
@@ -132,14 +140,71 @@ export async function readAdjustedSeries(
   return out;
 }
 
-/** The instrument's last `count` raw bars dated on or before `day`, as columns (close, high, low) in date order. */
-export function readRawBars(sql: ISql, instrumentId: string, day: string, count: number): Promise<DailyColumns> {
-  return repo.rawBarsUpTo(sql, instrumentId, day, count);
+/** The instrument's last `count` raw bars dated on or before `day` as known at `knownAt`, as columns (close, high, low) in date order. */
+export function readRawBars(sql: ISql, instrumentId: string, day: string, count: number, knownAt: Date): Promise<DailyColumns> {
+  return repo.rawBarsUpTo(sql, instrumentId, day, count, knownAt);
 }
 
-/** For each day, the instrument's latest raw close dated on or before it (the day absent when there is none); no query for no days. */
-export function readRawCloses(sql: ISql, instrumentId: string, days: string[]): Promise<Map<string, { barDate: string; close: number }>> {
-  return days.length ? repo.rawClosesOnOrBefore(sql, instrumentId, days) : Promise.resolve(new Map<string, { barDate: string; close: number }>());
+/**
+ * For each instant, the instrument's latest raw close known at it, dated on
+ * or before its UTC day, by the instant's milliseconds (absent when there is
+ * none); no query for no instants.
+ */
+export function readRawCloses(sql: ISql, instrumentId: string, instants: Date[]): Promise<Map<number, { barDate: string; close: number }>> {
+  return instants.length ? repo.rawClosesKnownAt(sql, instrumentId, instants) : Promise.resolve(new Map<number, { barDate: string; close: number }>());
+}
+
+/**
+ * Each of `ids` that names an instrument, with its asset class and its last
+ * daily bar dated on or before `day` and known at `knownAt` (null: none),
+ * among the bars dated after `after` when given.
+ */
+export async function readLastBarDates(
+  sql: ISql,
+  ids: string[],
+  day: string,
+  knownAt: Date,
+  after: string | null,
+): Promise<Map<string, { assetClass: string; lastBar: string | null }>> {
+  const rows = await repo.lastKnownBarDates(sql, ids, day, knownAt, after);
+  return new Map(rows.map((r) => [r.id, { assetClass: r.asset_class, lastBar: r.last_bar }]));
+}
+
+/**
+ * For each of `ids` with bars stored in [from, to] whatever their knowledge
+ * time: how many, and when the first of them (any revision) became known.
+ * Absent: none stored.
+ */
+export async function readStoredBars(sql: ISql, ids: string[], from: string, to: string): Promise<Map<string, { bars: number; firstKnown: Date }>> {
+  const rows = await repo.storedBarsInWindow(sql, ids, from, to);
+  return new Map(rows.map((r) => [r.instrument_id, { bars: r.bars, firstKnown: r.first_known }]));
+}
+
+/** Why a price read returned no bar for an instrument (docs/api.md, "Point in time"). */
+export const EMPTY_REASONS = ['no_stored_bars', 'not_yet_known', 'not_in_version'] as const;
+export type EmptyReason = (typeof EMPTY_REASONS)[number];
+
+/**
+ * Why each of `ids`, which had no bar in [from, to] as read, has none:
+ * `no_stored_bars`, no revision of any bar is stored in the window;
+ * `not_yet_known`, bars are stored but none was known at `asOf`; otherwise
+ * `not_in_version`, the pinned action-set version the read asked for holds
+ * none of them. No query for no ids.
+ */
+export async function readEmptyReasons(sql: ISql, ids: string[], from: string, to: string, asOf: PointInTime | undefined): Promise<Map<string, EmptyReason>> {
+  if (!ids.length) return new Map();
+  const stored = await readStoredBars(sql, ids, from, to);
+  return new Map(
+    ids.map((id) => {
+      const s = stored.get(id);
+      return [id, !s ? 'no_stored_bars' : asOf && s.firstKnown > asOf.instant ? 'not_yet_known' : 'not_in_version'];
+    }),
+  );
+}
+
+/** The sources of the instrument's bars on `days`, the latest revisions; no query for no days. */
+export function readBarSources(sql: ISql, instrumentId: string, days: string[]): Promise<string[]> {
+  return days.length ? repo.barSources(sql, instrumentId, days) : Promise.resolve([]);
 }
 
 /**

@@ -1,14 +1,11 @@
 import type { ISql } from '../db/sql.ts';
-import { timed } from '../db/sql.ts';
 import { daysBefore, freshness, seriesFreshness, utcDay, type Freshness, type SeriesStaleReason } from '../core/freshness.ts';
+import { readLastBarDates } from './daily-bars.ts';
+import { readLastMinuteBarDay } from './intraday-bars.ts';
 
 // What a price read's meta.stale needs to know of each series beyond the bars
-// it returned: the last bar on or before the read's day, wherever the read's
-// window lies (docs/api.md, "Freshness"). One descent of the primary key per
-// instrument. The knowledge rule is written out here rather than read through
-// dailyBarsAt or the intraday reads' minuteBarsAt, whose union the planner cannot descend with a
-// LIMIT 1: on 400 instruments × 2,500 bars (TimescaleDB 2.28.3) the newest
-// bar known at an instant took 1,245 ms through dailyBarsAt and 19-23 ms so.
+// it returned: the last bar on or before the read's day, as known at the
+// read's instant, wherever the read's window lies (docs/api.md, "Freshness").
 //
 // Each lookup first searches the RECENT_DAYS before the read's instant, a
 // bound that keeps its plan to the chunks of those days. Unbounded, it is
@@ -21,41 +18,20 @@ import { daysBefore, freshness, seriesFreshness, utcDay, type Freshness, type Se
 // whatever its last bar: only then is the unbounded lookup made, to tell
 // series_behind from no_bars.
 const RECENT_DAYS = 7;
+const FIRST_INSTANT = Date.parse('0001-01-01T00:00:00.000Z');
 
 /**
  * Each known instrument's asset class and last daily bar dated on or before
- * the UTC day of `instant` and known at `instant` (its stored revision, or a
- * kept earlier one, known by then: sql/019), as an asOf read would see it.
+ * the UTC day of `instant` and known at `instant`, as an asOf read would see it.
  */
 export async function lastDailyBars(sql: ISql, ids: string[], instant: number): Promise<Map<string, { assetClass: string; lastBar: string | null }>> {
   if (!ids.length) return new Map();
-  const recent = await lastDailyBarsSince(sql, ids, instant, daysBefore(instant, RECENT_DAYS));
-  const older = [...recent].filter(([, r]) => r.lastBar === null).map(([id]) => id);
-  if (older.length) for (const [id, r] of await lastDailyBarsSince(sql, older, instant, null)) recent.set(id, r);
-  return recent;
-}
-
-/** lastDailyBars, among the bars dated after `after` (null: all). */
-async function lastDailyBarsSince(sql: ISql, ids: string[], instant: number, after: string | null) {
   const at = new Date(instant);
-  const rows = await timed(
-    after === null ? 'daily_last_bars' : 'daily_last_bars_recent',
-    sql<{ id: string; asset_class: string; last_bar: string | null }[]>`
-      select i.id, i.asset_class, b.bar_date::text as last_bar
-      from instruments i
-      left join lateral (
-        select d.bar_date from daily_bars d
-        where d.instrument_id = i.id and d.bar_date <= ${utcDay(instant)}::date and (${after}::date is null or d.bar_date > ${after}::date)
-          and (d.known_at <= ${at} or exists (
-            select 1 from daily_bar_revisions r
-            where r.instrument_id = d.instrument_id and r.bar_date = d.bar_date and r.known_at <= ${at}
-          ))
-        order by d.bar_date desc limit 1
-      ) b on true
-      where i.id = any(${ids}::uuid[])
-    `,
-  );
-  return new Map(rows.map((r) => [r.id, { assetClass: r.asset_class, lastBar: r.last_bar }]));
+  const day = utcDay(instant);
+  const recent = await readLastBarDates(sql, ids, day, at, daysBefore(instant, RECENT_DAYS));
+  const older = [...recent].filter(([, r]) => r.lastBar === null).map(([id]) => id);
+  if (older.length) for (const [id, r] of await readLastBarDates(sql, older, day, at, null)) recent.set(id, r);
+  return recent;
 }
 
 /**
@@ -74,44 +50,14 @@ export async function dailySeriesFreshness(sql: ISql, ids: string[], instant: nu
 
 /**
  * An intraday series' freshness at `instant`: its last 1-minute bar at or
- * before it and known by then, on the New York day (UTC day for crypto) of the last completed
- * session or later, else stale.
+ * before it and known by then, on the New York day (UTC day for crypto) of
+ * the last completed session or later, else stale.
  */
 export async function intradayFreshness(sql: ISql, id: string, instant: number): Promise<Freshness<SeriesStaleReason>> {
-  const recent = await lastMinuteBar(sql, id, instant, new Date(instant - RECENT_DAYS * 86_400_000));
-  const row = recent?.last_bar === null ? await lastMinuteBar(sql, id, instant, null) : recent;
-  return seriesFreshness(row?.last_bar, instant, row?.asset_class);
-}
-
-/**
- * The instrument's asset class and the day of its last 1-minute bar at or
- * before $1 and known by then, after $2 (null: all); $3 the instrument.
- *
- * Sent unprepared (postgres.js's unsafe, which does not prepare): PostgreSQL
- * then plans it for each call with its values, over the chunks of the
- * window alone. Prepared, from the sixth call on a connection PostgreSQL
- * plans it once for any values and keeps that plan, which holds every chunk
- * of intraday_bars: on a 10-year history (523 chunks, 470 compressed)
- * building it took 336 ms, and each call with it 4-6 ms to lock and exclude
- * the chunks, against 0.5 ms planned with the values.
- */
-const LAST_MINUTE_BAR = `
-  select i.asset_class,
-    (select to_char(b.bar_ts at time zone case when i.asset_class = 'crypto' then 'UTC' else 'America/New_York' end, 'YYYY-MM-DD')
-     from intraday_bars b
-     where b.instrument_id = i.id and b.bar_ts <= $1::timestamptz and ($2::timestamptz is null or b.bar_ts > $2::timestamptz)
-       and (b.known_at <= $1::timestamptz or exists (
-         select 1 from intraday_bar_revisions r where r.instrument_id = b.instrument_id and r.bar_ts = b.bar_ts and r.known_at <= $1::timestamptz
-       ))
-     order by b.bar_ts desc limit 1) as last_bar
-  from instruments i
-  where i.id = $3::uuid
-`;
-
-async function lastMinuteBar(sql: ISql, id: string, instant: number, after: Date | null) {
-  const [row] = await timed(
-    after === null ? 'intraday_last_bar' : 'intraday_last_bar_recent',
-    sql.unsafe<{ asset_class: string; last_bar: string | null }[]>(LAST_MINUTE_BAR, [new Date(instant), after, id]),
-  );
-  return row;
+  const at = new Date(instant);
+  // Not before the first instant of year 1: a Date before it is sent as year 0, which PostgreSQL refuses.
+  const recentFrom = new Date(Math.max(instant - RECENT_DAYS * 86_400_000, FIRST_INSTANT));
+  const recent = await readLastMinuteBarDay(sql, id, at, recentFrom);
+  const row = recent?.lastBar === null ? await readLastMinuteBarDay(sql, id, at, null) : recent;
+  return seriesFreshness(row?.lastBar, instant, row?.assetClass);
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ingestCounts, type CopyBatch, type KeyedIngestKind, type KeyedUpload, type OrdinalRange, type WriteCounts } from '../ingest/kind.ts';
-import { analyzeStaging, copyInto, restage } from '../ingest/repository.ts';
+import { analyzeStaging, restage } from '../ingest/repository.ts';
 import { copyField } from '../ingest/copy-text.ts';
 import {
   barFieldsText,
@@ -9,15 +9,25 @@ import {
   fastIntradayBar,
   IntradayBarRowSchema,
   MINUTE_MS,
+  statedKnownAt,
   type DailyBarRow,
   type IntradayBarRow,
 } from './bar-rows.ts';
-import { DAILY_COLUMNS, latestBarDates, writeStagedDailyBars } from '../price-history/bars-repository.ts';
+import { appendDailyBars, DAILY_COLUMNS, latestBarDates, writeStagedDailyBars } from '../price-history/bars-repository.ts';
 import { dayNumber, dayToDate } from '../core/day-numbers.ts';
+import { latestSessionClose, sessionClose } from '../core/session-close.ts';
 import { actionSetVersions, bumpVersions, lockPriceHistory } from '../price-history/versions-repository.ts';
 import type { ISql } from '../db/sql.ts';
 import { readStorageTier, type StorageTier } from '../db/migrate.ts';
 import * as repo from './repository.ts';
+
+/** The instant (ms) a bar row states it became known, undefined when it states none. */
+function knownMs(r: { asOf?: string; knownAt?: string }): number | undefined {
+  const stated = statedKnownAt(r);
+  return stated === undefined ? undefined : Date.parse(stated);
+}
+
+const minuteEnd = (r: { barTimestamp: string }) => Date.parse(r.barTimestamp) + MINUTE_MS;
 
 export const dailyBarIngest: KeyedIngestKind<DailyBarRow> = {
   writes: 'keyed',
@@ -45,13 +55,18 @@ export const dailyBarIngest: KeyedIngestKind<DailyBarRow> = {
     r.priceBasis,
     r.reflectsActionsThrough,
     r.source,
-    r.asOf,
-    r.knownAt ?? upload.startedAt,
+    statedKnownAt(r) ?? upload.startedAt,
   ],
   copyLine: (r, raw, upload) =>
     `${r.instrumentId}\t${r.barDate}\t${barFieldsText(r, raw)}\t${r.stale}\t${r.priceBasis}\t${r.reflectsActionsThrough ?? '\\N'}\t` +
-    `${copyField(r.source)}\t${r.asOf}\t${r.knownAt ?? upload.startedAt}`,
+    `${copyField(r.source)}\t${statedKnownAt(r) ?? upload.startedAt}`,
   key: { field: 'barDate', instrumentId: (r) => r.instrumentId, ordinal: (r) => dayNumber(r.barDate) },
+  knowledge: {
+    noun: 'daily bar',
+    statedKnownAt: knownMs,
+    knownOnAnyMarket: (r) => latestSessionClose(r.barDate),
+    earliest: (r, market) => sessionClose(r.barDate, market),
+  },
   startUpload: () => new DailyBarUpload(),
   changes: (instrumentIds) => ({ adjustedCloses: instrumentIds }),
 };
@@ -86,7 +101,7 @@ class DailyBarUpload implements KeyedUpload {
       return latest === null || first > dayNumber(latest);
     });
     if (appendsOnly) {
-      await copyInto(tx, 'daily_bars', batch.text, repo.columnNames(DAILY_COLUMNS));
+      await appendDailyBars(tx, batch.text);
       return { inserted: batch.rows, updated: 0 };
     }
     await restage(tx, batch.text);
@@ -156,12 +171,17 @@ export const intradayBarIngest: KeyedIngestKind<IntradayBarRow> = {
     r.quoteCurrency,
     r.quoteUnit,
     r.source,
-    r.asOf,
-    r.knownAt ?? upload.startedAt,
+    statedKnownAt(r) ?? upload.startedAt,
   ],
   copyLine: (r, raw, upload) =>
-    `${r.instrumentId}\t${r.barTimestamp}\t${barFieldsText(r, raw)}\t${copyField(r.source)}\t${r.asOf}\t${r.knownAt ?? upload.startedAt}`,
+    `${r.instrumentId}\t${r.barTimestamp}\t${barFieldsText(r, raw)}\t${copyField(r.source)}\t${statedKnownAt(r) ?? upload.startedAt}`,
   key: { field: 'barTimestamp', instrumentId: (r) => r.instrumentId, ordinal: (r) => Date.parse(r.barTimestamp) / MINUTE_MS },
+  knowledge: {
+    noun: '1-minute bar',
+    statedKnownAt: knownMs,
+    knownOnAnyMarket: minuteEnd,
+    earliest: (r) => ({ at: minuteEnd(r), rule: 'the end of its minute' }),
+  },
   startUpload: () => new IntradayBarUpload(),
   async afterCommit(sql, range) {
     if ((await readStorageTier(sql)).tier !== 'timescaledb') return;

@@ -1,23 +1,11 @@
 import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
-import { identifierList, timed } from '../db/sql.ts';
+import { identifierList } from '../db/sql.ts';
 import { writeStagedBars, type BarTable, type StagedSpan } from '../price-history/bars-repository.ts';
 import type { StagingColumns, WriteCounts } from '../ingest/kind.ts';
 import { INTERVAL_MINUTES } from './schema.ts';
 
 const MINUTE_MS = 60_000;
-
-export async function existingInstruments(sql: ISql, ids: string[]): Promise<Map<string, { quoteCurrency: string | null }>> {
-  const rows = await timed(
-    'existing_instruments',
-    sql<{ id: string; quote_currency: string | null }[]>`
-      select id, quote_currency
-      from instruments
-      where id = any (${ids}::uuid[])
-    `,
-  );
-  return new Map(rows.map((r) => [r.id, { quoteCurrency: r.quote_currency }]));
-}
 
 export const INTRADAY_TABLES = {
   '1min': 'intraday_bars',
@@ -45,7 +33,6 @@ export const INTRADAY_COLUMNS: StagingColumns = [
   ['quote_unit', 'text'],
   ['source', 'text'],
   ['as_of', 'timestamptz'],
-  ['known_at', 'timestamptz'],
 ];
 export const columnNames = (columns: StagingColumns) => columns.map(([name]) => name);
 
@@ -84,8 +71,8 @@ const ROLLUPS = (['5min', '15min', '30min', '1hour'] as const).map((interval) =>
 // default, so both tiers cut identical buckets.
 const BUCKET_ORIGIN = '2000-01-03T00:00:00Z';
 
-/** A rollup's columns: the 1-minute table's, without known_at (a rollup is read as stored, or computed at read for an asOf). */
-const ROLLUP_COLUMNS = INTRADAY_COLUMNS.map(([name]) => name).filter((c) => c !== 'known_at');
+/** A rollup's columns: the 1-minute table's; its asOf is the latest knowledge time of its minutes. */
+const ROLLUP_COLUMNS = columnNames(INTRADAY_COLUMNS);
 
 const bucketOf = (sql: ISql, width: string, column: string) => sql`date_bin(${width}::interval, ${sql(column)}, ${BUCKET_ORIGIN}::timestamptz)`;
 

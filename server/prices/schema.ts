@@ -4,6 +4,7 @@ import { instrumentIdListSchema } from '../core/ids.ts';
 import { BooleanFlagSchema, closedEnum, FormatSchema } from '../core/params.ts';
 import { AsOfSchema, DateSchema, isDate } from '../core/time.ts';
 import { ProvenanceCountsSchema } from '../price-history/schema.ts';
+import { EMPTY_REASONS } from './daily-bars.ts';
 
 export const MAX_BULK_INSTRUMENTS = 500;
 // One request may span at most this many calendar days: 30 years of daily
@@ -94,7 +95,11 @@ export const DailyBarSchema = z
     quoteCurrency: z.string(),
     quoteUnit: z.string(),
     stale: z.boolean(),
-    asOf: z.string().describe('when the stored bar was written'),
+    asOf: z
+      .string()
+      .describe(
+        'when this revision of the bar became known: the asOf its source stated at ingest, else the instant its upload began. On a read with asOf, at most that cut-off',
+      ),
     source: z.string(),
   })
   .meta({ id: 'DailyBar' });
@@ -131,8 +136,15 @@ const priceMeta = {
   provenance: ProvenanceCountsSchema,
 };
 
+const EmptyReasonSchema = z
+  .enum(EMPTY_REASONS)
+  .describe(
+    'why the window has no bar: no_stored_bars (none is stored in it), not_yet_known (bars are stored, but none was known at asOf: each bar reads as known from its asOf), not_in_version (the pinned actionSetVersion holds none)',
+  );
+
 export const DailyPricesMetaSchema = z.strictObject({
   ...priceMeta,
+  emptyReason: EmptyReasonSchema.nullable().describe('null when data holds bars; else why it holds none'),
   actionSetVersion: z.int().min(0),
   actionSetVersionPinned: z.boolean(),
   priceBasis: PriceBasisSchema,
@@ -143,6 +155,9 @@ export const BulkPricesDataSchema = z.record(z.string(), z.array(DailyBarSchema)
 
 export const BulkPricesMetaSchema = z.strictObject({
   ...priceMeta,
+  emptyReasons: z
+    .record(z.string(), EmptyReasonSchema)
+    .describe('instrument id → why its array is empty, for each found instrument without bars in the window'),
   requested: z.int().min(1).max(MAX_BULK_INSTRUMENTS),
   found: z.int().min(0).max(MAX_BULK_INSTRUMENTS),
   actionSetVersions: z.record(z.string(), z.int().min(0)),
@@ -164,12 +179,22 @@ export const IntradayBarSchema = z.strictObject({
 });
 
 export const IntradayMetaSchema = z.strictObject({
-  asOf: z.string(),
+  asOf: z
+    .string()
+    .describe(
+      'the asOf asked for; without one, the latest knowledge time of the bars returned (each 1-minute bar is known from its asOf, a rollup bar from its latest minute), or the time of reading when there are none',
+    ),
   source: z.string(),
   ...staleMetaFields(
     ['series_behind', 'no_bars'],
     'the last 1-minute bar at or before the read’s instant (asOf, else the time of reading) is on a day before the last session completed then',
   ),
+  emptyReason: z
+    .enum(['no_stored_bars', 'not_yet_known'])
+    .nullable()
+    .describe(
+      'null when data holds bars; else why it holds none: no_stored_bars (no 1-minute bar is stored in the window), not_yet_known (bars are stored, but none was known at asOf)',
+    ),
   interval: z.enum(INTERVALS),
   adjusted: z.literal(false),
   from: z.string(),

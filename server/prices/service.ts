@@ -4,9 +4,9 @@ import { latestCoverageChecks } from '../price-history/action-set-repository.ts'
 import { planAdjustments, readSegments, type InstrumentPlan } from '../price-history/adjustment-plan.ts';
 import { provenanceCounts } from '../price-history/adjustment.ts';
 import { actionCoverage, priceBasisMeta, provenanceMeta, seriesUse } from '../price-history/read-meta.ts';
-import { readSeriesText } from './daily-bars.ts';
+import { readEmptyReasons, readSeriesText } from './daily-bars.ts';
 import type { DailySeriesText } from './daily-text-repository.ts';
-import * as text from './intraday-text-repository.ts';
+import { joinIntradayTexts, readIntradayEmptyReason, readIntradayText } from './intraday-bars.ts';
 import { INTERVAL_MINUTES, INTRADAY_ASSET_CLASSES, type DailyPricesQuery, type INTERVALS } from './schema.ts';
 import { readInExportedSnapshot, readInSnapshot } from '../db/snapshot.ts';
 import type { ISql } from '../db/sql.ts';
@@ -49,13 +49,14 @@ function isImmutable(q: DailyPricesQuery, plan: InstrumentPlan, series: DailySer
 
 export async function readDailyPrices(db: Reads, id: string, q: DailyPricesQuery, format: Format): Promise<PriceText> {
   const readAt = new Date();
-  const { plan, coverage, series, fresh } = await db.run(async (sql) => {
+  const { plan, coverage, series, fresh, empty } = await db.run(async (sql) => {
     await requireInstrument(sql, id);
     // planAdjustments refuses a pinned version the instrument has not reached.
     const [plans, coverage] = await Promise.all([planAdjustments(sql, [id], q), latestCoverageChecks(sql, [id], q.asOf?.instant)]);
     const [series] = await readSeriesText(sql, format, [id], readSegments(q, plans, [id]), q, plans);
     const fresh = await dailySeriesFreshness(sql, [id], readInstant(q.asOf, readAt), series?.stale ?? false);
-    return { plan: plans.get(id)!, coverage, series, fresh };
+    const empty = series ? undefined : (await readEmptyReasons(sql, [id], q.from, q.to, q.asOf)).get(id);
+    return { plan: plans.get(id)!, coverage, series, fresh, empty };
   });
   const immutable = isImmutable(q, plan, series, readAt.toISOString().slice(0, 10));
   const use = seriesUse(q, plan, series);
@@ -63,6 +64,7 @@ export async function readDailyPrices(db: Reads, id: string, q: DailyPricesQuery
     asOf: q.asOf?.input ?? readAt.toISOString(),
     source: sourcesMeta(new Set(series?.sources)),
     ...fresh,
+    emptyReason: empty ?? null,
     adjusted: q.adjusted,
     actionSetVersion: plan.version,
     actionSetVersionPinned: q.actionSetVersion !== undefined,
@@ -115,7 +117,7 @@ export async function readIntradayBars(
     (to.getTime() - from.getTime()) / barMs < SPLIT_INTRADAY_BARS
       ? await db.run(async (sql) => {
           await checked(sql);
-          return text.intradayText(sql, format, id, q.interval, from, to, knownAt);
+          return readIntradayText(sql, format, id, q.interval, from, to, knownAt);
         })
       : // Both halves read one snapshot, so the answer is what one statement would give.
         await db.run((sql) =>
@@ -128,20 +130,23 @@ export async function readIntradayBars(
             const second = db.tryRun((other) =>
               readInSnapshot(other, snapshot, async (s) => {
                 if (knownAt) await withoutGatherWorkers(s);
-                return text.intradayText(s, format, id, q.interval, middle, to, knownAt);
+                return readIntradayText(s, format, id, q.interval, middle, to, knownAt);
               }),
             );
             // No connection free now: one statement reads the whole window.
-            if (!second) return text.intradayText(tx, format, id, q.interval, from, to, knownAt);
+            if (!second) return readIntradayText(tx, format, id, q.interval, from, to, knownAt);
             // Awaited below; when the first half fails first, it settles unobserved.
             second.catch(() => {});
-            const first = await text.intradayText(tx, format, id, q.interval, from, endOfFirst, knownAt);
-            return text.joinIntradayTexts(format, first, await second);
+            const first = await readIntradayText(tx, format, id, q.interval, from, endOfFirst, knownAt);
+            return joinIntradayTexts(format, first, await second);
           }),
         );
   const readAt = q.asOf || bars.latestAsOf ? null : new Date().toISOString();
   // Judged at the read's instant: the asOf, else the time of reading.
-  const fresh = await db.run((sql) => intradayFreshness(sql, id, knownAt?.getTime() ?? Date.now()));
+  const { fresh, empty } = await db.run(async (sql) => ({
+    fresh: await intradayFreshness(sql, id, knownAt?.getTime() ?? Date.now()),
+    empty: bars.bars.length ? null : await readIntradayEmptyReason(sql, id, from, to, knownAt),
+  }));
   return {
     items: bars.bars,
     readAt,
@@ -151,6 +156,7 @@ export async function readIntradayBars(
       asOf: q.asOf?.input ?? bars.latestAsOf ?? readAt!,
       source: sourcesMeta(new Set(bars.sources)),
       ...fresh,
+      emptyReason: empty,
       interval: q.interval,
       adjusted: false,
       from: `${q.from}T00:00:00.000Z`,

@@ -50,6 +50,71 @@ export async function selectScores(sql: ISql, instrumentId: string, f: ScoreFilt
   }));
 }
 
+/** The days a source must have scored in for a read (sentiment/freshness.ts), both included. */
+export interface ScoringWindow {
+  since: string;
+  until: string;
+}
+
+/** Whether the source `s.source` of the enclosing query scored the instrument, of the subject class when given, within the window. */
+const scoredWithin = (sql: ISql, instrumentId: string, subjectClass: SubjectClass | undefined, w: ScoringWindow) => sql`
+  exists (
+    select 1
+    from sentiment_scores p
+    where p.instrument_id = ${instrumentId}
+      and p.source = s.source
+      and p.as_of_date between ${w.since}::date and ${w.until}::date
+      ${subjectClass ? sql`and p.subject_class = ${subjectClass}` : sql``}
+  )
+`;
+
+/** For each of `sources`, in order, whether it scored the instrument (of `subjectClass` when given) within the window: one probe of the primary key each. */
+export async function sourcesScoring(
+  sql: ISql,
+  instrumentId: string,
+  sources: string[],
+  subjectClass: SubjectClass | undefined,
+  w: ScoringWindow,
+): Promise<boolean[]> {
+  const rows = await timed(
+    'sentiment_sources_scoring',
+    sql<{ scoring: boolean }[]>`
+      select ${scoredWithin(sql, instrumentId, subjectClass, w)} as scoring
+      from unnest(${sources}::text[]) with ordinality as s (source, n)
+      order by s.n
+    `,
+  );
+  return rows.map((r) => r.scoring);
+}
+
+/**
+ * The scope of a read without rows: the instrument's scores, of the read's
+ * source and subject class when given. `covered`: there is one; `publishing`:
+ * one is dated within the window. Both stop at the first row they find.
+ */
+export async function scopeScoring(
+  sql: ISql,
+  instrumentId: string,
+  f: Pick<ScoreFilter, 'source' | 'subjectClass'>,
+  w: ScoringWindow,
+): Promise<{ covered: boolean; publishing: boolean }> {
+  const scope = sql`
+    from sentiment_scores
+    where instrument_id = ${instrumentId}
+      ${f.source ? sql`and source = ${f.source}` : sql``}
+      ${f.subjectClass ? sql`and subject_class = ${f.subjectClass}` : sql``}
+  `;
+  const [row] = await timed(
+    'sentiment_scope_scoring',
+    sql<{ covered: boolean; publishing: boolean }[]>`
+      select
+        exists (select 1 ${scope}) as covered,
+        exists (select 1 ${scope} and as_of_date between ${w.since}::date and ${w.until}::date) as publishing
+    `,
+  );
+  return row;
+}
+
 // Ingest: statements over the `ingest_staging` table of a sentiment upload
 // (sentiment/ingest.ts), inside its transaction.
 
@@ -233,22 +298,6 @@ export interface LeadFilter {
 }
 
 /** The stored leads, by source, then subject class. */
-/** The instrument's newest score date from each of `sources`. */
-export async function latestScoreDates(sql: ISql, instrumentId: string, sources: string[]): Promise<Map<string, string>> {
-  if (!sources.length) return new Map();
-  const rows = await timed(
-    'sentiment_latest_scores',
-    sql<{ source: string; latest: string }[]>`
-      select s.source,
-        (select as_of_date::text from sentiment_scores
-         where instrument_id = ${instrumentId} and source = s.source
-         order by as_of_date desc limit 1) as latest
-      from unnest(${sources}::text[]) as s (source)
-    `,
-  );
-  return new Map(rows.map((r) => [r.source, r.latest]));
-}
-
 export async function selectLeads(sql: ISql, f: LeadFilter): Promise<SourceLead[]> {
   const rows = await timed(
     'select_sentiment_source_leads',

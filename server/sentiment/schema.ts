@@ -1,4 +1,4 @@
-import { SOURCE_SILENCE_DAYS, staleMetaFields } from '../core/freshness.ts';
+import { SILENCE_STALE_REASONS, SOURCE_SILENCE_DAYS, staleMetaFields } from '../core/freshness.ts';
 import { z } from 'zod';
 import { BooleanValue, FiniteNumber, jsonCell } from '../ingest/fields.ts';
 import { ingestCounts } from '../ingest/kind.ts';
@@ -91,8 +91,10 @@ export const SentimentMetaSchema = z.strictObject({
   asOf: z.string().describe('the time of the read'),
   source: z.string().describe("the rows' sources, comma-separated; none when no row"),
   ...staleMetaFields(
-    ['source_silent'],
-    `a source of the returned rows has not scored the instrument in the ${SOURCE_SILENCE_DAYS} days before the UTC day of the read`,
+    SILENCE_STALE_REASONS,
+    `source_silent when a source of the returned rows has not scored the instrument (of subjectClass when given) from ${SOURCE_SILENCE_DAYS} days ` +
+      'before the UTC day of the read to that day; without rows, when no score of the instrument (of source and subjectClass when given) is dated then; ' +
+      'no_source when the instrument has no such score at all',
   ),
 });
 
@@ -146,8 +148,9 @@ export const SourceLeadsMetaSchema = z.strictObject({
   asOf: z.string().describe('the time of the read'),
   source: z.string().describe("the rows' sources, comma-separated; none when no row"),
   ...staleMetaFields(
-    ['source_silent'],
-    `a returned lead's lastAsOfDate is more than ${SOURCE_SILENCE_DAYS} days before the UTC day of the read: its source has stopped`,
+    SILENCE_STALE_REASONS,
+    `source_silent when a returned lead's lastAsOfDate is more than ${SOURCE_SILENCE_DAYS} days before the UTC day of the read: its source has stopped; ` +
+      'no_source when no lead matches',
   ),
   rule: z
     .strictObject({

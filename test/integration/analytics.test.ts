@@ -358,6 +358,58 @@ describe('technicals', () => {
     expect(earlier.body.data.assumptions.barsUsed).toBe(days.filter((x) => x > '2020-11-17' && x <= '2021-02-15').length);
   });
 
+  it('when lookbackDays=1 holds one real S&P 500 bar, then no verdict: a null trend (insufficient_bars), the VWAP without a signal, no candlestick confidence; 2 bars give the VWAP its signal, a month of bars the trend', async () => {
+    const rows = readFileSync(new URL('../../server/demo/data/sp500_daily_2000_2020.csv', import.meta.url), 'utf8')
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(','))
+      .filter((r) => r[0] >= '2020-02-03' && r[0] <= '2020-04-17')
+      .map(([barDate, open, high, low, close, , volume]) => ({ barDate, open: +open, high: +high, low: +low, close: +close, volume: +volume }));
+    const { id } = await createInstrument(svc);
+    await ingest(
+      svc,
+      '/bars/daily',
+      rows.map((b) => dailyBar(id, b)),
+    );
+    const read = async (lookbackDays: number) => {
+      const res = await svc.get(`/v1/instruments/${id}/technicals?lookbackDays=${lookbackDays}&asOf=2020-04-17`, key);
+      expect(res.status).toBe(200);
+      return res.body.data;
+    };
+    const typical = (b: (typeof rows)[number]) => (b.high + b.low + b.close) / 3;
+
+    const last = rows.at(-1)!;
+    expect(last.barDate).toBe('2020-04-17');
+    const one = await read(1);
+    expect(one.assumptions).toMatchObject({ barsUsed: 1, firstBarDate: '2020-04-17', lastBarDate: '2020-04-17' });
+    expect(one.trend).toMatchObject({ direction: null, strength: null, confidence: null, reason: 'insufficient_bars' });
+    expect(one.vwap.value).toBeCloseTo(typical(last), 6);
+    expect(one.vwap).toMatchObject({ signal: null, reason: 'insufficient_bars' });
+    // Its body (32.13) is above a tenth of its range (48.34): no doji, the only pattern one bar can show.
+    expect(Math.abs(last.close - last.open)).toBeGreaterThan(0.1 * (last.high - last.low));
+    expect(one.candlestick).toMatchObject({ signal: null, confidence: null, patterns: [], reason: 'insufficient_bars' });
+    expect(one.chartPatterns).toMatchObject({ dominantPattern: null, reason: 'insufficient_bars' });
+    for (const name of ['rsi', 'macd', 'stochastic', 'ema', 'sma', 'wma', 'ichimoku', 'bollingerBands', 'atr']) {
+      expect(one[name].reason, name).toBe('insufficient_bars');
+    }
+
+    const pair = rows.slice(-2);
+    const vwap = pair.reduce((a, b) => a + typical(b) * b.volume, 0) / pair.reduce((a, b) => a + b.volume, 0);
+    const rel = (last.close - vwap) / vwap;
+    const two = await read(2);
+    expect(two.assumptions.barsUsed).toBe(2);
+    expect(two.vwap.value).toBeCloseTo(vwap, 6);
+    expect(two.vwap).toMatchObject({ signal: Math.abs(rel) <= 0.001 ? 'at' : rel > 0 ? 'above' : 'below', reason: null });
+    expect(two.trend.reason).toBe('insufficient_bars');
+
+    // (2020-03-03, 2020-04-17]: more than 20 bars, so VWAP, RSI and the EMA trend vote.
+    const month = await read(45);
+    expect(month.assumptions.barsUsed).toBe(rows.filter((b) => b.barDate > '2020-03-03').length);
+    expect(month.assumptions.barsUsed).toBeGreaterThanOrEqual(20);
+    expect(month.trend).toMatchObject({ direction: expect.any(String), strength: expect.any(Number), confidence: expect.any(Number), reason: null });
+  });
+
   it('when the instrument is unknown or the window holds no bars, then 404; out-of-range lookbacks are 400', async () => {
     expect((await svc.get(`/v1/instruments/${randomUUID()}/technicals`, key)).status).toBe(404);
     const { id } = await createInstrument(svc);

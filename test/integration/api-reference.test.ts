@@ -113,12 +113,12 @@ describe('errors that teach', () => {
       form: ['unknown parameter; accepted: from, to, adjusted, asOf, includeBackfilled, actionSetVersion, format'],
     });
     const missing = await svc.get(`/v1/instruments/${id}/prices?from=2020-01-01`, key);
-    expect(missing.body.error.details).toEqual({ to: ['required'] });
+    expect(missing.body.error.details).toEqual({ to: ['required (a date yyyy-mm-dd)'] });
     const badFrom = await svc.get(`/v1/instruments/${id}/prices?from=2020-13-01&to=2020-02-01`, key);
-    expect(badFrom.body.error.details).toEqual({ from: ['is not a calendar date'] });
+    expect(badFrom.body.error.details).toEqual({ from: ['is not a calendar date; received "2020-13-01"'] });
     const body = await svc.post('/v1/analytics/option-price', key, { spot: 100, strike: 100, expiryDays: 30, rate: 0.01, type: 'call' });
     expect(body.status).toBe(400);
-    expect(body.body.error.details).toEqual({ vol: ['required'] });
+    expect(body.body.error.details).toEqual({ vol: ['required (a number greater than 0 and at most 5)'] });
   });
 
   it('when a path is served for other methods, then 405 with Allow; OPTIONS answers 204 with Allow', async () => {

@@ -81,7 +81,7 @@ describe('cli: dashboard logins', () => {
     expect((await new DashboardClient(svc.runtime.publicUrl).signIn(login, 'ignored second line')).status).toBe(401);
     const short = await cli(['accounts', 'set-password', '--account', accountId, '--login', login], env, 'short\n');
     expect(short.code).toBe(1);
-    expect(short.stderr).toContain('at least 12 characters');
+    expect(short.stderr).toContain('must be 12 to 200 characters; received 5 characters (not shown)');
     const none = await cli(['accounts', 'set-password', '--account', accountId, '--login', login], env);
     expect(none.code).toBe(1);
     const [row] = await svc.sql<{ password_hash: string }[]>`select password_hash from dashboard_logins where account_id = ${accountId}`;

@@ -95,14 +95,21 @@ describe('the market-wide window', () => {
       expect.objectContaining({ instrumentId: b.id, symbol: 'ZZEARNB', reportDate: '2151-04-20', fiscalPeriod: 'Q1' }),
       expect.objectContaining({ instrumentId: b.id, reportDate: '2151-12-31', session: 'bmo', fiscalPeriod: 'Q3', fiscalYear: 2151 }),
     ]);
-    expect(res.body.meta).toMatchObject({ source: 'test-fixture', stale: false, staleReason: null });
+    // The reports are of 2151, after the time of reading: test-fixture has no report dated in the 142 days before it.
+    expect(res.body.meta).toMatchObject({ source: 'test-fixture', stale: true, staleReason: 'source_silent' });
     expect(Number.isNaN(Date.parse(res.body.meta.asOf))).toBe(false);
   });
 
   it('when the window is 2151-01-01..2152-01-01 (366 days), or the leap year 2152-01-01..2152-12-31 (366), then 400 naming to and the rule', async () => {
     for (const [query, message] of [
-      ['from=2151-01-01&to=2152-01-01', 'the window 2151-01-01..2152-01-01 spans 366 days, from and to both counted; at most 365, so 2151-12-31 at the latest'],
-      ['from=2152-01-01&to=2152-12-31', 'the window 2152-01-01..2152-12-31 spans 366 days, from and to both counted; at most 365, so 2152-12-30 at the latest'],
+      [
+        'from=2151-01-01&to=2152-01-01',
+        'the window 2151-01-01..2152-01-01 spans 366 days, from and to both counted; at most 365, so 2151-12-31 at the latest; received "2152-01-01"',
+      ],
+      [
+        'from=2152-01-01&to=2152-12-31',
+        'the window 2152-01-01..2152-12-31 spans 366 days, from and to both counted; at most 365, so 2152-12-30 at the latest; received "2152-12-31"',
+      ],
     ]) {
       const res = await market(query);
       expect(res.status, query).toBe(400);
@@ -117,12 +124,12 @@ describe('the market-wide window', () => {
 
   it('when from or to is missing, then 400 naming each missing one as required; to before from names to', async () => {
     for (const [query, details] of [
-      ['to=2151-12-31', { from: ['required'] }],
-      ['from=2151-01-01', { to: ['required'] }],
-      ['', { from: ['required'], to: ['required'] }],
-      [`instrumentId=${a.id}`, { from: ['required'], to: ['required'] }],
-      ['from=2151-02-01&to=2151-01-31', { to: ['must be on or after from'] }],
-      ['from=2151-02-30&to=2151-03-01', { from: ['is not a calendar date'] }],
+      ['to=2151-12-31', { from: ['required (a date yyyy-mm-dd)'] }],
+      ['from=2151-01-01', { to: ['required (a date yyyy-mm-dd)'] }],
+      ['', { from: ['required (a date yyyy-mm-dd)'], to: ['required (a date yyyy-mm-dd)'] }],
+      [`instrumentId=${a.id}`, { from: ['required (a date yyyy-mm-dd)'], to: ['required (a date yyyy-mm-dd)'] }],
+      ['from=2151-02-01&to=2151-01-31', { to: ['must be on or after from; received "2151-01-31"'] }],
+      ['from=2151-02-30&to=2151-03-01', { from: ['is not a calendar date; received "2151-02-30"'] }],
     ] as const) {
       const res = await market(query);
       expect(res.status, query).toBe(400);
@@ -164,7 +171,7 @@ describe('the market-wide window', () => {
     expect(unknown.body.error.code).toBe('not_found');
     const reversed = await ofInstrument(a.id, 'from=2151-05-01&to=2151-04-30');
     expect(reversed.status).toBe(400);
-    expect(reversed.body.error.details).toEqual({ to: ['must be on or after from'] });
+    expect(reversed.body.error.details).toEqual({ to: ['must be on or after from; received "2151-04-30"'] });
     const eps = await ofInstrument(a.id, 'eps=true');
     expect(eps.status).toBe(400);
     expect(Object.keys(eps.body.error.details)).toEqual(['eps']);
@@ -183,18 +190,27 @@ describe('the market-wide window', () => {
 describe('freshness: a report still scheduled after its date is past due', () => {
   it('when a 2160 report is scheduled, then fresh; when a 2001 report is still scheduled, then stale (report_past_due), in both reads; reported, fresh again', async () => {
     const { id } = await createInstrument(svc);
-    await ingestOk([report(id, '2160-02-02', { status: 'scheduled', fiscalPeriod: 'Q4', fiscalYear: 2159 }), report(id, '2001-04-20', { fiscalPeriod: 'Q1' })]);
+    // A source of its own that is still reporting: one of its reports is dated 30 days before the test runs, within the 142 days
+    // the silence rule allows, so the reads below are judged on report_past_due alone.
+    const source = `live-${randomUUID().slice(0, 8)}`;
+    const { id: other } = await createInstrument(svc);
+    const recent = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
+    await ingestOk([
+      report(id, '2160-02-02', { status: 'scheduled', fiscalPeriod: 'Q4', fiscalYear: 2159, source }),
+      report(id, '2001-04-20', { fiscalPeriod: 'Q1', source }),
+      report(other, recent, { source }),
+    ]);
     // Both rows: one reported, one scheduled in the future. Fresh.
     expect((await ofInstrument(id)).body.meta).toMatchObject({ stale: false, staleReason: null });
 
     // A report of 2001-07-19 still scheduled: its day is long past (docs/api.md, "Freshness").
-    await ingestOk([report(id, '2001-07-19', { status: 'scheduled', fiscalPeriod: 'Q2' })]);
+    await ingestOk([report(id, '2001-07-19', { status: 'scheduled', fiscalPeriod: 'Q2', source })]);
     expect((await ofInstrument(id)).body.meta).toMatchObject({ stale: true, staleReason: 'report_past_due' });
     expect((await market(`from=2001-07-01&to=2001-07-31&instrumentId=${id}`)).body.meta).toMatchObject({ stale: true, staleReason: 'report_past_due' });
     // A window without the overdue row is fresh.
     expect((await ofInstrument(id, 'from=2001-01-01&to=2001-06-30')).body.meta).toMatchObject({ stale: false, staleReason: null });
 
-    await ingestOk([report(id, '2001-07-19', { status: 'reported', fiscalPeriod: 'Q2' })]);
+    await ingestOk([report(id, '2001-07-19', { status: 'reported', fiscalPeriod: 'Q2', source })]);
     expect((await ofInstrument(id)).body.meta).toMatchObject({ stale: false, staleReason: null });
   });
 });
@@ -290,15 +306,15 @@ describe('ingest: one row per fiscal period, the whole batch or nothing', () => 
     const good = [report(id, '2156-01-25', { fiscalYear: 2155, fiscalPeriod: 'Q4' }), report(id, '2156-04-25')];
     for (const [bad, field, message] of [
       [report(randomUUID(), '2156-07-25'), 'rows[2].instrumentId', 'unknown instrument'],
-      [report(id, '2156-07-25', { session: 'pre' }), 'rows[2].session', 'must be one of bmo, amc, dmh, unknown'],
-      [report(id, '2156-07-25', { status: 'confirmed' }), 'rows[2].status', 'must be one of scheduled, reported'],
-      [report(id, '2156-07-25', { fiscalPeriod: 'Q5' }), 'rows[2].fiscalPeriod', 'must be one of Q1, Q2, Q3, Q4, H1, H2, FY'],
-      [report(id, '2156-07-25', { fiscalYear: 1899 }), 'rows[2].fiscalYear', 'must be a whole number from 1900 to 2200'],
-      [report(id, '2156-07-25', { fiscalYear: 2201 }), 'rows[2].fiscalYear', 'must be a whole number from 1900 to 2200'],
-      [report(id, '2156-07-25', { fiscalYear: 2156.5 }), 'rows[2].fiscalYear', 'must be a whole number from 1900 to 2200'],
-      [report(id, '2156-07-25', { reportDate: '2156-02-30' }), 'rows[2].reportDate', 'is not a calendar date'],
-      // An unknown field is named in the row's message, as for every ingest kind.
-      [{ ...report(id, '2156-07-25'), epsEstimate: 1.2 }, 'rows[2]', /epsEstimate/],
+      [report(id, '2156-07-25', { session: 'pre' }), 'rows[2].session', 'must be one of: bmo, amc, dmh, unknown; received "pre"'],
+      [report(id, '2156-07-25', { status: 'confirmed' }), 'rows[2].status', 'must be one of: scheduled, reported; received "confirmed"'],
+      [report(id, '2156-07-25', { fiscalPeriod: 'Q5' }), 'rows[2].fiscalPeriod', 'must be one of: Q1, Q2, Q3, Q4, H1, H2, FY; received "Q5"'],
+      [report(id, '2156-07-25', { fiscalYear: 1899 }), 'rows[2].fiscalYear', 'must be a whole number from 1900 to 2200; received 1899'],
+      [report(id, '2156-07-25', { fiscalYear: 2201 }), 'rows[2].fiscalYear', 'must be a whole number from 1900 to 2200; received 2201'],
+      [report(id, '2156-07-25', { fiscalYear: 2156.5 }), 'rows[2].fiscalYear', 'must be a whole number from 1900 to 2200; received 2156.5'],
+      [report(id, '2156-07-25', { reportDate: '2156-02-30' }), 'rows[2].reportDate', 'is not a calendar date; received "2156-02-30"'],
+      // An unknown field is named by itself with the fields accepted, as for every ingest kind.
+      [{ ...report(id, '2156-07-25'), epsEstimate: 1.2 }, 'rows[2].epsEstimate', /^unknown field; accepted: /],
     ] as const) {
       const res = await post([...good, bad]);
       expect(res.status, field).toBe(400);

@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { chmod, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import { chmod, constants, copyFile, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -54,7 +54,10 @@ function socketInodesOf(postmasterPid: number): string[] {
   });
 }
 
-// What the other user tries, each attempt's outcome as an error code (or "connected"/"read").
+// What the other user tries, each attempt's outcome as an error code (or
+// "connected"/"read"). `own` is the probe's folder, the parent of the
+// service's data directory: reading it shows that no folder above keeps the
+// user out, so the other refusals are the service's doing.
 const PROBE = `
 const net = require('node:net');
 const fs = require('node:fs');
@@ -66,6 +69,7 @@ const socket = new Promise((resolve) => {
 });
 socket.then((socketOutcome) => {
   process.stdout.write(JSON.stringify({
+    own: attempt(() => (fs.readdirSync(__dirname), 'read')),
     socket: socketOutcome,
     password: attempt(() => (fs.readFileSync(passwordFile), 'read')),
     dataDir: attempt(() => (fs.readdirSync(dataDir), 'read')),
@@ -133,15 +137,21 @@ describe.runIf(asRoot)('embedded PostgreSQL: only the service’s own OS user ca
       expect(socketInodesOf(postmaster.pid).filter((inode) => listening.has(inode))).toEqual([]);
 
       // The Unix socket, the password and the cluster's files are out of the other user's reach.
+      // The other user runs a copy of this node from the open folder: the
+      // project's own may sit in a folder it cannot enter (a clone under a
+      // 0700 home or mktemp -d folder), and that is not what is tested here.
       const probe = path.join(parent, 'probe.cjs');
       await writeFile(probe, PROBE, { mode: 0o644 });
+      const node = path.join(parent, 'node');
+      await copyFile(process.execPath, node, constants.COPYFILE_FICLONE);
+      await chmod(node, 0o755);
       const socketPath = path.join(postmaster.socketDir, `.s.PGSQL.${postmaster.port}`);
-      const run = spawnSync('runuser', ['-u', 'nobody', '--', process.execPath, probe, socketPath, passwordFileOf(path.join(dataDir, 'pg')), cluster], {
+      const run = spawnSync('runuser', ['-u', 'nobody', '--', node, probe, socketPath, passwordFileOf(path.join(dataDir, 'pg')), cluster], {
         encoding: 'utf8',
         cwd: '/',
       });
       expect(run.stderr).toBe('');
-      expect(JSON.parse(run.stdout)).toEqual({ socket: 'EACCES', password: 'EACCES', dataDir: 'EACCES' });
+      expect(JSON.parse(run.stdout)).toEqual({ own: 'read', socket: 'EACCES', password: 'EACCES', dataDir: 'EACCES' });
 
       // And no fixed password works, even from a user who can reach the socket.
       const guessed = sqlClient(socketUrl(postmaster.socketDir, postmaster.port, 'embedded'), { max: 1, onnotice: () => {} });

@@ -13,6 +13,8 @@ export async function createInstrument(
     brokerCodes: Record<string, string>;
     isActive: boolean;
     quoteCurrency: string;
+    exchange: string;
+    region: string;
   }> = {},
 ): Promise<{ id: InstrumentId; symbol: string }> {
   const id = InstrumentIdSchema.parse(randomUUID());
@@ -23,6 +25,8 @@ export async function createInstrument(
       assetClass: fields.assetClass ?? 'equity',
       displayName: fields.displayName ?? `Test Company ${symbol}`,
       quoteCurrency: fields.quoteCurrency ?? 'USD',
+      ...(fields.exchange ? { exchange: fields.exchange } : {}),
+      ...(fields.region ? { region: fields.region } : {}),
       quoteUnit: 'USD per share',
       isActive: fields.isActive ?? true,
       brokerCodes: fields.brokerCodes ?? {},
@@ -54,15 +58,19 @@ export function dailyBar(instrumentId: string, b: BarInput, extra: Record<string
     quoteCurrency: 'USD',
     quoteUnit: 'USD per share',
     source: 'test-fixture',
-    asOf: '2024-01-01T00:00:00.000Z',
     // Known at the end of its day, as the demo load states its history, so an asOf read sees the bars dated up to
     // it; a bar whose day has not ended states nothing and is known from its upload.
-    ...(Date.parse(`${b.barDate}T23:59:59.999Z`) <= Date.now() ? { knownAt: `${b.barDate}T23:59:59.999Z` } : {}),
+    ...statedUnlessGiven(`${b.barDate}T23:59:59.999Z`, extra),
     ...extra,
   };
 }
 
-/** A 1-minute bar of `close` (open the same, high and low half a unit away). */
+/** `{ asOf: knownAt }` when that instant has passed and `extra` states no knowledge time (asOf or its synonym knownAt) of its own. */
+function statedUnlessGiven(knownAt: string, extra: Record<string, unknown>) {
+  return extra.asOf === undefined && extra.knownAt === undefined && Date.parse(knownAt) <= Date.now() ? { asOf: knownAt } : {};
+}
+
+/** A 1-minute bar of `close` (open the same, high and low half a unit away), known when its minute ends. */
 export const minuteBar = (instrumentId: string, barTimestamp: string, close: number, extra: Record<string, unknown> = {}) => ({
   instrumentId,
   barTimestamp,
@@ -74,7 +82,8 @@ export const minuteBar = (instrumentId: string, barTimestamp: string, close: num
   quoteCurrency: 'USD',
   quoteUnit: 'USD per share',
   source: 'test-fixture',
-  asOf: '2024-01-01T00:00:00.000Z',
+  // Known when its minute ends, as the demo load states its minutes.
+  ...statedUnlessGiven(new Date(Date.parse(barTimestamp) + 60_000).toISOString(), extra),
   ...extra,
 });
 

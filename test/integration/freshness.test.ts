@@ -29,6 +29,7 @@ beforeAll(async () => {
     'news:read',
     'events:read',
     'sentiment:read',
+    'earnings:read',
   ]);
 });
 afterAll(() => svc.stop());
@@ -147,7 +148,8 @@ describe('intraday bars', () => {
       quoteCurrency: 'USD',
       quoteUnit: 'USD per share',
       source: 'test-fixture',
-      asOf: barTimestamp,
+      // Known when its minute ends (no sooner: a 1-minute bar is not known before then).
+      asOf: new Date(Date.parse(barTimestamp) + 60_000).toISOString(),
     });
     await ingest(svc, '/bars/intraday', [minute(now, minuteAgo), minute(old, '2024-03-04T15:00:00Z')]);
     const day = minuteAgo.slice(0, 10);
@@ -185,8 +187,54 @@ describe('news, catalyst events, event reactions and their coverage', () => {
     expect((await get(`/v1/instruments/${id}/events?from=2001-05-02&to=2001-05-02`)).meta).toMatchObject({ source: live, ...fresh });
     expect((await get(`/v1/instruments/${id}/news`)).meta).toMatchObject(staleBy('source_silent'));
     expect((await get(`/v1/instruments/${id}/events?to=2001-05-01`)).meta).toMatchObject({ source: silent, ...staleBy('source_silent') });
-    // No rows, no source to judge.
+    // No rows: the sources that ever published the instrument's news are judged, and the live one still publishes.
     expect((await get(`/v1/instruments/${id}/news?from=1990-01-01&to=1990-01-02`)).meta).toMatchObject({ source: 'none', ...fresh });
+  });
+
+  it('when the window lies after the last item of a feed that stopped in 2008, then [] is source_silent; a source of the instrument that published within 7 days makes it fresh, with rows or without; no news at all, no_source', async () => {
+    const [{ id: stopped }, { id: covered }, { id: elsewhere }, { id: unconfirmed }, { id: uncovered }] = await Promise.all(
+      [...Array(5)].map(() => createInstrument(svc)),
+    );
+    const demo = `demo-wire-${randomUUID().slice(0, 8)}`;
+    const live = `live-wire-${randomUUID().slice(0, 8)}`;
+    await ingest(svc, '/news', [
+      // The demo's case: the feed's last item is of 2008.
+      newsItem(stopped, '2008-06-30T20:00:00.000Z', demo),
+      newsItem(covered, '2008-06-30T20:00:00.000Z', demo),
+      { ...newsItem(covered, '2008-06-02T20:00:00.000Z', demo), eventClass: 'litigation' },
+      newsItem(covered, '2008-05-01T20:00:00.000Z', live),
+      // The live wire's newest item, 2 days before the test runs: within the 7 days before any moment of the test.
+      newsItem(elsewhere, `${daysAgo(2)}T12:00:00.000Z`, live),
+      newsItem(unconfirmed, '2008-06-30T20:00:00.000Z', live, false),
+    ]);
+    const lastMonth = `from=${daysAgo(30)}`;
+    const read = (route: string, id: string, query: string) => get(`/v1/instruments/${id}/${route}?${query}`);
+
+    // The feed's only source has published nothing since 2008: the empty window is a stopped feed, on both routes.
+    expect(await read('news', stopped, lastMonth)).toEqual({ data: [], meta: expect.objectContaining({ source: 'none', ...staleBy('source_silent') }) });
+    expect(await read('events', stopped, lastMonth)).toEqual({ data: [], meta: expect.objectContaining(staleBy('source_silent')) });
+    // One of the instrument's two sources published 2 days ago (on another instrument): a quiet month, not a stopped feed.
+    expect(await read('news', covered, lastMonth)).toEqual({ data: [], meta: expect.objectContaining({ source: 'none', ...fresh }) });
+    // eventClass narrows the sources: only the stopped feed ever published litigation news of the instrument.
+    expect((await read('news', covered, `${lastMonth}&eventClass=litigation`)).meta).toMatchObject(staleBy('source_silent'));
+    // With rows: the live wire's item of 2 days ago.
+    const withRows = await read('news', elsewhere, lastMonth);
+    expect(withRows.data).toHaveLength(1);
+    expect(withRows.meta).toMatchObject({ source: live, ...fresh });
+    // No item of the scope was ever stored: no source to judge, and never fresh.
+    expect(await read('news', uncovered, '')).toEqual({ data: [], meta: expect.objectContaining({ source: 'none', ...staleBy('no_source') }) });
+    expect((await read('events', unconfirmed, '')).meta).toMatchObject({ source: 'none', ...staleBy('no_source') });
+    expect((await read('news', covered, 'eventClass=dividend')).meta).toMatchObject(staleBy('no_source'));
+  });
+
+  it('when the only item of a source is published after the time of reading, then it does not count as publishing: source_silent', async () => {
+    const { id } = await createInstrument(svc);
+    const ahead = `ahead-wire-${randomUUID().slice(0, 8)}`;
+    const inAMonth = new Date(Date.now() + 30 * DAY_MS).toISOString();
+    await ingest(svc, '/news', [newsItem(id, inAMonth, ahead)]);
+    const read = await get(`/v1/instruments/${id}/news`);
+    expect(read.data).toHaveLength(1);
+    expect(read.meta).toMatchObject({ source: ahead, ...staleBy('source_silent') });
   });
 
   it('when the instrument has a bar for the last completed session, then its reactions and their coverage are fresh; one whose bars end in 2001, series_behind', async () => {
@@ -261,6 +309,119 @@ describe('sentiment scores and source leads', () => {
   });
 });
 
+describe('sentiment: a feed that has stopped', () => {
+  const score = (instrumentId: string, source: string, asOfDate: string, value: number, subjectClass = 'business') => ({
+    instrumentId,
+    source,
+    subjectClass,
+    asOfDate,
+    score: value,
+    scale: [-1, 1],
+    isHeadlineOnly: false,
+  });
+
+  it('when the window lies after the last score of a source that stopped in 2000, then [] is source_silent; a source of the instrument that scored within 7 days makes it fresh, with rows or without; no score at all, no_source', async () => {
+    const [{ id: stopped }, { id: covered }, { id: unscored }] = await Promise.all([createInstrument(svc), createInstrument(svc), createInstrument(svc)]);
+    const demo = `demo-sent-${randomUUID().slice(0, 8)}`;
+    const live = `live-sent-${randomUUID().slice(0, 8)}`;
+    await ingest(svc, '/sentiment', [
+      // The demo's case: the scores end on 2000-12-27.
+      score(stopped, demo, '2000-12-27', 0.1),
+      score(covered, demo, '2000-12-27', -0.2),
+      score(covered, live, '2000-12-27', 0.3),
+      // Yesterday (UTC): within the 7 days before the read's day at any moment of the test.
+      score(covered, live, daysAgo(1), 0.4),
+    ]);
+    const read = (id: string, query: string) => get(`/v1/instruments/${id}/sentiment?${query}`);
+    const lastMonth = `from=${daysAgo(30)}`;
+
+    expect(await read(stopped, lastMonth)).toEqual({ data: [], meta: expect.objectContaining({ source: 'none', ...staleBy('source_silent') }) });
+    // A window of 2001 without rows: the live source scored the instrument yesterday.
+    expect(await read(covered, 'from=2001-01-01&to=2001-12-31')).toEqual({ data: [], meta: expect.objectContaining({ source: 'none', ...fresh }) });
+    // source narrows the sources to the stopped one.
+    expect((await read(covered, `${lastMonth}&source=${demo}`)).meta).toMatchObject(staleBy('source_silent'));
+    // With rows: yesterday's score.
+    const withRows = await read(covered, lastMonth);
+    expect(withRows.data).toEqual([expect.objectContaining({ source: live, asOfDate: daysAgo(1), score: 0.4 })]);
+    expect(withRows.meta).toMatchObject({ source: live, ...fresh });
+    // Nothing of the scope was ever scored: the instrument, or a subject class no source scored for it.
+    expect(await read(unscored, '')).toEqual({ data: [], meta: expect.objectContaining({ source: 'none', ...staleBy('no_source') }) });
+    expect((await read(covered, 'subjectClass=market_commentary')).meta).toMatchObject(staleBy('no_source'));
+    expect((await get(`/v1/sentiment/source-leads?source=never-${randomUUID().slice(0, 8)}`)).meta).toMatchObject({ source: 'none', ...staleBy('no_source') });
+  });
+
+  it('when a source scored the instrument only on a day after the read, then that score does not count as scoring: source_silent', async () => {
+    const { id } = await createInstrument(svc);
+    const ahead = `ahead-sent-${randomUUID().slice(0, 8)}`;
+    await ingest(svc, '/sentiment', [score(id, ahead, daysAgo(-10), 0.5)]);
+    const read = await get(`/v1/instruments/${id}/sentiment`);
+    expect(read.data).toHaveLength(1);
+    expect(read.meta).toMatchObject({ source: ahead, ...staleBy('source_silent') });
+  });
+});
+
+describe('earnings: a calendar that has stopped', () => {
+  const report = (instrumentId: string, reportDate: string, source: string, status = 'reported') => ({
+    instrumentId,
+    reportDate,
+    session: 'amc',
+    fiscalPeriod: `Q${Math.ceil(Number(reportDate.slice(5, 7)) / 3)}`,
+    fiscalYear: Number(reportDate.slice(0, 4)),
+    status,
+    source,
+  });
+
+  it('when the window lies after the last report of a calendar that stopped in 2008, then [] is source_silent; a source of the instrument with a report within 142 days makes it fresh, with rows or without; no report at all, no_source', async () => {
+    const [{ id: stopped }, { id: covered }, { id: elsewhere }, { id: lapsed }, { id: unreported }] = await Promise.all(
+      [...Array(5)].map(() => createInstrument(svc)),
+    );
+    const demo = `demo-cal-${randomUUID().slice(0, 8)}`;
+    const live = `live-cal-${randomUUID().slice(0, 8)}`;
+    const lapsing = `lapsed-cal-${randomUUID().slice(0, 8)}`;
+    await ingest(svc, '/earnings', [
+      // The demo's case: reported up to 2008, then the next report scheduled and never updated.
+      report(stopped, '2008-04-24', demo),
+      report(stopped, '2008-07-24', demo, 'scheduled'),
+      report(covered, '2008-04-24', live),
+      // The live calendar's newest report, 100 days before the test runs: within 142 days of any moment of the test.
+      report(elsewhere, daysAgo(100), live),
+      // 160 days before the test runs: outside them.
+      report(lapsed, daysAgo(160), lapsing),
+    ]);
+    const read = (id: string, query: string) => get(`/v1/instruments/${id}/earnings?${query}`);
+    // A year to today, as the market-wide read allows (365 days, both counted).
+    const lastYear = `from=${daysAgo(364)}&to=${daysAgo(0)}`;
+
+    expect(await read(stopped, lastYear)).toEqual({ data: [], meta: expect.objectContaining({ source: 'none', ...staleBy('source_silent') }) });
+    expect(await get(`/v1/earnings?${lastYear}&instrumentId=${stopped}`)).toEqual({
+      data: [],
+      meta: expect.objectContaining({ source: 'none', ...staleBy('source_silent') }),
+    });
+    // Its 2008 rows: the scheduled one is past due, which comes first.
+    expect((await read(stopped, '')).meta).toMatchObject({ source: demo, ...staleBy('report_past_due') });
+    // One of the instrument's sources reported 100 days ago, on another instrument.
+    expect(await read(covered, lastYear)).toEqual({ data: [], meta: expect.objectContaining({ source: 'none', ...fresh }) });
+    expect((await get(`/v1/earnings?${lastYear}&instrumentId=${covered}`)).meta).toMatchObject(fresh);
+    // With rows: the report of 100 days ago; and one of 160 days ago whose source has reported nothing since.
+    const withRows = await read(elsewhere, lastYear);
+    expect(withRows.data).toEqual([expect.objectContaining({ reportDate: daysAgo(100), source: live })]);
+    expect(withRows.meta).toMatchObject({ source: live, ...fresh });
+    expect((await read(lapsed, lastYear)).meta).toMatchObject({ source: lapsing, ...staleBy('source_silent') });
+    // No report of the instrument was ever stored.
+    expect(await read(unreported, '')).toEqual({ data: [], meta: expect.objectContaining({ source: 'none', ...staleBy('no_source') }) });
+    expect((await get(`/v1/earnings?${lastYear}&instrumentId=${unreported}`)).meta).toMatchObject(staleBy('no_source'));
+  });
+
+  it('when a calendar that stopped in 2008 lists its next report after the time of reading, then that date does not count as reporting: source_silent', async () => {
+    const { id } = await createInstrument(svc);
+    const ahead = `ahead-cal-${randomUUID().slice(0, 8)}`;
+    await ingest(svc, '/earnings', [report(id, '2008-04-24', ahead), report(id, daysAgo(-20), ahead, 'scheduled')]);
+    const read = await get(`/v1/instruments/${id}/earnings`);
+    expect(read.data.map((r: { reportDate: string }) => r.reportDate)).toEqual(['2008-04-24', daysAgo(-20)]);
+    expect(read.meta).toMatchObject({ source: ahead, ...staleBy('source_silent') });
+  });
+});
+
 describe('the economic calendar', () => {
   it('when every past release has its actual, or a release is still ahead, then fresh; a 2001 release still without its actual, release_past_due', async () => {
     const name = `Freshness release ${randomUUID().slice(0, 8)}`;
@@ -277,15 +438,62 @@ describe('the economic calendar', () => {
       previous: null,
       source: 'test-fixture',
     });
+    // A release with its actual 30 days before the test runs: within the 106 days in which the silence rule wants one, so the
+    // reads below are judged on their rows' actuals alone.
     await ingest(svc, '/economic-events', [
       release('2001-02-02T13:30:00Z', '4.2%', '2001-01'),
       release('2001-03-09T13:30:00Z', null, '2001-02'),
       release('2160-01-09T13:30:00Z', null, '2159-12'),
+      release(`${daysAgo(30)}T13:30:00Z`, '4.0%', 'recent'),
     ]);
     const calendar = (query: string) => get(`/v1/economic-events?country=AQ&${query}`);
     expect((await calendar('from=2001-02-01&to=2001-02-28')).meta).toMatchObject(fresh);
     expect((await calendar('from=2160-01-01&to=2160-01-31')).meta).toMatchObject(fresh);
     expect((await calendar('from=2001-03-01&to=2001-03-31')).meta).toMatchObject(staleBy('release_past_due'));
+  });
+
+  it('when the window lies after the last release of a calendar that stopped in 2022 with its next releases listed, then [] is source_silent; a release of the filters within 106 days makes it fresh, with rows or without; filters that select nothing, no_source', async () => {
+    const name = `Silence release ${randomUUID().slice(0, 8)}`;
+    const release = (country: string, eventClass: string, scheduledAt: string, actual: string | null) => ({
+      id: randomUUID(),
+      country,
+      eventClass,
+      importance: 'high',
+      name,
+      referencePeriod: scheduledAt.slice(0, 7),
+      scheduledAt,
+      actual,
+      forecast: null,
+      previous: null,
+      source: 'test-fixture',
+    });
+    // Countries of this test alone: the filters decide which releases are judged.
+    const inTwoMonths = `${daysAgo(-60)}T13:30:00.000Z`;
+    await ingest(svc, '/economic-events', [
+      // The demo's case: its last release is of 2022, its next ones scheduled after the time of reading.
+      release('XS', 'employment', '2022-09-02T12:30:00.000Z', '3.7%'),
+      release('XS', 'employment', inTwoMonths, null),
+      release('XL', 'growth', '2022-07-28T12:30:00.000Z', '-0.9%'),
+      // 40 days before the test runs: within the 106 days before any moment of the test.
+      release('XL', 'growth', `${daysAgo(40)}T12:30:00.000Z`, '2.1%'),
+      release('XL', 'growth', inTwoMonths, null),
+    ]);
+    const calendar = (query: string) => get(`/v1/economic-events?${query}`);
+    const lastMonth = `from=${daysAgo(30)}&to=${daysAgo(0)}`;
+
+    expect(await calendar(`country=XS&${lastMonth}`)).toEqual({ data: [], meta: expect.objectContaining({ source: 'none', ...staleBy('source_silent') }) });
+    // With rows: its scheduled release is not past due, and its source has published nothing within the filters since 2022.
+    const listed = await calendar(`country=XS&from=${daysAgo(30)}`);
+    expect(listed.data.map((r: { scheduledAt: string }) => r.scheduledAt)).toEqual([inTwoMonths]);
+    expect(listed.meta).toMatchObject({ source: 'test-fixture', ...staleBy('source_silent') });
+    // A quarterly release 40 days ago: a month without one is fresh.
+    expect(await calendar(`country=XL&${lastMonth}`)).toEqual({ data: [], meta: expect.objectContaining({ source: 'none', ...fresh }) });
+    const withRows = await calendar(`country=XL&eventClass=growth&from=${daysAgo(60)}&to=${daysAgo(0)}`);
+    expect(withRows.data.map((r: { actual: string }) => r.actual)).toEqual(['2.1%']);
+    expect(withRows.meta).toMatchObject({ source: 'test-fixture', ...fresh });
+    // Filters that select no release at all.
+    expect(await calendar(`country=XN&${lastMonth}`)).toEqual({ data: [], meta: expect.objectContaining({ source: 'none', ...staleBy('no_source') }) });
+    expect((await calendar(`country=XL&eventClass=inflation`)).meta).toMatchObject(staleBy('no_source'));
   });
 });
 

@@ -551,6 +551,7 @@ const WRITTEN_TABLES = [
   'action_set_versions',
   'action_coverage_checks',
   'fx_rates',
+  'fx_rate_revisions',
   'economic_events',
   'earnings_reports',
   'option_contracts',
@@ -574,13 +575,14 @@ let snapshotTables: string[];
 async function snapshot(): Promise<Record<string, string>> {
   const digest = (rows: string) => `md5(coalesce(string_agg(${rows}::text, ',' order by ${rows}::text), ''))`;
   const tables = snapshotTables.map((table) => {
-    // fx_rates names no instrument: every row is digested (the fixture's and the writes' rates, under 3,000 rows).
+    // fx_rates names no instrument: every row is digested (the fixture's and the writes' rates, under 3,000 rows),
+    // and every FX revision the writes' corrections kept.
     // Economic events are keyed by their own id, which the writes draw from the same ids as instruments.
     // Option quotes name their contract: those of the named instruments' contracts.
     const column = table === 'instruments' || table === 'economic_events' ? 'id' : 'instrument_id';
     // Sentiment sources and leads name no instrument either: a refused write must leave every one as it was.
     const rows =
-      table === 'fx_rates' || table === 'sentiment_sources' || table === 'sentiment_source_leads'
+      table === 'fx_rates' || table === 'fx_rate_revisions' || table === 'sentiment_sources' || table === 'sentiment_source_leads'
         ? 'true'
         : table === 'option_quotes'
           ? 't.contract_id in (select c.id from option_contracts c where c.instrument_id = any($2::uuid[]))'
@@ -855,7 +857,8 @@ function intradayRow(instrumentId: string, barTimestamp: string, close = 10) {
     quoteCurrency: 'USD',
     quoteUnit: 'USD per share',
     source: 'fuzz',
-    asOf: '2024-01-01T00:00:00Z',
+    // Known when its minute ends.
+    asOf: new Date(Date.parse(barTimestamp) + 60_000).toISOString(),
   };
 }
 
@@ -1322,7 +1325,11 @@ function publicRequests(): fc.Arbitrary<Req> {
     get(withId('/v1/instruments/:id/beta'), { benchmarkId: [idValue, 'required'], lookbackDays: [int(20, 504), 'optional'], asOf: [asOf, 'optional'] }),
     get(
       fc.tuple(currency, currency).map(([base, quote]) => `/v1/fx/${base}/${quote}`),
-      { date: [date, 'required'] },
+      // asOf: the first and last storable days too, each the end of that day.
+      {
+        date: [date, 'required'],
+        asOf: [fc.oneof({ weight: 8, arbitrary: asOf }, { weight: 1, arbitrary: fc.constantFrom('0001-01-01', '9999-12-31') }), 'optional'],
+      },
     ),
     get(
       fc
@@ -2108,19 +2115,18 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
   };
   it.each([...NAMED, ...FOUND])('when $name, then 400 invalid_request naming $field', refusedByName);
 
-  it('when a 1-minute bar is stamped 9999-12-31T23:59:00Z, then it is stored and its hourly rollup, whose bucket ends in year 10000, reads back', async () => {
-    const bar = intradayRow(scratchIds[1], '9999-12-31T23:59:00Z', 42);
-    const request = adminPost('/bars/intraday', toJson([bar]));
-    const reply = await send(request);
-    expect(problemsOf(request, reply)).toEqual([]);
-    expect(reply.status).toBe(200);
-    for (const interval of ['1min', '1hour']) {
-      const read = await send(get(`/v1/instruments/${scratchIds[1]}/intraday?from=9999-12-31&to=9999-12-31&interval=${interval}`));
-      expect(read.status).toBe(200);
-      expect(JSON.parse(read.text).data).toEqual([
-        expect.objectContaining({ barTimestamp: interval === '1min' ? '9999-12-31T23:59:00.000Z' : '9999-12-31T23:00:00.000Z', closePrice: 42 }),
-      ]);
+  it('when a 1-minute bar is stamped 9999-12-31T23:59:00Z, then it is refused: no bar is known before its minute ends, and its asOf cannot be in the future', async () => {
+    for (const asOf of [undefined, '9999-12-31T23:59:59Z']) {
+      const bar = { ...intradayRow(scratchIds[1], '9999-12-31T23:59:00Z', 42), asOf };
+      const request = adminPost('/bars/intraday', toJson([bar]));
+      const reply = await send(request);
+      expect(problemsOf(request, reply)).toEqual([]);
+      expect(reply.status).toBe(400);
+      expect(Object.keys(JSON.parse(reply.text).error.details)).toEqual(['rows[0].asOf']);
     }
+    const read = await send(get(`/v1/instruments/${scratchIds[1]}/intraday?from=9999-12-31&to=9999-12-31&interval=1hour`));
+    expect(read.status).toBe(200);
+    expect(JSON.parse(read.text).data).toEqual([]);
   });
 
   it('when thousands of generated reads hit every public and admin read route and every dashboard page and form at once, then none is a 5xx, every error is the envelope (or the dashboard’s page), and no answer or log line holds a credential', async () => {
@@ -2168,17 +2174,14 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
     expect(outcomes).toEqual([]);
   }, 300_000);
 
-  it('when the stored data holds bars at the edges the writes accept (year 1, year 9999, extreme prices), then reads of it are still never a 5xx', async () => {
+  it('when the stored data holds bars at the edges the writes accept (year 1, the latest closed day, extreme prices), then reads of it are still never a 5xx', async () => {
     const edgeBar = (barDate: string, close: number) => dailyBar(scratchIds[0], { barDate, close, open: close, high: close, low: close });
-    await ingest(svc, '/bars/daily', [
-      edgeBar('0001-01-01', 1e-300),
-      edgeBar('0001-12-31', 1e300),
-      edgeBar('9999-12-31', 1e-300),
-      edgeBar('2024-03-04', 1e300),
-    ]);
+    // A bar is known no sooner than its day: yesterday's is the latest the writes accept.
+    const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    await ingest(svc, '/bars/daily', [edgeBar('0001-01-01', 1e-300), edgeBar('0001-12-31', 1e300), edgeBar(yesterday, 1e-300), edgeBar('2024-03-04', 1e300)]);
     const [edges] = await svc.sql`
       select
-        count(*) filter (where bar_date < '0003-01-01' or bar_date > '9998-12-31')::int as dates,
+        count(*) filter (where bar_date < '0003-01-01')::int as dates,
         count(*) filter (where close_price < 1e-299 or close_price > 1e299)::int as prices
       from daily_bars
       where instrument_id = any(${scratchIds}::uuid[])

@@ -16,7 +16,8 @@ beforeAll(async () => {
 afterAll(() => svc.stop());
 
 const CSV_COLUMNS = ['instrumentId', 'barDate', 'openPrice', 'highPrice', 'lowPrice', 'closePrice', 'volume', 'quoteCurrency', 'quoteUnit', 'source', 'asOf'];
-const DAYS = weekdays('1990-01-01', '2029-12-31'); // 10,436 weekdays
+// Past days only: a bar is not known before its session closes.
+const DAYS = weekdays('1980-01-01', '2019-12-31'); // 10,436 weekdays
 
 function csvOf(rows: Record<string, unknown>[]): string {
   return [CSV_COLUMNS.join(','), ...rows.map((r) => CSV_COLUMNS.map((c) => (r[c] === null ? '' : String(r[c]))).join(','))].join('\n');
@@ -70,7 +71,7 @@ describe('batch ingest across several COPY batches', () => {
     badValue[lastRow].closePrice = -1 as never;
     let res = await postCsv(badValue);
     expect(res.status).toBe(400);
-    expect(res.body.error.details[`rows[${lastRow}].closePrice`]).toEqual(['must be greater than 0']);
+    expect(res.body.error.details[`rows[${lastRow}].closePrice`]).toEqual(['must be a number greater than 0; received -1']);
     expect(Object.keys(res.body.error.details).every((k) => k.startsWith(`rows[${lastRow}].`))).toBe(true);
 
     const repeated = [...rows, { ...rows[123] }];

@@ -1,11 +1,12 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInstrument } from './fixtures.ts';
 import { startService, type Service } from './harness.ts';
 
 // Instrument search in pages (docs/api.md, "Pages and cursors" and
 // "Instrument search"): meta.truncated and meta.nextCursor say the search was
-// cut and read on; a cursor is bound to the search it was made for.
+// cut and read on; a cursor is bound to the search it was made for, and only
+// a cursor the service made is read.
 
 let svc: Service;
 let key: string;
@@ -135,13 +136,122 @@ describe('instrument search in pages', () => {
 
   it('when limit is out of 1..100, then the message names the range', async () => {
     for (const [query, message] of [
-      ['limit=101', 'must be between 1 and 100'],
-      ['limit=0', 'must be between 1 and 100'],
-      ['limit=1.5', 'must be an integer in [1, 100]'],
+      ['limit=101', 'must be an integer between 1 and 100; received 101'],
+      ['limit=0', 'must be an integer between 1 and 100; received 0'],
+      ['limit=1.5', 'must be an integer between 1 and 100; received 1.5'],
     ]) {
       const res = await svc.get(`/v1/instruments?query=${word}&${query}`, key);
       expect(res.status, query).toBe(400);
       expect(res.body.error.details, query).toEqual({ limit: [message] });
+    }
+  });
+});
+
+describe('cursors only the service made', () => {
+  // A second app on the same database: another process of the same deployment.
+  let other: Service;
+  const otherLog: string[] = [];
+  const w = `Pk${letters().toLowerCase()}`;
+  const sym = (s: string) => `T${w.toUpperCase()}${s}`;
+  // Six name-prefix matches of one rank and similarity: ranked by symbol (docs/api.md, "Instrument search").
+  const ranked = ['A', 'B', 'C', 'D', 'E', 'F'].map(sym);
+  beforeAll(async () => {
+    other = await startService({ LOG_LEVEL: 'trace' }, { write: (line: string) => void otherLog.push(line) });
+    for (const s of ['D', 'F', 'A', 'C', 'E', 'B'])
+      await createInstrument(svc, { displayName: `${w} Trust ${s}`, symbols: [{ symbol: sym(s), validFrom: '1990-01-01' }] });
+  });
+  afterAll(() => other?.stop());
+
+  const symbols = (body: { data: { currentSymbol: string }[] }) => body.data.map((i) => i.currentSymbol);
+  const NOT_MADE_HERE = /^is not a cursor this service made/;
+
+  async function refused(on: Service, cursor: string) {
+    const res = await on.get(`/v1/instruments?query=${w}&limit=2&cursor=${cursor}`, key);
+    expect(res.status, cursor).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+    expect(Object.keys(res.body.error.details)).toEqual(['cursor']);
+    expect(res.body.error.details.cursor).toEqual([expect.stringMatching(NOT_MADE_HERE)]);
+  }
+
+  it('when pages are read from two processes of one deployment in turn, then each reads on from the cursor the other made', async () => {
+    const seen: string[][] = [];
+    let cursor: string | null = null;
+    for (const on of [svc, other, svc]) {
+      const res = await on.get(`/v1/instruments?query=${w}&limit=2${cursor ? `&cursor=${cursor}` : ''}`, key);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      seen.push(symbols(res.body));
+      cursor = res.body.meta.nextCursor;
+    }
+    expect(seen).toEqual([ranked.slice(0, 2), ranked.slice(2, 4), ranked.slice(4, 6)]);
+    expect(cursor).toBeNull();
+  });
+
+  it('when a cursor is decoded, re-positioned and encoded again, then 400 invalid_request: not a cursor this service made', async () => {
+    const first = (await search(`query=${w}&limit=2`)).meta.nextCursor as string;
+    // The genuine cursor reads on from B.
+    expect(symbols(await search(`query=${w}&limit=2&cursor=${first}`))).toEqual(ranked.slice(2, 4));
+    // What a client finds in it: JSON holding B's symbol, after some bytes.
+    const bytes = Buffer.from(first, 'base64url');
+    const at = bytes.indexOf('{"v":');
+    expect(at).toBeGreaterThan(0);
+    const json = bytes.subarray(at).toString('utf8');
+    expect(json).toContain(`"${ranked[1]}"`);
+    // Moved to D, to skip C and D.
+    const moved = json.replace(`"${ranked[1]}"`, `"${ranked[3]}"`);
+    for (const forged of [Buffer.concat([bytes.subarray(0, at), Buffer.from(moved)]), Buffer.from(moved), Buffer.from(json)]) {
+      await refused(svc, forged.toString('base64url'));
+      await refused(other, forged.toString('base64url'));
+    }
+  });
+
+  it('when a byte of a cursor is flipped, or the cursor is cut, then 400 invalid_request: not a cursor this service made', async () => {
+    const cursor = (await search(`query=${w}&limit=2`)).meta.nextCursor as string;
+    const bytes = Buffer.from(cursor, 'base64url');
+    for (const i of [0, 7, 15, bytes.length - 1]) {
+      const flipped = Buffer.from(bytes);
+      flipped[i] ^= 0x01;
+      await refused(svc, flipped.toString('base64url'));
+    }
+    await refused(svc, bytes.subarray(0, bytes.length - 1).toString('base64url'));
+    await refused(svc, bytes.subarray(1).toString('base64url'));
+  });
+
+  it('when a deployment has another signing key, then its cursors and ours are each 400 on the other', async () => {
+    const [{ secret }] = await svc.sql<{ secret: Buffer }[]>`select secret from cursor_signing_key`;
+    await svc.sql`update cursor_signing_key set secret = ${randomBytes(32)}`;
+    // Started now, it reads the other key; svc and other keep the one they read at start.
+    const elsewhere = await startService();
+    try {
+      const ours = (await search(`query=${w}&limit=2`)).meta.nextCursor as string;
+      const res = await elsewhere.get(`/v1/instruments?query=${w}&limit=2`, key);
+      expect(symbols(res.body)).toEqual(ranked.slice(0, 2));
+      const theirs = res.body.meta.nextCursor as string;
+      expect(theirs).not.toBe(ours);
+      await refused(elsewhere, ours);
+      await refused(svc, theirs);
+      await refused(other, theirs);
+    } finally {
+      await elsewhere.stop();
+      await svc.sql`update cursor_signing_key set secret = ${secret}`;
+    }
+  });
+
+  it('when the service starts and answers, then its signing key is in no log line, error body, status or metrics', async () => {
+    const [{ secret }] = await svc.sql<{ secret: Buffer }[]>`select secret from cursor_signing_key`;
+    expect(secret).toHaveLength(32);
+    const cursor = (await other.get(`/v1/instruments?query=${w}&limit=2`, key)).body.meta.nextCursor as string;
+    const error = await other.get(`/v1/instruments?query=${w}&limit=2&cursor=${cursor.slice(0, -1)}`, key);
+    expect(error.status).toBe(400);
+    const texts = [
+      otherLog.join(''),
+      JSON.stringify(error.body),
+      JSON.stringify((await other.admin('GET', '/status')).body),
+      await (await fetch(`${other.runtime.adminUrl}/metrics`)).text(),
+    ];
+    // The log is not empty: it holds the start and the requests above.
+    expect(otherLog.length).toBeGreaterThan(0);
+    for (const text of texts) {
+      for (const form of [secret.toString('hex'), secret.toString('base64'), secret.toString('base64url')]) expect(text).not.toContain(form);
     }
   });
 });

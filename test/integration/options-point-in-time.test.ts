@@ -33,12 +33,13 @@ describe('options point in time', () => {
     key = await svc.keyWith(['options:read', 'macro:read']);
     underlying = (await createInstrument(svc)).id;
     old = (await createInstrument(svc)).id;
+    // Each close is published at 20:00Z, the instant the day's quotes are observed: the quote's spot is its own day's close.
     await ingest(svc, '/bars/daily', [
-      dailyBar(underlying, { barDate: '2001-04-30', close: 100 }),
-      dailyBar(underlying, { barDate: '2001-05-01', close: 100 }),
-      dailyBar(underlying, { barDate: '2001-05-04', close: 100 }),
-      dailyBar(old, { barDate: '1934-01-31', close: 100 }),
-      dailyBar(old, { barDate: '1934-02-05', close: 100 }),
+      dailyBar(underlying, { barDate: '2001-04-30', close: 100 }, { asOf: '2001-04-30T20:00:00Z' }),
+      dailyBar(underlying, { barDate: '2001-05-01', close: 100 }, { asOf: '2001-05-01T20:00:00Z' }),
+      dailyBar(underlying, { barDate: '2001-05-04', close: 100 }, { asOf: '2001-05-04T20:00:00Z' }),
+      dailyBar(old, { barDate: '1934-01-31', close: 100 }, { asOf: '1934-01-31T20:00:00Z' }),
+      dailyBar(old, { barDate: '1934-02-05', close: 100 }, { asOf: '1934-02-05T20:00:00Z' }),
     ]);
     const contract = (instrumentId: string, symbol: string, expiry: string, listedAt: string | null = null) => ({
       instrumentId,

@@ -28,10 +28,11 @@ describe('option chains', () => {
     key = await svc.keyWith(['options:read', 'analytics:read']);
     underlying = (await createInstrument(svc)).id;
     noBars = (await createInstrument(svc)).id;
+    // Each close is published at 20:00Z, the instant the day's quotes are observed: a quote's spot is its own day's close.
     await ingest(svc, '/bars/daily', [
-      dailyBar(underlying, { barDate: '2024-03-01', close: 100 }),
-      dailyBar(underlying, { barDate: '2024-03-04', close: 101 }),
-      dailyBar(underlying, { barDate: '2024-03-05', close: 103 }),
+      dailyBar(underlying, { barDate: '2024-03-01', close: 100 }, { asOf: T1 }),
+      dailyBar(underlying, { barDate: '2024-03-04', close: 101 }, { asOf: '2024-03-04T20:00:00Z' }),
+      dailyBar(underlying, { barDate: '2024-03-05', close: 103 }, { asOf: T2 }),
     ]);
     const contract = (instrumentId: string, symbol: string, strike: number, right: string, expiry: string, listedAt: string | null = null) => ({
       instrumentId,

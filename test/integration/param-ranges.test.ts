@@ -4,9 +4,9 @@ import { startService, type Service } from './harness.ts';
 
 // A bounded parameter refused for its value names the range, as the spec's
 // limits table gives it (../shared/spec/market-data-service.md, "Limits";
-// docs/api.md, "Errors"): "must be between a and b" for an integer outside
-// it, "must be an integer in [a, b]" for a value that is not an integer.
-// The ranges below are the spec's, written out by hand.
+// docs/api.md, "Errors"), and the value received: "must be an integer
+// between a and b; received v", whatever was wrong with v, a day count in
+// days. The ranges below are the spec's, written out by hand.
 
 let svc: Service;
 let key: string;
@@ -22,29 +22,29 @@ afterAll(() => svc.stop());
 /** [path with query, field, message], each from the spec's limits. */
 const SPEC_RANGES: [string, string, string][] = [
   // limit, news and events: > 0, at most 500.
-  ['/v1/instruments/$/news?limit=501', 'limit', 'must be between 1 and 500'],
-  ['/v1/instruments/$/news?limit=0', 'limit', 'must be between 1 and 500'],
-  ['/v1/instruments/$/news?limit=12.5', 'limit', 'must be an integer in [1, 500]'],
-  ['/v1/instruments/$/events?limit=501', 'limit', 'must be between 1 and 500'],
+  ['/v1/instruments/$/news?limit=501', 'limit', 'must be an integer between 1 and 500; received 501'],
+  ['/v1/instruments/$/news?limit=0', 'limit', 'must be an integer between 1 and 500; received 0'],
+  ['/v1/instruments/$/news?limit=12.5', 'limit', 'must be an integer between 1 and 500; received 12.5'],
+  ['/v1/instruments/$/events?limit=501', 'limit', 'must be an integer between 1 and 500; received 501'],
   // minReactions, event-reaction coverage: 1 to 1000.
-  ['/v1/instruments/event-reaction-coverage?minReactions=0', 'minReactions', 'must be between 1 and 1000'],
-  ['/v1/instruments/event-reaction-coverage?minReactions=1001', 'minReactions', 'must be between 1 and 1000'],
-  ['/v1/instruments/event-reaction-coverage?minReactions=two', 'minReactions', 'must be an integer in [1, 1000]'],
+  ['/v1/instruments/event-reaction-coverage?minReactions=0', 'minReactions', 'must be an integer between 1 and 1000; received 0'],
+  ['/v1/instruments/event-reaction-coverage?minReactions=1001', 'minReactions', 'must be an integer between 1 and 1000; received 1001'],
+  ['/v1/instruments/event-reaction-coverage?minReactions=two', 'minReactions', 'must be an integer between 1 and 1000; received "two"'],
   // minWindowDays: 1 to 36500.
-  ['/v1/instruments/event-reaction-coverage?minWindowDays=36501', 'minWindowDays', 'must be between 1 and 36500'],
-  ['/v1/instruments/event-reaction-coverage?minWindowDays=0', 'minWindowDays', 'must be between 1 and 36500'],
+  ['/v1/instruments/event-reaction-coverage?minWindowDays=36501', 'minWindowDays', 'must be a whole number of days between 1 and 36500; received 36501 days'],
+  ['/v1/instruments/event-reaction-coverage?minWindowDays=0', 'minWindowDays', 'must be a whole number of days between 1 and 36500; received 0 days'],
   // limit, coverage: 1 to 5000.
-  ['/v1/instruments/event-reaction-coverage?limit=5001', 'limit', 'must be between 1 and 5000'],
-  ['/v1/instruments/event-reaction-coverage?limit=0.5', 'limit', 'must be an integer in [1, 5000]'],
+  ['/v1/instruments/event-reaction-coverage?limit=5001', 'limit', 'must be an integer between 1 and 5000; received 5001'],
+  ['/v1/instruments/event-reaction-coverage?limit=0.5', 'limit', 'must be an integer between 1 and 5000; received 0.5'],
   // technicals lookback: 1 to 1000 calendar days.
-  ['/v1/instruments/$/technicals?lookbackDays=1001', 'lookbackDays', 'must be between 1 and 1000'],
-  ['/v1/instruments/$/technicals?lookbackDays=0', 'lookbackDays', 'must be between 1 and 1000'],
+  ['/v1/instruments/$/technicals?lookbackDays=1001', 'lookbackDays', 'must be a whole number of days between 1 and 1000; received 1001 days'],
+  ['/v1/instruments/$/technicals?lookbackDays=0', 'lookbackDays', 'must be a whole number of days between 1 and 1000; received 0 days'],
   // correlation lookback: 20 to 504 calendar days.
-  ['/v1/correlations?instrumentIds=$,$2&lookbackDays=19', 'lookbackDays', 'must be between 20 and 504'],
-  ['/v1/correlations?instrumentIds=$,$2&lookbackDays=505', 'lookbackDays', 'must be between 20 and 504'],
+  ['/v1/correlations?instrumentIds=$,$2&lookbackDays=19', 'lookbackDays', 'must be a whole number of days between 20 and 504; received 19 days'],
+  ['/v1/correlations?instrumentIds=$,$2&lookbackDays=505', 'lookbackDays', 'must be a whole number of days between 20 and 504; received 505 days'],
   // max age, bulk implied volatility: 1 to 30 days.
-  ['/v1/instruments/implied-volatility?instrumentIds=$&maxAgeDays=31', 'maxAgeDays', 'must be between 1 and 30'],
-  ['/v1/instruments/implied-volatility?instrumentIds=$&maxAgeDays=0', 'maxAgeDays', 'must be between 1 and 30'],
+  ['/v1/instruments/implied-volatility?instrumentIds=$&maxAgeDays=31', 'maxAgeDays', 'must be a whole number of days between 1 and 30; received 31 days'],
+  ['/v1/instruments/implied-volatility?instrumentIds=$&maxAgeDays=0', 'maxAgeDays', 'must be a whole number of days between 1 and 30; received 0 days'],
 ];
 
 describe('range messages', () => {
@@ -64,6 +64,6 @@ describe('range messages', () => {
     const res = await svc.post('/v1/analytics/option-price', analytics, { spot: 100, strike: 100, expiryDays: 30, rate: 2, vol: 0.2, type: 'call' });
     expect(res.status).toBe(400);
     // rate: at least -0.2 and at most 1 (server/analytics/schema.ts; docs in the reference).
-    expect(res.body.error.details.rate).toEqual(['must be between -0.2 and 1']);
+    expect(res.body.error.details.rate).toEqual(['must be a number between -0.2 and 1; received 2']);
   });
 });

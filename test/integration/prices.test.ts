@@ -379,9 +379,9 @@ describe('daily bars and the adjustment engine', () => {
       await tx`lock table daily_bars in access exclusive mode`;
       await tx`
         insert into daily_bar_revisions (instrument_id, bar_date, replaced_in_version, absent, open_price, high_price, low_price,
-          close_price, volume, quote_currency, quote_unit, stale, price_basis, reflects_actions_through, source, as_of, known_at)
+          close_price, volume, quote_currency, quote_unit, stale, price_basis, reflects_actions_through, source, as_of)
         select instrument_id, bar_date, 2, false, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit,
-          stale, price_basis, reflects_actions_through, source, as_of, known_at
+          stale, price_basis, reflects_actions_through, source, as_of
         from daily_bars where instrument_id = ${id} and bar_date = '2023-01-16'
       `;
       await tx`insert into daily_price_versions (instrument_id, version, made_at, prior_last_bar_date) values (${id}, 2, now(), '2023-01-20')`;
@@ -676,7 +676,7 @@ describe('batch ingest', () => {
     ];
     const res = await svc.admin('POST', '/bars/daily', rows);
     expect(res.status).toBe(400);
-    expect(res.body.error.details).toEqual({ 'rows[2].volume': ['must be 0 or greater'] });
+    expect(res.body.error.details).toEqual({ 'rows[2].volume': ['must be a number, at least 0; received -5'] });
     const unknownInstrument = await svc.admin('POST', '/bars/daily', [
       dailyBar(id, { barDate: '2020-01-02', close: 10 }),
       dailyBar(randomUUID(), { barDate: '2020-01-02', close: 10 }),

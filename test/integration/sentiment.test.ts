@@ -98,8 +98,8 @@ describe('scores come back exactly as ingested', () => {
     ]);
     const scoreTexts = [...JSON.stringify(res.body.data).matchAll(/"score":([^,]+),/g)].map((m) => m[1]);
     expect(scoreTexts).toEqual(written);
-    // Scores of 2030: the source is not behind the time of reading.
-    expect(res.body.meta).toEqual({ asOf: expect.any(String), source, stale: false, staleReason: null });
+    // Scores of 2030 are dated after the time of reading: not yet published, so the source has scored nothing in the 7 days before it.
+    expect(res.body.meta).toEqual({ asOf: expect.any(String), source, stale: true, staleReason: 'source_silent' });
     const [zero] = await svc.sql`select score::text as text from sentiment_scores where instrument_id = ${id} and as_of_date = '2030-01-06'`;
     expect(zero.text).toBe('0');
   });
@@ -168,7 +168,7 @@ describe('refused uploads store nothing', () => {
 
   it('when a score lies outside its row’s scale, then 400 names rows[i].score', async () => {
     const rows = [scoreRow(id, source, '2030-04-02', 0.5), scoreRow(id, source, '2030-04-03', 1.0000000000000002)];
-    expect(await refused(rows, 'rows[1].score')).toEqual(['must be within the scale [-1, 1]']);
+    expect(await refused(rows, 'rows[1].score')).toEqual(['must be within the scale [-1, 1]; received 1.0000000000000002']);
     await refused([scoreRow(id, sourceName('pct'), '2030-04-02', -0.1, { scale: [0, 100] })], 'rows[0].score');
   });
 
@@ -202,7 +202,7 @@ describe('refused uploads store nothing', () => {
     ]);
     await refused([scoreRow(id, source, '2030-04-02', 0), scoreRow(id, source, '2030-04-02', 0.5)], 'rows[1].asOfDate');
     expect(await refused([scoreRow(id, source, '2030-04-02', 0, { subjectClass: 'price' })], 'rows[0].subjectClass')).toEqual([
-      'must be one of business, market_commentary',
+      'must be one of: business, market_commentary; received "price"',
     ]);
   });
 });
@@ -250,8 +250,9 @@ describe('reading scores', () => {
       '2030-05-03 a market_commentary',
     ]);
     expect(keysOf((await readScores(id, `source=${b}&to=2030-05-02`)).body.data)).toEqual(['2030-05-02 b market_commentary']);
+    // No rows: the instrument's sources are judged, and their scores, of 2030, are none of them dated in the 7 days before the read.
     const none = (await readScores(id, 'from=2031-01-01')).body;
-    expect(none).toEqual({ data: [], meta: { asOf: expect.any(String), source: 'none', stale: false, staleReason: null } });
+    expect(none).toEqual({ data: [], meta: { asOf: expect.any(String), source: 'none', stale: true, staleReason: 'source_silent' } });
   });
 
   it('when the instrument is unknown, then 404; a bad filter 400 naming it; a key without sentiment:read 403', async () => {

@@ -70,6 +70,10 @@ const intradayVariants: Record<string, unknown>[] = [
 
 // Replacement values that a field might plausibly carry, good and bad.
 const CORRUPTIONS: unknown[] = [
+  // The base rows' asOf, spelled another way (a knownAt naming the same instant is accepted), and a minute later.
+  '2024-03-01T00:00:00.000Z',
+  '2024-03-01T14:32:00Z',
+  '2024-03-01T00:01:00Z',
   undefined,
   null,
   '',
@@ -160,7 +164,7 @@ describe('bar rows: the hand-written hot path agrees with the zod schema', () =>
   });
 
   it('when any single field of a daily row is corrupted, dropped or added, then the hot path never accepts a row the schema refuses', () => {
-    const rows = corruptions(dailyVariants, ['stale', 'priceBasis', 'reflectsActionsThrough']);
+    const rows = corruptions(dailyVariants, ['stale', 'priceBasis', 'reflectsActionsThrough', 'knownAt']);
     const { fastAccepted, schemaAccepted } = agreement(dailyBarIngest, rows);
     expect(rows.length).toBeGreaterThan(5_000);
     // Both sides accept a real share of the corrupted rows (e.g. a null volume), so the comparison is not vacuous.
@@ -170,14 +174,14 @@ describe('bar rows: the hand-written hot path agrees with the zod schema', () =>
 
   it('when intraday rows are well formed or corrupted, then the hot path agrees with the schema the same way', () => {
     for (const raw of intradayVariants) expect(intradayBarIngest.fastRow!(raw), JSON.stringify(raw)).toStrictEqual(intradayBarIngest.rowSchema.parse(raw));
-    const { fastAccepted } = agreement(intradayBarIngest, corruptions(intradayVariants, []));
+    const { fastAccepted } = agreement(intradayBarIngest, corruptions(intradayVariants, ['knownAt']));
     expect(fastAccepted).toBeGreaterThan(50);
   });
 
   it('when numeric text overflows to Infinity, then the schema refuses it (it would otherwise be stored as Infinity)', () => {
     const parsed = dailyBarIngest.rowSchema.safeParse({ ...dailyCsv, highPrice: '1e999' });
     expect(parsed.success).toBe(false);
-    expect(parsed.error!.issues.map((i) => [i.path.join('.'), i.message])).toContainEqual(['highPrice', 'must be a finite number']);
+    expect(parsed.error!.issues.map((i) => [i.path.join('.'), i.message])).toContainEqual(['highPrice', 'must be a finite number greater than 0']);
   });
 });
 
@@ -201,12 +205,18 @@ describe("bar rows: the hand-written COPY line carries the generic encoder's val
 
   it('when daily rows come as JSON numbers or CSV text, by the hot path or the schema, then each field holds the same value', () => {
     cases(dailyBarIngest, dailyVariants, [
-      { ...dailyCsv, quoteUnit: 'USD\tper\\share', source: 'a\nb', knownAt: '2024-03-01T12:00:00Z' },
+      { ...dailyCsv, quoteUnit: 'USD\tper\\share', source: 'a\nb', asOf: undefined, knownAt: '2024-03-01T12:00:00Z' },
+      // The same instant under both names; and neither, known from the upload's start.
+      { ...dailyCsv, knownAt: '2024-03-01T00:00:00Z' },
+      { ...dailyCsv, asOf: undefined },
       { ...dailyCsv, openPrice: null, lowPrice: null, closePrice: '100.1000000000000000055511151231257827021181583404541015625', volume: '1e-400' },
     ]);
   });
 
   it('when intraday rows come as JSON numbers or CSV text, then each field holds the same value', () => {
-    cases(intradayBarIngest, intradayVariants, [{ ...intradayJson, source: 'tab\there', knownAt: '2024-03-01T14:35:00Z' }]);
+    cases(intradayBarIngest, intradayVariants, [
+      { ...intradayJson, source: 'tab\there', asOf: undefined, knownAt: '2024-03-01T14:35:00Z' },
+      { ...intradayJson, asOf: undefined },
+    ]);
   });
 });

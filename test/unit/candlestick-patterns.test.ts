@@ -2,7 +2,7 @@
 // and NOT on a near-miss fixture that breaks one of its documented rules.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { detectCandlestickPatterns, type CandleBars } from '../../workers/candlestick-patterns.ts';
+import { CANDLESTICK_SEARCH_MIN_BARS, detectCandlestickPatterns, type CandleBars } from '../../workers/candlestick-patterns.ts';
 import { CANDLESTICK_PATTERNS, type CandlestickPatternName } from '../../workers/contract.ts';
 
 type Ohlc = [open: number, high: number, low: number, close: number];
@@ -265,7 +265,8 @@ describe('robustness', () => {
     expect(names(b)).toEqual([]);
   });
 
-  it('too little context: hammer/hanging man need 6 bars before the candle', () => {
+  it('too little context: hammer/hanging man need 6 bars before the candle, so saying none completes needs 7 (CANDLESTICK_SEARCH_MIN_BARS)', () => {
+    expect(CANDLESTICK_SEARCH_MIN_BARS).toBe(6 + 1);
     // The fixture has 8 context bars; keeping the last `context` of them before the candle.
     const withContext = (b: Bars, context: number): CandleBars => {
       const from = b.close.length - 1 - context;

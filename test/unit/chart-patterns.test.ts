@@ -3,7 +3,7 @@
 // worked out by hand from the waypoints) and NOT on a near miss.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { DOUBLE_PEAK_TOLERANCE, detectChartPatterns, findPivots, type ChartPattern } from '../../workers/chart-patterns.ts';
+import { CHART_PATTERNS_MIN_BARS, DOUBLE_PEAK_TOLERANCE, detectChartPatterns, findPivots, type ChartPattern } from '../../workers/chart-patterns.ts';
 import { CHART_PATTERN_TYPES, type ChartPatternType } from '../../workers/contract.ts';
 
 /** Piecewise-linear close series through [index, price] waypoints. */
@@ -400,6 +400,40 @@ describe('detection result', () => {
     ]);
     expect(detectChartPatterns(straight)).toMatchObject({ patterns: [], dominantPattern: null });
     expect(detectChartPatterns(new Float64Array(5))).toMatchObject({ patterns: [], dominantPattern: null });
+  });
+
+  it('the fewest closes each kind completes in: a triangle 26 (CHART_PATTERNS_MIN_BARS, so finding none means none from there), a head and shoulders 23, a double top 21; one close fewer and it cannot', () => {
+    // Each swing point needs 5 closes on either side. Ascending triangle: highs 110 at 5 and 15, lows 100 at 10
+    // and 104 at 20 (a 15-bar span), then up to 109 without a breakout.
+    const triangle = path([
+      [0, 100],
+      [5, 110],
+      [10, 100],
+      [15, 110],
+      [20, 104],
+      [25, 109],
+    ]);
+    // Head and shoulders: the head (108, bar 11) is above both shoulders (100 at 5, 100.5 at 17), so it must be
+    // more than 5 bars from each; the closes beside it stay below the shoulders.
+    const hsCloses = [85, 88, 91, 94, 97, 100, 97, 94.5, 92, 95, 99, 108, 100, 96, 92.5, 95, 99, 100.5, 98, 96, 94, 93, 92.6];
+    // Double top: peaks 100 at 5 and 100.5 at 15 (10 bars apart), trough 92 at 10.
+    const double = path([
+      [0, 85],
+      [5, 100],
+      [10, 92],
+      [15, 100.5],
+      [20, 95],
+    ]);
+    expect(CHART_PATTERNS_MIN_BARS).toBe(26);
+    for (const [type, close, n] of [
+      ['ascending_triangle', triangle, 26],
+      ['head_and_shoulders', Float64Array.from(hsCloses), 23],
+      ['double_top', double, 21],
+    ] as const) {
+      expect(close.length, type).toBe(n);
+      expect(find(close, type), `${type} over ${n} closes`).toBeDefined();
+      expect(find(close.slice(0, n - 1), type), `${type} over ${n - 1} closes`).toBeUndefined();
+    }
   });
 
   it('real S&P 500 windows: well-formed patterns (signal matches type, target on the right side)', () => {

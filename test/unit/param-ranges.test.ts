@@ -5,22 +5,20 @@ import { AppError } from '../../server/core/errors.ts';
 import { parse } from '../../server/core/validate.ts';
 import { openApiPath, type RouteDefinition } from '../../server/http/route.ts';
 import { openApiFiles } from '../../server/write-openapi.ts';
+import { numberWords, receivedNumber, type NumberSchema } from '../support/range-words.ts';
 
 // Every bounded integer or number a route takes, in its query or its JSON
-// body, as the OpenAPI documents state it: a refusal names the range
-// (docs/api.md, "Errors"). The bounds are read from the documents, not from
-// the schemas' own checks, and the expected wording is written out here:
-//   a number outside [a, b]       -> "must be between a and b"
-//   (a, b], one-sided, ...        -> "must be greater than a and at most b", "must be at least a"
-//   not an integer / not a number -> "must be an integer in [a, b]", "must be a number in (a, b]",
-//                                    one-sided: "must be an integer of at least a", "must be a number greater than a"
+// body, as the OpenAPI documents state it: a refusal names the range and
+// what was received (docs/api.md, "Errors"). The bounds are read from the
+// documents, not from the schemas' own checks, and the expected wording is
+// written out in test/support/range-words.ts, whatever was wrong with the value:
+//   an integer in [a, b]          -> "must be an integer between a and b; received <value>"
+//   a number in (a, b]            -> "must be a number greater than a and at most b; received <value>"
+//   one-sided                     -> "must be an integer of at least a", "must be a number greater than a"
+//   a field named ...Days/...Hours -> "must be a whole number of days between a and b; received <value> days",
+//                                    a fraction of a day as minutes: "1/1440 (1 minute)"
 
-interface JsonSchema {
-  type?: string | string[];
-  minimum?: number;
-  maximum?: number;
-  exclusiveMinimum?: number;
-  exclusiveMaximum?: number;
+interface JsonSchema extends NumberSchema {
   properties?: Record<string, JsonSchema>;
   items?: JsonSchema;
   $ref?: string;
@@ -89,23 +87,6 @@ function boundedParameters(): Bounded[] {
   return out;
 }
 
-/** The range as the docs word it, from the document's bounds. */
-function words(s: JsonSchema) {
-  const lower = s.exclusiveMinimum !== undefined ? { v: s.exclusiveMinimum, incl: false } : s.minimum !== undefined ? { v: s.minimum, incl: true } : null;
-  const upper = s.exclusiveMaximum !== undefined ? { v: s.exclusiveMaximum, incl: false } : s.maximum !== undefined ? { v: s.maximum, incl: true } : null;
-  const integer = s.type === 'integer';
-  // An integer's exclusive bound is the next integer inside it.
-  const lo = lower && integer && !lower.incl ? { v: Math.floor(lower.v) + 1, incl: true } : lower;
-  const hi = upper && integer && !upper.incl ? { v: Math.ceil(upper.v) - 1, incl: true } : upper;
-  const range =
-    lo && hi && lo.incl && hi.incl
-      ? `between ${lo.v} and ${hi.v}`
-      : [lo && `${lo.incl ? 'at least' : 'greater than'} ${lo.v}`, hi && `${hi.incl ? 'at most' : 'less than'} ${hi.v}`].filter(Boolean).join(' and ');
-  const kind = integer ? 'an integer' : 'a number';
-  const type = lo && hi ? `must be ${kind} in ${lo.incl ? '[' : '('}${lo.v}, ${hi.v}${hi.incl ? ']' : ')'}` : `must be ${kind} ${integer ? 'of ' : ''}${range}`;
-  return { outside: `must be ${range}`, type, lo, hi, integer };
-}
-
 /** The input holding `value` at `path`, everything else absent. */
 function input(path: (string | number)[], value: unknown): unknown {
   if (path.length === 0) return value;
@@ -147,19 +128,22 @@ describe('bounded numbers name their range', () => {
   });
 
   it.each(bounded.map((b) => [`${b.where} ${b.part} ${b.path.join('.')}`, b] as const))(
-    'when %s is outside its range or not a number, then its first message names the range',
+    'when %s is outside its range or not a number, then its first message names the range and the value received',
     (_name, b) => {
-      const w = words(b.schema);
+      const w = numberWords(b.schema, String(b.path.at(-1)));
+      // A number received is told as sent, in the field's unit; a fraction of a unit is also told in a smaller one.
+      const received = (v: number) => `${w.rule}; ${receivedNumber(v, w.unit)}`;
+      const first = (v: number | string) => messagesFor(b, v)[0];
       if (w.hi) {
         const above = w.integer ? w.hi.v + 1 : w.hi.v + Math.max(1, Math.abs(w.hi.v));
-        if (Number.isSafeInteger(above) || !w.integer) expect(messagesFor(b, above)[0], `${above}`).toBe(w.outside);
+        if (Number.isSafeInteger(above) || !w.integer) expect(first(above).startsWith(received(above)), `${above}: ${first(above)}`).toBe(true);
       }
       if (w.lo) {
         const below = w.integer ? w.lo.v - 1 : w.lo.v - Math.max(1, Math.abs(w.lo.v));
-        if (Number.isSafeInteger(below) || !w.integer) expect(messagesFor(b, below)[0], `${below}`).toBe(w.outside);
+        if (Number.isSafeInteger(below) || !w.integer) expect(first(below).startsWith(received(below)), `${below}: ${first(below)}`).toBe(true);
       }
-      expect(messagesFor(b, 'x')[0], 'x').toBe(w.type);
-      if (w.integer && w.lo) expect(messagesFor(b, w.lo.v + 0.5)[0], `${w.lo.v + 0.5}`).toBe(w.type);
+      expect(first('x'), 'x').toBe(`${w.rule}; received "x"`);
+      if (w.integer && w.lo) expect(first(w.lo.v + 0.5).startsWith(received(w.lo.v + 0.5)), `${w.lo.v + 0.5}`).toBe(true);
     },
   );
 });

@@ -533,7 +533,7 @@ describe('nulls when data is insufficient or missing', () => {
     expect(at(33).macd.value).toBeNull();
     expect(at(34).macd.value).not.toBeNull();
     expect(at(34).macd.crossover).toBeNull(); // one histogram value: no crossover can be judged
-    expect(at(35).macd.crossover).not.toBeNull();
+    expect(at(37).macd.crossover).not.toBeNull(); // all 3 transitions of the lookback exist: a crossover or none
     expect(at(15).stochastic.stochD).toBeNull();
     expect(at(16).stochastic.stochD).not.toBeNull();
     expect(at(14).atr.value).toBeNull();
@@ -603,18 +603,19 @@ describe('nulls when data is insufficient or missing', () => {
   });
 });
 
-describe('signals and thresholds', () => {
-  const synth = (close: number[], spread = 0.005): OhlcvBars => {
-    const c = Float64Array.from(close);
-    return {
-      open: Float64Array.from(close.map((x, i) => (i === 0 ? x : close[i - 1]))),
-      high: Float64Array.from(close.map((x, i) => Math.max(x, i === 0 ? x : close[i - 1]) * (1 + spread))),
-      low: Float64Array.from(close.map((x, i) => Math.min(x, i === 0 ? x : close[i - 1]) * (1 - spread))),
-      close: c,
-      volume: new Float64Array(close.length).fill(1000),
-    };
+/** Bars from closes: each opens at the previous close, its high and low `spread` beyond, volume 1000. */
+function synth(close: number[], spread = 0.005): OhlcvBars {
+  const c = Float64Array.from(close);
+  return {
+    open: Float64Array.from(close.map((x, i) => (i === 0 ? x : close[i - 1]))),
+    high: Float64Array.from(close.map((x, i) => Math.max(x, i === 0 ? x : close[i - 1]) * (1 + spread))),
+    low: Float64Array.from(close.map((x, i) => Math.min(x, i === 0 ? x : close[i - 1]) * (1 - spread))),
+    close: c,
+    volume: new Float64Array(close.length).fill(1000),
   };
+}
 
+describe('signals and thresholds', () => {
   it('steady rise: RSI 100 overbought, stochastic overbought, MAs bullish, consensus bullish', () => {
     const t = computeTechnicals(synth(Array.from({ length: 250 }, (_, i) => 100 * 1.004 ** i)));
     expect(t.rsi.value).toBe(100);
@@ -706,5 +707,217 @@ describe('signals and thresholds', () => {
     expect(maStackScore([1, 2, 3, 4])).toBe(-1);
     expect(maStackScore([3, 4, 2, 1])).toBeCloseTo(4 / 6, 12);
     expect(maStackScore([5])).toBeNull();
+  });
+});
+
+/** Bars from [open, high, low, close, volume] rows. */
+function candles(rows: [number, number, number, number, number][]): OhlcvBars {
+  const col = (k: number) => Float64Array.from(rows.map((r) => r[k]));
+  return { open: col(0), high: col(1), low: col(2), close: col(3), volume: col(4) };
+}
+
+/** n closes rising 0.4 % a day from 100. */
+const risingCloses = (n: number) => Array.from({ length: n }, (_, i) => 100 * 1.004 ** i);
+/**
+ * A steady rise as synth bars. Their candles match no pattern after the first bar: body 0.4 % of the
+ * price against a range of about 1.4 % (no doji, no long body), shadows of 0.5 % (no hammer shape), and
+ * every candle is white (no two- or three-candle reversal, no soldiers: the bodies are under half the range).
+ */
+const rising = (n: number) => synth(risingCloses(n));
+
+/** The fields of a reading that hold a figure or a verdict: not its words, its reason, a fixed period or a pattern list. */
+const nullFields = (reading: object) =>
+  Object.entries(reading)
+    .filter(([k, v]) => !['description', 'reason', 'patterns'].includes(k) && v === null)
+    .map(([k]) => k);
+
+describe('too little data: null with a reason, never a verdict or a zero', () => {
+  it('when one bar is all there is, then nothing gives a verdict: the trend is null (insufficient_bars), the VWAP is the bar’s typical price without a signal, and the candlestick has no confidence', () => {
+    // body 2 of range 4: no doji; the hammer family needs 6 bars before its candle
+    const t = computeTechnicals(candles([[100, 103, 99, 102, 1000]]));
+    expect(t.dataPoints).toBe(1);
+    expect(t.trend).toEqual({ direction: null, strength: null, confidence: null, reason: 'insufficient_bars', description: expect.any(String) });
+    expect(t.trend.description).toMatch(/at least 3 indicator votes/);
+    expect(t.vwap.value).toBeCloseTo((103 + 99 + 102) / 3, 10);
+    expect(t.vwap).toMatchObject({ signal: null, reason: 'insufficient_bars' });
+    expect(t.candlestick).toMatchObject({ signal: null, confidence: null, patterns: [], reason: 'insufficient_bars' });
+    expect(t.chartPatterns).toMatchObject({ patterns: [], dominantPattern: null, reason: 'insufficient_bars' });
+    const verdicts = {
+      'rsi.signal': t.rsi.signal,
+      'macd.trend': t.macd.trend,
+      'macd.crossover': t.macd.crossover,
+      'stochastic.signal': t.stochastic.signal,
+      'ema.trend': t.ema.trend,
+      'ema.strength': t.ema.strength,
+      'sma.trend': t.sma.trend,
+      'wma.trend': t.wma.trend,
+      'ichimoku.signal': t.ichimoku.signal,
+      'bollingerBands.signal': t.bollingerBands.signal,
+      'atr.signal': t.atr.signal,
+    };
+    expect(verdicts).toEqual(Object.fromEntries(Object.keys(verdicts).map((k) => [k, null])));
+    for (const [name, reading] of Object.entries(t)) {
+      if (name !== 'dataPoints') expect((reading as { reason: unknown }).reason, name).toBe('insufficient_bars');
+    }
+  });
+
+  it('when the one bar is a doji, then the doji is reported: neutral, confidence 0.8 (shape 1, no prior trend to score); the trend still waits, patterns do not count as votes', () => {
+    const t = computeTechnicals(candles([[100, 101, 99, 100, 1000]]));
+    expect(t.candlestick).toMatchObject({ signal: 'neutral', patterns: [{ name: 'doji', confidence: expect.any(Number) }], reason: null });
+    expect(t.candlestick.confidence).toBeCloseTo(0.5 + 0.3 * 1 + 0.2 * 0, 12);
+    expect(t.trend).toMatchObject({ direction: null, reason: 'insufficient_bars' });
+  });
+
+  it('when there are two bars, then the VWAP has a signal: (100·1000 + 101.33·3000) / 4000 = 101, and the close of 102 is above it', () => {
+    const t = computeTechnicals(
+      candles([
+        [100, 101, 99, 100, 1000],
+        [100, 103, 99, 102, 3000],
+      ]),
+    );
+    expect(t.vwap.value).toBeCloseTo(101, 10);
+    expect(t.vwap).toMatchObject({ signal: 'above', reason: null });
+  });
+
+  it('when only one moving average exists, then its trend is null; from the two fastest (EMA 20 bars, SMA and WMA 50) a steady rise stacks bullish', () => {
+    // Over a rise, an average weighting recent closes more is higher, and the close is above every average.
+    const at19 = computeTechnicals(rising(19));
+    expect(at19.ema.ema12).toEqual(expect.any(Number));
+    expect(at19.ema).toMatchObject({ ema20: null, trend: null, strength: null, reason: 'insufficient_bars' });
+    const at20 = computeTechnicals(rising(20));
+    expect(at20.ema).toMatchObject({ trend: 'bullish', strength: 1, reason: 'insufficient_bars' }); // EMA50 and EMA200 still null
+    expect(at20.ema.description).toMatch(/EMA50, EMA200 null/);
+    const at49 = computeTechnicals(rising(49));
+    expect(at49.sma.sma20).toEqual(expect.any(Number));
+    expect(at49.wma.wma20).toEqual(expect.any(Number));
+    expect(at49.sma).toMatchObject({ trend: null, reason: 'insufficient_bars' });
+    expect(at49.wma).toMatchObject({ trend: null, reason: 'insufficient_bars' });
+    const at50 = computeTechnicals(rising(50));
+    expect(at50.sma.trend).toBe('bullish');
+    expect(at50.wma.trend).toBe('bullish');
+    const at200 = computeTechnicals(rising(200));
+    expect(at200.ema).toMatchObject({ trend: 'bullish', strength: 1, reason: null });
+    expect(at200.sma.reason).toBeNull();
+    expect(at200.wma.reason).toBeNull();
+  });
+
+  it('when fewer than 3 indicators can vote, then the trend is null; over a steady rise the 3rd vote (EMA) comes at 20 bars: VWAP, RSI and EMA all bullish, strength 1, confidence 2.5/8', () => {
+    // 2..14 bars: only VWAP votes; 15..19: VWAP and RSI.
+    for (const n of [2, 3, 14, 15, 19]) {
+      const t = computeTechnicals(rising(n));
+      expect(t.trend, `${n} bars`).toMatchObject({ direction: null, strength: null, confidence: null, reason: 'insufficient_bars' });
+    }
+    const t = computeTechnicals(rising(20));
+    expect(t.candlestick.patterns).toEqual([]);
+    expect(t.chartPatterns.patterns).toEqual([]);
+    // votes: VWAP +1 (weight 0.5), RSI 100 ≥ 55 → +1 (1), EMA bullish +1 (1); S = 1; coverage 2.5 of 8
+    expect(t.vwap.signal).toBe('above');
+    expect(t.rsi.value).toBe(100);
+    expect(t.trend).toMatchObject({ direction: 'bullish', strength: 1, reason: null });
+    expect(t.trend.confidence).toBeCloseTo(2.5 / 8, 12);
+  });
+
+  it('when a source has closes only, then stochastic, ATR, Ichimoku, VWAP and candlesticks are null (missing_fields), and the trend waits for MACD, its 3rd vote, at 34 bars (too_few_votes before)', () => {
+    const closesOnly = (n: number): OhlcvBars => {
+      const nan = () => new Float64Array(n).fill(NaN);
+      return { open: nan(), high: nan(), low: nan(), close: Float64Array.from(risingCloses(n)), volume: nan() };
+    };
+    const at33 = computeTechnicals(closesOnly(33));
+    for (const name of ['stochastic', 'atr', 'ichimoku', 'vwap', 'candlestick'] as const) expect(at33[name].reason, name).toBe('missing_fields');
+    expect(at33.trend).toMatchObject({ direction: null, reason: 'too_few_votes' }); // RSI and EMA vote: 2
+    // The MACD histogram at the 34th bar, by the textbook composition, is positive: a bullish vote.
+    expect(textbookMacd(risingCloses(34)).histogram.at(-1)).toBeGreaterThan(0);
+    const at34 = computeTechnicals(closesOnly(34));
+    expect(at34.macd.trend).toBe('bullish');
+    expect(at34.trend).toMatchObject({ direction: 'bullish', strength: 1, reason: null });
+    expect(at34.trend.confidence).toBeCloseTo(3 / 8, 12);
+  });
+
+  it('when a gap leaves fewer complete bars than a reading needs, then it is missing_fields; a short window without a gap is insufficient_bars', () => {
+    const s = slice(sp, 3000, 3100);
+    s.high[49] = NaN;
+    expect(computeTechnicals(s).ichimoku.reason).toBe('missing_fields'); // 50 complete bars of 100, 78 needed
+    expect(computeTechnicals(slice(sp, 3050, 3100)).ichimoku.reason).toBe('insufficient_bars');
+  });
+
+  it('when no candlestick pattern completes, then signal and confidence are null, never 0: insufficient_bars below 7 bars, no_pattern from 7', () => {
+    expect(computeTechnicals(rising(6)).candlestick).toMatchObject({ signal: null, confidence: null, patterns: [], reason: 'insufficient_bars' });
+    expect(computeTechnicals(rising(7)).candlestick).toMatchObject({ signal: null, confidence: null, patterns: [], reason: 'no_pattern' });
+  });
+
+  it('when a bullish and a bearish candlestick pattern are equally strong and there is no doji, then the signal is neutral with a null confidence (conflicting_patterns)', () => {
+    // Closes 110 → 100 over the 5 bars before the engulfing pair (−9 %, a full down-trend), 95 → 101 over
+    // the 5 before the last candle (+6.3 %, a full up-trend). The last candle (O 100, H 115.25, L 99.25,
+    // C 103.25) has an upper shadow of 12 of its 16 range: a shooting star, q = (0.75 − 0.5)/0.4 = 0.625;
+    // its body of 3.25 (not a doji: above 1.6) engulfs the previous black body of 2: q = 3.25/2 − 1 = 0.625.
+    const t = computeTechnicals(
+      candles([
+        [104, 108, 100, 104, 1000],
+        [110, 114, 106, 110, 1000],
+        [95, 99, 91, 95, 1000],
+        [96, 100, 92, 96, 1000],
+        [97, 101, 93, 97, 1000],
+        [98, 102, 94, 98, 1000],
+        [100, 104, 96, 100, 1000],
+        [103, 105, 97, 101, 1000],
+        [100, 115.25, 99.25, 103.25, 1000],
+      ]),
+    );
+    const each = 0.5 + 0.3 * 0.625 + 0.2 * 1;
+    expect(t.candlestick.patterns).toEqual([
+      { name: 'shooting_star', confidence: each },
+      { name: 'bullish_engulfing', confidence: each },
+    ]);
+    expect(t.candlestick).toMatchObject({ signal: 'neutral', confidence: null, reason: 'conflicting_patterns' });
+  });
+
+  it('when no chart pattern is found, then dominantPattern is null: insufficient_bars below 26 closes (a triangle cannot fit), no_pattern from 26', () => {
+    expect(computeTechnicals(rising(25)).chartPatterns).toMatchObject({ patterns: [], dominantPattern: null, reason: 'insufficient_bars' });
+    expect(computeTechnicals(rising(26)).chartPatterns).toMatchObject({ patterns: [], dominantPattern: null, reason: 'no_pattern' });
+  });
+
+  it('when fewer than 3 histogram transitions exist, then the MACD crossover is null unless one is found; none is said from 37 bars', () => {
+    // A steady rise: by the textbook composition the histogram is positive from its first value on, so no crossover.
+    const h = textbookMacd(risingCloses(37)).histogram.slice(33);
+    expect(h.every((x) => x > 0)).toBe(true);
+    for (const n of [34, 35, 36]) {
+      expect(computeTechnicals(rising(n)).macd, `${n} bars`).toMatchObject({ trend: 'bullish', crossover: null, reason: 'insufficient_bars' });
+    }
+    expect(computeTechnicals(rising(37)).macd).toMatchObject({ crossover: 'none', reason: null });
+    // An accelerating fall over 34 bars, then a jump: the histogram turns from negative to positive into bar 34.
+    const c = [...Array.from({ length: 34 }, (_, i) => 200 - i - 0.02 * i * i), 200];
+    const ref = textbookMacd(c).histogram;
+    expect(ref[33]).toBeLessThan(0);
+    expect(ref[34]).toBeGreaterThan(0);
+    expect(computeTechnicals(synth(c)).macd).toMatchObject({ crossover: 'bullish_crossover', reason: null });
+  });
+
+  it('for every window from 1 to 120 bars of the S&P 500, closes only and flat, then each reading’s reason is null exactly when none of its fields is null', () => {
+    const nan = (n: number) => new Float64Array(n).fill(NaN);
+    const flat = (n: number) => new Float64Array(n).fill(100);
+    let withReason = 0;
+    let without = 0;
+    for (let n = 1; n <= 120; n++) {
+      const real = slice(sp, 2000, 2000 + n);
+      for (const b of [
+        real,
+        { open: nan(n), high: nan(n), low: nan(n), close: real.close, volume: nan(n) },
+        { open: flat(n), high: flat(n), low: flat(n), close: flat(n), volume: flat(n) },
+      ]) {
+        const t = computeTechnicals(b);
+        for (const [name, reading] of Object.entries(t)) {
+          if (name === 'dataPoints') continue;
+          const { reason } = reading as { reason: string | null };
+          expect({ n, name, reason, nulls: nullFields(reading) }).toEqual(
+            reason === null ? { n, name, reason, nulls: [] } : { n, name, reason, nulls: expect.arrayContaining([expect.any(String)]) },
+          );
+          if (reason === null) without++;
+          else withReason++;
+        }
+      }
+    }
+    // both sides of the equivalence are exercised
+    expect(withReason).toBeGreaterThan(0);
+    expect(without).toBeGreaterThan(0);
   });
 });

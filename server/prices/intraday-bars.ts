@@ -1,0 +1,49 @@
+import type { ISql } from '../db/sql.ts';
+import type { Format } from '../core/params.ts';
+import { lastMinuteBarDay, storedMinuteBars } from './intraday-bars-at.ts';
+import type { EmptyReason } from './daily-bars.ts';
+import type { Interval } from './repository.ts';
+import * as text from './intraday-text-repository.ts';
+
+// The one read interface of intraday bars, daily-bars.ts's twin: the price
+// routes and freshness read intraday_bars, its revisions and its rollups
+// through these functions, each at the instant it reads at (docs/api.md,
+// "Point in time"): a read with asOf takes the 1-minute bars as known then
+// and rolls them up at read; one without reads the stored bars or rollups,
+// the latest revisions. Their SQL is in intraday-text-repository.ts and
+// intraday-bars-at.ts; the writes are in repository.ts.
+
+export type { IntradayText } from './intraday-text-repository.ts';
+export { joinIntradayTexts } from './intraday-text-repository.ts';
+
+/** The instrument's bars at `interval` starting within [from, to] as response text, as known at `knownAt` (undefined: the latest). */
+export function readIntradayText(sql: ISql, format: Format, instrumentId: string, interval: Interval, from: Date, to: Date, knownAt: Date | undefined) {
+  return text.intradayText(sql, format, instrumentId, interval, from, to, knownAt);
+}
+
+/**
+ * The instrument's asset class and the day of its last 1-minute bar at or
+ * before `knownAt` and known by then (New York day; UTC day for crypto),
+ * after `after` when given; undefined for an unknown instrument.
+ */
+export async function readLastMinuteBarDay(sql: ISql, instrumentId: string, knownAt: Date, after: Date | null) {
+  const row = await lastMinuteBarDay(sql, instrumentId, knownAt, after);
+  return row && { assetClass: row.asset_class, lastBar: row.last_bar };
+}
+
+/**
+ * Why an intraday read of [from, to] found no bar: `no_stored_bars`, none
+ * is stored in the window, or `not_yet_known`, bars are stored but none was
+ * known at `knownAt`.
+ */
+export async function readIntradayEmptyReason(
+  sql: ISql,
+  instrumentId: string,
+  from: Date,
+  to: Date,
+  knownAt: Date | undefined,
+): Promise<Exclude<EmptyReason, 'not_in_version'>> {
+  if (!knownAt) return 'no_stored_bars';
+  const stored = await storedMinuteBars(sql, instrumentId, from, to);
+  return stored.firstKnown && stored.firstKnown > knownAt ? 'not_yet_known' : 'no_stored_bars';
+}
