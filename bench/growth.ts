@@ -271,7 +271,7 @@ export async function loadHistory(
     // A correction is known a day after its minute: none of the last day, whose correction would be known in the future.
     db.load.minuteBars = await loadMinuteBars(sql, minuteIds, minuteFromMs, cal.endMs, new Date(cal.endMs - DAY_MS));
 
-    // A correction is known 5 days after its bar's day, and an upload may not state a knownAt in the future.
+    // A correction is known 5 days after its bar's day, and an upload may not state an asOf in the future.
     const corrections = await dailyCorrectionsCsv(sql, dayOf(cal.endMs - 5 * DAY_MS));
     const upload = await service.admin.postStream('/bars/daily', 'text/csv', inPieces(corrections.csv.split(/(?<=\n)/)));
     if (upload.status !== 200 || upload.body.data.updated !== corrections.rows) {

@@ -44,9 +44,9 @@ function ohlc(sql: ISql): Fragment {
 
 /**
  * Daily bars for every weekday of [from, to] of the instruments `ids`, one
- * statement per calendar year (a daily_bars chunk is 365 days). Known at the
- * end of the bar's day, the assumption sql/019 makes for history without a
- * recorded knowledge time.
+ * statement per calendar year (a daily_bars chunk is 365 days). Known
+ * (as_of) at the end of the bar's day, as history without a recorded
+ * knowledge time was taken to be.
  */
 export async function loadDailyBars(sql: ISql, ids: string[], from: string, to: string): Promise<LoadStep> {
   const started = performance.now();
@@ -60,11 +60,11 @@ export async function loadDailyBars(sql: ISql, ids: string[], from: string, to: 
     const result = await sql`
       insert into daily_bars (
         instrument_id, bar_date, open_price, high_price, low_price, close_price, volume,
-        quote_currency, quote_unit, source, as_of, known_at
+        quote_currency, quote_unit, source, as_of
       )
       select i.id, d.bar_date, ${ohlc(sql)},
         1000 + abs(hashint8(d.n::bigint * 1000 + i.k)) % 1000000,
-        'USD', 'USD per share', 'bench', d.known, d.known
+        'USD', 'USD per share', 'bench', d.known
       from (
         select day::date as bar_date, (day::date - date '1970-01-01')::float8 as n,
           (day + interval '1 day' - interval '1 millisecond') at time zone 'UTC' as known
@@ -87,7 +87,7 @@ export async function loadDailyBars(sql: ISql, ids: string[], from: string, to: 
 /**
  * 1-minute bars for every minute of [fromMs, toMs) of the instruments `ids`
  * (a 24-hour market), one statement per 7 days (an intraday_bars chunk).
- * Known at the end of the bar's minute, as sql/019 assumes for such history,
+ * Known (as_of) at the end of the bar's minute,
  * except about one bar in 10,000 before `correctBefore` (chosen by instrument
  * and minute alone, so the same bars in both histories), stored as corrected
  * a day later: the close 1% higher, and what it replaced kept in
@@ -122,23 +122,23 @@ export async function loadMinuteBars(sql: ISql, ids: string[], fromMs: number, t
       ),
       kept as (
         insert into intraday_bar_revisions (
-          instrument_id, bar_ts, known_at, open_price, high_price, low_price, close_price, volume,
+          instrument_id, bar_ts, open_price, high_price, low_price, close_price, volume,
           quote_currency, quote_unit, source, as_of
         )
-        select instrument_id, bar_ts, bar_ts + interval '1 minute', open_price, high_price, low_price, close_price, volume,
+        select instrument_id, bar_ts, open_price, high_price, low_price, close_price, volume,
           'USD', 'USD per BTC', 'bench', bar_ts + interval '1 minute'
         from bars
         where corrected
       )
       insert into intraday_bars (
         instrument_id, bar_ts, open_price, high_price, low_price, close_price, volume,
-        quote_currency, quote_unit, source, as_of, known_at
+        quote_currency, quote_unit, source, as_of
       )
       select instrument_id, bar_ts, open_price,
         case when corrected then greatest(high_price, fixed) else high_price end,
         low_price,
         case when corrected then fixed else close_price end,
-        volume, 'USD', 'USD per BTC', 'bench', known, known
+        volume, 'USD', 'USD per BTC', 'bench', known
       from bars
       cross join lateral (
         select round(close_price * 1.01::float8 * 10000) / 10000 as fixed,
@@ -160,20 +160,20 @@ const corrected = (sql: ISql, time: string, oneIn: number) => sql`abs(hashtext(i
 /**
  * The corrections of the daily bars, as the CSV of an upload through the admin
  * API (which keeps what each replaces in daily_bar_revisions and bumps the
- * instruments' versions, sql/015 and sql/019): the close 1% higher, known 5
- * days after the bar's day. About one bar in 1,000, dated `through` or before.
+ * instruments' versions, sql/015 and sql/022): the close 1% higher, known
+ * (asOf) 5 days after the bar's day. About one bar in 1,000, dated `through`
+ * or before.
  */
 export async function dailyCorrectionsCsv(sql: ISql, through: string): Promise<{ csv: string; rows: number }> {
   const rows = await sql<{ line: string }[]>`
     select concat_ws(',', instrument_id, bar_date, open_price, greatest(high_price, c), low_price, c, volume,
-      quote_currency, quote_unit, source, to_char(as_of at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-      to_char((bar_date + 5) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) as line
+      quote_currency, quote_unit, source, to_char((bar_date + 5) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) as line
     from daily_bars
     cross join lateral (select round((close_price * 1.01)::numeric, 4)::float8 as c) v
     where ${corrected(sql, 'bar_date', 1000)} and bar_date <= ${through}::date
     order by instrument_id, bar_date
   `;
-  const header = 'instrumentId,barDate,openPrice,highPrice,lowPrice,closePrice,volume,quoteCurrency,quoteUnit,source,asOf,knownAt\n';
+  const header = 'instrumentId,barDate,openPrice,highPrice,lowPrice,closePrice,volume,quoteCurrency,quoteUnit,source,asOf\n';
   return { csv: header + rows.map((r) => `${r.line}\n`).join(''), rows: rows.length };
 }
 

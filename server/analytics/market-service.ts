@@ -2,6 +2,7 @@ import type { Reads } from '../db/database.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { existingInstruments } from '../instruments/repository.ts';
 import { readAdjustedSeries, readStoredBars } from '../prices/daily-bars.ts';
+import { plural } from '../core/params.ts';
 import type { ISql } from '../db/sql.ts';
 import { move, type WorkerPool } from '../worker-pool.ts';
 import { dayToDate } from '../core/day-numbers.ts';
@@ -113,7 +114,7 @@ async function emptyWindow(sql: ISql, id: string, window: { from: string; to: st
   const first = stored.firstKnown.toISOString();
   return new AppError(
     'not_found',
-    `none of the ${stored.bars} bars stored for this instrument between ${window.from} and ${window.to} was known at asOf ${asOf.input}; the first became known at ${first}`,
+    `${plural(stored.bars, 'bar')} stored for this instrument between ${window.from} and ${window.to}, none known at asOf ${asOf.input}; the first became known at ${first}`,
     {
       asOf: [`${asOf.input} is before any bar of the window ${window.from}..${window.to} was known: the first became known at ${first}`],
       reason: ['not_yet_known'],

@@ -1,3 +1,4 @@
+import { dayNumber } from './day-numbers.ts';
 import { newYorkTime } from './new-york-time.ts';
 
 /** What the service knows of an instrument's market, enough to say when its daily session closes. */
@@ -76,7 +77,11 @@ function newYorkClose(day: string): number {
   return close;
 }
 
-/** The latest instant any market's session of `barDate` closes at: a bar known from then needs no instrument to be judged. */
+/**
+ * The latest instant any market's session of `barDate` closes at: a bar
+ * known from then needs no instrument to be judged. By arithmetic on the
+ * date, since an upload asks it for every row.
+ */
 export function latestSessionClose(barDate: string): number {
-  return Date.parse(`${barDate}T00:00:00.000Z`) + DAY_MS - 1;
+  return (dayNumber(barDate) + 1) * DAY_MS - 1;
 }

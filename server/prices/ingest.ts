@@ -21,10 +21,17 @@ import type { ISql } from '../db/sql.ts';
 import { readStorageTier, type StorageTier } from '../db/migrate.ts';
 import * as repo from './repository.ts';
 
-/** The instant (ms) a bar row states it became known, undefined when it states none. */
+/**
+ * The instant (ms) a bar row states it became known, undefined when it
+ * states none. An upload's rows mostly repeat one asOf (a vendor file's
+ * publication time), so the last text read is remembered.
+ */
+let lastKnown: { text: string; ms: number } | undefined;
 function knownMs(r: { asOf?: string; knownAt?: string }): number | undefined {
   const stated = statedKnownAt(r);
-  return stated === undefined ? undefined : Date.parse(stated);
+  if (stated === undefined) return undefined;
+  if (lastKnown?.text !== stated) lastKnown = { text: stated, ms: Date.parse(stated) };
+  return lastKnown.ms;
 }
 
 const minuteEnd = (r: { barTimestamp: string }) => Date.parse(r.barTimestamp) + MINUTE_MS;

@@ -38,7 +38,7 @@ export const columnNames = (columns: StagingColumns) => columns.map(([name]) => 
 
 /**
  * Writes the staged intraday batch with writeStagedBars, keeping each stored
- * 1-minute bar a changed one replaces in intraday_bar_revisions (sql/019)
+ * 1-minute bar a changed one replaces in intraday_bar_revisions (sql/019, sql/022)
  * with the instant it became known, so a read with asOf finds it.
  */
 export async function writeStagedIntradayBars(tx: ISql, batch: StagedSpan): Promise<WriteCounts> {
