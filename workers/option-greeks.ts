@@ -74,11 +74,11 @@ export function contractGreeks(
   const hasSpot = usable(spot) && spot > 0;
   if (!hasSpot) {
     missing.push('spotPrice');
-    reasons.push('no underlying price is known at the cut-off');
+    reasons.push("no underlying close is known at the quote's instant");
   }
   if (!usable(rate)) {
     missing.push('riskFreeRate');
-    reasons.push('no risk-free rate is in force at the cut-off');
+    reasons.push("no risk-free rate is known at the quote's instant");
   }
   if (!usable(bid) || !usable(ask)) {
     for (const [side, value] of [

@@ -168,7 +168,7 @@ export const GreeksModelSchema = z.strictObject({
   spotPrice: z.number(),
   riskFreeRate: z.number(),
   dividendYield: z.number(),
-  spotAsOf: z.string().describe("date of the underlying's raw daily close used as spot"),
+  spotAsOf: z.string().describe("date of the underlying's raw daily close used as spot: the latest known at the quote's instant"),
   riskFreeRateSource: z
     .enum(['fred:DGS3MO', 'fred:TB3MS', 'fallback'])
     .describe(

@@ -113,12 +113,12 @@ describe('unavailable Greeks name each missing input', () => {
     expect(greeksOf({})).toMatchObject({ greeksSource: 'computed' });
   });
 
-  it('when the spot is null, then spotPrice is missing and the detail says no underlying price is known', () => {
+  it('when the spot is null, then spotPrice is missing and the detail says no underlying close is known', () => {
     expect(greeksOf({ spot: null })).toEqual({
       unavailable: {
         reason: 'not_supplied_and_not_computable',
         missingInputs: ['spotPrice'],
-        detail: 'Greeks cannot be computed: no underlying price is known at the cut-off.',
+        detail: "Greeks cannot be computed: no underlying close is known at the quote's instant.",
       },
     });
   });
@@ -148,7 +148,7 @@ describe('unavailable Greeks name each missing input', () => {
         reason: 'not_supplied_and_not_computable',
         missingInputs: ['spotPrice', 'riskFreeRate', 'ask', 'timeToExpiry'],
         detail:
-          'Greeks cannot be computed: no underlying price is known at the cut-off; no risk-free rate is in force at the cut-off; the quote has no ask; the contract is at or past expiry (time to expiry 0 years).',
+          "Greeks cannot be computed: no underlying close is known at the quote's instant; no risk-free rate is known at the quote's instant; the quote has no ask; the contract is at or past expiry (time to expiry 0 years).",
       },
     });
   });
