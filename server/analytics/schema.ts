@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { FIRST_DAY, startsBeforeFirstDay } from './series.ts';
+import { startsBeforeFirstDay } from './series.ts';
+import { FIRST_DAY } from '../core/day-numbers.ts';
 import { instrumentIdListSchema, InstrumentIdSchema } from '../core/ids.ts';
 import { AsOfSchema, type PointInTime } from '../core/time.ts';
 import { CORRELATION_METHODS, STRUCTURE_NAMES } from '../../workers/contract.ts';

@@ -1,4 +1,5 @@
 import type { PointInTime } from '../core/time.ts';
+import { FIRST_DAY_MS } from '../core/day-numbers.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -9,12 +10,6 @@ export interface LookbackWindow {
   to: string;
   lookbackDays: number;
 }
-
-// The earliest day a window may start. PostgreSQL's date input has no year 0,
-// and JavaScript writes the days before year 1 as "0000-…" or "-000001-…",
-// which it refuses.
-export const FIRST_DAY = '0001-01-01';
-const FIRST_DAY_MS = Date.parse(`${FIRST_DAY}T00:00:00Z`);
 
 function windowMs(lookbackDays: number, asOf: PointInTime | undefined, now: Date) {
   const end = (asOf?.instant ?? now).toISOString().slice(0, 10);

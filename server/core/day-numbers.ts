@@ -3,6 +3,14 @@
 
 const DAY_MS = 86_400_000;
 
+/**
+ * The first day there is: PostgreSQL's date input has no year 0, and
+ * JavaScript writes the days before year 1 as "0000-…" or "-000001-…", which
+ * it refuses. As text and as its first instant (ms).
+ */
+export const FIRST_DAY = '0001-01-01';
+export const FIRST_DAY_MS = Date.parse(`${FIRST_DAY}T00:00:00Z`);
+
 /** Days since 1970-01-01 of a yyyy-mm-dd date, by arithmetic (this runs per bar; no Date objects). */
 export function dayNumber(date: string): number {
   let y = (date.charCodeAt(0) - 48) * 1000 + (date.charCodeAt(1) - 48) * 100 + (date.charCodeAt(2) - 48) * 10 + (date.charCodeAt(3) - 48);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { dayToDate } from './day-numbers.ts';
+import { dayToDate, FIRST_DAY_MS } from './day-numbers.ts';
 import { newYorkTimeToUtc } from './new-york-time.ts';
 
 /**
@@ -129,21 +129,37 @@ export type SilenceStaleReason = (typeof SILENCE_STALE_REASONS)[number];
  * the sources that stored it published within the window: a window after the
  * feeds' last item is stale, not an empty fresh answer.
  */
-export function sourceSilence(rowSources: boolean[], scope?: { covered: boolean; publishing: boolean }): SilenceStaleReason | null {
+export function sourceSilence(rowSources: boolean[], scope?: SourceScope): SilenceStaleReason | null {
   if (rowSources.length) return rowSources.every(Boolean) ? null : 'source_silent';
   if (!scope?.covered) return 'no_source';
   return scope.publishing ? null : 'source_silent';
 }
 
-/** 0001-01-01, the first day PostgreSQL's date input and a yyyy-mm-dd text both have (there is no year 0). */
-const FIRST_DAY = -719_162;
+/** What a read's scope holds: whether anything was ever stored in it, known at the read's instant, and whether one of its sources published within the window. */
+export interface SourceScope {
+  covered: boolean;
+  publishing: boolean;
+}
+
+/**
+ * sourceSilence with the one lookup it needs: with rows, whether each of
+ * their `sources` published within its window (`publishing`); without rows,
+ * the read's scope (`scope`).
+ */
+export async function lookUpSourceSilence(
+  sources: string[],
+  publishing: (sources: string[]) => Promise<boolean[]>,
+  scope: () => Promise<SourceScope>,
+): Promise<SilenceStaleReason | null> {
+  return sources.length ? sourceSilence(await publishing(sources)) : sourceSilence([], await scope());
+}
 
 /**
  * The day `days` calendar days before the UTC day of `instant`, but not
- * before 0001-01-01: a week before an asOf of 0001-01-03 would be written
+ * before FIRST_DAY: a week before an asOf of 0001-01-03 would be written
  * "0000-12-27", which PostgreSQL refuses as a date.
  */
-export const daysBefore = (instant: number, days: number) => dayToDate(Math.max(FIRST_DAY, Math.floor(instant / DAY_MS) - days));
+export const daysBefore = (instant: number, days: number) => dayToDate(Math.max(FIRST_DAY_MS / DAY_MS, Math.floor(instant / DAY_MS) - days));
 
 /** The UTC day of an instant, yyyy-mm-dd. */
 export const utcDay = (instant: number) => dayToDate(Math.floor(instant / DAY_MS));

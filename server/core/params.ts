@@ -38,29 +38,22 @@ const INTEGER_FORMATS: Record<string, [number, number]> = {
   uint32: [0, 4294967295],
 };
 
-interface CheckDef {
-  check?: string;
-  value?: unknown;
-  inclusive?: boolean;
-  format?: string;
-}
-
 /** The bounds of a number schema (see NumberBounds), or null for any other schema or a number without any bound. */
-export function numberBounds(schema: z.ZodType): NumberBounds | null {
-  if (!(schema instanceof z.ZodNumber)) return null;
+export function numberBounds(schema: z.core.$ZodType): NumberBounds | null {
+  if (!(schema instanceof z.core.$ZodNumber)) return null;
   const b: NumberBounds = { minInclusive: true, maxInclusive: true, integer: false };
   let formatRange: [number, number] | undefined;
-  const def = schema._zod.def as CheckDef & { checks?: { _zod: { def: CheckDef } }[] };
-  for (const c of [def, ...(def.checks ?? []).map((check) => check._zod.def)]) {
-    if (c.check === 'number_format' && c.format && INTEGER_FORMATS[c.format]) {
+  // An integer schema (z.int()) is its own format check; bounds are checks beside it.
+  for (const c of [schema, ...(schema._zod.def.checks ?? [])]) {
+    if (c instanceof z.core.$ZodCheckNumberFormat && INTEGER_FORMATS[c._zod.def.format]) {
       b.integer = true;
-      formatRange = INTEGER_FORMATS[c.format];
-    } else if (c.check === 'greater_than' && typeof c.value === 'number') {
-      const inclusive = c.inclusive === true;
-      if (b.min === undefined || c.value > b.min || (c.value === b.min && !inclusive)) [b.min, b.minInclusive] = [c.value, inclusive];
-    } else if (c.check === 'less_than' && typeof c.value === 'number') {
-      const inclusive = c.inclusive === true;
-      if (b.max === undefined || c.value < b.max || (c.value === b.max && !inclusive)) [b.max, b.maxInclusive] = [c.value, inclusive];
+      formatRange = INTEGER_FORMATS[c._zod.def.format];
+    } else if (c instanceof z.core.$ZodCheckGreaterThan && typeof c._zod.def.value === 'number') {
+      const { value, inclusive } = c._zod.def;
+      if (b.min === undefined || value > b.min || (value === b.min && !inclusive)) [b.min, b.minInclusive] = [value, inclusive];
+    } else if (c instanceof z.core.$ZodCheckLessThan && typeof c._zod.def.value === 'number') {
+      const { value, inclusive } = c._zod.def;
+      if (b.max === undefined || value < b.max || (value === b.max && !inclusive)) [b.max, b.maxInclusive] = [value, inclusive];
     }
   }
   if (b.min === undefined && b.max === undefined) return null;

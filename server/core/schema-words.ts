@@ -4,55 +4,45 @@ import { numberBounds, numberWords, oneOfRule, plural, type NumberBounds, type N
 // What a schema accepts, in words, and the schema at a field's path: the
 // accepted half of a validation message (validation-messages.ts).
 
-interface Def {
-  type: string;
-  innerType?: z.ZodType;
-  in?: z.ZodType;
-  out?: z.ZodType;
-  element?: z.ZodType;
-  options?: z.ZodType[];
-  entries?: Record<string, string | number>;
-  values?: unknown[];
-  keyType?: z.ZodType;
-  items?: z.ZodType[];
-  checks?: { _zod: { def: CheckDef } }[];
-}
-
-interface CheckDef {
-  check?: string;
-  format?: string;
-  pattern?: RegExp;
-  minimum?: number;
-  maximum?: number;
-  length?: number;
-  error?: (issue: object) => unknown;
-}
-
 /**
  * What a schema accepts, stated where its structure cannot tell it: a
  * transform that reads a number from a number or numeric text (ingest/fields.ts).
  */
 export const STATED_WORDS = z.registry<{ accepts: string; numeric?: boolean }>();
 
-const defOf = (s: z.ZodType) => (s as unknown as { def: Def }).def;
+type Schema = z.core.$ZodType;
 
-// Wrappers that accept what their inner schema accepts, absent aside.
-const TRANSPARENT = new Set(['optional', 'default', 'prefault', 'catch', 'readonly', 'nonoptional']);
+/** A wrapper that accepts what its inner schema accepts, absent aside (and null, for nullable). */
+type Wrapper =
+  z.core.$ZodOptional | z.core.$ZodNullable | z.core.$ZodDefault | z.core.$ZodPrefault | z.core.$ZodCatch | z.core.$ZodReadonly | z.core.$ZodNonOptional;
+
+const WRAPPERS = [
+  z.core.$ZodOptional,
+  z.core.$ZodNullable,
+  z.core.$ZodDefault,
+  z.core.$ZodPrefault,
+  z.core.$ZodCatch,
+  z.core.$ZodReadonly,
+  z.core.$ZodNonOptional,
+];
+
+const isWrapper = (s: Schema): s is Wrapper => WRAPPERS.some((wrapper) => s instanceof wrapper);
 
 /** The side of a pipe a value enters: its input schema, or its output schema after a preprocess step. */
-function entered(def: Def): z.ZodType | undefined {
-  return def.in && defOf(def.in).type === 'transform' ? def.out : def.in;
+function entered(pipe: z.core.$ZodPipe): Schema {
+  const { in: input, out } = pipe._zod.def;
+  return input instanceof z.core.$ZodTransform ? out : input;
 }
 
+const isContainer = (s: Schema) => s instanceof z.core.$ZodObject || s instanceof z.core.$ZodArray || s instanceof z.core.$ZodRecord;
+
 /** `s` without its wrappers and pipes, down to an object, array or record where there is one. */
-function unwrapContainer(s: z.ZodType): z.ZodType {
-  const def = defOf(s);
-  if (def.innerType) return unwrapContainer(def.innerType);
-  if (def.type === 'pipe') {
-    const first = entered(def) && unwrapContainer(entered(def)!);
+function unwrapContainer(s: Schema): Schema {
+  if (isWrapper(s)) return unwrapContainer(s._zod.def.innerType);
+  if (s instanceof z.core.$ZodPipe) {
+    const first = unwrapContainer(entered(s));
     // A list read from text (comma-separated ids) steps into the list the text becomes.
-    if (first && !['object', 'array', 'record'].includes(defOf(first).type) && def.out) return unwrapContainer(def.out);
-    return first ?? s;
+    return isContainer(first) ? first : unwrapContainer(s._zod.def.out);
   }
   return s;
 }
@@ -62,82 +52,79 @@ function unwrapContainer(s: z.ZodType): z.ZodType {
  * record values through wrappers and pipes; undefined when the path leaves
  * the schema (an unknown field, or a step into something that is not a container).
  */
-export function schemaAt(schema: z.ZodType, path: readonly PropertyKey[]): z.ZodType | undefined {
-  let current: z.ZodType | undefined = schema;
+export function schemaAt(schema: Schema, path: readonly PropertyKey[]): Schema | undefined {
+  let current: Schema | undefined = schema;
   for (const step of path) {
     if (!current) return undefined;
     const s = unwrapContainer(current);
-    if (s instanceof z.ZodObject) current = s.shape[String(step)] as z.ZodType | undefined;
-    else if (s instanceof z.ZodArray) current = s.element as z.ZodType;
-    else if (s instanceof z.ZodRecord) current = s.valueType as z.ZodType;
+    if (s instanceof z.core.$ZodObject) current = s._zod.def.shape[String(step)];
+    else if (s instanceof z.core.$ZodArray) current = s._zod.def.element;
+    else if (s instanceof z.core.$ZodRecord) current = s._zod.def.valueType;
     else return undefined;
   }
   return current;
 }
 
 /** The first schema in `s` that `found` picks, through wrappers and pipes. */
-function findIn<T>(s: z.ZodType, found: (s: z.ZodType) => T | null, depth = 0): T | null {
+function findIn<T>(s: Schema, found: (s: Schema) => T | null, depth = 0): T | null {
   const hit = found(s);
   if (hit || depth > 8) return hit;
-  const def = defOf(s);
-  if (def.innerType) return findIn(def.innerType, found, depth + 1);
-  if (def.type === 'pipe') return (def.in && findIn(def.in, found, depth + 1)) || (def.out && findIn(def.out, found, depth + 1)) || null;
-  for (const option of def.type === 'union' ? (def.options ?? []) : []) {
+  if (isWrapper(s)) return findIn(s._zod.def.innerType, found, depth + 1);
+  if (s instanceof z.core.$ZodPipe) return findIn(s._zod.def.in, found, depth + 1) || findIn(s._zod.def.out, found, depth + 1);
+  for (const option of s instanceof z.core.$ZodUnion ? s._zod.def.options : []) {
     const inOption = findIn(option, found, depth + 1);
     if (inOption) return inOption;
   }
   return null;
 }
 
-const findNumber = (s: z.ZodType) => findIn(s, (x) => (x instanceof z.ZodNumber ? x : null));
+const findNumber = (s: Schema) => findIn(s, (x) => (x instanceof z.core.$ZodNumber ? x : null));
 
 /** The bounds of the number schema at `path` (through objects, arrays, wrappers and pipes), or null. */
-export function boundsAt(schema: z.ZodType, path: readonly PropertyKey[]): NumberBounds | null {
+export function boundsAt(schema: Schema, path: readonly PropertyKey[]): NumberBounds | null {
   const current = schemaAt(schema, path);
   const number = current && findNumber(current);
   return number ? numberBounds(number) : null;
 }
 
 /** Whether the schema at `path` takes a number (a bounded one or not, or one read from text). */
-export function isNumberAt(schema: z.ZodType, path: readonly PropertyKey[]): boolean {
+export function isNumberAt(schema: Schema, path: readonly PropertyKey[]): boolean {
   const current = schemaAt(schema, path);
   return Boolean(current && (findNumber(current) || findIn(current, (x) => (STATED_WORDS.get(x)?.numeric ? x : null))));
 }
 
 /** The first string (or array) schema in `s`, through wrappers and pipes: the one whose length checks a length issue broke. */
-export function findSchemaOf(s: z.ZodType | undefined, type: 'string' | 'array', depth = 0): z.ZodType | undefined {
+export function findSchemaOf(s: Schema | undefined, type: 'string' | 'array', depth = 0): Schema | undefined {
   if (!s || depth > 8) return undefined;
-  const def = defOf(s);
-  if (def.type === type) return s;
-  if (def.innerType) return findSchemaOf(def.innerType, type, depth + 1);
-  if (def.type === 'pipe') return findSchemaOf(def.in, type, depth + 1) ?? findSchemaOf(def.out, type, depth + 1);
+  if (s._zod.def.type === type) return s;
+  if (isWrapper(s)) return findSchemaOf(s._zod.def.innerType, type, depth + 1);
+  if (s instanceof z.core.$ZodPipe) return findSchemaOf(s._zod.def.in, type, depth + 1) ?? findSchemaOf(s._zod.def.out, type, depth + 1);
   return undefined;
 }
 
 /** The key schema of the record at `path`, or undefined. */
-export function recordKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): z.ZodType | undefined {
+export function recordKeysAt(schema: Schema, path: readonly PropertyKey[]): Schema | undefined {
   const current = schemaAt(schema, path);
   const target = current && unwrapContainer(current);
-  return target instanceof z.ZodRecord ? (target.keyType as z.ZodType) : undefined;
+  return target instanceof z.core.$ZodRecord ? target._zod.def.keyType : undefined;
 }
 
 /** The keys of the object schema at `path` (through arrays, wrappers and pipes), or null when it cannot be told. */
-export function acceptedKeys(schema: z.ZodType, path: readonly PropertyKey[]): string[] | null {
+export function acceptedKeys(schema: Schema, path: readonly PropertyKey[]): string[] | null {
   const current = schemaAt(schema, path);
   const target = current && unwrapContainer(current);
-  return target instanceof z.ZodObject ? Object.keys(target.shape) : null;
+  return target instanceof z.core.$ZodObject ? Object.keys(target._zod.def.shape) : null;
 }
 
 /** "1 to 100 characters", "at least 1 item", from a string's or an array's length checks; null without any. */
-export function lengthWords(schema: z.ZodType | undefined, noun: string): string | null {
+export function lengthWords(schema: Schema | undefined, noun: string): string | null {
   if (!schema) return null;
   let min: number | undefined;
   let max: number | undefined;
-  for (const check of defOf(schema).checks ?? []) {
-    const c = check._zod.def;
-    if (c.check === 'min_length' && c.minimum !== undefined) min = Math.max(min ?? 0, c.minimum);
-    else if (c.check === 'max_length' && c.maximum !== undefined) max = Math.min(max ?? Infinity, c.maximum);
-    else if (c.check === 'length_equals' && c.length !== undefined) min = max = c.length;
+  for (const check of schema._zod.def.checks ?? []) {
+    if (check instanceof z.core.$ZodCheckMinLength) min = Math.max(min ?? 0, check._zod.def.minimum);
+    else if (check instanceof z.core.$ZodCheckMaxLength) max = Math.min(max ?? Infinity, check._zod.def.maximum);
+    else if (check instanceof z.core.$ZodCheckLengthEquals) min = max = check._zod.def.length;
   }
   if (min !== undefined && max !== undefined) return min === max ? plural(min, noun) : `${min} to ${max} ${noun}s`;
   if (min !== undefined) return `at least ${plural(min, noun)}`;
@@ -146,18 +133,19 @@ export function lengthWords(schema: z.ZodType | undefined, noun: string): string
 }
 
 /** A string's own words for its format ("must be a UUID" gives "a UUID"), from its first check whose message says what it must be. */
-function formatWords(def: Def): string | null {
-  for (const check of def.checks ?? []) {
-    const c = check._zod.def;
-    const own = c.error?.({});
+function formatWords(schema: z.core.$ZodString): string | null {
+  const checks = schema._zod.def.checks ?? [];
+  for (const check of checks) {
+    // A check's error map, asked without an issue, gives its own message when it has one.
+    const own = check._zod.def.error?.({} as never);
     if (typeof own === 'string' && own.startsWith('must be ')) return own.slice('must be '.length);
   }
-  for (const check of def.checks ?? []) {
-    const c = check._zod.def;
-    if (c.check !== 'string_format') continue;
-    if (c.format === 'uuid') return 'a UUID';
-    if (c.format === 'regex' && c.pattern) return `text matching ${c.pattern.source}`;
-    return `a valid ${c.format}`;
+  for (const check of checks) {
+    if (!(check instanceof z.core.$ZodCheckStringFormat)) continue;
+    const { format } = check._zod.def;
+    if (format === 'uuid') return 'a UUID';
+    if (check instanceof z.core.$ZodCheckRegex) return `text matching ${check._zod.def.pattern.source}`;
+    return `a valid ${format}`;
   }
   return null;
 }
@@ -169,58 +157,48 @@ function formatWords(def: Def): string | null {
  * accepted; null when it cannot be told (a transform of anything). A number
  * is worded in `unit` (params.ts, unitOfField).
  */
-export function acceptedWords(schema: z.ZodType | undefined, unit?: NumberUnit, depth = 0): string | null {
+export function acceptedWords(schema: Schema | undefined, unit?: NumberUnit, depth = 0): string | null {
   if (!schema || depth > 8) return null;
   const stated = STATED_WORDS.get(schema);
   if (stated) return stated.accepts;
-  const def = defOf(schema);
-  const inner = (s: z.ZodType | undefined) => acceptedWords(s, unit, depth + 1);
-  if (TRANSPARENT.has(def.type)) return inner(def.innerType);
-  switch (def.type) {
-    case 'nullable': {
-      const words = inner(def.innerType);
-      return words && `${words} or null`;
-    }
-    case 'pipe':
-      return inner(entered(def));
-    case 'enum': {
-      return oneOfRule(Object.values(def.entries ?? {})).slice('must be '.length);
-    }
-    case 'literal': {
-      const values = def.values ?? [];
-      return values.length === 1 ? JSON.stringify(values[0]) : oneOfRule(values).slice('must be '.length);
-    }
-    case 'boolean':
-      return 'true or false';
-    case 'number': {
-      const bounds = numberBounds(schema);
-      if (bounds) return numberWords(bounds, false, unit);
-      return (def.checks ?? []).some((c) => c._zod.def.check === 'number_format') ? 'an integer' : 'a number';
-    }
-    case 'string': {
-      const format = formatWords(def);
-      if (format) return format;
-      const length = lengthWords(schema, 'character');
-      return length ? `text of ${length}` : 'text';
-    }
-    case 'array': {
-      const length = lengthWords(schema, 'item');
-      return `a list${length ? ` of ${length}` : ''}`;
-    }
-    case 'tuple':
-      return `a list of ${plural(def.items?.length ?? 0, 'item')}`;
-    case 'object': {
-      const keys = Object.keys((schema as z.ZodObject).shape);
-      return keys.length ? `an object with the fields ${keys.join(', ')}` : 'an empty object';
-    }
-    case 'record':
-      return 'an object';
-    case 'union': {
-      const options = (def.options ?? []).map(inner);
-      if (options.some((o) => o === null)) return null;
-      return [...new Set(options)].join(' or ');
-    }
-    default:
-      return null;
+  const inner = (s: Schema | undefined) => acceptedWords(s, unit, depth + 1);
+  if (schema instanceof z.core.$ZodNullable) {
+    const words = inner(schema._zod.def.innerType);
+    return words && `${words} or null`;
   }
+  if (isWrapper(schema)) return inner(schema._zod.def.innerType);
+  if (schema instanceof z.core.$ZodPipe) return inner(entered(schema));
+  if (schema instanceof z.core.$ZodEnum) return oneOfRule(Object.values(schema._zod.def.entries)).slice('must be '.length);
+  if (schema instanceof z.core.$ZodLiteral) {
+    const { values } = schema._zod.def;
+    return values.length === 1 ? JSON.stringify(values[0]) : oneOfRule(values).slice('must be '.length);
+  }
+  if (schema instanceof z.core.$ZodBoolean) return 'true or false';
+  if (schema instanceof z.core.$ZodNumber) {
+    const bounds = numberBounds(schema);
+    if (bounds) return numberWords(bounds, false, unit);
+    return (schema._zod.def.checks ?? []).some((c) => c instanceof z.core.$ZodCheckNumberFormat) ? 'an integer' : 'a number';
+  }
+  if (schema instanceof z.core.$ZodString) {
+    const format = formatWords(schema);
+    if (format) return format;
+    const length = lengthWords(schema, 'character');
+    return length ? `text of ${length}` : 'text';
+  }
+  if (schema instanceof z.core.$ZodArray) {
+    const length = lengthWords(schema, 'item');
+    return `a list${length ? ` of ${length}` : ''}`;
+  }
+  if (schema instanceof z.core.$ZodTuple) return `a list of ${plural(schema._zod.def.items.length, 'item')}`;
+  if (schema instanceof z.core.$ZodObject) {
+    const keys = Object.keys(schema._zod.def.shape);
+    return keys.length ? `an object with the fields ${keys.join(', ')}` : 'an empty object';
+  }
+  if (schema instanceof z.core.$ZodRecord) return 'an object';
+  if (schema instanceof z.core.$ZodUnion) {
+    const options = schema._zod.def.options.map(inner);
+    if (options.some((o) => o === null)) return null;
+    return [...new Set(options)].join(' or ');
+  }
+  return null;
 }

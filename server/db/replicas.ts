@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type postgres from 'postgres';
 import client from 'prom-client';
 import { AppError } from '../core/errors.ts';
 import type { Logger } from '../logger.ts';
@@ -49,7 +50,7 @@ interface Replica {
   name: string;
   url: string;
   db: Database;
-  monitor: Sql;
+  monitor: MonitorSql;
   status: Status;
   /** The instant up to which everything the primary had committed is replayed here (the newest primary sample it has reached). */
   replayedThrough: number | null;
@@ -138,7 +139,7 @@ export class ReplicaRouter implements Reads {
   private timer: NodeJS.Timeout | null = null;
 
   private readonly primary: Database;
-  private primaryMonitor: Sql;
+  private primaryMonitor: MonitorSql;
   private readonly primaryUrl: string;
   private readonly options: ReplicaRouterOptions;
   private readonly logger: Logger;
@@ -325,7 +326,7 @@ function newestReached(samples: readonly { at: number; lsn: bigint }[], replay: 
  * statement is prepared, so it works through a transaction-mode pooler too;
  * the deadline is kept here (withDeadline).
  */
-function monitorClient(url: string): Sql {
+function monitorClient(url: string): MonitorSql {
   return sqlClient(url, {
     max: 1,
     connect_timeout: CHECK_DEADLINE_MS / 1000,
@@ -336,8 +337,11 @@ function monitorClient(url: string): Sql {
     backoff: () => 0,
     onnotice: () => {},
     connection: { application_name: `market-data-service/replica-check/${process.pid}` },
-  }) as unknown as Sql;
+  });
 }
+
+/** A check's client: plain postgres.js, without the pools' date type (the checks read no date). */
+type MonitorSql = postgres.Sql;
 
 class CheckDeadline extends Error {}
 

@@ -1,4 +1,4 @@
-import { daysBefore, EARNINGS_SILENCE_DAYS, freshness, sourceSilence, utcDay, type Freshness, type SilenceStaleReason } from '../core/freshness.ts';
+import { daysBefore, EARNINGS_SILENCE_DAYS, freshness, utcDay, type Freshness, type SilenceStaleReason } from '../core/freshness.ts';
 import type { EarningsReport } from './schema.ts';
 
 /**
@@ -24,9 +24,8 @@ export function reportDateWindow(readAt: number): { since: string; until: string
 export function earningsFreshness(
   data: Pick<EarningsReport, 'status' | 'reportDate'>[],
   readAt: number,
-  rowSources: boolean[],
-  scope?: { covered: boolean; publishing: boolean },
+  silence: SilenceStaleReason | null,
 ): Freshness<'report_past_due' | SilenceStaleReason> {
   const today = utcDay(readAt);
-  return freshness(data.some((r) => r.status === 'scheduled' && r.reportDate < today) && 'report_past_due', sourceSilence(rowSources, scope));
+  return freshness(data.some((r) => r.status === 'scheduled' && r.reportDate < today) && 'report_past_due', silence);
 }

@@ -3,6 +3,7 @@ import { timed } from '../db/sql.ts';
 import { countedStagedUpsert, lockUploads, stagedUpsert } from '../ingest/repository.ts';
 import { effectiveSymbol } from '../instruments/repository.ts';
 import type { EarningsReport, FiscalPeriod, Session, Status } from './schema.ts';
+import type { SourceScope } from '../core/freshness.ts';
 
 export interface ReportFilter {
   /** Days of report_date, inclusive; absent for no bound. */
@@ -96,10 +97,10 @@ export async function sourcesReporting(sql: ISql, sources: string[], w: ReportDa
  * one; `publishing`: one of them has a report, of any instrument, dated within
  * the window.
  */
-export async function scopeReporting(sql: ISql, instrumentId: string | undefined, w: ReportDateWindow): Promise<{ covered: boolean; publishing: boolean }> {
+export async function scopeReporting(sql: ISql, instrumentId: string | undefined, w: ReportDateWindow): Promise<SourceScope> {
   const [row] = await timed(
     'earnings_scope_reporting',
-    sql<{ covered: boolean; publishing: boolean }[]>`
+    sql<SourceScope[]>`
       select
         exists (
           select 1

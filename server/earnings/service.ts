@@ -5,6 +5,7 @@ import type { EarningsReport, InstrumentEarningsQuery, MarketEarningsQuery } fro
 import { sourcesMeta } from '../core/meta.ts';
 import type { ISql } from '../db/sql.ts';
 import { earningsFreshness, reportDateWindow } from './freshness.ts';
+import { lookUpSourceSilence } from '../core/freshness.ts';
 
 /**
  * The reports with their meta. Freshness is judged in the same read (`sql`):
@@ -14,9 +15,12 @@ import { earningsFreshness, reportDateWindow } from './freshness.ts';
 async function earningsResponse(sql: ISql, data: EarningsReport[], instrumentId: string | undefined, readAt: Date) {
   const sources = [...new Set(data.map((r) => r.source))];
   const window = reportDateWindow(readAt.getTime());
-  const fresh = sources.length
-    ? earningsFreshness(data, readAt.getTime(), await repo.sourcesReporting(sql, sources, window))
-    : earningsFreshness(data, readAt.getTime(), [], await repo.scopeReporting(sql, instrumentId, window));
+  const silence = await lookUpSourceSilence(
+    sources,
+    (of) => repo.sourcesReporting(sql, of, window),
+    () => repo.scopeReporting(sql, instrumentId, window),
+  );
+  const fresh = earningsFreshness(data, readAt.getTime(), silence);
   return { data, meta: { asOf: readAt.toISOString(), source: sourcesMeta(new Set(sources)), ...fresh } };
 }
 

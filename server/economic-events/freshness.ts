@@ -1,4 +1,4 @@
-import { CALENDAR_SILENCE_DAYS, freshness, sourceSilence, type Freshness, type SilenceStaleReason } from '../core/freshness.ts';
+import { CALENDAR_SILENCE_DAYS, freshness, type Freshness, type SilenceStaleReason } from '../core/freshness.ts';
 
 /**
  * The instants within which a release of the read's scope must be scheduled
@@ -24,8 +24,7 @@ export function releaseWindow(instant: number): { since: Date; until: Date } {
 export function calendarFreshness(
   rows: { scheduledAt: string; actual: string | null }[],
   instant: number,
-  rowSources: boolean[],
-  scope?: { covered: boolean; publishing: boolean },
+  silence: SilenceStaleReason | null,
 ): Freshness<'release_past_due' | SilenceStaleReason> {
-  return freshness(rows.some((r) => r.actual === null && Date.parse(r.scheduledAt) <= instant) && 'release_past_due', sourceSilence(rowSources, scope));
+  return freshness(rows.some((r) => r.actual === null && Date.parse(r.scheduledAt) <= instant) && 'release_past_due', silence);
 }

@@ -2,6 +2,7 @@ import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import { countedStagedUpsert, stagedUpsert } from '../ingest/repository.ts';
 import type { EconomicEvent, EventClass, Importance } from './schema.ts';
+import type { SourceScope } from '../core/freshness.ts';
 
 export interface EventFilter {
   /** Days (UTC) of scheduled_at, inclusive. */
@@ -127,10 +128,10 @@ export async function sourcesReleasing(sql: ISql, sources: string[], f: EventSco
  * date. `covered`: there is one; `publishing`: one is scheduled within the
  * window.
  */
-export async function scopeReleasing(sql: ISql, f: EventScope, w: ReleaseWindow): Promise<{ covered: boolean; publishing: boolean }> {
+export async function scopeReleasing(sql: ISql, f: EventScope, w: ReleaseWindow): Promise<SourceScope> {
   const [row] = await timed(
     'economic_scope_releasing',
-    sql<{ covered: boolean; publishing: boolean }[]>`
+    sql<SourceScope[]>`
       select
         exists (select 1 from economic_events where true ${inScope(sql, f)}) as covered,
         exists (select 1 from economic_events where scheduled_at between ${w.since} and ${w.until} ${inScope(sql, f)}) as publishing

@@ -3,6 +3,7 @@ import * as repo from './repository.ts';
 import type { EconomicEventsQuery } from './schema.ts';
 import { listPage } from '../core/meta.ts';
 import { calendarFreshness, releaseWindow } from './freshness.ts';
+import { lookUpSourceSilence } from '../core/freshness.ts';
 import { bindingOf, isCursorId, isCursorInstant, type ListCursors } from '../core/cursor.ts';
 
 /**
@@ -24,9 +25,12 @@ export async function listEconomicEvents(db: Reads, cursors: ListCursors, q: Eco
     const found = await repo.selectEvents(sql, { ...q, limit: q.limit + 1, after });
     const page = found.slice(0, q.limit).map((f) => f.row);
     const sources = [...new Set(page.map((r) => r.source))];
-    const fresh = sources.length
-      ? calendarFreshness(page, readAt, await repo.sourcesReleasing(sql, sources, q, window))
-      : calendarFreshness(page, readAt, [], await repo.scopeReleasing(sql, q, window));
+    const silence = await lookUpSourceSilence(
+      sources,
+      (of) => repo.sourcesReleasing(sql, of, q, window),
+      () => repo.scopeReleasing(sql, q, window),
+    );
+    const fresh = calendarFreshness(page, readAt, silence);
     return { found, fresh };
   });
   return listPage(

@@ -37,8 +37,8 @@ export async function ratesOnDate(sql: ISql, base: string, quote: string, date: 
       'fx_rates_on_date',
       sql<FxRateRow[]>`
         select base, quote, rate_date, rate, source, as_of
-        from fx_rates
-        where (base, quote) in ((${base}, ${quote}), (${quote}, ${base}))
+        from fx_rates f
+        where ${eitherDirection(sql, 'f', base, quote)}
           and rate_date = ${date}::date
       `,
     );

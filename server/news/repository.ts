@@ -2,6 +2,7 @@ import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import { stagedUpsert } from '../ingest/repository.ts';
 import type { NewsEvent } from './schema.ts';
+import type { SourceScope } from '../core/freshness.ts';
 
 export interface NewsFilter {
   instrumentId: string;
@@ -126,10 +127,10 @@ export async function scopePublishing(
   sql: ISql,
   f: Pick<NewsFilter, 'instrumentId' | 'eventClass' | 'companyConfirmedOnly'>,
   w: NewsSilenceWindow,
-): Promise<{ covered: boolean; publishing: boolean }> {
+): Promise<SourceScope> {
   const [row] = await timed(
     'news_scope_publishing',
-    sql<{ covered: boolean; publishing: boolean }[]>`
+    sql<SourceScope[]>`
       with scope as (
         select distinct source
         from news

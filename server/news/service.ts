@@ -3,7 +3,8 @@ import { requireInstrument } from '../instruments/service.ts';
 import * as repo from './repository.ts';
 import type { NewsQuery } from './schema.ts';
 import { listPage } from '../core/meta.ts';
-import { newsFreshness, newsSilenceWindow } from './freshness.ts';
+import { newsSilenceWindow } from './freshness.ts';
+import { freshness, lookUpSourceSilence } from '../core/freshness.ts';
 import { bindingOf, isCursorId, isCursorInstant, type ListCursors } from '../core/cursor.ts';
 
 /**
@@ -29,9 +30,12 @@ export async function listNews(db: Reads, cursors: ListCursors, instrumentId: st
     const found = await repo.selectNews(sql, { ...q, instrumentId, companyConfirmedOnly, limit: q.limit + 1, after });
     const sources = [...new Set(found.slice(0, q.limit).map((f) => f.row.source))];
     const window = newsSilenceWindow(readAt);
-    const fresh = sources.length
-      ? newsFreshness(await repo.sourcesPublishing(sql, sources, window))
-      : newsFreshness([], await repo.scopePublishing(sql, { instrumentId, eventClass: q.eventClass, companyConfirmedOnly }, window));
+    const silence = await lookUpSourceSilence(
+      sources,
+      (of) => repo.sourcesPublishing(sql, of, window),
+      () => repo.scopePublishing(sql, { instrumentId, eventClass: q.eventClass, companyConfirmedOnly }, window),
+    );
+    const fresh = freshness(silence);
     return { found, fresh };
   });
   return listPage(

@@ -143,7 +143,7 @@ type BarFields = Omit<DailyBarRow, 'barDate' | 'stale' | 'priceBasis' | 'reflect
  * on 1,000,000 bars the UUID and instant tests took 1.3 s of the request
  * thread (a CPU profile of npm run bench -- ingest).
  */
-function lastPassed<T>(check: (v: unknown) => T | undefined): (v: unknown) => T | undefined {
+export function lastPassed<T>(check: (v: unknown) => T | undefined): (v: unknown) => T | undefined {
   let last: unknown;
   let result: T | undefined;
   return (v) => {

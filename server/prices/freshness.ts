@@ -2,6 +2,7 @@ import type { ISql } from '../db/sql.ts';
 import { daysBefore, freshness, seriesFreshness, utcDay, type Freshness, type SeriesStaleReason } from '../core/freshness.ts';
 import { readLastBarDates } from './daily-bars.ts';
 import { readLastMinuteBarDay } from './intraday-bars.ts';
+import { FIRST_DAY_MS } from '../core/day-numbers.ts';
 
 // What a price read's meta.stale needs to know of each series beyond the bars
 // it returned: the last bar on or before the read's day, as known at the
@@ -18,7 +19,6 @@ import { readLastMinuteBarDay } from './intraday-bars.ts';
 // whatever its last bar: only then is the unbounded lookup made, to tell
 // series_behind from no_bars.
 const RECENT_DAYS = 7;
-const FIRST_INSTANT = Date.parse('0001-01-01T00:00:00.000Z');
 
 /**
  * Each known instrument's asset class and last daily bar dated on or before
@@ -55,8 +55,8 @@ export async function dailySeriesFreshness(sql: ISql, ids: string[], instant: nu
  */
 export async function intradayFreshness(sql: ISql, id: string, instant: number): Promise<Freshness<SeriesStaleReason>> {
   const at = new Date(instant);
-  // Not before the first instant of year 1: a Date before it is sent as year 0, which PostgreSQL refuses.
-  const recentFrom = new Date(Math.max(instant - RECENT_DAYS * 86_400_000, FIRST_INSTANT));
+  // Not before FIRST_DAY: a Date before it is sent as year 0, which PostgreSQL refuses.
+  const recentFrom = new Date(Math.max(instant - RECENT_DAYS * 86_400_000, FIRST_DAY_MS));
   const recent = await readLastMinuteBarDay(sql, id, at, recentFrom);
   const row = recent?.lastBar === null ? await readLastMinuteBarDay(sql, id, at, null) : recent;
   return seriesFreshness(row?.lastBar, instant, row?.assetClass);

@@ -8,6 +8,7 @@ import {
   fastDailyBar,
   fastIntradayBar,
   IntradayBarRowSchema,
+  lastPassed,
   MINUTE_MS,
   statedKnownAt,
   type DailyBarRow,
@@ -21,17 +22,13 @@ import type { ISql } from '../db/sql.ts';
 import { readStorageTier, type StorageTier } from '../db/migrate.ts';
 import * as repo from './repository.ts';
 
-/**
- * The instant (ms) a bar row states it became known, undefined when it
- * states none. An upload's rows mostly repeat one asOf (a vendor file's
- * publication time), so the last text read is remembered.
- */
-let lastKnown: { text: string; ms: number } | undefined;
+/** An instant's milliseconds, the last one remembered: an upload's rows mostly repeat one asOf (a vendor file's publication time). */
+const instantMs = lastPassed((v) => (typeof v === 'string' ? Date.parse(v) : undefined));
+
+/** The instant (ms) a bar row states it became known, undefined when it states none. */
 function knownMs(r: { asOf?: string; knownAt?: string }): number | undefined {
   const stated = statedKnownAt(r);
-  if (stated === undefined) return undefined;
-  if (lastKnown?.text !== stated) lastKnown = { text: stated, ms: Date.parse(stated) };
-  return lastKnown.ms;
+  return stated === undefined ? undefined : instantMs(stated);
 }
 
 const minuteEnd = (r: { barTimestamp: string }) => Date.parse(r.barTimestamp) + MINUTE_MS;

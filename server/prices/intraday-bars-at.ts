@@ -1,12 +1,10 @@
 import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
 import { identifierList, timed } from '../db/sql.ts';
-import { columnNames, INTRADAY_COLUMNS, rollupOf, type Interval } from './repository.ts';
+import { INTRADAY_NAMES, rollupOf, type Interval } from './repository.ts';
 import { INTERVAL_MINUTES } from './schema.ts';
 
 type Fragment = postgres.Fragment;
-
-const INTRADAY_NAMES = columnNames(INTRADAY_COLUMNS);
 
 /**
  * The 1-minute bars as known at `knownAt` (sql/022) in [from, until): a bar

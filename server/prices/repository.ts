@@ -36,6 +36,9 @@ export const INTRADAY_COLUMNS: StagingColumns = [
 ];
 export const columnNames = (columns: StagingColumns) => columns.map(([name]) => name);
 
+/** intraday_bars' column names, which its rollups have too (a rollup bar's asOf is the latest knowledge time of its minutes). */
+export const INTRADAY_NAMES = columnNames(INTRADAY_COLUMNS);
+
 /**
  * Writes the staged intraday batch with writeStagedBars, keeping each stored
  * 1-minute bar a changed one replaces in intraday_bar_revisions (sql/019, sql/022)
@@ -71,14 +74,11 @@ const ROLLUPS = (['5min', '15min', '30min', '1hour'] as const).map((interval) =>
 // default, so both tiers cut identical buckets.
 const BUCKET_ORIGIN = '2000-01-03T00:00:00Z';
 
-/** A rollup's columns: the 1-minute table's; its asOf is the latest knowledge time of its minutes. */
-const ROLLUP_COLUMNS = columnNames(INTRADAY_COLUMNS);
-
 const bucketOf = (sql: ISql, width: string, column: string) => sql`date_bin(${width}::interval, ${sql(column)}, ${BUCKET_ORIGIN}::timestamptz)`;
 
 /**
  * The `interval` buckets of the 1-minute bars `minutes` (a relation with
- * intraday_bars' columns), with ROLLUP_COLUMNS: open first, high max, low
+ * intraday_bars' columns), with INTRADAY_NAMES: open first, high max, low
  * min, close last, volume the sum when every minute has one, the quote and
  * source of the last minute, the latest asOf; `where` (over alias m) picks
  * the minutes. The continuous aggregates of full TimescaleDB (sql/002) are
@@ -131,11 +131,11 @@ export async function refreshRollups(tx: ISql, firstMinute: number, lastMinute: 
     // selects exactly what `<` the end would, and the bound stays a constant.
     const hi = new Date(origin + (Math.floor((lastMinute * MINUTE_MS - origin) / ms) + 1) * ms - MINUTE_MS);
     await tx`
-      insert into ${tx(table)} as r (${identifierList(tx, ROLLUP_COLUMNS)})
-      select ${identifierList(tx, ROLLUP_COLUMNS)}
+      insert into ${tx(table)} as r (${identifierList(tx, INTRADAY_NAMES)})
+      select ${identifierList(tx, INTRADAY_NAMES)}
       from ${rollupOf(tx, tx`intraday_bars`, interval, tx`m.bar_ts >= ${lo} and m.bar_ts <= ${hi} and (m.instrument_id, ${bucketOf(tx, width, 'bar_ts')}) in (select instrument_id, ${bucketOf(tx, width, 'bar_ts')} from ingest_staging)`)} b
       on conflict (instrument_id, bar_ts) do update set
-        ${ROLLUP_COLUMNS.slice(2).map((c, i) => tx`${i ? tx`, ` : tx``}${tx(c)} = excluded.${tx(c)}`)}
+        ${INTRADAY_NAMES.slice(2).map((c, i) => tx`${i ? tx`, ` : tx``}${tx(c)} = excluded.${tx(c)}`)}
     `;
   }
   await tx`set local enable_nestloop = on`;

@@ -4,21 +4,12 @@ import { daysBefore, freshness, SOURCE_SILENCE_DAYS, sourceSilence, utcDay, type
  * The days in which a sentiment source must have scored the instrument for a
  * read at `readAt`: the SOURCE_SILENCE_DAYS before the read's UTC day, to
  * that day, both included. A score dated after the read's day was not yet
- * published at it and does not count.
+ * published at it and does not count. Scores are fresh by the silence rule
+ * (core/freshness.ts, sourceSilence): without rows, the read's scope is the
+ * instrument's scores its source and subject class narrow to.
  */
 export function scoringWindow(readAt: number): { since: string; until: string } {
   return { since: daysBefore(readAt, SOURCE_SILENCE_DAYS), until: utcDay(readAt) };
-}
-
-/**
- * Scores are fresh while each source of the returned rows has scored the
- * instrument (of the read's subject class, when given) within its window;
- * without rows, while one source has, among the instrument's scores the read's
- * source and subject class narrow to; `no_source` when there are none
- * (docs/api.md, "Freshness").
- */
-export function sentimentFreshness(rowSources: boolean[], scope?: { covered: boolean; publishing: boolean }): Freshness<SilenceStaleReason> {
-  return freshness(sourceSilence(rowSources, scope));
 }
 
 /**

@@ -3,6 +3,7 @@ import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import { countedStagedUpsert, stagedUpsert } from '../ingest/repository.ts';
 import type { SentimentScore, SourceLead, SubjectClass } from './schema.ts';
+import type { SourceScope } from '../core/freshness.ts';
 
 interface ScoreRow {
   instrument_id: string;
@@ -92,12 +93,7 @@ export async function sourcesScoring(
  * source and subject class when given. `covered`: there is one; `publishing`:
  * one is dated within the window. Both stop at the first row they find.
  */
-export async function scopeScoring(
-  sql: ISql,
-  instrumentId: string,
-  f: Pick<ScoreFilter, 'source' | 'subjectClass'>,
-  w: ScoringWindow,
-): Promise<{ covered: boolean; publishing: boolean }> {
+export async function scopeScoring(sql: ISql, instrumentId: string, f: Pick<ScoreFilter, 'source' | 'subjectClass'>, w: ScoringWindow): Promise<SourceScope> {
   const scope = sql`
     from sentiment_scores
     where instrument_id = ${instrumentId}
@@ -106,7 +102,7 @@ export async function scopeScoring(
   `;
   const [row] = await timed(
     'sentiment_scope_scoring',
-    sql<{ covered: boolean; publishing: boolean }[]>`
+    sql<SourceScope[]>`
       select
         exists (select 1 ${scope}) as covered,
         exists (select 1 ${scope} and as_of_date between ${w.since}::date and ${w.until}::date) as publishing

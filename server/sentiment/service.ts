@@ -3,7 +3,8 @@ import { requireInstrument } from '../instruments/service.ts';
 import * as repo from './repository.ts';
 import { RETURN_DEFINITION, SOURCE_LEADS_RULE, type SentimentQuery, type SourceLeadsQuery } from './schema.ts';
 import { sourcesMeta } from '../core/meta.ts';
-import { leadsFreshness, scoringWindow, sentimentFreshness } from './freshness.ts';
+import { leadsFreshness, scoringWindow } from './freshness.ts';
+import { freshness, lookUpSourceSilence } from '../core/freshness.ts';
 
 /** One instrument's scores, exactly as stored; 404 for an unknown instrument. */
 export async function listSentiment(db: Reads, instrumentId: string, q: SentimentQuery) {
@@ -13,9 +14,12 @@ export async function listSentiment(db: Reads, instrumentId: string, q: Sentimen
     await requireInstrument(sql, instrumentId);
     const data = await repo.selectScores(sql, instrumentId, q);
     const sources = [...new Set(data.map((s) => s.source))];
-    const fresh = sources.length
-      ? sentimentFreshness(await repo.sourcesScoring(sql, instrumentId, sources, q.subjectClass, window))
-      : sentimentFreshness([], await repo.scopeScoring(sql, instrumentId, q, window));
+    const silence = await lookUpSourceSilence(
+      sources,
+      (of) => repo.sourcesScoring(sql, instrumentId, of, q.subjectClass, window),
+      () => repo.scopeScoring(sql, instrumentId, q, window),
+    );
+    const fresh = freshness(silence);
     return { data, fresh };
   });
   return { data, meta: { asOf: readAt.toISOString(), source: sourcesMeta(new Set(data.map((s) => s.source))), ...fresh } };

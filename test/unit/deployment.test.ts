@@ -240,7 +240,7 @@ describe('the compose replica', () => {
     const pool = Number(environmentOf('api-1').get('DATABASE_POOL_SIZE') ?? ConfigSchema.shape.DATABASE_POOL_SIZE.parse(undefined));
     const auth = declared('server', /^(?:export )?const AUTH_CONNECTIONS = (\d+);$/m);
     // The replica checks' one connection to the primary and to each replica (server/db/replicas.ts).
-    const check = declared('server/db', /^function monitorClient\(url: string\): Sql \{\s+return sqlClient\(url, \{\s+max: (\d+),$/m);
+    const check = declared('server/db', /^function monitorClient\(url: string\): \w+ \{\s+return sqlClient\(url, \{\s+max: (\d+),$/m);
     const onPrimary = processes * (pool + auth + check);
     const onReplica = processes * (pool + check);
     expect(onPrimary).toBeLessThan(primaryMax - 3);

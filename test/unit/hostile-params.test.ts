@@ -11,7 +11,8 @@ import {
   StrategyEvSchema,
   TechnicalsQuerySchema,
 } from '../../server/analytics/schema.ts';
-import { FIRST_DAY, lookbackWindow } from '../../server/analytics/series.ts';
+import { lookbackWindow } from '../../server/analytics/series.ts';
+import { FIRST_DAY } from '../../server/core/day-numbers.ts';
 import { priceOption, yearsFromDays } from '../../workers/black-scholes.ts';
 import { errorMiddleware, toAppError } from '../../server/http/errors.ts';
 
