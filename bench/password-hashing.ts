@@ -1,5 +1,7 @@
-// password-hashing: can dashboard sign-ins starve the API? Sixteen clients
-// post the sign-in form as fast as they are answered, each to an unknown login
+// password-hashing: can dashboard sign-ins starve the API? Sixteen clients,
+// each from a loopback address of its own (the service lets one check at a
+// time wait or run per address, and answers a second 429 at once), post the
+// sign-in form as fast as they are answered, each to an unknown login
 // (checked against the stand-in hash, as a guess is), while one client reads
 // ten years of one instrument's daily prices with Accept-Encoding: gzip, one
 // read after another. The reader's latency with the posts is compared with its
@@ -7,8 +9,8 @@
 //
 // The sign-in limits are raised out of the way, so every post reaches the
 // password check: what is measured is the hashing's own admission (a thread
-// of its own, a short queue, 503 beyond it), the worst case the limits allow
-// from many addresses.
+// of its own, a short ranked queue, 503 beyond it), the worst case the limits
+// allow from many addresses.
 import http from 'node:http';
 import { benchUuid, dailyBarsCsv, equity, weekdays } from './lib/data.ts';
 import { envInt, log, sleep } from './lib/harness.ts';
@@ -21,16 +23,18 @@ const TARGET_P50_RATIO = 1.5;
 const POSTERS = 16;
 const UNLIMITED = '1000000000';
 
-/** A sign-in form client: the form cookie and its CSRF token, then posts over one kept-alive connection. */
+/** A sign-in form client: the form cookie and its CSRF token, then posts over one kept-alive connection from `localAddress`. */
 class SignInPoster {
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   private cookie = '';
   private csrf = '';
 
   private readonly base: URL;
+  private readonly localAddress: string;
 
-  constructor(base: URL) {
+  constructor(base: URL, localAddress: string) {
     this.base = base;
+    this.localAddress = localAddress;
   }
 
   private request(method: string, path: string, body?: string): Promise<{ status: number; text: string; setCookie: string[] }> {
@@ -38,6 +42,7 @@ class SignInPoster {
       const req = http.request(
         {
           agent: this.agent,
+          localAddress: this.localAddress,
           hostname: this.base.hostname,
           port: this.base.port,
           method,
@@ -85,7 +90,8 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const service = await startService(database.url, {
     env: { DASHBOARD_SIGN_IN_PER_ADDRESS: UNLIMITED, DASHBOARD_SIGN_IN_PER_LOGIN_ADDRESS: UNLIMITED, DASHBOARD_SIGN_IN_PER_LOGIN: UNLIMITED },
   });
-  const posters = Array.from({ length: POSTERS }, () => new SignInPoster(new URL(service.publicUrl)));
+  const posterAddress = (p: number) => `127.0.1.${p + 1}`;
+  const posters = Array.from({ length: POSTERS }, (_, p) => new SignInPoster(new URL(service.publicUrl), posterAddress(p)));
   try {
     const status = await service.admin.status();
     const id = benchUuid('password-hashing/reader');
@@ -176,6 +182,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       ...resultHeader(ctx, status, service),
       config: {
         posters: POSTERS,
+        posterAddresses: `${posterAddress(0)} to ${posterAddress(POSTERS - 1)}, one each`,
         rounds,
         readsPerPhase,
         read: `GET ${path.replace(id, '{id}')}, Accept-Encoding: gzip`,
@@ -217,7 +224,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       notes: [
         'the service is a child process run as npm start runs it; the bench process holds the reader and the posters, on loopback',
         'each post names an unknown login, so it is checked against the stand-in hash: one scrypt (N = 2^15, r = 8, p = 3), as a guess costs',
-        'PASSWORD_HASH_THREADS is 1 (the default): one check at a time, two more may wait up to 2 s, the rest are answered 503 with Retry-After: 1 before any database work',
+        'PASSWORD_HASH_THREADS is 1 (the default): one check at a time, two more may wait up to 2 s (served by rank: the fewest attempts from their address first), the rest are answered 503 with Retry-After: 1 after the limits have counted them (one transaction)',
         'posts: 16 clients each post again as soon as they are answered, waiting the 1 s of Retry-After after a 503 (the target is on this load)',
         'postsIgnoringRetryAfter: the same 16 clients posting again at once after every answer, and healthzFlood: 16 clients requesting GET /healthz as fast as they are answered; both for comparison, without a target: they are request floods, which cost request handling on 2 cores whatever the route',
         `${rounds} rounds, each ${readsPerPhase} reads with no load and ${readsPerPhase} under each load (loads start 1 s before the reads), in alternating order; the reader reads one response after another, each timed to its last byte, decompressed as it arrives`,

@@ -25,6 +25,7 @@ export const SCENARIOS = [
   'analytics',
   'resilience',
   'password-hashing',
+  'wide-bodies',
   'processes',
   'growth',
 ] as const;
@@ -240,6 +241,7 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
     ];
   },
   'password-hashing': passwordHashingRows,
+  'wide-bodies': wideBodiesRows,
   processes: (r) => {
     const route = (key: string, what: string): Row[] => [
       [
@@ -350,6 +352,31 @@ function passwordHashingRows(r: Json): Row[] {
       '',
       '',
     ],
+  ];
+}
+
+/** The headline rows of wide-bodies. */
+function wideBodiesRows(r: Json): Row[] {
+  const reader = `a gzip price read (${fmt((at(r, 'config.readWireBytes') as number) / 1024, 0)} KiB on the wire)`;
+  const flood = (load: string, ratio: string, what: string): Row => [
+    `the same with ${what}, as fast as answered, rate limits lifted (${fmt(at(r, `measured.${load}.posts.perSecond`))} posts/s): p50`,
+    ms(at(r, `measured.${load}.reader.latencyMs.p50`)),
+    `no posts: ${ms(at(r, 'baseline.readerWithoutPosts.latencyMs.p50'))}`,
+    times(at(r, `ratios.${ratio}`)),
+    '',
+    '',
+  ];
+  return [
+    [
+      `${reader} while ${fmt(at(r, 'config.posters'), 0)} clients of another account post a ${fmt(at(r, 'config.fields'), 0)}-field object to option-price at the default rate limit (${fmt(at(r, 'measured.wideObjects.posts.perSecond'))} posts/s, each a 400 of at most ${fmt(at(r, 'measured.wideObjects.posts.largestAnswerBytes'), 0)} bytes): p50`,
+      ms(at(r, 'measured.wideObjects.reader.latencyMs.p50')),
+      `no posts: ${ms(at(r, 'baseline.readerWithoutPosts.latencyMs.p50'))}`,
+      times(at(r, 'ratios.readerP50WithWideObjectsOverWithout')),
+      text(at(r, 'targets.readerP50WithWideObjectsOverWithout')),
+      met(at(r, 'meetsTarget.readerP50WithWideObjectsOverWithout')),
+    ],
+    flood('wideObjectFlood', 'readerP50WithWideObjectFloodOverWithout', 'the same object'),
+    flood('longTextFlood', 'readerP50WithLongTextFloodOverWithout', 'a body of the same size holding one long text'),
   ];
 }
 

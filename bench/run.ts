@@ -26,6 +26,7 @@ const SCENARIOS: Record<string, () => Promise<Scenario>> = {
   analytics: async () => (await import('./analytics.ts')).run,
   resilience: async () => (await import('./resilience.ts')).run,
   'password-hashing': async () => (await import('./password-hashing.ts')).run,
+  'wide-bodies': async () => (await import('./wide-bodies.ts')).run,
   processes: async () => (await import('./processes.ts')).run,
   growth: async () => (await import('./growth.ts')).run,
 };

@@ -4,6 +4,7 @@ import type { Logger } from './logger.ts';
 import type { AppDeps } from './area.ts';
 import { AREAS, ingestKinds, publicRouteDefinitions } from './areas.ts';
 import { adminDocument, publicDocument, referencePage } from './api-reference.ts';
+import { answerHeaders } from './http/answer-headers.ts';
 import { compressResponses } from './http/compression.ts';
 import { observeRequests } from './http/observe.ts';
 import { publicRoutes } from './http/router.ts';
@@ -17,11 +18,14 @@ import { AppError } from './core/errors.ts';
 import { errorMiddleware, routeNotFound } from './http/errors.ts';
 import { ReplicaRouter, withReadScope } from './db/replicas.ts';
 
-function baseApp(): Express {
+function baseApp(config: Config): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // req.ip: the client's address behind the proxies TRUST_PROXY names (the dashboard's sign-in limits count it).
+  app.set('trust proxy', config.TRUST_PROXY);
+  app.use(answerHeaders);
   return app;
 }
 
@@ -38,7 +42,7 @@ function metricsRoute(app: Express): void {
  * admin listener (loopback by default), like the rest of the operator's view.
  */
 export function buildPublicApp(deps: AppDeps): Express {
-  const app = baseApp();
+  const app = baseApp(deps.config);
   app.use(observeRequests('public', deps.logger, deps.config.CLIENT_IDLE_TIMEOUT_MS));
   app.use(compressResponses());
   // Which server a request's reads used, and its asOf, for the replica router (db/replicas.ts).
@@ -77,7 +81,7 @@ export function buildPublicApp(deps: AppDeps): Express {
 
 /** The admin listener: /metrics without a token (read-only, no secrets), everything under /admin/v1 behind the admin token. */
 export function buildAdminApp(deps: AppDeps): Express {
-  const app = baseApp();
+  const app = baseApp(deps.config);
   app.use(observeRequests('admin', deps.logger));
   app.use(compressResponses());
   metricsRoute(app);
@@ -118,7 +122,7 @@ export function buildAdminApp(deps: AppDeps): Express {
  * /readyz included.
  */
 export function buildStartingApp(listener: 'public' | 'admin', config: Config, logger: Logger): Express {
-  const app = baseApp();
+  const app = baseApp(config);
   app.use(observeRequests(listener, logger));
   if (listener === 'public') {
     app.get('/healthz', (_req, res) => {

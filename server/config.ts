@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -6,6 +7,20 @@ import { z } from 'zod';
 // process with a message naming the variable.
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
+
+// Express's named ranges (proxy-addr): loopback 127.0.0.0/8 and ::1,
+// linklocal 169.254.0.0/16 and fe80::/10, uniquelocal 10.0.0.0/8,
+// 172.16.0.0/12, 192.168.0.0/16 and fc00::/7.
+const PROXY_RANGES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/** One entry of TRUST_PROXY's list: a named range, an IP address, or a CIDR block. */
+function isProxyEntry(entry: string): boolean {
+  if (PROXY_RANGES.includes(entry)) return true;
+  const [address, prefix, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (!family || rest.length) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+}
 
 /** The folder holding this project's package.json; a relative DATA_DIR is resolved from it, so the CLI finds the same data from any working directory. */
 export const PROJECT_ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
@@ -60,6 +75,13 @@ export const ConfigSchema = z.object({
     .default('.data')
     .describe(
       'embedded PostgreSQL data and the generated admin token live here; a relative path is resolved from the project folder, not the working directory',
+    ),
+  HOST: z
+    .string()
+    .default('127.0.0.1')
+    .refine((host) => isIP(host) !== 0, 'must be an IP address: 127.0.0.1 (this machine only), 0.0.0.0 (every IPv4 interface) or :: (every interface)')
+    .describe(
+      "the public listener's address: this machine only by default; 0.0.0.0 or :: for every interface (a container whose port is published, a host that clients reach directly)",
     ),
   PORT: port.default(8080),
   WEB_CONCURRENCY: positiveInt
@@ -130,6 +152,39 @@ export const ConfigSchema = z.object({
       'a public request (headers and body) not all received this long after it began gets 408 and its connection is closed; at least HEADERS_TIMEOUT_MS',
     ),
   MAX_CONNECTIONS: positiveInt.default(4096).describe('open connections per listener; a connection beyond it is closed as soon as it is accepted, unanswered'),
+  MAX_CONNECTIONS_PER_ADDRESS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(256)
+    .describe(
+      'open connections per listener from one client address (the TCP peer, whatever TRUST_PROXY says); a connection beyond it is closed as soon as it is accepted, unanswered; 0: no cap. A browser opens at most 6 per host and an HTTP client one per request in flight, which the rate limits (RATE_LIMIT_LIVE_PER_MINUTE, 1,200 a minute) keep to a few per account: 256 is far above both, and leaves MAX_CONNECTIONS to at least 16 addresses. Behind a proxy every client shares its address: raise it above the connections the proxy opens, or set 0',
+    ),
+  FIRST_BYTE_TIMEOUT_MS: positiveInt
+    .default(5_000)
+    .describe(
+      'a new connection that has sent no byte of a request this long after it opened is closed, unanswered. A client sends its request as soon as it connects; 5 s leaves room for a lost first segment sent again twice (TCP waits 1 s, then 2 s) and for a browser that opens a connection a moment before it needs it. Takes effect when shorter than HEADERS_TIMEOUT_MS, which otherwise closes such a connection with a 408',
+    ),
+  TRUST_PROXY: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value === 'false' || /^0+$/.test(value)) return false;
+      if (/^\d+$/.test(value)) return Number(value);
+      const entries = value.split(',').map((entry) => entry.trim());
+      if (!entries.every(isProxyEntry)) {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            'must be false, the number of proxies in front of the service (1, 2, ...), or a comma-separated list of loopback, linklocal, uniquelocal, IP addresses and CIDR blocks (10.0.0.0/8)',
+        });
+        return z.NEVER;
+      }
+      return entries;
+    })
+    .describe(
+      "Express's trust proxy: which peers' X-Forwarded-For (and X-Forwarded-Proto) is believed, so that the address the dashboard's sign-in limits count is the client's, not the proxy's. false (default): none, the TCP peer is the client; a number: that many proxies in front, the client being the address that many hops back; a list: the proxies' addresses. Never true: any client could then choose its address. MAX_CONNECTIONS_PER_ADDRESS still counts the TCP peer",
+    ),
   BULK_STREAMS_PER_ACCOUNT: positiveInt.default(2).describe('concurrent bulk price downloads per account; more get 429 rate_limited'),
   BULK_STREAMS_MAX: positiveInt
     .optional()

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, STATUS_CODES, type RequestListener, type Server } from 'node:http';
+import { BlockList, type SocketAddress, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { publicBaseUrl, type Config } from './config.ts';
 import { AppError } from './core/errors.ts';
+import { ANSWER_HEADERS } from './http/answer-headers.ts';
 import { errorBody } from './http/errors.ts';
 import type { Logger } from './logger.ts';
 import { connectionsDropped, httpRequests } from './metrics.ts';
@@ -30,9 +32,126 @@ const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 // and a slow client refused by HEADERS_TIMEOUT_MS may never close.
 const CLIENT_ERROR_LINGER_MS = 1_000;
 
-// A listener at MAX_CONNECTIONS logs one warn line at most this often, with
-// the count of connections it closed unanswered since it started.
+// A listener closing connections unanswered logs one line per reason at most
+// this often, with the count of such connections since it started.
 const DROP_LOG_INTERVAL_MS = 10_000;
+
+type DropReason = 'max_connections' | 'per_address' | 'first_byte_timeout';
+
+// A connection closed at a cap is a client refused (warn); one closed before
+// its first byte is routine for a browser that opened it in advance (info).
+const DROPS: Record<DropReason, { level: 'warn' | 'info'; message: string; limit: (config: Config) => Record<string, number> }> = {
+  max_connections: {
+    level: 'warn',
+    message: 'connection closed unanswered: the listener is at MAX_CONNECTIONS',
+    limit: (config) => ({ maxConnections: config.MAX_CONNECTIONS }),
+  },
+  per_address: {
+    level: 'warn',
+    message: 'connection closed unanswered: its address has MAX_CONNECTIONS_PER_ADDRESS open',
+    limit: (config) => ({ maxConnectionsPerAddress: config.MAX_CONNECTIONS_PER_ADDRESS }),
+  },
+  first_byte_timeout: {
+    level: 'info',
+    message: 'connection closed unanswered: no request began within FIRST_BYTE_TIMEOUT_MS',
+    limit: (config) => ({ firstByteTimeoutMs: config.FIRST_BYTE_TIMEOUT_MS }),
+  },
+};
+
+/** Counts each connection a listener closes unanswered, and logs it at most every DROP_LOG_INTERVAL_MS per reason. */
+function dropRecorder(listener: 'public' | 'admin', config: Config, logger: Logger) {
+  const dropped: Record<DropReason, number> = { max_connections: 0, per_address: 0, first_byte_timeout: 0 };
+  const loggedAt: Record<DropReason, number> = { max_connections: -Infinity, per_address: -Infinity, first_byte_timeout: -Infinity };
+  return (reason: DropReason, fields: Record<string, string> = {}) => {
+    dropped[reason]++;
+    connectionsDropped.inc({ listener, reason });
+    if (Date.now() - loggedAt[reason] < DROP_LOG_INTERVAL_MS) return;
+    loggedAt[reason] = Date.now();
+    const { level, message, limit } = DROPS[reason];
+    logger[level]({ listener, ...fields, ...limit(config), dropped: dropped[reason] }, message);
+  };
+}
+
+const IPV4_MAPPED = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i;
+
+/** The address a connection is counted under: an IPv4 client of a listener on :: arrives as ::ffff:a.b.c.d and is counted as a.b.c.d. */
+export function peerAddress(remoteAddress: string | undefined): string | undefined {
+  return remoteAddress?.replace(IPV4_MAPPED, '$1');
+}
+
+/**
+ * The connections open from each TCP peer address, and the cap on them, as
+ * the block list Node consults for every accepted connection before it makes
+ * a socket of it (net.Server's blockList: http.Server inherits the check but
+ * not the option, so openListener assigns it). Refused there, a connection
+ * costs a getpeername and a close; refused in a 'connection' listener, it
+ * would cost a Socket, an HTTP parser and their teardown. With 4,150 idle
+ * sockets from one address, each reopened as soon as it was closed, a bare
+ * Node server answered another address with a p99 of 9 to 10 ms refusing
+ * here, and 150 to 650 ms refusing in a 'connection' listener (2 cores).
+ */
+class ConnectionsPerAddress extends BlockList {
+  private readonly open = new Map<string, number>();
+  private readonly cap: number;
+  private readonly refused: (address: string) => void;
+
+  constructor(cap: number, refused: (address: string) => void) {
+    super();
+    this.cap = cap;
+    this.refused = refused;
+  }
+
+  /** Whether Node is to close this new connection: its address has the cap open. */
+  override check(address: string | SocketAddress): boolean {
+    const peer = peerAddress(typeof address === 'string' ? address : address.address);
+    if (peer === undefined || (this.open.get(peer) ?? 0) < this.cap) return false;
+    this.refused(peer);
+    return true;
+  }
+
+  /** Counts an accepted connection against its address until it closes. */
+  opened(socket: Socket): void {
+    // No address: the peer reset the connection before it was accepted, and it is closing anyway.
+    const peer = peerAddress(socket.remoteAddress);
+    if (peer === undefined) return;
+    this.open.set(peer, (this.open.get(peer) ?? 0) + 1);
+    socket.once('close', () => {
+      const left = this.open.get(peer)! - 1;
+      if (left) this.open.set(peer, left);
+      else this.open.delete(peer);
+    });
+  }
+}
+
+/**
+ * Holds each new connection to MAX_CONNECTIONS_PER_ADDRESS open from its TCP
+ * peer's address (a connection beyond it is closed at once, unanswered, as at
+ * MAX_CONNECTIONS) and to FIRST_BYTE_TIMEOUT_MS for the first byte of its
+ * first request (else it is closed, unanswered). A client that keeps
+ * thousands of idle connections open from one address, reopening each as it
+ * is closed, thus holds at most the cap, and the listener's other connections
+ * stay free for everyone else.
+ */
+function limitConnections(server: Server, config: Config, drop: ReturnType<typeof dropRecorder>): void {
+  const perAddress = config.MAX_CONNECTIONS_PER_ADDRESS
+    ? new ConnectionsPerAddress(config.MAX_CONNECTIONS_PER_ADDRESS, (address) => drop('per_address', { address }))
+    : null;
+  // Node reads the server's blockList at each accept; @types/node declares it on neither server type.
+  if (perAddress) Object.assign(server, { blockList: perAddress });
+  // Node's headers deadline also runs from the connection's opening: past it, a silent connection gets its 408 there.
+  const firstByteMs = config.FIRST_BYTE_TIMEOUT_MS < config.HEADERS_TIMEOUT_MS ? config.FIRST_BYTE_TIMEOUT_MS : 0;
+  server.prependListener('connection', (socket: Socket) => {
+    perAddress?.opened(socket);
+    if (!firstByteMs) return;
+    // bytesRead counts what the kernel handed over, also while the HTTP parser reads the socket itself.
+    const timer = setTimeout(() => {
+      if (socket.bytesRead || socket.destroyed) return;
+      socket.destroy();
+      drop('first_byte_timeout');
+    }, firstByteMs);
+    socket.once('close', () => clearTimeout(timer));
+  });
+}
 
 /** A listener that cannot bind, as one line naming the port and the variable that sets it. */
 export class ListenError extends Error {}
@@ -44,7 +163,7 @@ function listenRefusal(listener: 'public' | 'admin', host: string, port: number,
       cause: err,
     });
   }
-  const variables = listener === 'public' ? variable : `ADMIN_HOST, ${variable}`;
+  const variables = listener === 'public' ? `HOST, ${variable}` : `ADMIN_HOST, ${variable}`;
   return new ListenError(`cannot listen on ${host}:${port} (${variables}): ${err.message}`, { cause: err });
 }
 
@@ -52,6 +171,11 @@ const CLIENT_ERRORS: Record<string, { status: number; error: () => AppError }> =
   HPE_HEADER_OVERFLOW: { status: 431, error: () => new AppError('request_header_too_large', `the request line and headers exceed ${MAX_HEADER_BYTES} bytes`) },
   ERR_HTTP_REQUEST_TIMEOUT: { status: 408, error: () => new AppError('request_timeout', 'the request was not received in time') },
 };
+
+/** The headers every answer carries (ANSWER_HEADERS), as the lines of an answer written by hand. */
+const ANSWER_HEADER_LINES = Object.entries(ANSWER_HEADERS)
+  .map(([name, value]) => `${name}: ${value}\r\n`)
+  .join('');
 
 /**
  * Node answers a request it cannot parse (bad syntax, headers over the limit,
@@ -75,7 +199,7 @@ function answerClientError(listener: 'public' | 'admin', baseUrl: string, logger
     const body = JSON.stringify(errorBody(appError, baseUrl));
     socket.end(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-        `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+        `X-Request-Id: ${requestId}\r\n${ANSWER_HEADER_LINES}Connection: close\r\n\r\n${body}`,
     );
     const linger = setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
     socket.once('close', () => clearTimeout(linger));
@@ -85,12 +209,14 @@ function answerClientError(listener: 'public' | 'admin', baseUrl: string, logger
 }
 
 /**
- * Listens with the slow-client and connection limits: a request's line and
- * headers must arrive within HEADERS_TIMEOUT_MS, the whole request within
- * `requestTimeout` (REQUEST_TIMEOUT_MS by default), else 408 and the
- * connection is closed; beyond MAX_CONNECTIONS open connections, Node closes
- * each new one as soon as it is accepted, so the client sees its connection
- * closed (a reset or an end of stream) before any answer, at once.
+ * Listens with the slow-client and connection limits: a new connection must
+ * send its first byte within FIRST_BYTE_TIMEOUT_MS, else it is closed; a
+ * request's line and headers must arrive within HEADERS_TIMEOUT_MS, the whole
+ * request within `requestTimeout` (REQUEST_TIMEOUT_MS by default), else 408
+ * and the connection is closed; beyond MAX_CONNECTIONS open connections, or
+ * MAX_CONNECTIONS_PER_ADDRESS from the new one's address, each new one is
+ * closed as soon as it is accepted, so the client sees its connection closed
+ * (a reset or an end of stream) before any answer, at once.
  */
 export function openListener(
   listener: 'public' | 'admin',
@@ -114,18 +240,20 @@ export function openListener(
     );
     server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
     server.maxConnections = config.MAX_CONNECTIONS;
-    let dropped = 0;
-    let loggedAt = -Infinity;
-    server.on('drop', () => {
-      dropped++;
-      connectionsDropped.inc({ listener });
-      if (Date.now() - loggedAt < DROP_LOG_INTERVAL_MS) return;
-      loggedAt = Date.now();
-      logger.warn({ listener, maxConnections: config.MAX_CONNECTIONS, dropped }, 'connection closed unanswered: the listener is at MAX_CONNECTIONS');
-    });
+    const drop = dropRecorder(listener, config, logger);
+    server.on('drop', () => drop('max_connections'));
+    limitConnections(server, config, drop);
     server.on('clientError', answerClientError(listener, publicBaseUrl(config), logger));
     server.once('error', (err) => reject(listenRefusal(listener, host, port, err)));
-    server.listen(port, host, () => {
+    // The kernel's queue of connections not yet accepted (the backlog) holds
+    // MAX_CONNECTIONS; Linux caps it at net.core.somaxconn, 4,096 by default
+    // since 5.4. An address at MAX_CONNECTIONS_PER_ADDRESS that reopens each
+    // refused connection at once keeps its other sockets in flight, mostly in
+    // this queue; were it full, the kernel would drop every client's new
+    // connections, retried after 1 s, then 3 s. With Node's default of 511
+    // and 4,150 such sockets from one address, another address's p99 was
+    // 1,056 ms (max 3,082 ms).
+    server.listen({ port, host, backlog: config.MAX_CONNECTIONS }, () => {
       const addr = server.address() as { address: string; port: number };
       resolve({ server, url: `http://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}` });
     });

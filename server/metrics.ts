@@ -223,8 +223,8 @@ export const streamsPreempted = new client.Counter({
 
 export const connectionsDropped = new client.Counter({
   name: 'http_connections_dropped_total',
-  help: 'Connections a listener closed unanswered as soon as it accepted them, because it had MAX_CONNECTIONS open',
-  labelNames: ['listener'] as const,
+  help: 'Connections a listener closed unanswered: as soon as it accepted them, because it had MAX_CONNECTIONS open (max_connections) or their address had MAX_CONNECTIONS_PER_ADDRESS (per_address); or because no byte of a request came within FIRST_BYTE_TIMEOUT_MS (first_byte_timeout)',
+  labelNames: ['listener', 'reason'] as const,
   registers: [registry],
 });
 

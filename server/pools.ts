@@ -81,8 +81,9 @@ export function openPools(config: Config, logger: Logger, databaseUrl: string, s
     niceIncrement: config.WORKER_NICE,
   });
   const macro = macroServiceOf(db, logger, config);
-  // Two checks may wait per hashing thread, for at most 2 s: a sign-in that
-  // finds more ahead of it is refused at once rather than queued.
+  // Two checks may wait per hashing thread, for at most 2 s, ranked
+  // (dashboard/password.ts): an arrival ranked no better than every waiter of
+  // a full queue is refused at once; a better one takes the worst waiter's place.
   const passwords = new PasswordHasher({
     threads: config.PASSWORD_HASH_THREADS,
     maxWaiting: 2 * config.PASSWORD_HASH_THREADS,

@@ -81,7 +81,7 @@ export class Runtime {
     const { config, logger } = this;
     try {
       this.adminToken = await resolveAdminToken(config, logger);
-      this.publicUrl = await this.listen('public', config.PORT, '0.0.0.0');
+      this.publicUrl = await this.listen('public', config.PORT, config.HOST);
       this.adminUrl = await this.listen('admin', config.ADMIN_PORT, config.ADMIN_HOST, ADMIN_REQUEST_TIMEOUT_MS);
       logger.info({ public: this.publicUrl, admin: this.adminUrl }, 'listening; starting');
       await this.openDatabaseServer();

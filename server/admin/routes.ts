@@ -1,14 +1,15 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
-import type { RequestHandler, Router } from 'express';
+import type { Request, RequestHandler, Response, Router } from 'express';
 import { z } from 'zod';
 import type { Database } from '../db/database.ts';
 import { defineRoute } from '../http/route.ts';
 import { adminRoutes } from '../http/router.ts';
+import { ClientGoneError } from '../http/errors.ts';
 import * as accounts from '../accounts/service.ts';
 import * as keys from '../keys/service.ts';
 import * as logins from '../dashboard/service.ts';
 import type { PasswordHasher } from '../dashboard/password.ts';
-import { encodingOf, formatOf, gunzipped } from '../ingest/body.ts';
+import { encodingOf, formatOf, uploadBytes } from '../ingest/body.ts';
 import type { IngestKind } from '../ingest/kind.ts';
 import { ingestBody } from '../ingest/service.ts';
 import { UploadSlots, type UploadLimits } from '../ingest/uploads.ts';
@@ -290,12 +291,29 @@ export function adminRouter(deps: AdminDeps): Router {
   const uploads = new UploadSlots(deps.uploads);
   for (const [path, kind] of Object.entries(deps.ingestKinds)) {
     // The route declares an `upload`, not a `body`: the handler streams the request itself into the database (ingest/service.ts).
-    routes.handle(definitions.ingest[path], async (_input, _res, req) => {
+    routes.handle(definitions.ingest[path], async (_input, res, req) => {
       const format = formatOf(req.get('content-type'));
       const encoding = encodingOf(req.get('content-encoding'));
-      const { changes, ...stored } = await uploads.run(req, (body) => ingestBody(db, kind, encoding === 'gzip' ? gunzipped(body) : body, format));
+      const gone = clientGone(req, res);
+      const { changes, ...stored } = await uploads.run(req, gone, (body) => ingestBody(db, kind, uploadBytes(body, encoding, format), format, gone));
       return { data: changes ? { ...stored, derived: await deps.deriveChanged(changes) } : stored };
     });
   }
   return routes.build(definitions.all);
+}
+
+/**
+ * Aborts, with a ClientGoneError, when the request's connection closes before
+ * its answer is sent or its body fails to arrive: an upload then stops and
+ * rolls back instead of inflating, parsing and writing for no one. The request
+ * line already logs such a request as aborted (http/observe.ts).
+ */
+function clientGone(req: Request, res: Response): AbortSignal {
+  const controller = new AbortController();
+  const abort = () => {
+    if (!res.writableFinished) controller.abort(new ClientGoneError('the client left before its upload was answered'));
+  };
+  res.once('close', abort);
+  req.on('error', abort);
+  return controller.signal;
 }

@@ -27,18 +27,38 @@ export interface Receiving {
   unit?: NumberUnit;
 }
 
-/** `text` quoted as JSON quotes it, cut to MAX_SHOWN_CHARS (see there) with "…" and its length. */
-export function quoted(text: string): string {
-  if (text.length <= MAX_SHOWN_CHARS) return JSON.stringify(text);
-  let cut = text.slice(0, MAX_SHOWN_CHARS);
-  if (WORD_CHAR.test(text[MAX_SHOWN_CHARS])) {
+/**
+ * The first `max` characters of `text`, less a word the cut falls in that
+ * could be a secret (see MAX_SHOWN_CHARS), and less half of a surrogate pair.
+ */
+function cutAt(text: string, max: number): string {
+  let cut = text.slice(0, max);
+  if (WORD_CHAR.test(text[max])) {
     const start = cut.search(/[A-Za-z0-9_%-]+$/);
-    const word = /^[A-Za-z0-9_%-]+/.exec(text.slice(start))![0];
-    if (word.length >= SECRET_LENGTH && (word.includes('%') || (/[A-Z]/.test(word) && /[a-z]/.test(word)))) cut = cut.slice(0, start);
+    if (start >= 0) {
+      const word = /^[A-Za-z0-9_%-]+/.exec(text.slice(start))![0];
+      if (word.length >= SECRET_LENGTH && (word.includes('%') || (/[A-Z]/.test(word) && /[a-z]/.test(word)))) cut = cut.slice(0, start);
+    }
   }
   // Half of a surrogate pair is not shown.
   if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
-  return `${JSON.stringify(cut).slice(0, -1)}…" (${text.length} characters)`;
+  return cut;
+}
+
+/** `text` quoted as JSON quotes it, cut to MAX_SHOWN_CHARS (see there) with "…" and its length. */
+export function quoted(text: string): string {
+  if (text.length <= MAX_SHOWN_CHARS) return JSON.stringify(text);
+  return `${JSON.stringify(cutAt(text, MAX_SHOWN_CHARS)).slice(0, -1)}…" (${text.length} characters)`;
+}
+
+/**
+ * `text` whole when it has at most `max` characters, else cut there as
+ * `quoted` cuts (no secret in part), with "…" and its length. For what an
+ * answer shows unquoted: a field's name as a client sent it (MAX_SHOWN_CHARS),
+ * a message or a `details` key at the error body's limits (http/errors.ts).
+ */
+export function clipped(text: string, max = MAX_SHOWN_CHARS): string {
+  return text.length <= max ? text : `${cutAt(text, max)}… (${text.length} characters)`;
 }
 
 const NUMERIC_TEXT = /^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/;

@@ -48,6 +48,20 @@ function unwrapContainer(s: Schema): Schema {
 }
 
 /**
+ * The schema a value meets first: through wrappers, and into the side of a
+ * pipe the value enters; a catch is not stepped through, as a value its inner
+ * schema refuses is replaced rather than refused.
+ */
+export function schemaEntered(s: Schema): Schema {
+  for (let depth = 0; depth <= 8; depth++) {
+    if (isWrapper(s) && !(s instanceof z.core.$ZodCatch)) s = s._zod.def.innerType;
+    else if (s instanceof z.core.$ZodPipe) s = entered(s);
+    else break;
+  }
+  return s;
+}
+
+/**
  * The schema at `path`, stepping into object fields, array elements and
  * record values through wrappers and pipes; undefined when the path leaves
  * the schema (an unknown field, or a step into something that is not a container).

@@ -9,6 +9,8 @@ export class PermitRefused extends Error {
 }
 
 interface Waiter {
+  /** Lower is served first, whatever the deadlines. */
+  rank: number;
   /** When its wait ends (performance.now() milliseconds). */
   deadline: number;
   grant(): void;
@@ -23,6 +25,16 @@ interface Waiter {
  * among waits of one length (FIFO) a burst cannot starve an early waiter, and
  * a short wait (a request that has sent nothing yet) is served before waits
  * of minutes (a download's read-ahead), which can afford to yield to it.
+ *
+ * A rank, where who waits matters more than how long, comes before the
+ * deadline: waiters of a lower rank are served first, and a full queue takes
+ * an arrival ranked before its worst waiter by refusing that waiter
+ * (PermitRefused 'queue_full', as if it had found the queue full). The
+ * password-hashing slot ranks a browser the login recognises before an
+ * address new to the window, and that before an address that has made many
+ * attempts. Every wait still ends at its deadline, so a waiter ranked last is
+ * refused in time rather than waiting for ever. Without ranks (all 0), the
+ * queue is the deadline order above, and a full queue refuses the arrival.
  */
 export class Semaphore {
   private used = 0;
@@ -48,15 +60,22 @@ export class Semaphore {
   }
 
   /** Resolves with a permit (the caller must `release` it), or rejects with PermitRefused. */
-  acquire(timeoutMs: number): Promise<void> {
+  acquire(timeoutMs: number, rank = 0): Promise<void> {
+    // A free permit means an empty queue: release hands permits to waiters first.
     if (this.used < this.permits) {
       this.used++;
       this.onChange(this.used, this.queue.length);
       return Promise.resolve();
     }
-    if (this.queue.length >= this.maxWaiting) return Promise.reject(new PermitRefused('queue_full'));
+    if (this.queue.length >= this.maxWaiting) {
+      const worst = this.queue.at(-1);
+      if (worst === undefined || worst.rank <= rank) return Promise.reject(new PermitRefused('queue_full'));
+      this.queue.pop();
+      worst.refuse(new PermitRefused('queue_full'));
+    }
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
+        rank,
         deadline: performance.now() + timeoutMs,
         grant: () => {
           clearTimeout(timer);
@@ -73,7 +92,8 @@ export class Semaphore {
         reject(new PermitRefused('timeout'));
       }, timeoutMs);
       let at = this.queue.length;
-      while (at > 0 && this.queue[at - 1].deadline > waiter.deadline) at--;
+      const before = (other: Waiter) => other.rank > rank || (other.rank === rank && other.deadline > waiter.deadline);
+      while (at > 0 && before(this.queue[at - 1])) at--;
       this.queue.splice(at, 0, waiter);
       this.onChange(this.used, this.queue.length);
     });

@@ -1,8 +1,9 @@
 import { z } from 'zod';
-import { zodDetails, type ErrorDetails } from './errors.ts';
+import type { ErrorDetails } from './errors.ts';
 import { numberRule, oneOfRule, plural, unitOfField } from './params.ts';
-import { receivedWords, type Part } from './received-words.ts';
+import { clipped, quoted, receivedWords, type Part } from './received-words.ts';
 import { acceptedKeys, acceptedWords, boundsAt, findSchemaOf, isNumberAt, lengthWords, recordKeysAt, schemaAt } from './schema-words.ts';
+import { oversizedParts, type Oversize } from './size-bounds.ts';
 
 /**
  * The message of an issue whose schema states none. Parsing with this as
@@ -175,25 +176,135 @@ function worded(issue: z.core.$ZodIssue, schema: z.ZodType, value: unknown, part
 }
 
 /**
+ * The most fields an error names. Past it the message says how many fields
+ * were refused in all ("invalid body: 20 of 33 problems shown") and the
+ * input's own key ("_", or an upload row's) how many are not shown, so an
+ * answer's size and the work of wording it stay bounded whatever was sent.
+ */
+export const MAX_LISTED_FIELDS = 20;
+
+// Node's query-string parser (querystring.parse: Express's 'simple' query
+// parser, app.ts) reads the first 1,000 parameters, its maxKeys, and drops
+// the rest: a query of that many may have had more.
+const QUERY_PARAMETERS_READ = 1000;
+
+/** `details` naming at most MAX_LISTED_FIELDS fields, and how many fields were refused in all. */
+export interface Listed {
+  details: ErrorDetails;
+  /** The fields with a problem, named or not. */
+  fields: number;
+  /** Those named in `details`. */
+  shown: number;
+}
+
+/** The `details` key of the field at `path` under `prefix`: its names and indexes joined by dots, each name cut as `clipped` cuts it; "_" for the whole input. */
+function fieldKey(prefix: string, path: readonly PropertyKey[]): string {
+  let key = prefix;
+  for (const step of path) {
+    const name = clipped(String(step));
+    if (name) key = key ? `${key}.${name}` : name;
+  }
+  return key || '_';
+}
+
+/** The messages of the first MAX_LISTED_FIELDS fields refused, each message once, and the count of the others. */
+class FieldList {
+  // No prototype: a field named "__proto__" is a key like any other.
+  private readonly details = Object.create(null) as ErrorDetails;
+  private readonly unshown = new Set<string>();
+  private shown = 0;
+  private readonly root: string;
+
+  constructor(prefix: string) {
+    this.root = fieldKey(prefix, []);
+  }
+
+  /** Whether a message on `key` would be shown. */
+  shows(key: string): boolean {
+    return key in this.details || this.shown < MAX_LISTED_FIELDS;
+  }
+
+  add(key: string, message: string): void {
+    const messages = this.details[key];
+    if (messages) {
+      if (!messages.includes(message)) messages.push(message);
+    } else if (this.shown < MAX_LISTED_FIELDS) {
+      this.details[key] = [message];
+      this.shown++;
+    } else {
+      this.unshown.add(key);
+    }
+  }
+
+  /** A field refused, counted without being worded. */
+  count(key: string): void {
+    if (!(key in this.details)) this.unshown.add(key);
+  }
+
+  listed(): Listed {
+    const { details, shown, unshown } = this;
+    if (unshown.size) (details[this.root] ??= []).push(`${unshown.size} more problems not shown`);
+    return { details, fields: shown + unshown.size, shown };
+  }
+}
+
+/**
  * `details` for a failed parse of `value` by `schema`, each issue worded by
  * `worded` and keyed by its dotted field path under `prefix` ("_" for the
- * whole input). The error must come from a safeParse with EXPLAINED, so a
- * schema's own words can be told from zod's. The same message twice for one
- * field is given once.
+ * whole input), at most MAX_LISTED_FIELDS fields worded. The error must come
+ * from a safeParse with EXPLAINED, so a schema's own words can be told from
+ * zod's. The same message twice for one field is given once.
  */
-export function validationDetails(error: z.ZodError, schema: z.ZodType, value: unknown, part: Part, prefix = ''): ErrorDetails {
+export function listedDetails(error: z.ZodError, schema: z.ZodType, value: unknown, part: Part, prefix = ''): Listed {
   // A length check also runs on a value of the wrong type (an array where text
   // is required is "too small" too): where the type is wrong, that is all that is said.
   const mistyped = new Set(error.issues.filter((i) => i.code === 'invalid_type').map((i) => JSON.stringify(i.path.map(String))));
-  const seen = new Set<string>();
-  const issues = error.issues
-    .filter((issue) => !((issue.code === 'too_small' || issue.code === 'too_big') && mistyped.has(JSON.stringify(issue.path.map(String)))))
-    .flatMap((issue) => worded(issue, schema, value, part).map((w) => ({ ...issue, path: w.path, message: w.message }) as z.core.$ZodIssue))
-    .filter((issue) => {
-      const key = JSON.stringify([issue.path.map(String), issue.message]);
-      if (seen.has(key)) return false;
-      seen.add(key);
-      return true;
-    });
-  return zodDetails(new z.ZodError(issues), prefix);
+  const list = new FieldList(prefix);
+  for (const issue of error.issues) {
+    if ((issue.code === 'too_small' || issue.code === 'too_big') && mistyped.has(JSON.stringify(issue.path.map(String)))) continue;
+    // An unknown field is one issue for all of an object's unknown fields, and one field each.
+    const keys = issue.code === 'unrecognized_keys' ? issue.keys.map((k) => fieldKey(prefix, [...issue.path, k])) : [fieldKey(prefix, issue.path)];
+    if (!keys.some((key) => list.shows(key))) {
+      for (const key of keys) list.count(key);
+      continue;
+    }
+    for (const w of worded(issue, schema, value, part)) list.add(fieldKey(prefix, w.path), w.message);
+  }
+  return list.listed();
+}
+
+/** "has 80000 fields; accepts at most 7: spot, …; unknown fields include "k0", "k1", "k2"". */
+function fieldsWords(o: Extract<Oversize, { kind: 'fields' }>, part: Part): string {
+  const noun = part === 'query' ? 'parameter' : 'field';
+  const count = part === 'query' && o.count >= QUERY_PARAMETERS_READ ? `at least ${o.count}` : String(o.count);
+  const accepted = o.accepted.length ? `accepts at most ${o.accepted.length}: ${o.accepted.join(', ')}` : 'accepts none';
+  return `has ${count} ${noun}s; ${accepted}; unknown ${noun}s include ${o.unknown.map(quoted).join(', ')}`;
+}
+
+/**
+ * `details` for the parts of a value over their size (size-bounds.ts), or
+ * null when `found` is empty. A list or text over its length is worded as
+ * zod's own issue on it would be; an object of too many fields by its count,
+ * the fields it accepts and a few of those it holds. `value` is the parsed
+ * value, or undefined where only its JSON text was scanned (json-shape.ts).
+ */
+export function oversizeListed(found: Iterable<Oversize>, schema: z.ZodType, value: unknown, part: Part, prefix = ''): Listed | null {
+  const list = new FieldList(prefix);
+  let any = false;
+  for (const o of found) {
+    any = true;
+    const key = fieldKey(prefix, o.path);
+    if (!list.shows(key)) list.count(key);
+    else if (o.kind === 'fields') list.add(key, fieldsWords(o, part));
+    else {
+      const issue = z.core.util.finalizeIssue({ ...o.issue, path: o.path }, EXPLAINED, z.core.config());
+      for (const w of worded(issue, schema, value, part)) list.add(fieldKey(prefix, w.path), w.message);
+    }
+  }
+  return any ? list.listed() : null;
+}
+
+/** oversizeListed over the parts of `value` over their size in `schema`, found before zod runs. */
+export function oversizeDetails(schema: z.ZodType, value: unknown, part: Part, prefix = ''): Listed | null {
+  return oversizeListed(oversizedParts(schema, value, MAX_LISTED_FIELDS), schema, value, part, prefix);
 }

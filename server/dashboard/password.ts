@@ -25,10 +25,23 @@ export interface Hashing {
   verify(password: string, stored: string | null): Promise<boolean>;
 }
 
+/**
+ * A check's place in the queue for a hashing slot, lower first. TRUSTED_RANK
+ * is for the operator, an invitation's holder and a browser the login
+ * recognises; any other sign-in ranks by the attempts its address has made in
+ * the window, this one included: 1 for an address new to the window, more
+ * for each attempt a flooding address makes.
+ */
+export type HashRank = number;
+export const TRUSTED_RANK: HashRank = 0;
+
+/** Where a check comes from, for PasswordHasher.oneAtATime: a browser the login recognises (its device token's hash), or else an address. */
+export type CheckSource = { address: string } | { device: string };
+
 export interface PasswordHasherOptions {
   /** Hashes that run at once, each on a thread of its own. */
   threads: number;
-  /** Checks allowed to wait for a thread; more are refused at once. */
+  /** Checks allowed to wait for a thread; past it, an arrival ranked before the worst waiter takes its place, and any other is refused. */
   maxWaiting: number;
   /** How long a check may wait for a thread before it is refused. */
   waitMs: number;
@@ -39,15 +52,21 @@ export interface PasswordHasherOptions {
 /**
  * Hashes and checks dashboard passwords on threads of their own: at most
  * `threads` checks hold a slot at once, a few more wait up to `waitMs`, and
- * the rest are refused at once with 503 overloaded and Retry-After. The hashes run
- * synchronously on those threads (workers/password-hash.cjs), never on
- * libuv's thread pool, which compression and file reads use: with crypto's
- * asynchronous scrypt, 8 concurrent sign-in posts made a gzip price read
- * take 5.4 s instead of 0.1 s.
+ * the rest are refused at once with 503 overloaded and Retry-After. The
+ * waiters are served by rank (HashRank), not by arrival: under a flood from
+ * many addresses, each under its limits, a browser the login recognises and
+ * a holder at an address new to the window still get the next slot, and a
+ * flooding address that has made many attempts is the one refused. The
+ * hashes run synchronously on those threads (workers/password-hash.cjs),
+ * never on libuv's thread pool, which compression and file reads use: with
+ * crypto's asynchronous scrypt, 8 concurrent sign-in posts made a gzip price
+ * read take 5.4 s instead of 0.1 s.
  */
 export class PasswordHasher {
   private readonly threads: Piscina;
   private readonly slots: Semaphore;
+  /** The sources (CheckSource, as `address:…` or `device:…`) with a check between its limits and the end of its hash. */
+  private readonly checking = new Set<string>();
   // Checked against when the login is unknown, so an unknown login costs the
   // same time as a wrong password and the answer time tells nothing.
   private standIn: Promise<string> | null = null;
@@ -68,14 +87,43 @@ export class PasswordHasher {
   }
 
   /**
-   * Runs `work` holding a hashing slot, taken first: a check that finds the
-   * slots and their queue full is refused before it costs anything else (its
-   * limits and its login are read inside `work`). The slot is given back
-   * when `work` ends.
+   * Runs `work` (an attempt's limits, then its hash) as the only check under
+   * way from `source`; a second from the same source, while the first waits
+   * for a slot or runs, is refused at once with 429 rate_limited and
+   * Retry-After: 1 (a hash takes 0.23 to 0.9 s), before the limits are read.
+   * So one address, however many connections it opens, holds at most one
+   * place among the slots and their queue; filling them takes as many
+   * addresses, each ranked by its own attempts. A 429 rather than 503: the
+   * refusal is about this client's own concurrency, and comes whatever the
+   * service's load. The sources are this process's, as the slots are.
    */
-  async withSlot<T>(work: (hashing: Hashing) => Promise<T>): Promise<T> {
+  async oneAtATime<T>(source: CheckSource, work: () => Promise<T>): Promise<T> {
+    const [field, key, who] = 'device' in source ? ['device', `device:${source.device}`, 'browser'] : ['address', `address:${source.address}`, 'address'];
+    if (this.checking.has(key)) {
+      throw new AppError(
+        'rate_limited',
+        `another password check from this ${who} is under way; try again in 1 second`,
+        { [field]: [`at most 1 password check at a time from one ${who}; another from this ${who} is being checked`] },
+        { 'Retry-After': '1' },
+      );
+    }
+    this.checking.add(key);
     try {
-      await this.slots.acquire(this.options.waitMs);
+      return await work();
+    } finally {
+      this.checking.delete(key);
+    }
+  }
+
+  /**
+   * Runs `work` holding a hashing slot, waiting for it by `rank`; the slot is
+   * given back when `work` ends. Taken last, after every cheaper check, so
+   * the slot and its queue hold only attempts that passed them, and `work` is
+   * the hash alone.
+   */
+  async withSlot<T>(work: (hashing: Hashing) => Promise<T>, rank: HashRank): Promise<T> {
+    try {
+      await this.slots.acquire(this.options.waitMs, rank);
     } catch (err) {
       if (!(err instanceof PermitRefused)) throw err;
       passwordHashesRefused.inc();
@@ -86,6 +134,11 @@ export class PasswordHasher {
     } finally {
       this.slots.release();
     }
+  }
+
+  /** Checks waiting for a hashing slot now. */
+  get waiting(): number {
+    return this.slots.waiting;
   }
 
   /** `scrypt$N$r$p$<salt base64>$<hash base64>`: the parameters travel with the hash, so they can be raised for new passwords later. */

@@ -118,15 +118,19 @@ export interface AttemptRule {
 /** The rules that refused an attempt, each with the seconds until it would admit one. */
 export type AttemptRefusal = { rule: AttemptRule; retryAfterSeconds: number }[];
 
+/** An attempt counted against every rule, with each subject's count including it; or the rules that refused it, with no count changed. */
+export type Admission = { admitted: true; attempts: Map<string, number> } | { admitted: false; refusal: AttemptRefusal };
+
 /**
  * Counts one attempt against every rule, or against none when any refuses it:
  * a refused attempt changes no count, so hammering a door that is shut does
  * not keep it shut longer. A subject's count is forgotten once `windowSeconds`
  * pass without an attempt it admitted. The rows are locked (created empty
  * first, so a subject's first attempts are locked too), so concurrent
- * attempts in any process are counted one after another.
+ * attempts in any process are counted one after another, and the counts
+ * returned are exact.
  */
-export async function admitAttempt(sql: Sql, rules: AttemptRule[], windowSeconds: number): Promise<AttemptRefusal> {
+export async function admitAttempt(sql: Sql, rules: AttemptRule[], windowSeconds: number): Promise<Admission> {
   const subjects = rules.map((r) => r.subject).sort();
   return (await sql.begin(async (tx) => {
     await tx`
@@ -153,15 +157,14 @@ export async function admitAttempt(sql: Sql, rules: AttemptRule[], windowSeconds
       const wait = rule.spaced ? Math.min(2 ** (attempts - rule.limit), windowSeconds / 2) : windowSeconds;
       return sinceLast >= wait ? [] : [{ rule, retryAfterSeconds: wait - sinceLast }];
     });
-    if (refusal.length === 0) {
-      await tx`
-        update dashboard_sign_in_attempts
-        set attempts = attempts + 1, last_attempt_at = now()
-        where subject = any(${subjects}::text[])
-      `;
-    }
-    return refusal;
-  })) as AttemptRefusal;
+    if (refusal.length) return { admitted: false, refusal };
+    await tx`
+      update dashboard_sign_in_attempts
+      set attempts = attempts + 1, last_attempt_at = now()
+      where subject = any(${subjects}::text[])
+    `;
+    return { admitted: true, attempts: new Map(rows.map((r) => [r.subject, r.attempts + 1])) };
+  })) as Admission;
 }
 
 /** Forgets the counts of `subjects` (a holder's own, after a sign-in that worked). */

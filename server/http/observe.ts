@@ -17,10 +17,42 @@ const acceptedId = (incoming: string | undefined): incoming is string =>
 // The dashboard's paths are logged as their route template (or as
 // UNMATCHED_ACCOUNT_PATH when no route matched), never as sent: an account
 // holder may paste a password or a key into the address bar, and nothing
-// tells such a segment apart from a page's name. (Express matches the mount
-// point in any case.)
-const ACCOUNT_PATH = /^\/account(?:\/|$)/i;
+// tells such a segment apart from a page's name. A path is the dashboard's
+// however it is written, routed or not (Express matches the mount point in
+// any case; //account/..., /account%2F... and /./account/... reach no
+// route): its escapes decoded in three passes, for a path encoded two or
+// three times (a fixed count: decoding until nothing changes would take one
+// pass per level a hostile path nests), backslashes and runs of slashes read
+// as one slash, dot segments resolved.
+const ACCOUNT_PATH = /^\/account(?![\w-])/i;
 const UNMATCHED_ACCOUNT_PATH = '/account/[unmatched]';
+const MAYBE_ACCOUNT = /account|%/i;
+const ESCAPE = /%([0-9a-f]{2})/gi;
+const DECODE_PASSES = 3;
+
+function readsAsAccountPath(path: string): boolean {
+  if (!MAYBE_ACCOUNT.test(path)) return false;
+  let decoded = path;
+  for (let pass = 0; pass < DECODE_PASSES; pass++) decoded = decoded.replace(ESCAPE, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  const segments: string[] = [];
+  for (const segment of decoded.split(/[\\/]+/)) {
+    if (segment === '..') segments.pop();
+    else if (segment !== '.' && segment !== '') segments.push(segment);
+  }
+  return ACCOUNT_PATH.test(`/${segments.join('/')}`);
+}
+
+// An absolute-form target (GET http://host/path HTTP/1.1, RFC 9112 3.2.2)
+// names a host, and may carry user information, before its path; Express
+// routes on the path alone.
+const SCHEME_AND_AUTHORITY = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i;
+
+/** The path Express routes `target` by: without an absolute-form target's scheme and authority, and without the query (which may carry secrets) or a fragment. */
+function pathOf(target: string): string {
+  const path = target.replace(SCHEME_AND_AUTHORITY, '').split(/[?#]/, 1)[0];
+  if (path === '') return '/';
+  return path.startsWith('/') ? path : '[not a path]';
+}
 
 /**
  * Request id, one structured log line per request, and the HTTP metrics.
@@ -66,7 +98,7 @@ export function observeRequests(listener: 'public' | 'admin', logger: Logger, id
       done = true;
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = routeOf();
-      const path = req.originalUrl.split('?')[0];
+      const path = pathOf(req.originalUrl);
       const status = closed && !res.writableFinished ? 'aborted' : String(res.statusCode);
       const labels = { listener, method: req.method, route, status };
       httpRequests.inc(labels);
@@ -77,8 +109,7 @@ export function observeRequests(listener: 'public' | 'admin', logger: Logger, id
           listener,
           method: req.method,
           route,
-          // The path only: query strings may carry secrets.
-          path: ACCOUNT_PATH.test(path) ? (route === 'unmatched' ? UNMATCHED_ACCOUNT_PATH : route) : path,
+          path: readsAsAccountPath(path) ? (route === 'unmatched' ? UNMATCHED_ACCOUNT_PATH : route) : path,
           status: res.statusCode,
           aborted: status === 'aborted' || undefined,
           durationMs: Math.round(seconds * 1e4) / 10,

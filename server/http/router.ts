@@ -1,11 +1,12 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
+import type { z } from 'zod';
 import { requireScope, type AuthDeps } from './auth.ts';
 import { isWritten } from './envelope.ts';
 import { requireUtf8Body } from './media-type.ts';
 import { routePrefix } from './observe.ts';
 import type { AnyRoute, HandlerOf, InputOf, Refusal, RouteDefinition } from './route.ts';
 import { AppError } from '../core/errors.ts';
-import { parse } from '../core/validate.ts';
+import { parse, refuseOversizedJson } from '../core/validate.ts';
 import type { PointInTime } from '../core/time.ts';
 import { asServed, readsAsOf } from '../db/replicas.ts';
 
@@ -199,24 +200,32 @@ function methodNotAllowed(path: string, methods: string[]): RequestHandler {
   };
 }
 
+/**
+ * The JSON body reader of a route whose body `schema` parses: a body over a
+ * size the schema sets (an object of far more fields than it declares, a
+ * list over its bound) is refused from its bytes, once read and inflated,
+ * before JSON.parse builds it (core/json-shape.ts).
+ */
+function jsonBody(schema: z.ZodType, limit: string): RequestHandler {
+  return express.json({ limit, strict: true, verify: (_req, _res, bytes) => refuseOversizedJson(schema, bytes) });
+}
+
 /** The /v1 router: each route requires its one scope, checked before any body is read or parsed. */
 export function publicRoutes(auth: AuthDeps, bodyLimit: string): RouteTable {
-  const json = express.json({ limit: bodyLimit, strict: true });
   return new RouteTable({
     prefix: '/v1',
     before(definition) {
       if (!definition.scope) throw new Error(`public route ${definition.path} declares no scope`);
       const auth_ = requireScope(auth, definition.scope);
-      return definition.body ? [auth_, requireJson, requireUtf8Body, json] : [auth_];
+      return definition.body ? [auth_, requireJson, requireUtf8Body, jsonBody(definition.body, bodyLimit)] : [auth_];
     },
   });
 }
 
 /** The /admin/v1 router (the admin token is checked in front of it). */
 export function adminRoutes(bodyLimit: string): RouteTable {
-  const json = express.json({ limit: bodyLimit });
   return new RouteTable({
     prefix: '/admin/v1',
-    before: (definition) => (definition.body ? [requireUtf8Body, json] : []),
+    before: (definition) => (definition.body ? [requireUtf8Body, jsonBody(definition.body, bodyLimit)] : []),
   });
 }

@@ -6,7 +6,9 @@ import { AppError } from '../core/errors.ts';
  * is JSON whitespace), yielded in batches, one per input chunk. Blank lines
  * are skipped and do not count as rows; a line that is not JSON is a 400
  * naming its row. A line longer than MAX_RECORD_CHARS is refused as soon as
- * it passes the limit, without reading the rest of the body.
+ * it passes the limit, without reading the rest of the body, and so is a run
+ * of blank lines whose characters (whitespace and LFs) pass it together: a
+ * run makes no row, so no row's check would otherwise end it.
  *
  * A line that runs on into later chunks is kept as the list of its pieces and
  * joined once, when its LF arrives, so each character is searched for the LF
@@ -15,17 +17,28 @@ import { AppError } from '../core/errors.ts';
 export async function* ndjsonBatches(body: AsyncIterable<Buffer | string>): AsyncGenerator<unknown[]> {
   const decoder = new TextDecoder('utf-8');
   let index = 0; // the row the next non-blank line is
+  let lineNumber = 1; // the physical line the next complete line is
   const lineParts: string[] = []; // the start of a line that continues in a later chunk
   let partsChars = 0;
+  let blankChars = 0; // the characters of the blank lines since the last row, LFs included
+  let blankFrom = 1; // the line the current run of blank lines started on
 
-  const parseLine = (line: string, out: unknown[]) => {
-    if (line.trim() === '') return;
-    try {
-      out.push(JSON.parse(line));
-    } catch {
-      throw new AppError('invalid_request', `row ${index} is not valid JSON`, { [`rows[${index}]`]: ['malformed JSON line'] });
+  // `ending` is the length of the line's LF: 1, or 0 for a last line without one.
+  const parseLine = (line: string, ending: number, out: unknown[]) => {
+    if (line.trim() === '') {
+      if (blankChars === 0) blankFrom = lineNumber;
+      blankChars += line.length + ending;
+      if (blankChars > MAX_RECORD_CHARS) throw blankRunTooLong(blankFrom, lineNumber);
+    } else {
+      try {
+        out.push(JSON.parse(line));
+      } catch {
+        throw new AppError('invalid_request', `row ${index} is not valid JSON`, { [`rows[${index}]`]: ['malformed JSON line'] });
+      }
+      index++;
+      blankChars = 0;
     }
-    index++;
+    lineNumber++;
   };
 
   // Takes the lines `text` completes; the text after its last LF is kept in lineParts.
@@ -41,7 +54,7 @@ export async function* ndjsonBatches(body: AsyncIterable<Buffer | string>): Asyn
       }
       for (const line of lines) {
         if (line.length > MAX_RECORD_CHARS && line.length - (line.charCodeAt(line.length - 1) === 13 ? 1 : 0) > MAX_RECORD_CHARS) throw lineTooLong(index);
-        parseLine(line, out);
+        parseLine(line, 1, out);
       }
     }
     if (lastNl + 1 < text.length) {
@@ -59,8 +72,13 @@ export async function* ndjsonBatches(body: AsyncIterable<Buffer | string>): Asyn
   }
   const batch: unknown[] = [];
   consume(decoder.decode(), batch);
-  if (lineParts.length) parseLine(lineParts.join(''), batch);
+  if (lineParts.length) parseLine(lineParts.join(''), 0, batch);
   if (batch.length) yield batch;
+}
+
+function blankRunTooLong(from: number, to: number) {
+  const message = `lines ${from} to ${to} are blank: a run of blank lines may hold at most ${MAX_RECORD_CHARS} characters, as a line may`;
+  return new AppError('invalid_request', message, { body: [message] });
 }
 
 function lineTooLong(index: number) {

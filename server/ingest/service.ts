@@ -23,10 +23,30 @@ import { hasNestedValue, mayHoldUnstorableText, refusalDetails, unstorableText }
 
 /**
  * Ingests an upload body (a request's, a file's) of the given format in one
- * transaction on a connection of `db`.
+ * transaction on a connection of `db`. Once `signal` aborts (the request's
+ * client has gone), the upload stops at its next body chunk or batch, or
+ * before it commits, throwing the signal's reason, and nothing is stored.
  */
-export function ingestBody<Row>(db: Database, kind: IngestKind<Row>, body: AsyncIterable<Buffer | string>, format: BodyFormat): Promise<UploadResult> {
-  return db.run((sql) => ingestUpload(sql, kind, batchesFrom(body, format)));
+export function ingestBody<Row>(
+  db: Database,
+  kind: IngestKind<Row>,
+  body: AsyncIterable<Buffer | string>,
+  format: BodyFormat,
+  signal?: AbortSignal,
+): Promise<UploadResult> {
+  return db.run((sql) => ingestUpload(sql, kind, batchesFrom(signal ? untilAborted(body, signal) : body, format), signal));
+}
+
+/**
+ * The body's chunks until `signal` aborts. Checked per chunk (64 KiB from a
+ * socket, 16 KiB inflated), so a body that makes no rows, which no batch
+ * check would see, stops too.
+ */
+async function* untilAborted<T>(body: AsyncIterable<T>, signal: AbortSignal): AsyncGenerator<T> {
+  for await (const chunk of body) {
+    signal.throwIfAborted();
+    yield chunk;
+  }
 }
 
 // A batch is written once its COPY text reaches this size: large enough that
@@ -59,15 +79,27 @@ export async function ingestRows<Row>(sql: Sql, kind: IngestKind<Row>, batches: 
   return result;
 }
 
-/** One upload in one transaction, the way its kind writes; the rows are counted once it has committed. */
-async function ingestUpload<Row>(sql: Sql, kind: IngestKind<Row>, batches: RawBatches): Promise<UploadResult> {
+/**
+ * One upload in one transaction, the way its kind writes; the rows are
+ * counted once it has committed. An aborted `signal` stops it between
+ * batches and keeps it from committing.
+ */
+async function ingestUpload<Row>(sql: Sql, kind: IngestKind<Row>, batches: RawBatches, signal?: AbortSignal): Promise<UploadResult> {
   const upload: UploadStamp = { startedAt: new Date().toISOString() };
   if (kind.writes === 'staged') {
-    const result = await sql.begin((tx) => stageAndApply(tx, kind, batches, upload));
+    const result = await sql.begin(async (tx) => {
+      const applied = await stageAndApply(tx, kind, batches, upload, signal);
+      signal?.throwIfAborted();
+      return applied;
+    });
     countIngested(kind, result);
     return result;
   }
-  const { result, range } = await sql.begin((tx) => writeKeyed(tx, kind, batches, upload));
+  const { result, range } = await sql.begin(async (tx) => {
+    const written = await writeKeyed(tx, kind, batches, upload, signal);
+    signal?.throwIfAborted();
+    return written;
+  });
   countIngested(kind, result);
   await kind.afterCommit?.(sql, range);
   return result;
@@ -81,13 +113,20 @@ function countIngested(kind: { label: string }, result: IngestResult): void {
 }
 
 /** A staged upload: every row copied into ingest_staging after its index, then checked and applied by the kind. */
-async function stageAndApply<Row>(tx: ISql, kind: StagedIngestKind<Row>, batches: RawBatches, upload: UploadStamp): Promise<UploadResult> {
+async function stageAndApply<Row>(
+  tx: ISql,
+  kind: StagedIngestKind<Row>,
+  batches: RawBatches,
+  upload: UploadStamp,
+  signal: AbortSignal | undefined,
+): Promise<UploadResult> {
   await repo.beginUpload(tx, kind.stagingColumns, true);
-  await encodeRows(kind, batches, upload, {
+  await encodeRows(kind, batches, upload, signal, {
     line: (line, index) => `${index}\t${line}`,
     write: (text) => repo.copyInto(tx, 'ingest_staging', text),
   });
   await repo.analyzeStaging(tx);
+  signal?.throwIfAborted();
   return kind.apply(tx);
 }
 
@@ -101,6 +140,7 @@ async function writeKeyed<Row>(
   kind: KeyedIngestKind<Row>,
   batches: RawBatches,
   upload: UploadStamp,
+  signal: AbortSignal | undefined,
 ): Promise<{ result: UploadResult; range: OrdinalRange }> {
   await repo.beginUpload(tx, kind.stagingColumns, false);
   const { key } = kind;
@@ -119,7 +159,7 @@ async function writeKeyed<Row>(
     counts.inserted += written.inserted;
     counts.updated += written.updated;
   };
-  const rows = await encodeRows(kind, batches, upload, {
+  const rows = await encodeRows(kind, batches, upload, signal, {
     check(row, index) {
       const ordinal = key.ordinal(row);
       const instrumentId = key.instrumentId(row);
@@ -177,9 +217,16 @@ interface RowSink<Row> {
 /**
  * Parses and encodes every row of the upload, in order, and hands the COPY
  * text to `sink` in batches of about COPY_BATCH_BYTES. Returns the number of
- * rows; an upload without any is refused.
+ * rows; an upload without any is refused. An aborted `signal` stops it at the
+ * next batch, once the write in flight has ended.
  */
-async function encodeRows<Row>(kind: IngestKind<Row>, batches: RawBatches, upload: UploadStamp, sink: RowSink<Row>): Promise<number> {
+async function encodeRows<Row>(
+  kind: IngestKind<Row>,
+  batches: RawBatches,
+  upload: UploadStamp,
+  signal: AbortSignal | undefined,
+  sink: RowSink<Row>,
+): Promise<number> {
   const copy = new OverlappedWrites(sink.write);
   let index = 0;
   try {
@@ -195,6 +242,8 @@ async function encodeRows<Row>(kind: IngestKind<Row>, batches: RawBatches, uploa
       // A body that arrives faster than it is parsed is read on microtasks alone, and the database's replies to the
       // write in flight wait for the parsing to stop: one turn of the event loop per body chunk lets them in.
       await new Promise<void>((resolve) => setImmediate(resolve));
+      // That turn is also when a client's leaving is seen: a body already received is otherwise parsed to its end.
+      signal?.throwIfAborted();
     }
     if (index === 0) throw new AppError('invalid_request', `the ${kind.label} batch is empty`, { body: ['no rows'] });
     if (copy.pending) await copy.flush();

@@ -15,11 +15,13 @@ export interface UploadLimits {
 
 /**
  * Admission for uploads sent by a client (the admin upload routes pass the
- * request, a Readable). Each upload is one transaction on a pooled
- * connection for as long as its client sends, so only `maxConcurrent` run at
- * once and the rest of the pool stays free for reads; the others wait for a
- * slot within a deadline. A client that stops sending is cut off after
- * `idleTimeoutMs` rather than holding its transaction open.
+ * request, a Readable, and a signal that aborts when its client leaves). Each
+ * upload is one transaction on a pooled connection for as long as its client
+ * sends, so only `maxConcurrent` run at once and the rest of the pool stays
+ * free for reads; the others wait for a slot within a deadline. A client that
+ * stops sending is cut off after `idleTimeoutMs` rather than holding its
+ * transaction open, and one that leaves stops its upload (the upload checks
+ * the signal too, for a body already received).
  */
 export class UploadSlots {
   private readonly slots: Semaphore;
@@ -31,7 +33,7 @@ export class UploadSlots {
     this.slots = new Semaphore(limits.maxConcurrent, limits.maxWaiting);
   }
 
-  async run<T>(body: Readable, upload: (body: AsyncIterable<Buffer>) => Promise<T>): Promise<T> {
+  async run<T>(body: Readable, signal: AbortSignal, upload: (body: AsyncIterable<Buffer>) => Promise<T>): Promise<T> {
     try {
       await this.slots.acquire(this.limits.waitTimeoutMs);
     } catch (err) {
@@ -44,34 +46,46 @@ export class UploadSlots {
       );
     }
     try {
-      return await upload(withIdleTimeout(body, this.limits.idleTimeoutMs));
+      // A client that left while its upload waited (at most waitTimeoutMs) has it stopped here.
+      signal.throwIfAborted();
+      return await upload(whileSending(body, this.limits.idleTimeoutMs, signal));
     } finally {
       this.slots.release();
     }
   }
 }
 
-/** The body's chunks; throws request_timeout (and stops reading) when none arrives for `idleMs`. */
-async function* withIdleTimeout(body: Readable, idleMs: number): AsyncGenerator<Buffer> {
+/**
+ * The body's chunks; throws request_timeout (and stops reading) when none
+ * arrives for `idleMs`, and the signal's reason once it aborts. A read that
+ * fails because the client left (ECONNRESET, which would read as the
+ * database's connection failing) throws the signal's reason too.
+ */
+async function* whileSending(body: Readable, idleMs: number, signal: AbortSignal): AsyncGenerator<Buffer> {
   const chunks = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   for (;;) {
+    signal.throwIfAborted();
     let timer: NodeJS.Timeout | undefined;
-    const idle = new Promise<never>((_, reject) => {
+    let onAbort: (() => void) | undefined;
+    const stopped = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         reject(new AppError('request_timeout', `the upload sent nothing for ${idleMs} ms; nothing was stored`, { body: [`no data for ${idleMs} ms`] }));
       }, idleMs);
+      onAbort = () => reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
     });
     const next = chunks.next();
     try {
-      const { done, value } = await Promise.race([next, idle]);
+      const { done, value } = await Promise.race([next, stopped]);
       if (done) return;
       yield value;
     } catch (err) {
       next.catch(() => {}); // the body is abandoned; its pending read may still reject
       body.pause();
-      throw err;
+      throw signal.aborted ? signal.reason : err;
     } finally {
       clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort!);
     }
   }
 }

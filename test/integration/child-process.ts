@@ -12,7 +12,18 @@ export interface Exit {
 
 // The service's own variables are left out of what a child inherits, so each
 // test sets exactly the ones it means.
-const SERVICE_VARIABLES = ['DATABASE_URL', 'DATABASE_REPLICA_URLS', 'DATA_DIR', 'PORT', 'ADMIN_PORT', 'ADMIN_HOST', 'ADMIN_TOKEN', 'LOG_LEVEL', 'DEMO_DATA'];
+const SERVICE_VARIABLES = [
+  'DATABASE_URL',
+  'DATABASE_REPLICA_URLS',
+  'DATA_DIR',
+  'HOST',
+  'PORT',
+  'ADMIN_PORT',
+  'ADMIN_HOST',
+  'ADMIN_TOKEN',
+  'LOG_LEVEL',
+  'DEMO_DATA',
+];
 
 /** This process's environment less the service's variables. */
 export const inheritedEnv = () => Object.fromEntries(Object.entries(process.env).filter(([name]) => !SERVICE_VARIABLES.includes(name)));

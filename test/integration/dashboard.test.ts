@@ -423,11 +423,11 @@ describe('dashboard: usage', () => {
   });
 });
 
-/** `n` browsers that opened the sign-in page, so each holds a form cookie. */
+/** `n` browsers, each at an address of its own (one check at a time is allowed per address), that opened the sign-in page, so each holds a form cookie. */
 const formClients = (service: Service, n: number) =>
   Promise.all(
-    Array.from({ length: n }, async () => {
-      const client = new DashboardClient(service.runtime.publicUrl);
+    Array.from({ length: n }, async (_, i) => {
+      const client = new DashboardClient(service.runtime.publicUrl, `127.0.3.${i + 1}`);
       await client.get('/account/sign-in');
       return client;
     }),
@@ -440,11 +440,12 @@ async function hashesRun(service: Service): Promise<number> {
 }
 
 describe('dashboard: password hashing cannot starve the service', () => {
-  it('when an invitation form names no pending invitation, then it is refused before any hashing; one address may post the form a few times a window', async () => {
+  it('when an invitation form names no pending invitation, then it is 404 before any hashing, however often one address posts it', async () => {
     const client = new DashboardClient(svc.runtime.publicUrl, ELSEWHERE);
     const csrf = csrfOn((await client.get('/account/sign-in')).text)!;
     const before = await hashesRun(svc);
-    for (let i = 0; i < INVITATIONS_PER_ADDRESS; i++) {
+    // Past the address's invitation limit: a token that names nothing counts against nothing.
+    for (let i = 0; i <= INVITATIONS_PER_ADDRESS; i++) {
       const res = await client.post(
         '/account/invitation',
         { csrf, token: `forged-${i}`, password: PASSWORD, confirm: PASSWORD },
@@ -453,14 +454,6 @@ describe('dashboard: password hashing cannot starve the service', () => {
       expect(res.status).toBe(404);
     }
     expect(await hashesRun(svc)).toBe(before);
-    const refused = await client.post(
-      '/account/invitation',
-      { csrf, token: 'forged-last', password: PASSWORD, confirm: PASSWORD },
-      { accept: 'application/json' },
-    );
-    expect(refused.status).toBe(429);
-    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
-    expect(JSON.parse(refused.text).error.details).toEqual({ address: [`${INVITATIONS_PER_ADDRESS} attempts per 15 minutes reached`] });
   });
 
   it('when more sign-ins arrive than the hashing thread and its short queue hold, then the rest are refused at once with 503 and Retry-After', async () => {

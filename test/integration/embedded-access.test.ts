@@ -1,10 +1,11 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { chmod, constants, copyFile, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { existingClusterDir, passwordFileOf, runningPostmaster } from '../../server/db/cluster-placement.ts';
+import { existingClusterDir, passwordFileOf, placeCluster, runningPostmaster } from '../../server/db/cluster-placement.ts';
 import { openDatabase, socketUrl, startEmbeddedPostgres } from '../../server/db/embedded.ts';
 import { sqlClient } from '../../server/db/sql.ts';
 import { inheritedEnv, PROJECT_ROOT, runNode } from './child-process.ts';
@@ -77,11 +78,11 @@ socket.then((socketOutcome) => {
 });
 `;
 
-/** Runs npm start's entry point with an embedded cluster under `dataDir`; resolves with its public URL once ready. */
-async function startNpmStart(dataDir: string) {
+/** Runs npm start's entry point with an embedded cluster under `dataDir`, plus `env`; resolves with its public URL once ready. */
+async function startNpmStart(dataDir: string, env: Record<string, string> = {}) {
   const child = spawn(process.execPath, ['server/main.ts'], {
     cwd: PROJECT_ROOT,
-    env: { ...inheritedEnv(), DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', DEMO_DATA: 'off', LOG_LEVEL: 'info' },
+    env: { ...inheritedEnv(), DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', DEMO_DATA: 'off', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -192,4 +193,234 @@ describe.runIf(asRoot)('embedded PostgreSQL: only the service’s own OS user ca
       await rm(parent, { recursive: true, force: true });
     }
   }, 60_000);
+});
+
+// The account the cluster runs as when the service is root, and the shared
+// account an earlier version ran it as (whose clusters are migrated).
+const CLUSTER_ACCOUNT = 'mds-postgres';
+const SHARED_ACCOUNT = 'postgres';
+
+/** An OS account's ids, or null when the machine has no such account. */
+function accountIds(name: string): { uid: number; gid: number } | null {
+  const uid = spawnSync('id', ['-u', name], { encoding: 'utf8' });
+  const gid = spawnSync('id', ['-g', name], { encoding: 'utf8' });
+  return uid.status === 0 && gid.status === 0 ? { uid: Number(uid.stdout), gid: Number(gid.stdout) } : null;
+}
+
+/** The shared postgres account's ids, created as an earlier version of the service created it when the machine lacks it. */
+function sharedAccount(): { uid: number; gid: number } {
+  if (!accountIds(SHARED_ACCOUNT)) {
+    spawnSync('groupadd', ['-f', '--system', SHARED_ACCOUNT], { stdio: 'ignore' });
+    spawnSync('useradd', ['--system', '--gid', SHARED_ACCOUNT, '--no-create-home', SHARED_ACCOUNT], { stdio: 'ignore' });
+  }
+  return accountIds(SHARED_ACCOUNT)!;
+}
+
+/** What an earlier version left: the cluster's files owned by the shared postgres account. */
+function ownBySharedAccount(dataDir: string): void {
+  const { uid, gid } = sharedAccount();
+  const r = spawnSync('chown', ['-R', `${uid}:${gid}`, dataDir], { encoding: 'utf8' });
+  expect(r.stderr).toBe('');
+}
+
+/** The real and effective uids of a process, from /proc/<pid>/status. */
+function uidsOf(pid: number): number[] {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('Uid:'))!;
+  return line.split(/\s+/).slice(1, 3).map(Number);
+}
+
+/** The owners of every entry under `dir`, `dir` included, without following links. */
+function ownersUnder(dir: string): Set<number> {
+  const owners = new Set<number>([lstatSync(dir).uid]);
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) owners.add(lstatSync(path.join(entry.parentPath, entry.name)).uid);
+  return owners;
+}
+
+/** Whether the postmaster on `dataDir` says it is ready: postmaster.pid's eighth line is its status. */
+function postmasterReady(dataDir: string): boolean {
+  try {
+    return readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[7]?.trim() === 'ready';
+  } catch {
+    return false;
+  }
+}
+
+async function rowsOf(url: string): Promise<unknown[]> {
+  const sql = sqlClient(url, { max: 1, onnotice: () => {} });
+  try {
+    return [...(await sql`select note from kept order by note`)];
+  } finally {
+    await sql.end();
+  }
+}
+
+async function keepRows(url: string): Promise<void> {
+  const sql = sqlClient(url, { max: 1, onnotice: () => {} });
+  try {
+    await sql`create table kept (note text not null)`;
+    await sql`insert into kept values ('first'), ('second')`;
+  } finally {
+    await sql.end();
+  }
+}
+
+// What the postmaster is given (docs/operations.md, "The embedded PostgreSQL"): nothing of the service's.
+const POSTGRES_ENVIRONMENT = new Set(['PATH', 'LANG', 'LC_COLLATE', 'LC_CTYPE', 'LC_MESSAGES']);
+
+describe.runIf(asRoot)('embedded PostgreSQL: its OS account and environment', () => {
+  it('when npm start runs with secrets in its environment, then the postmaster’s environment holds none of them, and it runs as the dedicated mds-postgres account, not postgres', async () => {
+    const parent = await mkdtemp(path.join(os.tmpdir(), 'mds-environ-'));
+    await chmod(parent, 0o755);
+    const dataDir = path.join(parent, '.data');
+    const secrets = {
+      ADMIN_TOKEN: `environ-admin-token-${randomUUID()}`,
+      FRED_API_KEY: `environ-fred-key-${randomUUID()}`,
+      FRED_BASE_URL: 'http://127.0.0.1:9/fred',
+      MDS_ENVIRON_MARKER: `environ-marker-${randomUUID()}`,
+    };
+    const service = await startNpmStart(dataDir, secrets);
+    try {
+      const postmaster = runningPostmaster(existingClusterDir(path.join(dataDir, 'pg'))!)!;
+      const environ = readFileSync(`/proc/${postmaster.pid}/environ`, 'utf8');
+      const names = environ
+        .split('\0')
+        .filter(Boolean)
+        .map((entry) => entry.slice(0, entry.indexOf('=')));
+      expect(names.filter((name) => !POSTGRES_ENVIRONMENT.has(name))).toEqual([]);
+      for (const value of [...Object.values(secrets), dataDir]) expect(environ).not.toContain(value);
+
+      const account = accountIds(CLUSTER_ACCOUNT);
+      expect(account).not.toBeNull();
+      expect(uidsOf(postmaster.pid)).toEqual([account!.uid, account!.uid]);
+      expect(account!.uid).not.toBe(accountIds(SHARED_ACCOUNT)?.uid);
+      // A system account with a group of its own, no home and no login shell.
+      const [, , uid, gid, , home, shell] = spawnSync('getent', ['passwd', CLUSTER_ACCOUNT], { encoding: 'utf8' }).stdout.trim().split(':');
+      expect(Number(uid)).toBeLessThan(1000);
+      expect(spawnSync('getent', ['group', gid], { encoding: 'utf8' }).stdout.split(':')[0]).toBe(CLUSTER_ACCOUNT);
+      expect(existsSync(home)).toBe(false);
+      expect(shell).toMatch(/\/nologin$/);
+    } finally {
+      await service.stop();
+      await rm(parent, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it.each([
+    { where: 'beside the project (an open folder)', mode: 0o755 },
+    { where: 'under /var/lib/market-data-service (a private folder)', mode: 0o700 },
+  ])(
+    'when a cluster kept $where belongs to the shared postgres account (an earlier version), then its next start moves it to mds-postgres in one notice line, with its data',
+    async ({ mode }) => {
+      const parent = await mkdtemp(path.join(os.tmpdir(), 'mds-migrate-'));
+      await chmod(parent, mode);
+      const dir = path.join(parent, '.data', 'pg');
+      try {
+        let db = await startEmbeddedPostgres(dir, { persistent: true, onNotice: () => {} });
+        await keepRows(db.url);
+        await db.stop();
+        ownBySharedAccount(db.dataDir);
+
+        const notices: string[] = [];
+        db = await startEmbeddedPostgres(dir, { persistent: true, onNotice: (m) => notices.push(m) });
+        try {
+          expect(await rowsOf(db.url)).toEqual([{ note: 'first' }, { note: 'second' }]);
+          const account = accountIds(CLUSTER_ACCOUNT);
+          expect(account).not.toBeNull();
+          expect(ownersUnder(db.dataDir)).toEqual(new Set([account!.uid]));
+          expect(uidsOf(runningPostmaster(db.dataDir)!.pid)).toEqual([account!.uid, account!.uid]);
+          expect(notices).toHaveLength(1);
+          expect(notices[0]).toContain(db.dataDir);
+          expect(notices[0]).toContain(`'${SHARED_ACCOUNT}'`);
+          expect(notices[0]).toContain(`'${CLUSTER_ACCOUNT}'`);
+        } finally {
+          await db.stop();
+        }
+
+        // Said once: the next start finds nothing to move.
+        const later: string[] = [];
+        db = await startEmbeddedPostgres(dir, { persistent: true, onNotice: (m) => later.push(m) });
+        await db.stop();
+        expect(later).toEqual([]);
+      } finally {
+        const linked = existingClusterDir(dir);
+        await rm(parent, { recursive: true, force: true });
+        if (linked && !linked.startsWith(parent)) await rm(path.dirname(linked), { recursive: true, force: true });
+      }
+    },
+    90_000,
+  );
+
+  it('when another process runs the cluster as the shared postgres account, then it is joined as it is, and moved to mds-postgres at the first start after it stopped', async () => {
+    const parent = await mkdtemp(path.join(os.tmpdir(), 'mds-migrate-running-'));
+    await chmod(parent, 0o755);
+    const DATA_DIR = path.join(parent, '.data');
+    const dir = path.join(DATA_DIR, 'pg');
+    let other: ReturnType<typeof spawn> | null = null;
+    try {
+      const first = await openDatabase({ DATA_DIR }, { create: true, onNotice: () => {} });
+      await keepRows(first.url);
+      await first.stop();
+      // The binary the service runs, found the way the service finds it.
+      const { postgres } = await placeCluster(dir, () => {});
+      ownBySharedAccount(dir);
+
+      // An earlier version's service, still up: its postmaster runs as postgres.
+      other = spawn(
+        'runuser',
+        [
+          '-u',
+          SHARED_ACCOUNT,
+          '--',
+          postgres,
+          '-D',
+          dir,
+          '-p',
+          '5432',
+          '-c',
+          'listen_addresses=',
+          '-c',
+          `unix_socket_directories=${dir}`,
+          '-c',
+          'unix_socket_permissions=0700',
+        ],
+        { cwd: '/', stdio: 'ignore' },
+      );
+      const deadline = Date.now() + 30_000;
+      while (!postmasterReady(dir) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(postmasterReady(dir)).toBe(true);
+      const joined = await openDatabase({ DATA_DIR }, { create: false, onNotice: () => {} });
+      expect(await rowsOf(joined.url)).toEqual([{ note: 'first' }, { note: 'second' }]);
+      const shared = sharedAccount();
+      expect(uidsOf(runningPostmaster(dir)!.pid)).toEqual([shared.uid, shared.uid]);
+      expect(ownersUnder(dir)).toEqual(new Set([shared.uid]));
+
+      const ended = new Promise((resolve) => other!.once('close', resolve));
+      process.kill(runningPostmaster(dir)!.pid, 'SIGINT');
+      await ended;
+      other = null;
+
+      const notices: string[] = [];
+      const db = await openDatabase({ DATA_DIR }, { create: false, onNotice: (m) => notices.push(m) });
+      try {
+        expect(await rowsOf(db.url)).toEqual([{ note: 'first' }, { note: 'second' }]);
+        const account = accountIds(CLUSTER_ACCOUNT);
+        expect(account).not.toBeNull();
+        expect(ownersUnder(dir)).toEqual(new Set([account!.uid]));
+        expect(notices).toHaveLength(1);
+      } finally {
+        await db.stop();
+      }
+    } finally {
+      if (other) {
+        const pid = runningPostmaster(dir)?.pid;
+        const ended = new Promise((resolve) => other!.once('close', resolve));
+        if (pid) process.kill(pid, 'SIGINT');
+        else other.kill('SIGINT');
+        await ended;
+      }
+      await rm(parent, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

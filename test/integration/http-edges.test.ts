@@ -220,6 +220,48 @@ describe('logs and echoes', () => {
     }
   });
 
+  it('when a dashboard path comes in absolute form, with doubled slashes, an encoded slash or letter, in capitals or with dot segments, then the log holds its route or /account/[unmatched], never the path as sent nor the host part of the target', async () => {
+    const password = `pasted password ${randomUUID()}`;
+    const pasted = encodeURIComponent(password);
+    const { host, port } = new URL(svc.runtime.publicUrl);
+    const originForm = [`/account/${pasted}`, `/account/keys/${pasted}`, `/account/keys/${pasted}/revoke`, '/healthz', '/v1/instruments'];
+    const unrouted = [
+      `//account/${pasted}`,
+      `///account/keys/${pasted}`,
+      `/account%2F${pasted}`,
+      `/account%2f${pasted}`,
+      `/account%252F${pasted}`,
+      `/%61ccount/${pasted}`,
+      `/ACCOUNT%2F${pasted}`,
+      `/./account/${pasted}`,
+      `/v1/../account/${pasted}`,
+      `/account\\${pasted}`,
+    ];
+    const from = lines.length;
+    const answers = [];
+    for (const target of [
+      ...originForm,
+      ...originForm.map((p) => `http://${host}${p}`),
+      ...originForm.map((p) => `HTTP://LOCALHOST:${port}${p}`),
+      ...originForm.map((p) => `http://holder:${pasted}@${host}${p}`),
+      ...unrouted,
+    ]) {
+      answers.push(await send(svc.runtime.publicUrl, target));
+    }
+    await settle();
+    const written = requestLines(lines.slice(from)).map((l) => l.path);
+    const asOriginForm = written.slice(0, originForm.length);
+    expect(asOriginForm.slice(0, 3).every((p) => p.startsWith('/account/'))).toBe(true);
+    expect(asOriginForm.slice(3)).toEqual(['/healthz', '/v1/instruments']);
+    // Absolute form is logged as its origin form is, whatever the scheme's case, the host or the user information.
+    expect(written).toEqual([...asOriginForm, ...asOriginForm, ...asOriginForm, ...asOriginForm, ...unrouted.map(() => '/account/[unmatched]')]);
+    for (const text of [log(), ...answers.map((a) => a.text)]) {
+      expect(text).not.toContain(pasted);
+      expect(text).not.toContain(password);
+    }
+    expect(log()).not.toMatch(/"path":"[^"]*(?:localhost|127\.0\.0\.1|holder)/i);
+  });
+
   it('when a client sends X-Request-Id, then it is kept only when short, of safe characters and not shaped like a key or a secret', async () => {
     const secret = randomBytes(32).toString('base64url');
     const kept = ['client-trace.1', 'a.'.repeat(32), '0123456789abcdef0123456789abcdef', randomUUID()];
@@ -250,6 +292,43 @@ describe('logs and echoes', () => {
       expect(text).not.toContain(secret);
       expect(text).not.toContain(key.slice('pk_live_'.length));
     }
+  });
+});
+
+describe('headers of pages', () => {
+  let svc: Service;
+  beforeAll(async () => {
+    ({ svc } = await loggedService());
+  });
+  afterAll(() => svc.stop());
+
+  it('when a page, an asset, an icon or an error is served, then it carries X-Content-Type-Options: nosniff and Referrer-Policy: same-origin', async () => {
+    const targets = [
+      '/docs',
+      '/docs/reference.js',
+      '/docs/reference.css',
+      '/docs/assets/swagger-ui.css',
+      '/docs/assets/swagger-ui-bundle.js',
+      '/docs/assets/nonexistent.js',
+      '/docs/nonexistent',
+      '/favicon.ico',
+      '/favicon.svg',
+      '/account/sign-in',
+      '/account/assets/nonexistent.js',
+      '/account/nonexistent',
+      '/nonexistent',
+      '/healthz',
+      '/v1/instruments',
+    ];
+    const statuses = [];
+    for (const target of targets) {
+      const res = await send(svc.runtime.publicUrl, target, { headers: { accept: 'text/html' } });
+      statuses.push(res.status);
+      expect(res.headers['x-content-type-options'], target).toBe('nosniff');
+      expect(res.headers['referrer-policy'], target).toBe('same-origin');
+    }
+    // Signed out, a dashboard page that does not exist sends the browser to sign in.
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 404, 404, 200, 200, 200, 404, 303, 404, 200, 401]);
   });
 });
 

@@ -545,7 +545,7 @@ describe('platform: admission in batches', () => {
 describe('platform: database outage', () => {
   it('when the database goes away mid-run, then requests get 503 overloaded promptly, and they recover without a restart once it is back', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'mds-outage-'));
-    await chmod(dir, 0o755); // as root, the cluster runs as the postgres user
+    await chmod(dir, 0o755); // as root, the cluster runs as its own account (mds-postgres)
     let db = await startEmbeddedPostgres(path.join(dir, 'pg'), { persistent: true });
     const svc = await startService({ DATABASE_URL: db.url });
     try {
@@ -610,7 +610,7 @@ describe('platform: start', () => {
 
   it('when the database is unreachable at start, then /healthz answers, /readyz and the API say 503 with Retry-After, and the service becomes ready once the database is up', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'mds-late-'));
-    await chmod(dir, 0o755); // as root, the cluster runs as the postgres user
+    await chmod(dir, 0o755); // as root, the cluster runs as its own account (mds-postgres)
     // The cluster and its database exist before the service looks for them;
     // only the server is missing (else the service could find the server up
     // before the database is created, which is a different, fatal, error).

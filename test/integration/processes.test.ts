@@ -374,14 +374,14 @@ describe('npm start with WEB_CONCURRENCY=2: a start that fails', () => {
     'when PORT is taken by another process, then the start fails with the one line a single process prints, and no process is left',
     async () => {
       const taken = net.createServer();
-      const port = await new Promise<number>((resolve) => taken.listen(0, '0.0.0.0', () => resolve((taken.address() as net.AddressInfo).port)));
+      const port = await new Promise<number>((resolve) => taken.listen(0, '127.0.0.1', () => resolve((taken.address() as net.AddressInfo).port)));
       const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mds-processes-busy-'));
       try {
         const svc = new ServiceProcesses(dataDir, { PORT: String(port) });
         const code = await svc.exited;
         expect(code).toBe(1);
         expect(svc.stderr.trimEnd().split('\n')).toEqual([
-          `market-data-service could not start: port ${port} (PORT) is already in use on 0.0.0.0: stop the process using it or set PORT to a free port`,
+          `market-data-service could not start: port ${port} (PORT) is already in use on 127.0.0.1: stop the process using it or set PORT to a free port`,
         ]);
         await svc.outputClosed;
       } finally {

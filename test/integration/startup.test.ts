@@ -15,9 +15,9 @@ function occupy(host: string): Promise<{ server: Server; port: number }> {
 }
 
 describe('npm start: a port already in use', () => {
-  // The public listener binds 0.0.0.0, the admin listener ADMIN_HOST (127.0.0.1 by default).
+  // The public listener binds HOST, the admin listener ADMIN_HOST (both 127.0.0.1 by default).
   it.each([
-    { variable: 'PORT', host: '0.0.0.0' },
+    { variable: 'PORT', host: '127.0.0.1' },
     { variable: 'ADMIN_PORT', host: '127.0.0.1' },
   ])(
     'when $variable is taken by another process, then the service prints one line naming the port and $variable and exits non-zero',

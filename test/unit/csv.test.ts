@@ -202,3 +202,43 @@ describe('CSV record length limit', () => {
     expect(body.pulled).toBeLessThanOrEqual(body.chunksForLimit);
   });
 });
+
+describe('CSV runs of blank lines', () => {
+  // A run counts its line endings toward MAX_RECORD_CHARS, as one record's characters would.
+  for (const [ending, eol] of [
+    ['LF', '\n'],
+    ['CRLF', '\r\n'],
+  ]) {
+    it(`when blank lines ending in ${ending} hold exactly MAX_RECORD_CHARS characters, then they are read; one line more, then 400 names the run's lines`, async () => {
+      const lines = MAX_RECORD_CHARS / eol.length;
+      // The header is line 1 and a record line 2, so the run starts on line 3.
+      const body = (blank: number) => `a,b${eol}1,2${eol}${eol.repeat(blank)}3,4${eol}${eol.repeat(lines)}5,6${eol}`;
+      // Chunks of 7 bytes cut some CRLFs in two.
+      for (const size of [CHUNK, 1000, 7, Infinity]) {
+        expect(await parseAll(inChunks(body(lines), size)), `${size}`).toEqual([
+          { a: '1', b: '2' },
+          { a: '3', b: '4' },
+          { a: '5', b: '6' },
+        ]);
+        await expect(parseAll(inChunks(body(lines + 1), size)), `${size}`).rejects.toMatchObject({
+          code: 'invalid_request',
+          message: `CSV line ${3 + lines}: lines 3 to ${3 + lines} are blank: a run of blank lines may hold at most ${MAX_RECORD_CHARS} characters, as a record may`,
+          details: { body: [`lines 3 to ${3 + lines} are blank: a run of blank lines may hold at most ${MAX_RECORD_CHARS} characters, as a record may`] },
+        });
+      }
+    });
+  }
+
+  it('when a body is nothing but 40 MB of line feeds, then 400 names its first lines after reading no more than the limit', async () => {
+    let pulled = 0;
+    const chunksForLimit = Math.ceil(MAX_RECORD_CHARS / CHUNK) + 1;
+    async function* body() {
+      for (let sent = 0; sent < 40e6; sent += CHUNK) {
+        if (++pulled > 2 * chunksForLimit) throw new Error(`the parser pulled ${pulled} chunks of a body it should have refused`);
+        yield Buffer.alloc(CHUNK, '\n');
+      }
+    }
+    await expect(parseAll(body())).rejects.toMatchObject({ details: { body: [expect.stringMatching(`^lines 1 to ${MAX_RECORD_CHARS + 1} are blank`)] } });
+    expect(pulled).toBeLessThanOrEqual(chunksForLimit);
+  });
+});

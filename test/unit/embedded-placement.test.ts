@@ -6,13 +6,13 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { CACHE_ROOT, homeMarker, placeCluster } from '../../server/db/cluster-placement.ts';
+import { CACHE_ROOT, CLUSTER_ACCOUNT, homeMarker, placeCluster } from '../../server/db/cluster-placement.ts';
 
-// The decision is the OS's answer for the postgres user, so it is only observable as root.
+// The decision is the OS's answer for the cluster's account (mds-postgres), so it is only observable as root.
 const asRoot = process.getuid?.() === 0;
 
 describe.skipIf(!asRoot)('embedded PostgreSQL placement as root', () => {
-  it('when the data directory is under a folder the postgres user can enter, then the cluster stays there and nothing is announced', async () => {
+  it('when the data directory is under a folder the cluster account can enter, then the cluster stays there and nothing is announced', async () => {
     const open = await mkdtemp(path.join(os.tmpdir(), 'mds-place-open-'));
     await chmod(open, 0o755);
     const notices: string[] = [];
@@ -25,7 +25,7 @@ describe.skipIf(!asRoot)('embedded PostgreSQL placement as root', () => {
     }
   });
 
-  it('when the data directory is under a 0700 folder, then the cluster moves to a postgres-owned directory outside it and one line names the folder', async () => {
+  it('when the data directory is under a 0700 folder, then the cluster moves to a directory outside it, owned by the account it runs as, and one line names the folder', async () => {
     const hidden = await mkdtemp(path.join(os.tmpdir(), 'mds-place-private-'));
     await chmod(hidden, 0o700);
     const notices: string[] = [];
@@ -35,7 +35,7 @@ describe.skipIf(!asRoot)('embedded PostgreSQL placement as root', () => {
       try {
         expect(cluster.dataDir.startsWith(path.join(CACHE_ROOT, 'clusters') + path.sep)).toBe(true);
         expect(cluster.dataDir.startsWith(`${hidden}${path.sep}`)).toBe(false);
-        expect((await stat(cluster.dataDir)).uid).toBe(Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout));
+        expect((await stat(cluster.dataDir)).uid).toBe(Number(spawnSync('id', ['-u', CLUSTER_ACCOUNT], { encoding: 'utf8' }).stdout));
         expect(existsSync(dir)).toBe(false);
         expect(notices).toHaveLength(1);
         expect(notices[0]).toContain(`cannot reach ${hidden} (mode 0700), so it keeps the cluster for ${dir} in ${cluster.dataDir}`);

@@ -86,3 +86,25 @@ describe('NDJSON line length limit', () => {
     expect(pulled).toBeLessThanOrEqual(chunksForLimit);
   });
 });
+
+describe('NDJSON runs of blank lines', () => {
+  // A run counts every character of its lines, whitespace and LFs, toward MAX_RECORD_CHARS, as one line's would.
+  for (const [kind, blank] of [
+    ['empty', '\n'],
+    ['CRLF', '\r\n'],
+    ['whitespace', ' \t \r\n'],
+  ]) {
+    it(`when ${kind} blank lines hold at most MAX_RECORD_CHARS characters between rows, then they are read; past it, then 400 names the run's lines`, async () => {
+      const lines = Math.floor(MAX_RECORD_CHARS / blank.length);
+      // Row 0 is line 1, so the run starts on line 2.
+      const body = (n: number) => `0\n${blank.repeat(n)}1\n${blank.repeat(lines)}2\n`;
+      for (const size of [CHUNK, 1000, 7, Infinity]) {
+        expect(await parseAll(inChunks(body(lines), size)), `${size}`).toEqual([0, 1, 2]);
+        await expect(parseAll(inChunks(body(lines + 1), size)), `${size}`).rejects.toMatchObject({
+          code: 'invalid_request',
+          details: { body: [`lines 2 to ${2 + lines} are blank: a run of blank lines may hold at most ${MAX_RECORD_CHARS} characters, as a line may`] },
+        });
+      }
+    });
+  }
+});
