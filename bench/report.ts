@@ -368,7 +368,7 @@ function wideBodiesRows(r: Json): Row[] {
   ];
   return [
     [
-      `${reader} while ${fmt(at(r, 'config.posters'), 0)} clients of another account post a ${fmt(at(r, 'config.fields'), 0)}-field object to option-price at the default rate limit (${fmt(at(r, 'measured.wideObjects.posts.perSecond'))} posts/s, each a 400 of at most ${fmt(at(r, 'measured.wideObjects.posts.largestAnswerBytes'), 0)} bytes): p50`,
+      `${reader} while ${fmt(at(r, 'config.posters'), 0)} clients of another account post an object of ${fmt(at(r, 'config.fields'), 0)} unknown fields to option-price at the default rate limit (${fmt(at(r, 'measured.wideObjects.posts.perSecond'))} posts/s, each a 400 of at most ${fmt(at(r, 'measured.wideObjects.posts.largestAnswerBytes'), 0)} bytes): p50`,
       ms(at(r, 'measured.wideObjects.reader.latencyMs.p50')),
       `no posts: ${ms(at(r, 'baseline.readerWithoutPosts.latencyMs.p50'))}`,
       times(at(r, 'ratios.readerP50WithWideObjectsOverWithout')),
