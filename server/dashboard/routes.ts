@@ -19,17 +19,14 @@ import { IdParamsSchema } from '../core/ids.ts';
 /**
  * Sent with every dashboard answer. Scripts, styles and everything else load
  * from this origin only, with no inline script or style; no page may frame
- * the dashboard; forms post only here. No Referer leaves for another origin
- * (the invitation page has its token in its URL); `same-origin` rather than
- * `no-referrer`, because under `no-referrer` a browser sends `Origin: null`
- * with a form post, and the origin check below could not tell it from a
- * post made by another site.
+ * the dashboard; forms post only here. `nosniff` and `Referrer-Policy:
+ * same-origin` come with every answer of the listener (http/answer-headers.ts):
+ * no Referer leaves for another origin, which matters here since the
+ * invitation page has its token in its URL.
  */
 const SECURITY_HEADERS = {
   'Content-Security-Policy':
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-  'Referrer-Policy': 'same-origin',
-  'X-Content-Type-Options': 'nosniff',
   'X-Frame-Options': 'DENY',
 };
 

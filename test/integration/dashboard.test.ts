@@ -19,7 +19,7 @@ const LIMITS = {
   DASHBOARD_INVITATIONS_PER_ADDRESS: String(INVITATIONS_PER_ADDRESS),
   RATE_LIMIT_SANDBOX_PER_MINUTE: '2',
 };
-// The attacker's address; the holder's is 127.0.0.1. The public listener binds every address.
+// The attacker's address; the holder's is 127.0.0.1. Both reach the listener on 127.0.0.1 (a connection's source may be any loopback address).
 const ELSEWHERE = '127.0.0.2';
 const PASSWORD = 'a long enough password';
 

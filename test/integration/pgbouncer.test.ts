@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { chmod, chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
@@ -58,8 +58,9 @@ const connValue = (v: string) => `'${v.replaceAll('\\', '\\\\').replaceAll("'", 
  * Starts pgbouncer in transaction mode in front of `server` (this file's
  * database, over TCP or a Unix socket), its files in a temporary folder.
  * PgBouncer 1.18 refuses to run as root ("PgBouncer should not run as root"),
- * so as root it is started with -u: as postgres, the user the embedded
- * cluster runs as, who can reach its socket.
+ * so as root it is started with -u: over a Unix socket as the account that
+ * owns the socket's folder (the embedded cluster's), the one who can reach
+ * it; over TCP as postgres.
  */
 async function startPgBouncer(server: string, extraSettings: string[] = []): Promise<PgBouncer> {
   const target = new URL(server);
@@ -100,7 +101,9 @@ async function startPgBouncer(server: string, extraSettings: string[] = []): Pro
     { mode: 0o600 },
   );
   await writeFile(path.join(dir, 'userlist.txt'), `"app" "${appPassword}"\n"console" "${consolePassword}"\n`, { mode: 0o600 });
-  const runAs = process.getuid?.() === 0 ? (spawnSync('id', ['-u', 'postgres']).status === 0 ? 'postgres' : 'nobody') : null;
+  // The socket's folder is private to the account the cluster runs as (mds-postgres for the embedded one).
+  const socketOwner = () => spawnSync('id', ['-nu', String(statSync(socketDir!).uid)], { encoding: 'utf8' }).stdout.trim();
+  const runAs = process.getuid?.() === 0 ? (socketDir ? socketOwner() : spawnSync('id', ['-u', 'postgres']).status === 0 ? 'postgres' : 'nobody') : null;
   if (runAs) {
     const uid = Number(spawnSync('id', ['-u', runAs], { encoding: 'utf8' }).stdout);
     const gid = Number(spawnSync('id', ['-g', runAs], { encoding: 'utf8' }).stdout);
