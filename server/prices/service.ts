@@ -144,7 +144,7 @@ export async function readIntradayBars(
   const readAt = q.asOf || bars.latestAsOf ? null : new Date().toISOString();
   // Judged at the read's instant: the asOf, else the time of reading.
   const { fresh, empty } = await db.run(async (sql) => ({
-    fresh: await intradayFreshness(sql, id, knownAt?.getTime() ?? Date.now()),
+    fresh: await intradayFreshness(sql, id, knownAt?.getTime() ?? Date.now(), bars.bars.length > 0),
     empty: bars.bars.length ? null : await readIntradayEmptyReason(sql, id, from, to, knownAt),
   }));
   return {
