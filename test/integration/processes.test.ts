@@ -271,8 +271,14 @@ describe('npm start with WEB_CONCURRENCY=2', () => {
     'when a serving process is killed, then the primary logs it, replaces it, and counts the exit',
     async () => {
       const [victim, survivor] = started.svc.pids;
-      // Scraped before the kill, so the victim's counts are known to the primary.
-      const publicBefore = counterSum(await started.svc.metrics(), 'http_requests_total', ['listener="public"']);
+      // The downloads the test before dropped are counted when the service sees
+      // them close, which may come after that test ends: once none is open and
+      // two scrapes in a row agree, each is. Scraped before the kill, so the
+      // victim's counts are known to the primary.
+      const publicCount = async () => counterSum(await started.svc.metrics(), 'http_requests_total', ['listener="public"']);
+      await until('every download closed', async () => (counterSum(await started.svc.metrics(), 'http_streams_open', []) === 0 ? true : undefined));
+      let publicBefore = await publicCount();
+      await until('the public count settled', async () => (publicBefore === (publicBefore = await publicCount()) ? true : undefined));
       process.kill(victim, 'SIGKILL');
       const replaced = await until('the replacement', () => started.svc.lines.find((l) => l.msg === 'serving process replaced'));
       const exit = started.svc.lines.find((l) => l.msg === 'a serving process exited; replacing it');
