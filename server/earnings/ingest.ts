@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ingestCounts, type StagedIngestKind } from '../ingest/kind.ts';
 import { repeatedStagedKeys } from '../ingest/repository.ts';
-import { rejectFirstRow, rejectUnknownInstruments } from '../ingest/service.ts';
+import { rejectFirstRow, rejectUnknownInstruments } from '../ingest/row-checks.ts';
 import * as repo from './repository.ts';
 import { EarningsReportRowSchema, type EarningsReportRow } from './schema.ts';
 

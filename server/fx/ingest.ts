@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '../core/errors.ts';
 import { ingestCounts, type StagedIngestKind } from '../ingest/kind.ts';
-import { rejectFirstRow } from '../ingest/service.ts';
+import { rejectFirstRow } from '../ingest/row-checks.ts';
 import * as repo from './repository.ts';
 import { FxRateRowSchema, type FxRateRow } from './schema.ts';
 

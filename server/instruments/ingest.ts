@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ISql } from '../db/sql.ts';
 import { ingestCounts, type StagedIngestKind } from '../ingest/kind.ts';
 import { repeatedStagedKeys } from '../ingest/repository.ts';
-import { rejectFirstRow } from '../ingest/service.ts';
+import { rejectFirstRow } from '../ingest/row-checks.ts';
 import * as staged from './staged-repository.ts';
 import { InstrumentIngestSchema, type InstrumentIngestRow } from './schema.ts';
 import { dayOf } from './service.ts';
