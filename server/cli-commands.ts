@@ -7,7 +7,7 @@ import { publicBaseUrl, type Config } from './config.ts';
 import { ingestKinds } from './areas.ts';
 import { EmbeddedPostgresError } from './db/cluster-placement.ts';
 import { openDatabase } from './db/embedded.ts';
-import { migrate } from './db/migrate.ts';
+import { migrate } from './migrations.ts';
 import { Database } from './db/database.ts';
 import { DatabaseHealth, isConnectionFailure } from './db/health.ts';
 import { PoolerRefusal, sessionUrl } from './db/pooler.ts';

@@ -5,7 +5,7 @@ import type { TestProject } from 'vitest/node';
 import { sqlClient } from '../server/db/sql.ts';
 import { EmbeddedPostgresError } from '../server/db/cluster-placement.ts';
 import { startEmbeddedPostgres } from '../server/db/embedded.ts';
-import { migrate } from '../server/db/migrate.ts';
+import { migrate } from '../server/migrations.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -42,6 +42,13 @@ const EARLIER_CHECKSUMS: Record<number, string[]> = {
   3: ['a5370e530de989f565472baa70d2c96a37b709570f83f524d4aa4e3b9bbf309b'],
 };
 
+/**
+ * Steps a migration's data needs that its SQL cannot take, by migration
+ * version (server/migrations.ts names them): each runs after its file, in
+ * its transaction, so the migration is recorded only with its data.
+ */
+export type DataSteps = Record<number, (q: ISql, tier: StorageTier) => Promise<void>>;
+
 async function readMigrationFiles(): Promise<MigrationFile[]> {
   const names = (await readdir(MIGRATIONS_DIR)).filter((n) => /^\d{3}_[a-z0-9_]+\.sql$/.test(n)).sort();
   return Promise.all(
@@ -103,13 +110,13 @@ export type MigrationLog = (msg: string, level?: 'info' | 'warn') => void;
  * behind a transaction-mode pooler), and then the settings of the pooled
  * sessions on `url` are checked: a refusal is thrown, a warning logged.
  */
-export async function migrate(url: string, log: MigrationLog = () => {}, pooler?: PoolerConfig): Promise<MigrationReport> {
-  const report = await migrateOn(pooler ? sessionUrl(url, pooler) : url, log);
+export async function migrate(url: string, dataSteps: DataSteps, log: MigrationLog = () => {}, pooler?: PoolerConfig): Promise<MigrationReport> {
+  const report = await migrateOn(pooler ? sessionUrl(url, pooler) : url, dataSteps, log);
   if (pooler) for (const warning of await checkPooledSettings(url, pooler)) log(warning, 'warn');
   return report;
 }
 
-async function migrateOn(url: string, log: MigrationLog): Promise<MigrationReport> {
+async function migrateOn(url: string, dataSteps: DataSteps, log: MigrationLog): Promise<MigrationReport> {
   const files = await readMigrationFiles();
   const conn = createSql(url, { max: 1, name: 'migrate', statementTimeoutMs: 0 });
   try {
@@ -160,6 +167,7 @@ async function migrateOn(url: string, log: MigrationLog): Promise<MigrationRepor
         // sends unsafe() text without parameters that way. The text is this
         // repository's own sql/ file, checksummed above.
         await q.unsafe(file.text);
+        await dataSteps[file.version]?.(q, tierRow.tier);
         await q`
           insert into schema_migrations (version, name, checksum)
           values (${file.version}, ${file.name}, ${file.checksum})

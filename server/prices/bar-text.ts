@@ -118,11 +118,14 @@ function csvRow(sql: ISql, fields: BarField[], col: (name: string) => Fragment):
   return sql`${cells.reduce((row, cell) => sql`${row} || ',' || ${cell}`)} || ${'\r\n'}::text`;
 }
 
-/** Each bar's text in `format`: JSON objects joined by commas, or CSV rows. */
-export function barsText(sql: ISql, format: Format, fields: BarField[], col: (name: string) => Fragment, order: Fragment): Fragment {
-  return format === 'json'
-    ? sql`string_agg(${jsonObject(sql, fields, col)}, ',' order by ${order})`
-    : sql`string_agg(${csvRow(sql, fields, col)}, '' order by ${order})`;
+/** One bar's text in `format`: its JSON object, or its CSV row. */
+export function barText(sql: ISql, format: Format, fields: BarField[], col: (name: string) => Fragment): Fragment {
+  return format === 'json' ? jsonObject(sql, fields, col) : csvRow(sql, fields, col);
+}
+
+/** Each bar's text in `format` (`bar`, else barText's): JSON objects joined by commas, or CSV rows. */
+export function barsText(sql: ISql, format: Format, fields: BarField[], col: (name: string) => Fragment, order: Fragment, bar?: Fragment): Fragment {
+  return sql`string_agg(${bar ?? barText(sql, format, fields, col)}, ${format === 'json' ? ',' : ''}::text order by ${order})`;
 }
 
 // The reads return raw rows (postgres.js hands over the bytes as they

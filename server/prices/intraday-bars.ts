@@ -1,4 +1,5 @@
 import type { ISql } from '../db/sql.ts';
+import { readStorageTier } from '../db/migrate.ts';
 import type { Format } from '../core/params.ts';
 import { lastMinuteBarDay, storedMinuteBars } from './intraday-bars-at.ts';
 import type { EmptyReason } from './daily-bars.ts';
@@ -16,9 +17,44 @@ import * as text from './intraday-text-repository.ts';
 export type { IntradayText } from './intraday-text-repository.ts';
 export { joinIntradayTexts } from './intraday-text-repository.ts';
 
-/** The instrument's bars at `interval` starting within [from, to] as response text, as known at `knownAt` (undefined: the latest). */
-export function readIntradayText(sql: ISql, format: Format, instrumentId: string, interval: Interval, from: Date, to: Date, knownAt: Date | undefined) {
-  return text.intradayText(sql, format, instrumentId, interval, from, to, knownAt);
+/**
+ * The instrument's bars at `interval` starting within [from, to] as response
+ * text, as known at `knownAt` (undefined: the latest). `storedText`: read the
+ * text stored with each rollup bar (readsStoredText).
+ */
+export function readIntradayText(
+  sql: ISql,
+  format: Format,
+  instrumentId: string,
+  interval: Interval,
+  from: Date,
+  to: Date,
+  knownAt: Date | undefined,
+  storedText = false,
+) {
+  return text.intradayText(sql, format, instrumentId, interval, from, to, knownAt, storedText);
+}
+
+// Whether the database's rollups are tables with their bars' text (sql/026),
+// per pool: the storage tier is chosen once, when a database is first
+// migrated, and never changes.
+const rollupTables = new WeakMap<ISql, Promise<boolean>>();
+
+/**
+ * Whether a read of `interval` at `knownAt` can take each bar's stored text:
+ * a rollup read without asOf, where the rollups are tables (every tier but
+ * full TimescaleDB, whose continuous aggregates write the text at read).
+ */
+export function readsStoredText(sql: ISql, interval: Interval, knownAt: Date | undefined): Promise<boolean> | false {
+  if (knownAt || interval === '1min') return false;
+  let tables = rollupTables.get(sql);
+  if (!tables) {
+    tables = readStorageTier(sql).then((t) => t.tier !== 'timescaledb');
+    // A failed lookup is asked again by the next read.
+    tables.catch(() => rollupTables.delete(sql));
+    rollupTables.set(sql, tables);
+  }
+  return tables;
 }
 
 /**

@@ -1,9 +1,9 @@
 import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import type { Format } from '../core/params.ts';
-import { barsText, INTRADAY_BAR, isoInstant, text } from './bar-text.ts';
+import { barsText, barText, INTRADAY_BAR, isoInstant, text } from './bar-text.ts';
 import { intradayBarsAt } from './intraday-bars-at.ts';
-import { INTRADAY_TABLES, type Interval } from './repository.ts';
+import { INTRADAY_TABLES, ROLLUP_TEXT_COLUMNS, type Interval } from './repository.ts';
 
 // The intraday reads whose response text PostgreSQL writes (bar-text.ts),
 // called by service.ts.
@@ -21,7 +21,9 @@ export interface IntradayText {
  * The bars of one instrument at `interval` whose start is within [from, to],
  * in one statement: as stored (the 1-minute table or its rollup), or with
  * `knownAt`, the 1-minute bars as known at that instant (intradayBarsAt),
- * rolled up at read into the same buckets the stored rollups hold.
+ * rolled up at read into the same buckets the stored rollups hold. With
+ * `storedText` (a rollup table read without `knownAt`), each bar's text is
+ * the one stored with it, else it is written here from the numbers.
  */
 export async function intradayText(
   sql: ISql,
@@ -30,14 +32,18 @@ export async function intradayText(
   interval: Interval,
   from: Date,
   to: Date,
-  knownAt?: Date,
+  knownAt: Date | undefined,
+  storedText: boolean,
 ): Promise<IntradayText> {
   const bars = knownAt ? intradayBarsAt(sql, knownAt, interval, from, to) : sql`${sql(INTRADAY_TABLES[interval])}`;
+  const col = (name: string) => sql`${sql(name)}`;
+  // A row stored without its text (sql/026) has it written here.
+  const bar = storedText ? sql`coalesce(${sql(ROLLUP_TEXT_COLUMNS[format])}, ${barText(sql, format, INTRADAY_BAR, col)})` : undefined;
   const [[text_, sources, latest]] = await timed(
-    knownAt ? `intraday_text_${interval}_known_at` : `intraday_text_${interval}`,
+    knownAt ? `intraday_text_${interval}_known_at` : storedText ? `intraday_stored_text_${interval}` : `intraday_text_${interval}`,
     sql`
       select
-        ${barsText(sql, format, INTRADAY_BAR, (name) => sql`${sql(name)}`, sql`bar_ts`)} as bars,
+        ${barsText(sql, format, INTRADAY_BAR, col, sql`bar_ts`, bar)} as bars,
         array_to_json(array_agg(distinct source))::text as sources,
         ${isoInstant(sql, sql`max(as_of)`)} as latest_as_of
       from ${bars} b

@@ -4,6 +4,7 @@ import { identifierList } from '../db/sql.ts';
 import { writeStagedBars, type BarTable, type StagedSpan } from '../price-history/bars-repository.ts';
 import type { StagingColumns, WriteCounts } from '../ingest/kind.ts';
 import { INTERVAL_MINUTES } from './schema.ts';
+import { barText, INTRADAY_BAR } from './bar-text.ts';
 
 const MINUTE_MS = 60_000;
 
@@ -131,14 +132,36 @@ export async function refreshRollups(tx: ISql, firstMinute: number, lastMinute: 
     // selects exactly what `<` the end would, and the bound stays a constant.
     const hi = new Date(origin + (Math.floor((lastMinute * MINUTE_MS - origin) / ms) + 1) * ms - MINUTE_MS);
     await tx`
-      insert into ${tx(table)} as r (${identifierList(tx, INTRADAY_NAMES)})
-      select ${identifierList(tx, INTRADAY_NAMES)}
+      insert into ${tx(table)} as r (${identifierList(tx, [...INTRADAY_NAMES, ...ROLLUP_TEXT_NAMES])})
+      select ${identifierList(tx, INTRADAY_NAMES)}, ${rollupText(tx, 'b')}
       from ${rollupOf(tx, tx`intraday_bars`, interval, tx`m.bar_ts >= ${lo} and m.bar_ts <= ${hi} and (m.instrument_id, ${bucketOf(tx, width, 'bar_ts')}) in (select instrument_id, ${bucketOf(tx, width, 'bar_ts')} from ingest_staging)`)} b
       on conflict (instrument_id, bar_ts) do update set
-        ${INTRADAY_NAMES.slice(2).map((c, i) => tx`${i ? tx`, ` : tx``}${tx(c)} = excluded.${tx(c)}`)}
+        ${[...INTRADAY_NAMES.slice(2), ...ROLLUP_TEXT_NAMES].map((c, i) => tx`${i ? tx`, ` : tx``}${tx(c)} = excluded.${tx(c)}`)}
     `;
   }
   await tx`set local enable_nestloop = on`;
+}
+
+/** The rollup tables' response-text columns (sql/026): each bar's JSON object and CSV row, as the price reads write them. */
+export const ROLLUP_TEXT_COLUMNS = { json: 'bar_json', csv: 'bar_csv' } as const;
+const ROLLUP_TEXT_NAMES = Object.values(ROLLUP_TEXT_COLUMNS);
+
+/** A rollup bar's JSON object and CSV row, from the columns of `alias`, in ROLLUP_TEXT_NAMES' order. */
+const rollupText = (sql: ISql, alias: string) =>
+  sql`${(['json', 'csv'] as const).map((format, i) => sql`${i ? sql`, ` : sql``}${barText(sql, format, INTRADAY_BAR, (name) => sql`${sql(alias)}.${sql(name)}`)}`)}`;
+
+/**
+ * Writes the response text of every rollup bar stored without it (the rows
+ * of a database migrated to sql/026); the tables of full TimescaleDB are
+ * continuous aggregates, without the columns.
+ */
+export async function fillRollupText(sql: ISql): Promise<void> {
+  for (const { table } of ROLLUPS) {
+    await sql`
+      update ${sql(table)} r set (${identifierList(sql, ROLLUP_TEXT_NAMES)}) = (select ${rollupText(sql, 'r')})
+      where r.bar_json is null or r.bar_csv is null
+    `;
+  }
 }
 
 /**

@@ -6,7 +6,7 @@ import { provenanceCounts } from '../price-history/adjustment.ts';
 import { actionCoverage, priceBasisMeta, provenanceMeta, seriesUse } from '../price-history/read-meta.ts';
 import { readEmptyReasons, readSeriesText } from './daily-bars.ts';
 import type { DailySeriesText } from './daily-text-repository.ts';
-import { joinIntradayTexts, readIntradayEmptyReason, readIntradayText } from './intraday-bars.ts';
+import { joinIntradayTexts, readIntradayEmptyReason, readIntradayText, readsStoredText, type IntradayText } from './intraday-bars.ts';
 import { INTERVAL_MINUTES, INTRADAY_ASSET_CLASSES, type DailyPricesQuery, type INTERVALS } from './schema.ts';
 import { readInExportedSnapshot, readInSnapshot } from '../db/snapshot.ts';
 import type { ISql } from '../db/sql.ts';
@@ -113,40 +113,41 @@ export async function readIntradayBars(
       });
     }
   };
-  const bars =
-    (to.getTime() - from.getTime()) / barMs < SPLIT_INTRADAY_BARS
-      ? await db.run(async (sql) => {
-          await checked(sql);
-          return readIntradayText(sql, format, id, q.interval, from, to, knownAt);
-        })
-      : // Both halves read one snapshot, so the answer is what one statement would give.
-        await db.run((sql) =>
-          readInExportedSnapshot(sql, async (tx, snapshot) => {
-            await checked(tx);
-            if (knownAt) await withoutGatherWorkers(tx);
-            // The later half starts on a bar boundary of the interval (bars start on whole multiples of it).
-            const middle = new Date(Math.ceil((from.getTime() + to.getTime()) / 2 / barMs) * barMs);
-            const endOfFirst = new Date(middle.getTime() - 1);
-            const second = db.tryRun((other) =>
-              readInSnapshot(other, snapshot, async (s) => {
-                if (knownAt) await withoutGatherWorkers(s);
-                return readIntradayText(s, format, id, q.interval, middle, to, knownAt);
-              }),
-            );
-            // No connection free now: one statement reads the whole window.
-            if (!second) return readIntradayText(tx, format, id, q.interval, from, to, knownAt);
-            // Awaited below; when the first half fails first, it settles unobserved.
-            second.catch(() => {});
-            const first = await readIntradayText(tx, format, id, q.interval, from, endOfFirst, knownAt);
-            return joinIntradayTexts(format, first, await second);
-          }),
-        );
-  const readAt = q.asOf || bars.latestAsOf ? null : new Date().toISOString();
   // Judged at the read's instant: the asOf, else the time of reading.
-  const { fresh, empty } = await db.run(async (sql) => ({
+  const after = async (sql: ISql, bars: IntradayText) => ({
+    bars,
     fresh: await intradayFreshness(sql, id, knownAt?.getTime() ?? Date.now(), bars.bars.length > 0),
     empty: bars.bars.length ? null : await readIntradayEmptyReason(sql, id, from, to, knownAt),
-  }));
+  });
+  const { bars, fresh, empty } = await db.run(async (sql) => {
+    const storedText = await readsStoredText(sql, q.interval, knownAt);
+    // Stored text is joined, not written: one statement is quickest.
+    if (storedText || (to.getTime() - from.getTime()) / barMs < SPLIT_INTRADAY_BARS) {
+      await checked(sql);
+      return after(sql, await readIntradayText(sql, format, id, q.interval, from, to, knownAt, storedText));
+    }
+    // Both halves read one snapshot, so the answer is what one statement would give.
+    return readInExportedSnapshot(sql, async (tx, snapshot) => {
+      await checked(tx);
+      if (knownAt) await withoutGatherWorkers(tx);
+      // The later half starts on a bar boundary of the interval (bars start on whole multiples of it).
+      const middle = new Date(Math.ceil((from.getTime() + to.getTime()) / 2 / barMs) * barMs);
+      const endOfFirst = new Date(middle.getTime() - 1);
+      const second = db.tryRun((other) =>
+        readInSnapshot(other, snapshot, async (s) => {
+          if (knownAt) await withoutGatherWorkers(s);
+          return readIntradayText(s, format, id, q.interval, middle, to, knownAt);
+        }),
+      );
+      // No connection free now: one statement reads the whole window.
+      if (!second) return after(tx, await readIntradayText(tx, format, id, q.interval, from, to, knownAt));
+      // Awaited below; when the first half fails first, it settles unobserved.
+      second.catch(() => {});
+      const first = await readIntradayText(tx, format, id, q.interval, from, endOfFirst, knownAt);
+      return after(tx, joinIntradayTexts(format, first, await second));
+    });
+  });
+  const readAt = q.asOf || bars.latestAsOf ? null : new Date().toISOString();
   return {
     items: bars.bars,
     readAt,

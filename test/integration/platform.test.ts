@@ -19,7 +19,7 @@ import { hashApiKey } from '../../server/keys/service.ts';
 import { admissionBatchSize, dbQueryDuration } from '../../server/metrics.ts';
 import { PROJECT_ROOT } from './child-process.ts';
 import { databaseUrl, Service, startService } from './harness.ts';
-import { untilAStatementWaitsFor } from './fixtures.ts';
+import { createInstrument, ingest, untilAStatementWaitsFor } from './fixtures.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -297,6 +297,70 @@ describe('platform: migrations already applied', () => {
         await (await startService(env)).stop();
         await db`update schema_migrations set checksum = ${'0'.repeat(64)} where version = 3`;
         await expect(startService(env)).rejects.toThrow('was changed after it was applied');
+      } finally {
+        await db.end();
+      }
+    });
+  });
+});
+
+describe('platform: a migration that writes data', () => {
+  it('when 026 reaches a database whose rollups hold bars, then each rollup bar gets its JSON and CSV text', async (ctx) => {
+    await withFreshDatabase('mds_rollup_text', async (url) => {
+      const env = { DATABASE_URL: url };
+      const db = sqlClient(url, { max: 1, onnotice: () => {} });
+      try {
+        const [{ tier }] = await (async () => {
+          const svc = await startService(env);
+          try {
+            const { id } = await createInstrument(svc, { assetClass: 'crypto' });
+            const start = Date.UTC(2024, 0, 2, 10, 0);
+            await ingest(
+              svc,
+              '/bars/intraday',
+              Array.from({ length: 60 }, (_, i) => ({
+                instrumentId: id,
+                barTimestamp: new Date(start + i * 60_000).toISOString(),
+                openPrice: 100 + i,
+                highPrice: 102 + i,
+                lowPrice: 99 + i,
+                closePrice: 101 + i,
+                volume: 5,
+                quoteCurrency: 'USD',
+                quoteUnit: 'USD per coin',
+                source: 'feed, "a"',
+              })),
+            );
+            return db<{ tier: string }[]>`select tier from storage_tier`;
+          } finally {
+            await svc.stop();
+          }
+        })();
+        // Full TimescaleDB keeps the rollups as continuous aggregates, without stored text.
+        if (tier === 'timescaledb') return ctx.skip();
+        // The database as it stood before 026.
+        for (const table of ['intraday_bars_5min', 'intraday_bars_15min', 'intraday_bars_30min', 'intraday_bars_1hour']) {
+          await db`alter table ${db(table)} drop column bar_json, drop column bar_csv`;
+        }
+        await db`delete from schema_migrations where version = 26`;
+        await (await startService(env)).stop();
+        const [hour] = await db<
+          { instrument_id: string; bar_json: string; bar_csv: string }[]
+        >`select instrument_id, bar_json, bar_csv from intraday_bars_1hour`;
+        // The hour of the 60 minutes posted: open of the first, highest high, lowest low, close of the last, volume summed.
+        expect(hour.bar_json).toBe(
+          '{"barTimestamp":"2024-01-02T10:00:00.000Z","openPrice":100,"highPrice":161,"lowPrice":99,"closePrice":160,"volume":300,' +
+            '"quoteCurrency":"USD","quoteUnit":"USD per coin","source":"feed, \\"a\\""}',
+        );
+        expect(hour.bar_csv).toBe(`${hour.instrument_id},2024-01-02T10:00:00.000Z,100,161,99,160,300,USD,USD per coin,"feed, ""a"""\r\n`);
+        const [missing] = await db`
+          select (select count(*) from intraday_bars_5min where bar_json is null or bar_csv is null)
+            + (select count(*) from intraday_bars_15min where bar_json is null or bar_csv is null)
+            + (select count(*) from intraday_bars_30min where bar_json is null or bar_csv is null) as n,
+            (select count(*) from intraday_bars_5min) as five
+        `;
+        expect(Number(missing.n)).toBe(0);
+        expect(Number(missing.five)).toBe(12);
       } finally {
         await db.end();
       }

@@ -15,6 +15,7 @@ import { adjusted, roundedValue, roundingScale } from '../../server/prices/adjus
 import { jsonNumber } from '../../server/prices/bar-text.ts';
 import { roundSignificant as servedRounding } from '../../server/core/significant.ts';
 import { SPLIT_INTRADAY_BARS } from '../../server/prices/service.ts';
+import { fillRollupText } from '../../server/prices/repository.ts';
 import { startService, type Service } from './harness.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
 
@@ -471,6 +472,65 @@ describe('intraday bars as PostgreSQL writes them', () => {
       expect(csv.slice(1, -1).map((row) => row[1])).toEqual(rows.map((r) => r.bar_ts.toISOString()));
       expect(csv.at(-1)?.[0]).toBe('#meta');
     }
+  });
+
+  it('when rollup bars are stored without their text (rows from before sql/026), then reads write the same text, and filling it stores those bytes', async (ctx) => {
+    // Full TimescaleDB keeps the rollups as continuous aggregates, which store no text.
+    if (svc.runtime.migration!.tier === 'timescaledb') return ctx.skip();
+    const { id } = await createInstrument(svc, { assetClass: 'crypto' });
+    const start = Date.UTC(2024, 5, 3, 0, 0);
+    // Three hours; text a CSV cell must quote or guard, and a number in exponent form.
+    const minutes = Array.from({ length: 180 }, (_, i) => ({
+      instrumentId: id,
+      barTimestamp: new Date(start + i * 60_000).toISOString(),
+      openPrice: i === 179 ? 1.5e-7 : 100 + i,
+      highPrice: i === 179 ? 2e-7 : 101 + i,
+      lowPrice: i === 179 ? 1e-7 : 99 + i,
+      closePrice: i === 179 ? 1.5e-7 : 100.5 + i,
+      volume: i === 30 ? null : 10,
+      quoteCurrency: 'USD',
+      quoteUnit: 'USD per coin',
+      source: i < 60 ? '=feed, "x"' : 'feed#2',
+      asOf: '2024-06-03T04:00:00.000Z',
+    }));
+    await ingest(svc, '/bars/intraday', minutes);
+    // The hours as the spec's bars, from the posted minutes.
+    const hours = [0, 1, 2].map((h) => {
+      const m = minutes.slice(h * 60, h * 60 + 60);
+      return {
+        barTimestamp: new Date(start + h * 3_600_000).toISOString(),
+        openPrice: m[0].openPrice,
+        highPrice: Math.max(...m.map((b) => b.highPrice)),
+        lowPrice: Math.min(...m.map((b) => b.lowPrice)),
+        closePrice: m[59].closePrice,
+        volume: m.some((b) => b.volume === null) ? null : m.reduce((a, b) => a + b.volume!, 0),
+        quoteCurrency: 'USD',
+        quoteUnit: 'USD per coin',
+        source: m[59].source,
+      };
+    });
+    const csvCell = (s: string) => (/^[-=+@\t\r]/.test(s) ? `"'${s.replaceAll('"', '""')}"` : /[",\r\n#]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s);
+    const expectedCsv = hours.map(
+      (b) => `${id},${b.barTimestamp},${b.openPrice},${b.highPrice},${b.lowPrice},${b.closePrice},${b.volume ?? ''},USD,USD per coin,${csvCell(b.source)}\r\n`,
+    );
+    const path = `/v1/instruments/${id}/intraday?interval=1hour&from=2024-06-03&to=2024-06-03`;
+    const read = async () => ({ json: dataText(await getText(path)), csv: await getText(`${path}&format=csv`) });
+    const expected = `[${hours.map((b) => JSON.stringify(b)).join(',')}]`;
+    const stored = await read();
+    expect(stored.json).toBe(expected);
+    for (const row of expectedCsv) expect(stored.csv).toContain(row);
+    expect(stored.csv).toContain(`"'=feed, ""x"""`);
+
+    await svc.sql`update intraday_bars_1hour set bar_json = null, bar_csv = null where instrument_id = ${id}`;
+    expect(await read()).toEqual(stored);
+
+    await fillRollupText(svc.sql);
+    const rows = await svc.sql<{ bar_json: string; bar_csv: string }[]>`
+      select bar_json, bar_csv from intraday_bars_1hour where instrument_id = ${id} order by bar_ts
+    `;
+    expect(rows.map((r) => r.bar_json)).toEqual(hours.map((b) => JSON.stringify(b)));
+    expect(rows.map((r) => r.bar_csv)).toEqual(expectedCsv);
+    expect(await read()).toEqual(stored);
   });
 });
 
