@@ -15,11 +15,13 @@ function refused(what: string, { details, fields, shown }: Listed): AppError {
  * received (validation-messages.ts). A part over a size its schema sets (an
  * object with far more fields than it declares, a list or text over its
  * length) is refused before zod walks the value, for that alone
- * (size-bounds.ts); then text PostgreSQL could not store; then the schema.
+ * (size-bounds.ts), unless `sizesChecked` says its JSON text was scanned for
+ * the same sizes (refuseOversizedJson); then text PostgreSQL could not store;
+ * then the schema.
  */
-export function parse<S extends z.ZodType>(schema: S, value: unknown, part: Part = 'query'): z.infer<S> {
+export function parse<S extends z.ZodType>(schema: S, value: unknown, part: Part = 'query', sizesChecked = false): z.infer<S> {
   const what = `invalid ${part === 'params' ? 'path parameters' : part}`;
-  const oversize = oversizeDetails(schema, value, part);
+  const oversize = sizesChecked ? null : oversizeDetails(schema, value, part);
   if (oversize) throw refused(what, oversize);
   const unstorable = unstorableText(value);
   if (unstorable) throw new AppError('invalid_request', what, unstorable);

@@ -122,7 +122,7 @@ function serve<E extends AnyRoute>(definition: E, handler: HandlerOf<E>, refusal
     let input: InputOf<E> | undefined;
     let reply: unknown;
     try {
-      input = parseInput(definition, req);
+      input = parseInput(definition, req, res);
       const asOf = (input.query as { asOf?: Partial<PointInTime> } | undefined)?.asOf;
       if (asOf?.instant instanceof Date) readsAsOf(asOf.instant);
       reply = await handler(input, res, req);
@@ -137,10 +137,10 @@ function serve<E extends AnyRoute>(definition: E, handler: HandlerOf<E>, refusal
   };
 }
 
-function parseInput<E extends AnyRoute>(definition: E, req: Request): InputOf<E> {
+function parseInput<E extends AnyRoute>(definition: E, req: Request, res: Response): InputOf<E> {
   const params = definition.params ? parse(definition.params, req.params, 'params') : {};
   const query = definition.query ? parse(definition.query, req.query) : undefined;
-  const body = definition.body ? parse(definition.body, req.body, 'body') : undefined;
+  const body = definition.body ? parse(definition.body, req.body, 'body', res.locals.bodySizesChecked === true) : undefined;
   // Each part is the output of the schema InputOf names (or absent where that is `never`).
   return { params, query, body } as InputOf<E>;
 }
@@ -207,7 +207,15 @@ function methodNotAllowed(path: string, methods: string[]): RequestHandler {
  * before JSON.parse builds it (core/json-shape.ts).
  */
 function jsonBody(schema: z.ZodType, limit: string): RequestHandler {
-  return express.json({ limit, strict: true, verify: (_req, _res, bytes) => refuseOversizedJson(schema, bytes) });
+  return express.json({
+    limit,
+    strict: true,
+    verify: (_req, res, bytes) => {
+      refuseOversizedJson(schema, bytes);
+      // parse need not walk the parsed body for the same sizes again.
+      (res as Response).locals.bodySizesChecked = true;
+    },
+  });
 }
 
 /** The /v1 router: each route requires its one scope, checked before any body is read or parsed. */

@@ -8,7 +8,7 @@ import {
   fastDailyBar,
   fastIntradayBar,
   IntradayBarRowSchema,
-  lastPassed,
+  instantMs,
   MINUTE_MS,
   statedKnownAt,
   type DailyBarRow,
@@ -21,9 +21,6 @@ import { actionSetVersions, bumpVersions, lockPriceHistory } from '../price-hist
 import type { ISql } from '../db/sql.ts';
 import { readStorageTier, type StorageTier } from '../db/migrate.ts';
 import * as repo from './repository.ts';
-
-/** An instant's milliseconds, the last one remembered: an upload's rows mostly repeat one asOf (a vendor file's publication time). */
-const instantMs = lastPassed((v) => (typeof v === 'string' ? Date.parse(v) : undefined));
 
 /** The instant (ms) a bar row states it became known, undefined when it states none. */
 function knownMs(r: { asOf?: string; knownAt?: string }): number | undefined {
