@@ -1,6 +1,7 @@
 // bulk-read: GET /v1/prices/bulk for 500 instruments, end to end over HTTP,
 // against postgres.js alone fetching the same rows; then the server's memory
-// while it streams the full 10-year span to one slow reader, and to ten at once.
+// while it streams the full 10-year span to one slow reader, and to ten at once
+// (BENCH_BULK_MEMORY=off leaves the memory part out, as npm run bench:check does).
 //
 // The service runs as a child process (its RSS is measured from
 // /proc/<pid>/status), loaded through the admin API like any client would.
@@ -14,12 +15,10 @@ import { decodedBody, getBody, type BodyRead } from './lib/http.ts';
 import { procStatus, resetPeakRss, sampleRss } from './lib/proc.ts';
 import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
 import { startService } from './lib/service.ts';
-import { MB, ratio, round, summarise, timeRuns } from './lib/stats.ts';
+import { MB, ratioSpread, round, roundOrder, summarise, timeRuns, type RatioSpread } from './lib/stats.ts';
 
-const SERIES_FROM = '2011-01-03';
 const SERIES_TO = '2020-12-31';
 const WINDOW = { from: '2020-01-01', to: '2020-12-31' };
-const FULL_SPAN = { from: '2011-01-01', to: '2020-12-31' };
 const AS_OF = '2021-01-01T00:00:00.000Z';
 const TARGET_RATIO = 1.2;
 const TARGET_GROWTH_MB = 50;
@@ -28,15 +27,24 @@ const TARGET_GROWTH_MB_READERS = 100;
 
 export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const instruments = envInt('BENCH_BULK_INSTRUMENTS', 500);
-  const runs = envInt('BENCH_RUNS', 7);
+  // Years of history loaded, ending with the 2020 window that is read.
+  const years = envInt('BENCH_BULK_YEARS', 10);
+  // Each round reads once uncompressed, with gzip, with br and by postgres.js.
+  // One round's ratio ranges from about 1.0× to 2.0× on an idle machine; the
+  // median of 21 gave 1.31× and 1.30× in two runs of the same code.
+  const rounds = envInt('BENCH_BULK_ROUNDS', 21);
+  const measureMemory = process.env.BENCH_BULK_MEMORY !== 'off';
+  const compressedEncodings = process.env.BENCH_BULK_COMPRESSED === 'off' ? [] : (['gzip', 'br'] as const);
   const batchSize = envInt('BENCH_BULK_LOAD_BATCH', 50);
   const serverIssues: string[] = [];
   const notes: string[] = [
     'the service is a child process; HTTP timings are from request start to the last body byte (node:http, chunks kept as they arrive, gzip and br decompressed as they arrive), the body then joined, decoded, parsed and checked outside the timing',
     'the baseline is postgres.js in the bench process running the same select (all rows into memory, no adjustment, no JSON)',
+    "each ratio is the median of the rounds' ratios (each round reads uncompressed, gzip, br and postgres.js back to back, the order rotated); spreads holds each one's range and interquartile range",
     'each instrument carries a 2:1 split and a 0.50 USD cash dividend inside the 2020 window, so adjusted=true applies both',
   ];
-  const dates = weekdays(SERIES_FROM, SERIES_TO);
+  const fullSpan = { from: `${2021 - years}-01-01`, to: SERIES_TO };
+  const dates = weekdays(fullSpan.from, SERIES_TO);
   const ids = Array.from({ length: instruments }, (_, i) => benchUuid(`bulk-${i}`));
   const sortedIds = [...ids].sort();
   const expectedFull = instruments * dates.length;
@@ -108,7 +116,12 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       },
     ]);
     await service.admin.ok('POST', '/corporate-actions', actions);
-    await sql`analyze`;
+    // Vacuumed and checkpointed before any read is timed: otherwise autovacuum
+    // (it wakes each minute, and finds the freshly loaded chunks) and a
+    // checkpoint of the load's WAL may start during the rounds, landing in
+    // some rounds' reads and not others'.
+    await sql`vacuum analyze`;
+    await sql`checkpoint`;
     const expectedRows = instruments * in2020.length;
 
     // ---- (a) HTTP, uncompressed and compressed; (b) postgres.js alone, interleaved with (a)
@@ -139,29 +152,42 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const checkSql = (rows: unknown[]) => {
       if (rows.length !== expectedRows) throw new Error(`baseline returned ${rows.length} rows, expected ${expectedRows}`);
     };
-    // One HTTP run, then one baseline run, and so on, so a change in the
-    // machine's load falls on both alike.
-    log(`bulk-read: (a) HTTP bulk read and (b) the postgres.js baseline, ${runs} interleaved runs after a warm-up`);
-    const httpSamples: number[] = [];
-    const sqlSamples: number[] = [];
-    checkHttp(await get('identity')());
-    checkSql(await query());
-    for (let i = 0; i < runs; i++) {
-      httpSamples.push(...(await timeRuns(1, 0, get('identity'), checkHttp)));
-      sqlSamples.push(...(await timeRuns(1, 0, query, checkSql)));
-    }
-    const compressed: Record<string, ReturnType<typeof summarise> & { responseBytes: number; ratioOverPostgresJs: number }> = {};
-    for (const encoding of ['gzip', 'br'] as const) {
-      log(`bulk-read: (a) HTTP bulk read with Accept-Encoding: ${encoding}, ${runs} runs after a warm-up`);
-      let wire!: BodyRead;
-      const samples = await timeRuns(runs, 1, get(encoding), (r) => {
+    // Interleaved rounds: each reads uncompressed, with gzip, with br and by
+    // postgres.js back to back, in an order rotated each round, so a change
+    // in the machine's load falls on every side of a round's ratios alike.
+    // BENCH_BULK_COMPRESSED=off leaves gzip and br out (npm run bench:check
+    // does: they are two thirds of a round's time, and carry no bar).
+    type Side = Encoding | 'postgresJs';
+    const sides: Side[] = ['identity', ...compressedEncodings, 'postgresJs'];
+    const samples = Object.fromEntries(sides.map((s) => [s, [] as number[]])) as Record<Side, number[]>;
+    const wire: Partial<Record<Encoding, BodyRead>> = {};
+    const readOver = (encoding: Encoding) => () =>
+      timeRuns(1, 0, get(encoding), (r) => {
         checkHttp(r);
-        wire = r;
+        wire[encoding] = r;
       });
-      if (wire.encoding !== encoding) throw new Error(`asked for ${encoding}, got content-encoding ${wire.encoding}`);
-      const summary = summarise(samples);
-      compressed[encoding] = { ...summary, responseBytes: wire.wireBytes, ratioOverPostgresJs: ratio(summary.medianMs, summarise(sqlSamples).medianMs) };
+    const measure: Record<Side, () => Promise<number[]>> = {
+      postgresJs: () => timeRuns(1, 0, query, checkSql),
+      identity: readOver('identity'),
+      gzip: readOver('gzip'),
+      br: readOver('br'),
+    };
+    log(
+      `bulk-read: (a) HTTP bulk read (${sides.slice(0, -1).join(', ')}) and (b) the postgres.js baseline, ${rounds} interleaved rounds after a warm-up of each`,
+    );
+    for (const side of sides) await measure[side]();
+    for (let i = 0; i < rounds; i++) for (const side of roundOrder(sides, i)) samples[side].push(...(await measure[side]()));
+    const compressed: Record<string, ReturnType<typeof summarise> & { responseBytes: number; ratioOverPostgresJs: number }> = {};
+    // Keyed by the path of the ratio each gives the median of.
+    const spreads: Record<string, RatioSpread> = { 'ratios.httpOverPostgresJs': ratioSpread(samples.identity, samples.postgresJs) };
+    for (const encoding of compressedEncodings) {
+      if (wire[encoding]?.encoding !== encoding) throw new Error(`asked for ${encoding}, got content-encoding ${wire[encoding]?.encoding}`);
+      const spread = ratioSpread(samples[encoding], samples.postgresJs);
+      spreads[`measured.httpBulkCompressed.${encoding}.ratioOverPostgresJs`] = spread;
+      compressed[encoding] = { ...summarise(samples[encoding]), responseBytes: wire[encoding].wireBytes, ratioOverPostgresJs: spread.median };
     }
+    const httpSamples = samples.identity;
+    const sqlSamples = samples.postgresJs;
 
     // ---- (c) memory, full span, one slow reader, uncompressed and br; (d) ten compressed ones at once
     const httpSummary = summarise(httpSamples);
@@ -178,7 +204,8 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const maxSec = envInt('BENCH_SLOW_READ_MAX_SEC', 35);
     const paceBytesPerSec = envInt('BENCH_SLOW_READ_MBPS', 0) * MB || Math.max(measuredRate / 2, expectedBytes / maxSec);
     const readersPace = Math.max(paceBytesPerSec / 5, expectedBytes / envInt('BENCH_SLOW_READERS_MAX_SEC', 240));
-    const keys = [key, ...(await Promise.all(Array.from({ length: SLOW_READERS - 1 }, () => service.admin.apiKey(['prices:read']))))];
+    // Each slow reader of (d) on its own account's key: the first is the one of (a).
+    const keys = [key];
     const streamToSlowReaders = async (encodings: Encoding[], pace: number) => {
       const readers = encodings.length;
       await sleep(1_000);
@@ -187,7 +214,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       if (!hwmReset) notes.push('could not reset VmHWM via /proc/<pid>/clear_refs; peak is the sampled maximum VmRSS');
       const sampler = sampleRss(service.pid, 50);
       log(
-        `bulk-read: full ${FULL_SPAN.from}..${FULL_SPAN.to} span (~${(expectedBytes / MB).toFixed(0)} MB) to ${readers} reader(s) (${encodings.join(', ')}), each at ${(pace / MB).toFixed(1)} MB/s`,
+        `bulk-read: full ${fullSpan.from}..${fullSpan.to} span (~${(expectedBytes / MB).toFixed(0)} MB) to ${readers} reader(s) (${encodings.join(', ')}), each at ${(pace / MB).toFixed(1)} MB/s`,
       );
       // Each starts once the one before has its answer's head: ten first pages
       // asked for at the same instant would queue for the bulk lane, and a
@@ -195,7 +222,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       const reads: Promise<SlowRead>[] = [];
       for (const [i, encoding] of encodings.entries()) {
         const started = slowRead(
-          `${service.publicUrl}${bulkUrl(FULL_SPAN)}`,
+          `${service.publicUrl}${bulkUrl(fullSpan)}`,
           { authorization: `Bearer ${keys[i]}`, 'accept-encoding': encoding },
           pace,
           600_000,
@@ -210,13 +237,13 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       const incomplete = results.filter((slow) => !(slow.status === 200 && !slow.aborted && slow.bars === expectedFull && slow.wellFormed));
       for (const slow of incomplete) {
         serverIssues.push(
-          `full-span bulk read (${instruments} ids, ${FULL_SPAN.from}..${FULL_SPAN.to}, ${readers} reader(s), ${slow.encoding}) did not complete: status ${slow.status}, ` +
+          `full-span bulk read (${instruments} ids, ${fullSpan.from}..${fullSpan.to}, ${readers} reader(s), ${slow.encoding}) did not complete: status ${slow.status}, ` +
             `${slow.aborted ? `connection aborted by the server after ${round(slow.ms / 1000, 1)} s and ${round(slow.bytes / MB, 1)} MB` : 'ended'}, ` +
             `${slow.bars} of ${expectedFull} bars, well-formed=${slow.wellFormed}`,
         );
       }
       return {
-        request: `${FULL_SPAN.from}..${FULL_SPAN.to}, ${instruments} instruments, adjusted=true`,
+        request: `${fullSpan.from}..${fullSpan.to}, ${instruments} instruments, adjusted=true`,
         readers,
         encodings,
         readPaceMBps: round(pace / MB, 1),
@@ -234,27 +261,41 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         growthMb: round((peakKb - before.rssKb) / 1024, 1),
       };
     };
-    log('bulk-read: (c) one slow reader, uncompressed, then one asking for br');
-    const memory = await streamToSlowReaders(['identity'], paceBytesPerSec);
-    const memoryBr = await streamToSlowReaders(['br'], paceBytesPerSec);
-    log(`bulk-read: (d) ${SLOW_READERS} slow readers at once, gzip and br`);
-    const memoryReaders = await streamToSlowReaders(
-      Array.from({ length: SLOW_READERS }, (_, i) => (i % 2 ? 'br' : 'gzip')),
-      readersPace,
-    );
+    const measureMemoryGrowth = async () => {
+      keys.push(...(await Promise.all(Array.from({ length: SLOW_READERS - 1 }, () => service.admin.apiKey(['prices:read'])))));
+      log('bulk-read: (c) one slow reader, uncompressed, then one asking for br');
+      const memory = await streamToSlowReaders(['identity'], paceBytesPerSec);
+      const memoryBr = await streamToSlowReaders(['br'], paceBytesPerSec);
+      log(`bulk-read: (d) ${SLOW_READERS} slow readers at once, gzip and br`);
+      const memoryTenReaders = await streamToSlowReaders(
+        Array.from({ length: SLOW_READERS }, (_, i) => (i % 2 ? 'br' : 'gzip')),
+        readersPace,
+      );
+      return {
+        sections: { memory, memoryBr, memoryTenReaders },
+        targets: { memoryGrowthMb: `< ${TARGET_GROWTH_MB}`, memoryGrowthMbTenReaders: `< ${TARGET_GROWTH_MB_READERS}` },
+        meetsTarget: {
+          memoryGrowthMb: memory.complete && memory.growthMb < TARGET_GROWTH_MB && memoryBr.complete && memoryBr.growthMb < TARGET_GROWTH_MB,
+          memoryGrowthMbTenReaders: memoryTenReaders.complete && memoryTenReaders.growthMb < TARGET_GROWTH_MB_READERS,
+        },
+      };
+    };
+    const growth = measureMemory ? await measureMemoryGrowth() : null;
+    if (!growth) notes.push('BENCH_BULK_MEMORY=off: the memory part, (c) and (d), was not measured');
+    if (!compressedEncodings.length) notes.push('BENCH_BULK_COMPRESSED=off: the reads with gzip and br were not measured');
 
     const sqlSummary = summarise(sqlSamples);
-    const readRatio = ratio(httpSummary.medianMs, sqlSummary.medianMs);
+    const readRatio = spreads['ratios.httpOverPostgresJs'].median;
     return {
       scenario: 'bulk-read',
       ...resultHeader(ctx, status, service),
       config: {
         instruments,
-        series: { from: SERIES_FROM, to: SERIES_TO, weekdaysPerInstrument: dates.length, totalBars: expectedFull },
+        series: { from: dates[0], to: SERIES_TO, weekdaysPerInstrument: dates.length, totalBars: expectedFull },
         corporateActionsPerInstrument: 2,
         window: { ...WINDOW, adjusted: true, bars: expectedRows },
-        fullSpan: { ...FULL_SPAN, adjusted: true, bars: expectedFull },
-        runs,
+        fullSpan: { ...fullSpan, adjusted: true, bars: expectedFull },
+        rounds,
         warmups: 1,
       },
       setup: {
@@ -265,23 +306,14 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       },
       measured: {
         httpBulk: { ...httpSummary, responseBytes, barsPerSec: Math.round(expectedRows / (httpSummary.medianMs / 1000)) },
-        httpBulkCompressed: compressed,
+        ...(compressedEncodings.length ? { httpBulkCompressed: compressed } : {}),
       },
       baseline: { postgresJs: { ...sqlSummary, rows: expectedRows } },
       ratios: { httpOverPostgresJs: readRatio },
-      memory,
-      memoryBr,
-      memoryTenReaders: memoryReaders,
-      targets: {
-        httpOverPostgresJs: `<= ${TARGET_RATIO}`,
-        memoryGrowthMb: `< ${TARGET_GROWTH_MB}`,
-        memoryGrowthMbTenReaders: `< ${TARGET_GROWTH_MB_READERS}`,
-      },
-      meetsTarget: {
-        httpOverPostgresJs: readRatio <= TARGET_RATIO,
-        memoryGrowthMb: memory.complete && memory.growthMb < TARGET_GROWTH_MB && memoryBr.complete && memoryBr.growthMb < TARGET_GROWTH_MB,
-        memoryGrowthMbTenReaders: memoryReaders.complete && memoryReaders.growthMb < TARGET_GROWTH_MB_READERS,
-      },
+      spreads,
+      ...growth?.sections,
+      targets: { httpOverPostgresJs: `<= ${TARGET_RATIO}`, ...growth?.targets },
+      meetsTarget: { httpOverPostgresJs: readRatio <= TARGET_RATIO, ...growth?.meetsTarget },
       serverIssues,
       notes,
     };

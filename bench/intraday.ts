@@ -8,7 +8,7 @@ import { envInt, log } from './lib/harness.ts';
 import { getBody, settleUpload, type BodyRead } from './lib/http.ts';
 import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
 import { startService } from './lib/service.ts';
-import { ratio, round, summarise, timeRuns } from './lib/stats.ts';
+import { ratioSpread, round, roundOrder, summarise, timeRuns } from './lib/stats.ts';
 
 const YEAR = { from: '2023-01-01', to: '2023-12-31' };
 const AS_OF = '2024-01-01T00:00:00.000Z';
@@ -76,15 +76,20 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const days = envInt('BENCH_INTRADAY_DAYS', 365);
   // Monthly batches, as a feed backfill would send them.
   const batchDays = envInt('BENCH_INTRADAY_BATCH_DAYS', 31);
-  const runs = envInt('BENCH_RUNS', 7);
-  // The rollup's reads take tens of milliseconds, so a median of 7 moves with
-  // a single scheduling hiccup: (a) takes BENCH_INTRADAY_RUNS interleaved pairs.
-  const readRuns = envInt('BENCH_INTRADAY_RUNS', 41);
+  // The reads take tens of milliseconds, and one round's ratio of two of them
+  // ranges from 0.3× to 4.8× on an idle machine (scheduling on 2 cores): the
+  // two halves of one run of 61 rounds gave medians of 0.99× and 1.21×, and
+  // 201 rounds gave 1.08× and 1.06× in two runs of the same code.
+  const readRuns = envInt('BENCH_INTRADAY_RUNS', 201);
+  // The on-the-fly aggregate takes 200 ms a read, ten times the rollup: a
+  // ratio that far from its target of 1 needs few rounds.
+  const aggregateRuns = envInt('BENCH_INTRADAY_AGGREGATE_RUNS', 15);
   const serverIssues: string[] = [];
   const notes: string[] = [
     'the service is a child process; 1-minute bars are posted as NDJSON to /admin/v1/bars/intraday, which maintains the rollups',
     'both SQL timings run in the bench process on postgres.js and select the same six columns (bucket, open, high, low, close, volume)',
     'HTTP timings are from request start to the last body byte (node:http, chunks kept as they arrive), the body then joined, decoded, parsed and checked outside the timing',
+    "each ratio is the median of the rounds' ratios (each round reads its sides back to back, the order rotated): HTTP over the rollup from readRuns rounds of the two, the speed-ups from aggregateRuns rounds of the three; spreads holds each one's range and interquartile range",
   ];
   const fromMs = Date.parse(`${YEAR.from}T00:00:00Z`);
   /** Whole days from the start of the year to `ms`. */
@@ -182,7 +187,12 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const toDate = new Date(toMs - 86_400_000).toISOString().slice(0, 10);
     const minutes = span * 1_440;
     const hours = span * 24;
-    await sql`analyze`;
+    // Vacuumed and checkpointed before any read is timed: otherwise autovacuum
+    // (it wakes each minute, and finds the freshly loaded chunks) and a
+    // checkpoint of the load's WAL may start during the rounds, landing in
+    // some rounds' reads and not others'.
+    await sql`vacuum analyze`;
+    await sql`checkpoint`;
 
     // ---- (a) the rollup, over HTTP and in SQL
     const key = await service.admin.apiKey(['prices:read']);
@@ -214,20 +224,8 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     `;
     let rollupRows: HourBar[] = [];
     const checkRollup = (rows: readonly Record<string, unknown>[]) => (rollupRows = toHourBars(rows));
-    log(`intraday: (a) 1-hour bars from the rollup over HTTP and in SQL, ${readRuns} interleaved runs after a warm-up of each`);
-    await timeRuns(0, 1, httpGet, checkHttp);
-    await timeRuns(0, 1, rollupQuery, checkRollup);
-    // Interleaved, the order reversed every other run, so a change in the
-    // machine's load falls on both sides alike.
-    const httpSamples: number[] = [];
-    const rollupSamples: number[] = [];
-    for (let i = 0; i < readRuns; i++) {
-      const http = async () => httpSamples.push(...(await timeRuns(1, 0, httpGet, checkHttp)));
-      const rollup = async () => rollupSamples.push(...(await timeRuns(1, 0, rollupQuery, checkRollup)));
-      for (const side of i % 2 === 0 ? [http, rollup] : [rollup, http]) await side();
-    }
 
-    // ---- (b) the same aggregated on the fly from the 1-minute bars
+    // ---- (b) the same aggregated on the fly from the 1-minute bars, the baseline of the rollup
     const aggregateQuery = timescale
       ? () => sql`
           select time_bucket('1 hour', bar_ts) as bar_ts,
@@ -247,9 +245,35 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
           group by 1
           order by 1
         `;
-    log(`intraday: (b) on-the-fly ${timescale ? 'time_bucket' : 'date_bin'} aggregation in SQL, ${runs} runs after a warm-up`);
     let aggregateRows: HourBar[] = [];
-    const aggregateSamples = await timeRuns(runs, 1, aggregateQuery, (rows) => (aggregateRows = toHourBars(rows)));
+    const checkAggregate = (rows: readonly Record<string, unknown>[]) => (aggregateRows = toHourBars(rows));
+
+    const sides = {
+      http: () => timeRuns(1, 0, httpGet, checkHttp),
+      rollup: () => timeRuns(1, 0, rollupQuery, checkRollup),
+      aggregate: () => timeRuns(1, 0, aggregateQuery, checkAggregate),
+    };
+    type Side = keyof typeof sides;
+    /**
+     * `n` interleaved rounds: each reads every side of `order` once, back to
+     * back, in an order rotated each round, so a change in the machine's load
+     * falls on every side of a round's ratios alike.
+     */
+    const rounds = async (order: Side[], n: number) => {
+      const samples: Partial<Record<Side, number[]>> = {};
+      for (let i = 0; i < n; i++) for (const side of roundOrder(order, i)) (samples[side] ??= []).push(...(await sides[side]()));
+      return samples as Record<Side, number[]>;
+    };
+    for (const side of Object.keys(sides) as Side[]) await sides[side]();
+    log(`intraday: (a) 1-hour bars over HTTP and from the rollup in SQL, ${readRuns} interleaved rounds after a warm-up of each`);
+    const a = await rounds(['http', 'rollup'], readRuns);
+    log(
+      `intraday: (b) on the fly (${timescale ? 'time_bucket' : 'date_bin'}) in SQL, against the rollup in SQL and over HTTP, ${aggregateRuns} interleaved rounds`,
+    );
+    const b = await rounds(['aggregate', 'rollup', 'http'], aggregateRuns);
+    const httpSamples = a.http;
+    const rollupSamples = a.rollup;
+    const aggregateSamples = b.aggregate;
 
     const rollupVsAggregate = firstDifference(rollupRows, aggregateRows);
     const httpVsRollup = firstDifference(httpBars, rollupRows);
@@ -260,9 +284,15 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const httpSummary = summarise(httpSamples);
     const rollupSummary = summarise(rollupSamples);
     const aggregateSummary = summarise(aggregateSamples);
-    const speedUp = ratio(aggregateSummary.medianMs, rollupSummary.medianMs, 2);
-    const httpSpeedUp = ratio(aggregateSummary.medianMs, httpSummary.medianMs, 2);
-    const httpOverSql = ratio(httpSummary.medianMs, rollupSummary.medianMs, 2);
+    // Keyed by the path of the ratio each gives the median of.
+    const spreads = {
+      'ratios.speedUpSql': ratioSpread(b.aggregate, b.rollup),
+      'ratios.speedUpHttp': ratioSpread(b.aggregate, b.http),
+      'ratios.httpOverRollupSql': ratioSpread(httpSamples, rollupSamples),
+    };
+    const speedUp = spreads['ratios.speedUpSql'].median;
+    const httpSpeedUp = spreads['ratios.speedUpHttp'].median;
+    const httpOverSql = spreads['ratios.httpOverRollupSql'].median;
     return {
       scenario: 'intraday',
       ...resultHeader(ctx, status, service),
@@ -274,8 +304,8 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         ingestBudgetSec: budgetSec,
         minuteBars: minutes,
         hourBars: hours,
-        runs,
         readRuns,
+        aggregateRuns,
         warmups: 1,
         aggregation: timescale ? "time_bucket('1 hour') with first()/last()" : "date_bin('1 hour', bar_ts, '2000-01-03') with array_agg ordered first/last",
         rollup: status.storageTier === 'timescaledb' ? 'continuous aggregate intraday_bars_1hour' : 'table intraday_bars_1hour kept by the ingest path',
@@ -297,6 +327,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       },
       baseline: { onTheFlyAggregateSql: { ...aggregateSummary, rows: aggregateRows.length } },
       ratios: { speedUpSql: speedUp, speedUpHttp: httpSpeedUp, httpOverRollupSql: httpOverSql },
+      spreads,
       equal: { rollupSqlVsAggregate: rollupVsAggregate === null, httpVsRollupSql: httpVsRollup === null },
       targets: {
         speedUpSql: `> ${TARGET_SPEEDUP} (the rollup is faster than aggregating 1-minute bars)`,

@@ -65,7 +65,7 @@ export function readResults(dir = RESULTS_DIR): Map<string, ScenarioRun> {
 }
 
 /** The value at a dotted path, or undefined. */
-function at(obj: unknown, dotted: string): unknown {
+export function at(obj: unknown, dotted: string): unknown {
   let v: unknown = obj;
   for (const key of dotted.split('.')) {
     if (v === null || typeof v !== 'object') return undefined;
@@ -80,6 +80,17 @@ const fmt = (v: unknown, digits = 1): string =>
 const ms = (v: unknown, digits = 1) => (typeof v === 'number' ? `${fmt(v, digits)} ms` : DASH);
 const signed = (v: unknown, digits = 1) => (typeof v === 'number' && v >= 0 ? `+${fmt(v, digits)}` : fmt(v, digits));
 const times = (v: unknown) => (typeof v === 'number' ? `${fmt(v, 2)}×` : DASH);
+/**
+ * A ratio as the table shows it: for one measured in interleaved rounds (its
+ * spread under `spreads`, keyed by its path), the median of the rounds' ratios
+ * with their range, interquartile range and number.
+ */
+function roundsRatio(r: Json, path: string, suffix = ''): string {
+  const spread = at(r, 'spreads') as Record<string, Json> | undefined;
+  const s = spread?.[path];
+  const within = s ? ` (${fmt(s.min, 2)}–${fmt(s.max, 2)}, IQR ${fmt(s.p25, 2)}–${fmt(s.p75, 2)}, ${fmt(s.rounds, 0)} rounds)` : '';
+  return `${times(at(r, path))}${suffix}${within}`;
+}
 const met = (v: unknown) => (v === true ? 'yes' : v === false ? 'no' : '');
 const text = (v: unknown) => (v === undefined || v === null ? '' : String(v).replace(/\|/g, '\\|'));
 
@@ -93,7 +104,8 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
     const lookup = 'baseline.bareExpressKeyLookup';
     const bare = 'baseline.bareExpress';
     const many = `measured.authenticatedOver${fmt(at(r, 'config.spreadAccounts'), 0)}Accounts`;
-    const load = `${fmt(at(r, 'config.connections'), 0)} connections, ${fmt(at(r, 'config.rounds'), 0)} interleaved rounds`;
+    const window = at(r, 'config.windowSec');
+    const load = `${fmt(at(r, 'config.connections'), 0)} connections, ${fmt(at(r, 'config.rounds'), 0)} interleaved rounds${typeof window === 'number' ? ` of ${text(window)} s` : ''}`;
     const latency = (side: string) => `${ms(at(r, `${side}.latencyMs.p50`))} (${fmt(at(r, `${side}.rps`), 0)} req/s)`;
     const cpu = (side: string) => `${ms(at(r, `${side}.serverCpuMsPerRequest`), 3)} + ${ms(at(r, `${side}.databaseCpuMsPerRequest`), 3)}`;
     return [
@@ -101,18 +113,18 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
         `\`${text(at(r, 'config.route'))}\` against a bare Express route making the same key lookup: p50 latency, ${load}`,
         latency(ours),
         latency(lookup),
-        times(at(r, 'ratios.overKeyLookup.p50')),
+        roundsRatio(r, 'ratios.overKeyLookup.p50'),
         text(at(r, 'targets.p50OverKeyLookup')),
         met(at(r, 'meetsTarget.p50OverKeyLookup')),
       ],
-      ['the same, p99 latency', ms(at(r, `${ours}.latencyMs.p99`)), ms(at(r, `${lookup}.latencyMs.p99`)), times(at(r, 'ratios.overKeyLookup.p99')), '', ''],
+      ['the same, p99 latency', ms(at(r, `${ours}.latencyMs.p99`)), ms(at(r, `${lookup}.latencyMs.p99`)), roundsRatio(r, 'ratios.overKeyLookup.p99'), '', ''],
       ['the same, CPU per request: server process + its PostgreSQL sessions', cpu(ours), cpu(lookup), '', '', ''],
-      ['p50 latency against a bare Express route with no database', latency(ours), latency(bare), times(at(r, 'ratios.overBareExpress.p50')), '', ''],
+      ['p50 latency against a bare Express route with no database', latency(ours), latency(bare), roundsRatio(r, 'ratios.overBareExpress.p50'), '', ''],
       [
         `one account's load against the same load spread over ${fmt(at(r, 'config.spreadAccounts'), 0)} accounts: throughput`,
         `${fmt(at(r, `${ours}.rps`), 0)} req/s`,
         `${fmt(at(r, `${many}.rps`), 0)} req/s`,
-        times(at(r, 'ratios.oneAccountOverMany.rps')),
+        roundsRatio(r, 'ratios.oneAccountOverMany.rps'),
         '',
         '',
       ],
@@ -125,7 +137,7 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
         `the same with \`Accept-Encoding: ${encoding}\` (${fmt((at(r, `${c}.responseBytes`) as number) / 2 ** 20)} MB on the wire, ${fmt((at(r, 'measured.httpBulk.responseBytes') as number) / 2 ** 20)} MB uncompressed)`,
         ms(at(r, `${c}.medianMs`), 0),
         `postgres.js: ${ms(at(r, 'baseline.postgresJs.medianMs'), 0)}`,
-        times(at(r, `${c}.ratioOverPostgresJs`)),
+        roundsRatio(r, `${c}.ratioOverPostgresJs`),
         '',
         '',
       ];
@@ -136,7 +148,7 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
         `\`GET /v1/prices/bulk\`, ${fmt(at(r, 'config.instruments'), 0)} instruments × ${text(at(r, 'config.window.from'))}..${text(at(r, 'config.window.to'))} (${fmt(at(r, 'config.window.bars'), 0)} bars), adjusted, uncompressed, to the last byte; median of ${fmt(at(r, 'measured.httpBulk.runs'), 0)}`,
         ms(at(r, 'measured.httpBulk.medianMs'), 0),
         `postgres.js fetching the same rows: ${ms(at(r, 'baseline.postgresJs.medianMs'), 0)}`,
-        times(at(r, 'ratios.httpOverPostgresJs')),
+        roundsRatio(r, 'ratios.httpOverPostgresJs'),
         text(at(r, 'targets.httpOverPostgresJs')),
         met(at(r, 'meetsTarget.httpOverPostgresJs')),
       ],
@@ -191,7 +203,7 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
       `${fmt(at(r, 'config.hourBars'), 0)} 1-hour bars from the rollup, SQL; median of ${fmt(at(r, 'measured.rollupSql.runs'), 0)}`,
       ms(at(r, 'measured.rollupSql.medianMs')),
       `aggregating the 1-minute bars on the fly: ${ms(at(r, 'baseline.onTheFlyAggregateSql.medianMs'))}`,
-      `${times(at(r, 'ratios.speedUpSql'))} faster`,
+      roundsRatio(r, 'ratios.speedUpSql', ' faster'),
       text(at(r, 'targets.speedUpSql')),
       met(at(r, 'meetsTarget.speedUpSql')),
     ],
@@ -199,7 +211,7 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
       'the same over HTTP, uncompressed, to the last byte',
       ms(at(r, 'measured.rollupHttp.medianMs')),
       `the rollup in SQL: ${ms(at(r, 'measured.rollupSql.medianMs'))}`,
-      times(at(r, 'ratios.httpOverRollupSql')),
+      roundsRatio(r, 'ratios.httpOverRollupSql'),
       text(at(r, 'targets.httpOverRollupSql')),
       met(at(r, 'meetsTarget.httpOverRollupSql')),
     ],

@@ -2,11 +2,13 @@
 //
 // Runs the selected scenarios (all by default) one after another, each in a
 // fresh database mds_bench_<ts>_<scenario> on one server: BENCH_DATABASE_URL's
-// (loopback only) or a throwaway embedded PostgreSQL. Prints the combined
-// JSON summary on stdout (progress goes to stderr) and writes it to
-// bench/results/latest.json, and each measured scenario's result to
-// bench/results/<scenario>.json (see bench/report.ts).
-// Exits non-zero when a scenario failed.
+// (loopback only) or a throwaway embedded PostgreSQL. As each scenario ends,
+// its result goes to bench/results/<scenario>.json (see bench/report.ts; a
+// failed scenario leaves that file as it was) and the run so far, failures
+// with their errors, to bench/results/latest.json, so a run cut short keeps
+// every result it measured. BENCH_RESULTS_DIR writes them elsewhere (npm run
+// bench:check does). Prints the combined JSON summary on stdout at the end
+// (progress goes to stderr). Exits non-zero when a scenario failed.
 import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -35,18 +37,22 @@ const SCENARIOS: Record<string, () => Promise<Scenario>> = {
 // cleaned up and the process exits.
 const MAX_RUN_SECONDS = Number(process.env.BENCH_MAX_SECONDS ?? 1800);
 
-// What the run has measured so far: written at the end, or as far as it got
-// when the run is interrupted.
+const RESULTS_DIR = path.resolve(ROOT, process.env.BENCH_RESULTS_DIR || path.join('bench', 'results'));
+
+// What the run has measured so far: written as each scenario ends, and as far
+// as it got when the run is interrupted.
 const run = {
   startedAt: new Date(),
   database: null as string | null,
   results: {} as Record<string, (ScenarioResult & { code: CodeVersion; elapsedSec: number }) | { scenario: string; error: string }>,
+  /** The scenario under way, recorded as failed if the run stops during it. */
+  current: null as string | null,
 };
 /** The run's start as yyyymmddhhmmss (UTC), in its file and database names. */
 const STAMP = run.startedAt.toISOString().replace(/\D/g, '').slice(0, 14);
 
-async function writeSummary(aborted?: string) {
-  const summary = {
+function summary(aborted?: string) {
+  return {
     startedAt: run.startedAt.toISOString(),
     elapsedSec: round((Date.now() - run.startedAt.getTime()) / 1000, 1),
     ...(aborted ? { aborted } : {}),
@@ -60,21 +66,25 @@ async function writeSummary(aborted?: string) {
     database: run.database,
     scenarios: run.results,
   };
-  const json = JSON.stringify(summary, null, 2);
-  const dir = path.join(ROOT, 'bench', 'results');
-  await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, 'latest.json'), `${json}\n`);
-  // One file per measured scenario, bench/results/<scenario>.json, in the shape
-  // of the whole summary: what npm run bench:report reads, and what is committed.
+}
+
+/**
+ * Writes the run so far to latest.json and, when `scenario` was measured, its
+ * result to <scenario>.json in the shape of the whole summary: what npm run
+ * bench:report reads, and what is committed.
+ */
+async function writeResults(scenario: string | null, aborted?: string) {
+  const now = summary(aborted);
+  await mkdir(RESULTS_DIR, { recursive: true });
+  await writeFile(path.join(RESULTS_DIR, 'latest.json'), `${JSON.stringify(now, null, 2)}\n`);
   const written = ['latest.json'];
-  for (const [name, result] of Object.entries(run.results)) {
-    if (!('code' in result)) continue;
-    const file = `${name}.json`;
-    await writeFile(path.join(dir, file), `${JSON.stringify({ ...summary, scenarios: { [name]: result } }, null, 2)}\n`);
+  const result = scenario === null ? undefined : run.results[scenario];
+  if (scenario !== null && result && 'code' in result) {
+    const file = `${scenario}.json`;
+    await writeFile(path.join(RESULTS_DIR, file), `${JSON.stringify({ ...now, scenarios: { [scenario]: result } }, null, 2)}\n`);
     written.push(file);
   }
-  process.stdout.write(`${json}\n`);
-  log(`wrote bench/results/${written.join(', ')}${aborted ? ' (partial)' : ''}`);
+  log(`wrote ${path.relative(ROOT, RESULTS_DIR)}/${written.join(', ')}${aborted ? ' (partial)' : ''}`);
 }
 
 async function main(): Promise<number> {
@@ -101,6 +111,7 @@ async function main(): Promise<number> {
     if (aborting) break;
     const started = Date.now();
     log(`== ${name}`);
+    run.current = name;
     // Each scenario starts its own service process, so it measures the code as it is now.
     const code = codeVersion();
     try {
@@ -111,12 +122,16 @@ async function main(): Promise<number> {
       log(`${name} failed: ${(err as Error).stack ?? err}`);
       results[name] = { scenario: name, error: (err as Error).message };
     }
+    run.current = null;
     log(`== ${name} done in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+    // An abort under way has written (or is writing) the run as it stood.
+    if (aborting) break;
+    await writeResults(name);
   }
   if (aborting) return 1;
   await cleanupAll();
 
-  await writeSummary();
+  process.stdout.write(`${JSON.stringify(summary(), null, 2)}\n`);
   return failed ? 1 : 0;
 }
 
@@ -136,18 +151,24 @@ function codeVersion(): CodeVersion {
   }
 }
 
-// An interrupted or overlong run stops its children, drops its databases and
-// stops the embedded cluster, then exits; main() stops starting scenarios.
+// An interrupted, overlong or crashed run records the scenario it was in as
+// failed with the reason, writes latest.json (before the cleanup, which may
+// itself hang on what made the run stop), stops its children, drops its
+// databases and stops the embedded cluster, then exits; main() stops
+// starting scenarios.
 let aborting: Promise<never> | null = null;
 function abort(reason: string, code: number): Promise<never> {
   return (aborting ??= (async () => {
     log(`${reason}; cleaning up`);
+    if (run.current !== null) run.results[run.current] = { scenario: run.current, error: `the run stopped during this scenario: ${reason}` };
+    if (Object.keys(run.results).length) await writeResults(null, reason).catch((err) => log(`could not write the results: ${(err as Error).message}`));
     await cleanupAll();
-    if (Object.keys(run.results).length) await writeSummary(reason).catch(() => {});
     process.exit(code);
   })());
 }
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void abort(`received ${signal}`, 130));
+process.on('uncaughtException', (err) => void abort(`uncaught exception: ${err.stack ?? err}`, 1));
+process.on('unhandledRejection', (err) => void abort(`unhandled rejection: ${(err as Error)?.stack ?? err}`, 1));
 setTimeout(() => void abort(`the run exceeded BENCH_MAX_SECONDS=${MAX_RUN_SECONDS}`, 124), MAX_RUN_SECONDS * 1000).unref();
 
 main().then(

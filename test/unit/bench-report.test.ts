@@ -114,6 +114,23 @@ describe('bench report', () => {
     expect(table).toContain('hold the same bars |  |  |  | equal | no |');
   });
 
+  it('a ratio measured in interleaved rounds shows the median with its range, interquartile range and number of rounds', () => {
+    const spread = { median: 1.35, min: 1.1, max: 1.9, p25: 1.3, p75: 1.42, rounds: 41, byRound: [] };
+    const intraday = run('intraday', 'intraday.json', '2026-02-01T00:00:00.000Z', {
+      measured: { rollupSql: { runs: 41, medianMs: 20 }, rollupHttp: { medianMs: 27 } },
+      ratios: { speedUpSql: 20, httpOverRollupSql: 1.35 },
+      spreads: { 'ratios.httpOverRollupSql': spread, 'ratios.speedUpSql': { ...spread, median: 20, min: 18, max: 22, p25: 19.5, p75: 20.5 } },
+    });
+    const table = renderReport(new Map([['intraday', intraday]]));
+    expect(table).toContain('| the rollup in SQL: 20.0 ms | 1.35× (1.10–1.90, IQR 1.30–1.42, 41 rounds) |');
+    expect(table).toContain('| 20.00× faster (18.00–22.00, IQR 19.50–20.50, 41 rounds) |');
+    const platform = run('platform-overhead', 'platform-overhead.json', '2026-02-01T00:00:00.000Z', {
+      config: { route: 'POST /v1/analytics/probability', connections: 50, rounds: 15, windowSec: 1, spreadAccounts: 10 },
+      ratios: { overKeyLookup: { p50: 0.9 } },
+    });
+    expect(renderReport(new Map([['platform-overhead', platform]]))).toContain('p50 latency, 50 connections, 15 interleaved rounds of 1 s |');
+  });
+
   it('a result measured with uncommitted changes says so beside its commit', () => {
     const dirty = run('bulk-read', 'bulk-read.json', '2026-02-01T00:00:00.000Z', {
       ...bulkRead('ccccccc', 150),

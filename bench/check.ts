@@ -1,0 +1,175 @@
+// npm run bench:check
+//
+// The read-path gate: runs bulk-read, intraday and platform-overhead at the
+// reduced sizes of GATE_SIZES, on BENCH_DATABASE_URL's server (loopback only)
+// or a throwaway embedded PostgreSQL, and fails when a headline ratio is above
+// its bar in GATE_BARS, or when a scenario failed or left no result. Ratios
+// only: each side of a ratio is measured in the same rounds on the same
+// machine, so the gate holds on a faster or slower one; absolute times never
+// decide it.
+//
+// The run writes to bench/results/check/ (ignored by git), never over the
+// committed full-size results in bench/results/; its latest.json holds every
+// scenario the run reached, failures with their errors. Prints a table
+// (scenario, ratio, spread, bar, pass/fail) on stdout; progress goes to stderr.
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { at, ROOT } from './report.ts';
+import type { RatioSpread } from './lib/stats.ts';
+
+export const CHECK_DIR = path.join(ROOT, 'bench', 'results', 'check');
+
+/** One bar of the gate: the headline ratio at `ratio` (a dotted path in the scenario's result) must be at most `bar`. */
+export interface GateBar {
+  scenario: string;
+  ratio: string;
+  what: string;
+  bar: number;
+  /**
+   * Why a ratio above this bar does not fail the gate yet: it is printed as
+   * over its bar, and the scenario must still run and give its ratio.
+   */
+  notEnforced?: string;
+}
+
+export const GATE_BARS: readonly GateBar[] = [
+  {
+    scenario: 'bulk-read',
+    ratio: 'ratios.httpOverPostgresJs',
+    what: 'bulk read over HTTP ÷ postgres.js',
+    bar: 1.2,
+    notEnforced:
+      'the adjusted bulk read measures 1.30× to 1.38× on this code (docs/benchmarks.md, "Where the read paths\' time goes"): its bar is reported, and enforced once the read is below it',
+  },
+  { scenario: 'intraday', ratio: 'ratios.httpOverRollupSql', what: '1-hour rollup over HTTP ÷ its SQL', bar: 1.5 },
+  { scenario: 'platform-overhead', ratio: 'ratios.overKeyLookup.p50', what: 'p50 ÷ a bare route making the key lookup', bar: 1.3 },
+];
+
+/**
+ * The settings of the gate's run, set whatever the caller's environment
+ * holds (every other BENCH_* setting but BENCH_DATABASE_URL and
+ * BENCH_NODE_ARGS is dropped), so the gate measures the same thing on every
+ * machine. The reads are the full-size reads, as a smaller read weighs the
+ * fixed part of each request more (the bulk read of 250 instruments measured
+ * 1.43× where 500 measured 1.20×, in the same hour): the gate leaves out only
+ * what no bar reads, eight of the ten years of bulk history, the gzip and br
+ * reads and the memory part. On 2 cores it takes about 150 s, setup included.
+ */
+export const GATE_SIZES: Readonly<Record<string, string>> = {
+  BENCH_BULK_INSTRUMENTS: '500',
+  BENCH_BULK_YEARS: '2',
+  BENCH_BULK_ROUNDS: '21',
+  BENCH_BULK_MEMORY: 'off',
+  BENCH_BULK_COMPRESSED: 'off',
+  BENCH_INTRADAY_DAYS: '365',
+  BENCH_INTRADAY_RUNS: '201',
+  BENCH_INTRADAY_AGGREGATE_RUNS: '15',
+  BENCH_PLATFORM_ROUNDS: '20',
+  BENCH_PLATFORM_WINDOW_SEC: '1',
+  BENCH_WARMUP: '2',
+  BENCH_CONNECTIONS: '50',
+  // A hard stop for the run inside the gate's 5 minutes and CI's limit on
+  // it: a run cut short still writes what it measured, and the scenario it
+  // was in fails the gate with the reason.
+  BENCH_MAX_SECONDS: '420',
+};
+
+/** What the gate found for one bar. */
+export interface GateRow extends GateBar {
+  /** The headline ratio, or null when there is none. */
+  value: number | null;
+  spread: RatioSpread | null;
+  pass: boolean;
+  /** Why there is no ratio: the scenario's error, or that it left no result. */
+  problem: string | null;
+  /** Whether this row fails the gate: no ratio, or a ratio above an enforced bar. */
+  failsGate: boolean;
+}
+
+type Json = Record<string, unknown>;
+
+/** Each bar's verdict on a run's summary (the run's latest.json; null when there is none). */
+export function judge(summary: unknown, bars: readonly GateBar[] = GATE_BARS): GateRow[] {
+  const scenarios = (at(summary, 'scenarios') ?? {}) as Record<string, Json>;
+  const aborted = at(summary, 'aborted');
+  return bars.map((bar) => {
+    const result = scenarios[bar.scenario];
+    const fail = (problem: string): GateRow => ({ ...bar, value: null, spread: null, pass: false, problem, failsGate: true });
+    if (summary === null || summary === undefined) return fail('the run wrote no results');
+    if (result === undefined) {
+      return fail(
+        typeof aborted === 'string' ? `no result: the run stopped (${aborted}) before this scenario` : 'no result: the run wrote none for this scenario',
+      );
+    }
+    if (result.error !== undefined) return fail(`the scenario failed: ${String(result.error)}`);
+    const value = at(result, bar.ratio);
+    if (typeof value !== 'number' || !Number.isFinite(value)) return fail(`the result holds no ratio at ${bar.ratio}`);
+    const spread = (at(result, 'spreads') as Record<string, RatioSpread> | undefined)?.[bar.ratio] ?? null;
+    const pass = value <= bar.bar;
+    return { ...bar, value, spread, pass, problem: null, failsGate: !pass && bar.notEnforced === undefined };
+  });
+}
+
+const x = (v: number) => `${v.toFixed(2)}×`;
+
+/** The verdicts as a table, then each failed scenario's problem in full. */
+export function gateTable(rows: readonly GateRow[]): string {
+  const cells = [
+    ['scenario', 'ratio', 'median', 'spread: min–max; IQR (rounds)', 'bar', 'result'],
+    ...rows.map((r) => [
+      r.scenario,
+      r.what,
+      r.value === null ? '—' : x(r.value),
+      r.spread ? `${x(r.spread.min)}–${x(r.spread.max)}; ${x(r.spread.p25)}–${x(r.spread.p75)} (${r.spread.rounds})` : '—',
+      `≤ ${x(r.bar)}`,
+      r.pass ? 'pass' : r.value === null ? 'FAIL (no ratio)' : r.failsGate ? 'FAIL (above its bar)' : 'above its bar (not enforced)',
+    ]),
+  ];
+  const widths = cells[0].map((_, i) => Math.max(...cells.map((c) => c[i].length)));
+  const lines = cells.map((c) =>
+    c
+      .map((cell, i) => cell.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd(),
+  );
+  lines.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const r of rows) if (r.problem) lines.push('', `${r.scenario}: ${r.problem}`);
+  for (const r of rows) if (!r.pass && !r.failsGate) lines.push('', `${r.scenario}: not enforced: ${r.notEnforced}`);
+  return lines.join('\n');
+}
+
+/** The environment of the gate's run: the caller's, without its BENCH_* settings, with the gate's. */
+export function gateEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const kept = Object.entries(env).filter(([k]) => !k.startsWith('BENCH_') || k === 'BENCH_DATABASE_URL' || k === 'BENCH_NODE_ARGS');
+  return { ...Object.fromEntries(kept), ...GATE_SIZES, BENCH_RESULTS_DIR: CHECK_DIR };
+}
+
+async function main(): Promise<number> {
+  const started = performance.now();
+  // A latest.json left by an earlier gate must not be judged as this run's.
+  rmSync(CHECK_DIR, { recursive: true, force: true });
+  const scenarios = [...new Set(GATE_BARS.map((b) => b.scenario))];
+  process.stderr.write(`bench:check: ${scenarios.join(', ')} at the gate's sizes, results in ${path.relative(ROOT, CHECK_DIR)}/\n`);
+  const child = spawn(process.execPath, [path.join(ROOT, 'bench', 'run.ts'), ...scenarios], {
+    cwd: ROOT,
+    env: gateEnv(process.env),
+    // The run's stdout is its JSON summary, also in latest.json; its progress is on stderr.
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  // The run stops its children and drops its databases on these itself; the gate waits for it.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  const latest = path.join(CHECK_DIR, 'latest.json');
+  const summary: unknown = existsSync(latest) ? JSON.parse(readFileSync(latest, 'utf8')) : null;
+  const rows = judge(summary);
+  const pass = rows.every((r) => !r.failsGate);
+  process.stdout.write(`\n${gateTable(rows)}\n\n`);
+  process.stdout.write(
+    `bench:check ${pass ? 'passed' : 'FAILED'} in ${((performance.now() - started) / 1000).toFixed(0)} s (the run exited with ${code}); results in ${path.relative(ROOT, CHECK_DIR)}/\n`,
+  );
+  return pass ? 0 : 1;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) process.exitCode = await main();
