@@ -18,6 +18,6 @@ export const ANSWER_HEADERS = {
 } as const;
 
 export const answerHeaders: RequestHandler = (_req, res, next) => {
-  for (const name in ANSWER_HEADERS) res.setHeader(name, ANSWER_HEADERS[name as keyof typeof ANSWER_HEADERS]);
+  res.set(ANSWER_HEADERS);
   next();
 };

@@ -123,9 +123,9 @@ export function barText(sql: ISql, format: Format, fields: BarField[], col: (nam
   return format === 'json' ? jsonObject(sql, fields, col) : csvRow(sql, fields, col);
 }
 
-/** Each bar's text in `format` (`bar`, else barText's): JSON objects joined by commas, or CSV rows. */
-export function barsText(sql: ISql, format: Format, fields: BarField[], col: (name: string) => Fragment, order: Fragment, bar?: Fragment): Fragment {
-  return sql`string_agg(${bar ?? barText(sql, format, fields, col)}, ${format === 'json' ? ',' : ''}::text order by ${order})`;
+/** The bars' texts `bar` (barText's, or as stored) in `order`: JSON objects joined by commas, or CSV rows. */
+export function barsText(sql: ISql, format: Format, bar: Fragment, order: Fragment): Fragment {
+  return sql`string_agg(${bar}, ${format === 'json' ? ',' : ''}::text order by ${order})`;
 }
 
 // The reads return raw rows (postgres.js hands over the bytes as they

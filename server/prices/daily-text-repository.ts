@@ -6,7 +6,7 @@ import { dailyBarsAt } from '../price-history/bars-repository.ts';
 import { latestVersion, type VersionView } from '../price-history/versions-repository.ts';
 import type { Format } from '../core/params.ts';
 import { adjusted, roundedValue, roundingScale } from './adjusted-values.ts';
-import { barsText, bool, DAILY_BAR, text } from './bar-text.ts';
+import { barsText, barText, bool, DAILY_BAR, text } from './bar-text.ts';
 
 // The daily read whose response text PostgreSQL writes (bar-text.ts), for the
 // daily-price and bulk-price routes, called through daily-bars.ts.
@@ -124,7 +124,12 @@ export async function dailySeriesText(
     sql`
       select
         a.instrument_id::text,
-        ${barsText(sql, format, DAILY_BAR, (name) => sql`a.${sql(name)}`, sql`a.bar_date`)} as bars,
+        ${barsText(
+          sql,
+          format,
+          barText(sql, format, DAILY_BAR, (name) => sql`a.${sql(name)}`),
+          sql`a.bar_date`,
+        )} as bars,
         min(a.bar_date)::text as first_bar,
         array_to_json(array_agg(distinct a.source))::text as sources,
         bool_or(a.stale) as stale,

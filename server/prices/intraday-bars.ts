@@ -1,10 +1,9 @@
 import type { ISql } from '../db/sql.ts';
 import { readStorageTier } from '../db/migrate.ts';
-import type { Format } from '../core/params.ts';
 import { lastMinuteBarDay, storedMinuteBars } from './intraday-bars-at.ts';
 import type { EmptyReason } from './daily-bars.ts';
 import type { Interval } from './repository.ts';
-import * as text from './intraday-text-repository.ts';
+import { intradayText } from './intraday-text-repository.ts';
 
 // The one read interface of intraday bars, daily-bars.ts's twin: the price
 // routes and freshness read intraday_bars, its revisions and its rollups
@@ -19,21 +18,10 @@ export { joinIntradayTexts } from './intraday-text-repository.ts';
 
 /**
  * The instrument's bars at `interval` starting within [from, to] as response
- * text, as known at `knownAt` (undefined: the latest). `storedText`: read the
+ * text, as known at `knownAt` (undefined: the latest); with `storedText`, the
  * text stored with each rollup bar (readsStoredText).
  */
-export function readIntradayText(
-  sql: ISql,
-  format: Format,
-  instrumentId: string,
-  interval: Interval,
-  from: Date,
-  to: Date,
-  knownAt: Date | undefined,
-  storedText = false,
-) {
-  return text.intradayText(sql, format, instrumentId, interval, from, to, knownAt, storedText);
-}
+export const readIntradayText = intradayText;
 
 // Whether the database's rollups are tables with their bars' text (sql/026),
 // per pool: the storage tier is chosen once, when a database is first

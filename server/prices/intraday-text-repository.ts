@@ -33,17 +33,17 @@ export async function intradayText(
   from: Date,
   to: Date,
   knownAt: Date | undefined,
-  storedText: boolean,
+  storedText = false,
 ): Promise<IntradayText> {
   const bars = knownAt ? intradayBarsAt(sql, knownAt, interval, from, to) : sql`${sql(INTRADAY_TABLES[interval])}`;
-  const col = (name: string) => sql`${sql(name)}`;
+  const written = barText(sql, format, INTRADAY_BAR, (name) => sql`${sql(name)}`);
   // A row stored without its text (sql/026) has it written here.
-  const bar = storedText ? sql`coalesce(${sql(ROLLUP_TEXT_COLUMNS[format])}, ${barText(sql, format, INTRADAY_BAR, col)})` : undefined;
+  const bar = storedText ? sql`coalesce(${sql(ROLLUP_TEXT_COLUMNS[format])}, ${written})` : written;
   const [[text_, sources, latest]] = await timed(
     knownAt ? `intraday_text_${interval}_known_at` : storedText ? `intraday_stored_text_${interval}` : `intraday_text_${interval}`,
     sql`
       select
-        ${barsText(sql, format, INTRADAY_BAR, col, sql`bar_ts`, bar)} as bars,
+        ${barsText(sql, format, bar, sql`bar_ts`)} as bars,
         array_to_json(array_agg(distinct source))::text as sources,
         ${isoInstant(sql, sql`max(as_of)`)} as latest_as_of
       from ${bars} b

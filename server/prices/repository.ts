@@ -144,11 +144,12 @@ export async function refreshRollups(tx: ISql, firstMinute: number, lastMinute: 
 
 /** The rollup tables' response-text columns (sql/026): each bar's JSON object and CSV row, as the price reads write them. */
 export const ROLLUP_TEXT_COLUMNS = { json: 'bar_json', csv: 'bar_csv' } as const;
-const ROLLUP_TEXT_NAMES = Object.values(ROLLUP_TEXT_COLUMNS);
+const ROLLUP_TEXT = Object.entries(ROLLUP_TEXT_COLUMNS) as ['json' | 'csv', string][];
+const ROLLUP_TEXT_NAMES = ROLLUP_TEXT.map(([, column]) => column);
 
-/** A rollup bar's JSON object and CSV row, from the columns of `alias`, in ROLLUP_TEXT_NAMES' order. */
+/** A rollup bar's texts, from the columns of `alias`, in ROLLUP_TEXT_NAMES' order. */
 const rollupText = (sql: ISql, alias: string) =>
-  sql`${(['json', 'csv'] as const).map((format, i) => sql`${i ? sql`, ` : sql``}${barText(sql, format, INTRADAY_BAR, (name) => sql`${sql(alias)}.${sql(name)}`)}`)}`;
+  sql`${ROLLUP_TEXT.map(([format], i) => sql`${i ? sql`, ` : sql``}${barText(sql, format, INTRADAY_BAR, (name) => sql`${sql(alias)}.${sql(name)}`)}`)}`;
 
 /**
  * Writes the response text of every rollup bar stored without it (the rows
