@@ -28,11 +28,12 @@ export default tseslint.config(
     },
   },
   {
-    // The layers (docs/architecture.md): core/ is the ground floor and imports
-    // nothing else of the server; db/ stands on core/ (with the metrics, the
-    // logger and the configuration); neither knows HTTP. workers/ is pure
-    // compute and never imports the server, which imports from it only the
-    // types-and-constants module, workers/contract.ts.
+    // The layers (docs/architecture.md), bottom up: core/ imports nothing else
+    // of the server; observability/ only core/; db/ stands on those and
+    // config.ts; neither knows HTTP. workers/ is pure compute and never
+    // imports the server, except workers/pool.ts, the server's side of the
+    // threads, which stands on core/ and observability/; the server imports
+    // from workers/ only that pool and workers/contract.ts (types and constants).
     files: ['server/**/*.ts', 'workers/**/*.ts'],
     rules: {
       'import-x/no-restricted-paths': [
@@ -41,17 +42,34 @@ export default tseslint.config(
           zones: [
             { target: './server/core', from: './server', except: ['./core'], message: 'core/ is the ground floor: it imports nothing else of the server' },
             {
+              target: './server/observability',
+              from: './server',
+              except: ['./observability', './core'],
+              message: 'observability/ stands on core/ alone',
+            },
+            {
               target: './server/db',
               from: './server',
-              except: ['./db', './core', './metrics.ts', './logger.ts', './config.ts'],
-              message: 'db/ stands on core/ alone',
+              except: ['./db', './core', './observability', './config.ts'],
+              message: 'db/ stands on core/, observability/ and config.ts',
             },
-            { target: './workers', from: './server', message: 'workers/ is pure compute: it never imports the server' },
+            {
+              target: './workers',
+              from: './server',
+              except: ['./core', './observability'],
+              message: 'workers/ is pure compute: only workers/pool.ts imports the server, and only core/ and observability/',
+            },
+            {
+              target: ['./workers/!(pool).ts'],
+              from: './server',
+              message: "workers/ is pure compute: it never imports the server (workers/pool.ts is the server's side of the threads)",
+            },
             {
               target: './server',
               from: './workers',
-              except: ['./contract.ts'],
-              message: 'the server imports only workers/contract.ts (types and constants); server/worker-pool.ts loads the task modules by URL',
+              except: ['./contract.ts', './pool.ts'],
+              message:
+                'the server imports only workers/contract.ts (types and constants) and workers/pool.ts, which loads the task modules by URL on the threads',
             },
           ],
         },

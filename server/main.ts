@@ -2,12 +2,12 @@ import cluster from 'node:cluster';
 import { loadConfigOrExit } from './config.ts';
 import { EmbeddedPostgresError } from './db/cluster-placement.ts';
 import { PoolerRefusal } from './db/pooler.ts';
-import { ListenError } from './listener.ts';
-import { createLogger } from './logger.ts';
-import { webWorkersServing } from './metrics.ts';
-import { primaryLink } from './primary-link.ts';
-import { ServingProcesses, StartRefusal } from './processes.ts';
-import { Runtime } from './runtime.ts';
+import { ListenError } from './runtime/listener.ts';
+import { createLogger } from './observability/logger.ts';
+import { webWorkersServing } from './observability/metrics.ts';
+import { primaryLink } from './runtime/primary-link.ts';
+import { ServingProcesses, StartRefusal } from './runtime/processes.ts';
+import { Runtime } from './runtime/lifecycle.ts';
 
 const config = loadConfigOrExit();
 const passwordOf = (url: string | undefined) => (url ? decodeURIComponent(new URL(url).password) || undefined : undefined);

@@ -5,7 +5,7 @@ import type { TestProject } from 'vitest/node';
 import { sqlClient } from '../server/db/sql.ts';
 import { EmbeddedPostgresError } from '../server/db/cluster-placement.ts';
 import { startEmbeddedPostgres } from '../server/db/embedded.ts';
-import { migrate } from '../server/migrations.ts';
+import { migrate } from '../server/runtime/migrations.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -2,7 +2,7 @@
 // result types, and the constants the server's schemas and answers name.
 // Types and constants only: importing this loads no task code, so the request
 // thread never loads the task modules or their libraries (jstat). The server
-// imports nothing else from workers/ (eslint.config.js); server/worker-pool.ts
+// imports nothing else from workers/ (eslint.config.js); workers/pool.ts
 // loads the task modules themselves, on its threads or, for the closed forms,
 // on the calling thread.
 import type { BetaResult } from './beta.ts';
@@ -58,7 +58,7 @@ export interface Tasks {
 
 /**
  * Closed forms of a few microseconds, computed on the calling thread
- * (closedForm in server/worker-pool.ts): a hop to a thread would cost more than
+ * (closedForm in workers/pool.ts): a hop to a thread would cost more than
  * the work.
  */
 export interface ClosedForms {

@@ -13,7 +13,7 @@ import { encodingOf, formatOf, uploadBytes } from '../ingest/body.ts';
 import type { IngestKind } from '../ingest/kind.ts';
 import { ingestBody } from '../ingest/service.ts';
 import { UploadSlots, type UploadLimits } from '../ingest/uploads.ts';
-import { DerivedSchema, type Derived, type DeriveRequest } from '../derive.ts';
+import { DerivedSchema, type Derived, type DeriveRequest } from '../wiring/derivations.ts';
 import type { DataChanges } from '../ingest/kind.ts';
 import {
   AccountCreateSchema,
@@ -251,7 +251,7 @@ export function adminRouteDefinitions(ingestKinds: Record<string, IngestKind<unk
 
 export interface AdminDeps {
   db: Database;
-  /** Every derivation (server/derive.ts), for the given instruments or all. */
+  /** Every derivation (server/wiring/derivations.ts), for the given instruments or all. */
   deriveAll: (request: DeriveRequest) => Promise<Derived>;
   /** The derivations that read what an upload changed. */
   deriveChanged: (changes: DataChanges) => Promise<Derived>;

@@ -4,7 +4,7 @@ import { existingInstruments } from '../instruments/repository.ts';
 import { readAdjustedSeries, readStoredBars } from '../prices/daily-bars.ts';
 import { plural } from '../core/params.ts';
 import type { ISql } from '../db/sql.ts';
-import { move, type WorkerPool } from '../worker-pool.ts';
+import { move, type WorkerPool } from '../../workers/pool.ts';
 import { dayToDate } from '../core/day-numbers.ts';
 import { lookbackWindow } from './series.ts';
 import { AppError } from '../core/errors.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Area } from '../area.ts';
+import type { Area } from '../wiring/deps.ts';
 import { defineRoute } from '../http/route.ts';
 import { BetaQuerySchema, CorrelationsQuerySchema, OptionPriceSchema, ProbabilitySchema, StrategyEvSchema, TechnicalsQuerySchema } from './schema.ts';
 import {

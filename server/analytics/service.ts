@@ -1,4 +1,4 @@
-import { closedForm, type WorkerPool } from '../worker-pool.ts';
+import { closedForm, type WorkerPool } from '../../workers/pool.ts';
 import type { z } from 'zod';
 import type { OptionPriceSchema, ProbabilitySchema, StrategyEvBody } from './schema.ts';
 import { AppError } from '../core/errors.ts';

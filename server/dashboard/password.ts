@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { Piscina } from 'piscina';
-import { passwordHashes, passwordHashesRefused, passwordHashesRunning } from '../metrics.ts';
+import { passwordHashes, passwordHashesRefused, passwordHashesRunning } from '../observability/metrics.ts';
 import { AppError } from '../core/errors.ts';
 import { PermitRefused, Semaphore } from '../core/semaphore.ts';
 

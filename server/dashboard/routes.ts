@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response, type Router } from 'express';
-import type { AppDeps } from '../area.ts';
+import type { AppDeps } from '../wiring/deps.ts';
 import { publicBaseUrl } from '../config.ts';
 import { definePage, type PageDefinition } from '../http/route.ts';
 import { RouteTable } from '../http/router.ts';

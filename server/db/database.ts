@@ -1,4 +1,4 @@
-import { dbAcquireWait, dbConnectionsInUse, dbRefused, dbUnitsWaiting } from '../metrics.ts';
+import { dbAcquireWait, dbConnectionsInUse, dbRefused, dbUnitsWaiting } from '../observability/metrics.ts';
 import { isConnectionFailure, type DatabaseHealth } from './health.ts';
 import type { Sql } from './sql.ts';
 import { AppError } from '../core/errors.ts';

@@ -1,5 +1,5 @@
-import type { Logger } from '../logger.ts';
-import { dbAvailable } from '../metrics.ts';
+import type { Logger } from '../observability/logger.ts';
+import { dbAvailable } from '../observability/metrics.ts';
 import { sqlClient } from './sql.ts';
 
 // Failures that mean the server itself is unreachable or going away, as

@@ -44,7 +44,7 @@ const EARLIER_CHECKSUMS: Record<number, string[]> = {
 
 /**
  * Steps a migration's data needs that its SQL cannot take, by migration
- * version (server/migrations.ts names them): each runs after its file, in
+ * version (server/runtime/migrations.ts names them): each runs after its file, in
  * its transaction, so the migration is recorded only with its data.
  */
 export type DataSteps = Record<number, (q: ISql, tier: StorageTier) => Promise<void>>;

@@ -1,5 +1,5 @@
 import postgres from 'postgres';
-import { dbPoolMax, dbQueriesInFlight, dbQueryDuration } from '../metrics.ts';
+import { dbPoolMax, dbQueriesInFlight, dbQueryDuration } from '../observability/metrics.ts';
 
 /** The type mapping every pool is made with (createSql): a `date` is its `yyyy-mm-dd` text. */
 type SqlTypes = { date: string };

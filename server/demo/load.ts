@@ -1,5 +1,5 @@
 import type { Sql } from '../db/sql.ts';
-import { deriveAll, type DeriveDeps, type Derived } from '../derive.ts';
+import { deriveAll, type DeriveDeps, type Derived } from '../wiring/derivations.ts';
 import { batchesOf } from '../ingest/body.ts';
 import type { IngestResult } from '../ingest/kind.ts';
 import { ingestRows } from '../ingest/service.ts';
@@ -27,7 +27,7 @@ import { syntheticSentimentScores } from './synthetic-sentiment.ts';
 /**
  * Loads the bundled demo set through the same ingest path as the admin API,
  * so it is validated the same way and loading it twice changes nothing; then
- * runs every derivation (server/derive.ts) over it.
+ * runs every derivation (server/wiring/derivations.ts) over it.
  */
 export async function loadDemoData(deps: DeriveDeps): Promise<DemoLoad> {
   return { stored: await deps.db.run((sql) => loadDemoRows(sql)), derived: await deriveAll(deps) };

@@ -1,5 +1,5 @@
 import { DAYS_PER_YEAR, type Greeks } from '../../workers/contract.ts';
-import { closedForm } from '../worker-pool.ts';
+import { closedForm } from '../../workers/pool.ts';
 import { derivedContractId, type OptionRight } from '../options/schema.ts';
 import { demoDailyBars, demoDailySources, demoInstrumentId } from './catalog.ts';
 import { mulberry32, SYNTHETIC_SOURCE } from './synthetic-intraday.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Area } from '../area.ts';
+import type { Area } from '../wiring/deps.ts';
 import { defineRoute } from '../http/route.ts';
 import { earningsIngest } from './ingest.ts';
 import { EarningsMetaSchema, EarningsReportSchema, InstrumentEarningsQuerySchema, MAX_WINDOW_DAYS, MarketEarningsQuerySchema } from './schema.ts';

@@ -1,4 +1,4 @@
-import type { AppDeps } from '../area.ts';
+import type { AppDeps } from '../wiring/deps.ts';
 import type { ISql } from '../db/sql.ts';
 import { readAdjustedSeries } from '../prices/daily-bars.ts';
 import * as repo from './repository.ts';

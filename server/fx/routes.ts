@@ -1,4 +1,4 @@
-import type { Area } from '../area.ts';
+import type { Area } from '../wiring/deps.ts';
 import { defineRoute } from '../http/route.ts';
 import { fxRateIngest } from './ingest.ts';
 import { FxPairParamsSchema, FxRateMetaSchema, FxRateQuerySchema, FxRateSchema } from './schema.ts';

@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { authFailures } from '../metrics.ts';
+import { authFailures } from '../observability/metrics.ts';
 import type { Admissions } from '../keys/admission.ts';
 import { authorize, type AuthContext, type LastUsedRecorder } from '../keys/service.ts';
 import type { Scope } from '../keys/scopes.ts';

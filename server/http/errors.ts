@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AppError, invalidRequest, zodDetails, type ErrorCode, type ErrorDetails } from '../core/errors.ts';
 import { clipped } from '../core/received-words.ts';
 import { isConnectionFailure } from '../db/health.ts';
-import { redactSecrets } from '../logger.ts';
+import { redactSecrets } from '../observability/logger.ts';
 
 /** A streamed response's client went away or stopped reading: nothing to answer, nothing to report as a fault. */
 export class ClientGoneError extends Error {

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { holdsSecret } from '../logger.ts';
-import { httpDuration, httpRequests, idleClosed } from '../metrics.ts';
+import { holdsSecret } from '../observability/logger.ts';
+import { httpDuration, httpRequests, idleClosed } from '../observability/metrics.ts';
 
 // A client's own request id is echoed in a header and written to the log, so
 // it is kept only when it is short and of safe characters, and never when it

@@ -1,4 +1,4 @@
-import { streamsBlocked, streamsOpen, streamsPreempted, streamsRefused } from '../metrics.ts';
+import { streamsBlocked, streamsOpen, streamsPreempted, streamsRefused } from '../observability/metrics.ts';
 import { AppError } from '../core/errors.ts';
 
 // A client that finds no slot is asked to come back after this long: bulk

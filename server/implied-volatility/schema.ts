@@ -3,7 +3,7 @@ import { instrumentIdListSchema } from '../core/ids.ts';
 import { BooleanFlagSchema } from '../core/params.ts';
 import { DateSchema } from '../core/time.ts';
 
-/** The spec's cap on one read; 500 UUIDs fit the query string (server/runtime.ts). */
+/** The spec's cap on one read; 500 UUIDs fit the query string (server/runtime/lifecycle.ts). */
 export const MAX_IV_INSTRUMENTS = 500;
 export const MAX_AGE_DAYS = 30;
 

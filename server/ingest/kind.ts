@@ -159,7 +159,7 @@ export interface IngestResult {
 /**
  * What an upload changed that the service derives other data from. After the
  * upload commits, the admin API and the CLI run the derivations that read it
- * (server/derive.ts) and answer their counts as `derived`.
+ * (server/wiring/derivations.ts) and answer their counts as `derived`.
  */
 export interface DataChanges {
   /** (underlying, UTC day) pairs whose option listings or quotes changed: their implied-volatility snapshots. */

@@ -1,6 +1,6 @@
 import type { Database } from '../db/database.ts';
 import type { ISql, Sql } from '../db/sql.ts';
-import { ingestedRows } from '../metrics.ts';
+import { ingestedRows } from '../observability/metrics.ts';
 import { batchesFrom, type BodyFormat } from './body.ts';
 import type { CopyBatch, IngestKind, IngestResult, KeyedIngestKind, OrdinalRange, StagedIngestKind, UploadResult, UploadStamp, WriteCounts } from './kind.ts';
 import type { InstrumentMarket } from '../core/session-close.ts';

@@ -1,5 +1,5 @@
 import type { Database } from '../db/database.ts';
-import { admissionBatchSize } from '../metrics.ts';
+import { admissionBatchSize } from '../observability/metrics.ts';
 import * as repo from './repository.ts';
 import type { Scope } from './scopes.ts';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { upstreamDuration } from '../metrics.ts';
+import { upstreamDuration } from '../observability/metrics.ts';
 import type { MacroFrequency } from './schema.ts';
 
 /**

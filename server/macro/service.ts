@@ -1,7 +1,7 @@
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
-import type { Logger } from '../logger.ts';
-import { macroReads } from '../metrics.ts';
+import type { Logger } from '../observability/logger.ts';
+import { macroReads } from '../observability/metrics.ts';
 import { FredClient, ProviderFailure } from './fred.ts';
 import * as repo from './repository.ts';
 import type { StoredSeries } from './repository.ts';

@@ -1,4 +1,4 @@
-import type { AppDeps } from '../area.ts';
+import type { AppDeps } from '../wiring/deps.ts';
 import { batchesOf } from '../ingest/body.ts';
 import type { IngestResult } from '../ingest/kind.ts';
 import { ingestRows } from '../ingest/service.ts';

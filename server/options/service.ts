@@ -1,4 +1,4 @@
-import type { AppDeps } from '../area.ts';
+import type { AppDeps } from '../wiring/deps.ts';
 import type { ISql } from '../db/sql.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { readRawCloses } from '../prices/daily-bars.ts';

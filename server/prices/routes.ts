@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { Area } from '../area.ts';
+import type { Area } from '../wiring/deps.ts';
 import { defineRoute } from '../http/route.ts';
-import { downloadSlots } from '../primary-link.ts';
+import { downloadSlots } from '../runtime/primary-link.ts';
 import { dailyBarIngest, intradayBarIngest } from './ingest.ts';
 import {
   BulkPricesDataSchema,

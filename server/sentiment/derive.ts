@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { ISql } from '../db/sql.ts';
-import type { DeriveDeps } from '../derive.ts';
+import type { DeriveDeps } from '../wiring/derivations.ts';
 import { dayToDate } from '../core/day-numbers.ts';
 import { readAdjustedSeries, readSessionSpan } from '../prices/daily-bars.ts';
 import { dateOrder, inOrder } from '../prices/packed-columns.ts';

@@ -1,8 +1,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminDocument, publicDocument } from '../../server/api-reference.ts';
-import { VERSION } from '../../server/runtime.ts';
+import { adminDocument, publicDocument } from '../../server/http/api-reference.ts';
+import { VERSION } from '../../server/core/version.ts';
 import { launchChromium, SKIP_BROWSER } from '../support/chromium.ts';
 import { servedRoutes } from '../support/served-routes.ts';
 import { Service, startService } from './harness.ts';

@@ -11,7 +11,7 @@ import { databaseUrl, Service, startService } from './harness.ts';
 import { csrfOn, DashboardClient } from '../support/dashboard-client.ts';
 
 // The CLI as a user runs it: its bin in a child process, from a folder outside the project.
-const CLI = path.join(PROJECT_ROOT, 'server', 'mds.mjs');
+const CLI = path.join(PROJECT_ROOT, 'server', 'cli', 'mds.mjs');
 const STACK_LINE = /^\s+at /m;
 
 let scratch: string;

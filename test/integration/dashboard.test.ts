@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { gzip } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { SCOPES } from '../../server/keys/scopes.ts';
-import { passwordHashes, passwordHashesRunning } from '../../server/metrics.ts';
+import { passwordHashes, passwordHashesRunning } from '../../server/observability/metrics.ts';
 import { csrfOn, DashboardClient, fullKeyOn } from '../support/dashboard-client.ts';
 import { Service, startService } from './harness.ts';
 

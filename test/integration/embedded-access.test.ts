@@ -12,7 +12,7 @@ import { inheritedEnv, PROJECT_ROOT, runNode } from './child-process.ts';
 
 // Another OS user is only observable as root (CI runs as root).
 const asRoot = process.getuid?.() === 0;
-const CLI = path.join(PROJECT_ROOT, 'server', 'mds.mjs');
+const CLI = path.join(PROJECT_ROOT, 'server', 'cli', 'mds.mjs');
 
 /** The inodes of the TCP sockets in LISTEN state on this machine, IPv4 and IPv6. */
 function tcpListenerInodes(): Set<string> {

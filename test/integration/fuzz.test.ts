@@ -3,7 +3,7 @@ import http from 'node:http';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminRoutes, publicRouteDefinitions } from '../../server/areas.ts';
+import { adminRoutes, publicRouteDefinitions } from '../../server/wiring/areas.ts';
 import { SCOPES } from '../../server/keys/scopes.ts';
 import { MACRO_SERIES_IDS } from '../../server/macro/schema.ts';
 import { derivedContractId } from '../../server/options/schema.ts';

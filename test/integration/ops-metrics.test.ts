@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registry } from '../../server/metrics.ts';
+import { registry } from '../../server/observability/metrics.ts';
 import { opsExpressions } from '../support/ops-files.ts';
 import { namesIn } from '../support/promql.ts';
 import { Service, startService } from './harness.ts';

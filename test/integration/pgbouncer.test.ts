@@ -203,7 +203,7 @@ describe.skipIf(SKIP)('behind PgBouncer in transaction mode', () => {
 
   it('when the CLI runs in transaction mode, then it works on DATABASE_DIRECT_URL, and without it says so in one line', async () => {
     const cli = (env: Record<string, string>) =>
-      runNode([path.join(PROJECT_ROOT, 'server', 'mds.mjs'), 'status'], {
+      runNode([path.join(PROJECT_ROOT, 'server', 'cli', 'mds.mjs'), 'status'], {
         cwd: os.tmpdir(),
         env: { DATABASE_URL: bouncer.url, DATABASE_POOL_MODE: 'transaction', ...env },
       });

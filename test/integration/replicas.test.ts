@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHECK_INTERVAL_MS } from '../../server/db/replicas.ts';
-import { registry } from '../../server/metrics.ts';
+import { registry } from '../../server/observability/metrics.ts';
 import { HAVE_PG_BIN, StreamingPair } from '../support/streaming-replica.ts';
 import { createInstrument, dailyBar, ingest } from './fixtures.ts';
 import { startService, type Service } from './harness.ts';

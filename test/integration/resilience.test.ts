@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqlClient } from '../../server/db/sql.ts';
-import { streamsBlocked } from '../../server/metrics.ts';
+import { streamsBlocked } from '../../server/observability/metrics.ts';
 import { databaseUrl, Service, startService } from './harness.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
 

@@ -1,4 +1,4 @@
-import { migrate } from '../../server/migrations.ts';
+import { migrate } from '../../server/runtime/migrations.ts';
 import { createSql, type Sql } from '../../server/db/sql.ts';
 import { databaseUrl } from './harness.ts';
 

@@ -1,8 +1,8 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { adminDocument, publicDocument } from '../../server/api-reference.ts';
+import { adminDocument, publicDocument } from '../../server/http/api-reference.ts';
 import { bySpecificity } from '../../server/http/router.ts';
-import { VERSION } from '../../server/runtime.ts';
+import { VERSION } from '../../server/core/version.ts';
 
 // ajv-formats is CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { optionPrice, probability, strategyEv } from '../../server/analytics/service.ts';
 import { OptionPriceSchema, ProbabilitySchema, StrategyEvSchema } from '../../server/analytics/schema.ts';
 import { OptionPriceDataSchema, ProbabilityDataSchema, StrategyEvDataSchema } from '../../server/analytics/responses.ts';
-import { WorkerPool } from '../../server/worker-pool.ts';
+import { WorkerPool } from '../../workers/pool.ts';
 
 // Issue 31, point 6: the three POST analytics answers over the corners of what their request schemas accept. What is
 // checked is the rule, not values (the values are checked against mpmath in black-scholes.test.ts, probability.test.ts

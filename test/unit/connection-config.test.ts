@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../server/config.ts';
-import { peerAddress } from '../../server/listener.ts';
+import { peerAddress } from '../../server/runtime/listener.ts';
 
 // The listener's address, the connection limits and TRUST_PROXY as server/config.ts reads them from the environment.
 

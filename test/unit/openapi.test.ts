@@ -2,10 +2,10 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { describe, expect, it } from 'vitest';
-import { AREAS } from '../../server/areas.ts';
+import { AREAS } from '../../server/wiring/areas.ts';
 import { openApiPath } from '../../server/http/route.ts';
 import { SCOPES } from '../../server/keys/scopes.ts';
-import { OPENAPI_DIR, openApiFiles } from '../../server/write-openapi.ts';
+import { OPENAPI_DIR, openApiFiles } from '../../server/http/write-openapi.ts';
 import { apiContract } from '../support/contract.ts';
 
 const generated = openApiFiles();

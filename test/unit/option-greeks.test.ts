@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { optionPrice } from '../../server/analytics/service.ts';
-import { WorkerPool } from '../../server/worker-pool.ts';
+import { WorkerPool } from '../../workers/pool.ts';
 import { priceOption, yearsFromDays, type OptionType } from '../../workers/black-scholes.ts';
 import { chainGreeks, contractGreeks, type ChainGreeksInput, type ComputedGreeks, type ContractGreeks } from '../../workers/option-greeks.ts';
 import { dispatch } from '../../workers/tasks.ts';

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import { adminRoutes, publicRouteDefinitions } from '../../server/areas.ts';
+import { adminRoutes, publicRouteDefinitions } from '../../server/wiring/areas.ts';
 import { AppError } from '../../server/core/errors.ts';
 import { parse } from '../../server/core/validate.ts';
 import { openApiPath, type RouteDefinition } from '../../server/http/route.ts';
-import { openApiFiles } from '../../server/write-openapi.ts';
+import { openApiFiles } from '../../server/http/write-openapi.ts';
 import { numberWords, receivedNumber, type NumberSchema } from '../support/range-words.ts';
 
 // Every bounded integer or number a route takes, in its query or its JSON

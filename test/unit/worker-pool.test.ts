@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { closedForm, move, WorkerPool } from '../../server/worker-pool.ts';
+import { closedForm, move, WorkerPool } from '../../workers/pool.ts';
 
 /** A promise and the function that settles it. */
 function latch() {

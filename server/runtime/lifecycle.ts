@@ -1,25 +1,24 @@
 import type { Server } from 'node:http';
 import type { Express } from 'express';
 import { resolveAdminToken } from './admin-token.ts';
-import { buildAdminApp, buildPublicApp, buildStartingApp } from './app.ts';
-import type { AppDeps } from './area.ts';
-import type { Config } from './config.ts';
-import type { ReplicaRouter } from './db/replicas.ts';
-import { selectCursorSigningKey } from './db/cursor-signing-key.ts';
-import { ListCursors } from './core/cursor.ts';
-import { survivePostgresTypesFetchFailures } from './db/driver-defects.ts';
-import { openDatabase } from './db/embedded.ts';
-import { isConnectionFailure } from './db/health.ts';
-import type { MigrationReport } from './db/migrate.ts';
+import { buildAdminApp, buildPublicApp, buildStartingApp } from '../app.ts';
+import type { AppDeps } from '../wiring/deps.ts';
+import type { Config } from '../config.ts';
+import type { ReplicaRouter } from '../db/replicas.ts';
+import { selectCursorSigningKey } from '../db/cursor-signing-key.ts';
+import { ListCursors } from '../core/cursor.ts';
+import { survivePostgresTypesFetchFailures } from '../db/driver-defects.ts';
+import { openDatabase } from '../db/embedded.ts';
+import { isConnectionFailure } from '../db/health.ts';
+import type { MigrationReport } from '../db/migrate.ts';
 import { migrate } from './migrations.ts';
-import type { Sql } from './db/sql.ts';
-import { loadDemoDataIfEmpty } from './demo/load.ts';
-import { storeShippedRiskFreeRates } from './demo/risk-free-rates.ts';
+import type { Sql } from '../db/sql.ts';
+import { loadDemoDataIfEmpty } from '../demo/load.ts';
+import { storeShippedRiskFreeRates } from '../demo/risk-free-rates.ts';
 import { ADMIN_REQUEST_TIMEOUT_MS, openListener } from './listener.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../observability/logger.ts';
 import { openPools, type OpenedPools } from './pools.ts';
-
-export const VERSION = '0.1.0';
+import { VERSION } from '../core/version.ts';
 
 // Waits between attempts to reach the database at start: 0.5 s doubling to 5 s.
 const START_RETRY_FIRST_MS = 500;
@@ -73,7 +72,7 @@ export class Runtime {
 
   /**
    * Starts a lone process, or one of several serving processes
-   * (server/processes.ts): then `prepared` reports the listeners to the
+   * (server/runtime/processes.ts): then `prepared` reports the listeners to the
    * primary once they are up, and resolves once the primary has migrated the
    * database and loaded its data, with the migration's report; meanwhile the
    * listeners answer as they do while a lone process starts.

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import express, { type RequestHandler, type Router } from 'express';
-import { adminRoutes, publicRouteDefinitions } from './areas.ts';
-import { openApiDocument, type Listener } from './http/openapi.ts';
-import { ERROR_CODES, ERRORS } from './core/errors.ts';
+import { adminRoutes, publicRouteDefinitions } from '../wiring/areas.ts';
+import { openApiDocument, type Listener } from './openapi.ts';
+import { ERROR_CODES, ERRORS } from '../core/errors.ts';
 
 // Every route can answer these: the envelope's own failures (400, 405), the
 // key check (401, 403), the rate windows (429), and shedding (503).
@@ -34,7 +34,7 @@ const PUBLIC_DESCRIPTION = `Daily and intraday prices with point-in-time adjustm
 - **Rate limits** are per account and environment, per minute and per UTC day. A counted answer carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`; a 429 also \`Retry-After\`.
 - **Formats and caching.** The price reads also answer CSV (\`format=csv\`, or \`Accept: text/csv\`), and the single-instrument ones carry an \`ETag\` for \`If-None-Match\`. Answers of 1 KiB or more are compressed when \`Accept-Encoding\` allows.`;
 
-// In the order /docs shows them: the order of the areas (server/areas.ts).
+// In the order /docs shows them: the order of the areas (server/wiring/areas.ts).
 const PUBLIC_TAGS = {
   Instruments:
     "Reference data: search by text or broker code, and reads by id. Symbols follow each instrument's symbol history; a delisted instrument stays, inactive.",

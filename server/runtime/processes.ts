@@ -1,13 +1,13 @@
 import cluster, { type Worker } from 'node:cluster';
 import os from 'node:os';
-import type { Config } from './config.ts';
-import { AppError } from './core/errors.ts';
-import type { MigrationReport } from './db/migrate.ts';
-import { StreamSlots, type StreamSlot } from './http/stream-slots.ts';
-import type { Logger } from './logger.ts';
-import { aggregateMetrics, forgetClosedResources, registry, webWorkerExits, webWorkersServing, type ProcessMetrics } from './metrics.ts';
+import type { Config } from '../config.ts';
+import { AppError } from '../core/errors.ts';
+import type { MigrationReport } from '../db/migrate.ts';
+import { StreamSlots, type StreamSlot } from '../http/stream-slots.ts';
+import type { Logger } from '../observability/logger.ts';
+import { aggregateMetrics, forgetClosedResources, registry, webWorkerExits, webWorkersServing, type ProcessMetrics } from '../observability/metrics.ts';
 import { isMessage, type SlotLimits, type ToPrimary, type ToWorker } from './primary-link.ts';
-import { Runtime } from './runtime.ts';
+import { Runtime } from './lifecycle.ts';
 
 // A serving process that exits while the service runs is replaced after
 // 0.5 s, doubling to 30 s while replacements keep exiting; one that served

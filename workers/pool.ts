@@ -1,8 +1,16 @@
 import os from 'node:os';
 import { Piscina, transferableSymbol, valueSymbol } from 'piscina';
-import type { ClosedFormName, ClosedForms, TaskName, Tasks } from '../workers/contract.ts';
-import { readSlotsWaiting, readSlotWait, workerQueueDepth, workerRejected, workerRun, workerTasksInFlight, workerWait } from './metrics.ts';
-import { AppError } from './core/errors.ts';
+import type { ClosedFormName, ClosedForms, TaskName, Tasks } from './contract.ts';
+import {
+  readSlotsWaiting,
+  readSlotWait,
+  workerQueueDepth,
+  workerRejected,
+  workerRun,
+  workerTasksInFlight,
+  workerWait,
+} from '../server/observability/metrics.ts';
+import { AppError } from '../server/core/errors.ts';
 
 interface WorkerPoolOptions {
   threads?: number;
@@ -15,8 +23,8 @@ interface WorkerPoolOptions {
 
 // The task modules are loaded from here alone, by URL, as the threads load
 // them: the rest of the server imports only workers/contract.ts.
-const TASKS_MODULE = new URL('../workers/tasks.ts', import.meta.url).href;
-const { CLOSED_FORMS } = (await import(new URL('../workers/closed-forms.ts', import.meta.url).href)) as typeof import('../workers/closed-forms.ts');
+const TASKS_MODULE = new URL('./tasks.ts', import.meta.url).href;
+const { CLOSED_FORMS } = (await import(new URL('./closed-forms.ts', import.meta.url).href)) as typeof import('./closed-forms.ts');
 
 /**
  * Computes a closed form on the calling thread (workers/closed-forms.ts):
@@ -107,7 +115,7 @@ export class WorkerPool {
       this.threads === 0
         ? null
         : new Piscina({
-            filename: new URL('../workers/entry.cjs', import.meta.url).href,
+            filename: new URL('./entry.cjs', import.meta.url).href,
             minThreads: this.threads,
             maxThreads: this.threads,
             // Our own admission cap decides; piscina's queue never refuses first.
@@ -161,7 +169,7 @@ export class WorkerPool {
               name: 'dispatch',
               signal: AbortSignal.timeout(this.options.taskTimeoutMs),
             })
-          : ((await import(TASKS_MODULE)) as typeof import('../workers/tasks.ts')).dispatch(message)
+          : ((await import(TASKS_MODULE)) as typeof import('./tasks.ts')).dispatch(message)
       ) as { result: Tasks[K]['result']; waitMs: number; runMs: number };
       workerWait.observe({ task }, waitMs / 1000);
       workerRun.observe({ task, outcome: 'ok' }, runMs / 1000);

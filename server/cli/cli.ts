@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
-import { loadConfigOrExit } from './config.ts';
-import { SCOPES } from './keys/scopes.ts';
-import type { CommandName, Invocation } from './cli-commands.ts';
+import { loadConfigOrExit } from '../config.ts';
+import { SCOPES } from '../keys/scopes.ts';
+import type { CommandName, Invocation } from './commands.ts';
 
 const USAGE = `usage: npm run cli -- <command> [options]   (bin: mds)
 
@@ -88,5 +88,5 @@ function invocation(argv: string[]): Invocation {
 // command do not wait for modules they never use.
 const command = invocation(process.argv.slice(2));
 const config = loadConfigOrExit();
-const { runCommand } = await import('./cli-commands.ts');
+const { runCommand } = await import('./commands.ts');
 process.exit(await runCommand(config, command));

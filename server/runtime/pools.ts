@@ -1,14 +1,14 @@
-import type { AppDeps } from './area.ts';
-import type { Config } from './config.ts';
-import { Database, type DatabaseOptions } from './db/database.ts';
-import { DatabaseHealth } from './db/health.ts';
-import { ReplicaRouter } from './db/replicas.ts';
-import { createSql, type Sql } from './db/sql.ts';
-import { PasswordHasher } from './dashboard/password.ts';
-import { LastUsedRecorder } from './keys/service.ts';
-import type { Logger } from './logger.ts';
-import { macroServiceOf } from './macro/service.ts';
-import { WorkerPool } from './worker-pool.ts';
+import type { AppDeps } from '../wiring/deps.ts';
+import type { Config } from '../config.ts';
+import { Database, type DatabaseOptions } from '../db/database.ts';
+import { DatabaseHealth } from '../db/health.ts';
+import { ReplicaRouter } from '../db/replicas.ts';
+import { createSql, type Sql } from '../db/sql.ts';
+import { PasswordHasher } from '../dashboard/password.ts';
+import { LastUsedRecorder } from '../keys/service.ts';
+import type { Logger } from '../observability/logger.ts';
+import { macroServiceOf } from '../macro/service.ts';
+import { WorkerPool } from '../../workers/pool.ts';
 
 // Connections of the auth pool. Requests that arrive while its statements are
 // in flight are admitted together in the next one (keys/admission.ts), so

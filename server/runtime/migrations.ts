@@ -1,6 +1,6 @@
-import { migrate as migrateWith, type DataSteps, type MigrationLog, type MigrationReport } from './db/migrate.ts';
-import type { PoolerConfig } from './db/pooler.ts';
-import { fillRollupText } from './prices/repository.ts';
+import { migrate as migrateWith, type DataSteps, type MigrationLog, type MigrationReport } from '../db/migrate.ts';
+import type { PoolerConfig } from '../db/pooler.ts';
+import { fillRollupText } from '../prices/repository.ts';
 
 // The service's migrations: the files of sql/ (db/migrate.ts) and the steps
 // their data needs that SQL cannot take, written by the code that writes the

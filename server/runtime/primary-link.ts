@@ -1,11 +1,11 @@
 import cluster from 'node:cluster';
-import { AppError, type ErrorCode, type ErrorDetails } from './core/errors.ts';
-import type { MigrationReport } from './db/migrate.ts';
-import { StreamSlots, type StreamSlot } from './http/stream-slots.ts';
-import { registry, setMetricsSource, type ProcessMetrics } from './metrics.ts';
+import { AppError, type ErrorCode, type ErrorDetails } from '../core/errors.ts';
+import type { MigrationReport } from '../db/migrate.ts';
+import { StreamSlots, type StreamSlot } from '../http/stream-slots.ts';
+import { registry, setMetricsSource, type ProcessMetrics } from '../observability/metrics.ts';
 
 // A serving process's side of the messages it exchanges with its primary
-// (server/processes.ts) when WEB_CONCURRENCY is above 1. The channel is
+// (server/runtime/processes.ts) when WEB_CONCURRENCY is above 1. The channel is
 // node:cluster's IPC (structured clone), so nothing in it reaches a log.
 
 /** The limits of a StreamSlots, as a serving process asks the primary to apply them. */

@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import type { AppDeps } from './area.ts';
-import { deriveEventReactions } from './event-reactions/derive.ts';
-import { DerivedReactionsSchema } from './event-reactions/schema.ts';
-import type { DataChanges } from './ingest/kind.ts';
-import { deriveIvSnapshots } from './options/derive.ts';
-import { DerivedSnapshotsSchema } from './options/schema.ts';
-import { deriveSourceLeads, leadsReadClosesOf } from './sentiment/derive.ts';
-import { DerivedLeadsSchema } from './sentiment/schema.ts';
+import type { AppDeps } from './deps.ts';
+import { deriveEventReactions } from '../event-reactions/derive.ts';
+import { DerivedReactionsSchema } from '../event-reactions/schema.ts';
+import type { DataChanges } from '../ingest/kind.ts';
+import { deriveIvSnapshots } from '../options/derive.ts';
+import { DerivedSnapshotsSchema } from '../options/schema.ts';
+import { deriveSourceLeads, leadsReadClosesOf } from '../sentiment/derive.ts';
+import { DerivedLeadsSchema } from '../sentiment/schema.ts';
 
 /**
  * What the service computes from stored data rather than ingests, and when.

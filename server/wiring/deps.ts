@@ -1,14 +1,14 @@
-import type { Config } from './config.ts';
-import type { Database, Reads } from './db/database.ts';
-import type { Logger } from './logger.ts';
-import type { WorkerPool } from './worker-pool.ts';
-import type { IngestKind } from './ingest/kind.ts';
-import type { RouteDefinition } from './http/route.ts';
-import type { RouteTable } from './http/router.ts';
-import type { LastUsedRecorder } from './keys/service.ts';
-import type { MacroService } from './macro/service.ts';
-import type { PasswordHasher } from './dashboard/password.ts';
-import type { ListCursors } from './core/cursor.ts';
+import type { Config } from '../config.ts';
+import type { Database, Reads } from '../db/database.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { WorkerPool } from '../../workers/pool.ts';
+import type { IngestKind } from '../ingest/kind.ts';
+import type { RouteDefinition } from '../http/route.ts';
+import type { RouteTable } from '../http/router.ts';
+import type { LastUsedRecorder } from '../keys/service.ts';
+import type { MacroService } from '../macro/service.ts';
+import type { PasswordHasher } from '../dashboard/password.ts';
+import type { ListCursors } from '../core/cursor.ts';
 
 export interface AppDeps {
   config: Config;

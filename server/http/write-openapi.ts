@@ -5,9 +5,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { adminDocument, publicDocument } from './api-reference.ts';
-import { VERSION } from './runtime.ts';
+import { VERSION } from '../core/version.ts';
 
-export const OPENAPI_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'docs', 'openapi');
+export const OPENAPI_DIR = fileURLToPath(new URL('../../docs/openapi', import.meta.url));
 
 export const openApiFiles = () => ({
   'public.json': `${JSON.stringify(publicDocument(VERSION), null, 2)}\n`,

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Config } from './config.ts';
-import type { Logger } from './logger.ts';
+import type { Config } from '../config.ts';
+import type { Logger } from '../observability/logger.ts';
 
 export async function resolveAdminToken(config: Config, logger: Logger): Promise<string> {
   if (config.ADMIN_TOKEN) return config.ADMIN_TOKEN;

@@ -2,29 +2,29 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import postgres from 'postgres';
 import { z } from 'zod';
-import type { DeriveDeps } from './derive.ts';
-import { publicBaseUrl, type Config } from './config.ts';
-import { ingestKinds } from './areas.ts';
-import { EmbeddedPostgresError } from './db/cluster-placement.ts';
-import { openDatabase } from './db/embedded.ts';
-import { migrate } from './migrations.ts';
-import { Database } from './db/database.ts';
-import { DatabaseHealth, isConnectionFailure } from './db/health.ts';
-import { PoolerRefusal, sessionUrl } from './db/pooler.ts';
-import { createSql } from './db/sql.ts';
-import { createLogger } from './logger.ts';
-import type { BodyFormat } from './ingest/body.ts';
-import { ingestBody } from './ingest/service.ts';
-import { readStatus } from './admin/status.ts';
-import * as accounts from './accounts/repository.ts';
-import * as keys from './keys/service.ts';
-import * as logins from './dashboard/service.ts';
-import { PasswordHasher } from './dashboard/password.ts';
-import { ENVIRONMENTS, SCOPES } from './keys/scopes.ts';
-import { VERSION } from './runtime.ts';
-import { AppError } from './core/errors.ts';
-import { UuidSchema } from './core/ids.ts';
-import { parse } from './core/validate.ts';
+import type { DeriveDeps } from '../wiring/derivations.ts';
+import { publicBaseUrl, type Config } from '../config.ts';
+import { ingestKinds } from '../wiring/areas.ts';
+import { EmbeddedPostgresError } from '../db/cluster-placement.ts';
+import { openDatabase } from '../db/embedded.ts';
+import { migrate } from '../runtime/migrations.ts';
+import { Database } from '../db/database.ts';
+import { DatabaseHealth, isConnectionFailure } from '../db/health.ts';
+import { PoolerRefusal, sessionUrl } from '../db/pooler.ts';
+import { createSql } from '../db/sql.ts';
+import { createLogger } from '../observability/logger.ts';
+import type { BodyFormat } from '../ingest/body.ts';
+import { ingestBody } from '../ingest/service.ts';
+import { readStatus } from '../admin/status.ts';
+import * as accounts from '../accounts/repository.ts';
+import * as keys from '../keys/service.ts';
+import * as logins from '../dashboard/service.ts';
+import { PasswordHasher } from '../dashboard/password.ts';
+import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
+import { VERSION } from '../core/version.ts';
+import { AppError } from '../core/errors.ts';
+import { UuidSchema } from '../core/ids.ts';
+import { parse } from '../core/validate.ts';
 
 export type CommandName =
   | 'accounts create'
@@ -95,11 +95,11 @@ const RUNS: Record<CommandName, Run> = {
     if (!kind) throw new AppError('invalid_request', `unknown ingest kind ${kindName}`, { kind: [`one of ${Object.keys(kinds).join(', ')}`] });
     const { changes, ...stored } = await ingestBody(db, kind, createReadStream(file), formatOfFile(file));
     if (!changes) return stored;
-    const { deriveChanged } = await import('./derive.ts');
+    const { deriveChanged } = await import('../wiring/derivations.ts');
     return { ...stored, derived: await withDeriveDeps(db, config, (deps) => deriveChanged(deps, changes)) };
   },
   'demo load': async (db, _url, _o, _args, config) => {
-    const { loadDemoData } = await import('./demo/load.ts');
+    const { loadDemoData } = await import('../demo/load.ts');
     return withDeriveDeps(db, config, (deps) => loadDemoData(deps));
   },
   migrate: (_db, url) => migrate(url, (m) => process.stderr.write(`${m}\n`)),
@@ -112,8 +112,8 @@ const RUNS: Record<CommandName, Run> = {
  * command has no requests to keep answering).
  */
 async function withDeriveDeps<T>(db: Database, config: Config, run: (deps: DeriveDeps) => Promise<T>): Promise<T> {
-  const { macroServiceOf } = await import('./macro/service.ts');
-  const { WorkerPool } = await import('./worker-pool.ts');
+  const { macroServiceOf } = await import('../macro/service.ts');
+  const { WorkerPool } = await import('../../workers/pool.ts');
   const pool = new WorkerPool({ threads: 0, maxQueue: config.WORKER_MAX_QUEUE, taskTimeoutMs: 600_000 });
   try {
     return await run({ db, macro: macroServiceOf(db, createLogger('silent'), config), pool });

@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { createServer, STATUS_CODES, type RequestListener, type Server } from 'node:http';
 import { BlockList, type SocketAddress, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { publicBaseUrl, type Config } from './config.ts';
-import { AppError } from './core/errors.ts';
-import { ANSWER_HEADERS } from './http/answer-headers.ts';
-import { errorBody } from './http/errors.ts';
-import type { Logger } from './logger.ts';
-import { connectionsDropped, httpRequests } from './metrics.ts';
+import { publicBaseUrl, type Config } from '../config.ts';
+import { AppError } from '../core/errors.ts';
+import { ANSWER_HEADERS } from '../http/answer-headers.ts';
+import { errorBody } from '../http/errors.ts';
+import type { Logger } from '../observability/logger.ts';
+import { connectionsDropped, httpRequests } from '../observability/metrics.ts';
 
 // 500 comma-separated UUIDs make an 18.5 KB query string, above Node's 16 KiB default.
 const MAX_HEADER_BYTES = 64 * 1024;

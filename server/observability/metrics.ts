@@ -267,7 +267,7 @@ export function aggregateMetrics(processes: ProcessMetrics[]): client.Registry {
   return AggregatorRegistry.aggregate(parts);
 }
 
-/** What /metrics answers: this process's registry, or, in a worker of several processes, the service's (server/primary-link.ts). */
+/** What /metrics answers: this process's registry, or, in a worker of several processes, the service's (server/runtime/primary-link.ts). */
 let metricsSource: () => Promise<string> = () => registry.metrics();
 
 export const renderMetrics = () => metricsSource();
