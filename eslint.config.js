@@ -1,8 +1,36 @@
 // npm run lint: typescript-eslint with type information (no-floating-promises
-// needs it) and import-x's no-cycle over server/, workers/, bench/ and test/.
+// needs it), the layers as import-x/no-restricted-paths zones, and
+// local/import-cycles (eslint-rules/import-cycles.ts) over server/, workers/,
+// bench/ and test/. import-cycles counts `import type` edges, which
+// import-x/no-cycle skips, so it replaces no-cycle.
 import js from '@eslint/js';
 import { importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
+import local from './eslint-rules/import-cycles.ts';
+
+/** The API areas: each stands on http/ and the layers below it, and may import another area. */
+const AREAS = [
+  'accounts',
+  'actions',
+  'admin',
+  'analytics',
+  'dashboard',
+  'demo',
+  'earnings',
+  'economic-events',
+  'event-reactions',
+  'fx',
+  'implied-volatility',
+  'ingest',
+  'instruments',
+  'keys',
+  'macro',
+  'news',
+  'options',
+  'price-history',
+  'prices',
+  'sentiment',
+];
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'docs/openapi/', '.data/', 'bench/results/'] },
@@ -13,9 +41,9 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
-    plugins: { 'import-x': importX },
+    plugins: { 'import-x': importX, local },
     settings: {
-      // no-cycle parses each imported module itself: it needs the TypeScript parser for .ts files.
+      // no-restricted-paths resolves each specifier: it needs the TypeScript parser for .ts files.
       'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
       'import-x/extensions': ['.ts', '.js', '.mjs', '.cjs'],
       'import-x/resolver-next': [importX.createNodeResolver({ extensions: ['.ts', '.js', '.mjs', '.cjs'] })],
@@ -24,16 +52,20 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
-      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      'local/import-cycles': ['error', { roots: ['server', 'workers', 'bench', 'test'] }],
     },
   },
   {
-    // The layers (docs/architecture.md), bottom up: core/ imports nothing else
-    // of the server; observability/ only core/; db/ stands on those and
-    // config.ts; neither knows HTTP. workers/ is pure compute and never
-    // imports the server, except workers/pool.ts, the server's side of the
-    // threads, which stands on core/ and observability/; the server imports
-    // from workers/ only that pool and workers/contract.ts (types and constants).
+    // The layers (docs/architecture.md), bottom up; each imports only from
+    // the layers below it and its own, `import type` included (no-restricted-paths
+    // checks every import form):
+    //   core/ < observability/, config.ts < db/ < workers/ < http/ < the areas
+    //   < wiring/ < app.ts, main.ts, runtime/, cli/.
+    // workers/ is pure compute and never imports the server, except
+    // workers/pool.ts, the server's side of the threads, which stands on core/
+    // and observability/; the server imports from workers/ only that pool and
+    // workers/contract.ts (types and constants). An area may import another
+    // area; nothing below wiring/ knows the area table or AppDeps.
     files: ['server/**/*.ts', 'workers/**/*.ts'],
     rules: {
       'import-x/no-restricted-paths': [
@@ -42,16 +74,32 @@ export default tseslint.config(
           zones: [
             { target: './server/core', from: './server', except: ['./core'], message: 'core/ is the ground floor: it imports nothing else of the server' },
             {
-              target: './server/observability',
+              target: ['./server/observability', './server/config.ts'],
               from: './server',
-              except: ['./observability', './core'],
-              message: 'observability/ stands on core/ alone',
+              except: ['./observability', './core', './config.ts'],
+              message: 'observability/ and config.ts stand on core/ alone',
             },
             {
               target: './server/db',
               from: './server',
               except: ['./db', './core', './observability', './config.ts'],
               message: 'db/ stands on core/, observability/ and config.ts',
+            },
+            {
+              target: './server/http',
+              from: './server',
+              except: ['./http', './db', './core', './observability', './config.ts'],
+              message: 'http/ stands on db/, core/, observability/ and config.ts: what an area or the wiring gives it comes in as a parameter',
+            },
+            {
+              target: AREAS.map((area) => `./server/${area}`),
+              from: ['./server/wiring', './server/runtime', './server/cli', './server/app.ts', './server/main.ts'],
+              message: 'an area stands on http/ and below: what it needs from the wiring or the process comes in through its deps',
+            },
+            {
+              target: './server/wiring',
+              from: ['./server/runtime', './server/cli', './server/app.ts', './server/main.ts'],
+              message: 'wiring/ composes the areas: the process (app.ts, main.ts, runtime/, cli/) stands on it, not the reverse',
             },
             {
               target: './workers',
@@ -109,6 +157,12 @@ export default tseslint.config(
       sourceType: 'script',
       globals: { window: 'readonly', document: 'readonly', history: 'readonly', location: 'readonly', navigator: 'readonly', uPlot: 'readonly' },
     },
+  },
+  {
+    // A non-null assertion states what the types do not carry: each one left
+    // is disabled on its line with the reason its value exists.
+    files: ['server/**/*.ts', 'workers/**/*.ts'],
+    rules: { '@typescript-eslint/no-non-null-assertion': 'error' },
   },
   {
     // CommonJS on purpose (workers/entry.cjs says why): require is how it imports.

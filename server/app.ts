@@ -3,20 +3,23 @@ import { publicBaseUrl, type Config } from './config.ts';
 import type { Logger } from './observability/logger.ts';
 import type { AppDeps } from './wiring/deps.ts';
 import { AREAS, ingestKinds, publicRouteDefinitions } from './wiring/areas.ts';
-import { adminDocument, publicDocument, referencePage } from './http/api-reference.ts';
+import { referencePage } from './http/api-reference.ts';
+import { adminDocument, publicDocument } from './wiring/api-documents.ts';
 import { answerHeaders } from './http/answer-headers.ts';
 import { compressResponses } from './http/compression.ts';
 import { observeRequests } from './http/observe.ts';
 import { publicRoutes } from './http/router.ts';
 import { registry, renderMetrics } from './observability/metrics.ts';
 import { Admissions } from './keys/admission.ts';
+import { authorize } from './keys/service.ts';
 import { deriveAll, deriveChanged } from './wiring/derivations.ts';
 import { adminRouter, requireAdminToken } from './admin/routes.ts';
 import { readStatus } from './admin/status.ts';
 import { dashboardRouter } from './dashboard/routes.ts';
 import { AppError } from './core/errors.ts';
 import { errorMiddleware, routeNotFound } from './http/errors.ts';
-import { ReplicaRouter, withReadScope } from './db/replicas.ts';
+import { ReplicaRouter } from './db/replica-router.ts';
+import { withReadScope } from './db/read-scope.ts';
 
 function baseApp(config: Config): Express {
   const app = express();
@@ -45,7 +48,7 @@ export function buildPublicApp(deps: AppDeps): Express {
   const app = baseApp(deps.config);
   app.use(observeRequests('public', deps.logger, deps.config.CLIENT_IDLE_TIMEOUT_MS));
   app.use(compressResponses());
-  // Which server a request's reads used, and its asOf, for the replica router (db/replicas.ts).
+  // Which server a request's reads used, and its asOf, for the replica router (db/replica-router.ts).
   if (deps.readDb instanceof ReplicaRouter) app.use((_req, _res, next) => withReadScope(next));
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -55,14 +58,12 @@ export function buildPublicApp(deps: AppDeps): Express {
     await deps.db.ping();
     res.json({ status: 'ready' });
   });
+  const admissions = new Admissions(deps.authDb, {
+    sandbox: { perMinute: deps.config.RATE_LIMIT_SANDBOX_PER_MINUTE, perDay: deps.config.RATE_LIMIT_SANDBOX_PER_DAY },
+    live: { perMinute: deps.config.RATE_LIMIT_LIVE_PER_MINUTE, perDay: deps.config.RATE_LIMIT_LIVE_PER_DAY },
+  });
   const v1 = publicRoutes(
-    {
-      admissions: new Admissions(deps.authDb, {
-        sandbox: { perMinute: deps.config.RATE_LIMIT_SANDBOX_PER_MINUTE, perDay: deps.config.RATE_LIMIT_SANDBOX_PER_DAY },
-        live: { perMinute: deps.config.RATE_LIMIT_LIVE_PER_MINUTE, perDay: deps.config.RATE_LIMIT_LIVE_PER_DAY },
-      }),
-      lastUsed: deps.lastUsed,
-    },
+    { authorize: (authorization, scope) => authorize(admissions, authorization, scope), lastUsed: deps.lastUsed },
     deps.config.REQUEST_BODY_LIMIT,
   );
   for (const area of AREAS) area.mount(v1, deps);

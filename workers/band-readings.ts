@@ -34,7 +34,16 @@
  */
 import { fmt, needMore, shortfall } from './indicator-readings.ts';
 import { ATR_PERIOD, BOLLINGER_PERIOD, atrSeries, bollingerSeries, highestLowest } from './indicator-series.ts';
-import { ATR_SIGNALS, BOLLINGER_SIGNALS, ICHIMOKU_SIGNALS, VWAP_SIGNALS, type TechnicalsNullReason } from './contract.ts';
+import {
+  type VwapResult,
+  type VwapSignal,
+  type AtrResult,
+  type AtrSignal,
+  type BollingerResult,
+  type BollingerSignal,
+  type IchimokuResult,
+  type IchimokuSignal,
+} from './contract.ts';
 
 const ICHIMOKU_TENKAN = 9;
 const ICHIMOKU_KIJUN = 26;
@@ -58,45 +67,6 @@ export const BAND_MIN_BARS = {
   ichimoku: ICHIMOKU_SENKOU_B + ICHIMOKU_DISPLACEMENT,
 } as const;
 const MIN_BARS = BAND_MIN_BARS;
-
-type IchimokuSignal = (typeof ICHIMOKU_SIGNALS)[number];
-type BollingerSignal = (typeof BOLLINGER_SIGNALS)[number];
-type AtrSignal = (typeof ATR_SIGNALS)[number];
-type VwapSignal = (typeof VWAP_SIGNALS)[number];
-
-export interface IchimokuResult {
-  tenkan: number | null;
-  kijun: number | null;
-  senkouSpanA: number | null;
-  senkouSpanB: number | null;
-  chikouSpan: number | null;
-  signal: IchimokuSignal | null;
-  reason: TechnicalsNullReason<'ichimoku'> | null;
-  description: string;
-}
-export interface BollingerResult {
-  upper: number | null;
-  middle: number | null;
-  lower: number | null;
-  bandwidth: number | null;
-  percentB: number | null;
-  signal: BollingerSignal | null;
-  reason: TechnicalsNullReason<'bollingerBands'> | null;
-  description: string;
-}
-export interface AtrResult {
-  value: number | null;
-  signal: AtrSignal | null;
-  period: number;
-  reason: TechnicalsNullReason<'atr'> | null;
-  description: string;
-}
-export interface VwapResult {
-  value: number | null;
-  signal: VwapSignal | null;
-  reason: TechnicalsNullReason<'vwap'> | null;
-  description: string;
-}
 
 export function ichimokuReading(high: Float64Array, low: Float64Array, close: Float64Array, total: number): IchimokuResult {
   const n = close.length;

@@ -21,21 +21,8 @@
  * - `reason` is null exactly when all three figures are numbers.
  */
 import { centredMoments } from './centred-moments.ts';
-import { alignOnCommonDates, logReturns, type DatedCloses } from './correlation.ts';
-import { BETA_MIN_OBSERVATIONS, BETA_REASONS } from './contract.ts';
-
-type BetaReason = (typeof BETA_REASONS)[number];
-
-export interface BetaResult {
-  beta: number | null;
-  alpha: number | null;
-  rSquared: number | null;
-  /** Aligned log-return pairs used. */
-  observations: number;
-  /** Common dates with usable closes in both series. */
-  alignedDates: number;
-  reason: BetaReason | null;
-}
+import { alignOnCommonDates, logReturns } from './correlation.ts';
+import { BETA_MIN_OBSERVATIONS, type BetaResult, type BetaReason, type DatedCloses } from './contract.ts';
 
 interface OlsResult {
   beta: number | null;

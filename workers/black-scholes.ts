@@ -20,55 +20,13 @@
  *      rho    change per ONE PERCENTAGE POINT of the rate      = (∂V/∂r)/100
  */
 import { directFigures } from './bsm-textbook.ts';
-import { DAYS_PER_YEAR } from './contract.ts';
-import { binaryExponent, expTimesPow2, ldexp, signedSum, type NumericRangeReason, type Term } from './double-range.ts';
+import { DAYS_PER_YEAR, type OptionPricingInput, type OptionPriceResult, type OptionFigure, type Greeks } from './contract.ts';
+import { binaryExponent, expTimesPow2, ldexp, signedSum, type Term } from './double-range.ts';
 import { LN_SQRT_2PI, lnNormCdf, lnNormPdf, millsRatio, oneMinusYMills } from './normal-distribution.ts';
 
 /** Calendar days to expiry → years (ACT/365F: days / 365). */
 export function yearsFromDays(days: number): number {
   return days / DAYS_PER_YEAR;
-}
-
-export type OptionType = 'call' | 'put';
-
-export interface OptionPricingInput {
-  spot: number;
-  strike: number;
-  /** Time to expiry in years (use `yearsFromDays(expiryDays)`). */
-  timeYears: number;
-  /** Continuously compounded annual risk-free rate, decimal. */
-  rate: number;
-  /** Annual volatility, decimal (0.2 = 20%). */
-  vol: number;
-  /** Continuous annual dividend yield, decimal; default 0. */
-  dividendYield?: number;
-  type: OptionType;
-}
-
-export interface Greeks {
-  /** ∂V/∂S per share. */
-  delta: number;
-  /** ∂²V/∂S² per share. */
-  gamma: number;
-  /** Value change per calendar day of time passing: −(∂V/∂T)/365. */
-  theta: number;
-  /** Value change per one percentage point of volatility: (∂V/∂σ)/100. */
-  vega: number;
-  /** Value change per one percentage point of the risk-free rate: (∂V/∂r)/100. */
-  rho: number;
-}
-
-export type OptionFigure = 'price' | keyof Greeks;
-
-export interface OptionPriceResult {
-  /** Fair value per share (one underlying unit); Infinity on overflow, 0 on underflow (see nullReasons). */
-  price: number;
-  /** Each Greek; ±Infinity on overflow, 0 on underflow (see nullReasons). */
-  greeks: Greeks;
-  d1: number;
-  d2: number;
-  /** The figures that are not representable in double precision, and why. Empty for ordinary inputs. */
-  nullReasons: Partial<Record<OptionFigure, NumericRangeReason>>;
 }
 
 function assertFinite(name: string, v: number): void {

@@ -5,8 +5,7 @@
  * Pure functions over numbers: no I/O, no imports from server/. Safe to run
  * inside piscina worker threads.
  */
-import type { Greeks, OptionType } from './black-scholes.ts';
-import { DAYS_PER_YEAR } from './contract.ts';
+import { DAYS_PER_YEAR, type Greeks, type OptionType } from './contract.ts';
 import { normCdf, normPdf } from './normal-distribution.ts';
 
 // Smallest magnitude the direct evaluation accepts for a factor: far above the

@@ -1,4 +1,4 @@
-import type { ChartPatternSignal, ChartPatternType } from './contract.ts';
+import type { ChartPatternSignal, ChartPatternType, ChartPattern } from './contract.ts';
 /**
  * Chart patterns from swing highs and lows of the CLOSING prices. Pure.
  *
@@ -77,17 +77,6 @@ const TRIANGLE_MAX_DRIFT = 0.1;
  * than 5 bars from each). With fewer, a pattern found is still reported.
  */
 export const CHART_PATTERNS_MIN_BARS = PIVOT_WINDOW + Math.max(TRIANGLE_MIN_BARS, DOUBLE_MIN_SEPARATION, 2 * (PIVOT_WINDOW + 1)) + PIVOT_WINDOW + 1;
-
-export interface ChartPattern {
-  type: ChartPatternType;
-  signal: ChartPatternSignal;
-  confidence: number;
-  startIndex: number;
-  endIndex: number;
-  /** Measured-move target; null for a symmetric triangle that has not broken out. */
-  priceTarget: number | null;
-  description: string;
-}
 
 interface Pivot {
   index: number;
@@ -354,9 +343,9 @@ export function detectChartPatterns(close: ArrayLike<number>): ChartPatternsDete
     dominantPattern,
     pivots,
     description:
-      patterns.length === 0
+      dominantPattern === null
         ? `no chart pattern among ${pivots.length} swing points over ${n} closes` +
           (n < CHART_PATTERNS_MIN_BARS ? `; ruling out every type needs ${CHART_PATTERNS_MIN_BARS} closes` : '')
-        : `${patterns.length} pattern(s) among ${pivots.length} swing points over ${n} closes; dominant: ${dominantPattern!.type} (${dominantPattern!.confidence.toFixed(2)})`,
+        : `${patterns.length} pattern(s) among ${pivots.length} swing points over ${n} closes; dominant: ${dominantPattern.type} (${dominantPattern.confidence.toFixed(2)})`,
   };
 }

@@ -28,13 +28,14 @@
  *   constant.
  */
 import { centredMoments } from './centred-moments.ts';
-import { CORRELATION_MIN_OBSERVATIONS, type CorrelationMethod } from './contract.ts';
-
-export interface DatedCloses {
-  /** Days since 1970-01-01 (UTC), strictly ascending. */
-  dates: Int32Array;
-  close: Float64Array;
-}
+import {
+  CORRELATION_MIN_OBSERVATIONS,
+  type CorrelationMethod,
+  type DatedCloses,
+  type CorrelationMatrixResult,
+  type CorrelationInstrument,
+  type CorrelationPair,
+} from './contract.ts';
 
 interface AlignedCloses {
   /** Dates present (with a usable close) in every series, ascending. */
@@ -144,35 +145,6 @@ export function averageRanks(x: ArrayLike<number>): Float64Array {
 export function spearman(x: ArrayLike<number>, y: ArrayLike<number>): number | null {
   if (y.length !== x.length) throw new TypeError(`spearman: lengths differ (${x.length} vs ${y.length})`);
   return pearson(averageRanks(x), averageRanks(y));
-}
-
-interface CorrelationPair {
-  /** Index into the input series (a < b). */
-  a: number;
-  b: number;
-  /** null when either aligned return series is constant. */
-  correlation: number | null;
-}
-
-export interface CorrelationInstrument {
-  index: number;
-  /** Log returns in the instrument's own series (usable closes − 1). */
-  observations: number;
-  usable: boolean;
-  reason: null | 'insufficient_observations' | 'insufficient_overlap';
-}
-
-export interface CorrelationMatrixResult {
-  method: CorrelationMethod;
-  pairs: CorrelationPair[];
-  instruments: CorrelationInstrument[];
-  /** Indices of the instruments included in the pairs, input order. */
-  usableIndices: number[];
-  /** Aligned return rows the pairs were computed on (common dates − 1; 0 when fewer than two usable). */
-  alignedObservations: number;
-  /** First and last common date (days since epoch) of the usable set; null when none. */
-  firstDate: number | null;
-  lastDate: number | null;
 }
 
 /**

@@ -6,9 +6,7 @@
  * Pure functions over numbers: no I/O, no imports from server/. Safe to run
  * inside piscina worker threads.
  */
-
-/** Why a figure has no double: its magnitude is above the largest double (≈1.8e308) or, not being 0, below the smallest (≈4.9e-324). */
-export type NumericRangeReason = 'overflow' | 'underflow';
+import type { NumericRangeReason } from './contract.ts';
 
 // ln 2 in two parts (fdlibm): j·LN2_HI is exact for |j| < 2^20.
 const LN2_HI = 6.9314718036912381649e-1;

@@ -6,7 +6,7 @@
  * Pure functions over numbers: no I/O, no imports from server/. Safe to run
  * inside piscina worker threads.
  */
-import type { OptionLeg } from './option-structures.ts';
+import type { OptionLeg } from './contract.ts';
 
 export interface PiecewiseLinear {
   /** Sorted distinct knots, starting at 0. */

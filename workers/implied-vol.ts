@@ -30,7 +30,8 @@
  *    put:  max(0, K·e^(−rT) − S·e^(−qT)) < price < K·e^(−rT)
  * A price at a bound corresponds to σ = 0 or σ = ∞, neither a volatility.
  */
-import { priceOption, type OptionType } from './black-scholes.ts';
+import { priceOption } from './black-scholes.ts';
+import type { OptionType } from './contract.ts';
 
 export const IMPLIED_VOL_FAILURES = ['expired', 'non_positive_price', 'below_intrinsic', 'above_upper_bound', 'no_convergence'] as const;
 export type ImpliedVolFailure = (typeof IMPLIED_VOL_FAILURES)[number];

@@ -46,7 +46,20 @@ import {
   stochasticSeries,
   wmaSeries,
 } from './indicator-series.ts';
-import { MA_TRENDS, MACD_CROSSOVERS, MACD_TRENDS, RSI_SIGNALS, STOCHASTIC_SIGNALS, type TechnicalsNullReason } from './contract.ts';
+import {
+  type WmaResult,
+  type MaReason,
+  type MaTrend,
+  type SmaResult,
+  type EmaResult,
+  type StochasticResult,
+  type StochasticSignal,
+  type MacdResult,
+  type MacdCrossover,
+  type MacdTrend,
+  type RsiResult,
+  type RsiSignal,
+} from './contract.ts';
 
 export const RSI_OVERBOUGHT = 70;
 export const RSI_OVERSOLD = 30;
@@ -77,64 +90,6 @@ export const READING_MIN_BARS = {
   wmaTrend: WMA_PERIODS[1],
 } as const;
 const MIN_BARS = READING_MIN_BARS;
-
-type RsiSignal = (typeof RSI_SIGNALS)[number];
-type MacdTrend = (typeof MACD_TRENDS)[number];
-type MacdCrossover = (typeof MACD_CROSSOVERS)[number];
-type StochasticSignal = (typeof STOCHASTIC_SIGNALS)[number];
-type MaTrend = (typeof MA_TRENDS)[number];
-
-type MaReason = TechnicalsNullReason<'movingAverages'>;
-
-export interface RsiResult {
-  value: number | null;
-  signal: RsiSignal | null;
-  period: number;
-  reason: TechnicalsNullReason<'rsi'> | null;
-  description: string;
-}
-export interface MacdResult {
-  value: number | null;
-  signal: number | null;
-  histogram: number | null;
-  trend: MacdTrend | null;
-  crossover: MacdCrossover | null;
-  reason: TechnicalsNullReason<'macd'> | null;
-  description: string;
-}
-export interface StochasticResult {
-  stochK: number | null;
-  stochD: number | null;
-  signal: StochasticSignal | null;
-  reason: TechnicalsNullReason<'stochastic'> | null;
-  description: string;
-}
-export interface EmaResult {
-  ema12: number | null;
-  ema20: number | null;
-  ema50: number | null;
-  ema200: number | null;
-  trend: MaTrend | null;
-  strength: number | null;
-  reason: MaReason | null;
-  description: string;
-}
-export interface SmaResult {
-  sma20: number | null;
-  sma50: number | null;
-  sma200: number | null;
-  trend: MaTrend | null;
-  reason: MaReason | null;
-  description: string;
-}
-export interface WmaResult {
-  wma20: number | null;
-  wma50: number | null;
-  wma100: number | null;
-  trend: MaTrend | null;
-  reason: MaReason | null;
-  description: string;
-}
 /** A finite number, else null (the readings never show NaN or ±Infinity). */
 export const nn = (x: number): number | null => (Number.isFinite(x) ? x : null);
 /** A figure as descriptions print it. */

@@ -14,21 +14,7 @@
  * standard deviations out).
  */
 import { normCdf } from './normal-distribution.ts';
-
-export interface IntegrationInfo {
-  method: 'gauss-legendre';
-  variable: 'z = (ln S_T - m) / (vol * sqrt(T))';
-  pointsPerPanel: number;
-  maxPanelWidth: number;
-  panels: number;
-  lowerLimitZ: number;
-  upperLimitZ: number;
-  splitAt: ['strikes', 'present_value_pnl_zero_crossings'];
-  /** Bound on the truncation error relative to E[(A + B·S_T)^p], p <= 2. */
-  truncationRelativeErrorBound: number;
-  /** False only when the upper limit had to be lowered to avoid overflow (absurd σ√T). */
-  truncationBoundHonoured: boolean;
-}
+import type { IntegrationInfo } from './contract.ts';
 
 /** P_n(x) and P_n'(x), the Legendre polynomial of degree n by its three-term recurrence. */
 function legendre(n: number, x: number): { p: number; dp: number } {

@@ -21,40 +21,9 @@
  *    has no implied volatility (outside the no-arbitrage bounds; the detail is
  *    the solver's). Unavailable carries no Greek at all, never a zero.
  */
-import { priceOption, type OptionType } from './black-scholes.ts';
+import { priceOption } from './black-scholes.ts';
 import { impliedVolatility } from './implied-vol.ts';
-import type { GreeksMissingInput } from './contract.ts';
-
-export interface ChainGreeksInput {
-  /** Underlying price for each contract's quote; null when none is known. */
-  spot: ArrayLike<number | null>;
-  /** Continuously compounded annual risk-free rate for each contract's quote; null when none is in force. */
-  rate: ArrayLike<number | null>;
-  /** Continuous annual dividend yield, decimal. */
-  dividendYield: number;
-  strike: ArrayLike<number>;
-  /** Years from the cut-off to expiry (ACT/365F, as the option-price route). */
-  timeYears: ArrayLike<number>;
-  right: ArrayLike<OptionType>;
-  bid: ArrayLike<number | null>;
-  ask: ArrayLike<number | null>;
-}
-
-export interface ComputedGreeks {
-  greeksSource: 'computed';
-  impliedVolatility: number;
-  delta: number;
-  gamma: number;
-  theta: number;
-  vega: number;
-  rho: number;
-}
-
-export interface GreeksUnavailable {
-  unavailable: { reason: 'not_supplied_and_not_computable'; missingInputs: GreeksMissingInput[]; detail: string };
-}
-
-export type ContractGreeks = ComputedGreeks | GreeksUnavailable;
+import type { GreeksMissingInput, ContractGreeks, GreeksUnavailable, ChainGreeksInput, OptionType } from './contract.ts';
 
 const usable = (x: number | null): x is number => x !== null && Number.isFinite(x);
 

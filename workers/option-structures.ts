@@ -4,18 +4,7 @@
  * malformed structure is refused without a worker; it imports nothing but
  * types.
  */
-import type { OptionType } from './black-scholes.ts';
-import { STRUCTURE_NAMES, type StructureName } from './contract.ts';
-
-type LegAction = 'buy' | 'sell';
-
-export interface OptionLeg {
-  action: LegAction;
-  type: OptionType;
-  strike: number;
-  /** Number of contracts, > 0. */
-  quantity: number;
-}
+import { STRUCTURE_NAMES, type StructureName, type OptionLeg, type LegAction, type OptionType } from './contract.ts';
 
 function isStructureName(name: string): name is StructureName {
   return (STRUCTURE_NAMES as readonly string[]).includes(name);

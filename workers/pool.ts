@@ -11,6 +11,7 @@ import {
   workerWait,
 } from '../server/observability/metrics.ts';
 import { AppError } from '../server/core/errors.ts';
+import { PermitRefused, Semaphore } from '../server/core/semaphore.ts';
 
 interface WorkerPoolOptions {
   threads?: number;
@@ -97,20 +98,22 @@ export class WorkerPool {
    * With threads, only the pool's threads load it.
    */
   private readonly piscina: Piscina | null;
-  private readonly capacity: number;
-  private inFlight = 0;
+  /** Tasks admitted, running or queued for a thread: threads + maxQueue of them, none waiting for admission. */
+  private readonly admitted: Semaphore;
   /** Bar-reading requests served at once (see the class comment). */
   readonly readSlots: number;
-  private reading = 0;
-  private readonly readWaiters: (() => void)[] = [];
+  /** The read slots: readSlots permits, maxQueue requests waiting in arrival order, each for as long as the ones ahead take. */
+  private readonly reads: Semaphore;
 
   private readonly options: WorkerPoolOptions;
 
   constructor(options: WorkerPoolOptions) {
     this.options = options;
     this.threads = options.threads ?? os.availableParallelism();
-    this.capacity = this.threads + options.maxQueue;
+    const capacity = this.threads + options.maxQueue;
+    this.admitted = new Semaphore(capacity, 0, (inUse) => workerTasksInFlight.set(inUse));
     this.readSlots = this.threads || os.availableParallelism();
+    this.reads = new Semaphore(this.readSlots, options.maxQueue, (_inUse, waiting) => readSlotsWaiting.set(waiting));
     this.piscina =
       this.threads === 0
         ? null
@@ -119,7 +122,7 @@ export class WorkerPool {
             minThreads: this.threads,
             maxThreads: this.threads,
             // Our own admission cap decides; piscina's queue never refuses first.
-            maxQueue: this.capacity,
+            maxQueue: capacity,
             idleTimeout: 60_000,
             niceIncrement: options.niceIncrement ?? 0,
           });
@@ -132,34 +135,30 @@ export class WorkerPool {
 
   /** Runs `fn`, a request that reads bars and then runs `task`, in a read slot (see the class comment). */
   async withReadSlot<T>(task: TaskName, fn: () => Promise<T>): Promise<T> {
-    if (this.reading >= this.readSlots) {
-      if (this.readWaiters.length >= this.options.maxQueue) throw overloaded();
-      const queuedAt = performance.now();
-      await new Promise<void>((resolve) => {
-        this.readWaiters.push(resolve);
-        readSlotsWaiting.set(this.readWaiters.length);
-      });
-      readSlotWait.observe({ task }, (performance.now() - queuedAt) / 1000);
-    } else {
-      this.reading++;
+    if (this.reads.tryAcquire()) {
       readSlotWait.observe({ task }, 0);
+    } else {
+      const queuedAt = performance.now();
+      try {
+        await this.reads.acquire(Infinity);
+      } catch (err) {
+        // Waits have no deadline, so the one refusal is a full line ('queue_full').
+        if (err instanceof PermitRefused) throw overloaded();
+        throw err;
+      }
+      readSlotWait.observe({ task }, (performance.now() - queuedAt) / 1000);
     }
     try {
       return await fn();
     } finally {
       // The slot passes straight to the next in line, or is freed.
-      const next = this.readWaiters.shift();
-      readSlotsWaiting.set(this.readWaiters.length);
-      if (next) next();
-      else this.reading--;
+      this.reads.release();
     }
   }
 
   /** Runs `task` on a thread; an input passed through move() hands its typed arrays over instead of copying them. */
   async run<K extends TaskName>(task: K, input: Tasks[K]['input'] | Moved<Tasks[K]['input']>): Promise<Tasks[K]['result']> {
-    if (this.inFlight >= this.capacity) throw overloaded();
-    this.inFlight++;
-    workerTasksInFlight.set(this.inFlight);
+    if (!this.admitted.tryAcquire()) throw overloaded();
     const queuedAt = performance.now();
     try {
       const message = { task, input: isMoved(input) ? input[MOVED] : input, queuedAt: performance.timeOrigin + queuedAt };
@@ -182,8 +181,7 @@ export class WorkerPool {
       workerRun.observe({ task, outcome: 'error' }, (performance.now() - queuedAt) / 1000);
       throw err;
     } finally {
-      this.inFlight--;
-      workerTasksInFlight.set(this.inFlight);
+      this.admitted.release();
       workerQueueDepth.set(this.queueDepth);
     }
   }

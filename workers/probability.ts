@@ -19,43 +19,8 @@
  */
 
 import { assertMarketInputs, bsmD1D2, logRatio } from './black-scholes.ts';
-import type { NumericRangeReason } from './double-range.ts';
 import { normCdf } from './normal-distribution.ts';
-
-type Direction = 'long' | 'short';
-
-export interface ProbabilityInput {
-  spot: number;
-  target: number;
-  /** Years to expiry (ACT/365F: expiryDays / 365). */
-  timeYears: number;
-  rate: number;
-  vol: number;
-  /** Continuous dividend yield; default 0. */
-  dividendYield?: number;
-  /** long = at or above the target; short = at or below. */
-  direction: Direction;
-}
-
-export interface ProbabilityResult {
-  /** Risk-neutral P(S_T >= target) (long) or P(S_T <= target) (short). */
-  probabilityInTheMoneyAtExpiry: number;
-  /** max(driftlessTouchProbability, probabilityInTheMoneyAtExpiry). */
-  probabilityOfTouchBeforeExpiry: number;
-  /** The driftless reflection-principle figure before the floor. */
-  driftlessTouchProbability: number;
-  /** True when the at-expiry figure exceeded the driftless touch figure and was used instead. */
-  touchFlooredToExpiry: boolean;
-  /** True when the spot is already at or beyond the target in the given direction (touch = 1). */
-  targetAlreadyReached: boolean;
-  /** d2 used for the at-expiry probability. */
-  d2: number;
-  /**
-   * The reported probabilities that are positive but below the smallest double
-   * (≈4.9e-324), so that the number above reads 0: never a true 0, since σ√T > 0.
-   */
-  nullReasons: Partial<Record<'probabilityInTheMoneyAtExpiry' | 'probabilityOfTouchBeforeExpiry', NumericRangeReason>>;
-}
+import type { ProbabilityResult, ProbabilityInput } from './contract.ts';
 
 export function probabilityOfTarget(input: ProbabilityInput): ProbabilityResult {
   const { spot: S, target: K, timeYears: T, rate: r, vol: sigma, direction } = input;

@@ -43,45 +43,16 @@
  * which keeps the digits a Σx² − n·x̄² form would lose on [0, 100] scores).
  */
 import jstat from 'jstat';
-import { LAGS, MIN_PAIRS, PROMOTION_RULE, SESSION_LOOKBACK_DAYS } from './contract.ts';
-
-export type LeadSubjectClass = 'business' | 'market_commentary';
-
-export interface SourceLeadsInput {
-  /** The (source, subject class) pairs, by index; only the class matters here. */
-  groups: { subjectClass: LeadSubjectClass }[];
-  /** Per score series: its instrument (index into the bars) and its group. */
-  seriesInstrument: Int32Array;
-  seriesGroup: Int32Array;
-  /** Series k holds scores seriesOffsets[k] .. seriesOffsets[k + 1] − 1. */
-  seriesOffsets: Int32Array;
-  /** Days since 1970-01-01, strictly ascending within a series. */
-  scoreDays: Int32Array;
-  scores: Float64Array;
-  /** Instrument i's adjusted closes are barOffsets[i] .. barOffsets[i + 1] − 1, days strictly ascending. */
-  barOffsets: Int32Array;
-  barDays: Int32Array;
-  closes: Float64Array;
-}
-
-export interface LagCorrelation {
-  lagDays: number;
-  correlation: number | null;
-  sampleSize: number;
-}
-
-export interface SourceLead {
-  bestLagDays: number | null;
-  peakCorrelation: number | null;
-  sampleSize: number | null;
-  isPromotionEligible: boolean;
-  correlationByLag: LagCorrelation[];
-  /** Instruments with at least one score of the group. */
-  instruments: number;
-  /** The group's first and last score day (days since 1970-01-01); null for a group with no scores. */
-  firstDay: number | null;
-  lastDay: number | null;
-}
+import {
+  LAGS,
+  MIN_PAIRS,
+  PROMOTION_RULE,
+  SESSION_LOOKBACK_DAYS,
+  type SourceLeadsInput,
+  type LeadSubjectClass,
+  type SourceLead,
+  type LagCorrelation,
+} from './contract.ts';
 
 /** One running co-moment per (group, lag), laid out group-major. */
 class CoMoments {
@@ -167,18 +138,18 @@ export function sourceLeads(input: SourceLeadsInput): SourceLead[] {
 
   return input.groups.map((group, g) => {
     const correlationByLag: LagCorrelation[] = [];
-    let best = -1;
+    let peak: { lagDays: number; correlation: number; sampleSize: number } | null = null;
     for (let lag = 0; lag < LAGS; lag++) {
       const correlation = acc.correlation(g * LAGS + lag);
-      correlationByLag.push({ lagDays: lag, correlation, sampleSize: acc.n[g * LAGS + lag] });
-      if (correlation !== null && (best < 0 || correlation > correlationByLag[best].correlation!)) best = lag;
+      const sampleSize = acc.n[g * LAGS + lag];
+      correlationByLag.push({ lagDays: lag, correlation, sampleSize });
+      if (correlation !== null && (peak === null || correlation > peak.correlation)) peak = { lagDays: lag, correlation, sampleSize };
     }
-    const peak = best < 0 ? null : correlationByLag[best];
     return {
-      bestLagDays: peak ? best : null,
+      bestLagDays: peak ? peak.lagDays : null,
       peakCorrelation: peak ? peak.correlation : null,
       sampleSize: peak ? peak.sampleSize : null,
-      isPromotionEligible: peak ? isPromotionEligible(group.subjectClass, best, peak.correlation!, peak.sampleSize) : false,
+      isPromotionEligible: peak ? isPromotionEligible(group.subjectClass, peak.lagDays, peak.correlation, peak.sampleSize) : false,
       correlationByLag,
       instruments: instruments[g],
       firstDay: instruments[g] ? firstDay[g] : null,

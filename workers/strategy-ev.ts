@@ -53,9 +53,8 @@
  */
 import { assertMarketInputs, priceOption } from './black-scholes.ts';
 import { binaryExponent, ldexp } from './double-range.ts';
-import type { OptionLeg } from './option-structures.ts';
+import type { LegValuation, OptionLeg, StrategyFigure, StrategyInput, StrategyResult } from './contract.ts';
 import { evaluateScaled } from './strategy-scaled.ts';
-import type { LegValuation, StrategyFigure, StrategyInput, StrategyResult } from './strategy-types.ts';
 
 function assertLegs(legs: readonly OptionLeg[]): void {
   if (!Array.isArray(legs) || legs.length === 0) throw new RangeError('at least one leg is required');

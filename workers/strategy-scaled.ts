@@ -12,8 +12,8 @@
 import { priceOption } from './black-scholes.ts';
 import { payoffAtExpiry, pnlFunction, positiveSet } from './expiry-pnl.ts';
 import { kelly } from './kelly-fraction.ts';
-import { integrationGrid, lognormalIntervalProbability, terminalDistribution, type IntegrationInfo } from './lognormal-quadrature.ts';
-import type { RiskMetrics, StrategyInput } from './strategy-types.ts';
+import { integrationGrid, lognormalIntervalProbability, terminalDistribution } from './lognormal-quadrature.ts';
+import type { IntegrationInfo, RiskMetrics, StrategyInput } from './contract.ts';
 
 /** The same figures in the scaled problem, where every one is a finite double. */
 export interface ScaledResult {

@@ -31,80 +31,11 @@
  * below.
  */
 import { CANDLESTICK_SEARCH_MIN_BARS, detectCandlestickPatterns, type CandleBars } from './candlestick-patterns.ts';
-import { CHART_PATTERNS_MIN_BARS, detectChartPatterns, type ChartPattern } from './chart-patterns.ts';
-import {
-  macdReading,
-  movingAverageReadings,
-  needMore,
-  rsiReading,
-  shortfall,
-  stochasticReading,
-  type EmaResult,
-  type MacdResult,
-  type RsiResult,
-  type SmaResult,
-  type StochasticResult,
-  type WmaResult,
-} from './indicator-readings.ts';
-import {
-  atrReading,
-  bollingerReading,
-  ichimokuReading,
-  vwapReading,
-  type AtrResult,
-  type BollingerResult,
-  type IchimokuResult,
-  type VwapResult,
-} from './band-readings.ts';
-import { trendConsensus, type ConsensusTrend } from './trend-consensus.ts';
-import type { CandlestickSignal, ChartPatternSignal, ChartPatternType, TechnicalsNullReason } from './contract.ts';
-
-export interface OhlcvBars {
-  open: Float64Array;
-  high: Float64Array;
-  low: Float64Array;
-  close: Float64Array;
-  volume: Float64Array;
-}
-
-interface CandlestickResult {
-  signal: CandlestickSignal | null;
-  confidence: number | null;
-  patterns: { name: string; confidence: number }[];
-  reason: TechnicalsNullReason<'candlestick'> | null;
-  description: string;
-}
-
-interface ChartPatternsResult {
-  patterns: ChartPattern[];
-  dominantPattern: {
-    type: ChartPatternType;
-    signal: ChartPatternSignal;
-    confidence: number;
-    priceTarget: number | null;
-    description: string;
-  } | null;
-  reason: TechnicalsNullReason<'chartPatterns'> | null;
-  description: string;
-}
-
-export interface TechnicalsData {
-  rsi: RsiResult;
-  macd: MacdResult;
-  stochastic: StochasticResult;
-  ema: EmaResult;
-  sma: SmaResult;
-  wma: WmaResult;
-  ichimoku: IchimokuResult;
-  bollingerBands: BollingerResult;
-  atr: AtrResult;
-  vwap: VwapResult;
-  candlestick: CandlestickResult;
-  chartPatterns: ChartPatternsResult;
-  trend: ConsensusTrend;
-  /** Number of bars supplied. */
-  dataPoints: number;
-}
+import { CHART_PATTERNS_MIN_BARS, detectChartPatterns } from './chart-patterns.ts';
+import { macdReading, movingAverageReadings, needMore, rsiReading, shortfall, stochasticReading } from './indicator-readings.ts';
+import { atrReading, bollingerReading, ichimokuReading, vwapReading } from './band-readings.ts';
+import { trendConsensus } from './trend-consensus.ts';
+import type { CandlestickSignal, TechnicalsData, ChartPatternsResult, CandlestickResult, OhlcvBars } from './contract.ts';
 
 /** Start of the longest trailing run in which every array is finite (and volume-like arrays >= 0). */
 function trailingRunStart(n: number, arrays: ArrayLike<number>[], nonNegative: ArrayLike<number>[] = []): number {

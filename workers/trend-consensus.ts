@@ -1,5 +1,5 @@
 import { BAND_MIN_BARS } from './band-readings.ts';
-import { TREND_DIRECTIONS, type TechnicalsNullReason } from './contract.ts';
+import { type ConsensusTrend, type TrendDirection } from './contract.ts';
 import { READING_MIN_BARS } from './indicator-readings.ts';
 /**
  * The consensus trend of the technicals snapshot, voted by its readings.
@@ -57,16 +57,6 @@ const INDICATOR_VOTERS = {
 } as const;
 /** The fewest bars over which TREND_MIN_VOTES indicators can vote: 20. */
 export const TREND_MIN_BARS = Object.values(INDICATOR_VOTERS).sort((a, b) => a - b)[TREND_MIN_VOTES - 1];
-
-type TrendDirection = (typeof TREND_DIRECTIONS)[number];
-
-export interface ConsensusTrend {
-  direction: TrendDirection | null;
-  strength: number | null;
-  confidence: number | null;
-  reason: TechnicalsNullReason<'trend'> | null;
-  description: string;
-}
 
 /** The parts of the readings that vote. */
 interface TrendVoters {

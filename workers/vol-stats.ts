@@ -29,8 +29,15 @@
  *  - putCallIvRatio: the put-only ATM IV over the call-only ATM IV, each
  *    taken to the 30-day point by atmVolAt; null when either is null.
  */
-import type { OptionType } from './black-scholes.ts';
-import { VOLATILITY_WINDOW_DAYS } from './contract.ts';
+import {
+  VOLATILITY_WINDOW_DAYS,
+  type AtmPoint,
+  type VolatilitySnapshotInput,
+  type ExpiryIvs,
+  type StrikeIv,
+  type VolatilitySnapshot,
+  type OptionType,
+} from './contract.ts';
 
 export const TRADING_DAYS_PER_YEAR = 252;
 export const ATM_TARGET_DAYS = 30;
@@ -79,13 +86,6 @@ export function parkinsonVolatility(highs: ArrayLike<number | null>, lows: Array
   return Math.sqrt(sum / (4 * Math.LN2 * window)) * ANNUALISE;
 }
 
-/** One contract's solved implied volatility; null when it did not solve. */
-export interface StrikeIv {
-  strike: number;
-  right: OptionType;
-  impliedVolatility: number | null;
-}
-
 export type AtmIvResult = { vol: number; strikes: [number, number] } | { vol: null; reason: 'no_implied_volatility' | 'spot_outside_strikes'; detail: string };
 
 /** ATM implied volatility of one expiry: `right` limits it to calls or puts (see the module comment). */
@@ -115,23 +115,13 @@ export function atmIv(contracts: readonly StrikeIv[], spot: number, right?: Opti
     };
   }
   const ivAt = (k: number) => {
+    // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- called with below and above, keys of byStrike
     const { sum, count } = byStrike.get(k)!;
     return sum / count;
   };
   if (below === above) return { vol: ivAt(below), strikes: [below, above] };
   const lowIv = ivAt(below);
   return { vol: lowIv + ((ivAt(above) - lowIv) * (spot - below)) / (above - below), strikes: [below, above] };
-}
-
-/** One point of a term structure: the ATM IV of one expiry. */
-export interface AtmPoint {
-  daysToExpiry: number;
-  atmImpliedVolatility: number;
-}
-
-export interface ExpiryIvs {
-  daysToExpiry: number;
-  contracts: readonly StrikeIv[];
 }
 
 /** ATM IV of each expiry with one (see atmIv), ascending by days to expiry. */
@@ -175,18 +165,8 @@ export function putCallIvRatio(expiries: readonly ExpiryIvs[], spot: number, tar
   return put === null || call === null ? null : put / call;
 }
 
-export interface VolatilitySnapshotInput {
-  /** Underlying price the ATM strikes are measured against. */
-  spot: number;
-  expiries: readonly ExpiryIvs[];
-  /** Daily bars ascending by date; a missing figure is null. */
-  closes: ArrayLike<number | null>;
-  highs: ArrayLike<number | null>;
-  lows: ArrayLike<number | null>;
-}
-
-/** The figures of one instrument's snapshot, named as the bulk implied-volatility read names them. */
-export function volatilitySnapshot(input: VolatilitySnapshotInput) {
+/** The figures of one instrument's snapshot (VolatilitySnapshot in contract.ts). */
+export function volatilitySnapshot(input: VolatilitySnapshotInput): VolatilitySnapshot {
   const termStructure = atmTermStructure(input.expiries, input.spot);
   return {
     impliedVolatility30d: atmVolAt(termStructure).vol,

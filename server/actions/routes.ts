@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import type { Area } from '../wiring/deps.ts';
+import type { Area } from '../http/area.ts';
+import type { Reads } from '../db/database.ts';
+import type { AnyIngestKind } from '../ingest/kind.ts';
 import { defineRoute } from '../http/route.ts';
 import { corporateActionIngest, coverageCheckIngest } from './ingest.ts';
 import { CorporateActionsMetaSchema, CorporateActionsQuerySchema } from './schema.ts';
@@ -22,7 +24,12 @@ export const corporateActionsRoute = defineRoute({
   errors: ['not_found'],
 });
 
-export const actionsArea: Area = {
+/** What the area's handlers need (the wiring's AppDeps provides it). */
+export interface ActionsDeps {
+  readDb: Reads;
+}
+
+export const actionsArea: Area<ActionsDeps, AnyIngestKind> = {
   routes: [corporateActionsRoute],
   mount(routes, { readDb }) {
     routes.handle(corporateActionsRoute, async ({ params, query }) => {

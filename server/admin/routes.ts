@@ -13,7 +13,7 @@ import { encodingOf, formatOf, uploadBytes } from '../ingest/body.ts';
 import type { IngestKind } from '../ingest/kind.ts';
 import { ingestBody } from '../ingest/service.ts';
 import { UploadSlots, type UploadLimits } from '../ingest/uploads.ts';
-import { DerivedSchema, type Derived, type DeriveRequest } from '../wiring/derivations.ts';
+import { DerivedSchema, type Derived, type DeriveRequest } from '../ingest/derived.ts';
 import type { DataChanges } from '../ingest/kind.ts';
 import {
   AccountCreateSchema,
@@ -59,7 +59,9 @@ export const statusRoute = defineRoute({
   tag: 'Service',
   summary: 'Storage tier, migrations applied, worker pool and version',
   description:
-    "Read when asked: the storage tier chosen the first time the migrations ran on the database, and when; the TimescaleDB version (null without the extension); every migration applied; the PostgreSQL server version; the worker pool's threads and queued tasks; this process's uptime and the service version.",
+    'Read when asked: the storage tier chosen the first time the migrations ran on the database, and when; ' +
+    'the TimescaleDB version (null without the extension); every migration applied; the PostgreSQL server version; ' +
+    "the worker pool's threads and queued tasks; this process's uptime and the service version.",
   query: NoQuerySchema,
   response: { status: 200, description: 'the status', data: StatusSchema },
   errors: [],
@@ -72,7 +74,8 @@ export const createAccountRoute = defineRoute({
   tag: TAG_ACCESS,
   summary: 'Create an account',
   description:
-    'A new account with a new id; names need not be unique. It has no keys until POST /keys makes one, and no dashboard login until POST /accounts/{id}/password or /accounts/{id}/invitations.',
+    'A new account with a new id; names need not be unique. ' +
+    'It has no keys until POST /keys makes one, and no dashboard login until POST /accounts/{id}/password or /accounts/{id}/invitations.',
   query: NoQuerySchema,
   body: AccountCreateSchema,
   response: { status: 201, description: 'the account', data: AccountSchema },
@@ -98,7 +101,8 @@ export const setPasswordRoute = defineRoute({
   tag: TAG_ACCESS,
   summary: "Set the account's dashboard login and password",
   description:
-    'Replaces any earlier login, password and pending invitation of the account, and ends its dashboard sessions. An invitation (POST /accounts/{id}/invitations) lets the account holder choose the password instead.',
+    'Replaces any earlier login, password and pending invitation of the account, and ends its dashboard sessions. ' +
+    'An invitation (POST /accounts/{id}/invitations) lets the account holder choose the password instead.',
   params: IdParamsSchema,
   query: NoQuerySchema,
   body: PasswordSetSchema,
@@ -113,7 +117,8 @@ export const createInvitationRoute = defineRoute({
   tag: TAG_ACCESS,
   summary: 'Invite the account holder to the dashboard: a link that sets the password once',
   description:
-    'Replaces a pending invitation of the account. Its current password, if any, keeps working until the link is used. The link is in this answer only; the service keeps its hash.',
+    'Replaces a pending invitation of the account. Its current password, if any, keeps working until the link is used. ' +
+    'The link is in this answer only; the service keeps its hash.',
   params: IdParamsSchema,
   query: NoQuerySchema,
   body: InvitationCreateSchema,
@@ -128,7 +133,9 @@ export const createKeyRoute = defineRoute({
   tag: TAG_ACCESS,
   summary: 'Create an API key; the full key is in this answer only',
   description:
-    "A sandbox (pk_test_) or live (pk_live_) key of the account, granting exactly the scopes listed (a repeated scope counts once). The service keeps only the key's SHA-256 hash and display prefix, so the key cannot be shown again: a lost key is rolled or revoked. The key works from its next request. An unknown accountId is 404.",
+    'A sandbox (pk_test_) or live (pk_live_) key of the account, granting exactly the scopes listed (a repeated scope counts once). ' +
+    "The service keeps only the key's SHA-256 hash and display prefix, so the key cannot be shown again: a lost key is rolled or revoked. " +
+    'The key works from its next request. An unknown accountId is 404.',
   query: NoQuerySchema,
   body: KeyCreateSchema,
   response: { status: 201, description: 'the key', data: CreatedKeySchema },
@@ -142,7 +149,8 @@ export const listKeysRoute = defineRoute({
   tag: TAG_ACCESS,
   summary: 'List keys, without their secrets',
   description:
-    'Every key, or those of accountId (none for an unknown account), oldest first: display prefix, environment, scopes, revokedAt and rolledFrom as stored now. lastUsedAt is written at most once a second per key, so it can lag a request by about a second.',
+    'Every key, or those of accountId (none for an unknown account), oldest first: display prefix, environment, scopes, ' +
+    'revokedAt and rolledFrom as stored now. lastUsedAt is written at most once a second per key, so it can lag a request by about a second.',
   query: KeyListQuerySchema,
   response: { status: 200, description: 'the keys', data: z.array(KeySchema) },
   errors: [],
@@ -155,7 +163,8 @@ export const revokeKeyRoute = defineRoute({
   tag: TAG_ACCESS,
   summary: 'Revoke a key, effective on its next request',
   description:
-    'Every request looks its key up, with no cache, so the next request with it gets 401 revoked_api_key. Revoking a revoked key changes nothing and answers it with its first revokedAt. An unknown id is 404.',
+    'Every request looks its key up, with no cache, so the next request with it gets 401 revoked_api_key. ' +
+    'Revoking a revoked key changes nothing and answers it with its first revokedAt. An unknown id is 404.',
   params: IdParamsSchema,
   query: NoQuerySchema,
   response: { status: 200, description: 'the revoked key', data: KeySchema },
@@ -182,7 +191,9 @@ export const usageRoute = defineRoute({
   tag: TAG_ACCESS,
   summary: "An account's request counts per environment, by UTC day, and its latest minute",
   description:
-    'For each environment, as counted now: the requests admitted, and those refused with 429 for a full rate window, on each UTC day that had any, newest first, over the last `days` days including today; and the requests admitted in the latest minute window. Only live use is billable (`billable`). An unknown accountId is 404.',
+    'For each environment, as counted now: the requests admitted, and those refused with 429 for a full rate window, ' +
+    'on each UTC day that had any, newest first, over the last `days` days including today; ' +
+    'and the requests admitted in the latest minute window. Only live use is billable (`billable`). An unknown accountId is 404.',
   query: UsageQuerySchema,
   response: { status: 200, description: 'the counts', data: UsageReportSchema },
   errors: ['not_found'],
@@ -222,7 +233,15 @@ export const deriveRoute = defineRoute({
   tag: 'Ingest',
   summary: 'Derive again what the service computes from stored data',
   description:
-    "Runs every derivation, each idempotent (a second run stores nothing new). Implied-volatility snapshots: one is due for each underlying and day with option quotes and no snapshot, or with a derived snapshot older than a quote recorded since; an ingested snapshot is never replaced. Event reactions: every news item of the instruments is measured again against their adjusted closes, and a reaction whose item no longer yields one is removed. Sentiment source leads: always derived whole, whatever instrumentIds says, since each pools every instrument's scores. Uploads run the derivations that read what they changed themselves, after they commit (option uploads: snapshots; daily bars and corporate actions: reactions, and leads when the instruments have scores; news: reactions; sentiment: leads), and answer their counts as `derived`.",
+    'Runs every derivation, each idempotent (a second run stores nothing new). ' +
+    'Implied-volatility snapshots: one is due for each underlying and day with option quotes and no snapshot, ' +
+    'or with a derived snapshot older than a quote recorded since; an ingested snapshot is never replaced. ' +
+    'Event reactions: every news item of the instruments is measured again against their adjusted closes, ' +
+    'and a reaction whose item no longer yields one is removed. ' +
+    "Sentiment source leads: always derived whole, whatever instrumentIds says, since each pools every instrument's scores. " +
+    'Uploads run the derivations that read what they changed themselves, after they commit ' +
+    '(option uploads: snapshots; daily bars and corporate actions: reactions, and leads when the instruments have scores; ' +
+    'news: reactions; sentiment: leads), and answer their counts as `derived`.',
   query: NoQuerySchema,
   body: z.strictObject({ instrumentIds: z.array(InstrumentIdSchema).min(1).max(500).optional().describe('only these instruments; omit for all') }),
   response: { status: 200, description: 'what was derived', data: DerivedSchema },

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import * as logins from '../dashboard/service.ts';
-import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
+import { ENVIRONMENTS, SCOPES } from '../core/scopes.ts';
 import { UuidSchema } from '../core/ids.ts';
 
 // The admin API's request and response schemas (its routes are in routes.ts).

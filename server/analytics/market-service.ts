@@ -10,6 +10,7 @@ import { lookbackWindow } from './series.ts';
 import { AppError } from '../core/errors.ts';
 import type { PointInTime } from '../core/time.ts';
 import { BETA_MIN_OBSERVATIONS, CORRELATION_MIN_OBSERVATIONS, type CorrelationMatrixResult } from '../../workers/contract.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 const PRICE_ASSUMPTIONS = {
   prices: 'daily closes adjusted for splits, stock dividends and cash dividends known at the window end (backfilled actions excluded)',
@@ -22,7 +23,7 @@ export async function technicals(db: Reads, pool: WorkerPool, id: string, q: { l
   const window = lookbackWindow(q.lookbackDays, q.asOf);
   const { instrument, series } = await db.run(async (sql) => {
     const instrument = await requireInstrument(sql, id, q.asOf);
-    const series = (await readAdjustedSeries(sql, [id], { from: window.from, to: window.to, asOf: q.asOf, fields: 'ohlcv' })).get(id)!;
+    const series = entryOf(await readAdjustedSeries(sql, [id], { from: window.from, to: window.to, asOf: q.asOf, fields: 'ohlcv' }), id);
     if (series.close.length === 0) throw await emptyWindow(sql, id, window, q.asOf);
     return { instrument, series };
   });
@@ -64,7 +65,7 @@ export async function correlations(
   });
   const result = await pool.run(
     'correlations',
-    move({ series: ids.map((id) => ({ dates: series.get(id)!.dates, close: series.get(id)!.close })), method: q.method }),
+    move({ series: ids.map((id) => ({ dates: entryOf(series, id).dates, close: entryOf(series, id).close })), method: q.method }),
   );
   const instruments = result.instruments.map((i) => ({ instrumentId: ids[i.index], observations: i.observations, usable: i.usable, reason: i.reason }));
   // The spec fixes this case: fewer than two instruments with usable data is invalid_request.
@@ -151,8 +152,8 @@ export async function beta(db: Reads, pool: WorkerPool, id: string, q: { benchma
     if (q.benchmarkId === id) throw new AppError('invalid_request', 'an instrument is its own benchmark', { benchmarkId: ['must differ from the instrument'] });
     return readAdjustedSeries(sql, [id, q.benchmarkId], { from: window.from, to: window.to, asOf: q.asOf, fields: 'close' });
   });
-  const subject = series.get(id)!;
-  const benchmark = series.get(q.benchmarkId)!;
+  const subject = entryOf(series, id);
+  const benchmark = entryOf(series, q.benchmarkId);
   const result = await pool.run(
     'beta',
     move({ subject: { dates: subject.dates, close: subject.close }, benchmark: { dates: benchmark.dates, close: benchmark.close } }),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Area } from '../wiring/deps.ts';
+import type { Area } from '../http/area.ts';
+import type { WorkerPool } from '../../workers/pool.ts';
 import { defineRoute } from '../http/route.ts';
 import { BetaQuerySchema, CorrelationsQuerySchema, OptionPriceSchema, ProbabilitySchema, StrategyEvSchema, TechnicalsQuerySchema } from './schema.ts';
 import {
@@ -129,7 +130,13 @@ export const betaRoute = defineRoute({
   errors: ['not_found'],
 });
 
-export const analyticsArea: Area = {
+/** What the area's handlers need (the wiring's AppDeps provides it). */
+export interface AnalyticsDeps {
+  readDb: Reads;
+  pool: WorkerPool;
+}
+
+export const analyticsArea: Area<AnalyticsDeps> = {
   routes: [optionPriceRoute, probabilityRoute, strategyEvRoute, technicalsRoute, correlationsRoute, betaRoute],
   mount(routes, { pool, readDb }) {
     routes.handle(optionPriceRoute, ({ body }) => ({ data: service.optionPrice(body), meta: meta() }));

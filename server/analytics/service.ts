@@ -106,6 +106,7 @@ export async function strategyEv(pool: WorkerPool, body: StrategyEvBody) {
     }
   });
   if (Object.keys(details).length) throw new AppError('unsupported_structure', 'only option-only, single-expiry structures are priced', details);
+  // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- stock legs are refused above, and the body's schema requires an option leg's strike
   const legs: OptionLeg[] = body.legs.map((l) => ({ action: l.action, type: l.type as 'call' | 'put', strike: l.strike!, quantity: l.quantity }));
   const problems = closedForm('structureProblems', { structure: body.structure, legs });
   if (problems.length) {

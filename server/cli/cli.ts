@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { loadConfigOrExit } from '../config.ts';
-import { SCOPES } from '../keys/scopes.ts';
+import { SCOPES } from '../core/scopes.ts';
 import type { CommandName, Invocation } from './commands.ts';
 
 const USAGE = `usage: npm run cli -- <command> [options]   (bin: mds)

@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import postgres from 'postgres';
 import { z } from 'zod';
-import type { DeriveDeps } from '../wiring/derivations.ts';
+import type { DeriveDeps } from '../ingest/derived.ts';
 import { publicBaseUrl, type Config } from '../config.ts';
 import { ingestKinds } from '../wiring/areas.ts';
 import { EmbeddedPostgresError } from '../db/cluster-placement.ts';
@@ -20,7 +20,7 @@ import * as accounts from '../accounts/repository.ts';
 import * as keys from '../keys/service.ts';
 import * as logins from '../dashboard/service.ts';
 import { PasswordHasher } from '../dashboard/password.ts';
-import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
+import { ENVIRONMENTS, SCOPES } from '../core/scopes.ts';
 import { VERSION } from '../core/version.ts';
 import { AppError } from '../core/errors.ts';
 import { UuidSchema } from '../core/ids.ts';
@@ -99,8 +99,8 @@ const RUNS: Record<CommandName, Run> = {
     return { ...stored, derived: await withDeriveDeps(db, config, (deps) => deriveChanged(deps, changes)) };
   },
   'demo load': async (db, _url, _o, _args, config) => {
-    const { loadDemoData } = await import('../demo/load.ts');
-    return withDeriveDeps(db, config, (deps) => loadDemoData(deps));
+    const [{ loadDemoData }, { deriveAll }] = await Promise.all([import('../demo/load.ts'), import('../wiring/derivations.ts')]);
+    return withDeriveDeps(db, config, (deps) => loadDemoData({ db, deriveAll: () => deriveAll(deps) }));
   },
   migrate: (_db, url) => migrate(url, (m) => process.stderr.write(`${m}\n`)),
   status: (db) => db.run((sql) => readStatus(sql, { threads: 0, queueDepth: 0 }, VERSION)),

@@ -72,3 +72,14 @@ export function zodDetails(error: z.ZodError, prefix = ''): ErrorDetails {
   }
   return details;
 }
+
+/**
+ * The code an error carries, when it carries one as a string: PostgreSQL's
+ * SQLSTATE on a postgres.js PostgresError ('23505'), postgres.js's own
+ * ('CONNECTION_ENDED'), Node's ('ECONNREFUSED', zlib's 'Z_DATA_ERROR'), or an
+ * AppError's; else undefined.
+ */
+export function errorCode(err: unknown): string | undefined {
+  if (typeof err !== 'object' || err === null || !('code' in err)) return undefined;
+  return typeof err.code === 'string' ? err.code : undefined;
+}

@@ -133,7 +133,7 @@ export function oversizedJson(schema: Schema, bytes: Buffer, spareFields: number
 
   /** What was found, the containers still open closed where the text ended. */
   const finish = () => {
-    while (stack.length) close(stack.pop()!);
+    for (let frame = stack.pop(); frame; frame = stack.pop()) close(frame);
     return found;
   };
 
@@ -174,7 +174,8 @@ export function oversizedJson(schema: Schema, bytes: Buffer, spareFields: number
       i++;
     } else if (c === CLOSE_OBJECT || c === CLOSE_LIST) {
       if (!top) return finish();
-      close(stack.pop()!);
+      stack.pop();
+      close(top);
       i++;
     } else if (c === QUOTE && top && !top.isList && top.expectKey) {
       const end = stringEnd(bytes, i);
@@ -207,7 +208,7 @@ export function oversizedJson(schema: Schema, bytes: Buffer, spareFields: number
           stack.push({
             schema: entered as Frame['schema'],
             isList,
-            path: top ? [...top.path, step!] : [],
+            path: top && step !== undefined ? [...top.path, step] : [],
             count: 0,
             expectKey: !isList,
             key: '',

@@ -36,7 +36,8 @@ function cutAt(text: string, max: number): string {
   if (WORD_CHAR.test(text[max])) {
     const start = cut.search(/[A-Za-z0-9_%-]+$/);
     if (start >= 0) {
-      const word = /^[A-Za-z0-9_%-]+/.exec(text.slice(start))![0];
+      // The whole word, past the cut too; it starts at `start`, where the search found a word character.
+      const word = /^[A-Za-z0-9_%-]+/.exec(text.slice(start))?.[0] ?? '';
       if (word.length >= SECRET_LENGTH && (word.includes('%') || (/[A-Z]/.test(word) && /[a-z]/.test(word)))) cut = cut.slice(0, start);
     }
   }

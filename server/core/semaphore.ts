@@ -11,7 +11,7 @@ export class PermitRefused extends Error {
 interface Waiter {
   /** Lower is served first, whatever the deadlines. */
   rank: number;
-  /** When its wait ends (performance.now() milliseconds). */
+  /** When its wait ends (performance.now() milliseconds); Infinity for a wait without a deadline. */
   deadline: number;
   grant(): void;
   refuse(err: Error): void;
@@ -59,7 +59,13 @@ export class Semaphore {
     return this.queue.length;
   }
 
-  /** Resolves with a permit (the caller must `release` it), or rejects with PermitRefused. */
+  /**
+   * Resolves with a permit (the caller must `release` it), or rejects with
+   * PermitRefused. A `timeoutMs` of Infinity waits without a deadline, for
+   * work bounded elsewhere (the worker pool's read slots: each request ahead
+   * ends within its statement timeout and its task's timeout); such waits
+   * come after every waiter of their rank that has a deadline, in arrival order.
+   */
   acquire(timeoutMs: number, rank = 0): Promise<void> {
     // A free permit means an empty queue: release hands permits to waiters first.
     if (this.used < this.permits) {
@@ -86,11 +92,14 @@ export class Semaphore {
           reject(err);
         },
       };
-      const timer = setTimeout(() => {
-        this.queue.splice(this.queue.indexOf(waiter), 1);
-        this.onChange(this.used, this.queue.length);
-        reject(new PermitRefused('timeout'));
-      }, timeoutMs);
+      const timer =
+        timeoutMs === Infinity
+          ? undefined
+          : setTimeout(() => {
+              this.queue.splice(this.queue.indexOf(waiter), 1);
+              this.onChange(this.used, this.queue.length);
+              reject(new PermitRefused('timeout'));
+            }, timeoutMs);
       let at = this.queue.length;
       const before = (other: Waiter) => other.rank > rank || (other.rank === rank && other.deadline > waiter.deadline);
       while (at > 0 && before(this.queue[at - 1])) at--;

@@ -1,6 +1,6 @@
 /**
  * An adjusted price as the price routes print it (docs/api.md, "Adjusted
- * prices"; the SQL of server/prices/adjusted-values.ts, roundedValue): the
+ * prices"; the SQL of server/prices/adjusted-values-sql.ts, roundedValue): the
  * shortest decimal that reads back as `x` (JavaScript's String(x), the text
  * PostgreSQL writes for a float8) rounded to 13 significant digits, half away
  * from zero, read back as the nearest double. 290.035 × 0.05 is
@@ -9,7 +9,7 @@
  */
 export const SIGNIFICANT_DIGITS = 13;
 // Why 13 (docs/api.md, "Adjusted prices"): a return between two rounded values is within (1 + r) · 1e-12 of the
-// unrounded one. The SQL the price reads use (prices/adjusted-values.ts) rounds to the same count.
+// unrounded one. The SQL the price reads use (prices/adjusted-values-sql.ts) rounds to the same count.
 
 export function roundSignificant(x: number, digits = SIGNIFICANT_DIGITS): number {
   if (x === 0 || !Number.isFinite(x)) return x;

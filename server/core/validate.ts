@@ -117,8 +117,8 @@ export function unstorableText(value: unknown): ErrorDetails | null {
     return details;
   }
   const stack: [object, string, number][] = value !== null && typeof value === 'object' ? [[value, '', 1]] : [];
-  while (stack.length) {
-    const [container, path, depth] = stack.pop()!;
+  for (let next = stack.pop(); next; next = stack.pop()) {
+    const [container, path, depth] = next;
     if (depth > MAX_DEPTH) {
       report(path, `must not be nested more than ${MAX_DEPTH} levels deep`);
       continue;

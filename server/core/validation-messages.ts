@@ -127,8 +127,8 @@ function worded(issue: z.core.$ZodIssue, schema: z.ZodType, value: unknown, part
   if (bounds) {
     // The implicit (format) bound of an integer is named only when it is the one broken.
     const full =
-      (issue.code === 'too_big' && bounds.implicitMax === true && Number(issue.maximum) >= bounds.max!) ||
-      (issue.code === 'too_small' && bounds.implicitMin === true && Number(issue.minimum) <= bounds.min!);
+      (issue.code === 'too_big' && bounds.implicitMax === true && bounds.max !== undefined && Number(issue.maximum) >= bounds.max) ||
+      (issue.code === 'too_small' && bounds.implicitMin === true && bounds.min !== undefined && Number(issue.minimum) <= bounds.min);
     const rule = numberRule(bounds, full, unit);
     return ruled(rule, ...(own !== null && own !== rule && !RESTATES_RANGE.test(own) ? [own] : []));
   }

@@ -1,8 +1,8 @@
 import type { CreatedKey } from '../keys/service.ts';
 import type { KeyRow } from '../keys/repository.ts';
-import { ENVIRONMENTS, SCOPES, type Scope } from '../keys/scopes.ts';
+import { ENVIRONMENTS, SCOPES, type Scope } from '../core/scopes.ts';
 import { csrfField, html, instant, notice, page, type Html } from './html.ts';
-import type { Session } from './service.ts';
+import type { Session } from '../core/session.ts';
 
 /** The create form's scope checkboxes, grouped by the API areas they open. */
 const SCOPE_GROUPS: [string, Scope[]][] = [

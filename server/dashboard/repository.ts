@@ -1,8 +1,10 @@
 import type { ISql, Sql } from '../db/sql.ts';
+import { errorCode } from '../core/errors.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 const UNIQUE_VIOLATION = '23505';
 
-const isUniqueViolation = (err: unknown) => (err as { code?: unknown })?.code === UNIQUE_VIOLATION;
+const isUniqueViolation = (err: unknown) => errorCode(err) === UNIQUE_VIOLATION;
 
 /**
  * Sets the account's login and password, replacing any earlier ones and
@@ -152,7 +154,8 @@ export async function admitAttempt(sql: Sql, rules: AttemptRule[], windowSeconds
     `;
     const bySubject = new Map(rows.map((r) => [r.subject, r]));
     const refusal = rules.flatMap((rule) => {
-      const { attempts, since_last: sinceLast } = bySubject.get(rule.subject)!;
+      // Every subject has a row: the insert above wrote any missing one, in this transaction.
+      const { attempts, since_last: sinceLast } = entryOf(bySubject, rule.subject);
       if (attempts < rule.limit) return [];
       const wait = rule.spaced ? Math.min(2 ** (attempts - rule.limit), windowSeconds / 2) : windowSeconds;
       return sinceLast >= wait ? [] : [{ rule, retryAfterSeconds: wait - sinceLast }];

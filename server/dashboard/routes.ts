@@ -2,8 +2,9 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response, type Router } from 'express';
-import type { AppDeps } from '../wiring/deps.ts';
-import { publicBaseUrl } from '../config.ts';
+import { publicBaseUrl, type Config } from '../config.ts';
+import type { Database } from '../db/database.ts';
+import type { Session } from '../core/session.ts';
 import { definePage, type PageDefinition } from '../http/route.ts';
 import { RouteTable } from '../http/router.ts';
 import * as keys from '../keys/service.ts';
@@ -11,6 +12,7 @@ import { createdKeyPage, keyPage, keysPage, revokeConfirmPage } from './keys-pag
 import { cookieOf, DEVICE_COOKIE, FORM_COOKIE, SESSION_COOKIE, setCookie } from './cookies.ts';
 import { InvitationFormSchema, InvitationQuerySchema, KeyFormSchema, SignInFormSchema, UsageQuerySchema } from './schema.ts';
 import * as dashboard from './service.ts';
+import type { PasswordHasher } from './password.ts';
 import { errorPage, invitationPage, signInPage } from './sign-in-pages.ts';
 import { usagePage } from './usage-page.ts';
 import { AppError, notFound } from '../core/errors.ts';
@@ -61,7 +63,7 @@ function requireCsrfToken(req: Request, expected: string | null): void {
 }
 
 /** The session the session check put in front of every signed-in page. */
-function sessionOf(res: Response): dashboard.Session {
+function sessionOf(res: Response): Session {
   const { session } = res.locals;
   if (!session) throw new Error('a signed-in page was reached without the session check in front of it');
   return session;
@@ -124,13 +126,20 @@ const ACCOUNT_PAGES: readonly PageDefinition[] = [
  */
 const pages = (before: (page: PageDefinition) => RequestHandler[]) => new RouteTable<PageDefinition>({ prefix: '/account', before, otherMethods: 'pass' });
 
+/** What the dashboard needs: the primary (sessions, keys, usage), the configuration (its limits, the public base URL) and the password hasher. */
+export interface DashboardDeps {
+  db: Database;
+  config: Config;
+  passwords: PasswordHasher;
+}
+
 /**
  * The account dashboard, mounted at /account on the public listener: sign-in,
  * keys and usage for account holders. Each action calls the service the
  * admin API and the CLI call (keys/service.ts), passing the signed-in
  * account, so another account's key is not found by any request.
  */
-export function dashboardRouter(deps: AppDeps): Router {
+export function dashboardRouter(deps: DashboardDeps): Router {
   const { db, config, passwords } = deps;
   const expiry = { idleMinutes: config.DASHBOARD_SESSION_IDLE_MINUTES, maxHours: config.DASHBOARD_SESSION_MAX_HOURS };
   const limits: dashboard.SignInLimits = {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ENVIRONMENTS, SCOPES } from '../keys/scopes.ts';
+import { ENVIRONMENTS, SCOPES } from '../core/scopes.ts';
 import { LoginSchema, PasswordSchema } from './service.ts';
 import { USAGE_PERIODS } from './usage-page.ts';
 

@@ -5,6 +5,8 @@ import * as accounts from '../accounts/repository.ts';
 import { TRUSTED_RANK, type PasswordHasher } from './password.ts';
 import * as repo from './repository.ts';
 import { AppError, notFound } from '../core/errors.ts';
+import type { Session } from '../core/session.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 export const LoginSchema = z
   .string()
@@ -177,7 +179,7 @@ export async function signIn(
       );
     }
     const login = await db.run((sql) => repo.loginByName(sql, input.login));
-    const rank = device ? TRUSTED_RANK : admission.attempts.get(byAddress)!;
+    const rank = device ? TRUSTED_RANK : entryOf(admission.attempts, byAddress);
     // An unknown login is checked against a stand-in hash: it takes as long as a wrong password.
     const matches = await passwords.withSlot((hashing) => hashing.verify(input.password, login?.passwordHash ?? null), rank);
     if (!matches || !login) throw new AppError('invalid_credentials', 'the login or the password is wrong');
@@ -190,13 +192,6 @@ export async function signIn(
     });
     return { sessionId, accountId: login.accountId, deviceToken };
   });
-}
-
-export interface Session {
-  accountId: string;
-  accountName: string;
-  /** The token every state-changing request of this session carries. */
-  csrfToken: string;
 }
 
 /** The signed-in session a cookie names, seen now; null when it does not exist, has expired or was ended. */

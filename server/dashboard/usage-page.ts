@@ -1,7 +1,7 @@
 import type { readUsage } from '../keys/service.ts';
-import { ENVIRONMENTS, type Environment } from '../keys/scopes.ts';
+import { ENVIRONMENTS, type Environment } from '../core/scopes.ts';
 import { html, page } from './html.ts';
-import type { Session } from './service.ts';
+import type { Session } from '../core/session.ts';
 
 /** The periods the usage page offers, in days (400 is the admin API's maximum). */
 export const USAGE_PERIODS = [30, 90, 400] as const;

@@ -181,6 +181,6 @@ export type Units = Pick<Database, 'run'>;
 
 /**
  * What the read-only routes run on: the primary's Database, or the router
- * over the primary and its streaming replicas (db/replicas.ts).
+ * over the primary and its streaming replicas (db/replica-router.ts).
  */
 export type Reads = Pick<Database, 'run' | 'tryRun' | 'lane'>;

@@ -1,3 +1,4 @@
+import { errorCode } from '../core/errors.ts';
 import type { Logger } from '../observability/logger.ts';
 
 let installed = false;
@@ -19,8 +20,10 @@ export function survivePostgresTypesFetchFailures(logger: Logger): void {
   process.on('unhandledRejection', (reason) => {
     const query = (reason as { query?: unknown })?.query;
     if (typeof query === 'string' && query.includes('from pg_catalog.pg_type a') && query.includes("a.typcategory = 'A'")) {
-      const { code, message } = reason as { code?: string; message?: string };
-      logger.warn({ code, reason: message }, "a new database connection failed while postgres.js read the server's array types");
+      logger.warn(
+        { code: errorCode(reason), reason: reason instanceof Error ? reason.message : undefined },
+        "a new database connection failed while postgres.js read the server's array types",
+      );
       return;
     }
     throw reason;

@@ -17,6 +17,7 @@ import {
   type Cluster,
 } from './cluster-placement.ts';
 import { sqlClient } from './sql.ts';
+import { errorCode } from '../core/errors.ts';
 
 export interface EmbeddedDatabase {
   /** The database `mds` over the cluster's Unix socket, password included: a secret. */
@@ -55,7 +56,7 @@ function run(cluster: Cluster, file: string, args: string[], onLog: (msg: string
     cwd: '/',
     detached,
     env: postgresEnvironment(),
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'] as const,
     ...cluster.user,
   });
   let output = '';
@@ -64,12 +65,12 @@ function run(cluster: Cluster, file: string, args: string[], onLog: (msg: string
     onLog(text);
     output = (output + text).slice(-8192);
   };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
   const ended = new Promise<string>((resolve) => {
     child.on('error', (err) => {
       onLog(String(err));
-      resolve(`could not run ${file} (${(err as NodeJS.ErrnoException).code ?? err.message}; may this user execute it?)`);
+      resolve(`could not run ${file} (${errorCode(err) ?? err.message}; may this user execute it?)`);
     });
     // 'close', not 'exit': the last lines of output (a FATAL, say) may still be in the pipe at exit.
     child.once('close', (code, signal) => resolve(`${path.basename(file)} exited (${signal ?? `code ${code}`}): ${lastLine(output)}`));
@@ -211,7 +212,9 @@ async function launch(cluster: Cluster, options: { persistent: boolean; onLog?: 
   const onLog = options.onLog ?? (() => {});
   if (!existsSync(path.join(cluster.dataDir, 'PG_VERSION'))) await initialise(cluster, onLog);
   else if (!(await readPassword(cluster.passwordFile))) await replacePassword(cluster);
-  const password = (await readPassword(cluster.passwordFile))!;
+  const password = await readPassword(cluster.passwordFile);
+  // initialise or replacePassword wrote it above; missing now, something removed it meanwhile.
+  if (!password) throw new EmbeddedPostgresError(`embedded PostgreSQL: ${cluster.passwordFile} is missing or empty; ${OR_DATABASE_URL}`);
   await writeForCluster(cluster, path.join(cluster.dataDir, 'pg_hba.conf'), ACCESS_RULES);
   const socket = await socketDirectory(cluster);
   const args = [
@@ -251,7 +254,7 @@ async function launch(cluster: Cluster, options: { persistent: boolean; onLog?: 
           onLog(`PostgreSQL did not stop within ${STOP_DEADLINE_MS} ms; killing it`);
           try {
             // The whole group: backends left behind would hold the shared memory the next start needs.
-            if (detached) process.kill(-child.pid!, 'SIGKILL');
+            if (detached && child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
             else child.kill('SIGKILL');
           } catch {
             // it ended meanwhile
@@ -269,10 +272,10 @@ async function launch(cluster: Cluster, options: { persistent: boolean; onLog?: 
     const ready = await new Promise<boolean>((resolve) => {
       const check = () => {
         if (!output().includes(READY)) return;
-        child.stderr!.off('data', check);
+        child.stderr.off('data', check);
         resolve(true);
       };
-      child.stderr!.on('data', check);
+      child.stderr.on('data', check);
       void ended.then(() => resolve(false));
     });
     if (!ready) throw new EmbeddedPostgresError(`embedded PostgreSQL in ${cluster.dataDir} did not start: ${await ended}; ${OR_DATABASE_URL}`);
@@ -286,9 +289,8 @@ async function launch(cluster: Cluster, options: { persistent: boolean; onLog?: 
 
 /** Turns a file-system error while preparing the cluster into a one-line refusal. */
 function asRefusal(err: unknown, dir: string): unknown {
-  const e = err as NodeJS.ErrnoException;
-  if (err instanceof EmbeddedPostgresError || typeof e?.code !== 'string') return err;
-  return new EmbeddedPostgresError(`embedded PostgreSQL cannot prepare the cluster for ${dir}: ${e.message}; ${OR_DATABASE_URL}`);
+  if (err instanceof EmbeddedPostgresError || !(err instanceof Error) || errorCode(err) === undefined) return err;
+  return new EmbeddedPostgresError(`embedded PostgreSQL cannot prepare the cluster for ${dir}: ${err.message}; ${OR_DATABASE_URL}`);
 }
 
 /**
@@ -341,14 +343,14 @@ export async function openDatabase(
     );
   }
   const running = existing ? runningPostmaster(existing) : null;
-  if (running) {
+  if (existing && running) {
     const password = await readPassword(passwordFileOf(dir));
     if (!password) {
       throw new EmbeddedPostgresError(
         `the embedded PostgreSQL running on ${existing} has no password file at ${passwordFileOf(dir)}: stop the service (its next start makes a new password), ${OR_DATABASE_URL}`,
       );
     }
-    return { url: socketUrl(running.socketDir, running.port, password), password, stop: async () => {}, embedded: true, dataDir: existing! };
+    return { url: socketUrl(running.socketDir, running.port, password), password, stop: async () => {}, embedded: true, dataDir: existing };
   }
   const cluster = await placeCluster(dir, onNotice).catch((err) => Promise.reject(asRefusal(err, dir)));
   const db = await launch(cluster, { persistent: true, onLog });

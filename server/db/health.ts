@@ -1,3 +1,4 @@
+import { errorCode } from '../core/errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import { dbAvailable } from '../observability/metrics.ts';
 import { sqlClient } from './sql.ts';
@@ -31,8 +32,8 @@ const CONNECTION_FAILURES = new Set([
 ]);
 
 export function isConnectionFailure(err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && CONNECTION_FAILURES.has(code);
+  const code = errorCode(err);
+  return code !== undefined && CONNECTION_FAILURES.has(code);
 }
 
 // Probing twice a second finds a returning server within half a second of
@@ -125,6 +126,5 @@ export class DatabaseHealth {
 }
 
 function describe(err: unknown): string {
-  const e = err as { code?: string; message?: string };
-  return [e?.code, e?.message].filter(Boolean).join(': ') || String(err);
+  return [errorCode(err), err instanceof Error ? err.message : undefined].filter(Boolean).join(': ') || String(err);
 }

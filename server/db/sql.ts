@@ -93,7 +93,7 @@ function sessionSettings(options: SqlOptions): Record<string, string> {
     statement_timeout: String(options.statementTimeoutMs),
     // Shortest exact float8 text (PostgreSQL's default, set so a server
     // configured otherwise cannot round prices): the price reads write it
-    // into responses (prices/bar-text.ts).
+    // into responses (prices/bar-text-sql.ts).
     extra_float_digits: '1',
     // No JIT compilation: PostgreSQL builds with LLVM (Debian's, the
     // TimescaleDB images) compile any plan whose cost estimate passes

@@ -12,6 +12,7 @@ import {
 } from './catalog-files.ts';
 import { type InstrumentId, InstrumentIdSchema, nameBasedUuid } from '../core/ids.ts';
 import { latestSessionClose, sessionClose } from '../core/session-close.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 /**
  * The bundled demo data set, as ingest-ready rows in the admin API's field
@@ -198,7 +199,7 @@ function cell(record: Record<string, string>, column: string, file: string): str
 }
 
 function* ohlcvBars(src: OhlcvSource): Generator<DemoDailyBar> {
-  const instrument = demoCatalog().instrumentByKey.get(src.instrumentKey)!;
+  const instrument = entryOf(demoCatalog().instrumentByKey, src.instrumentKey);
   const instrumentId = demoInstrumentId(src.instrumentKey);
   const cols = src.columns;
   for (const r of csvRecords(src.file)) {
@@ -226,7 +227,7 @@ function* closeOnlyBars(src: CloseOnlySource, taken: Set<string>): Generator<Dem
   const dropped = new Set(src.droppedDates);
   const columns = Object.entries(src.instrumentByColumn).map(([column, key]) => ({
     column,
-    instrument: demoCatalog().instrumentByKey.get(key)!,
+    instrument: entryOf(demoCatalog().instrumentByKey, key),
     id: demoInstrumentId(key),
   }));
   for (const r of csvRecords(src.file)) {

@@ -1,5 +1,6 @@
+import type { Database } from '../db/database.ts';
 import type { Sql } from '../db/sql.ts';
-import { deriveAll, type DeriveDeps, type Derived } from '../wiring/derivations.ts';
+import type { Derived } from '../ingest/derived.ts';
 import { batchesOf } from '../ingest/body.ts';
 import type { IngestResult } from '../ingest/kind.ts';
 import { ingestRows } from '../ingest/service.ts';
@@ -23,14 +24,21 @@ import { syntheticMinuteBars } from './synthetic-intraday.ts';
 import { syntheticNews } from './synthetic-news.ts';
 import { syntheticOptionContracts, syntheticOptionQuotes } from './synthetic-options.ts';
 import { syntheticSentimentScores } from './synthetic-sentiment.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 /**
  * Loads the bundled demo set through the same ingest path as the admin API,
  * so it is validated the same way and loading it twice changes nothing; then
- * runs every derivation (server/wiring/derivations.ts) over it.
+ * runs every derivation (`deriveAll`, server/wiring/derivations.ts) over it.
  */
-export async function loadDemoData(deps: DeriveDeps): Promise<DemoLoad> {
-  return { stored: await deps.db.run((sql) => loadDemoRows(sql)), derived: await deriveAll(deps) };
+export async function loadDemoData(deps: DemoLoadDeps): Promise<DemoLoad> {
+  return { stored: await deps.db.run((sql) => loadDemoRows(sql)), derived: await deps.deriveAll() };
+}
+
+/** The primary, and every derivation run over what it holds. */
+export interface DemoLoadDeps {
+  db: Database;
+  deriveAll: () => Promise<Derived>;
 }
 
 /** The counts of each ingested kind, and what was derived from them. */
@@ -46,7 +54,7 @@ async function loadDemoRows(sql: Sql): Promise<Record<string, IngestResult>> {
   // demoKnownAt), each 1-minute bar when its minute ends (docs/demo-data.md).
   function* dailyBars() {
     for (const bar of demoDailyBars()) {
-      const source = basis.get(bar.source)!;
+      const source = entryOf(basis, bar.source);
       yield { ...bar, priceBasis: source.priceBasis, reflectsActionsThrough: source.reflectsActionsThrough };
     }
   }
@@ -72,7 +80,7 @@ async function loadDemoRows(sql: Sql): Promise<Record<string, IngestResult>> {
 }
 
 /** First start with DEMO_DATA=auto: an empty instrument table gets the demo set. */
-export async function loadDemoDataIfEmpty(deps: DeriveDeps): Promise<DemoLoad | null> {
+export async function loadDemoDataIfEmpty(deps: DemoLoadDeps): Promise<DemoLoad | null> {
   if (await deps.db.run((sql) => anyInstrumentStored(sql))) return null;
   return loadDemoData(deps);
 }

@@ -5,6 +5,7 @@ import * as macro from '../macro/repository.ts';
 import { MACRO_SERIES_IDS } from '../macro/schema.ts';
 import { DEMO_DATA_DIR } from './catalog-files.ts';
 import { DateSchema } from '../core/time.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 /**
  * The demo's macro series: real monthly FRED observations from the gretl-data
@@ -56,7 +57,7 @@ export function demoMacroSeries(): { source: string; series: DemoMacroSeries[] }
   }
   return {
     source: file.source,
-    series: file.series.map((s) => ({ ...s, observations: byId.get(s.seriesId)!.sort((a, b) => (a.date < b.date ? -1 : 1)) })),
+    series: file.series.map((s) => ({ ...s, observations: entryOf(byId, s.seriesId).sort((a, b) => (a.date < b.date ? -1 : 1)) })),
   };
 }
 

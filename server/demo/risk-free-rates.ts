@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { ISql } from '../db/sql.ts';
-import { monthlyKnownFrom, storeHistory, type RiskFreeHistoryRow } from '../macro/risk-free-history.ts';
+import { monthlyKnownFrom } from '../macro/risk-free-history.ts';
+import { storeHistory, type RiskFreeHistoryRow } from '../macro/risk-free-repository.ts';
 import { DEMO_DATA_DIR } from './catalog-files.ts';
 import { DateSchema } from '../core/time.ts';
 
@@ -36,7 +37,7 @@ export function demoRiskFreeRates(): RiskFreeHistoryRow[] {
 /**
  * Stores the TB3MS history (idempotent: rows equal to the stored ones are
  * unchanged); the counts. Real data, not a demo stand-in: the service stores
- * it on every start (runtime.ts), and the demo load does too.
+ * it on every start (runtime/lifecycle.ts), and the demo load does too.
  */
 export function storeShippedRiskFreeRates(sql: ISql) {
   return storeHistory(sql, demoRiskFreeRates());

@@ -3,6 +3,7 @@ import type { FiscalPeriod, Session, Status } from '../earnings/schema.ts';
 import { demoDailyBars, demoInstrumentId, demoInstruments } from './catalog.ts';
 import { SYNTHETIC_SOURCE } from './synthetic-intraday.ts';
 import type { InstrumentId } from '../core/ids.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 /**
  * A synthetic earnings calendar for the demo. Our sources hold no earnings
@@ -98,7 +99,7 @@ export function syntheticEarnings(): SyntheticEarningsReport[] {
   const rows: SyntheticEarningsReport[] = [];
   const endMonths = new Map(Object.entries(FISCAL_YEAR_END_MONTH).map(([key, month]) => [demoInstrumentId(key), month]));
   for (const instrumentId of equitiesWithBars(ranges)) {
-    const { first, last } = ranges.get(instrumentId)!;
+    const { first, last } = entryOf(ranges, instrumentId);
     const endMonth = endMonths.get(instrumentId) ?? 12;
     const habitual: Session = draw(`session:${instrumentId}`) % 2 ? 'amc' : 'bmo';
     // From the fiscal year before the first bar's year, quarter by quarter, until the first report after the last bar.

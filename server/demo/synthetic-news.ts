@@ -3,6 +3,7 @@ import { demoDailyBars, demoInstrumentId } from './catalog.ts';
 import { SYNTHETIC_SOURCE } from './synthetic-intraday.ts';
 import { newYorkTimeToUtc } from '../core/new-york-time.ts';
 import type { InstrumentId } from '../core/ids.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 /**
  * Synthetic news for the demo. Our sources hold no real news, so five demo
@@ -84,11 +85,11 @@ export function syntheticNews(): SyntheticNewsItem[] {
   const days = new Map<string, string[]>(SYNTHETIC_NEWS_INSTRUMENTS.map((i) => [i.key, []]));
   for (const bar of demoDailyBars()) {
     const key = keys.get(bar.instrumentId);
-    if (key) days.get(key)!.push(bar.barDate);
+    if (key) entryOf(days, key).push(bar.barDate);
   }
   const items: SyntheticNewsItem[] = [];
   for (const { key, name } of SYNTHETIC_NEWS_INSTRUMENTS) {
-    const barDays = days.get(key)!.sort();
+    const barDays = entryOf(days, key).sort();
     for (let start = FIRST_BAR, cycle = 0; start + 2 * OFFSET < barDays.length; start += STEP, cycle++) {
       items.push(item(key, name, cycle, RESULTS, barDays[start], '16:05'));
       items.push(item(key, name, cycle, ANALYST, barDays[start + OFFSET], '09:15'));

@@ -4,6 +4,7 @@ import { derivedContractId, type OptionRight } from '../options/schema.ts';
 import { demoDailyBars, demoDailySources, demoInstrumentId } from './catalog.ts';
 import { mulberry32, SYNTHETIC_SOURCE } from './synthetic-intraday.ts';
 import type { InstrumentId } from '../core/ids.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 /**
  * Synthetic option chains for the demo. Our sources hold no real option
@@ -210,7 +211,7 @@ interface ChainContract extends SyntheticOptionContract {
 
 function chainContracts(spec: SyntheticChainSpec): ChainContract[] {
   const instrumentId = demoInstrumentId(spec.instrumentKey);
-  const firstClose = observationCloses().get(`${instrumentId}|${spec.observationDays[0]}`)!;
+  const firstClose = entryOf(observationCloses(), `${instrumentId}|${spec.observationDays[0]}`);
   const centre = Math.round(firstClose / spec.strikeStep) * spec.strikeStep;
   const lateExpiry = spec.expiries[spec.expiries.length - 1];
   const contracts: ChainContract[] = [];
@@ -284,7 +285,7 @@ export function syntheticOptionQuotes(): SyntheticOptionQuote[] {
     const firstDayMarket = new Map<string, { bid: number; ask: number }>();
     for (const day of spec.observationDays) {
       const observedAt = `${day}${OBSERVATION_TIME}`;
-      const spot = observationCloses().get(`${demoInstrumentId(spec.instrumentKey)}|${day}`)!;
+      const spot = entryOf(observationCloses(), `${demoInstrumentId(spec.instrumentKey)}|${day}`);
       for (const c of contracts) {
         if (c.listedAt > observedAt) continue;
         const { price, greeks, vol, timeYears } = modelQuote(spec, c, day, spot);
@@ -295,7 +296,7 @@ export function syntheticOptionQuotes(): SyntheticOptionQuote[] {
         if (day === firstDay) firstDayMarket.set(c.id, market);
         const stale = day === lastDay && isStale(c);
         if (stale) {
-          market = firstDayMarket.get(c.id)!;
+          market = entryOf(firstDayMarket, c.id);
           // Below the lowest lower bound over READER_RATE_RANGE (a call's at the low rate, which is its intrinsic value; a put's at the high one, below its intrinsic value).
           const lowest = europeanLowerBound(c.right, spot, c.strike, timeYears, c.right === 'call' ? READER_RATE_RANGE.low : READER_RATE_RANGE.high);
           if (!((market.bid + market.ask) / 2 < lowest)) throw new Error(`the stale quote of ${c.contractSymbol} is not below its lower bound`);

@@ -1,6 +1,7 @@
 import { demoDailyBars, demoInstrumentId } from './catalog.ts';
 import { mulberry32, normal } from './synthetic-intraday.ts';
 import type { InstrumentId } from '../core/ids.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 /**
  * Synthetic sentiment scores for the demo, built against the real demo
@@ -56,7 +57,7 @@ export function syntheticSentimentScores(): SyntheticSentimentScore[] {
   }
   const rows: SyntheticSentimentScore[] = [];
   ids.forEach((instrumentId, n) => {
-    const bars = sessions.get(instrumentId)!.sort((a, b) => (a.date < b.date ? -1 : 1));
+    const bars = entryOf(sessions, instrumentId).sort((a, b) => (a.date < b.date ? -1 : 1));
     const ret = (s: number) => bars[s].close / bars[s - 1].close - 1;
     const window = [...bars.keys()].filter(
       (s) => s >= 1 && s + WIRE_LEAD_SESSIONS < bars.length && bars[s].date >= SENTIMENT_FROM && bars[s].date <= SENTIMENT_TO,

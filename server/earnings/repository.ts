@@ -2,7 +2,7 @@ import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import { countedStagedUpsert, lockUploads, stagedUpsert } from '../ingest/repository.ts';
 import { effectiveSymbol } from '../instruments/repository.ts';
-import type { EarningsReport, FiscalPeriod, Session, Status } from './schema.ts';
+import type { EarningsReport } from './schema.ts';
 import type { SourceScope } from '../core/freshness.ts';
 
 export interface ReportFilter {
@@ -10,32 +10,6 @@ export interface ReportFilter {
   from?: string;
   to?: string;
   instrumentId?: string;
-}
-
-interface ReportRow {
-  instrument_id: string;
-  symbol: string | null;
-  display_name: string;
-  report_date: string;
-  session: Session;
-  fiscal_period: FiscalPeriod;
-  fiscal_year: number;
-  status: Status;
-  source: string;
-}
-
-function toEarningsReport(r: ReportRow): EarningsReport {
-  return {
-    instrumentId: r.instrument_id,
-    symbol: r.symbol,
-    displayName: r.display_name,
-    reportDate: r.report_date,
-    session: r.session,
-    fiscalPeriod: r.fiscal_period,
-    fiscalYear: r.fiscal_year,
-    status: r.status,
-    source: r.source,
-  };
 }
 
 /**
@@ -46,10 +20,11 @@ function toEarningsReport(r: ReportRow): EarningsReport {
  * (instruments/repository.ts, effectiveSymbol).
  */
 export async function selectReports(sql: ISql, f: ReportFilter): Promise<EarningsReport[]> {
-  const rows = await timed(
+  return timed(
     'select_earnings_reports',
-    sql<ReportRow[]>`
-      select r.instrument_id, e.symbol, i.display_name, r.report_date, r.session, r.fiscal_period, r.fiscal_year, r.status, r.source
+    sql<EarningsReport[]>`
+      select r.instrument_id as "instrumentId", e.symbol, i.display_name as "displayName", r.report_date as "reportDate", r.session,
+        r.fiscal_period as "fiscalPeriod", r.fiscal_year as "fiscalYear", r.status, r.source
       from earnings_reports r
       join instruments i on i.id = r.instrument_id
       ${effectiveSymbol(sql, sql`r.report_date`)}
@@ -60,7 +35,6 @@ export async function selectReports(sql: ISql, f: ReportFilter): Promise<Earning
       order by r.report_date, e.symbol nulls last, r.instrument_id, r.fiscal_year, r.fiscal_period
     `,
   );
-  return rows.map(toEarningsReport);
 }
 
 /** The report dates a source must have within for a read (earnings/freshness.ts), both days included. */

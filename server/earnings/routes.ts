@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import type { Area } from '../wiring/deps.ts';
+import type { Area } from '../http/area.ts';
+import type { Reads } from '../db/database.ts';
+import type { AnyIngestKind } from '../ingest/kind.ts';
 import { defineRoute } from '../http/route.ts';
 import { earningsIngest } from './ingest.ts';
 import { EarningsMetaSchema, EarningsReportSchema, InstrumentEarningsQuerySchema, MAX_WINDOW_DAYS, MarketEarningsQuerySchema } from './schema.ts';
@@ -37,7 +39,12 @@ export const marketEarningsRoute = defineRoute({
   errors: ['not_found'],
 });
 
-export const earningsArea: Area = {
+/** What the area's handlers need (the wiring's AppDeps provides it). */
+export interface EarningsDeps {
+  readDb: Reads;
+}
+
+export const earningsArea: Area<EarningsDeps, AnyIngestKind> = {
   routes: [instrumentEarningsRoute, marketEarningsRoute],
   mount(routes, { readDb }) {
     routes.handle(instrumentEarningsRoute, ({ params, query }) => listInstrumentEarnings(readDb, params.id, query));

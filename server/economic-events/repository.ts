@@ -62,7 +62,7 @@ function toEconomicEvent(r: EventRow): EconomicEvent {
  * range on economic_events_scheduled_idx. Each row comes with its key.
  */
 export async function selectEvents(sql: ISql, f: EventFilter): Promise<{ row: EconomicEvent; key: EventKey }[]> {
-  const after = f.after && sql`(${f.after.scheduledAt}::text::timestamp at time zone 'UTC')`;
+  const after = f.after && { at: sql`(${f.after.scheduledAt}::text::timestamp at time zone 'UTC')`, id: f.after.id };
   const rows = await timed(
     'select_economic_events',
     sql<EventRow[]>`
@@ -70,7 +70,7 @@ export async function selectEvents(sql: ISql, f: EventFilter): Promise<{ row: Ec
         to_char(scheduled_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as scheduled_key
       from economic_events
       where true
-        ${after ? sql`and scheduled_at <= ${after} and (scheduled_at < ${after} or id > ${f.after!.id})` : sql``}
+        ${after ? sql`and scheduled_at <= ${after.at} and (scheduled_at < ${after.at} or id > ${after.id})` : sql``}
         ${f.from ? sql`and scheduled_at >= ${f.from}::date::timestamp at time zone 'UTC'` : sql``}
         ${f.to ? sql`and scheduled_at < (${f.to}::date + 1)::timestamp at time zone 'UTC'` : sql``}
         ${f.eventClass ? sql`and event_class = ${f.eventClass}` : sql``}

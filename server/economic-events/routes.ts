@@ -1,5 +1,8 @@
 import { z } from 'zod';
-import type { Area } from '../wiring/deps.ts';
+import type { Area } from '../http/area.ts';
+import type { Reads } from '../db/database.ts';
+import type { ListCursors } from '../core/cursor.ts';
+import type { AnyIngestKind } from '../ingest/kind.ts';
 import { defineRoute } from '../http/route.ts';
 import { economicEventIngest } from './ingest.ts';
 import { EconomicEventSchema, EconomicEventsMetaSchema, EconomicEventsQuerySchema } from './schema.ts';
@@ -24,7 +27,13 @@ export const economicEventsRoute = defineRoute({
   errors: [],
 });
 
-export const economicEventsArea: Area = {
+/** What the area's handlers need (the wiring's AppDeps provides it). */
+export interface EconomicEventsDeps {
+  readDb: Reads;
+  cursors: ListCursors;
+}
+
+export const economicEventsArea: Area<EconomicEventsDeps, AnyIngestKind> = {
   routes: [economicEventsRoute],
   mount(routes, { readDb, cursors }) {
     routes.handle(economicEventsRoute, ({ query }) => listEconomicEvents(readDb, cursors, query));

@@ -1,9 +1,10 @@
-import type { AppDeps } from '../wiring/deps.ts';
 import type { ISql } from '../db/sql.ts';
+import type { DeriveDeps } from '../ingest/derived.ts';
 import { readAdjustedSeries } from '../prices/daily-bars.ts';
 import * as repo from './repository.ts';
 import type { DerivedReactions } from './schema.ts';
 import { barsWindow, isPlaceable, placeEvent, SessionClock, utcDayOf } from './session.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 // Instruments derived together, in one transaction: one news read, one bars
 // read (readAdjustedSeries, a packed row per instrument) and one store. The
@@ -20,7 +21,7 @@ const BATCH = 100;
  * changed, and one whose news item no longer yields a reaction (a bar
  * corrected away, a publication time moved) is removed.
  */
-export async function deriveEventReactions(deps: Pick<AppDeps, 'db'>, scope: { instrumentIds?: string[] } = {}): Promise<DerivedReactions> {
+export async function deriveEventReactions(deps: Pick<DeriveDeps, 'db'>, scope: { instrumentIds?: string[] } = {}): Promise<DerivedReactions> {
   const instrumentIds = await deps.db.run((sql) => repo.instrumentsToDerive(sql, scope.instrumentIds));
   const total: DerivedReactions = { instruments: instrumentIds.length, rows: 0, inserted: 0, updated: 0, unchanged: 0, removed: 0 };
   const clock = new SessionClock();
@@ -56,7 +57,7 @@ async function reactionsOf(sql: ISql, instrumentIds: string[], clock: SessionClo
   const withNews = [...new Set(news.map((n) => n.instrument_id))];
   const series = await readAdjustedSeries(sql, withNews, { ...barsWindow(firstDay, lastDay), fields: 'close', multipliers: true });
   return news.flatMap((n) => {
-    const placed = placeEvent(series.get(n.instrument_id)!, n.published_at.getTime(), clock);
+    const placed = placeEvent(entryOf(series, n.instrument_id), n.published_at.getTime(), clock);
     if (!placed) return [];
     return [{ eventId: n.id, instrumentId: n.instrument_id, eventClass: n.event_class, publishedAt: n.published_at.toISOString(), ...placed }];
   });

@@ -219,8 +219,9 @@ export interface CoverageFilter {
  * covered first. Exported for the plan test.
  */
 export function coverageStatement(sql: ISql, f: CoverageFilter) {
-  return sql<{ instrument_id: string; symbol: string; reaction_count: number; first_event_date: string; last_event_date: string; window_days: number }[]>`
-    select i.id as instrument_id, e.symbol, c.reaction_count, c.first_event_date, c.last_event_date, c.window_days
+  return sql<Coverage['instruments']>`
+    select i.id as "instrumentId", e.symbol, c.reaction_count as "reactionCount", c.first_event_date as "firstEventDate",
+      c.last_event_date as "lastEventDate", c.window_days as "observationWindowDays"
     from (
       select instrument_id, count(*)::int as reaction_count, min(event_date) as first_event_date, max(event_date) as last_event_date,
         max(event_date) - min(event_date) as window_days
@@ -239,13 +240,5 @@ export function coverageStatement(sql: ISql, f: CoverageFilter) {
 }
 
 export async function selectCoverage(sql: ISql, f: CoverageFilter): Promise<Coverage['instruments']> {
-  const rows = await timed('event_reaction_coverage', coverageStatement(sql, f));
-  return rows.map((r) => ({
-    instrumentId: r.instrument_id,
-    symbol: r.symbol,
-    reactionCount: r.reaction_count,
-    firstEventDate: r.first_event_date,
-    lastEventDate: r.last_event_date,
-    observationWindowDays: r.window_days,
-  }));
+  return timed('event_reaction_coverage', coverageStatement(sql, f));
 }

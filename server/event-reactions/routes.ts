@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Area } from '../wiring/deps.ts';
+import type { Area } from '../http/area.ts';
+import type { Reads } from '../db/database.ts';
 import { defineRoute } from '../http/route.ts';
 import { CoverageMetaSchema, CoverageQuerySchema, CoverageSchema, EventReactionSchema, EventReactionsMetaSchema, EventReactionsQuerySchema } from './schema.ts';
 import { eventReactionCoverage, listEventReactions } from './service.ts';
@@ -46,7 +47,12 @@ export const eventReactionCoverageRoute = defineRoute({
   errors: [],
 });
 
-export const eventReactionsArea: Area = {
+/** What the area's handlers need (the wiring's AppDeps provides it). */
+export interface EventReactionsDeps {
+  readDb: Reads;
+}
+
+export const eventReactionsArea: Area<EventReactionsDeps> = {
   routes: [eventReactionsRoute, eventReactionCoverageRoute],
   mount(routes, { readDb }) {
     routes.handle(eventReactionsRoute, ({ params, query }) => listEventReactions(readDb, params.id, query));

@@ -1,4 +1,6 @@
-import type { Area } from '../wiring/deps.ts';
+import type { Area } from '../http/area.ts';
+import type { Reads } from '../db/database.ts';
+import type { AnyIngestKind } from '../ingest/kind.ts';
 import { defineRoute } from '../http/route.ts';
 import { fxRateIngest } from './ingest.ts';
 import { FxPairParamsSchema, FxRateMetaSchema, FxRateQuerySchema, FxRateSchema } from './schema.ts';
@@ -19,7 +21,12 @@ export const fxRateRoute = defineRoute({
   errors: ['not_found'],
 });
 
-export const fxArea: Area = {
+/** What the area's handlers need (the wiring's AppDeps provides it). */
+export interface FxDeps {
+  readDb: Reads;
+}
+
+export const fxArea: Area<FxDeps, AnyIngestKind> = {
   routes: [fxRateRoute],
   mount(routes, { readDb }) {
     routes.handle(fxRateRoute, ({ params, query }) => getFxRate(readDb, params.base, params.quote, query.date, query.asOf));

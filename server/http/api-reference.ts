@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import express, { type RequestHandler, type Router } from 'express';
-import { adminRoutes, publicRouteDefinitions } from '../wiring/areas.ts';
 import { openApiDocument, type Listener } from './openapi.ts';
+import type { RouteDefinition } from './route.ts';
 import { ERROR_CODES, ERRORS } from '../core/errors.ts';
 
 // Every route can answer these: the envelope's own failures (400, 405), the
@@ -59,7 +59,8 @@ const ADMIN_TAGS = {
   Ingest: 'Uploads of market data, each stored in one transaction, and the derivations the service runs over stored data.',
 };
 
-export function publicDocument(version: string) {
+/** The public listener's OpenAPI document for `routes` (the areas' routes, server/wiring/areas.ts). */
+export function publicDocument(routes: readonly RouteDefinition[], version: string) {
   const listener: Listener = {
     title: 'Market data API',
     description: PUBLIC_DESCRIPTION,
@@ -68,12 +69,13 @@ export function publicDocument(version: string) {
     tags: PUBLIC_TAGS,
     errors: PUBLIC_ERRORS,
     bodyErrors: BODY_ERRORS,
-    routes: publicRouteDefinitions(),
+    routes,
   };
   return openApiDocument(listener, version);
 }
 
-export function adminDocument(version: string) {
+/** The admin listener's OpenAPI document for `routes` (the admin routes with the areas' ingest kinds, server/wiring/areas.ts). */
+export function adminDocument(routes: readonly RouteDefinition[], version: string) {
   const listener: Listener = {
     title: 'Market data admin API',
     description:
@@ -83,7 +85,7 @@ export function adminDocument(version: string) {
     tags: ADMIN_TAGS,
     errors: ADMIN_ERRORS,
     bodyErrors: BODY_ERRORS,
-    routes: adminRoutes(),
+    routes,
   };
   return openApiDocument(listener, version);
 }

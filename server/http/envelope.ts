@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { createHash } from 'node:crypto';
 import type { Meta } from '../core/meta.ts';
-import { asServed } from '../db/replicas.ts';
+import { servedAsOf } from '../db/read-scope.ts';
 import { ClientGoneError } from './errors.ts';
 
 declare const written: unique symbol;
@@ -95,8 +95,9 @@ export function sendFramed(
   answer: { items: Buffer[]; meta: Meta; readAt: string | null; immutable: boolean },
 ): Written {
   const { items } = answer;
-  const meta = asServed(answer.meta);
-  // The time of reading, as the answer states it (an earlier meta.asOf when a replica behind the primary served it).
+  // The instant the answer holds: earlier than the service's reading time when a replica behind the primary served it (db/read-scope.ts).
+  const meta = { ...answer.meta, asOf: servedAsOf(answer.meta.asOf) };
+  // The time of reading, as the answer states it.
   const readAt = answer.readAt !== null && answer.meta.asOf === answer.readAt ? meta.asOf : answer.readAt;
   const close = framing.close(meta);
   const hash = createHash('sha256').update(framing.open);
@@ -185,6 +186,6 @@ export async function streamFramed(
   };
   const meta = await produce(write);
   if (!started) await write(Buffer.alloc(0));
-  await send(framing.close(asServed(meta)), true);
+  await send(framing.close({ ...meta, asOf: servedAsOf(meta.asOf) }), true);
   return WRITTEN;
 }

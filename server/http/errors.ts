@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import { z } from 'zod';
-import { AppError, invalidRequest, zodDetails, type ErrorCode, type ErrorDetails } from '../core/errors.ts';
+import { AppError, errorCode, invalidRequest, zodDetails, type ErrorCode, type ErrorDetails } from '../core/errors.ts';
 import { clipped } from '../core/received-words.ts';
 import { isConnectionFailure } from '../db/health.ts';
 import { redactSecrets } from '../observability/logger.ts';
@@ -19,8 +19,8 @@ export class ClientGoneError extends Error {
 const DATABASE_BUSY_OR_CLOSING = new Set(['53300', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED']);
 
 function isDatabaseUnavailable(err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code;
-  return isConnectionFailure(err) || (typeof code === 'string' && DATABASE_BUSY_OR_CLOSING.has(code));
+  const code = errorCode(err);
+  return isConnectionFailure(err) || (code !== undefined && DATABASE_BUSY_OR_CLOSING.has(code));
 }
 
 // A statement cancelled by the server: past DATABASE_STATEMENT_TIMEOUT_MS (the
@@ -61,7 +61,7 @@ export function toAppError(err: unknown): AppError {
   if (isDatabaseUnavailable(err)) {
     return new AppError('overloaded', 'the database is unavailable; retry shortly', {}, { 'Retry-After': '1' });
   }
-  if ((err as { code?: unknown })?.code === QUERY_CANCELED) {
+  if (errorCode(err) === QUERY_CANCELED) {
     return new AppError('overloaded', 'the database did not answer within the statement timeout; retry shortly', {}, { 'Retry-After': '1' });
   }
   const e = err as { type?: string; status?: number; expose?: boolean };

@@ -1,6 +1,6 @@
+import type { AuthContext } from '../core/auth-context.ts';
 import type { ErrorCode } from '../core/errors.ts';
-import type { Session } from '../dashboard/service.ts';
-import type { AuthContext } from '../keys/service.ts';
+import type { Session } from '../core/session.ts';
 
 /**
  * What a request's middleware leaves in `res.locals` for what runs after it:

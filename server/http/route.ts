@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
-import type { Scope } from '../keys/scopes.ts';
+import type { Scope } from '../core/scopes.ts';
 import type { AppError, ErrorCode } from '../core/errors.ts';
 import type { Written } from './envelope.ts';
 

@@ -7,8 +7,9 @@ import { routePrefix } from './observe.ts';
 import type { AnyRoute, HandlerOf, InputOf, Refusal, RouteDefinition } from './route.ts';
 import { AppError } from '../core/errors.ts';
 import { parse, refuseOversizedJson } from '../core/validate.ts';
+import type { Meta } from '../core/meta.ts';
 import type { PointInTime } from '../core/time.ts';
-import { asServed, readsAsOf } from '../db/replicas.ts';
+import { readsAsOf, servedAsOf } from '../db/read-scope.ts';
 
 const requireJson: RequestHandler = (req, _res, next) => {
   if (!req.is('application/json')) {
@@ -182,8 +183,10 @@ function sender(definition: AnyRoute): (res: Response, reply: unknown) => void {
   const { meta } = response;
   return (res, reply) => {
     unwritten(res);
-    const envelope = reply as { data: unknown; meta?: unknown };
-    res.status(response.status).json(meta ? { data: envelope.data, meta: asServed(envelope.meta) } : { data: envelope.data });
+    const envelope = reply as { data: unknown; meta: Meta };
+    // meta.asOf is the instant the answer holds: earlier than the service's reading time when a replica behind the primary served it (db/read-scope.ts).
+    const body = meta ? { data: envelope.data, meta: { ...envelope.meta, asOf: servedAsOf(envelope.meta.asOf) } } : { data: envelope.data };
+    res.status(response.status).json(body);
   };
 }
 

@@ -1,5 +1,6 @@
 import { streamsBlocked, streamsOpen, streamsPreempted, streamsRefused } from '../observability/metrics.ts';
 import { AppError } from '../core/errors.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 // A client that finds no slot is asked to come back after this long: bulk
 // downloads of the demo set's size finish in a few seconds.
@@ -31,6 +32,8 @@ interface Open {
   cut(): void;
   held: boolean;
 }
+
+const isBlocked = (s: Open): s is Open & { blockedSince: number } => s.blockedSince !== null;
 
 /**
  * Admission for long streamed responses, shared fairly between accounts. An
@@ -122,12 +125,13 @@ export class StreamSlots {
     const [richest, most] = [...counts].reduce((a, b) => (b[1] > a[1] ? b : a));
     if (most > own + 1) {
       const theirs = [...this.open].filter((s) => s.accountId === richest);
-      const waitingLongest = theirs.filter((s) => s.blockedSince !== null).sort((a, b) => a.blockedSince! - b.blockedSince!)[0];
+      const waitingLongest = theirs.filter(isBlocked).sort((a, b) => a.blockedSince - b.blockedSince)[0];
       return { stream: waitingLongest ?? theirs.sort((a, b) => b.openedAt - a.openedAt)[0], reason: 'over_share' };
     }
     const stalled = [...this.open]
-      .filter((s) => s.blockedSince !== null && now - s.blockedSince >= (this.limits.stalledMs ?? STALLED_MS) && counts.get(s.accountId)! > own)
-      .sort((a, b) => a.blockedSince! - b.blockedSince!)[0];
+      .filter(isBlocked)
+      .filter((s) => now - s.blockedSince >= (this.limits.stalledMs ?? STALLED_MS) && entryOf(counts, s.accountId) > own)
+      .sort((a, b) => a.blockedSince - b.blockedSince)[0];
     return stalled ? { stream: stalled, reason: 'stalled' } : null;
   }
 

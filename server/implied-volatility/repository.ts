@@ -21,21 +21,20 @@ export interface RequestedInstrument {
   snapshot: ImpliedVolatilitySnapshot | null;
 }
 
-interface LatestSnapshotRow {
+/** An instrument's row with its latest snapshot's columns: as_of_date and source are both set when a snapshot was found, both null when not. */
+type LatestSnapshotRow = {
   instrument_id: string;
   known: boolean;
   symbol: string | null;
-  as_of_date: string | null;
   underlying_price: number | null;
   atm_implied_volatility: number | null;
   implied_volatility_30d: number | null;
   historical_volatility_30d: number | null;
   parkinson_historical_volatility_30d: number | null;
   put_call_iv_ratio_30d: number | null;
-  source: string | null;
   /** As stored by the iv-snapshots ingest (TermStructurePointSchema of options/schema.ts); selected only when asked for. */
   term_structure?: { daysToExpiry: number; atmImpliedVolatility: number | null }[];
-}
+} & ({ as_of_date: string; source: string } | { as_of_date: null; source: null });
 
 function toRequested(r: LatestSnapshotRow): RequestedInstrument {
   if (r.as_of_date === null) return { instrumentId: r.instrument_id, known: r.known, snapshot: null };
@@ -59,7 +58,7 @@ function toRequested(r: LatestSnapshotRow): RequestedInstrument {
         asOfDate: r.as_of_date,
       },
       ...(termStructure ? { termStructure } : {}),
-      source: r.source!,
+      source: r.source,
     },
   };
 }

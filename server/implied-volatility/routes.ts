@@ -1,4 +1,5 @@
-import type { Area } from '../wiring/deps.ts';
+import type { Area } from '../http/area.ts';
+import type { Reads } from '../db/database.ts';
 import { defineRoute } from '../http/route.ts';
 import { BulkImpliedVolatilityQuerySchema, BulkImpliedVolatilitySchema } from './schema.ts';
 import { bulkImpliedVolatility } from './service.ts';
@@ -17,7 +18,12 @@ export const bulkImpliedVolatilityRoute = defineRoute({
   errors: [],
 });
 
-export const impliedVolatilityArea: Area = {
+/** What the area's handlers need (the wiring's AppDeps provides it). */
+export interface ImpliedVolatilityDeps {
+  readDb: Reads;
+}
+
+export const impliedVolatilityArea: Area<ImpliedVolatilityDeps> = {
   routes: [bulkImpliedVolatilityRoute],
   mount(routes, { readDb }) {
     // The spec exempts this answer from the envelope: the route declares its whole `body` (http/route.ts, BodyResponse).

@@ -3,7 +3,7 @@ import { createGunzip } from 'node:zlib';
 import { refuseUnlessUtf8 } from '../http/media-type.ts';
 import { parseCsvBatches } from './csv.ts';
 import { ndjsonBatches } from './ndjson.ts';
-import { AppError } from '../core/errors.ts';
+import { AppError, errorCode } from '../core/errors.ts';
 
 export type BodyFormat = 'json' | 'ndjson' | 'csv';
 
@@ -80,8 +80,7 @@ export async function* gunzipped(body: AsyncIterable<Buffer>, maxRatio: number):
       yield chunk as Buffer;
     }
   } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    if (typeof code === 'string' && code.startsWith('Z_')) {
+    if (errorCode(err)?.startsWith('Z_')) {
       throw new AppError('invalid_request', 'the body is not valid gzip', { body: [`Content-Encoding is gzip, but: ${(err as Error).message}`] });
     }
     throw err;

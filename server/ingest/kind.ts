@@ -156,6 +156,10 @@ export interface IngestResult {
   [extra: string]: unknown;
 }
 
+/** An ingest kind of any row type, as an area's table of them (http/area.ts) holds it. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own row type
+export type AnyIngestKind = IngestKind<any>;
+
 /**
  * What an upload changed that the service derives other data from. After the
  * upload commits, the admin API and the CLI run the derivations that read it

@@ -7,6 +7,7 @@ import type { InstrumentMarket } from '../core/session-close.ts';
 import * as repo from './repository.ts';
 import { AppError } from '../core/errors.ts';
 import { encodeRow, KnowledgeChecks, lookUpNewInstruments, parseRow, RowKeys, rowError, type PendingRow } from './row-checks.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 /**
  * Ingests an upload body (a request's, a file's) of the given format in one
@@ -125,7 +126,7 @@ async function writeKeyed<Row>(
   const knowledge = kind.knowledge ? new KnowledgeChecks(kind.knowledge, upload) : undefined;
   const writeBatch = async (batch: CopyBatch, pending: PendingRow[]) => {
     await lookUpNewInstruments(tx, keys, markets);
-    knowledge?.judge(pending, (row) => markets.get(key.instrumentId(row))!);
+    knowledge?.judge(pending, (row) => entryOf(markets, key.instrumentId(row)));
     const written = await writer.writeBatch(tx, batch);
     counts.inserted += written.inserted;
     counts.updated += written.updated;

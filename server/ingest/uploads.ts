@@ -85,7 +85,7 @@ async function* whileSending(body: Readable, idleMs: number, signal: AbortSignal
       throw signal.aborted ? signal.reason : err;
     } finally {
       clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort!);
+      if (onAbort) signal.removeEventListener('abort', onAbort);
     }
   }
 }

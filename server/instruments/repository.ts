@@ -114,8 +114,9 @@ export interface BrokerCodeKey {
   id: string;
 }
 
-/** A search row with its key columns. */
+/** A search row with its key columns; a search matches only instruments with a current symbol (searchStatement). */
 interface RankedRow extends InstrumentRow {
+  current_symbol: string;
   match_rank: number;
   score_key: string;
 }
@@ -218,7 +219,7 @@ export async function searchPage(sql: Sql, q: SearchQuery): Promise<{ row: Instr
   );
   return rows.map((r) => ({
     row: toInstrument(r),
-    key: { rank: r.match_rank, inactive: !r.is_active, score: r.score_key, symbol: r.current_symbol!, id: r.id },
+    key: { rank: r.match_rank, inactive: !r.is_active, score: r.score_key, symbol: r.current_symbol, id: r.id },
   }));
 }
 

@@ -1,5 +1,9 @@
 import { z } from 'zod';
-import type { Area } from '../wiring/deps.ts';
+import type { Area } from '../http/area.ts';
+import type { Reads } from '../db/database.ts';
+import type { Config } from '../config.ts';
+import type { ListCursors } from '../core/cursor.ts';
+import type { AnyIngestKind } from '../ingest/kind.ts';
 import { defineRoute } from '../http/route.ts';
 import { instrumentIngest } from './ingest.ts';
 import {
@@ -64,7 +68,14 @@ export const instrumentRoute = defineRoute({
   errors: ['not_found'],
 });
 
-export const instrumentsArea: Area = {
+/** What the area's handlers need (the wiring's AppDeps provides it). */
+export interface InstrumentsDeps {
+  readDb: Reads;
+  config: Pick<Config, 'VENDOR_CODE_BROKER'>;
+  cursors: ListCursors;
+}
+
+export const instrumentsArea: Area<InstrumentsDeps, AnyIngestKind> = {
   routes: [searchInstrumentsRoute, instrumentsBulkRoute, instrumentRoute],
   mount(routes, { readDb, config, cursors }) {
     routes.handle(searchInstrumentsRoute, async ({ query: q }) => {

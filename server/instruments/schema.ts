@@ -115,7 +115,8 @@ export const InstrumentIngestSchema = z
     const periods = [...(row.symbols ?? [])].sort((a, b) => (a.validFrom ?? '').localeCompare(b.validFrom ?? ''));
     for (let i = 1; i < periods.length; i++) {
       const prevEnd = periods[i - 1].validTo;
-      if (prevEnd === null || prevEnd === undefined || periods[i].validFrom === null || prevEnd >= periods[i].validFrom!) {
+      const from = periods[i].validFrom;
+      if (prevEnd === null || prevEnd === undefined || from === null || prevEnd >= from) {
         ctx.addIssue({ code: 'custom', path: ['symbols'], message: `symbol periods overlap at ${periods[i].validFrom}` });
       }
     }

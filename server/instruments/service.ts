@@ -41,7 +41,8 @@ export async function searchInstruments(
   q: { query?: string; brokerCode?: string; broker?: string; assetClass?: string; asOf?: PointInTime; limit: number; cursor?: string },
   vendorBroker: string,
 ): Promise<SearchPage> {
-  const text = q.query !== undefined;
+  const { query } = q;
+  const text = query !== undefined;
   const binding = bindingOf([text ? 'search' : 'reverse_lookup', q.query, q.broker, q.brokerCode, q.assetClass, q.asOf?.instant.toISOString()]);
   const position = q.cursor
     ? cursors.read(q.cursor, 'instruments', binding, (k) => {
@@ -63,11 +64,12 @@ export async function searchInstruments(
   const limit = q.limit + 1;
   const bit = (b: boolean) => (b ? '1' : '0');
   const found: { row: Instrument; key: string[] }[] = text
-    ? (await db.run((sql) => repo.searchPage(sql, { text: q.query!, day, assetClass: q.assetClass, limit, vendorBroker, after: position?.search }))).map(
+    ? (await db.run((sql) => repo.searchPage(sql, { text: query, day, assetClass: q.assetClass, limit, vendorBroker, after: position?.search }))).map(
         ({ row, key }) => ({ row, key: [day, String(key.rank), bit(key.inactive), key.score, key.symbol, key.id] }),
       )
     : (
         await db.run((sql) =>
+          // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- the route's schema requires broker and brokerCode when query is absent
           repo.brokerCodePage(sql, { broker: q.broker!, code: q.brokerCode!, day, assetClass: q.assetClass, limit, vendorBroker, after: position?.reverse }),
         )
       ).map(({ row, key }) => ({ row, key: [day, bit(key.inactive), key.id] }));

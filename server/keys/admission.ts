@@ -1,7 +1,7 @@
 import type { Database } from '../db/database.ts';
 import { admissionBatchSize } from '../observability/metrics.ts';
 import * as repo from './repository.ts';
-import type { Scope } from './scopes.ts';
+import type { Scope } from '../core/scopes.ts';
 
 /** Requests one admission statement takes at most; a fuller batch starts the next. */
 const MAX_BATCH = 256;

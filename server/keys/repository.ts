@@ -1,7 +1,7 @@
 import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
-import type { Environment, Scope } from './scopes.ts';
+import type { Environment, Scope } from '../core/scopes.ts';
 
 export interface KeyRow {
   id: string;

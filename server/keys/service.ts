@@ -3,7 +3,8 @@ import type { Database } from '../db/database.ts';
 import * as accounts from '../accounts/repository.ts';
 import type { Admissions } from './admission.ts';
 import * as repo from './repository.ts';
-import { KEY_PREFIX, type Environment, type Scope } from './scopes.ts';
+import { KEY_PREFIX, type Environment, type Scope } from '../core/scopes.ts';
+import type { AuthContext } from '../core/auth-context.ts';
 import { AppError, notFound } from '../core/errors.ts';
 
 // 32 random bytes = 256 bits of secret, base64url-encoded to 43 characters.
@@ -97,13 +98,6 @@ export async function readUsage(db: Database, accountId: string, days: number) {
 }
 
 export type { WindowLimits } from './repository.ts';
-
-export interface AuthContext {
-  keyId: string;
-  accountId: string;
-  environment: Environment;
-  rateLimit: { limit: number; remaining: number; resetSeconds: number };
-}
 
 /** `Bearer <key>` → the key; anything else is "missing or unparseable". */
 export function parseBearer(header: string | undefined): string | null {

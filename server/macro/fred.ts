@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { errorCode } from '../core/errors.ts';
 import { upstreamDuration } from '../observability/metrics.ts';
 import type { MacroFrequency } from './schema.ts';
 
@@ -205,6 +206,6 @@ export class FredClient {
 }
 
 function causeCode(err: unknown): string {
-  const cause = (err as { cause?: { code?: string } })?.cause;
-  return cause?.code ?? (err instanceof Error ? err.name : 'unknown');
+  if (!(err instanceof Error)) return 'unknown';
+  return errorCode(err.cause) ?? err.name;
 }

@@ -1,5 +1,6 @@
 import type { ISql } from '../db/sql.ts';
-import { timed } from '../db/sql.ts';
+import { latestObservationsAt } from './risk-free-repository.ts';
+import type { RISK_FREE_SERIES } from './schema.ts';
 
 /**
  * The risk-free rate as it was known at an instant: no look-ahead.
@@ -23,8 +24,7 @@ import { timed } from '../db/sql.ts';
  * recent than anything stored: never at an instant before it was known.
  */
 
-export const RISK_FREE_SERIES_IDS = ['DGS3MO', 'TB3MS'] as const;
-export type RiskFreeSeriesId = (typeof RISK_FREE_SERIES_IDS)[number];
+export type RiskFreeSeriesId = (typeof RISK_FREE_SERIES)[number];
 
 /** How often a series publishes: what `stale` is measured against. */
 export const RISK_FREE_CADENCE: Record<RiskFreeSeriesId, 'daily' | 'monthly'> = { DGS3MO: 'daily', TB3MS: 'monthly' };
@@ -74,83 +74,17 @@ export interface KnownObservation {
   source: string;
 }
 
-interface LatestRow {
-  at: Date;
-  tb_series: RiskFreeSeriesId | null;
-  tb_date: string | null;
-  tb_value: number | null;
-  tb_known_from: Date | null;
-  tb_source: string | null;
-  dg_date: string | null;
-  dg_value: number | null;
-  dg_source: string | null;
-}
-
 /**
  * For each instant, the latest risk_free_rates row known at it and the latest
- * DGS3MO observation of the stored copy known at it (obs_date before the
- * instant's UTC day), in one statement; each is one backward index step.
+ * DGS3MO observation of the stored copy known at it, keyed by the instant's
+ * epoch milliseconds.
  */
 export async function latestKnownAt(sql: ISql, instants: Date[]): Promise<Map<number, { table: KnownObservation | null; dgs3mo: KnownObservation | null }>> {
-  const rows = await timed(
-    'risk_free_known_at',
-    sql<LatestRow[]>`
-      select t.at, tb.series_id as tb_series, tb.obs_date::text as tb_date, tb.value as tb_value, tb.known_from as tb_known_from,
-        tb.source as tb_source, dg.obs_date::text as dg_date, dg.value as dg_value, dg.source as dg_source
-      from unnest(${instants.map((i) => i.toISOString())}::timestamptz[]) as t (at)
-      left join lateral (
-        select r.series_id, r.obs_date, r.value, r.known_from, r.source
-        from risk_free_rates r
-        where r.known_from <= t.at
-        order by r.known_from desc, r.series_id
-        limit 1
-      ) tb on true
-      left join lateral (
-        select o.obs_date, o.value, s.source
-        from macro_observations o
-        join macro_series s on s.series_id = o.series_id
-        where o.series_id = 'DGS3MO' and o.obs_date < (t.at at time zone 'UTC')::date
-        order by o.obs_date desc
-        limit 1
-      ) dg on true
-    `,
-  );
+  const rows = await latestObservationsAt(sql, instants);
   return new Map(
-    rows.map((r) => [
-      r.at.getTime(),
-      {
-        table: r.tb_series === null ? null : { seriesId: r.tb_series, date: r.tb_date!, value: r.tb_value!, knownFrom: r.tb_known_from!, source: r.tb_source! },
-        dgs3mo:
-          r.dg_date === null ? null : { seriesId: 'DGS3MO', date: r.dg_date, value: r.dg_value!, knownFrom: dailyKnownFrom(r.dg_date), source: r.dg_source! },
-      },
+    rows.map(({ at, table, dgs3mo: dg }) => [
+      at.getTime(),
+      { table, dgs3mo: dg && { seriesId: 'DGS3MO', date: dg.date, value: dg.value, knownFrom: dailyKnownFrom(dg.date), source: dg.source } },
     ]),
   );
-}
-
-/** A row of the stored history, as the demo load (server/demo/risk-free-rates.ts) writes it. */
-export interface RiskFreeHistoryRow {
-  seriesId: RiskFreeSeriesId;
-  date: string;
-  value: number;
-  knownFrom: Date;
-  source: string;
-}
-
-/** Upserts history rows on (series, date); a stored row is rewritten only when a value differs. The counts. */
-export async function storeHistory(sql: ISql, rows: RiskFreeHistoryRow[]): Promise<{ rows: number; inserted: number; updated: number; unchanged: number }> {
-  const written = await sql<{ inserted: boolean }[]>`
-    insert into risk_free_rates as stored (series_id, obs_date, known_from, value, source)
-    select * from unnest(
-      ${rows.map((r) => r.seriesId)}::text[],
-      ${rows.map((r) => r.date)}::date[],
-      ${rows.map((r) => r.knownFrom.toISOString())}::timestamptz[],
-      ${rows.map((r) => r.value)}::float8[],
-      ${rows.map((r) => r.source)}::text[]
-    )
-    on conflict (series_id, obs_date) do update set known_from = excluded.known_from, value = excluded.value, source = excluded.source
-    where (stored.known_from, stored.value, stored.source) is distinct from (excluded.known_from, excluded.value, excluded.source)
-    returning (xmax = 0) as inserted
-  `;
-  const inserted = written.filter((w) => w.inserted).length;
-  return { rows: rows.length, inserted, updated: written.length - inserted, unchanged: rows.length - written.length };
 }

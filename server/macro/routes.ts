@@ -1,4 +1,5 @@
-import type { Area } from '../wiring/deps.ts';
+import type { Area } from '../http/area.ts';
+import type { MacroService } from './service.ts';
 import { defineRoute } from '../http/route.ts';
 import {
   MacroSeriesMetaSchema,
@@ -40,7 +41,12 @@ export const riskFreeRateRoute = defineRoute({
   errors: ['not_found'],
 });
 
-export const macroArea: Area = {
+/** What the area's handlers need (the wiring's AppDeps provides it). */
+export interface MacroDeps {
+  macro: Pick<MacroService, 'readSeries' | 'riskFreeRate' | 'riskFreeRateAt'>;
+}
+
+export const macroArea: Area<MacroDeps> = {
   routes: [macroSeriesRoute, riskFreeRateRoute],
   mount(routes, { macro }) {
     routes.handle(macroSeriesRoute, ({ params, query }) => macro.readSeries(params.seriesId, query));

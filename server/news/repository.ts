@@ -63,7 +63,7 @@ function toNewsEvent(r: NewsRowStored): NewsEvent {
  * through a JS Date and lose its microseconds.
  */
 export async function selectNews(sql: ISql, f: NewsFilter): Promise<{ row: NewsEvent; key: NewsKey }[]> {
-  const after = f.after && sql`(${f.after.publishedAt}::text::timestamp at time zone 'UTC')`;
+  const after = f.after && { at: sql`(${f.after.publishedAt}::text::timestamp at time zone 'UTC')`, id: f.after.id };
   const rows = await timed(
     f.companyConfirmedOnly ? 'select_events' : 'select_news',
     sql<NewsRowStored[]>`
@@ -71,7 +71,7 @@ export async function selectNews(sql: ISql, f: NewsFilter): Promise<{ row: NewsE
         to_char(published_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as published_key
       from news
       where instrument_id = ${f.instrumentId}
-        ${after ? sql`and published_at <= ${after} and (published_at < ${after} or id > ${f.after!.id})` : sql``}
+        ${after ? sql`and published_at <= ${after.at} and (published_at < ${after.at} or id > ${after.id})` : sql``}
         ${f.from ? sql`and published_at >= ${f.from}::date::timestamp at time zone 'UTC'` : sql``}
         ${f.to ? sql`and published_at < (${f.to}::date + 1)::timestamp at time zone 'UTC'` : sql``}
         ${f.eventClass ? sql`and event_class = ${f.eventClass}` : sql``}

@@ -1,5 +1,8 @@
 import { z } from 'zod';
-import type { Area } from '../wiring/deps.ts';
+import type { Area } from '../http/area.ts';
+import type { Reads } from '../db/database.ts';
+import type { ListCursors } from '../core/cursor.ts';
+import type { AnyIngestKind } from '../ingest/kind.ts';
 import { defineRoute } from '../http/route.ts';
 import { newsIngest } from './ingest.ts';
 import { NewsEventSchema, NewsMetaSchema, NewsQuerySchema } from './schema.ts';
@@ -46,7 +49,13 @@ export const eventsRoute = defineRoute({
   errors: ['not_found'],
 });
 
-export const newsArea: Area = {
+/** What the area's handlers need (the wiring's AppDeps provides it). */
+export interface NewsDeps {
+  readDb: Reads;
+  cursors: ListCursors;
+}
+
+export const newsArea: Area<NewsDeps, AnyIngestKind> = {
   routes: [newsRoute, eventsRoute],
   mount(routes, { readDb, cursors }) {
     routes.handle(newsRoute, ({ params, query }) => listNews(readDb, cursors, params.id, query, false));

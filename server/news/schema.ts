@@ -14,15 +14,16 @@ export const MAX_EVENT_CLASS_LENGTH = 64;
  * (after trimming). Not a closed list as the economic calendar's: news
  * providers classify differently and a new class must not refuse a feed.
  */
+const EVENT_CLASS =
+  `the kind of news, an open vocabulary of 1..${MAX_EVENT_CLASS_LENGTH} characters compared exactly, e.g. earnings_release, guidance, ` +
+  'merger_acquisition, product_launch, regulatory, litigation, management_change, dividend, buyback, analyst_rating';
+
 export const EventClassSchema = z
   .string()
   .trim()
   .min(1, 'must not be empty')
   .max(MAX_EVENT_CLASS_LENGTH, `at most ${MAX_EVENT_CLASS_LENGTH} characters`)
-  .describe(
-    `the kind of news, an open vocabulary of 1..${MAX_EVENT_CLASS_LENGTH} characters compared exactly, e.g. earnings_release, guidance, ` +
-      'merger_acquisition, product_launch, regulatory, litigation, management_change, dividend, buyback, analyst_rating',
-  );
+  .describe(EVENT_CLASS);
 
 /** An absolute http(s) URL as the source gave it (not normalised): a scheme, an authority, and no whitespace. */
 const URL_RE = /^https?:\/\/[^\s/?#]+[^\s]*$/i;
@@ -83,7 +84,7 @@ export const NewsEventSchema = z
   .strictObject({
     id: z.string().describe('given at ingest, or derived from instrumentId, source and url'),
     instrumentId: z.string(),
-    eventClass: z.string().describe(EventClassSchema.description!),
+    eventClass: z.string().describe(EVENT_CLASS),
     headline: z.string().describe(HEADLINE),
     source: z.string(),
     url: z.string(),

@@ -1,7 +1,7 @@
 import client, { AggregatorRegistry, type Aggregator, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 
-// One registry for the process. Families are created once here so every module
-// observes into the same series; /metrics renders this registry only.
+// One registry for the process. Every family is created here, once, so every
+// module observes into the same series; /metrics renders this registry only.
 export const registry = new client.Registry();
 client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 });
 
@@ -238,6 +238,29 @@ export const webWorkerExits = new client.Counter({
   name: 'web_worker_exits_total',
   help: 'Serving processes that exited while the service was not stopping (each is replaced after a backoff), by how they ended: code_<n> or the signal',
   labelNames: ['how'] as const,
+  registers: [registry],
+});
+
+export const dbReplicaServing = new client.Gauge({
+  name: 'db_replica_serving',
+  help: 'Per replica: 1 while it serves reads (reachable, in recovery, replay lag under DATABASE_REPLICA_MAX_LAG_MS), else 0',
+  labelNames: ['replica'] as const,
+  registers: [registry],
+  aggregator: 'min',
+});
+
+export const dbReplicaLag = new client.Gauge({
+  name: 'db_replica_lag_seconds',
+  help: "Per replica: how far its replay is behind the primary's WAL, at the last check (0 when it has replayed the primary's last sampled position)",
+  labelNames: ['replica'] as const,
+  registers: [registry],
+  aggregator: 'max',
+});
+
+export const dbReadUnits = new client.Counter({
+  name: 'db_read_units_total',
+  help: 'Units of read-only work by the server that ran them (primary, replica-N) and why a replica was not used (none_serving, as_of_not_replayed) or why it was retried on the primary (replica_failed)',
+  labelNames: ['server', 'reason'] as const,
   registers: [registry],
 });
 

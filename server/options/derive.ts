@@ -1,5 +1,5 @@
-import type { AppDeps } from '../wiring/deps.ts';
 import { batchesOf } from '../ingest/body.ts';
+import type { DeriveDeps } from '../ingest/derived.ts';
 import type { IngestResult } from '../ingest/kind.ts';
 import { ingestRows } from '../ingest/service.ts';
 import { readRawBars } from '../prices/daily-bars.ts';
@@ -9,10 +9,9 @@ import type { SnapshotDay } from './repository.ts';
 import { quoteDay, yearsToExpiry } from './service.ts';
 import type { IvSnapshotRow } from './schema.ts';
 import { VOLATILITY_WINDOW_DAYS, type ChainGreeksInput, type ContractGreeks, type StrikeIv } from '../../workers/contract.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 const DAY_MS = 86_400_000;
-
-type Deps = Pick<AppDeps, 'db' | 'macro' | 'pool'>;
 
 /** What to derive: the pairs an upload touched, whole underlyings, or (empty) everything due. */
 export interface DeriveScope {
@@ -31,7 +30,7 @@ export interface DeriveScope {
  * close is skipped: there is nothing to measure the strikes against. Stored
  * through the iv-snapshots ingest, so the counts are its counts.
  */
-export async function deriveIvSnapshots(deps: Deps, scope: DeriveScope = {}): Promise<IngestResult & { skippedDays: number }> {
+export async function deriveIvSnapshots(deps: DeriveDeps, scope: DeriveScope = {}): Promise<IngestResult & { skippedDays: number }> {
   const due = await deps.db.run((sql) => repo.snapshotDaysToDerive(sql, scope));
   const rows: IvSnapshotRow[] = [];
   for (const { instrumentId, day } of due) {
@@ -69,7 +68,7 @@ export async function deriveIvSnapshots(deps: Deps, scope: DeriveScope = {}): Pr
       expiry.contracts.push({
         strike: contract.strike,
         right: contract.right,
-        impliedVolatility: quote.greeks?.impliedVolatility ?? solvedVol.get(contract.id)!,
+        impliedVolatility: quote.greeks?.impliedVolatility ?? entryOf(solvedVol, contract.id),
       });
     }
     const snapshot = await deps.pool.run('volatilitySnapshot', {

@@ -145,8 +145,12 @@ export interface ContractAtCutoff {
   quote: QuoteObservation | null;
 }
 
-/** A contract row joined to its latest quote: every quote column null when there is none. */
-interface ContractRow {
+/**
+ * A contract row joined to its latest quote: every quote column null when
+ * there is none. A stored quote has a source, and its six Greeks are all null
+ * or none (sql/008_options.sql).
+ */
+type ContractRow = {
   id: string;
   instrument_id: string;
   contract_symbol: string;
@@ -157,26 +161,37 @@ interface ContractRow {
   is_active: boolean;
   listed_at: Date | null;
   contract_source: string;
-  observed_at: Date | null;
-  bid: number | null;
-  ask: number | null;
-  last_price: number | null;
-  volume: number | null;
-  open_interest: number | null;
-  source: string | null;
-  delta: number | null;
-  gamma: number | null;
-  theta: number | null;
-  vega: number | null;
-  rho: number | null;
-  implied_volatility: number | null;
-}
+} & (
+  | ({
+      observed_at: Date;
+      bid: number | null;
+      ask: number | null;
+      last_price: number | null;
+      volume: number | null;
+      open_interest: number | null;
+      source: string;
+    } & (
+      | { delta: number; gamma: number; theta: number; vega: number; rho: number; implied_volatility: number }
+      | { delta: null; gamma: null; theta: null; vega: null; rho: null; implied_volatility: null }
+    ))
+  | {
+      observed_at: null;
+      bid: null;
+      ask: null;
+      last_price: null;
+      volume: null;
+      open_interest: null;
+      source: null;
+      delta: null;
+      gamma: null;
+      theta: null;
+      vega: null;
+      rho: null;
+      implied_volatility: null;
+    }
+);
 
-/**
- * The row's contract and quote. A stored quote has a source, and its six
- * Greeks are all null or none (sql/008_options.sql), so a quote is present
- * exactly when observed_at is, and its Greeks exactly when implied_volatility is.
- */
+/** The row's contract and quote: a quote exactly when observed_at is set, its Greeks exactly when implied_volatility is. */
 function toContractAtCutoff(r: ContractRow): ContractAtCutoff {
   return {
     contract: {
@@ -201,11 +216,11 @@ function toContractAtCutoff(r: ContractRow): ContractAtCutoff {
             lastPrice: r.last_price,
             volume: r.volume,
             openInterest: r.open_interest,
-            source: r.source!,
+            source: r.source,
             greeks:
               r.implied_volatility === null
                 ? null
-                : { delta: r.delta!, gamma: r.gamma!, theta: r.theta!, vega: r.vega!, rho: r.rho!, impliedVolatility: r.implied_volatility },
+                : { delta: r.delta, gamma: r.gamma, theta: r.theta, vega: r.vega, rho: r.rho, impliedVolatility: r.implied_volatility },
           },
   };
 }

@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import type { Area } from '../wiring/deps.ts';
+import type { Area } from '../http/area.ts';
+import type { OptionsDeps } from './service.ts';
+import type { AnyIngestKind } from '../ingest/kind.ts';
 import { defineRoute } from '../http/route.ts';
 import { ivSnapshotIngest, optionContractIngest, optionQuoteIngest } from './ingest.ts';
 import {
@@ -61,7 +63,7 @@ export const contractRoute = defineRoute({
   errors: ['not_found'],
 });
 
-export const optionsArea: Area = {
+export const optionsArea: Area<OptionsDeps, AnyIngestKind> = {
   routes: [expiriesRoute, chainRoute, contractRoute],
   mount(routes, deps) {
     routes.handle(expiriesRoute, ({ params, query }) => listExpiries(deps, params.id, query.asOf));

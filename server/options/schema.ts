@@ -90,6 +90,7 @@ export const OptionQuoteRowSchema = z
       ctx.addIssue({ code: 'custom', path: ['greeks', 'asOf'], message: 'must equal observedAt: provider Greeks are part of the observation' });
     }
   })
+  // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- superRefine refuses a row with neither, so one is set
   .transform(({ asOf, observedAt, ...r }) => ({ ...r, observedAt: (observedAt ?? asOf)! }));
 export type OptionQuoteRow = z.infer<typeof OptionQuoteRowSchema>;
 

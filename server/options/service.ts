@@ -1,8 +1,8 @@
-import type { AppDeps } from '../wiring/deps.ts';
+import type { Reads } from '../db/database.ts';
 import type { ISql } from '../db/sql.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { readRawCloses } from '../prices/daily-bars.ts';
-import { riskFreeRateLabel } from '../macro/service.ts';
+import { riskFreeRateLabel, type MacroService } from '../macro/service.ts';
 import { expiryInstant, firstReason, isActiveAt, isQuoteStale, rowStaleReason } from './freshness.ts';
 import * as repo from './repository.ts';
 import type { ChainItem, ChainQuery } from './schema.ts';
@@ -10,6 +10,8 @@ import { AppError, notFound } from '../core/errors.ts';
 import { sourcesMeta } from '../core/meta.ts';
 import type { PointInTime } from '../core/time.ts';
 import { DAYS_PER_YEAR, type ChainGreeksInput } from '../../workers/contract.ts';
+import type { WorkerPool } from '../../workers/pool.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 /**
  * Options are served for these asset classes; any other is `not_optionable`
@@ -20,7 +22,12 @@ export const OPTIONABLE_ASSET_CLASSES = ['equity', 'etf', 'index'] as const;
 
 const DAY_MS = 86_400_000;
 
-type Deps = Pick<AppDeps, 'readDb' | 'pool' | 'macro'>;
+/** What the options reads need: the replicas or primary, the worker pool the Greeks are solved on, and the risk-free rates they are solved at. */
+export interface OptionsDeps {
+  readDb: Reads;
+  pool: WorkerPool;
+  macro: Pick<MacroService, 'riskFreeRatesKnownAt'>;
+}
 
 /** The cut-off instant and its UTC day: asOf as given (a date is the end of that day), or now. */
 function cutoffOf(asOf: PointInTime | undefined): { at: Date; day: string; input: string } {
@@ -52,7 +59,7 @@ const rowSources = (rows: repo.ContractAtCutoff[]) =>
  * listed contract has a quote at most one session old at the cut-off
  * (`no_quote` when none has any, else `quote_older_than_one_session`).
  */
-export async function listExpiries(deps: Deps, id: string, asOf: PointInTime | undefined) {
+export async function listExpiries(deps: OptionsDeps, id: string, asOf: PointInTime | undefined) {
   const cutoff = cutoffOf(asOf);
   const chain = await deps.readDb.run(async (sql) => {
     const instrument = await requireInstrument(sql, id);
@@ -69,7 +76,7 @@ export async function listExpiries(deps: Deps, id: string, asOf: PointInTime | u
 }
 
 /** The chain as it stood at the cut-off, each contract with its latest quote and its Greeks (provider, computed, or why neither). */
-export async function readChain(deps: Deps, id: string, q: ChainQuery) {
+export async function readChain(deps: OptionsDeps, id: string, q: ChainQuery) {
   const cutoff = cutoffOf(q.asOf);
   const { rows, closes } = await deps.readDb.run(async (sql) => {
     const instrument = await requireInstrument(sql, id);
@@ -96,7 +103,7 @@ export async function readChain(deps: Deps, id: string, q: ChainQuery) {
 }
 
 /** One contract at the cut-off, by the chain's rules; 404 when unknown or not yet listed then. */
-export async function readContract(deps: Deps, id: string, asOf: PointInTime | undefined) {
+export async function readContract(deps: OptionsDeps, id: string, asOf: PointInTime | undefined) {
   const cutoff = cutoffOf(asOf);
   const { row, closes } = await deps.readDb.run(async (sql) => {
     const row = await repo.contractAt(sql, id, cutoff.at);
@@ -138,7 +145,7 @@ export const yearsToExpiry = (expiry: string, at: Date) => daysToExpiry(expiry, 
  * (workers/option-greeks.ts).
  */
 async function withGreeks(
-  deps: Deps,
+  deps: OptionsDeps,
   rows: repo.ContractAtCutoff[],
   closes: Map<number, { barDate: string; close: number }>,
   readAt: Date,
@@ -180,7 +187,8 @@ async function withGreeks(
       item.greeksUnavailable = result.unavailable;
       continue;
     }
-    const spot = closes.get(quote.observedAt.getTime())!;
+    const spot = entryOf(closes, quote.observedAt.getTime());
+    // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- chainGreeks computed Greeks, so it had the rate
     const rate = rateOf(toCompute[k])!;
     item.greeks = {
       delta: result.delta,
@@ -203,6 +211,7 @@ async function withGreeks(
         dividendYieldSource: 'assumed_zero',
         expiryDays,
         timeToExpirationYears: expiryDays / DAYS_PER_YEAR,
+        // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- chainGreeks computed Greeks, so it had the bid and the ask
         optionPrice: (quote.bid! + quote.ask!) / 2,
       },
     };

@@ -4,6 +4,7 @@ import type { PointInTime } from '../core/time.ts';
 import { actionsForAdjustment } from './action-set-repository.ts';
 import type { CorporateAction } from './schema.ts';
 import { actionSetVersions } from './versions-repository.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 /** The action-set version a read uses: the pinned one, refused when the instrument has not reached it, else the latest. */
 export function versionToRead(pinned: number | undefined, latest: number): number {
@@ -27,9 +28,9 @@ export async function actionSetsToApply(
   q: { adjusted: boolean; actionSetVersion?: number; asOf?: PointInTime; includeBackfilled: boolean },
 ): Promise<{ versions: number[]; latest: number[]; actions: Map<string, CorporateAction[]> }> {
   const latest = await actionSetVersions(sql, ids);
-  const versions = ids.map((id) => versionToRead(q.actionSetVersion, latest.get(id)!));
+  const versions = ids.map((id) => versionToRead(q.actionSetVersion, entryOf(latest, id)));
   const actions = q.adjusted
     ? await actionsForAdjustment(sql, { instrumentIds: ids, versions, asOf: q.asOf?.instant, includeBackfilled: q.includeBackfilled })
     : new Map<string, CorporateAction[]>();
-  return { versions, latest: ids.map((id) => latest.get(id)!), actions };
+  return { versions, latest: ids.map((id) => entryOf(latest, id)), actions };
 }

@@ -4,6 +4,7 @@ import { actionSetsToApply } from './action-set.ts';
 import { buildFactors, multiplierSegments, type Factor, type MultiplierSegment, type NotApplied } from './adjustment.ts';
 import { priorCloses } from './bars-repository.ts';
 import { versionView, type VersionView } from './versions-repository.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 export interface AdjustmentOptions {
   from: string;
@@ -67,5 +68,5 @@ export async function planAdjustments(sql: ISql, ids: string[], q: AdjustmentOpt
 
 /** The multipliers a read applies to each instrument: none for a raw read. */
 export function readSegments(q: AdjustmentOptions, plans: Map<string, InstrumentPlan>, ids: string[]): Map<string, MultiplierSegment[]> {
-  return new Map(q.adjusted ? ids.map((id) => [id, multiplierSegments(plans.get(id)!.factors)]) : []);
+  return new Map(q.adjusted ? ids.map((id) => [id, multiplierSegments(entryOf(plans, id).factors)]) : []);
 }

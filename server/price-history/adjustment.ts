@@ -109,7 +109,7 @@ export const NOT_VENDOR_ADJUSTED = -2_147_483_648;
  * Each multiplier is its factors multiplied in ascending effective-date order
  * (ties by action id) starting from 1, so one action set always gives
  * bit-identical numbers, whether JavaScript applies them (adjustSeries, for
- * analytics) or PostgreSQL does (the price reads, prices/adjusted-values.ts).
+ * analytics) or PostgreSQL does (the price reads, prices/adjusted-values-sql.ts).
  */
 export interface MultiplierSegment {
   /** The segment's first key: the effective date of the factor before it, or null from the beginning. */
@@ -172,8 +172,9 @@ export interface SeriesKeys {
  * can be both, for different bars.
  */
 export function factorsUsed(factors: Factor[], keys: SeriesKeys): { applied: Factor[]; alreadyReflected: Factor[] } {
+  const { minKey } = keys;
   return {
-    applied: keys.minKey === null ? [] : factors.filter((f) => f.effectiveDate > keys.minKey!),
+    applied: minKey === null ? [] : factors.filter((f) => f.effectiveDate > minKey),
     alreadyReflected: factors.filter((f) => keys.vendorSpans.some((s) => s.firstBar < f.effectiveDate && f.effectiveDate <= s.reflectsThrough)),
   };
 }

@@ -161,8 +161,9 @@ export async function priorCloses(
   if (dividends.length === 0) return { closes, latestVersions };
   const rows = await timed(
     'dividend_prior_closes',
-    sql<{ instrument_id: string; effective_date: string; bar_date: string; close_price: number; quote_currency: string; latest_version: number }[]>`
-      select d.instrument_id, d.effective_date, b.bar_date, b.close_price, b.quote_currency, ${latestVersion(sql, sql`d.instrument_id`)} as latest_version
+    sql<{ instrumentId: string; effectiveDate: string; barDate: string; close: number; quoteCurrency: string; latestVersion: number }[]>`
+      select d.instrument_id as "instrumentId", d.effective_date as "effectiveDate", b.bar_date as "barDate", b.close_price as close,
+        b.quote_currency as "quoteCurrency", ${latestVersion(sql, sql`d.instrument_id`)} as "latestVersion"
       from unnest(${dividends.map((d) => d.instrumentId)}::uuid[], ${dividends.map((d) => d.effectiveDate)}::date[]) as d (instrument_id, effective_date)
       join lateral (
         select bar_date, close_price, quote_currency
@@ -174,11 +175,11 @@ export async function priorCloses(
       ) b on true
     `,
   );
-  for (const r of rows) {
-    const list = closes.get(r.instrument_id) ?? [];
-    list.push({ effectiveDate: r.effective_date, barDate: r.bar_date, close: r.close_price, quoteCurrency: r.quote_currency });
-    closes.set(r.instrument_id, list);
-    latestVersions.set(r.instrument_id, r.latest_version);
+  for (const { instrumentId, latestVersion: version, ...close } of rows) {
+    const list = closes.get(instrumentId) ?? [];
+    list.push(close);
+    closes.set(instrumentId, list);
+    latestVersions.set(instrumentId, version);
   }
   return { closes, latestVersions };
 }

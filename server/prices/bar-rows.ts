@@ -61,6 +61,7 @@ export const instantMs = lastPassed((v) => (typeof v === 'string' ? Date.parse(v
 
 /** Whether a bar known no earlier than `earliest` can be stated known at `at` (a valid instant): not after now, not before the bar. */
 function knowable(at: string, earliest: number): boolean {
+  // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- a valid instant: Date.parse gives a number
   const t = instantMs(at)!;
   return t <= Date.now() && t >= earliest;
 }

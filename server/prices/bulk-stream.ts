@@ -11,6 +11,7 @@ import { type Meta, sourcesMeta } from '../core/meta.ts';
 import { freshness, readInstant, seriesFreshness } from '../core/freshness.ts';
 import { lastDailyBars } from './freshness.ts';
 import type { Format } from '../core/params.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 // One page statement returns at most this many bars (~2.6 MB of JSON text,
 // one row per instrument) unless a single instrument's window holds more; see
@@ -89,7 +90,12 @@ export async function streamBulkPrices(
   // it is a 503; once the response has begun, a stream waits for its next page
   // as long as it would for an idle reader before it is cut.
   const readPage = (ids: string[], first: boolean) => {
-    const pageSegments = new Map(ids.filter((id) => segments.has(id)).map((id) => [id, segments.get(id)!]));
+    const pageSegments = new Map(
+      ids.flatMap((id) => {
+        const own = segments.get(id);
+        return own ? [[id, own] as const] : [];
+      }),
+    );
     return pages.lane.run((sql) => readSeriesText(sql, format, ids, pageSegments, q, plans), first ? undefined : pages.nextPageWaitMs);
   };
   // Pages are read PAGES_AHEAD at a time: PostgreSQL writing a page's text is
@@ -112,6 +118,7 @@ export async function streamBulkPrices(
   };
   readAhead(1);
   for (const ids of pageIds) {
+    // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- readAhead keeps a page read ahead for every page not yet taken, at least this one
     const page = new Map((await ahead.shift()!).map((series) => [series.instrumentId, series]));
     readAhead(PAGES_AHEAD);
     for (const id of ids) {
@@ -127,7 +134,7 @@ export async function streamBulkPrices(
         stale ||= series.stale;
       }
       if (format === 'json') await out.add(CLOSE_ARRAY);
-      uses.set(id, seriesUse(q, plans.get(id)!, series));
+      uses.set(id, seriesUse(q, entryOf(plans, id), series));
     }
   }
 
@@ -136,8 +143,8 @@ export async function streamBulkPrices(
   const actionCoverages: Record<string, ReturnType<typeof actionCoverage>> = {};
   const provenance = zeroProvenanceCounts();
   for (const id of known) {
-    const plan = plans.get(id)!;
-    const use = uses.get(id)!;
+    const plan = entryOf(plans, id);
+    const use = entryOf(uses, id);
     actionSetVersions[id] = plan.version;
     priceBases[id] = priceBasisMeta(q, use, plan, readAt);
     actionCoverages[id] = actionCoverage(coverage.get(id), firstBar.get(id) ?? q.from);

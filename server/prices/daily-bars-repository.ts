@@ -109,8 +109,8 @@ export async function rawBarsUpTo(sql: ISql, instrumentId: string, day: string, 
 export async function rawClosesKnownAt(sql: ISql, instrumentId: string, instants: Date[]): Promise<Map<number, { barDate: string; close: number }>> {
   const rows = await timed(
     'option_underlying_closes',
-    sql<{ at: Date; bar_date: string; close_price: number }[]>`
-      select t.at, b.bar_date, b.close_price
+    sql<{ at: Date; barDate: string; close: number }[]>`
+      select t.at, b.bar_date as "barDate", b.close_price as close
       from unnest(${instants.map((t) => t.toISOString())}::timestamptz[]) as t (at)
       cross join lateral (
         select bar_date, close_price
@@ -121,7 +121,7 @@ export async function rawClosesKnownAt(sql: ISql, instrumentId: string, instants
       ) b
     `,
   );
-  return new Map(rows.map((r) => [r.at.getTime(), { barDate: r.bar_date, close: r.close_price }]));
+  return new Map(rows.map(({ at, ...close }) => [at.getTime(), close]));
 }
 
 /**
@@ -132,8 +132,8 @@ export async function rawClosesKnownAt(sql: ISql, instrumentId: string, instants
 export async function lastKnownBarDates(sql: ISql, ids: string[], day: string, knownAt: Date, after: string | null) {
   return timed(
     after === null ? 'daily_last_bars' : 'daily_last_bars_recent',
-    sql<{ id: string; asset_class: string; last_bar: string | null }[]>`
-      select i.id, i.asset_class, b.bar_date::text as last_bar
+    sql<{ id: string; assetClass: string; lastBar: string | null }[]>`
+      select i.id, i.asset_class as "assetClass", b.bar_date::text as "lastBar"
       from instruments i
       left join lateral (
         select bar_date
@@ -156,11 +156,11 @@ export async function lastKnownBarDates(sql: ISql, ids: string[], day: string, k
 export async function storedBarsInWindow(sql: ISql, ids: string[], from: string, to: string) {
   return timed(
     'daily_stored_bars_in_window',
-    sql<{ instrument_id: string; bars: number; first_known: Date }[]>`
-      select b.instrument_id, count(*)::int as bars, least(min(b.as_of), (
+    sql<{ instrumentId: string; bars: number; firstKnown: Date }[]>`
+      select b.instrument_id as "instrumentId", count(*)::int as bars, least(min(b.as_of), (
         select min(r.as_of) from daily_bar_revisions r
         where r.instrument_id = b.instrument_id and r.bar_date between ${from}::date and ${to}::date
-      )) as first_known
+      )) as "firstKnown"
       from daily_bars b
       where b.instrument_id = any(${ids}::uuid[]) and b.bar_date between ${from}::date and ${to}::date
       group by b.instrument_id

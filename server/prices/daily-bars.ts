@@ -11,6 +11,7 @@ import * as repo from './daily-bars-repository.ts';
 import { dateOrder, float64s, inOrder, int32s, reflectsThrough, type DailyColumns } from './packed-columns.ts';
 import * as text from './daily-text-repository.ts';
 import type { DailySeriesText } from './daily-text-repository.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 // The one read interface of daily bars: the price routes and every other
 // area (analytics, event reactions, source leads, options) read daily_bars
@@ -74,15 +75,16 @@ export async function readSeriesText(
   window: { from: string; to: string; asOf?: PointInTime },
   plans: Map<string, InstrumentPlan>,
 ): Promise<DailySeriesText[]> {
-  const view = ids.length === 1 ? plans.get(ids[0])!.view : undefined;
+  const view = ids.length === 1 ? entryOf(plans, ids[0]).view : undefined;
   const knownAt = window.asOf?.instant;
   const read = await text.dailySeriesText(sql, format, ids, segments, window.from, window.to, view, knownAt);
   const asPlanned = await Promise.all(
     read.map(async (series) => {
       const id = series.instrumentId;
-      const { version } = plans.get(id)!;
+      const { version } = entryOf(plans, id);
       if (view || series.latestVersion === version) return series;
-      const own = new Map(segments.has(id) ? [[id, segments.get(id)!]] : []);
+      const segment = segments.get(id);
+      const own = new Map(segment ? [[id, segment]] : []);
       const [again] = await text.dailySeriesText(sql, format, [id], own, window.from, window.to, await versionView(sql, id, version), knownAt);
       return again;
     }),
@@ -127,14 +129,14 @@ export async function readAdjustedSeries(
       volume: ohlcv ? column(r?.volume) : new Float64Array(0),
       // Adjusted like a price column: a 1 comes out as the bar's multiplier, exactly.
       priceMultiplier: window.multipliers ? new Float64Array(dates.length).fill(1) : new Float64Array(0),
-      actionSetVersion: plans.get(id)!.version,
+      actionSetVersion: entryOf(plans, id).version,
       firstDate: dates.length ? dayToDate(dates[0]) : null,
       lastDate: dates.length ? dayToDate(dates[dates.length - 1]) : null,
     };
     const reflects = reflectsThrough(dates, order, int32s(r?.reflects), int32s(r?.reflects_days));
     const prices = ohlcv ? [s.open, s.high, s.low, close] : [close];
     if (window.multipliers) prices.push(s.priceMultiplier);
-    adjustSeries(plans.get(id)!.factors, dates, reflects, prices, ohlcv ? s.volume : null);
+    adjustSeries(entryOf(plans, id).factors, dates, reflects, prices, ohlcv ? s.volume : null);
     out.set(id, s);
   }
   return out;
@@ -167,7 +169,7 @@ export async function readLastBarDates(
   after: string | null,
 ): Promise<Map<string, { assetClass: string; lastBar: string | null }>> {
   const rows = await repo.lastKnownBarDates(sql, ids, day, knownAt, after);
-  return new Map(rows.map((r) => [r.id, { assetClass: r.asset_class, lastBar: r.last_bar }]));
+  return new Map(rows.map(({ id, ...last }) => [id, last]));
 }
 
 /**
@@ -177,7 +179,7 @@ export async function readLastBarDates(
  */
 export async function readStoredBars(sql: ISql, ids: string[], from: string, to: string): Promise<Map<string, { bars: number; firstKnown: Date }>> {
   const rows = await repo.storedBarsInWindow(sql, ids, from, to);
-  return new Map(rows.map((r) => [r.instrument_id, { bars: r.bars, firstKnown: r.first_known }]));
+  return new Map(rows.map(({ instrumentId, ...stored }) => [instrumentId, stored]));
 }
 
 /** Why a price read returned no bar for an instrument (docs/api.md, "Point in time"). */

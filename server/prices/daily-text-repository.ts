@@ -5,10 +5,10 @@ import type { MultiplierSegment, SeriesKeys } from '../price-history/adjustment.
 import { dailyBarsAt } from '../price-history/bars-repository.ts';
 import { latestVersion, type VersionView } from '../price-history/versions-repository.ts';
 import type { Format } from '../core/params.ts';
-import { adjusted, roundedValue, roundingScale } from './adjusted-values.ts';
-import { barsText, barText, bool, DAILY_BAR, text } from './bar-text.ts';
+import { adjusted, roundedValue, roundingScale } from './adjusted-values-sql.ts';
+import { barsText, barText, bool, DAILY_BAR, text } from './bar-text-sql.ts';
 
-// The daily read whose response text PostgreSQL writes (bar-text.ts), for the
+// The daily read whose response text PostgreSQL writes (bar-text-sql.ts), for the
 // daily-price and bulk-price routes, called through daily-bars.ts.
 
 type Fragment = postgres.Fragment;

@@ -44,7 +44,10 @@ export async function dailySeriesFreshness(sql: ISql, ids: string[], instant: nu
 export async function dailySeriesFreshness(sql: ISql, ids: string[], instant: number, barMarkedStale = false): Promise<Freshness<SeriesStaleReason>> {
   const last = await lastDailyBars(sql, ids, instant);
   // Unknown ids are not series: only the instruments found count.
-  const each = ids.filter((id) => last.has(id)).map((id) => seriesFreshness(last.get(id)!.lastBar, instant, last.get(id)!.assetClass, barMarkedStale));
+  const each = ids.flatMap((id) => {
+    const series = last.get(id);
+    return series ? [seriesFreshness(series.lastBar, instant, series.assetClass, barMarkedStale)] : [];
+  });
   return each.find((f) => f.stale) ?? freshness<SeriesStaleReason>();
 }
 

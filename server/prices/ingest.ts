@@ -21,6 +21,7 @@ import { actionSetVersions, bumpVersions, lockPriceHistory } from '../price-hist
 import type { ISql } from '../db/sql.ts';
 import { readStorageTier, type StorageTier } from '../db/migrate.ts';
 import * as repo from './repository.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 /** The instant (ms) a bar row states it became known, undefined when it states none. */
 function knownMs(r: { asOf?: string; knownAt?: string }): number | undefined {
@@ -98,7 +99,7 @@ class DailyBarUpload implements KeyedUpload {
   async writeBatch(tx: ISql, batch: CopyBatch): Promise<WriteCounts> {
     const heads = await this.headsOf(tx, batch);
     const appendsOnly = [...batch.firstByInstrument].every(([id, first]) => {
-      const latest = heads.get(id)!.latestBefore;
+      const latest = entryOf(heads, id).latestBefore;
       return latest === null || first > dayNumber(latest);
     });
     if (appendsOnly) {
@@ -113,13 +114,13 @@ class DailyBarUpload implements KeyedUpload {
     const writes = [...heads.values()].map((h) => ({ instrumentId: h.instrumentId, version: h.bumpedTo ?? h.version + 1, latestBefore: h.latestBefore }));
     const span = { instrumentIds: [...batch.firstByInstrument.keys()], from: dayToDate(batch.first), to: dayToDate(batch.last) };
     const { inserted, updated, revised } = await writeStagedDailyBars(tx, writes, span);
-    const replaced = revised.map((id) => heads.get(id)!).filter((h) => h.bumpedTo === undefined);
+    const replaced = revised.map((id) => entryOf(heads, id)).filter((h) => h.bumpedTo === undefined);
     if (replaced.length) {
       const bumped = await bumpVersions(
         tx,
         replaced.map((h) => ({ instrumentId: h.instrumentId, priorLastBarDate: h.latestBefore })),
       );
-      for (const h of replaced) h.bumpedTo = bumped.get(h.instrumentId)!;
+      for (const h of replaced) h.bumpedTo = entryOf(bumped, h.instrumentId);
     }
     return { inserted, updated };
   }
@@ -148,9 +149,9 @@ class DailyBarUpload implements KeyedUpload {
       // One transaction's connection: the two reads run one after the other.
       const versions = await actionSetVersions(tx, unseen);
       const latest = await latestBarDates(tx, unseen);
-      for (const id of unseen) all.set(id, { instrumentId: id, version: versions.get(id)!, latestBefore: latest.get(id) ?? null });
+      for (const id of unseen) all.set(id, { instrumentId: id, version: entryOf(versions, id), latestBefore: latest.get(id) ?? null });
     }
-    return new Map(ids.map((id) => [id, all.get(id)!]));
+    return new Map(ids.map((id) => [id, entryOf(all, id)]));
   }
 }
 

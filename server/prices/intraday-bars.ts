@@ -1,6 +1,6 @@
 import type { ISql } from '../db/sql.ts';
 import { readStorageTier } from '../db/migrate.ts';
-import { lastMinuteBarDay, storedMinuteBars } from './intraday-bars-at.ts';
+import { lastMinuteBarDay, storedMinuteBars } from './intraday-bars-at-repository.ts';
 import type { EmptyReason } from './daily-bars.ts';
 import type { Interval } from './repository.ts';
 import { intradayText } from './intraday-text-repository.ts';
@@ -11,7 +11,7 @@ import { intradayText } from './intraday-text-repository.ts';
 // "Point in time"): a read with asOf takes the 1-minute bars as known then
 // and rolls them up at read; one without reads the stored bars or rollups,
 // the latest revisions. Their SQL is in intraday-text-repository.ts and
-// intraday-bars-at.ts; the writes are in repository.ts.
+// intraday-bars-at-repository.ts; the writes are in repository.ts.
 
 export type { IntradayText } from './intraday-text-repository.ts';
 export { joinIntradayTexts } from './intraday-text-repository.ts';
@@ -50,10 +50,7 @@ export function readsStoredText(sql: ISql, interval: Interval, knownAt: Date | u
  * before `knownAt` and known by then (New York day; UTC day for crypto),
  * after `after` when given; undefined for an unknown instrument.
  */
-export async function readLastMinuteBarDay(sql: ISql, instrumentId: string, knownAt: Date, after: Date | null) {
-  const row = await lastMinuteBarDay(sql, instrumentId, knownAt, after);
-  return row && { assetClass: row.asset_class, lastBar: row.last_bar };
-}
+export const readLastMinuteBarDay = lastMinuteBarDay;
 
 /**
  * Why an intraday read of [from, to] found no bar: `no_stored_bars`, none

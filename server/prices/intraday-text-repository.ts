@@ -1,11 +1,11 @@
 import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import type { Format } from '../core/params.ts';
-import { barsText, barText, INTRADAY_BAR, isoInstant, text } from './bar-text.ts';
-import { intradayBarsAt } from './intraday-bars-at.ts';
+import { barsText, barText, INTRADAY_BAR, isoInstant, text } from './bar-text-sql.ts';
+import { intradayBarsAt } from './intraday-bars-at-repository.ts';
 import { INTRADAY_TABLES, ROLLUP_TEXT_COLUMNS, type Interval } from './repository.ts';
 
-// The intraday reads whose response text PostgreSQL writes (bar-text.ts),
+// The intraday reads whose response text PostgreSQL writes (bar-text-sql.ts),
 // called by service.ts.
 
 /** One instrument's intraday bars in a window, as the response text. */

@@ -4,7 +4,7 @@ import { identifierList } from '../db/sql.ts';
 import { writeStagedBars, type BarTable, type StagedSpan } from '../price-history/bars-repository.ts';
 import type { StagingColumns, WriteCounts } from '../ingest/kind.ts';
 import { INTERVAL_MINUTES } from './schema.ts';
-import { barText, INTRADAY_BAR } from './bar-text.ts';
+import { barText, INTRADAY_BAR } from './bar-text-sql.ts';
 
 const MINUTE_MS = 60_000;
 

@@ -1,7 +1,11 @@
 import { z } from 'zod';
-import type { Area } from '../wiring/deps.ts';
+import type { Area } from '../http/area.ts';
+import type { Reads } from '../db/database.ts';
+import type { Config } from '../config.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { StreamSlot } from '../http/stream-slots.ts';
+import type { AnyIngestKind } from '../ingest/kind.ts';
 import { defineRoute } from '../http/route.ts';
-import { downloadSlots } from '../runtime/primary-link.ts';
 import { dailyBarIngest, intradayBarIngest } from './ingest.ts';
 import {
   BulkPricesDataSchema,
@@ -87,9 +91,21 @@ export const intradayRoute = defineRoute({
   errors: ['not_found'],
 });
 
-export const pricesArea: Area = {
+/** What the area's handlers need (the wiring's AppDeps provides it). */
+export interface PricesDeps {
+  readDb: Reads;
+  config: Pick<Config, 'DATABASE_POOL_SIZE' | 'BULK_STREAMS_PER_ACCOUNT' | 'BULK_STREAMS_MAX' | 'CLIENT_IDLE_TIMEOUT_MS'>;
+  logger: Logger;
+  /** Download admission for `route`: this process's own slots, or the primary's when several processes serve (runtime/primary-link.ts). */
+  downloadSlots: (
+    route: string,
+    limits: { perAccount: number; total: number },
+  ) => { admit(accountId: string, cut: () => void): StreamSlot | Promise<StreamSlot> };
+}
+
+export const pricesArea: Area<PricesDeps, AnyIngestKind> = {
   routes: [dailyPricesRoute, bulkPricesRoute, intradayRoute],
-  mount(routes, { readDb, config, logger }) {
+  mount(routes, { readDb, config, logger, downloadSlots }) {
     routes.handle(dailyPricesRoute, async ({ params, query }, res, req) => {
       const format = negotiateFormat(req, res, query.format);
       const answer = await service.readDailyPrices(readDb, params.id, query, format);
@@ -109,6 +125,7 @@ export const pricesArea: Area = {
     const bulkPages = readDb.lane('bulk', Math.min(2, halfThePool));
     routes.handle(bulkPricesRoute, async ({ query: q }, res, req) => {
       const format = negotiateFormat(req, res, q.format);
+      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- the route's scope check ran before the handler and set the key's auth
       const slot = await bulkSlots.admit(res.locals.auth!.accountId, () => {
         logger.info({ requestId: res.locals.requestId, route: '/v1/prices/bulk' }, 'download cut: its slot went to an account with fewer downloads open');
         res.destroy();

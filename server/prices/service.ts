@@ -14,12 +14,14 @@ import { AppError } from '../core/errors.ts';
 import { type Meta, sourcesMeta } from '../core/meta.ts';
 import { readInstant } from '../core/freshness.ts';
 import { dailySeriesFreshness, intradayFreshness } from './freshness.ts';
+import { withoutGatherWorkers } from './read-settings-repository.ts';
 import type { Format } from '../core/params.ts';
 import type { PointInTime } from '../core/time.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 export { streamBulkPrices } from './bulk-stream.ts';
 
-export { CSV_COLUMNS } from './bar-text.ts';
+export { CSV_COLUMNS } from './bar-text-sql.ts';
 
 /**
  * A price read's answer: the bars as text in `format` (JSON objects joined by
@@ -56,7 +58,7 @@ export async function readDailyPrices(db: Reads, id: string, q: DailyPricesQuery
     const [series] = await readSeriesText(sql, format, [id], readSegments(q, plans, [id]), q, plans);
     const fresh = await dailySeriesFreshness(sql, [id], readInstant(q.asOf, readAt), series?.stale ?? false);
     const empty = series ? undefined : (await readEmptyReasons(sql, [id], q.from, q.to, q.asOf)).get(id);
-    return { plan: plans.get(id)!, coverage, series, fresh, empty };
+    return { plan: entryOf(plans, id), coverage, series, fresh, empty };
   });
   const immutable = isImmutable(q, plan, series, readAt.toISOString().slice(0, 10));
   const use = seriesUse(q, plan, series);
@@ -83,17 +85,6 @@ export async function readDailyPrices(db: Reads, id: string, q: DailyPricesQuery
  * statements use two cores.
  */
 export const SPLIT_INTRADAY_BARS = 2_000;
-
-/**
- * No parallel workers for the statements of a split asOf read: its two halves
- * already run at once on two connections. With 10 years of 1-minute bars (523
- * chunks, most compressed; TimescaleDB 2.28.3, 2 cores) PostgreSQL kept a
- * parallel plan with two workers for each half, and a year's 1-hour asOf read
- * took 549.8 ms against 437.4 ms with 1 year of history, where it planned no
- * workers; with workers off, 449.5 ms against 440.4 ms (medians of 15, the
- * growth scenario's reads on 2 coins).
- */
-const withoutGatherWorkers = (tx: ISql) => tx`select set_config('max_parallel_workers_per_gather', '0', true)`;
 
 export async function readIntradayBars(
   db: Reads,
@@ -147,14 +138,15 @@ export async function readIntradayBars(
       return after(tx, joinIntradayTexts(format, first, await second));
     });
   });
-  const readAt = q.asOf || bars.latestAsOf ? null : new Date().toISOString();
+  // The bars carry no asOf of their own in the answer: meta reports the asOf asked for, else the latest, or the time of reading without bars.
+  const asOf = q.asOf?.input ?? bars.latestAsOf ?? new Date().toISOString();
+  const readAt = q.asOf || bars.latestAsOf ? null : asOf;
   return {
     items: bars.bars,
     readAt,
     immutable: false,
     meta: {
-      // The bars carry no asOf of their own in the answer: meta reports the asOf asked for, else the latest, or the time of reading without bars.
-      asOf: q.asOf?.input ?? bars.latestAsOf ?? readAt!,
+      asOf,
       source: sourcesMeta(new Set(bars.sources)),
       ...fresh,
       emptyReason: empty,

@@ -4,7 +4,7 @@ import { resolveAdminToken } from './admin-token.ts';
 import { buildAdminApp, buildPublicApp, buildStartingApp } from '../app.ts';
 import type { AppDeps } from '../wiring/deps.ts';
 import type { Config } from '../config.ts';
-import type { ReplicaRouter } from '../db/replicas.ts';
+import type { ReplicaRouter } from '../db/replica-router.ts';
 import { selectCursorSigningKey } from '../db/cursor-signing-key.ts';
 import { ListCursors } from '../core/cursor.ts';
 import { survivePostgresTypesFetchFailures } from '../db/driver-defects.ts';
@@ -14,11 +14,13 @@ import type { MigrationReport } from '../db/migrate.ts';
 import { migrate } from './migrations.ts';
 import type { Sql } from '../db/sql.ts';
 import { loadDemoDataIfEmpty } from '../demo/load.ts';
+import { deriveAll } from '../wiring/derivations.ts';
 import { storeShippedRiskFreeRates } from '../demo/risk-free-rates.ts';
 import { ADMIN_REQUEST_TIMEOUT_MS, openListener } from './listener.ts';
 import type { Logger } from '../observability/logger.ts';
 import { openPools, type OpenedPools } from './pools.ts';
 import { VERSION } from '../core/version.ts';
+import { errorCode } from '../core/errors.ts';
 
 // Waits between attempts to reach the database at start: 0.5 s doubling to 5 s.
 const START_RETRY_FIRST_MS = 500;
@@ -92,7 +94,9 @@ export class Runtime {
         await this.migrateAndLoad();
       }
       this.stopped.signal.throwIfAborted();
+      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- openPools, in either branch above, set the deps
       this.apps.public = buildPublicApp(this.deps!);
+      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- openPools, in either branch above, set the deps
       this.apps.admin = buildAdminApp(this.deps!);
     } catch (err) {
       await this.stop();
@@ -152,7 +156,7 @@ export class Runtime {
     if (rates.inserted || rates.updated) logger.info(rates, 'risk-free rate history (TB3MS) stored');
     if (config.DEMO_DATA === 'auto') {
       const started = Date.now();
-      const loaded = await loadDemoDataIfEmpty(deps);
+      const loaded = await loadDemoDataIfEmpty({ db: deps.db, deriveAll: () => deriveAll(deps) });
       if (loaded)
         logger.info(
           {
@@ -231,10 +235,10 @@ export class Runtime {
       try {
         return await step();
       } catch (err) {
-        const failure = isConnectionFailure(err) ? err : isConnectionFailure((err as Error)?.cause) ? (err as Error).cause : null;
+        const failure = isConnectionFailure(err) ? err : err instanceof Error && isConnectionFailure(err.cause) ? err.cause : null;
         if (!failure) throw err;
-        const { code, message } = failure as { code?: string; message?: string };
-        this.logger.warn({ step: name, attempt, retryInMs: waitMs, code, reason: message }, 'database unreachable at start; retrying');
+        const reason = failure instanceof Error ? failure.message : undefined;
+        this.logger.warn({ step: name, attempt, retryInMs: waitMs, code: errorCode(failure), reason }, 'database unreachable at start; retrying');
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, waitMs);
           this.stopped.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });

@@ -8,6 +8,7 @@ import { ANSWER_HEADERS } from '../http/answer-headers.ts';
 import { errorBody } from '../http/errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import { connectionsDropped, httpRequests } from '../observability/metrics.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 // 500 comma-separated UUIDs make an 18.5 KB query string, above Node's 16 KiB default.
 const MAX_HEADER_BYTES = 64 * 1024;
@@ -116,7 +117,7 @@ class ConnectionsPerAddress extends BlockList {
     if (peer === undefined) return;
     this.open.set(peer, (this.open.get(peer) ?? 0) + 1);
     socket.once('close', () => {
-      const left = this.open.get(peer)! - 1;
+      const left = entryOf(this.open, peer) - 1;
       if (left) this.open.set(peer, left);
       else this.open.delete(peer);
     });

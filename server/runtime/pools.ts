@@ -2,13 +2,14 @@ import type { AppDeps } from '../wiring/deps.ts';
 import type { Config } from '../config.ts';
 import { Database, type DatabaseOptions } from '../db/database.ts';
 import { DatabaseHealth } from '../db/health.ts';
-import { ReplicaRouter } from '../db/replicas.ts';
+import { ReplicaRouter } from '../db/replica-router.ts';
 import { createSql, type Sql } from '../db/sql.ts';
 import { PasswordHasher } from '../dashboard/password.ts';
 import { LastUsedRecorder } from '../keys/service.ts';
 import type { Logger } from '../observability/logger.ts';
 import { macroServiceOf } from '../macro/service.ts';
 import { WorkerPool } from '../../workers/pool.ts';
+import { downloadSlots } from './primary-link.ts';
 
 // Connections of the auth pool. Requests that arrive while its statements are
 // in flight are admitted together in the next one (keys/admission.ts), so
@@ -27,7 +28,7 @@ export interface OpenedPools {
 }
 
 /**
- * The router over the primary and DATABASE_REPLICA_URLS (db/replicas.ts):
+ * The router over the primary and DATABASE_REPLICA_URLS (db/replica-router.ts):
  * each replica gets a gated pool like the primary's, named replica-1, -2, …
  * in the list's order (never by URL: it may hold a password).
  */
@@ -103,6 +104,7 @@ export function openPools(config: Config, logger: Logger, databaseUrl: string, s
       adminToken: service.adminToken,
       version: service.version,
       passwords,
+      downloadSlots,
     },
     primarySql,
     replicas,

@@ -103,8 +103,8 @@ export class PrimaryLink {
 
   /** Tells the primary why this process could not start, then exits. */
   failed(message: string): void {
-    if (!process.connected) process.exit(1);
-    process.send!({ kind: 'failed', message } satisfies ToPrimary, undefined, {}, () => process.exit(1));
+    if (!process.connected || !process.send) process.exit(1);
+    process.send({ kind: 'failed', message } satisfies ToPrimary, undefined, {}, () => process.exit(1));
   }
 
   /** Download admission for `route`, held by the primary for every serving process. */
@@ -147,7 +147,7 @@ export class PrimaryLink {
   }
 
   private send(message: ToPrimary): void {
-    if (process.connected) process.send!(message);
+    if (process.connected && process.send) process.send(message);
   }
 }
 

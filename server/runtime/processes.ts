@@ -109,10 +109,12 @@ export class ServingProcesses {
     this.migration = this.runtime.migration;
     // The pools and threads it prepared with are closed.
     forgetClosedResources();
+    // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- prepare resolved: the runtime migrated, so its migration report is set
     for (const s of this.serving.values()) if (s.publicUrl) this.send(s.worker, { kind: 'prepared', migration: this.migration! });
     await allReady;
     this.starting = null;
     const first = [...this.serving.values()][0];
+    // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- every serving process reported ready, and a ready process has both URLs
     return { publicUrl: first.publicUrl!, adminUrl: first.adminUrl!, tier: this.migration?.tier, pids: [...this.serving.values()].map((s) => s.pid) };
   }
 
@@ -152,6 +154,7 @@ export class ServingProcesses {
       ADMIN_TOKEN: this.runtime.adminToken,
       WORKER_THREADS: String(this.threadsPerProcess),
     });
+    // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- fork spawned the process, and a spawned process has a pid
     const pid = worker.process.pid!;
     this.serving.set(worker.id, { worker, pid, startedAt: Date.now(), ready: false, slots: new Map(), lastMetrics: null });
   }

@@ -1,12 +1,13 @@
 import type { z } from 'zod';
 import type { ISql } from '../db/sql.ts';
-import type { DeriveDeps } from '../wiring/derivations.ts';
+import type { DeriveDeps } from '../ingest/derived.ts';
 import { dayToDate } from '../core/day-numbers.ts';
 import { readAdjustedSeries, readSessionSpan } from '../prices/daily-bars.ts';
 import { dateOrder, inOrder } from '../prices/packed-columns.ts';
 import * as repo from './repository.ts';
 import type { DerivedLeadsSchema, SubjectClass } from './schema.ts';
 import { MAX_LAG_DAYS, type SourceLeadsInput } from '../../workers/contract.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 export type DerivedLeads = z.infer<typeof DerivedLeadsSchema>;
 
@@ -46,7 +47,9 @@ export function deriveSourceLeads(deps: Pick<DeriveDeps, 'db' | 'pool'>): Promis
         correlations: lead.correlationByLag.map((c) => c.correlation),
         sample_sizes: lead.correlationByLag.map((c) => c.sampleSize),
         instruments: lead.instruments,
+        // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- every group has a score, so its first day is known
         first_as_of_date: dayToDate(lead.firstDay!),
+        // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- every group has a score, so its last day is known
         last_as_of_date: dayToDate(lead.lastDay!),
       }));
       const { inserted, updated } = await repo.upsertLeads(tx, rows);
@@ -75,8 +78,8 @@ async function leadsInput(tx: ISql, series: repo.ScoreSeriesRow[]) {
       groups.push({ source: s.source, subjectClass: s.subject_class });
     }
     if (!instrumentIndex.has(s.instrument_id)) instrumentIndex.set(s.instrument_id, instrumentIndex.size);
-    seriesGroup[k] = groupIndex.get(key)!;
-    seriesInstrument[k] = instrumentIndex.get(s.instrument_id)!;
+    seriesGroup[k] = entryOf(groupIndex, key);
+    seriesInstrument[k] = entryOf(instrumentIndex, s.instrument_id);
     seriesOffsets[k + 1] = seriesOffsets[k] + s.days.length;
   }
   const scoreDays = new Int32Array(seriesOffsets[series.length]);

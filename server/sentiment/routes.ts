@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import type { Area } from '../wiring/deps.ts';
+import type { Area } from '../http/area.ts';
+import type { Reads } from '../db/database.ts';
+import type { AnyIngestKind } from '../ingest/kind.ts';
 import { defineRoute } from '../http/route.ts';
 import { sentimentIngest } from './ingest.ts';
 import { SentimentMetaSchema, SentimentQuerySchema, SentimentScoreSchema, SourceLeadSchema, SourceLeadsMetaSchema, SourceLeadsQuerySchema } from './schema.ts';
@@ -45,7 +47,12 @@ export const sourceLeadsRoute = defineRoute({
   errors: [],
 });
 
-export const sentimentArea: Area = {
+/** What the area's handlers need (the wiring's AppDeps provides it). */
+export interface SentimentDeps {
+  readDb: Reads;
+}
+
+export const sentimentArea: Area<SentimentDeps, AnyIngestKind> = {
   routes: [sentimentRoute, sourceLeadsRoute],
   mount(routes, { readDb }) {
     routes.handle(sentimentRoute, ({ params, query }) => listSentiment(readDb, params.id, query));

@@ -1,5 +1,6 @@
-import type { Area } from './deps.ts';
-import type { IngestKind } from '../ingest/kind.ts';
+import type { AppDeps } from './deps.ts';
+import type { Area } from '../http/area.ts';
+import type { AnyIngestKind, IngestKind } from '../ingest/kind.ts';
 import { adminRouteDefinitions } from '../admin/routes.ts';
 import { actionsArea } from '../actions/routes.ts';
 import { analyticsArea } from '../analytics/routes.ts';
@@ -15,7 +16,8 @@ import { optionsArea } from '../options/routes.ts';
 import { pricesArea } from '../prices/routes.ts';
 import { sentimentArea } from '../sentiment/routes.ts';
 
-export const AREAS: readonly Area[] = [
+/** Every public API area, mounted with AppDeps: the compiler checks that AppDeps gives each area the deps it declares. */
+export const AREAS: readonly Area<AppDeps, AnyIngestKind>[] = [
   instrumentsArea,
   pricesArea,
   actionsArea,

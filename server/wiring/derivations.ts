@@ -1,39 +1,18 @@
-import { z } from 'zod';
-import type { AppDeps } from './deps.ts';
 import { deriveEventReactions } from '../event-reactions/derive.ts';
-import { DerivedReactionsSchema } from '../event-reactions/schema.ts';
+import type { Derived, DeriveDeps, DeriveRequest } from '../ingest/derived.ts';
 import type { DataChanges } from '../ingest/kind.ts';
 import { deriveIvSnapshots } from '../options/derive.ts';
-import { DerivedSnapshotsSchema } from '../options/schema.ts';
 import { deriveSourceLeads, leadsReadClosesOf } from '../sentiment/derive.ts';
-import { DerivedLeadsSchema } from '../sentiment/schema.ts';
 
 /**
  * What the service computes from stored data rather than ingests, and when.
  * Each derivation is idempotent: run twice on the same data it stores nothing
  * the second time. Uploads report what they changed (DataChanges); after the
  * upload commits, the derivations that read it run for what changed, and
- * `POST /admin/v1/derive` runs them all.
+ * `POST /admin/v1/derive` runs them all. What the step needs and answers
+ * (DeriveDeps, Derived) is server/ingest/derived.ts, which the admin API and
+ * the demo load, areas below the wiring, import.
  */
-
-/** What deriving needs besides the database: the risk-free rate and the worker pool. */
-export type DeriveDeps = Pick<AppDeps, 'db' | 'macro' | 'pool'>;
-
-/** `POST /admin/v1/derive`'s narrowing: whole instruments, or (absent) everything. */
-export interface DeriveRequest {
-  instrumentIds?: string[];
-}
-
-/** What one run derived, by derivation; a derivation with nothing to do is absent. */
-export const DerivedSchema = z
-  .strictObject({
-    ivSnapshots: DerivedSnapshotsSchema.optional(),
-    eventReactions: DerivedReactionsSchema.optional(),
-    sourceLeads: DerivedLeadsSchema.optional(),
-  })
-  .meta({ id: 'Derived' });
-
-export type Derived = z.infer<typeof DerivedSchema>;
 
 /**
  * Every derivation, for the given instruments or all. The source leads are

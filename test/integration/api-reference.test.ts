@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminDocument, publicDocument } from '../../server/http/api-reference.ts';
+import { adminDocument, publicDocument } from '../../server/wiring/api-documents.ts';
 import { VERSION } from '../../server/core/version.ts';
 import { launchChromium, SKIP_BROWSER } from '../support/chromium.ts';
 import { servedRoutes } from '../support/served-routes.ts';

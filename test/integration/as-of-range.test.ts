@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { derivedContractId } from '../../server/options/schema.ts';
-import { SCOPES } from '../../server/keys/scopes.ts';
+import { SCOPES } from '../../server/core/scopes.ts';
 import { createInstrument, dailyBar, ingest, minuteBar } from './fixtures.ts';
 import { Service, startService } from './harness.ts';
 import type { InstrumentId } from '../../server/core/ids.ts';

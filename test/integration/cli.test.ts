@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sqlClient } from '../../server/db/sql.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SCOPES } from '../../server/keys/scopes.ts';
+import { SCOPES } from '../../server/core/scopes.ts';
 import { PROJECT_ROOT, runNode } from './child-process.ts';
 import { databaseUrl, Service, startService } from './harness.ts';
 import { csrfOn, DashboardClient } from '../support/dashboard-client.ts';

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DashboardClient } from '../support/dashboard-client.ts';
 import { PROJECT_ROOT } from './child-process.ts';
 import { startService, type Service } from './harness.ts';
+import { until } from '../support/until.ts';
 
 // Who may hold the public listener's connections: one address at most
 // MAX_CONNECTIONS_PER_ADDRESS of them, a connection that sends nothing at
@@ -65,15 +66,6 @@ function get(
   });
 }
 
-/** Polls `check` until it holds, failing after `ms`. */
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 describe('connections per address', () => {
   const CAP = 20;
   let svc: Service;
@@ -106,7 +98,7 @@ describe('connections per address', () => {
     }
     try {
       const isClosed = () => sockets.filter((s) => s.socket.closed);
-      await until('10 connections closed', () => isClosed().length >= 10);
+      await until(() => isClosed().length >= 10, { timeoutMs: 20_000, what: '10 connections closed' });
       // The listener accepts in order, so by this answer it has dealt with all 30.
       expect((await get(port, '/healthz', BYSTANDER)).status).toBe(200);
       expect(isClosed()).toHaveLength(10);
@@ -120,7 +112,7 @@ describe('connections per address', () => {
     } finally {
       for (const s of sockets) s.socket.destroy();
     }
-    await until('the address served again', async () => (await get(port, '/healthz', ATTACKER)).status === 200);
+    await until(async () => (await get(port, '/healthz', ATTACKER)).status === 200, { timeoutMs: 20_000, what: 'the address served again' });
   });
 });
 
@@ -181,7 +173,7 @@ describe('idle sockets from one address', () => {
       const exited = new Promise<void>((resolve) => flood.once('exit', () => resolve()));
       let answers: Awaited<ReturnType<typeof get>>[];
       try {
-        await until(`all ${IDLE} sockets accepted once`, () => out.includes('"ready":true'), 60_000);
+        await until(() => out.includes('"ready":true'), { timeoutMs: 60_000, what: `all ${IDLE} sockets accepted once` });
         // On schedule, whether or not earlier ones have been answered, each on a connection of its own.
         const pending: ReturnType<typeof get>[] = [];
         const started = performance.now();

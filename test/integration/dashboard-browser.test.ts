@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import type { Browser, BrowserContext, BrowserContextOptions, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SCOPES } from '../../server/keys/scopes.ts';
+import { SCOPES } from '../../server/core/scopes.ts';
 import { launchChromium, SKIP_BROWSER } from '../support/chromium.ts';
 import { Service, startService } from './harness.ts';
 

@@ -1,10 +1,11 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { gzip } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { SCOPES } from '../../server/keys/scopes.ts';
+import { SCOPES } from '../../server/core/scopes.ts';
 import { passwordHashes, passwordHashesRunning } from '../../server/observability/metrics.ts';
 import { csrfOn, DashboardClient, fullKeyOn } from '../support/dashboard-client.ts';
 import { Service, startService } from './harness.ts';
+import { until } from '../support/until.ts';
 
 // Low sign-in limits, so the tests reach them; the attempt table is emptied
 // before each test, so each starts with fresh counts.
@@ -497,7 +498,7 @@ describe('dashboard: password hashing cannot starve the service', () => {
       const finishedHashes = () => passwordHashes.get().then((m) => m.values.filter((v) => v.metricName?.endsWith('_count')).reduce((n, v) => n + v.value, 0));
       const before = await finishedHashes();
       const signIns = clients.map((client) => client.signIn(`nobody-${randomUUID()}@example.com`, 'a guessed password'));
-      while ((await passwordHashesRunning.get()).values[0]?.value !== 4) await new Promise((resolve) => setTimeout(resolve, 10));
+      await until(async () => (await passwordHashesRunning.get()).values[0]?.value === 4, { timeoutMs: 10_000, what: 'four hashes running', intervalMs: 10 });
       const data = randomBytes(64 * 1024);
       const atGzip = await Promise.all(
         Array.from(

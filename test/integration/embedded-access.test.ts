@@ -9,6 +9,7 @@ import { existingClusterDir, passwordFileOf, placeCluster, runningPostmaster } f
 import { openDatabase, socketUrl, startEmbeddedPostgres } from '../../server/db/embedded.ts';
 import { sqlClient } from '../../server/db/sql.ts';
 import { inheritedEnv, PROJECT_ROOT, runNode } from './child-process.ts';
+import { until } from '../support/until.ts';
 
 // Another OS user is only observable as root (CI runs as root).
 const asRoot = process.getuid?.() === 0;
@@ -387,9 +388,7 @@ describe.runIf(asRoot)('embedded PostgreSQL: its OS account and environment', ()
         ],
         { cwd: '/', stdio: 'ignore' },
       );
-      const deadline = Date.now() + 30_000;
-      while (!postmasterReady(dir) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(postmasterReady(dir)).toBe(true);
+      await until(() => postmasterReady(dir), { timeoutMs: 30_000, what: 'the postmaster ready', intervalMs: 100 });
       const joined = await openDatabase({ DATA_DIR }, { create: false, onNotice: () => {} });
       expect(await rowsOf(joined.url)).toEqual([{ note: 'first' }, { note: 'second' }]);
       const shared = sharedAccount();

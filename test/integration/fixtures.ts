@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Service } from './harness.ts';
+import { until } from '../support/until.ts';
 import { type InstrumentId, InstrumentIdSchema } from '../../server/core/ids.ts';
 
 export const uniqueSymbol = (stem = 'T') => `${stem}${randomUUID().replace(/-/g, '').slice(0, 8).toUpperCase()}`;
@@ -104,17 +105,19 @@ export function weekdays(from: string, to: string): string[] {
 }
 
 /**
- * Resolves once a statement of another session waits for a lock while naming
- * `table` (a row the test holds); fails after 10 s.
+ * Resolves once `count` statements (1 by default) of other sessions on this
+ * database wait for a lock while naming `table` (a row or table the test
+ * holds); fails after 10 s.
  */
-export async function untilAStatementWaitsFor(svc: Service, table: string): Promise<void> {
-  for (let waited = 0; ; waited += 10) {
-    const [w] = await svc.sql<{ n: number }[]>`
-      select count(*)::int as n from pg_stat_activity
-      where wait_event_type = 'Lock' and query like ${`%${table}%`} and pid <> pg_backend_pid()
-    `;
-    if (w.n > 0) return;
-    if (waited > 10_000) throw new Error(`no statement waited for ${table}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+export async function untilAStatementWaitsFor(svc: Service, table: string, count = 1): Promise<void> {
+  await until(
+    async () => {
+      const [w] = await svc.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity
+        where wait_event_type = 'Lock' and query like ${`%${table}%`} and pid <> pg_backend_pid() and datname = current_database()
+      `;
+      return w.n >= count;
+    },
+    { timeoutMs: 10_000, what: `${count} statement(s) waiting for ${table}`, intervalMs: 10 },
+  );
 }

@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminRoutes, publicRouteDefinitions } from '../../server/wiring/areas.ts';
-import { SCOPES } from '../../server/keys/scopes.ts';
+import { SCOPES } from '../../server/core/scopes.ts';
 import { MACRO_SERIES_IDS } from '../../server/macro/schema.ts';
 import { derivedContractId } from '../../server/options/schema.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
@@ -14,6 +14,7 @@ import { csrfOn, DashboardClient } from '../support/dashboard-client.ts';
 import { FredStub } from '../support/fred-stub.ts';
 import { servedRoutes } from '../support/served-routes.ts';
 import { percentEncoded } from '../support/percent-encoded.ts';
+import { until } from '../support/until.ts';
 import { MAX_DEPTH } from '../../server/core/validate.ts';
 import { InstrumentIdSchema } from '../../server/core/ids.ts';
 
@@ -1915,11 +1916,16 @@ async function assertReads(seed: number, batches: number) {
 
 /**
  * The statuses the service logged since line `from`, by `METHOD route` (the
- * route template that served the request, as the log names it). A line is
- * written as its response finishes, so this waits a moment for the last ones.
+ * route template that served the request, as the log names it), once the
+ * `sent` requests answered since then have each logged their line: a line is
+ * written as its response finishes, which can follow the client's receipt of
+ * the last byte by a turn of the event loop.
  */
-async function loggedStatuses(from: number): Promise<Map<string, number[]>> {
-  await new Promise((resolve) => setTimeout(resolve, 200));
+async function loggedStatuses(from: number, sent: number): Promise<Map<string, number[]>> {
+  await until(() => logLines.slice(from).filter((line) => JSON.parse(line).msg === 'request').length >= sent, {
+    timeoutMs: 10_000,
+    what: `the request log lines of ${sent} requests`,
+  });
   const statuses = new Map<string, number[]>();
   for (const line of logLines.slice(from)) {
     const entry = JSON.parse(line) as { msg?: string; method?: string; route?: string; status?: number };
@@ -2202,8 +2208,8 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
 
   it('when thousands of generated reads hit every public and admin read route and every dashboard page and form at once, then none is a 5xx, every error is the envelope (or the dashboard’s page), and no answer or log line holds a credential', async () => {
     const from = logLines.length;
-    await assertReads(SEED, READ_BATCHES);
-    const statuses = await loggedStatuses(from);
+    const sent = await assertReads(SEED, READ_BATCHES);
+    const statuses = await loggedStatuses(from, sent);
     // Not vacuous: every route answered valid requests through its own handler,
     // so the generated values reach past validation into the database. A
     // dashboard form's success is a redirect.
@@ -2217,6 +2223,7 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
 
   it('when generated writes hit every admin route and ingest kind one at a time, then none is a 5xx, and each refused write leaves the database unchanged', async () => {
     const from = logLines.length;
+    const sentBefore = stats.requests;
     let known: Record<string, string> | null = null;
     await fc.assert(
       fc.asyncProperty(adminWrites(), async (req) => {
@@ -2237,7 +2244,7 @@ describe('fuzz: hostile input never gives a 5xx, every error is the envelope, an
       { seed: SEED + 1, numRuns: WRITES },
     );
     // Not vacuous: every write route both stored valid writes and refused hostile ones.
-    const statuses = await loggedStatuses(from);
+    const statuses = await loggedStatuses(from, stats.requests - sentBefore);
     const outcomes = ADMIN_WRITES.flatMap((route) => [
       ...(statuses.get(route)?.some((s) => s >= 200 && s < 300) ? [] : [`nothing stored by ${route}`]),
       ...(statuses.get(route)?.some((s) => s >= 400 && s < 500) ? [] : [`nothing refused by ${route}`]),

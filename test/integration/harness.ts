@@ -6,7 +6,7 @@ import type { DestinationStream } from 'pino';
 import { loadConfig, type Config } from '../../server/config.ts';
 import { createLogger } from '../../server/observability/logger.ts';
 import { startRuntime, type Runtime } from '../../server/runtime/lifecycle.ts';
-import type { Scope } from '../../server/keys/scopes.ts';
+import type { Scope } from '../../server/core/scopes.ts';
 import { apiContract } from '../support/contract.ts';
 import { fileDatabaseUrl } from './file-database.ts';
 

@@ -7,6 +7,7 @@ import { DashboardClient } from '../support/dashboard-client.ts';
 import { createInstrument, dailyBar } from './fixtures.ts';
 import { startService, type Service } from './harness.ts';
 import { percentEncoded } from '../support/percent-encoded.ts';
+import { until } from '../support/until.ts';
 
 // The edges of HTTP that no route's own tests reach: static files that do not
 // exist, what the log and the answers may quote, request charsets and
@@ -42,6 +43,15 @@ async function loggedService(env: Record<string, string> = {}) {
 }
 
 const requestLines = (lines: string[]) => lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request');
+
+/**
+ * The log lines written from `lines[from]` on, once `count` request lines are among them: a request's line is
+ * written as its response ends, so it can follow the client's receipt of the answer by a turn of the event loop.
+ */
+const untilRequestsLogged = async (lines: string[], from: number, count: number) => {
+  await until(() => requestLines(lines.slice(from)).length >= count, { timeoutMs: 5_000, what: `${count} request log lines` });
+  return lines.slice(from);
+};
 
 /** `text` as a client might paste it into a URL path: as is, fully or partly percent-encoded in either case, encoded twice, `_` alone encoded. */
 const encodingsOf = (text: string) => [
@@ -81,8 +91,8 @@ describe('dashboard assets', () => {
       for (const answer of [page, json]) expect(answer.text, target).not.toContain('server/dashboard');
     }
     expect((await send(svc.runtime.publicUrl, '/account/assets/keys.js')).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const written = lines.slice(from).map((l) => JSON.parse(l));
+    // Two requests for each of the 5 targets, and keys.js.
+    const written = (await untilRequestsLogged(lines, from, 11)).map((l) => JSON.parse(l));
     expect(written.filter((l) => l.level > 30)).toEqual([]);
     expect(written.map((l) => JSON.stringify(l)).filter((l) => l.includes('server/dashboard'))).toEqual([]);
   });
@@ -135,8 +145,6 @@ describe('logs and echoes', () => {
   });
   afterAll(() => svc.stop());
 
-  const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
-
   it('when a key or its bare secret is in a path, in any encoding, then the log and the answer hold neither it nor its encoded form', async () => {
     const secret = key.slice('pk_live_'.length);
     const forms = [...encodingsOf(key), ...encodingsOf(secret)];
@@ -151,12 +159,13 @@ describe('logs and echoes', () => {
       `/v1/instruments?${form}=1`,
     ]);
     const answers: string[] = [];
+    const from = lines.length;
     for (const target of targets) {
       const res = await send(svc.runtime.publicUrl, target, { headers: { authorization: `Bearer ${key}` } });
       expect(res.status, target).toBeLessThan(500);
       answers.push(JSON.stringify(res.headers), res.text);
     }
-    await settle();
+    await untilRequestsLogged(lines, from, targets.length);
     for (const text of [answers.join('\n'), log()]) {
       expect(text).not.toContain(secret);
       for (const form of forms) expect(text).not.toContain(form);
@@ -201,8 +210,7 @@ describe('logs and echoes', () => {
     expect(answers.map((a) => a.status)).toEqual([404, 400, 400, 404, 404, 303, 404, 400]);
     expect(JSON.parse(answers[7].text).error.details).toEqual({ path: ['"%FF" is not valid percent-encoded UTF-8'] });
     for (const answer of answers) expect(answer.text).not.toContain(pasted);
-    await settle();
-    const written = requestLines(lines.slice(from));
+    const written = requestLines(await untilRequestsLogged(lines, from, answers.length));
     expect(written.map((l) => l.path)).toEqual([
       '/account/[unmatched]',
       '/account/keys/:id',
@@ -248,8 +256,7 @@ describe('logs and echoes', () => {
     ]) {
       answers.push(await send(svc.runtime.publicUrl, target));
     }
-    await settle();
-    const written = requestLines(lines.slice(from)).map((l) => l.path);
+    const written = requestLines(await untilRequestsLogged(lines, from, answers.length)).map((l) => l.path);
     const asOriginForm = written.slice(0, originForm.length);
     expect(asOriginForm.slice(0, 3).every((p) => p.startsWith('/account/'))).toBe(true);
     expect(asOriginForm.slice(3)).toEqual(['/healthz', '/v1/instruments']);
@@ -285,8 +292,7 @@ describe('logs and echoes', () => {
       const res = await svc.get('/healthz', undefined, { 'x-request-id': id });
       expect(res.headers.get('x-request-id'), id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     }
-    await settle();
-    const ids = requestLines(lines.slice(from)).map((l) => l.requestId);
+    const ids = requestLines(await untilRequestsLogged(lines, from, kept.length + replaced.length)).map((l) => l.requestId);
     expect(ids.slice(0, kept.length)).toEqual(kept);
     for (const text of [log(), ids.join('\n')]) {
       expect(text).not.toContain(secret);
@@ -428,8 +434,7 @@ describe('request bodies: charsets and content encodings', () => {
       );
       socket.write(bytes);
       try {
-        const deadline = Date.now() + 20_000;
-        while (!received.includes(message) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+        await until(() => received.includes(message), { timeoutMs: 20_000, what: `the ${status} for ${type}` });
         expect(received.split('\r\n')[0], type).toBe(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}`);
         expect(received, type).toContain(message);
       } finally {
@@ -547,18 +552,21 @@ describe('slow clients and the connection cap', () => {
       await new Promise((resolve) => socket.once('connect', resolve));
     }
     try {
+      // Connections the test's own HTTP client keeps alive count too, so at least 20 are refused.
+      await until(() => closedAt.size >= 20, { timeoutMs: HEADERS_TIMEOUT_MS, what: '20 connections refused' });
       // Well inside the 3 s headers timeout, which closes the others.
-      await new Promise((resolve) => setTimeout(resolve, 500));
       expect(Date.now() - opened).toBeLessThan(HEADERS_TIMEOUT_MS);
       const dropped = sockets.filter((s) => closedAt.has(s));
-      // Connections the test's own HTTP client keeps alive count too, so at least 20 are refused.
       expect(dropped.length).toBeGreaterThanOrEqual(20);
       expect(dropped.map((s) => closedAt.get(s))).toEqual(dropped.map(() => 0));
       expect(log()).toContain('connection closed unanswered: the listener is at MAX_CONNECTIONS');
     } finally {
       for (const s of sockets) s.destroy();
     }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect((await svc.get('/healthz')).status).toBe(200);
+    // The listener counts a connection gone when it sees the close, a moment after the client's destroy.
+    await until(async () => (await svc.get('/healthz').catch(() => null))?.status === 200, {
+      timeoutMs: 5_000,
+      what: 'a /healthz answer once the connections closed',
+    });
   });
 });

@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { derivedNewsId } from '../../server/news/schema.ts';
 import { createInstrument } from './fixtures.ts';
 import { startService, type Service } from './harness.ts';
 
@@ -61,7 +60,15 @@ describe('POST /admin/v1/news', () => {
     const { id: _id, ...row } = newsItem(instrumentId, '2031-03-04T14:00:00Z');
     expect(await ingestOk([row])).toMatchObject({ rows: 1, inserted: 1, updated: 0, unchanged: 0 });
     const [first] = (await read('news', instrumentId)).data;
-    expect(first.id).toBe(derivedNewsId(instrumentId, row.source, row.url));
+    // docs/api.md, news ingest: the name-based UUID of `news:` followed by the JSON array [instrumentId, source, url],
+    // that is the first 16 bytes of the text's SHA-1 with the version nibble 5 and the variant bits 10 ("Ids").
+    const sha1 = createHash('sha1')
+      .update(`news:${JSON.stringify([instrumentId, row.source, row.url])}`, 'utf8')
+      .digest();
+    sha1[6] = (sha1[6] & 0x0f) | 0x50;
+    sha1[8] = (sha1[8] & 0x3f) | 0x80;
+    const hex = sha1.subarray(0, 16).toString('hex');
+    expect(first.id).toBe(`${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`);
     expect(first).toMatchObject({ headline: row.headline, publishedAt: '2031-03-04T14:00:00.000Z', isCompanyConfirmed: true });
 
     expect(await ingestOk([row])).toMatchObject({ rows: 1, inserted: 0, updated: 0, unchanged: 1 });

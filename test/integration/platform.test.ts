@@ -20,8 +20,7 @@ import { admissionBatchSize, dbQueryDuration } from '../../server/observability/
 import { PROJECT_ROOT } from './child-process.ts';
 import { databaseUrl, Service, startService } from './harness.ts';
 import { createInstrument, ingest, untilAStatementWaitsFor } from './fixtures.ts';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { until } from '../support/until.ts';
 
 function expectErrorEnvelope(body: any, code: string) {
   expect(body).toEqual({
@@ -34,6 +33,26 @@ function expectErrorEnvelope(body: any, code: string) {
   });
   for (const messages of Object.values(body.error.details)) {
     expect(Array.isArray(messages)).toBe(true);
+  }
+}
+
+/**
+ * Runs `attempt` until one run's requests all land in one minute window of the
+ * rate limiter, and returns what that run observed. The windows are the minutes
+ * of the database clock (usage_counters.minute_start is date_trunc('minute',
+ * now())), so when the clock reads the same minute before and after a run,
+ * every admission statement of the run fell in that minute. A run that
+ * straddles a boundary is run again at once: it then starts at the beginning of
+ * a window, about 60 s from the next boundary, and these runs take seconds.
+ * `attempt` makes its own account, so a second run starts from nothing counted.
+ */
+async function inOneMinuteWindow<T>(sql: Service['sql'], attempt: () => Promise<T>): Promise<T> {
+  const minute = async () => (await sql<{ minute: string }[]>`select date_trunc('minute', now())::text as minute`)[0].minute;
+  for (let run = 1; ; run++) {
+    const before = await minute();
+    const observed = await attempt();
+    if ((await minute()) === before) return observed;
+    if (run === 2) throw new Error('two runs in a row each straddled a minute boundary');
   }
 }
 
@@ -117,11 +136,13 @@ describe('platform: keys, scopes, errors, metrics', () => {
     const sent = Date.now();
     await svc.get('/v1/instruments?query=x', key);
     const answered = Date.now();
-    let listed = await list();
-    for (let i = 0; i < 100 && listed.body.data[0].lastUsedAt === null; i++) {
-      await sleep(100);
-      listed = await list();
-    }
+    const listed = await until(
+      async () => {
+        const listed = await list();
+        return listed.body.data[0].lastUsedAt !== null && listed;
+      },
+      { timeoutMs: 10_000, what: 'the key list showing lastUsedAt', intervalMs: 100 },
+    );
     expect(listed.status).toBe(200);
     const [row] = listed.body.data;
     expect(row).toMatchObject({ id, environment: 'sandbox', scopes: ['instruments:read'], prefix: key.slice(0, 12), revokedAt: null });
@@ -224,23 +245,24 @@ describe('platform: quotas and rate limits', () => {
   afterAll(() => svc.stop());
 
   it('when a sandbox key exhausts its allowance, then it gets 429 with Retry-After and RateLimit headers while a live key of the same account still gets 200', async () => {
-    const account = await svc.createAccount();
-    const sandbox = (await svc.createKey(account, ['instruments:read'], 'sandbox')).key;
-    const live = (await svc.createKey(account, ['instruments:read'], 'live')).key;
-    // Align to the start of a minute window so all calls land in one window.
-    const secondsIntoMinute = new Date().getUTCSeconds();
-    if (secondsIntoMinute > 50) await sleep((61 - secondsIntoMinute) * 1000);
-    const statuses: number[] = [];
-    for (let i = 0; i < 4; i++) statuses.push((await svc.get('/v1/instruments?query=x', sandbox)).status);
+    const { account, statuses, limited, liveStatus } = await inOneMinuteWindow(svc.sql, async () => {
+      const account = await svc.createAccount();
+      const sandbox = (await svc.createKey(account, ['instruments:read'], 'sandbox')).key;
+      const live = (await svc.createKey(account, ['instruments:read'], 'live')).key;
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) statuses.push((await svc.get('/v1/instruments?query=x', sandbox)).status);
+      const limited = await svc.get('/v1/instruments?query=x', sandbox);
+      const liveStatus = (await svc.get('/v1/instruments?query=x', live)).status;
+      return { account, statuses, limited, liveStatus };
+    });
     expect(statuses).toEqual([200, 200, 200, 429]);
-    const limited = await svc.get('/v1/instruments?query=x', sandbox);
     expect(limited.status).toBe(429);
     expectErrorEnvelope(limited.body, 'rate_limited');
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(limited.headers.get('ratelimit-limit')).toBe('3');
     expect(limited.headers.get('ratelimit-remaining')).toBe('0');
     expect(Number(limited.headers.get('ratelimit-reset'))).toBeGreaterThanOrEqual(1);
-    expect((await svc.get('/v1/instruments?query=x', live)).status).toBe(200);
+    expect(liveStatus).toBe(200);
 
     const usage = await svc.admin('GET', `/usage?accountId=${account}`);
     expect(usage.status).toBe(200);
@@ -251,17 +273,23 @@ describe('platform: quotas and rate limits', () => {
   });
 
   it('when auth or scope checks fail, then no quota is consumed', async () => {
-    const account = await svc.createAccount();
-    const { key } = await svc.createKey(account, ['instruments:read'], 'sandbox');
-    const revoked = await svc.createKey(account, ['instruments:read'], 'sandbox');
-    expect((await svc.admin('POST', `/keys/${revoked.id}/revoke`)).status).toBe(200);
-    const secondsIntoMinute = new Date().getUTCSeconds();
-    if (secondsIntoMinute > 50) await sleep((61 - secondsIntoMinute) * 1000);
-    for (let i = 0; i < 5; i++) {
-      expect((await svc.get(`/v1/instruments/${randomUUID()}/prices?from=2020-01-01&to=2020-01-02`, key)).status).toBe(403);
-      expect((await svc.get('/v1/instruments?query=x', revoked.key)).status).toBe(401);
-    }
-    for (let i = 0; i < 3; i++) expect((await svc.get('/v1/instruments?query=x', key)).status).toBe(200);
+    // In one window of 3, so a failed check that consumed quota would leave the third good request 429.
+    const { account, failed, served } = await inOneMinuteWindow(svc.sql, async () => {
+      const account = await svc.createAccount();
+      const { key } = await svc.createKey(account, ['instruments:read'], 'sandbox');
+      const revoked = await svc.createKey(account, ['instruments:read'], 'sandbox');
+      expect((await svc.admin('POST', `/keys/${revoked.id}/revoke`)).status).toBe(200);
+      const failed: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        failed.push((await svc.get(`/v1/instruments/${randomUUID()}/prices?from=2020-01-01&to=2020-01-02`, key)).status);
+        failed.push((await svc.get('/v1/instruments?query=x', revoked.key)).status);
+      }
+      const served: number[] = [];
+      for (let i = 0; i < 3; i++) served.push((await svc.get('/v1/instruments?query=x', key)).status);
+      return { account, failed, served };
+    });
+    expect(failed).toEqual([403, 401, 403, 401, 403, 401, 403, 401, 403, 401]);
+    expect(served).toEqual([200, 200, 200]);
     const [row] = await svc.sql`
       select sum(admitted)::int as n from usage_counters
       where account_id = ${account}
@@ -380,11 +408,12 @@ describe('platform: two processes on one database', () => {
         const [count] = await a.sql`select count(*)::int as n, count(distinct version)::int as d from schema_migrations`;
         expect(count.n).toBe(count.d);
 
-        const key = await a.keyWith(['instruments:read']);
-        const secondsIntoMinute = new Date().getUTCSeconds();
-        if (secondsIntoMinute > 50) await sleep((61 - secondsIntoMinute) * 1000);
-        const statuses = [];
-        for (const svc of [a, b, a, b, a]) statuses.push((await svc.get('/v1/instruments?query=x', key)).status);
+        const statuses = await inOneMinuteWindow(a.sql, async () => {
+          const key = await a.keyWith(['instruments:read']);
+          const statuses = [];
+          for (const svc of [a, b, a, b, a]) statuses.push((await svc.get('/v1/instruments?query=x', key)).status);
+          return statuses;
+        });
         expect(statuses).toEqual([200, 200, 200, 200, 429]);
       } finally {
         await a.stop();
@@ -488,12 +517,11 @@ describe('platform: limits across processes', () => {
   }
 
   it('when 100 requests of one account arrive at once at two service processes, then exactly the minute limit of 40 are served and 60 refused, and the usage says so', async () => {
-    const account = await inProcess.createAccount();
-    const { key } = await inProcess.createKey(account, ['instruments:read'], 'live');
-    // All 100 in one minute window.
-    const secondsIntoMinute = new Date().getUTCSeconds();
-    if (secondsIntoMinute > 45) await sleep((61 - secondsIntoMinute) * 1000);
-    const { statuses, replies } = await burst(key, 100);
+    const { account, statuses, replies } = await inOneMinuteWindow(inProcess.sql, async () => {
+      const account = await inProcess.createAccount();
+      const { key } = await inProcess.createKey(account, ['instruments:read'], 'live');
+      return { account, ...(await burst(key, 100)) };
+    });
     expect(statuses).toEqual({ 200: 40, 429: 60 });
     for (const r of replies.filter((x) => x.status === 429)) expect(r.body.error.details.live).toEqual(['minute limit 40 reached']);
     const usage = await inProcess.admin('GET', `/usage?accountId=${account}`);
@@ -536,8 +564,7 @@ describe('platform: admission in batches', () => {
     expect((await svc.admin('POST', `/keys/${revoked.id}/revoke`)).status).toBe(200);
     const unscoped = (await svc.createKey(b, ['prices:read'], 'live')).key;
     const batch = [aLive, aLive, bLive, 'pk_live_unknown', aLive, aSandbox, aSandbox, revoked.key, unscoped, aLive];
-    // One minute window for the whole batch.
-    if (new Date().getUTCSeconds() > 55) await sleep(6000);
+    // One statement reads now() once, so the whole batch meets one minute window wherever in the minute it runs.
     const resolved = await resolveKeysAndAdmit(
       svc.sql,
       batch.map((key) => ({ hash: hashApiKey(key), scope: 'instruments:read' })),
@@ -630,12 +657,11 @@ describe('platform: database outage', () => {
 
       // Same data directory, so the same socket and password: the service's URL stays valid.
       db = await startEmbeddedPostgres(path.join(dir, 'pg'), { persistent: true });
-      let status = 0;
-      for (let i = 0; i < 50 && status !== 200; i++) {
-        status = (await svc.get('/v1/instruments?query=x', key)).status;
-        if (status !== 200) await sleep(200);
-      }
-      expect(status).toBe(200);
+      await until(async () => (await svc.get('/v1/instruments?query=x', key)).status === 200, {
+        timeoutMs: 10_000,
+        what: 'a 200 once the database is back',
+        intervalMs: 200,
+      });
     } finally {
       await svc.stop();
       await db.stop();
@@ -684,7 +710,7 @@ describe('platform: start', () => {
     const started = runtime.start();
     let db: Awaited<ReturnType<typeof startEmbeddedPostgres>> | null = null;
     try {
-      while (!runtime.publicUrl) await sleep(20);
+      await until(() => runtime.publicUrl, { timeoutMs: 10_000, what: 'the public listener' });
       expect((await fetch(`${runtime.publicUrl}/healthz`)).status).toBe(200);
       const ready = await fetch(`${runtime.publicUrl}/readyz`);
       expect(ready.status).toBe(503);
@@ -706,10 +732,19 @@ describe('platform: start', () => {
   }, 60_000);
 
   it('when stopped while waiting for an unreachable database, then start gives up and stop completes', async () => {
-    const runtime = new Runtime(await configFor(`postgres://postgres:embedded@127.0.0.1:${await freePort()}/mds`), createLogger('silent'));
+    const warnings: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, cb) {
+        warnings.push(String(chunk));
+        cb();
+      },
+    });
+    const runtime = new Runtime(await configFor(`postgres://postgres:embedded@127.0.0.1:${await freePort()}/mds`), createLogger('warn', [], sink));
     const started = runtime.start();
-    while (!runtime.publicUrl) await sleep(20);
-    await sleep(300);
+    await until(() => warnings.some((line) => line.includes('database unreachable at start; retrying')), {
+      timeoutMs: 10_000,
+      what: 'a failed attempt to reach the database',
+    });
     await runtime.stop();
     await expect(started).rejects.toThrow('the service is stopping');
     await expect(fetch(`${runtime.publicUrl}/healthz`)).rejects.toThrow();
@@ -755,14 +790,15 @@ describe('platform: requests Node refuses to parse', () => {
     let received = '';
     socket.on('data', (d) => (received += d));
     /** Waits until `count` whole responses (head and Content-Length body) have arrived. */
-    const responses = async (count: number) => {
-      for (;;) {
-        const found = [...received.matchAll(/HTTP\/1\.1 (\d{3})[^]*?Content-Length: (\d+)\r\n[^]*?\r\n\r\n/g)];
-        const complete = found.filter((m) => received.length >= m.index! + m[0].length + Number(m[2]));
-        if (complete.length >= count) return complete.map((m) => Number(m[1]));
-        await sleep(20);
-      }
-    };
+    const responses = (count: number) =>
+      until(
+        () => {
+          const found = [...received.matchAll(/HTTP\/1\.1 (\d{3})[^]*?Content-Length: (\d+)\r\n[^]*?\r\n\r\n/g)];
+          const complete = found.filter((m) => received.length >= m.index! + m[0].length + Number(m[2]));
+          return complete.length >= count && complete.map((m) => Number(m[1]));
+        },
+        { timeoutMs: 10_000, what: `${count} whole responses` },
+      );
     const auth = `Authorization: Bearer ${svc.runtime.adminToken}\r\n`;
     try {
       // A bad header column: refused at the first line, 4 MB of body unread.
@@ -862,9 +898,20 @@ describe('platform: graceful shutdown', () => {
       body,
       duplex: 'half',
     } as RequestInit);
-    await sleep(300);
+    // The upload's transaction opens with its staging table before the body is read, so once it shows, the request
+    // is in the service's hands with its second part still to come.
+    await until(
+      async () =>
+        (
+          await svc.sql<{ n: number }[]>`
+            select count(*)::int as n from pg_stat_activity
+            where datname = current_database() and query like '%ingest_staging%' and pid <> pg_backend_pid()
+          `
+        )[0].n > 0,
+      { timeoutMs: 10_000, what: 'the upload opening its staging table' },
+    );
+    // stop() closes both listeners before it returns its promise.
     const stopped = svc.stop();
-    await sleep(200);
     await expect(fetch(`${svc.runtime.publicUrl}/healthz`)).rejects.toThrow();
     release();
     const res = await inFlight;

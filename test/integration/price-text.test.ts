@@ -11,15 +11,15 @@ import { adjustSeries, NOT_VENDOR_ADJUSTED } from '../../server/price-history/ad
 import { planAdjustments } from '../../server/price-history/adjustment-plan.ts';
 import { dayNumber } from '../../server/core/day-numbers.ts';
 import { dailyBarIngest } from '../../server/prices/ingest.ts';
-import { adjusted, roundedValue, roundingScale } from '../../server/prices/adjusted-values.ts';
-import { jsonNumber } from '../../server/prices/bar-text.ts';
+import { adjusted, roundedValue, roundingScale } from '../../server/prices/adjusted-values-sql.ts';
+import { jsonNumber } from '../../server/prices/bar-text-sql.ts';
 import { roundSignificant as servedRounding } from '../../server/core/significant.ts';
 import { SPLIT_INTRADAY_BARS } from '../../server/prices/service.ts';
 import { fillRollupText } from '../../server/prices/repository.ts';
 import { startService, type Service } from './harness.ts';
 import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
 
-// PostgreSQL writes the price reads' JSON and CSV (prices/bar-text.ts, prices/adjusted-values.ts).
+// PostgreSQL writes the price reads' JSON and CSV (prices/bar-text-sql.ts, prices/adjusted-values-sql.ts).
 // These tests hold the JSON to what JavaScript writes from the same numbers:
 // each value through JSON.stringify, each adjusted value as adjustSeries
 // multiplies it, each instant through toISOString; compared as text, digit

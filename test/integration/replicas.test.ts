@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHECK_INTERVAL_MS } from '../../server/db/replicas.ts';
 import { registry } from '../../server/observability/metrics.ts';
 import { HAVE_PG_BIN, StreamingPair } from '../support/streaming-replica.ts';
 import { createInstrument, dailyBar, ingest } from './fixtures.ts';
 import { startService, type Service } from './harness.ts';
+import { until } from '../support/until.ts';
 
 // A real primary and a real streaming replica (pg_basebackup -R) under the
 // real service: which server answers is read from the service's own
@@ -18,14 +18,6 @@ async function metricValue(name: string, labels: Record<string, string>): Promis
 
 const unitsOn = (server: string, reason?: string) => metricValue('db_read_units_total', reason === undefined ? { server } : { server, reason });
 const serving = () => metricValue('db_replica_serving', { replica: 'replica-1' });
-
-async function until(what: string, condition: () => Promise<boolean>, deadlineMs = 30_000): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while (!(await condition())) {
-    if (Date.now() > end) throw new Error(`not within ${deadlineMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe.skipIf(!HAVE_PG_BIN)('read replicas: a real primary and streaming replica', () => {
   let pair: StreamingPair;
@@ -50,7 +42,7 @@ describe.skipIf(!HAVE_PG_BIN)('read replicas: a real primary and streaming repli
     key = await svc.keyWith(['prices:read']);
     ({ id } = await createInstrument(svc));
     await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2024-03-01', close: 100 })]);
-    await until('the replica serves', async () => (await serving()) === 1);
+    await until(async () => (await serving()) === 1, { timeoutMs: 30_000, what: 'the replica serves' });
   }, 120_000);
 
   afterAll(async () => {
@@ -61,7 +53,7 @@ describe.skipIf(!HAVE_PG_BIN)('read replicas: a real primary and streaming repli
   it('sends reads to the replica and writes to the primary', async () => {
     const before = await unitsOn('replica-1');
     // The bars were written through the primary (the replica refuses writes) and replayed.
-    await until('the replica has the bar', async () => (await close()).close === 100);
+    await until(async () => (await close()).close === 100, { timeoutMs: 30_000, what: 'the replica has the bar' });
     expect(await unitsOn('replica-1')).toBeGreaterThan(before);
     const [replica] = await pair.replicaClient()`select pg_is_in_recovery() as recovery`;
     expect(replica.recovery).toBe(true);
@@ -86,7 +78,7 @@ describe.skipIf(!HAVE_PG_BIN)('read replicas: a real primary and streaming repli
     }));
     await ingest(svc, '/bars/intraday', minutes);
     const intraday = `/v1/instruments/${coin}/intraday?from=2024-03-04&to=2024-03-05&interval=1min`;
-    await until('the replica has the minutes', async () => (await svc.get(intraday, key)).body.data?.length === 2500);
+    await until(async () => (await svc.get(intraday, key)).body.data?.length === 2500, { timeoutMs: 30_000, what: 'the replica has the minutes' });
     const before = await unitsOn('replica-1');
     const res = await svc.get(intraday, key);
     expect(res.body.data.map((b: { closePrice: number }) => b.closePrice)).toEqual(minutes.map((m) => m.closePrice));
@@ -103,7 +95,7 @@ describe.skipIf(!HAVE_PG_BIN)('read replicas: a real primary and streaming repli
       await replica`select pg_wal_replay_pause()`;
       // A correction only the primary has: a read that sees it was answered by the primary.
       await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2024-03-01', close: 101 }, { knownAt: undefined })]);
-      await until('the lagging replica is out', async () => (await serving()) === 0);
+      await until(async () => (await serving()) === 0, { timeoutMs: 30_000, what: 'the lagging replica is out' });
       const viaPrimary = await unitsOn('primary', 'none_serving');
       expect((await close()).close).toBe(101);
       expect(await unitsOn('primary', 'none_serving')).toBeGreaterThan(viaPrimary);
@@ -111,14 +103,14 @@ describe.skipIf(!HAVE_PG_BIN)('read replicas: a real primary and streaming repli
       await replica`select pg_wal_replay_resume()`;
       await replica.end();
     }
-    await until('the replica serves again', async () => (await serving()) === 1);
+    await until(async () => (await serving()) === 1, { timeoutMs: 30_000, what: 'the replica serves again' });
     const before = await unitsOn('replica-1');
     expect((await close()).close).toBe(101);
     expect(await unitsOn('replica-1')).toBeGreaterThan(before);
   });
 
   it('answers every read while the replica is killed mid-load, then uses it again when it returns', async () => {
-    await until('the replica serves', async () => (await serving()) === 1);
+    await until(async () => (await serving()) === 1, { timeoutMs: 30_000, what: 'the replica serves' });
     const statuses: number[] = [];
     let stop = false;
     const client = async () => {
@@ -128,17 +120,17 @@ describe.skipIf(!HAVE_PG_BIN)('read replicas: a real primary and streaming repli
       }
     };
     const load = Promise.all(Array.from({ length: 6 }, client));
-    await until('reads run on the replica', async () => statuses.length >= 50);
+    await until(async () => statuses.length >= 50, { timeoutMs: 30_000, what: 'reads run on the replica' });
     await pair.kill('replica');
-    await until('the killed replica is out', async () => (await serving()) === 0);
+    await until(async () => (await serving()) === 0, { timeoutMs: 30_000, what: 'the killed replica is out' });
     const served = statuses.length;
-    await until('reads go on without it', async () => statuses.length >= served + 50);
+    await until(async () => statuses.length >= served + 50, { timeoutMs: 30_000, what: 'reads go on without it' });
     stop = true;
     await load;
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
 
     await pair.start('replica');
-    await until('the returned replica serves', async () => (await serving()) === 1);
+    await until(async () => (await serving()) === 1, { timeoutMs: 30_000, what: 'the returned replica serves' });
     const before = await unitsOn('replica-1');
     expect((await close()).close).toBe(101);
     expect(await unitsOn('replica-1')).toBeGreaterThan(before);
@@ -160,24 +152,38 @@ describe.skipIf(!HAVE_PG_BIN)('read replicas: a real primary and streaming repli
     };
     const replica = pair.replicaClient();
     try {
-      await until('the replica serves this service', async () => {
-        const before = await unitsOn('replica-1');
-        return (await read('')).close === 101 && (await unitsOn('replica-1')) > before;
-      });
+      await until(
+        async () => {
+          const before = await unitsOn('replica-1');
+          return (await read('')).close === 101 && (await unitsOn('replica-1')) > before;
+        },
+        { timeoutMs: 30_000, what: 'the replica serves this service' },
+      );
       const known101 = new Date().toISOString();
-      // Quiet for a few checks, so that the replica has replayed a primary sample taken after known101 when its replay stops.
-      await new Promise((r) => setTimeout(r, 4 * CHECK_INTERVAL_MS));
+      // The router gives the replica an asOf only once it has replayed a primary sample taken at or after it, so when
+      // the replica answers asOf=known101, its replay has passed known101 when it stops.
+      await until(
+        async () => {
+          const before = await unitsOn('replica-1');
+          expect((await read(`&asOf=${known101}`)).close).toBe(101);
+          return (await unitsOn('replica-1')) > before;
+        },
+        { timeoutMs: 30_000, what: 'the replica answers asOf=known101' },
+      );
       await replica`select pg_wal_replay_pause()`;
       await ingest(patient, '/bars/daily', [dailyBar(id, { barDate: '2024-03-01', close: 102 }, { knownAt: undefined })]);
       const committedBy = Date.now();
 
       // Without asOf: the replica's answer, and, once the router has seen it behind the primary, meta.asOf an instant it
       // had replayed, before the correction committed.
-      await until('meta.asOf says what the replica replayed', async () => {
-        const latest = await read('');
-        expect(latest.close).toBe(101);
-        return Date.parse(latest.asOf) < committedBy;
-      });
+      await until(
+        async () => {
+          const latest = await read('');
+          expect(latest.close).toBe(101);
+          return Date.parse(latest.asOf) < committedBy;
+        },
+        { timeoutMs: 30_000, what: 'meta.asOf says what the replica replayed' },
+      );
 
       // An asOf the replica has replayed: exact there.
       const onReplica = await unitsOn('replica-1');

@@ -1,9 +1,10 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqlClient } from '../../server/db/sql.ts';
-import { streamsBlocked } from '../../server/observability/metrics.ts';
+import { admissionBatchSize, streamsBlocked } from '../../server/observability/metrics.ts';
 import { databaseUrl, Service, startService } from './harness.ts';
-import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
+import { createInstrument, dailyBar, ingest, untilAStatementWaitsFor, weekdays } from './fixtures.ts';
+import { until } from '../support/until.ts';
 
 // Clients that stall, pause, vanish or crowd the service, against the real
 // app and database. The statement timeout is 10 s here (60 s by default), so
@@ -13,6 +14,13 @@ import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
 const STATEMENT_TIMEOUT_MS = 10_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Bulk downloads of the newest service whose response waits for its client (http_streams_blocked). */
+const bulkStreamsBlocked = async () => (await streamsBlocked.get()).values.find((v) => v.labels.route === '/v1/prices/bulk')?.value ?? 0;
+
+/** Resolves once at least `count` bulk downloads wait for their clients: each has its plan read and its bars flowing. */
+const untilBulkStreamsBlocked = (count: number) =>
+  until(async () => (await bulkStreamsBlocked()) >= count, { timeoutMs: 30_000, what: `${count} bulk downloads waiting for their clients` });
 
 const CSV_COLUMNS = ['instrumentId', 'barDate', 'openPrice', 'highPrice', 'lowPrice', 'closePrice', 'volume', 'quoteCurrency', 'quoteUnit', 'source', 'asOf'];
 const csvOf = (rows: Record<string, unknown>[]) =>
@@ -120,18 +128,25 @@ describe('resilience: stalled, paused and vanished readers', () => {
     // answers them with another statement's reply. Three rounds, since that
     // moment is a race.
     for (let round = 0; round < 3; round++) {
-      // One after another, so that each download gets to its bars before the next starts.
+      // The previous round's downloads have let go of their slots.
+      await until(async () => (await bulkStreamsBlocked()) === 0, { timeoutMs: 10_000, what: 'no bulk download waiting' });
+      // One after another, so that each download gets to its bars (its head comes with its first page) before the
+      // next starts.
       const stalled: Held[] = [];
       for (let i = 0; i < 4; i++) {
         stalled.push(holdGet(bulkUrl(bulkIds), key));
         expect(await stalled[i].status).toBe(200);
-        await sleep(150);
       }
-      await sleep(STATEMENT_TIMEOUT_MS + 200); // the readers' buffers are full and the statement timeout has passed
+      await untilBulkStreamsBlocked(4);
+      // The stall under test: every statement a download ran began before it waited for its client, so from here
+      // the statement timeout has passed for each of them; 200 ms more for the server's timer firing late under load.
+      await sleep(STATEMENT_TIMEOUT_MS + 200);
 
+      const admittedBefore = await admittedRequests();
       const during = readsAreOwnInstruments(30);
       const keysDuring = svc.admin('GET', '/keys');
-      await sleep(100);
+      // Every read admitted, so each one's statement is queued or in flight when the downloads drop.
+      await until(async () => (await admittedRequests()) >= admittedBefore + 30, { timeoutMs: 10_000, what: 'the 30 reads admitted' });
       for (const s of stalled) s.drop();
       await Promise.all(stalled.map((s) => s.closed));
       await during;
@@ -149,9 +164,13 @@ describe('resilience: stalled, paused and vanished readers', () => {
   it('when a reader pauses past the statement timeout and then resumes, then it receives the whole body, the same bars as an uninterrupted read', async () => {
     const reference = await svc.get(bulkUrl(bulkIds).slice(svc.runtime.publicUrl.length), key);
     expect(reference.status).toBe(200);
+    await until(async () => (await bulkStreamsBlocked()) === 0, { timeoutMs: 10_000, what: 'no bulk download waiting' });
     const paused = holdGet(bulkUrl(bulkIds), key);
     expect(await paused.status).toBe(200);
-    await sleep(STATEMENT_TIMEOUT_MS + 1500);
+    await untilBulkStreamsBlocked(1);
+    // The pause under test: its statements began before it waited for the reader, so from here the statement timeout
+    // has passed for each; 200 ms more for the server's timer firing late under load.
+    await sleep(STATEMENT_TIMEOUT_MS + 200);
     const body = JSON.parse(await paused.readAll());
     expect(Object.keys(body.data)).toEqual([...bulkIds].sort());
     expect(body.data).toEqual(reference.body.data);
@@ -185,12 +204,11 @@ describe('resilience: admission and deadlines', () => {
       first.drop();
       other.drop();
       await Promise.all([first.closed, other.closed]);
-      let status = 0;
-      for (let i = 0; i < 50 && status !== 200; i++) {
-        status = (await capped.get(`/v1/prices/bulk?instrumentIds=${bulkIds[0]}&from=2020-01-01&to=2020-01-31`, a)).status;
-        if (status !== 200) await sleep(100);
-      }
-      expect(status).toBe(200);
+      // The server frees a slot when it sees its connection close, which may follow the client's close by a turn.
+      await until(async () => (await capped.get(`/v1/prices/bulk?instrumentIds=${bulkIds[0]}&from=2020-01-01&to=2020-01-31`, a)).status === 200, {
+        timeoutMs: 5_000,
+        what: 'a bulk read served once the downloads closed',
+      });
     } finally {
       await capped.stop();
     }
@@ -219,9 +237,8 @@ describe('resilience: admission and deadlines', () => {
       };
       const loops = holders.flatMap((k) => [hold(k), hold(k), hold(k)]);
       // The service is full, and every download it holds waits for a client that does not read.
-      const blocked = async () => (await streamsBlocked.get()).values.find((v) => v.labels.route === '/v1/prices/bulk')?.value ?? 0;
-      for (let i = 0; i < 300 && (await blocked()) < 5; i++) await sleep(100);
-      expect(await blocked()).toBe(5);
+      await untilBulkStreamsBlocked(5);
+      expect(await bulkStreamsBlocked()).toBe(5);
       for (let i = 0; i < 5; i++) {
         const started = performance.now();
         const read = await fair.get(`/v1/prices/bulk?instrumentIds=${bulkIds[0]},${bulkIds[1]}&from=2020-01-01&to=2020-01-31`, reader);
@@ -249,7 +266,7 @@ describe('resilience: admission and deadlines', () => {
       await lock`lock table instruments in access exclusive mode`;
       // Two reads take both primary connections and wait on the lock.
       const blocked = [tight.get(`/v1/instruments/${small[0].id}`, k), tight.get(`/v1/instruments/${small[1].id}`, k)];
-      await sleep(200);
+      await untilAStatementWaitsFor(svc, 'instruments', 2);
       const shed = await tight.get(`/v1/instruments/${small[2].id}`, k);
       expect(shed.status).toBe(503);
       expect(shed.body.error).toMatchObject({ code: 'overloaded', message: expect.stringContaining('no database connection of primary became free') });
@@ -292,12 +309,14 @@ describe('resilience: admission and deadlines', () => {
       const before = await idleClosedCount(idle);
       const stalled = holdGet(`${idle.runtime.publicUrl}/v1/prices/bulk?instrumentIds=${bulkIds.join(',')}&from=1991-01-01&to=2020-12-31`, k);
       expect(await stalled.status).toBe(200);
-      // The paused client does not see the close; the server's count does.
-      let closed = before;
-      for (let i = 0; i < 200 && closed === before; i++) {
-        await sleep(100);
-        closed = await idleClosedCount(idle);
-      }
+      // The paused client does not see the close; the server's count does, 6 s after the client last took bytes.
+      const closed = await until(
+        async () => {
+          const count = await idleClosedCount(idle);
+          return count !== before && count;
+        },
+        { timeoutMs: 20_000, what: 'the idle download closed', intervalMs: 100 },
+      );
       expect(closed).toBe(before + 1);
       stalled.drop();
     } finally {
@@ -305,6 +324,11 @@ describe('resilience: admission and deadlines', () => {
     }
   }, 45_000);
 });
+
+/** Requests the key admission has counted (auth_admission_batch_size's sum), in this process. */
+async function admittedRequests(): Promise<number> {
+  return (await admissionBatchSize.get()).values.find((v) => v.metricName?.endsWith('_sum'))?.value ?? 0;
+}
 
 async function idleClosedCount(s: Service): Promise<number> {
   const text = await (await fetch(`${s.runtime.adminUrl}/metrics`)).text();
@@ -331,8 +355,10 @@ describe('resilience: what a bulk read guarantees while corrections land', () =>
     expect((await standard.admin('POST', '/bars/daily', csvOf(base), 'text/csv')).status).toBe(200);
     const url = `${standard.runtime.publicUrl}/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=1991-01-01&to=2020-12-31&adjusted=true`;
     const paused = holdGet(url, standardKey);
+    // The plan (versions and actions) is read before the first byte (prices/bulk-stream.ts), so once the head is here
+    // it is read; and the body, ~14 MB, is more than the paused reader's buffers take in, so pages remain to be read
+    // after the writes below.
     expect(await paused.status).toBe(200);
-    await sleep(500); // the plan (versions and actions) is read and the reader's buffers are full
 
     // A 2-for-1 split in 2000 (bumps each version to 1) and new closes for every bar of every instrument (version 2).
     await ingest(

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { csrfOn, DashboardClient } from '../support/dashboard-client.ts';
 import { Service, startService } from './harness.ts';
+import { until } from '../support/until.ts';
 
 // One hashing thread (the default), so its slot and its queue of two are easy
 // to fill; low limits, so a test reaches them. The attempt table is emptied
@@ -40,15 +41,6 @@ async function hashesRun(service: Service): Promise<number> {
 }
 
 const passwordsOf = (service: Service) => service.runtime.deps!.passwords;
-
-/** Waits until `check` holds, polling; fails past `deadlineMs`. */
-async function until(what: string, check: () => boolean | Promise<boolean>, deadlineMs = 10_000): Promise<void> {
-  const deadline = performance.now() + deadlineMs;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`not within ${deadlineMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
 
 /**
  * Takes the service's one hashing slot and keeps it until the returned
@@ -145,7 +137,7 @@ describe('sign-in under a flood: cheap checks come before the hashing slot', () 
     const release = await holdHashingSlot(svc);
     try {
       const first = guess(await browserAt(svc, '127.0.10.4'));
-      await until('the first attempt waits for the slot', () => passwordsOf(svc).waiting === 1);
+      await until(() => passwordsOf(svc).waiting === 1, { timeoutMs: 10_000, what: 'the first attempt waiting for the slot', intervalMs: 5 });
       const second = await guess(await browserAt(svc, '127.0.10.4'));
       expect(second.status).toBe(429);
       expect(second.headers.get('retry-after')).toBe('1');
@@ -154,7 +146,7 @@ describe('sign-in under a flood: cheap checks come before the hashing slot', () 
       expect(body.error.details).toEqual({ address: ['at most 1 password check at a time from one address; another from this address is being checked'] });
       expect(passwordsOf(svc).waiting).toBe(1);
       const again = recognised.signIn(login, PASSWORD);
-      await until('the recognised browser waits for the slot too', () => passwordsOf(svc).waiting === 2);
+      await until(() => passwordsOf(svc).waiting === 2, { timeoutMs: 10_000, what: 'the recognised browser waiting for the slot too', intervalMs: 5 });
       await release();
       expect((await first).status).toBe(401);
       expect((await again).status).toBe(303);
@@ -192,7 +184,11 @@ describe('sign-in under a flood: who gets the hashing slot', () => {
       }
       // Before the holder comes, every flooding address has had an attempt counted (so the next ranks after a new
       // address), and the flood has found the slot and its queue full.
-      await until('every flooder answered, and 8 refused for a full queue', () => answered.every((n) => n >= 1) && (outcomes.get(503) ?? 0) >= 8, 60_000);
+      await until(() => answered.every((n) => n >= 1) && (outcomes.get(503) ?? 0) >= 8, {
+        timeoutMs: 60_000,
+        what: 'every flooder answered, and 8 refused for a full queue',
+        intervalMs: 5,
+      });
 
       /** Signs in, again after each refusal's Retry-After, until it works or 20 s pass; the statuses, in order. */
       const signInDespite = async (client: DashboardClient) => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IMPORTANCES } from '../../server/economic-events/schema.ts';
-import { SCOPES } from '../../server/keys/scopes.ts';
+import { SCOPES } from '../../server/core/scopes.ts';
 import { numberWords, receivedNumber, type NumberSchema } from '../support/range-words.ts';
 import { createInstrument } from './fixtures.ts';
 import { startService, type Service } from './harness.ts';

@@ -1,6 +1,6 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { adminDocument, publicDocument } from '../../server/http/api-reference.ts';
+import { adminDocument, publicDocument } from '../../server/wiring/api-documents.ts';
 import { bySpecificity } from '../../server/http/router.ts';
 import { VERSION } from '../../server/core/version.ts';
 

@@ -16,7 +16,7 @@ const BAR_SQL: Record<string, string> = {
   'price-history/bars-repository.ts': 'the daily knowledge rule (dailyBarsAt and its walk), versions, prior closes, the staged writes',
   'prices/daily-bars-repository.ts': 'daily reads as columns and lookups, through the knowledge rule, for daily-bars.ts',
   'prices/daily-text-repository.ts': 'daily reads as response text, through the knowledge rule, for daily-bars.ts',
-  'prices/intraday-bars-at.ts': 'the 1-minute knowledge rule, for intraday-bars.ts',
+  'prices/intraday-bars-at-repository.ts': 'the 1-minute knowledge rule, for intraday-bars.ts',
   'prices/intraday-text-repository.ts': 'intraday reads as response text, for intraday-bars.ts',
   'prices/repository.ts': "the intraday upload's writes and the rollups they keep",
 };
@@ -80,7 +80,9 @@ describe('reads of bars go through the interfaces that take the instant', () => 
     const naming = all.filter((file) => TABLES.test(code(file)));
     expect(naming.filter((file) => !(file in BAR_SQL))).toEqual([]);
     // Not vacuous: the walk sees the tables where they are.
-    expect(naming).toEqual(expect.arrayContaining(['price-history/bars-repository.ts', 'prices/daily-bars-repository.ts', 'prices/intraday-bars-at.ts']));
+    expect(naming).toEqual(
+      expect.arrayContaining(['price-history/bars-repository.ts', 'prices/daily-bars-repository.ts', 'prices/intraday-bars-at-repository.ts']),
+    );
   });
 
   it('only the interfaces (and the bar statements themselves) import the bar statements', () => {

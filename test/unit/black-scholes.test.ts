@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { priceOption, yearsFromDays, type OptionPricingInput } from '../../workers/black-scholes.ts';
+import { priceOption, yearsFromDays } from '../../workers/black-scholes.ts';
 import { normCdf, normPdf } from '../../workers/normal-distribution.ts';
-import { DAY_COUNT_CONVENTION, DAYS_PER_YEAR } from '../../workers/contract.ts';
+import { DAY_COUNT_CONVENTION, DAYS_PER_YEAR, type OptionPricingInput } from '../../workers/contract.ts';
 
 // Reference values below are INDEPENDENT of the code under test: they were
 // computed with mpmath at 40–50 significant digits, e.g.
@@ -124,6 +124,10 @@ describe('Black–Scholes–Merton: Hull example (S=42, K=40, r=10%, σ=20%, T=0
   });
 });
 
+/** A test title's account of an input: `call at S=42, K=40, T=0.5 y, r=0.1, σ=0.2, q=0`. */
+const inputText = (i: OptionPricingInput) =>
+  `${i.type} at S=${i.spot}, K=${i.strike}, T=${Number(i.timeYears.toFixed(4))} y, r=${i.rate}, σ=${i.vol}, q=${i.dividendYield}`;
+
 // mpmath references: [input, price, delta, gamma, theta/day, vega/pt, rho/pt]
 const MP_CASES: Array<[OptionPricingInput, number[]]> = [
   [
@@ -153,7 +157,7 @@ const MP_CASES: Array<[OptionPricingInput, number[]]> = [
 ];
 
 describe('price and Greeks against mpmath (independent high-precision evaluation)', () => {
-  it.each(MP_CASES)('%o', (input, want) => {
+  it.each(MP_CASES.map(([input, want]) => [inputText(input), input, want] as const))('%s: price and Greeks within 1e-12 of mpmath', (_text, input, want) => {
     const r = priceOption(input);
     const got = [r.price, r.greeks.delta, r.greeks.gamma, r.greeks.theta, r.greeks.vega, r.greeks.rho];
     got.forEach((g, i) => expect(Math.abs(g / want[i] - 1)).toBeLessThan(1e-12));
@@ -194,7 +198,7 @@ describe('every Greek equals a central finite difference of the price (1e-6 rela
   }
   const rel = (a: number, b: number) => Math.abs(a - b) / Math.abs(b);
 
-  it.each(inputs)('%o', (inp) => {
+  it.each(inputs.map((inp) => [inputText(inp), inp] as const))('%s: each Greek within 1e-6 of its finite difference', (_text, inp) => {
     const v = (o: Partial<OptionPricingInput>) => priceOption({ ...inp, ...o }).price;
     const g = priceOption(inp).greeks;
     const hS = 1e-4 * inp.spot;

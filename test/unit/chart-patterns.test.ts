@@ -3,8 +3,8 @@
 // worked out by hand from the waypoints) and NOT on a near miss.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CHART_PATTERNS_MIN_BARS, DOUBLE_PEAK_TOLERANCE, detectChartPatterns, findPivots, type ChartPattern } from '../../workers/chart-patterns.ts';
-import { CHART_PATTERN_TYPES, type ChartPatternType } from '../../workers/contract.ts';
+import { CHART_PATTERNS_MIN_BARS, DOUBLE_PEAK_TOLERANCE, detectChartPatterns, findPivots } from '../../workers/chart-patterns.ts';
+import { CHART_PATTERN_TYPES, type ChartPatternType, type ChartPattern } from '../../workers/contract.ts';
 
 /** Piecewise-linear close series through [index, price] waypoints. */
 function path(points: [number, number][]): Float64Array {

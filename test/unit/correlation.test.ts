@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { sampleCorrelation, sampleRankCorrelation } from 'simple-statistics';
 import { describe, expect, it } from 'vitest';
-import { alignOnCommonDates, averageRanks, correlationMatrix, logReturns, pearson, spearman, type DatedCloses } from '../../workers/correlation.ts';
-import { CORRELATION_MIN_OBSERVATIONS } from '../../workers/contract.ts';
+import { alignOnCommonDates, averageRanks, correlationMatrix, logReturns, pearson, spearman } from '../../workers/correlation.ts';
+import { CORRELATION_MIN_OBSERVATIONS, type DatedCloses } from '../../workers/contract.ts';
 
 const day = (iso: string) => Date.UTC(Number(iso.slice(0, 4)), Number(iso.slice(5, 7)) - 1, Number(iso.slice(8, 10))) / 86_400_000;
 const series = (dates: number[], close: number[]): DatedCloses => ({ dates: Int32Array.from(dates), close: Float64Array.from(close) });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bsmD1D2, priceOption, yearsFromDays, type OptionType } from '../../workers/black-scholes.ts';
+import { bsmD1D2, priceOption, yearsFromDays } from '../../workers/black-scholes.ts';
+import type { OptionType } from '../../workers/contract.ts';
 import { normCdf } from '../../workers/normal-distribution.ts';
 import { formatApart, impliedVolatility } from '../../workers/implied-vol.ts';
 

@@ -4,8 +4,9 @@ import { compileErrors, validate } from '@readme/openapi-parser';
 import { describe, expect, it } from 'vitest';
 import { AREAS } from '../../server/wiring/areas.ts';
 import { openApiPath } from '../../server/http/route.ts';
-import { SCOPES } from '../../server/keys/scopes.ts';
-import { OPENAPI_DIR, openApiFiles } from '../../server/http/write-openapi.ts';
+import { SCOPES } from '../../server/core/scopes.ts';
+import { OPENAPI_DIR } from '../../server/http/write-openapi.ts';
+import { openApiFiles } from '../../server/wiring/api-documents.ts';
 import { apiContract } from '../support/contract.ts';
 
 const generated = openApiFiles();

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { optionPrice } from '../../server/analytics/service.ts';
 import { WorkerPool } from '../../workers/pool.ts';
-import { priceOption, yearsFromDays, type OptionType } from '../../workers/black-scholes.ts';
-import { chainGreeks, contractGreeks, type ChainGreeksInput, type ComputedGreeks, type ContractGreeks } from '../../workers/option-greeks.ts';
+import type { ChainGreeksInput, ComputedGreeks, ContractGreeks, OptionType } from '../../workers/contract.ts';
+import { priceOption, yearsFromDays } from '../../workers/black-scholes.ts';
+import { chainGreeks, contractGreeks } from '../../workers/option-greeks.ts';
 import { dispatch } from '../../workers/tasks.ts';
 
 const SPOT = 100;

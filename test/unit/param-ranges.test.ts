@@ -4,7 +4,7 @@ import { adminRoutes, publicRouteDefinitions } from '../../server/wiring/areas.t
 import { AppError } from '../../server/core/errors.ts';
 import { parse } from '../../server/core/validate.ts';
 import { openApiPath, type RouteDefinition } from '../../server/http/route.ts';
-import { openApiFiles } from '../../server/http/write-openapi.ts';
+import { openApiFiles } from '../../server/wiring/api-documents.ts';
 import { numberWords, receivedNumber, type NumberSchema } from '../support/range-words.ts';
 
 // Every bounded integer or number a route takes, in its query or its JSON

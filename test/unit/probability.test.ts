@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { normCdf } from '../../workers/normal-distribution.ts';
-import { probabilityOfTarget, type ProbabilityInput } from '../../workers/probability.ts';
+import type { ProbabilityInput } from '../../workers/contract.ts';
+import { probabilityOfTarget } from '../../workers/probability.ts';
 
 // Expected values are from mpmath at 30 digits (independent of the code under
 // test):  d2 = (ln(S/K) + (r − q − σ²/2)T)/(σ√T);  atExpiry = ncdf(±d2);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { demoMacroSeries } from '../../server/demo/macro-series.ts';
-import { demoRiskFreeRates, TB3MS_SOURCE } from '../../server/demo/risk-free-rates.ts';
+import { demoRiskFreeRates } from '../../server/demo/risk-free-rates.ts';
 import { dailyKnownFrom, monthlyKnownFrom, newerObservationDue } from '../../server/macro/risk-free-history.ts';
 import { HARDCODED_RISK_FREE } from '../../server/macro/service.ts';
 import { expiryInstant, isActiveAt, isQuoteStale, rowStaleReason } from '../../server/options/freshness.ts';
@@ -37,10 +37,12 @@ describe('the risk-free rate history', () => {
     expect(rows[0]).toMatchObject({ seriesId: 'TB3MS', date: '1934-01-01', value: 0.72 });
     expect(at('2001-03-01').value).toBe(4.42);
     expect(at('2001-04-01')).toMatchObject({ value: 3.87, knownFrom: new Date('2001-05-01T00:00:00.000Z') });
-    // The last month is the hard-coded fallback.
-    expect(rows.at(-1)).toMatchObject({ date: HARDCODED_RISK_FREE.observationDate, value: HARDCODED_RISK_FREE.percent });
-    expect(new Set(rows.map((r) => r.source))).toEqual(new Set([TB3MS_SOURCE]));
-    expect(TB3MS_SOURCE).toBe(demoMacroSeries().source);
+    // The file's last line, TB3MS,2022-09-01,3.13, is the hard-coded fallback.
+    expect(rows.at(-1)).toMatchObject({ date: '2022-09-01', value: 3.13 });
+    expect(HARDCODED_RISK_FREE).toMatchObject({ observationDate: '2022-09-01', percent: 3.13 });
+    // The snapshot the other bundled FRED series come from (macro-series.json's "source").
+    expect(new Set(rows.map((r) => r.source))).toEqual(new Set(['gretl-data-2022c/fedstl (FRED)']));
+    expect(demoMacroSeries().source).toBe('gretl-data-2022c/fedstl (FRED)');
   });
 });
 

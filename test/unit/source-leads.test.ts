@@ -1,8 +1,8 @@
 import { sampleCorrelation } from 'simple-statistics';
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../server/demo/synthetic-intraday.ts';
-import { isPromotionEligible, oneSidedPValue, sourceLeads, type LeadSubjectClass, type SourceLead, type SourceLeadsInput } from '../../workers/source-leads.ts';
-import { LAGS } from '../../workers/contract.ts';
+import { isPromotionEligible, oneSidedPValue, sourceLeads } from '../../workers/source-leads.ts';
+import { LAGS, type LeadSubjectClass, type SourceLead, type SourceLeadsInput } from '../../workers/contract.ts';
 
 // The worker against a reference written from the definition alone: per score,
 // its session found by scanning the dates, the return of the L-th session

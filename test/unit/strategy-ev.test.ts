@@ -2,10 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { priceOption } from '../../workers/black-scholes.ts';
 import { gaussLegendre } from '../../workers/lognormal-quadrature.ts';
 import { normCdf } from '../../workers/normal-distribution.ts';
-import { STRUCTURES, checkStructure, type OptionLeg } from '../../workers/option-structures.ts';
+import { STRUCTURES, checkStructure } from '../../workers/option-structures.ts';
 import { evaluateStrategy as evaluateRaw } from '../../workers/strategy-ev.ts';
-import type { StrategyInput, StrategyResult } from '../../workers/strategy-types.ts';
-import { STRUCTURE_NAMES, type StructureName } from '../../workers/contract.ts';
+import { STRUCTURE_NAMES, type StructureName, type OptionLeg, type StrategyInput, type StrategyResult } from '../../workers/contract.ts';
 
 // Independent references used here:
 //  - closed-form lognormal partial expectations written out in this file
@@ -131,7 +130,7 @@ describe('structure table', () => {
 });
 
 describe('risk-neutral EV of every fairly priced structure is ≈ 0', () => {
-  it.each(STRUCTURE_NAMES.map((n) => [n]))('%s', (name) => {
+  it.each(STRUCTURE_NAMES.map((n) => [n]))('%s at fair prices: risk-neutral EV 0 (within 1e-6 of the premiums), omega 1, Kelly 0', (name) => {
     const legs = EXAMPLES[name];
     const r = run(name);
     const scale = sumAbsPremiums(legs);
@@ -404,7 +403,7 @@ describe('risk metrics against a brute-force Simpson integration', () => {
   ];
   const rel = (a: number, b: number) => Math.abs(a - b) / Math.max(Math.abs(b), 1e-12);
 
-  it.each(cases)('%s', (_label, input) => {
+  it.each(cases)('%s: EV, deviations, omega, Sortino and Kelly match the integration', (_label, input) => {
     const res = evaluateStrategy(input);
     const ref = bruteForce(input);
     const scale = sumAbsPremiums(input.legs, input.contractMultiplier ?? M);

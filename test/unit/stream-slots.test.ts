@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { StreamSlots } from '../../server/http/stream-slots.ts';
 import { AppError } from '../../server/core/errors.ts';
 
@@ -18,8 +18,6 @@ const refusal = (fn: () => unknown) => {
   }
   return null;
 };
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('bulk stream slots: fair sharing', () => {
   it('when an account is at its own limit, then one more is 429, whatever the service holds', () => {
@@ -50,25 +48,36 @@ describe('bulk stream slots: fair sharing', () => {
     admit('b', 'b1');
     expect(cut).toEqual(['a2']);
   });
+});
 
-  it('when every account holds as many as the asking one would, then only a download stalled long enough gives way, and never to take a second', async () => {
+describe('bulk stream slots: stalled downloads', () => {
+  // StreamSlots measures a stall with performance.now(); faking that clock passes 60 ms of a 50 ms stall window
+  // exactly, whatever the machine's load.
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('when every account holds as many as the asking one would, then only a download stalled long enough gives way, and never to take a second', () => {
     const { admit, cut } = slotsOf({ perAccount: 2, total: 2, stalledMs: 50 });
     const a1 = admit('a', 'a1');
     admit('b', 'b1');
     a1.blocked(true);
     expect(refusal(() => admit('c', 'c1'))).toEqual([503, 'overloaded']);
-    await sleep(60);
+    vi.advanceTimersByTime(60);
     // b asking for its second: a holds one, as many as b has now, so a's stalled download keeps its slot.
     expect(refusal(() => admit('b', 'b2'))).toEqual([503, 'overloaded']);
     admit('c', 'c1');
     expect(cut).toEqual(['a1']);
   });
 
-  it('when a download reads again, then it is no longer stalled', async () => {
+  it('when a download reads again, then it is no longer stalled', () => {
     const { admit, cut } = slotsOf({ perAccount: 2, total: 1, stalledMs: 50 });
     const a1 = admit('a', 'a1');
     a1.blocked(true);
-    await sleep(60);
+    vi.advanceTimersByTime(60);
     a1.blocked(false);
     expect(refusal(() => admit('b', 'b1'))).toEqual([503, 'overloaded']);
     expect(cut).toEqual([]);

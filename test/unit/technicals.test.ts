@@ -18,9 +18,10 @@ import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ATR, AverageGain, AverageLoss, BollingerBands, EMA, IchimokuCloud, MACD, RSI, SMA, Stochastic, WMA } from 'technicalindicators';
 import { MACD_CROSSOVER_LOOKBACK, RSI_OVERBOUGHT, RSI_OVERSOLD, maStackScore } from '../../workers/indicator-readings.ts';
+import type { OhlcvBars } from '../../workers/contract.ts';
 import { ATR_HIGH_VOLATILITY } from '../../workers/band-readings.ts';
 import { atrSeries, bollingerSeries, emaSeries, macdSeries, rsiSeries, smaSeries, stochasticSeries, wmaSeries } from '../../workers/indicator-series.ts';
-import { computeTechnicals, type OhlcvBars } from '../../workers/technicals.ts';
+import { computeTechnicals } from '../../workers/technicals.ts';
 
 const TOL = 1e-8;
 

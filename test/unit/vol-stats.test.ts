@@ -1,16 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import {
-  atmIv,
-  atmTermStructure,
-  atmVolAt,
-  historicalVolatility,
-  parkinsonVolatility,
-  putCallIvRatio,
-  volatilitySnapshot,
-  type ExpiryIvs,
-  type StrikeIv,
-} from '../../workers/vol-stats.ts';
+import { atmIv, atmTermStructure, atmVolAt, historicalVolatility, parkinsonVolatility, putCallIvRatio, volatilitySnapshot } from '../../workers/vol-stats.ts';
+import type { ExpiryIvs, StrikeIv } from '../../workers/contract.ts';
 
 /** Closes starting at 100 whose successive log returns are `returns`. */
 function closesFrom(returns: number[]): number[] {

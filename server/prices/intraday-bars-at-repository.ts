@@ -75,20 +75,20 @@ export function intradayBarsAt(sql: ISql, knownAt: Date, interval: Interval, fro
 export async function lastMinuteBarDay(sql: ISql, instrumentId: string, knownAt: Date, after: Date | null) {
   const [row] = await timed(
     after === null ? 'intraday_last_bar' : 'intraday_last_bar_recent',
-    sql.unsafe<{ asset_class: string; last_bar: string | null }[]>(LAST_MINUTE_BAR, [knownAt, after, instrumentId]),
+    sql.unsafe<{ assetClass: string; lastBar: string | null }[]>(LAST_MINUTE_BAR, [knownAt, after, instrumentId]),
   );
   return row;
 }
 
 const LAST_MINUTE_BAR = `
-  select i.asset_class,
+  select i.asset_class as "assetClass",
     (select to_char(b.bar_ts at time zone case when i.asset_class = 'crypto' then 'UTC' else 'America/New_York' end, 'YYYY-MM-DD')
      from intraday_bars b
      where b.instrument_id = i.id and b.bar_ts <= $1::timestamptz and ($2::timestamptz is null or b.bar_ts > $2::timestamptz)
        and (b.as_of <= $1::timestamptz or exists (
          select 1 from intraday_bar_revisions r where r.instrument_id = b.instrument_id and r.bar_ts = b.bar_ts and r.as_of <= $1::timestamptz
        ))
-     order by b.bar_ts desc limit 1) as last_bar
+     order by b.bar_ts desc limit 1) as "lastBar"
   from instruments i
   where i.id = $3::uuid
 `;
@@ -101,14 +101,14 @@ const LAST_MINUTE_BAR = `
 export async function storedMinuteBars(sql: ISql, instrumentId: string, from: Date, to: Date): Promise<{ bars: number; firstKnown: Date | null }> {
   const [row] = await timed(
     'intraday_stored_bars_in_window',
-    sql<{ bars: number; first_known: Date | null }[]>`
+    sql<{ bars: number; firstKnown: Date | null }[]>`
       select count(*)::int as bars, least(min(b.as_of), (
         select min(r.as_of) from intraday_bar_revisions r
         where r.instrument_id = ${instrumentId} and r.bar_ts between ${from} and ${to}
-      )) as first_known
+      )) as "firstKnown"
       from intraday_bars b
       where b.instrument_id = ${instrumentId} and b.bar_ts between ${from} and ${to}
     `,
   );
-  return { bars: row.bars, firstKnown: row.bars ? row.first_known : null };
+  return { bars: row.bars, firstKnown: row.bars ? row.firstKnown : null };
 }
