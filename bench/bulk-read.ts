@@ -8,6 +8,8 @@
 import http from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import zlib from 'node:zlib';
+import { BROTLI_OPTIONS, ZSTD_OPTIONS } from '../server/http/compression.ts';
 import { benchUuid, DAILY_BARS_COLUMNS, dailyBarsCsv, equity, weekdays } from './lib/data.ts';
 import { benchSql } from './lib/database.ts';
 import { envInt, log, sleep } from './lib/harness.ts';
@@ -29,18 +31,19 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const instruments = envInt('BENCH_BULK_INSTRUMENTS', 500);
   // Years of history loaded, ending with the 2020 window that is read.
   const years = envInt('BENCH_BULK_YEARS', 10);
-  // Each round reads once uncompressed, with gzip, with br and by postgres.js.
+  // Each round reads once uncompressed, with gzip, br and zstd, and by postgres.js.
   // One round's ratio ranges from about 1.0× to 2.0× on an idle machine; the
   // median of 21 gave 1.31× and 1.30× in two runs of the same code.
   const rounds = envInt('BENCH_BULK_ROUNDS', 21);
   const measureMemory = process.env.BENCH_BULK_MEMORY !== 'off';
-  const compressedEncodings = process.env.BENCH_BULK_COMPRESSED === 'off' ? [] : (['gzip', 'br'] as const);
+  const compressedEncodings = process.env.BENCH_BULK_COMPRESSED === 'off' ? [] : (['gzip', 'br', 'zstd'] as const);
   const batchSize = envInt('BENCH_BULK_LOAD_BATCH', 50);
   const serverIssues: string[] = [];
   const notes: string[] = [
-    'the service is a child process; HTTP timings are from request start to the last body byte (node:http, chunks kept as they arrive, gzip and br decompressed as they arrive), the body then joined, decoded, parsed and checked outside the timing',
+    'the service is a child process; HTTP timings are from request start to the last body byte (node:http, chunks kept as they arrive, gzip, br and zstd decompressed as they arrive), the body then joined, decoded, parsed and checked outside the timing',
     'the baseline is postgres.js in the bench process running the same select (all rows into memory, no adjustment, no JSON)',
-    "each ratio is the median of the rounds' ratios (each round reads uncompressed, gzip, br and postgres.js back to back, the order rotated); spreads holds each one's range and interquartile range",
+    "each ratio is the median of the rounds' ratios (each round reads uncompressed, gzip, br, zstd and postgres.js back to back, the order rotated); spreads holds each one's range and interquartile range",
+    "codings compresses the window's JSON and CSV bodies in the bench process with the service's own settings (server/http/compression.ts), each CODING_REPS times: bytes, the ratio to the body, and CPU milliseconds (user + system) per MB of body",
     'each instrument carries a 2:1 split and a 0.50 USD cash dividend inside the 2020 window, so adjusted=true applies both',
   ];
   const fullSpan = { from: `${2021 - years}-01-01`, to: SERIES_TO };
@@ -152,10 +155,10 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const checkSql = (rows: unknown[]) => {
       if (rows.length !== expectedRows) throw new Error(`baseline returned ${rows.length} rows, expected ${expectedRows}`);
     };
-    // Interleaved rounds: each reads uncompressed, with gzip, with br and by
-    // postgres.js back to back, in an order rotated each round, so a change
+    // Interleaved rounds: each reads uncompressed, with gzip, br and zstd, and
+    // by postgres.js back to back, in an order rotated each round, so a change
     // in the machine's load falls on every side of a round's ratios alike.
-    // BENCH_BULK_COMPRESSED=off leaves gzip and br out (npm run bench:check
+    // BENCH_BULK_COMPRESSED=off leaves the codings out (npm run bench:check
     // does: they are two thirds of a round's time, and carry no bar).
     type Side = Encoding | 'postgresJs';
     const sides: Side[] = ['identity', ...compressedEncodings, 'postgresJs'];
@@ -171,6 +174,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       identity: readOver('identity'),
       gzip: readOver('gzip'),
       br: readOver('br'),
+      zstd: readOver('zstd'),
     };
     log(
       `bulk-read: (a) HTTP bulk read (${sides.slice(0, -1).join(', ')}) and (b) the postgres.js baseline, ${rounds} interleaved rounds after a warm-up of each`,
@@ -188,6 +192,15 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     }
     const httpSamples = samples.identity;
     const sqlSamples = samples.postgresJs;
+
+    // ---- (e) the codings, on the window's JSON and CSV bodies, in this process
+    let codings: ReturnType<typeof measureCodings> | undefined;
+    if (compressedEncodings.length) {
+      const csv = await getBody(service.publicUrl, key, `${bulkUrl(WINDOW)}&format=csv`, { 'accept-encoding': 'identity' });
+      if (csv.status !== 200) throw new Error(`the CSV bulk read answered ${csv.status}`);
+      log(`bulk-read: (e) each coding over the JSON and CSV bodies, ${CODING_REPS} times`);
+      codings = measureCodings({ json: Buffer.from(probe.text), csv: Buffer.from(csv.text) });
+    }
 
     // ---- (c) memory, full span, one slow reader, uncompressed and br; (d) ten compressed ones at once
     const httpSummary = summarise(httpSamples);
@@ -306,7 +319,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       },
       measured: {
         httpBulk: { ...httpSummary, responseBytes, barsPerSec: Math.round(expectedRows / (httpSummary.medianMs / 1000)) },
-        ...(compressedEncodings.length ? { httpBulkCompressed: compressed } : {}),
+        ...(compressedEncodings.length ? { httpBulkCompressed: compressed, codings } : {}),
       },
       baseline: { postgresJs: { ...sqlSummary, rows: expectedRows } },
       ratios: { httpOverPostgresJs: readRatio },
@@ -324,7 +337,46 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   }
 }
 
-type Encoding = 'identity' | 'gzip' | 'br';
+type Encoding = 'identity' | 'gzip' | 'br' | 'zstd';
+
+const CODING_REPS = 5;
+
+/** The service's codings, with its settings. */
+const CODERS: Record<'gzip' | 'br' | 'zstd', (body: Buffer) => Buffer> = {
+  gzip: (body) => zlib.gzipSync(body),
+  br: (body) => zlib.brotliCompressSync(body, BROTLI_OPTIONS),
+  zstd: (body) => zlib.zstdCompressSync(body, ZSTD_OPTIONS),
+};
+
+/**
+ * Each coding over each body, CODING_REPS times after one warm-up: the coded
+ * bytes, their ratio to the body, and the CPU (user + system, median of the
+ * repetitions) per MB of body.
+ */
+function measureCodings(bodies: Record<string, Buffer>) {
+  const out: Record<string, Record<string, { bodyBytes: number; codedBytes: number; ratio: number; cpuMsPerMB: number }>> = {};
+  for (const [name, body] of Object.entries(bodies)) {
+    out[name] = {};
+    for (const [coding, code] of Object.entries(CODERS)) {
+      const coded = code(body);
+      const cpu: number[] = [];
+      for (let i = 0; i < CODING_REPS; i++) {
+        const before = process.cpuUsage();
+        code(body);
+        const used = process.cpuUsage(before);
+        cpu.push((used.user + used.system) / 1000);
+      }
+      cpu.sort((a, b) => a - b);
+      out[name][coding] = {
+        bodyBytes: body.length,
+        codedBytes: coded.length,
+        ratio: round(coded.length / body.length, 4),
+        cpuMsPerMB: round(cpu[Math.floor(cpu.length / 2)] / (body.length / MB), 2),
+      };
+    }
+  }
+  return out;
+}
 
 interface SlowRead {
   encoding: string;

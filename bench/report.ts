@@ -131,6 +131,22 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
     ];
   },
   'bulk-read': (r) => {
+    const codingRows = (r: unknown): Row[] =>
+      ['json', 'csv'].flatMap((body) =>
+        ['gzip', 'br', 'zstd']
+          .filter((coding) => at(r, `measured.codings.${body}.${coding}`) !== undefined)
+          .map((coding): Row => {
+            const c = `measured.codings.${body}.${coding}`;
+            return [
+              `${coding} over the window's ${body.toUpperCase()} body (${fmt((at(r, `${c}.bodyBytes`) as number) / 2 ** 20)} MB) with the service's settings, in the bench process: ${fmt((at(r, `${c}.codedBytes`) as number) / 2 ** 20, 2)} MB (${fmt((at(r, `${c}.ratio`) as number) * 100, 1)} %)`,
+              `${fmt(at(r, `${c}.cpuMsPerMB`), 1)} ms CPU per MB`,
+              '',
+              '',
+              '',
+              '',
+            ];
+          }),
+      );
     const compressed = (encoding: string): Row => {
       const c = `measured.httpBulkCompressed.${encoding}`;
       return [
@@ -154,6 +170,8 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
       ],
       compressed('gzip'),
       compressed('br'),
+      ...(at(r, 'measured.httpBulkCompressed.zstd') === undefined ? [] : [compressed('zstd')]),
+      ...codingRows(r),
       [
         `server RSS growth while streaming ${fmt(at(r, 'memory.bars'), 0)} bars (${fmt(at(r, 'memory.mbReceived'))} MB) to one reader at ${fmt(at(r, 'memory.readPaceMBps'))} MB/s: uncompressed / br`,
         `${growth('memory')} / ${growth('memoryBr')}`,

@@ -1,6 +1,7 @@
 import os from 'node:os';
 import { Piscina, transferableSymbol, valueSymbol } from 'piscina';
 import type { ClosedFormName, ClosedForms, TaskName, Tasks } from './contract.ts';
+import { CLOSED_FORMS } from './closed-forms.ts';
 import {
   readSlotsWaiting,
   readSlotWait,
@@ -22,10 +23,10 @@ interface WorkerPoolOptions {
   niceIncrement?: number;
 }
 
-// The task modules are loaded from here alone, by URL, as the threads load
-// them: the rest of the server imports only workers/contract.ts.
+// The threads load the task modules by this URL; the request thread never
+// does. It loads only the closed forms (workers/closed-forms.ts: the pricing
+// modules, no library), which it computes itself.
 const TASKS_MODULE = new URL('./tasks.ts', import.meta.url).href;
-const { CLOSED_FORMS } = (await import(new URL('./closed-forms.ts', import.meta.url).href)) as typeof import('./closed-forms.ts');
 
 /**
  * Computes a closed form on the calling thread (workers/closed-forms.ts):

@@ -40,7 +40,7 @@ export async function callRoute(
 /** A body read to its last byte: the bytes as they arrived, decoded (see getBody). */
 export interface BodyRead {
   status: number;
-  /** Content-Encoding: identity, gzip or br. */
+  /** Content-Encoding: identity, gzip, br or zstd. */
   encoding: string;
   /** The body's length on the wire, and decoded. */
   wireBytes: number;
@@ -85,10 +85,16 @@ export function getBody(baseUrl: string, key: string, path: string, headers: Rec
   });
 }
 
-/** A response's body as it decodes: gunzipped or brotli-decoded as its Content-Encoding says, else the response itself. */
+/** A response's body as it decodes: gunzipped, brotli- or zstd-decoded as its Content-Encoding says, else the response itself. */
 export function decodedBody(res: http.IncomingMessage): { encoding: string; decoded: Readable } {
   const encoding = String(res.headers['content-encoding'] ?? 'identity');
-  const decoded = encoding === 'gzip' ? res.pipe(zlib.createGunzip()) : encoding === 'br' ? res.pipe(zlib.createBrotliDecompress()) : res;
+  const decoders: Record<string, () => zlib.Gunzip | zlib.BrotliDecompress | zlib.ZstdDecompress> = {
+    gzip: zlib.createGunzip,
+    br: zlib.createBrotliDecompress,
+    zstd: zlib.createZstdDecompress,
+  };
+  const decoder = decoders[encoding];
+  const decoded = decoder ? res.pipe(decoder()) : res;
   return { encoding, decoded };
 }
 

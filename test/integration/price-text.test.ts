@@ -762,14 +762,16 @@ describe('compression', () => {
     }
   });
 
+  /** JSON and CSV, a single read's (sent whole) and a bulk read's (streamed). */
+  const singleAndStreamed = () => [
+    `/v1/instruments/${ids[0]}/prices?from=2019-01-01&to=2021-12-31&asOf=2022-01-01`,
+    `/v1/instruments/${ids[0]}/prices?from=2019-01-01&to=2021-12-31&asOf=2022-01-01&format=csv`,
+    `/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=2019-01-01&to=2021-12-31&asOf=2022-01-01`,
+    `/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=2019-01-01&to=2021-12-31&asOf=2022-01-01&format=csv`,
+  ];
+
   it('when gzip or br is accepted, then JSON and CSV answers, single and streamed, decompress to exactly the uncompressed bytes', async () => {
-    const paths = [
-      `/v1/instruments/${ids[0]}/prices?from=2019-01-01&to=2021-12-31&asOf=2022-01-01`,
-      `/v1/instruments/${ids[0]}/prices?from=2019-01-01&to=2021-12-31&asOf=2022-01-01&format=csv`,
-      `/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=2019-01-01&to=2021-12-31&asOf=2022-01-01`,
-      `/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=2019-01-01&to=2021-12-31&asOf=2022-01-01&format=csv`,
-    ];
-    for (const path of paths) {
+    for (const path of singleAndStreamed()) {
       const identity = await rawGet(path, { 'accept-encoding': 'identity' });
       expect(identity.status).toBe(200);
       expect(identity.headers['content-encoding']).toBeUndefined();
@@ -786,9 +788,51 @@ describe('compression', () => {
     }
   });
 
+  it('when zstd is accepted, then JSON and CSV answers, single and streamed, come in zstd and decompress to exactly the uncompressed bytes', async () => {
+    for (const path of singleAndStreamed()) {
+      const identity = await rawGet(path, { 'accept-encoding': 'identity' });
+      // What browsers send: every coding at the same q-value, so the service's order decides.
+      for (const accepted of ['zstd', 'gzip, deflate, br, zstd']) {
+        const zstd = await rawGet(path, { 'accept-encoding': accepted });
+        expect(zstd.status).toBe(200);
+        expect(zstd.headers['content-encoding']).toBe('zstd');
+        expect(zstd.headers.vary).toMatch(/Accept-Encoding/);
+        expect(zstd.headers['content-length']).toBeUndefined();
+        expect(zlib.zstdDecompressSync(zstd.body).equals(identity.body)).toBe(true);
+        expect(zstd.body.length).toBeLessThan(identity.body.length / 3);
+      }
+    }
+  });
+
+  it("when the client's q-values rank the codings, then they decide; at equal q-values zstd comes before br and br before gzip", async () => {
+    const path = `/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=2019-01-01&to=2021-12-31&asOf=2022-01-01`;
+    const cases: [string, string | undefined][] = [
+      ['zstd;q=0.5, gzip', 'gzip'],
+      ['br;q=0.9, zstd;q=0.8', 'br'],
+      ['gzip, zstd;q=0', 'gzip'],
+      ['br, zstd', 'zstd'],
+      ['gzip, br', 'br'],
+      ['*', 'zstd'],
+      ['zstd;q=0, br;q=0, gzip;q=0', undefined],
+    ];
+    for (const [accepted, coding] of cases) {
+      const res = await rawGet(path, { 'accept-encoding': accepted });
+      expect({ accepted, status: res.status, coding: res.headers['content-encoding'] }).toEqual({ accepted, status: 200, coding });
+    }
+  });
+
+  it('when another JSON answer (not a price read) is asked for zstd, then it comes in zstd too', async () => {
+    const identity = await rawGet('/v1/openapi.json', { 'accept-encoding': 'identity' });
+    expect(identity.status).toBe(200);
+    expect(identity.body.length).toBeGreaterThan(100_000);
+    const zstd = await rawGet('/v1/openapi.json', { 'accept-encoding': 'zstd' });
+    expect(zstd.headers['content-encoding']).toBe('zstd');
+    expect(JSON.parse(zlib.zstdDecompressSync(zstd.body).toString())).toEqual(JSON.parse(identity.body.toString()));
+  });
+
   it('when an answer is under 1 KiB, then it goes uncompressed whatever the client accepts', async () => {
     // A Saturday: no bars.
-    const small = await rawGet(`/v1/instruments/${ids[0]}/prices?from=2019-01-05&to=2019-01-05`, { 'accept-encoding': 'gzip, br' });
+    const small = await rawGet(`/v1/instruments/${ids[0]}/prices?from=2019-01-05&to=2019-01-05`, { 'accept-encoding': 'gzip, br, zstd' });
     expect(small.status).toBe(200);
     expect(small.body.length).toBeLessThan(1024);
     expect(small.headers['content-encoding']).toBeUndefined();
