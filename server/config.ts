@@ -112,8 +112,11 @@ export const ConfigSchema = z.object({
   PASSWORD_HASH_THREADS: positiveInt
     .default(1)
     .describe(
-      'dashboard password hashes (0.2 to 0.9 s of scrypt each) that run at once, each on a thread of its own; a few more wait up to 2 s, the rest get 503',
+      'dashboard password hashes (0.2 to 0.9 s of scrypt each) that run at once, each on a thread of its own; two more per thread wait up to PASSWORD_HASH_WAIT_MS, the rest get 503',
     ),
+  PASSWORD_HASH_WAIT_MS: positiveInt
+    .default(2000)
+    .describe('how long a sign-in or invitation waits for a password-hashing thread before 503 overloaded (a hash takes 0.2 to 0.9 s)'),
   FRED_API_KEY: z
     .string()
     .optional()

@@ -82,13 +82,13 @@ export function openPools(config: Config, logger: Logger, databaseUrl: string, s
     niceIncrement: config.WORKER_NICE,
   });
   const macro = macroServiceOf(db, logger, config);
-  // Two checks may wait per hashing thread, for at most 2 s, ranked
+  // Two checks may wait per hashing thread, for at most PASSWORD_HASH_WAIT_MS, ranked
   // (dashboard/password.ts): an arrival ranked no better than every waiter of
   // a full queue is refused at once; a better one takes the worst waiter's place.
   const passwords = new PasswordHasher({
     threads: config.PASSWORD_HASH_THREADS,
     maxWaiting: 2 * config.PASSWORD_HASH_THREADS,
-    waitMs: 2_000,
+    waitMs: config.PASSWORD_HASH_WAIT_MS,
     niceIncrement: config.WORKER_NICE,
   });
   return {

@@ -5,14 +5,17 @@ import { Service, startService } from './harness.ts';
 import { until } from '../support/until.ts';
 
 // One hashing thread (the default), so its slot and its queue of two are easy
-// to fill; low limits, so a test reaches them. The attempt table is emptied
-// before each test, so each starts with fresh counts.
+// to fill; low limits, so a test reaches them. A check waits for the slot up
+// to a minute, not the default 2 s: a test holds the slot across several round
+// trips, and what it checks is who waits and who is refused, not the deadline.
+// The attempt table is emptied before each test, so each starts with fresh counts.
 const PER_ADDRESS = 3;
 const INVITATIONS_PER_ADDRESS = 2;
 const LIMITS = {
   PASSWORD_HASH_THREADS: '1',
   DASHBOARD_SIGN_IN_PER_ADDRESS: String(PER_ADDRESS),
   DASHBOARD_INVITATIONS_PER_ADDRESS: String(INVITATIONS_PER_ADDRESS),
+  PASSWORD_HASH_WAIT_MS: '60000',
 };
 const PASSWORD = 'a long enough password';
 const JSON_ACCEPT = { accept: 'application/json' };
@@ -134,18 +137,21 @@ describe('sign-in under a flood: cheap checks come before the hashing slot', () 
     const login = await accountWithLogin(svc);
     const recognised = new DashboardClient(svc.runtime.publicUrl, '127.0.10.4');
     expect((await recognised.signIn(login, PASSWORD)).status).toBe(303);
+    // The forms are opened before the slot is taken, so that only the checks themselves wait behind it.
+    const [firstBrowser, secondBrowser] = [await browserAt(svc, '127.0.10.4'), await browserAt(svc, '127.0.10.4')];
+    const recognisedCsrf = csrfOn((await recognised.get('/account/sign-in')).text)!;
     const release = await holdHashingSlot(svc);
     try {
-      const first = guess(await browserAt(svc, '127.0.10.4'));
+      const first = guess(firstBrowser);
       await until(() => passwordsOf(svc).waiting === 1, { timeoutMs: 10_000, what: 'the first attempt waiting for the slot', intervalMs: 5 });
-      const second = await guess(await browserAt(svc, '127.0.10.4'));
+      const second = await guess(secondBrowser);
       expect(second.status).toBe(429);
       expect(second.headers.get('retry-after')).toBe('1');
       const body = JSON.parse(second.text);
       expect(body.error.code).toBe('rate_limited');
       expect(body.error.details).toEqual({ address: ['at most 1 password check at a time from one address; another from this address is being checked'] });
       expect(passwordsOf(svc).waiting).toBe(1);
-      const again = recognised.signIn(login, PASSWORD);
+      const again = recognised.post('/account/sign-in', { login, password: PASSWORD, csrf: recognisedCsrf });
       await until(() => passwordsOf(svc).waiting === 2, { timeoutMs: 10_000, what: 'the recognised browser waiting for the slot too', intervalMs: 5 });
       await release();
       expect((await first).status).toBe(401);
