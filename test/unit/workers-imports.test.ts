@@ -109,8 +109,8 @@ describe('what the request thread loads from workers/', () => {
     expect(new Set(runtimeImports(source))).toEqual(new Set(['./b.ts', './c.ts', './e.ts']));
   });
 
-  it('when the server imports workers/contract.ts, then it loads no module at all: types and constants only', () => {
-    expect(runtimeClosure('contract.ts')).toEqual([]);
+  it('when the server imports workers/contract.ts, then it loads its own types-and-constants modules and nothing else', () => {
+    expect(runtimeClosure('contract.ts')).toEqual(['contract/options.ts', 'contract/statistics.ts', 'contract/strategy.ts', 'contract/technicals.ts']);
   });
 
   it('when the request thread computes a closed form, then workers/closed-forms.ts loads the pricing modules and no library', () => {
@@ -118,6 +118,10 @@ describe('what the request thread loads from workers/', () => {
       'black-scholes.ts',
       'bsm-textbook.ts',
       'contract.ts',
+      'contract/options.ts',
+      'contract/statistics.ts',
+      'contract/strategy.ts',
+      'contract/technicals.ts',
       'double-range.ts',
       'normal-distribution.ts',
       'option-structures.ts',
