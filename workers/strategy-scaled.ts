@@ -13,25 +13,22 @@ import { priceOption } from './black-scholes.ts';
 import { payoffAtExpiry, pnlFunction, positiveSet } from './expiry-pnl.ts';
 import { kelly } from './kelly-fraction.ts';
 import { integrationGrid, lognormalIntervalProbability, terminalDistribution } from './lognormal-quadrature.ts';
-import type { IntegrationInfo, RiskMetrics, StrategyInput } from './contract.ts';
+import type { IntegrationInfo, RiskMetrics, StrategyInput, StrategyResult } from './contract.ts';
 
-/** The same figures in the scaled problem, where every one is a finite double. */
-export interface ScaledResult {
+/** The same figures in the scaled problem, where every one is a finite double: no figure is null for its range. */
+export type ScaledResult = Pick<
+  StrategyResult,
+  'probabilityOfProfit' | 'maxProfit' | 'maxLoss' | 'maxProfitUnbounded' | 'maxLossUnbounded' | 'naivePopTimesMaxProfit'
+> & {
   /** Each leg's fair value × quantity × multiplier, in input order. */
   legPremiums: number[];
   netCreditDebit: number;
   expectedPayoffAtExpiry: number;
   trueExpectedValue: number;
   breakevens: number[];
-  probabilityOfProfit: number;
-  maxProfit: number | null;
-  maxLoss: number | null;
-  maxProfitUnbounded: boolean;
-  maxLossUnbounded: boolean;
-  naivePopTimesMaxProfit: number | null;
   riskMetrics: { [K in keyof RiskMetrics]: K extends 'standardDeviation' | 'downsideDeviation' ? number : RiskMetrics[K] };
   integration: IntegrationInfo;
-}
+};
 
 /** The figures of a problem whose spot and strikes are near 1 (see evaluateStrategy in strategy-ev.ts), in its units. */
 export function evaluateScaled(input: StrategyInput): ScaledResult {

@@ -59,36 +59,32 @@ const ADMIN_TAGS = {
   Ingest: 'Uploads of market data, each stored in one transaction, and the derivations the service runs over stored data.',
 };
 
+const PUBLIC_LISTENER: Omit<Listener, 'routes'> = {
+  title: 'Market data API',
+  description: PUBLIC_DESCRIPTION,
+  prefix: '/v1',
+  security: { name: 'apiKey', description: 'an API key (pk_live_… or pk_test_…); each operation names the one scope it needs' },
+  tags: PUBLIC_TAGS,
+  errors: PUBLIC_ERRORS,
+  bodyErrors: BODY_ERRORS,
+};
+
+const ADMIN_LISTENER: Omit<Listener, 'routes'> = {
+  title: 'Market data admin API',
+  description:
+    'Accounts, keys, usage, status and ingest, on the admin listener (loopback by default), behind the admin token. A success is `{ "data": … }`, without `meta`; an error has the public API\'s envelope and codes (listed on the public listener\'s /docs).',
+  prefix: '/admin/v1',
+  security: { name: 'adminToken', description: 'the ADMIN_TOKEN (generated into DATA_DIR on first start when not set)' },
+  tags: ADMIN_TAGS,
+  errors: ADMIN_ERRORS,
+  bodyErrors: BODY_ERRORS,
+};
+
 /** The public listener's OpenAPI document for `routes` (the areas' routes, server/wiring/areas.ts). */
-export function publicDocument(routes: readonly RouteDefinition[], version: string) {
-  const listener: Listener = {
-    title: 'Market data API',
-    description: PUBLIC_DESCRIPTION,
-    prefix: '/v1',
-    security: { name: 'apiKey', description: 'an API key (pk_live_… or pk_test_…); each operation names the one scope it needs' },
-    tags: PUBLIC_TAGS,
-    errors: PUBLIC_ERRORS,
-    bodyErrors: BODY_ERRORS,
-    routes,
-  };
-  return openApiDocument(listener, version);
-}
+export const publicDocument = (routes: readonly RouteDefinition[], version: string) => openApiDocument({ ...PUBLIC_LISTENER, routes }, version);
 
 /** The admin listener's OpenAPI document for `routes` (the admin routes with the areas' ingest kinds, server/wiring/areas.ts). */
-export function adminDocument(routes: readonly RouteDefinition[], version: string) {
-  const listener: Listener = {
-    title: 'Market data admin API',
-    description:
-      'Accounts, keys, usage, status and ingest, on the admin listener (loopback by default), behind the admin token. A success is `{ "data": … }`, without `meta`; an error has the public API\'s envelope and codes (listed on the public listener\'s /docs).',
-    prefix: '/admin/v1',
-    security: { name: 'adminToken', description: 'the ADMIN_TOKEN (generated into DATA_DIR on first start when not set)' },
-    tags: ADMIN_TAGS,
-    errors: ADMIN_ERRORS,
-    bodyErrors: BODY_ERRORS,
-    routes,
-  };
-  return openApiDocument(listener, version);
-}
+export const adminDocument = (routes: readonly RouteDefinition[], version: string) => openApiDocument({ ...ADMIN_LISTENER, routes }, version);
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
