@@ -5,7 +5,12 @@
 //
 // The service runs as a child process (its RSS is measured from
 // /proc/<pid>/status), loaded through the admin API like any client would.
+import { DuckDBInstance } from '@duckdb/node-api';
+import { tableFromIPC } from 'apache-arrow';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
@@ -23,6 +28,9 @@ const SERIES_TO = '2020-12-31';
 const WINDOW = { from: '2020-01-01', to: '2020-12-31' };
 const AS_OF = '2021-01-01T00:00:00.000Z';
 const TARGET_RATIO = 1.2;
+// Issue 41: a columnar body should beat the driver's text rows, and Parquet should be at most half of gzip CSV.
+const TARGET_ARROW_RATIO = 0.8;
+const TARGET_PARQUET_BYTES = 0.5;
 const TARGET_GROWTH_MB = 50;
 const SLOW_READERS = 10;
 const TARGET_GROWTH_MB_READERS = 100;
@@ -37,12 +45,14 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const rounds = envInt('BENCH_BULK_ROUNDS', 21);
   const measureMemory = process.env.BENCH_BULK_MEMORY !== 'off';
   const compressedEncodings = process.env.BENCH_BULK_COMPRESSED === 'off' ? [] : (['gzip', 'br', 'zstd'] as const);
+  const columnarFormats = process.env.BENCH_BULK_COLUMNAR === 'off' ? [] : (['arrow', 'parquet'] as const);
   const batchSize = envInt('BENCH_BULK_LOAD_BATCH', 50);
   const serverIssues: string[] = [];
   const notes: string[] = [
     'the service is a child process; HTTP timings are from request start to the last body byte (node:http, chunks kept as they arrive, gzip, br and zstd decompressed as they arrive), the body then joined, decoded, parsed and checked outside the timing',
     'the baseline is postgres.js in the bench process running the same select (all rows into memory, no adjustment, no JSON)',
     "each ratio is the median of the rounds' ratios (each round reads uncompressed, gzip, br, zstd and postgres.js back to back, the order rotated); spreads holds each one's range and interquartile range",
+    "httpBulkColumnar reads the same window as an Arrow IPC stream and a Parquet file, uncompressed, in the same rounds; the Arrow rows are counted by apache-arrow and the Parquet rows by DuckDB, outside the timing; parquetBytesOverGzipCsvBytes divides the Parquet body by the CSV body of the same rows coded with gzip at the service's level",
     "codings compresses the window's JSON and CSV bodies in the bench process with the service's own settings (server/http/compression.ts), each CODING_REPS times: bytes, the ratio to the body, and CPU milliseconds (user + system) per MB of body",
     'each instrument carries a 2:1 split and a 0.50 USD cash dividend inside the 2020 window, so adjusted=true applies both',
   ];
@@ -160,8 +170,8 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     // in the machine's load falls on every side of a round's ratios alike.
     // BENCH_BULK_COMPRESSED=off leaves the codings out (npm run bench:check
     // does: they are two thirds of a round's time, and carry no bar).
-    type Side = Encoding | 'postgresJs';
-    const sides: Side[] = ['identity', ...compressedEncodings, 'postgresJs'];
+    type Side = Encoding | Columnar | 'postgresJs';
+    const sides: Side[] = ['identity', ...compressedEncodings, ...columnarFormats, 'postgresJs'];
     const samples = Object.fromEntries(sides.map((s) => [s, [] as number[]])) as Record<Side, number[]>;
     const wire: Partial<Record<Encoding, BodyRead>> = {};
     const readOver = (encoding: Encoding) => () =>
@@ -169,8 +179,25 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         checkHttp(r);
         wire[encoding] = r;
       });
+    // The columnar answers, uncompressed (Parquet's pages are zstd already),
+    // checked by readers of their own outside the timing: apache-arrow reads
+    // the stream's rows, DuckDB the file's.
+    const columnarBody: Partial<Record<Columnar, Buffer>> = {};
+    const readColumnar = (format: Columnar) => () =>
+      timeRuns(
+        1,
+        0,
+        () => getBody(service.publicUrl, key, `${bulkUrl(WINDOW)}&format=${format}`, { 'accept-encoding': 'identity' }),
+        (r) => {
+          if (r.status !== 200) throw new Error(`the ${format} bulk read answered ${r.status}`);
+          columnarBody[format] = r.buffer;
+          if (format === 'arrow' && tableFromIPC(r.buffer).numRows !== expectedRows) throw new Error(`the Arrow bulk read did not hold ${expectedRows} rows`);
+        },
+      );
     const measure: Record<Side, () => Promise<number[]>> = {
       postgresJs: () => timeRuns(1, 0, query, checkSql),
+      arrow: readColumnar('arrow'),
+      parquet: readColumnar('parquet'),
       identity: readOver('identity'),
       gzip: readOver('gzip'),
       br: readOver('br'),
@@ -190,6 +217,12 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       spreads[`measured.httpBulkCompressed.${encoding}.ratioOverPostgresJs`] = spread;
       compressed[encoding] = { ...summarise(samples[encoding]), responseBytes: wire[encoding].wireBytes, ratioOverPostgresJs: spread.median };
     }
+    const columnar: Record<string, ReturnType<typeof summarise> & { responseBytes: number; ratioOverPostgresJs: number }> = {};
+    for (const format of columnarFormats) {
+      const spread = ratioSpread(samples[format], samples.postgresJs);
+      spreads[`measured.httpBulkColumnar.${format}.ratioOverPostgresJs`] = spread;
+      columnar[format] = { ...summarise(samples[format]), responseBytes: columnarBody[format]?.length ?? 0, ratioOverPostgresJs: spread.median };
+    }
     const httpSamples = samples.identity;
     const sqlSamples = samples.postgresJs;
 
@@ -200,6 +233,14 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       if (csv.status !== 200) throw new Error(`the CSV bulk read answered ${csv.status}`);
       log(`bulk-read: (e) each coding over the JSON and CSV bodies, ${CODING_REPS} times`);
       codings = measureCodings({ json: Buffer.from(probe.text), csv: Buffer.from(csv.text) });
+    }
+    // Parquet's bytes against the same rows as CSV coded with gzip (the service's gzip, level 6).
+    let parquetOverGzipCsv: number | null = null;
+    if (columnarBody.parquet) {
+      const parquetRows = await countParquetRows(columnarBody.parquet);
+      if (parquetRows !== expectedRows) throw new Error(`the Parquet bulk read held ${parquetRows} rows, expected ${expectedRows}`);
+      const csv = await getBody(service.publicUrl, key, `${bulkUrl(WINDOW)}&format=csv`, { 'accept-encoding': 'identity' });
+      parquetOverGzipCsv = round(columnarBody.parquet.length / CODERS.gzip(csv.buffer).length, 3);
     }
 
     // ---- (c) memory, full span, one slow reader, uncompressed and br; (d) ten compressed ones at once
@@ -274,6 +315,34 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         growthMb: round((peakKb - before.rssKb) / 1024, 1),
       };
     };
+    // (c) also for the columnar answers: the full span as Arrow (its batches
+    // spooled to disk until the meta is known) and as Parquet (row group by
+    // row group), each read at full speed by one reader, its rows counted.
+    const columnarMemory = async (format: Columnar) => {
+      await sleep(1_000);
+      const before = procStatus(service.pid);
+      const hwmReset = resetPeakRss(service.pid);
+      const sampler = sampleRss(service.pid, 50);
+      log(`bulk-read: full ${fullSpan.from}..${fullSpan.to} span as ${format}, one reader at full speed`);
+      const started = performance.now();
+      const r = await getBody(service.publicUrl, key, `${bulkUrl(fullSpan)}&format=${format}`, { 'accept-encoding': 'identity' });
+      const seconds = (performance.now() - started) / 1000;
+      const sampled = sampler.stop();
+      const after = procStatus(service.pid);
+      const peakKb = hwmReset ? after.hwmKb : sampled.maxRssKb;
+      const rows = r.status !== 200 ? 0 : format === 'arrow' ? tableFromIPC(r.buffer).numRows : await countParquetRows(r.buffer);
+      if (rows !== expectedFull) serverIssues.push(`full-span ${format} bulk read answered ${r.status} with ${rows} of ${expectedFull} rows`);
+      return {
+        format,
+        complete: rows === expectedFull,
+        rows,
+        mbReceived: round(r.bytes / MB, 1),
+        seconds: round(seconds, 1),
+        rssBeforeMb: round(before.rssKb / 1024, 1),
+        peakRssMb: round(peakKb / 1024, 1),
+        growthMb: round((peakKb - before.rssKb) / 1024, 1),
+      };
+    };
     const measureMemoryGrowth = async () => {
       keys.push(...(await Promise.all(Array.from({ length: SLOW_READERS - 1 }, () => service.admin.apiKey(['prices:read'])))));
       log('bulk-read: (c) one slow reader, uncompressed, then one asking for br');
@@ -284,12 +353,19 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         Array.from({ length: SLOW_READERS }, (_, i) => (i % 2 ? 'br' : 'gzip')),
         readersPace,
       );
+      const memoryColumnar = [];
+      for (const format of columnarFormats) memoryColumnar.push(await columnarMemory(format));
       return {
-        sections: { memory, memoryBr, memoryTenReaders },
-        targets: { memoryGrowthMb: `< ${TARGET_GROWTH_MB}`, memoryGrowthMbTenReaders: `< ${TARGET_GROWTH_MB_READERS}` },
+        sections: { memory, memoryBr, memoryTenReaders, ...(memoryColumnar.length ? { memoryColumnar } : {}) },
+        targets: {
+          memoryGrowthMb: `< ${TARGET_GROWTH_MB}`,
+          memoryGrowthMbTenReaders: `< ${TARGET_GROWTH_MB_READERS}`,
+          ...(memoryColumnar.length ? { memoryGrowthMbColumnar: `< ${TARGET_GROWTH_MB}` } : {}),
+        },
         meetsTarget: {
           memoryGrowthMb: memory.complete && memory.growthMb < TARGET_GROWTH_MB && memoryBr.complete && memoryBr.growthMb < TARGET_GROWTH_MB,
           memoryGrowthMbTenReaders: memoryTenReaders.complete && memoryTenReaders.growthMb < TARGET_GROWTH_MB_READERS,
+          ...(memoryColumnar.length ? { memoryGrowthMbColumnar: memoryColumnar.every((m) => m.complete && m.growthMb < TARGET_GROWTH_MB) } : {}),
         },
       };
     };
@@ -320,13 +396,28 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       measured: {
         httpBulk: { ...httpSummary, responseBytes, barsPerSec: Math.round(expectedRows / (httpSummary.medianMs / 1000)) },
         ...(compressedEncodings.length ? { httpBulkCompressed: compressed, codings } : {}),
+        ...(columnarFormats.length ? { httpBulkColumnar: columnar } : {}),
       },
       baseline: { postgresJs: { ...sqlSummary, rows: expectedRows } },
-      ratios: { httpOverPostgresJs: readRatio },
+      ratios: {
+        httpOverPostgresJs: readRatio,
+        ...(columnar.arrow ? { arrowOverPostgresJs: columnar.arrow.ratioOverPostgresJs } : {}),
+        ...(parquetOverGzipCsv !== null ? { parquetBytesOverGzipCsvBytes: parquetOverGzipCsv } : {}),
+      },
       spreads,
       ...growth?.sections,
-      targets: { httpOverPostgresJs: `<= ${TARGET_RATIO}`, ...growth?.targets },
-      meetsTarget: { httpOverPostgresJs: readRatio <= TARGET_RATIO, ...growth?.meetsTarget },
+      targets: {
+        httpOverPostgresJs: `<= ${TARGET_RATIO}`,
+        ...(columnar.arrow ? { arrowOverPostgresJs: `<= ${TARGET_ARROW_RATIO}` } : {}),
+        ...(parquetOverGzipCsv !== null ? { parquetBytesOverGzipCsvBytes: `<= ${TARGET_PARQUET_BYTES}` } : {}),
+        ...growth?.targets,
+      },
+      meetsTarget: {
+        httpOverPostgresJs: readRatio <= TARGET_RATIO,
+        ...(columnar.arrow ? { arrowOverPostgresJs: columnar.arrow.ratioOverPostgresJs <= TARGET_ARROW_RATIO } : {}),
+        ...(parquetOverGzipCsv !== null ? { parquetBytesOverGzipCsvBytes: parquetOverGzipCsv <= TARGET_PARQUET_BYTES } : {}),
+        ...growth?.meetsTarget,
+      },
       serverIssues,
       notes,
     };
@@ -338,6 +429,22 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
 }
 
 type Encoding = 'identity' | 'gzip' | 'br' | 'zstd';
+type Columnar = 'arrow' | 'parquet';
+
+/** The rows of a Parquet file, as DuckDB counts them. */
+async function countParquetRows(bytes: Buffer): Promise<number> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mds-bench-parquet-'));
+  try {
+    const file = path.join(dir, 'bulk.parquet');
+    await writeFile(file, bytes);
+    const duck = await (await DuckDBInstance.create(':memory:')).connect();
+    const [row] = (await duck.runAndReadAll(`select count(*) as n from read_parquet('${file}')`)).getRowObjectsJS();
+    duck.closeSync();
+    return Number(row.n);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
 
 const CODING_REPS = 5;
 

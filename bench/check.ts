@@ -41,7 +41,7 @@ export const GATE_BARS: readonly GateBar[] = [
     what: 'bulk read over HTTP ÷ postgres.js',
     bar: 1.2,
     notEnforced:
-      'the adjusted bulk read is above it (1.26× in the committed bench/results/bulk-read.json; docs/benchmarks.md, "Where the read paths\' time goes"): its bar is reported, and enforced once the read is below it',
+      'the adjusted bulk read is above it (1.29× in the committed bench/results/bulk-read.json; docs/benchmarks.md, "Where the read paths\' time goes"): its bar is reported, and enforced once the read is below it',
   },
   { scenario: 'intraday', ratio: 'ratios.httpOverRollupSql', what: '1-hour rollup over HTTP ÷ its SQL', bar: 1.5 },
   { scenario: 'platform-overhead', ratio: 'ratios.overKeyLookup.p50', what: 'p50 ÷ a bare route making the key lookup', bar: 1.3 },
@@ -55,7 +55,7 @@ export const GATE_BARS: readonly GateBar[] = [
  * fixed part of each request more (the bulk read of 250 instruments measured
  * 1.43× where 500 measured 1.20×, in the same hour): the gate leaves out only
  * what no bar reads, eight of the ten years of bulk history, the compressed
- * reads and the codings, and the memory part. On 2 cores it takes about 150 s,
+ * and columnar reads and the codings, and the memory part. On 2 cores it takes about 150 s,
  * setup included.
  */
 export const GATE_SIZES: Readonly<Record<string, string>> = {
@@ -64,6 +64,7 @@ export const GATE_SIZES: Readonly<Record<string, string>> = {
   BENCH_BULK_ROUNDS: '21',
   BENCH_BULK_MEMORY: 'off',
   BENCH_BULK_COMPRESSED: 'off',
+  BENCH_BULK_COLUMNAR: 'off',
   BENCH_INTRADAY_DAYS: '365',
   BENCH_INTRADAY_RUNS: '201',
   BENCH_INTRADAY_AGGREGATE_RUNS: '15',

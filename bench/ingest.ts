@@ -3,8 +3,7 @@
 // into the same daily_bars table (emptied first), and, for reference, into a
 // plain table with the file's columns and primary key; then the idempotent
 // re-post of the same file.
-import { spawn } from 'node:child_process';
-import { createReadStream, createWriteStream, existsSync, readdirSync } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +13,7 @@ import { benchUuid, DAILY_BARS_COLUMNS, dailyBarsCsv, equity, weekdays } from '.
 import { benchSql } from './lib/database.ts';
 import { envInt, log, onCleanup } from './lib/harness.ts';
 import { settleUpload, type UploadOutcome } from './lib/http.ts';
+import { findPsql, runPsql } from './lib/psql.ts';
 import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
 import { startService } from './lib/service.ts';
 import { MB, ratio, round } from './lib/stats.ts';
@@ -22,39 +22,6 @@ const AS_OF = '2021-01-01T00:00:00.000Z';
 
 type Upload = UploadOutcome<{ rows: number; inserted: number; updated: number; unchanged: number }>;
 const TARGET_RATIO = 0.5;
-
-// Debian and Ubuntu install each server version's client under this folder, not on PATH.
-const DEBIAN_POSTGRESQL = '/usr/lib/postgresql';
-
-/** BENCH_PSQL, else psql on PATH, else the newest Debian-packaged client. */
-function findPsql(): string {
-  const onPath = (process.env.PATH ?? '')
-    .split(path.delimiter)
-    .filter(Boolean)
-    .map((dir) => path.join(dir, 'psql'));
-  const versions = existsSync(DEBIAN_POSTGRESQL) ? readdirSync(DEBIAN_POSTGRESQL).sort((a, b) => Number(b) - Number(a)) : [];
-  const candidates = [process.env.BENCH_PSQL, ...onPath, ...versions.map((v) => path.join(DEBIAN_POSTGRESQL, v, 'bin', 'psql'))];
-  const found = candidates.find((p) => p && existsSync(p));
-  if (!found) throw new Error(`psql not found (tried BENCH_PSQL, PATH and ${DEBIAN_POSTGRESQL}/*/bin); the ingest baseline needs it`);
-  return found;
-}
-
-function runPsql(psql: string, url: string, command: string): Promise<{ ms: number; stdout: string }> {
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const child = spawn(psql, [url, '-v', 'ON_ERROR_STOP=1', '-X', '-q', '-c', command], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      const ms = performance.now() - started;
-      if (code === 0) resolve({ ms, stdout });
-      else reject(new Error(`psql exited ${code}: ${stderr.slice(0, 500)}`));
-    });
-  });
-}
 
 export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const instruments = envInt('BENCH_INGEST_INSTRUMENTS', 400);

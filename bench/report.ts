@@ -28,6 +28,7 @@ export const SCENARIOS = [
   'wide-bodies',
   'processes',
   'growth',
+  'exports',
 ] as const;
 
 type Json = Record<string, unknown>;
@@ -158,6 +159,42 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
         '',
       ];
     };
+    const columnar = (format: string): Row[] => {
+      const c = `measured.httpBulkColumnar.${format}`;
+      if (at(r, c) === undefined) return [];
+      const ratio = format === 'arrow' ? 'arrowOverPostgresJs' : null;
+      return [
+        [
+          `the same as ${format === 'arrow' ? 'an Arrow IPC stream' : 'a Parquet file'} (\`format=${format}\`, ${fmt((at(r, `${c}.responseBytes`) as number) / 2 ** 20)} MB), uncompressed`,
+          ms(at(r, `${c}.medianMs`), 0),
+          `postgres.js: ${ms(at(r, 'baseline.postgresJs.medianMs'), 0)}`,
+          roundsRatio(r, `${c}.ratioOverPostgresJs`),
+          ratio ? text(at(r, `targets.${ratio}`)) : '',
+          ratio ? met(at(r, `meetsTarget.${ratio}`)) : '',
+        ],
+      ];
+    };
+    const parquetBytes: Row[] =
+      at(r, 'ratios.parquetBytesOverGzipCsvBytes') === undefined
+        ? []
+        : [
+            [
+              "the Parquet body's bytes against the same rows as CSV coded with gzip",
+              '',
+              '',
+              times(at(r, 'ratios.parquetBytesOverGzipCsvBytes')),
+              text(at(r, 'targets.parquetBytesOverGzipCsvBytes')),
+              met(at(r, 'meetsTarget.parquetBytesOverGzipCsvBytes')),
+            ],
+          ];
+    const columnarMemory = ((at(r, 'memoryColumnar') as { format: string }[] | undefined) ?? []).map((m, i): Row => [
+      `server RSS growth while streaming the full span as ${m.format} (${fmt(at(r, `memoryColumnar.${i}.mbReceived`))} MB) to one reader at full speed`,
+      `${signed(at(r, `memoryColumnar.${i}.growthMb`))} MB (peak ${fmt(at(r, `memoryColumnar.${i}.peakRssMb`))} MB)`,
+      '',
+      '',
+      `${text(at(r, 'targets.memoryGrowthMbColumnar'))} MB`,
+      met(at(r, 'meetsTarget.memoryGrowthMbColumnar')),
+    ]);
     const growth = (side: string) => `${signed(at(r, `${side}.growthMb`))} MB (peak ${fmt(at(r, `${side}.peakRssMb`))} MB)`;
     return [
       [
@@ -171,6 +208,9 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
       compressed('gzip'),
       compressed('br'),
       ...(at(r, 'measured.httpBulkCompressed.zstd') === undefined ? [] : [compressed('zstd')]),
+      ...columnar('arrow'),
+      ...columnar('parquet'),
+      ...parquetBytes,
       ...codingRows(r),
       [
         `server RSS growth while streaming ${fmt(at(r, 'memory.bars'), 0)} bars (${fmt(at(r, 'memory.mbReceived'))} MB) to one reader at ${fmt(at(r, 'memory.readPaceMBps'))} MB/s: uncompressed / br`,
@@ -188,6 +228,35 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
         `${text(at(r, 'targets.memoryGrowthMbTenReaders'))} MB`,
         met(at(r, 'meetsTarget.memoryGrowthMbTenReaders')),
       ],
+      ...columnarMemory,
+    ];
+  },
+  exports: (r) => {
+    const job = (side: string, what: string, copy: string, ratio: string, target: boolean): Row => [
+      `\`POST /v1/exports\` of ${what} to Parquet (${fmt(at(r, `measured.${side}.rows`), 0)} rows in ${fmt(at(r, `measured.${side}.files`), 0)} files, ${fmt(at(r, `measured.${side}.mb`))} MB), from the POST to \`ready\``,
+      `${fmt(at(r, `measured.${side}.seconds`), 2)} s (${fmt(at(r, `measured.${side}.rowsPerSec`), 0)} rows/s)`,
+      `\`psql \\copy (select …) to\` a CSV file of the same rows: ${fmt(at(r, `baseline.${copy}.seconds`), 2)} s (${fmt(at(r, `baseline.${copy}.mb`))} MB)`,
+      times(at(r, `ratios.${ratio}`)),
+      target ? text(at(r, `targets.${ratio}`)) : '',
+      target ? met(at(r, `meetsTarget.${ratio}`)) : '',
+    ];
+    const growth = (side: string) => `${signed(at(r, `measured.${side}.growthMb`))} MB (peak ${fmt(at(r, `measured.${side}.peakRssMb`))} MB)`;
+    return [
+      job(
+        'dailyParquet',
+        `${fmt(at(r, 'config.instruments'), 0)} instruments × ${fmt(at(r, 'config.years'), 0)} years of daily bars`,
+        'psqlCopyDaily',
+        'dailyExportOverCopy',
+        true,
+      ),
+      job(
+        'minuteParquet',
+        `${fmt(at(r, 'config.minuteInstruments'), 0)} instruments × a year of 1-minute bars`,
+        'psqlCopyMinutes',
+        'minuteExportOverCopy',
+        false,
+      ),
+      ['server RSS growth while each job ran: daily / 1-minute', `${growth('dailyParquet')} / ${growth('minuteParquet')}`, '', '', '', ''],
     ];
   },
   ingest: (r) => [

@@ -31,6 +31,7 @@ const SCENARIOS: Record<string, () => Promise<Scenario>> = {
   'wide-bodies': async () => (await import('./wide-bodies.ts')).run,
   processes: async () => (await import('./processes.ts')).run,
   growth: async () => (await import('./growth.ts')).run,
+  exports: async () => (await import('./exports.ts')).run,
 };
 
 // A hard stop for the whole run, whatever happens: children and databases are

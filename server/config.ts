@@ -194,6 +194,36 @@ export const ConfigSchema = z.object({
     .describe(
       'concurrent bulk price downloads for the whole service (default: half of DATABASE_POOL_SIZE, at least 1); when full, an account holding more than the asking one, or a stalled download, gives way, else 503 overloaded',
     ),
+  EXPORTS_RUNNING_PER_ACCOUNT: positiveInt
+    .default(2)
+    .describe('export jobs an account may have queued or running at once; one more POST /v1/exports gets 429 rate_limited'),
+  EXPORTS_RUNNING_MAX: positiveInt.default(4).describe('export jobs running at once in the whole service, across every process and host; more wait queued'),
+  EXPORTS_QUOTA_BYTES: positiveInt
+    .default(5 * 1024 ** 3)
+    .describe(
+      'bytes of export files an account may hold (ready and being written); at or over it a POST /v1/exports gets 429 rate_limited until files expire or are deleted',
+    ),
+  EXPORTS_TTL_HOURS: positiveInt
+    .default(168)
+    .describe("hours an export's files are kept after it is ready; then the sweep deletes them and the job reads expired"),
+  EXPORTS_DOWNLOADS_PER_ACCOUNT: positiveInt
+    .default(8)
+    .describe(
+      'export file downloads an account may have open at once, by key or signed link (a reader such as DuckDB asks for several ranges at a time); more get 429 rate_limited',
+    ),
+  EXPORTS_DOWNLOADS_MAX: positiveInt
+    .default(32)
+    .describe(
+      'export file downloads open at once in the whole service; when full, an account holding more than the asking one, or a stalled download, gives way, else 503 overloaded',
+    ),
+  EXPORTS_POLL_MS: positiveInt
+    .default(1000)
+    .describe('how often each serving process looks for a queued export job, sweeps expired files and samples the export metrics'),
+  EXPORTS_LEASE_MS: positiveInt
+    .default(30_000)
+    .describe(
+      'how long a running export job is held by its process without a heartbeat (renewed every third of it); a job whose process died is taken again after this',
+    ),
   INGEST_MAX_CONCURRENT: positiveInt
     .default(4)
     .describe('admin uploads running at once (each holds a connection for its duration); more wait up to DATABASE_ACQUIRE_TIMEOUT_MS, then get 503 overloaded'),

@@ -47,6 +47,8 @@ export interface BodyRead {
   bytes: number;
   /** The body as text, joined and decoded only when asked: after the timing. */
   readonly text: string;
+  /** The body's bytes, joined only when asked. */
+  readonly buffer: Buffer;
 }
 
 /**
@@ -77,6 +79,9 @@ export function getBody(baseUrl: string, key: string, path: string, headers: Rec
             bytes: chunks.reduce((n, chunk) => n + chunk.length, 0),
             get text() {
               return Buffer.concat(chunks).toString('utf8');
+            },
+            get buffer() {
+              return Buffer.concat(chunks);
             },
           }),
         );

@@ -53,7 +53,7 @@ export const NextCursorSchema = z
   .nullable()
   .describe('pass as `cursor`, with the same other parameters, for the rows after this page; null when there are no more');
 
-const LIST_NAMES = ['news', 'events', 'economic-events', 'instruments'] as const;
+const LIST_NAMES = ['news', 'events', 'economic-events', 'instruments', 'exports'] as const;
 export type CursorList = (typeof LIST_NAMES)[number];
 const LISTS: ReadonlySet<string> = new Set(LIST_NAMES);
 

@@ -11,6 +11,7 @@ export const ERRORS = {
   revoked_api_key: [401, 'the key was revoked'],
   invalid_credentials: [401, 'dashboard sign-in: the login or the password is wrong'],
   insufficient_scope: [403, "the key lacks the route's scope"],
+  invalid_signature: [403, "an export file's signed link does not verify, or has expired; the job's manifest gives a fresh one"],
   invalid_csrf_token: [403, "dashboard: a state-changing request without its session's CSRF token, or from another origin"],
   not_found: [404, 'the instrument, contract, date or route does not exist'],
   options_unavailable: [404, 'no options are served for the instrument'],
@@ -18,6 +19,7 @@ export const ERRORS = {
   request_timeout: [408, 'the request did not arrive in time'],
   payload_too_large: [413, 'the body, or one of its records, is over the limit'],
   unsupported_media_type: [415, 'the body is not in a content type the route reads'],
+  range_not_satisfiable: [416, 'the Range asks for bytes past the end of the file; `Content-Range: bytes */<size>` gives its size'],
   unsupported_structure: [422, 'the option structure is not one the strategy EV can price'],
   rate_limited: [
     429,

@@ -171,12 +171,17 @@ export function integerParam(min: number, max: number) {
 /** For routes that take no query parameters: an unknown one is an error, not silently ignored. */
 export const NoQuerySchema = z.strictObject({});
 
-// The price reads answer in JSON (the envelope) or CSV: `format` in the query
-// when given, else the Accept header, else JSON.
+// The price reads answer in JSON (the envelope), CSV, Apache Arrow IPC stream
+// or Parquet: `format` in the query when given, else the Accept header, else
+// JSON.
 
-export const FORMATS = ['json', 'csv'] as const;
+export const FORMATS = ['json', 'csv', 'arrow', 'parquet'] as const;
 export type Format = (typeof FORMATS)[number];
+/** The formats PostgreSQL writes a price read's text in; Arrow and Parquet are made from its JSON (prices/bar-files.ts). */
+export type TextFormat = Extract<Format, 'json' | 'csv'>;
 
 export const FormatSchema = closedEnum(FORMATS)
   .optional()
-  .describe('json (the default) or csv: RFC 4180, a header row, one row per bar, meta in a trailing `#meta` row; without it, `Accept: text/csv` asks for CSV');
+  .describe(
+    'json (the default); csv: RFC 4180, a header row, one row per bar, meta in a trailing `#meta` row; arrow: an Apache Arrow IPC stream; parquet: a Parquet file (zstd pages). Arrow and Parquet hold instrumentId and the fields as typed columns, the meta as JSON under the key `meta` of the schema or file metadata. Without format, the Accept header chooses (text/csv, application/vnd.apache.arrow.stream, application/vnd.apache.parquet)',
+  );

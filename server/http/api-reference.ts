@@ -32,7 +32,7 @@ const PUBLIC_DESCRIPTION = `Daily and intraday prices with point-in-time adjustm
 - **Missing numbers** are \`null\` or absent, never 0. An unknown query parameter or body field is a 400 naming it, never ignored.
 - **Point in time.** \`asOf\` is a date (the end of that UTC day) or a UTC instant \`yyyy-mm-ddThh:mm:ss[.fff]Z\`, used exactly; each operation says what it limits to what was known then. \`actionSetVersion\` pins an instrument's set of corporate actions, so a daily-price read can be repeated byte for byte.
 - **Rate limits** are per account and environment, per minute and per UTC day. A counted answer carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`; a 429 also \`Retry-After\`.
-- **Formats and caching.** The price reads also answer CSV (\`format=csv\`, or \`Accept: text/csv\`), and the single-instrument ones carry an \`ETag\` for \`If-None-Match\`. Answers of 1 KiB or more are compressed when \`Accept-Encoding\` allows.`;
+- **Formats and caching.** The price reads also answer CSV (\`format=csv\`, or \`Accept: text/csv\`), Apache Arrow IPC streams (\`format=arrow\`) and Parquet files (\`format=parquet\`), the meta under the key \`meta\` of the schema or file metadata; the single-instrument ones carry an \`ETag\` for \`If-None-Match\`. Answers of 1 KiB or more are compressed with zstd, br or gzip when \`Accept-Encoding\` allows (Parquet is zstd inside).`;
 
 // In the order /docs shows them: the order of the areas (server/wiring/areas.ts).
 const PUBLIC_TAGS = {
@@ -51,6 +51,8 @@ const PUBLIC_TAGS = {
   Earnings: 'Scheduled and reported earnings, per instrument or market-wide in a window.',
   Sentiment: 'Sentiment scores exactly as their sources gave them, and how far each source leads the price.',
   'News and events': 'News items, company-confirmed catalyst events, and the price reactions measured on them.',
+  Exports:
+    'Export jobs: a pinned point-in-time read of many instruments written off the request path into Parquet, Arrow or CSV files, one per year (daily) or month (intraday), with checksums and signed, resumable links.',
 };
 
 const ADMIN_TAGS = {

@@ -14,9 +14,9 @@ const THRESHOLD_BYTES = 1024;
 /**
  * The codings in the order we prefer them among those a request accepts at
  * the same q-value: zstd, then br, then gzip. On the bulk read's year of 500
- * instruments (bench/results/bulk-read.json), zstd at level 3 cost 2.3 ms of
- * CPU per MB of JSON and 3.6 per MB of CSV, against 8.6 and 12.7 for gzip and
- * 8.9 and 16.2 for br, for 9 to 10 % more bytes than br; br before gzip is the
+ * instruments (bench/results/bulk-read.json), zstd at level 3 cost 3.0 ms of
+ * CPU per MB of JSON and 3.1 per MB of CSV, against 9.1 and 11.7 for gzip and
+ * 9.6 and 10.7 for br, for 9 to 10 % more bytes than br; br before gzip is the
  * compression library's order (2 to 4 % fewer bytes). A q-value the client
  * gives still decides first (`gzip;q=1, zstd;q=0.5` gets gzip).
  */
@@ -35,7 +35,7 @@ export const ZSTD_OPTIONS: zlib.ZstdOptions = {
 /**
  * zstd, br or gzip, as the request's Accept-Encoding and CODING_PREFERENCE
  * choose, for every answer of 1 KiB or more whose type compresses (JSON, CSV,
- * text); smaller ones gain less than the encoding costs. Streamed answers
+ * text, Arrow); smaller ones gain less than the encoding costs. Streamed answers
  * keep their backpressure: the compressor stops reading while the socket is
  * full, and the writer waits for the compressor (http/envelope.ts).
  *
@@ -56,7 +56,7 @@ export const ZSTD_OPTIONS: zlib.ZstdOptions = {
  * CPU a request without it and 0.22 to 0.23 ms with it.
  */
 export function compressResponses(): RequestHandler {
-  const brOrGzip = compression({ threshold: THRESHOLD_BYTES, brotli: BROTLI_OPTIONS });
+  const brOrGzip = compression({ threshold: THRESHOLD_BYTES, brotli: BROTLI_OPTIONS, filter: (_req, res) => compressesType(res.getHeader('Content-Type')) });
   return (req, res, next) => {
     // Every answer, a 304 and an answer left in identity included, varies by Accept-Encoding.
     res.setHeader('Vary', 'Accept-Encoding');
@@ -69,11 +69,20 @@ export function compressResponses(): RequestHandler {
   };
 }
 
+/**
+ * Whether answers of this media type compress: those the compressible
+ * library (mime-db) says do, and Arrow IPC streams, whose fixed-width columns
+ * of prices, dates and dictionary codes repeat bytes a coder finds. Parquet
+ * is not coded again: its pages are zstd already (prices/bar-files.ts).
+ */
+function compressesType(type: unknown): boolean {
+  return typeof type === 'string' && (compressible(type) === true || type.startsWith('application/vnd.apache.arrow.stream'));
+}
+
 /** Whether an answer with these headers is worth compressing, as the `compression` library judges it. */
 function compresses(method: string, res: Response, length: number | undefined): boolean {
   if (method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304) return false;
-  const type = res.getHeader('Content-Type');
-  if (typeof type !== 'string' || !compressible(type)) return false;
+  if (!compressesType(res.getHeader('Content-Type'))) return false;
   if (/(?:^|,)\s*no-transform\s*(?:,|$)/.test(String(res.getHeader('Cache-Control') ?? ''))) return false;
   const encoding = res.getHeader('Content-Encoding');
   if (encoding !== undefined && encoding !== 'identity') return false;

@@ -79,30 +79,43 @@ export const REVALIDATE = 'private, no-cache';
 export const IMMUTABLE = 'private, max-age=31536000, immutable';
 
 /**
+ * A body made from items that are all at hand by something other than text
+ * framing: the columnar price answers (prices/bar-files.ts), which encode
+ * the items (the bars' JSON text) with the meta into a file's bytes.
+ */
+export interface Encoding {
+  type: string;
+  body(items: Buffer[], meta: Meta): Promise<Buffer[]>;
+}
+
+/**
  * A framed body whose items are all at hand, with its validator: the ETag is
  * a SHA-256 of the answer's bytes, so it changes exactly when they do, and
  * If-None-Match naming it gets 304 with no body. Strong when the bytes are
  * all the answer depends on; weak when the meta carries the time of reading
  * (`readAt`, left out of the hash), so two reads of the same bars at
  * different moments match. The tag names the bytes before content coding:
- * identity, gzip and br answers share it (every answer is private and whole,
- * never a range, so no cache splices one coding's bytes into another's).
+ * identity, zstd, br and gzip answers share it (every answer is private and
+ * whole, never a range, so no cache splices one coding's bytes into
+ * another's).
  */
-export function sendFramed(
+export async function sendFramed(
   req: Request,
   res: Response,
-  framing: Framing,
+  framing: Framing | Encoding,
   answer: { items: Buffer[]; meta: Meta; readAt: string | null; immutable: boolean },
-): Written {
+): Promise<Written> {
   const { items } = answer;
   // The instant the answer holds: earlier than the service's reading time when a replica behind the primary served it (db/read-scope.ts).
   const meta = { ...answer.meta, asOf: servedAsOf(answer.meta.asOf) };
   // The time of reading, as the answer states it.
   const readAt = answer.readAt !== null && answer.meta.asOf === answer.readAt ? meta.asOf : answer.readAt;
-  const close = framing.close(meta);
-  const hash = createHash('sha256').update(framing.open);
-  for (const part of items) hash.update(part);
-  hash.update(readAt === null ? close : close.toString().replaceAll(readAt, ''));
+  const parts = 'body' in framing ? await framing.body(items, meta) : [framing.open, ...items, framing.close(meta)];
+  const hash = createHash('sha256');
+  // The time of reading is text in the meta only: the last part of a text
+  // answer; inside a columnar file's metadata, whose other values are binary.
+  const metaParts = 'body' in framing ? parts.length : 1;
+  parts.forEach((part, i) => hash.update(readAt === null || i < parts.length - metaParts ? part : without(part, readAt)));
   const etag = `${readAt === null ? '' : 'W/'}"${hash.digest('base64url').slice(0, 32)}"`;
   // A 304 carries the headers the 200 would (RFC 9110, 15.4.5), Vary included (http/compression.ts).
   res.set({ ETag: etag, 'Cache-Control': answer.immutable ? IMMUTABLE : REVALIDATE });
@@ -113,14 +126,26 @@ export function sendFramed(
   // The parts are written as they are, not joined: a year of 1-hour bars is
   // 1.9 MB, and a copy of it costs a millisecond and garbage to collect. With
   // Content-Length set, compression still sees the size (http/compression.ts).
-  const parts = [framing.open, ...items, close];
   res
     .status(200)
     .type(framing.type)
     .set('Content-Length', String(parts.reduce((n, part) => n + part.length, 0)));
   for (const part of parts.slice(0, -1)) res.write(part);
-  res.end(close);
+  res.end(parts.at(-1));
   return WRITTEN;
+}
+
+/** `bytes` with every occurrence of `text` (as UTF-8) taken out. */
+function without(bytes: Buffer, text: string): Buffer {
+  const needle = Buffer.from(text);
+  const kept: Buffer[] = [];
+  let from = 0;
+  for (let at = bytes.indexOf(needle); at !== -1; at = bytes.indexOf(needle, from)) {
+    kept.push(bytes.subarray(from, at));
+    from = at + needle.length;
+  }
+  kept.push(bytes.subarray(from));
+  return kept.length === 1 ? bytes : Buffer.concat(kept);
 }
 
 /** Whether an If-None-Match header names `etag`, by the weak comparison (RFC 9110, 13.1.2). */

@@ -3,6 +3,7 @@ import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObj
 import { openApiPath, type RouteDefinition } from './route.ts';
 import { ERROR_CODES, type ErrorCode, STATUS } from '../core/errors.ts';
 import { IMMUTABLE, REVALIDATE } from './envelope.ts';
+import { FORMAT_TYPES } from './format.ts';
 
 export interface Listener {
   title: string;
@@ -26,6 +27,7 @@ const ERROR_HEADERS: Partial<Record<ErrorCode, Record<string, z.ZodType>>> = {
   rate_limited: { 'Retry-After': RETRY_AFTER },
   overloaded: { 'Retry-After': RETRY_AFTER },
   method_not_allowed: { Allow: z.string().meta({ description: 'the methods the path serves' }) },
+  range_not_satisfiable: { 'Content-Range': z.string().meta({ description: '`bytes */<size>`: the size of the file' }) },
 };
 
 const REQUEST_ID = z.string().meta({
@@ -60,9 +62,31 @@ function errorResponses(codes: ErrorCode[]): ZodOpenApiResponsesObject {
   return responses;
 }
 
+/** Stored bytes with ranges (http/file-body.ts): the whole (200), one range (206), or unchanged (304). */
+function fileResponses(types: Record<string, string>, description: string, headers: Record<string, z.ZodType>): ZodOpenApiResponsesObject {
+  const content = Object.fromEntries(
+    Object.entries(types).map(([type, holds]) => [type, { schema: z.string().meta({ description: holds, format: 'binary' }) }]),
+  );
+  const fileHeaders = {
+    ...headers,
+    ETag: z.string().meta({ description: 'the quoted hex SHA-256 of the bytes' }),
+    'Accept-Ranges': z.string().meta({ description: '`bytes`: a `Range` of one byte range is served as 206' }),
+  };
+  return {
+    '200': { description, headers: z.object(fileHeaders), content },
+    '206': {
+      description: 'the one byte range the `Range` header asked for (an `If-Range` naming another ETag gets the whole, 200)',
+      headers: z.object({ ...fileHeaders, 'Content-Range': z.string().meta({ description: '`bytes <first>-<last>/<size>`' }) }),
+      content,
+    },
+    '304': { description: 'If-None-Match named the ETag: no body', headers: z.object(fileHeaders) },
+  };
+}
+
 /** The success answer's schema: the envelope around the route's data and meta, or the route's own body. */
 function successBody(response: RouteDefinition['response']): z.ZodType {
   if (response.body) return response.body;
+  if (response.file) return z.never();
   return response.meta ? z.strictObject({ data: response.data, meta: response.meta }) : z.strictObject({ data: response.data });
 }
 
@@ -114,8 +138,18 @@ function operation(listener: Listener, route: RouteDefinition): ZodOpenApiOperat
         content: {
           'application/json': { schema: successBody(response) },
           ...(response.csv ? { 'text/csv': { schema: z.string().meta({ description: response.csv }) } } : {}),
+          ...('columnar' in response && response.columnar
+            ? Object.fromEntries(
+                (['arrow', 'parquet'] as const).map((f) => [
+                  FORMAT_TYPES[f],
+                  { schema: z.string().meta({ format: 'binary', description: response.columnar }) },
+                ]),
+              )
+            : {}),
         },
       },
+      // A file route's 200 is its bytes, which replace the JSON entry above.
+      ...(response.file ? fileResponses(response.file, response.description, successHeaders) : {}),
       ...(response.validated
         ? { '304': { description: 'If-None-Match named the ETag of the answer the request would get: no body', headers: z.object(successHeaders) } }
         : {}),

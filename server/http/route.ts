@@ -3,9 +3,10 @@ import type { z } from 'zod';
 import type { Scope } from '../core/scopes.ts';
 import type { AppError, ErrorCode } from '../core/errors.ts';
 import type { Written } from './envelope.ts';
+import type { FileSent } from './file-body.ts';
 
 interface JsonResponse {
-  status: 200 | 201;
+  status: 200 | 201 | 202;
   description: string;
   /** Headers the success answer carries, by name, with what they mean. */
   headers?: Record<string, string>;
@@ -21,6 +22,7 @@ export interface EnvelopeResponse extends JsonResponse {
   body?: never;
   csv?: never;
   validated?: never;
+  file?: never;
 }
 
 /**
@@ -35,6 +37,7 @@ export interface BodyResponse extends JsonResponse {
   meta?: never;
   csv?: never;
   validated?: never;
+  file?: never;
 }
 
 interface FramedFields extends JsonResponse {
@@ -42,6 +45,9 @@ interface FramedFields extends JsonResponse {
   data: z.ZodType;
   meta: z.ZodType;
   body?: never;
+  /** The route also answers Apache Arrow IPC streams and Parquet files (http/format.ts): what their columns hold. */
+  columnar?: string;
+  file?: never;
 }
 
 /**
@@ -61,8 +67,25 @@ export type FramedResponse = FramedFields &
     | { csv?: string; validated: true }
   );
 
+/**
+ * Stored bytes (an export's file): the handler answers through sendFileBytes
+ * (http/file-body.ts), with ranges, and returns the `FileSent` it returns.
+ * `file` names each media type the bytes may have, with what it holds.
+ */
+export interface FileResponse {
+  status: 200;
+  description: string;
+  headers?: Record<string, string>;
+  file: Record<string, string>;
+  data?: never;
+  body?: never;
+  meta?: never;
+  csv?: never;
+  validated?: never;
+}
+
 /** What a route of the API answers on success; its OpenAPI document says the same. */
-export type ApiResponse = EnvelopeResponse | BodyResponse | FramedResponse;
+export type ApiResponse = EnvelopeResponse | BodyResponse | FramedResponse | FileResponse;
 
 /** An HTML page (the dashboard's): the handler returns the page, sent as text/html. */
 export interface PageResponse {
@@ -109,23 +132,25 @@ export type Shape<T> = T extends string
  * page's HTML, or where a redirect goes. A handler returning anything else
  * does not compile.
  */
-export type Reply<R> = R extends { body: infer S extends z.ZodType }
-  ? Shape<z.output<S>>
-  : R extends { csv: string } | { validated: true }
-    ? Written
-    : R extends { html: true }
-      ? string
-      : R extends { redirect: true }
-        ? { location: string }
-        : R extends { data: infer D extends z.ZodType; meta: infer M extends z.ZodType }
-          ? { data: Shape<z.output<D>>; meta: Shape<z.output<M>> }
-          : R extends { data: infer D extends z.ZodType }
-            ? { data: Shape<z.output<D>> }
-            : never;
+export type Reply<R> = R extends { file: Record<string, string> }
+  ? FileSent
+  : R extends { body: infer S extends z.ZodType }
+    ? Shape<z.output<S>>
+    : R extends { csv: string } | { validated: true }
+      ? Written
+      : R extends { html: true }
+        ? string
+        : R extends { redirect: true }
+          ? { location: string }
+          : R extends { data: infer D extends z.ZodType; meta: infer M extends z.ZodType }
+            ? { data: Shape<z.output<D>>; meta: Shape<z.output<M>> }
+            : R extends { data: infer D extends z.ZodType }
+              ? { data: Shape<z.output<D>> }
+              : never;
 
 /** What the router needs of any route: the request it takes, parsed before the handler runs, and what it answers. */
 interface Route<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, R> {
-  method: 'get' | 'post';
+  method: 'get' | 'post' | 'delete';
   /** Express syntax (`/instruments/:id`), relative to the table's prefix (/v1, /admin/v1, /account). */
   path: string;
   params?: P;
@@ -158,6 +183,8 @@ export interface RouteDefinition<
   query: Q;
   /** An upload read by the handler itself: each record is validated against `rows` (admin ingest). */
   upload?: { rows: z.ZodType; description: string };
+  /** A public route that also serves a link signed for it (`?expires=…&signature=…`) without an API key: the handler checks the signature. */
+  signedLinks?: true;
   /** The error codes this route answers beyond those every route of its listener can (see http/openapi.ts). */
   errors: ErrorCode[];
 }

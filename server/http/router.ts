@@ -2,6 +2,7 @@ import express, { type Request, type RequestHandler, type Response } from 'expre
 import type { z } from 'zod';
 import { requireScope, type AuthDeps } from './auth.ts';
 import { isWritten } from './envelope.ts';
+import { isFileSent } from './file-body.ts';
 import { requireUtf8Body } from './media-type.ts';
 import { routePrefix } from './observe.ts';
 import type { AnyRoute, HandlerOf, InputOf, Refusal, RouteDefinition } from './route.ts';
@@ -175,6 +176,11 @@ function sender(definition: AnyRoute): (res: Response, reply: unknown) => void {
       res.status(response.status).json(body);
     };
   }
+  if (response.file) {
+    return (_res, reply) => {
+      if (!isFileSent(reply)) throw new Error(`${route}: the handler returned without answering through sendFileBytes`);
+    };
+  }
   if (response.csv !== undefined || response.validated) {
     return (_res, reply) => {
       if (!isWritten(reply)) throw new Error(`${route}: the handler returned without writing its answer through sendFramed or streamFramed`);
@@ -227,7 +233,9 @@ export function publicRoutes(auth: AuthDeps, bodyLimit: string): RouteTable {
     prefix: '/v1',
     before(definition) {
       if (!definition.scope) throw new Error(`public route ${definition.path} declares no scope`);
-      const auth_ = requireScope(auth, definition.scope);
+      const scoped = requireScope(auth, definition.scope);
+      // A signed link (a query with signature) is checked by the route's handler instead of a key.
+      const auth_: RequestHandler = definition.signedLinks ? (req, res, next) => (req.query.signature !== undefined ? next() : scoped(req, res, next)) : scoped;
       return definition.body ? [auth_, requireJson, requireUtf8Body, jsonBody(definition.body, bodyLimit)] : [auth_];
     },
   });

@@ -264,6 +264,39 @@ export const dbReadUnits = new client.Counter({
   registers: [registry],
 });
 
+// Export jobs (server/exports/). The job counts and the queue age are read
+// from the database, which every process sees alike: across processes the
+// largest sample is the service's, not their sum.
+export const exportJobs = new client.Gauge({
+  name: 'export_jobs',
+  help: 'Export jobs by status (queued, running, ready, failed, cancelled, expired), at the last sample',
+  labelNames: ['status'] as const,
+  registers: [registry],
+  aggregator: 'max',
+});
+
+export const exportOldestQueued = new client.Gauge({
+  name: 'export_oldest_queued_seconds',
+  help: 'How long the oldest queued export job has waited to start (0 when none waits), at the last sample',
+  registers: [registry],
+  aggregator: 'max',
+});
+
+export const exportBytesWritten = new client.Counter({
+  name: 'export_bytes_written_total',
+  help: 'Bytes of export files written (stored in PostgreSQL), by format',
+  labelNames: ['format'] as const,
+  registers: [registry],
+});
+
+export const exportJobDuration = new client.Histogram({
+  name: 'export_job_duration_seconds',
+  help: 'Export jobs from start to their end, by outcome (ready, failed, cancelled); a job taken again after its process died counts from its last start',
+  labelNames: ['outcome'] as const,
+  buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600],
+  registers: [registry],
+});
+
 /** One process's metrics as prom-client reads them, what processes send each other. */
 export type ProcessMetrics = MetricObjectWithValues<MetricValue<string>>[];
 

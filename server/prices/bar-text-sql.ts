@@ -1,6 +1,6 @@
 import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
-import type { Format } from '../core/params.ts';
+import type { TextFormat } from '../core/params.ts';
 
 // The text of the price reads' bars, written by PostgreSQL: each bar becomes
 // its JSON object or CSV row in SQL, and the service passes the bytes on
@@ -38,7 +38,7 @@ export const isoInstant = (sql: ISql, column: Fragment) => sql`to_char(${column}
  * or a CSV cell (see csvText); dates, instants, ids and booleans never need
  * escaping.
  */
-type BarField = readonly [key: string, kind: 'number' | 'text' | 'date' | 'instant' | 'id' | 'boolean', column: string];
+export type BarField = readonly [key: string, kind: 'number' | 'text' | 'date' | 'instant' | 'id' | 'boolean', column: string];
 
 const OHLCV: BarField[] = [
   ['openPrice', 'number', 'open_price'],
@@ -119,12 +119,12 @@ function csvRow(sql: ISql, fields: BarField[], col: (name: string) => Fragment):
 }
 
 /** One bar's text in `format`: its JSON object, or its CSV row. */
-export function barText(sql: ISql, format: Format, fields: BarField[], col: (name: string) => Fragment): Fragment {
+export function barText(sql: ISql, format: TextFormat, fields: BarField[], col: (name: string) => Fragment): Fragment {
   return format === 'json' ? jsonObject(sql, fields, col) : csvRow(sql, fields, col);
 }
 
 /** The bars' texts `bar` (barText's, or as stored) in `order`: JSON objects joined by commas, or CSV rows. */
-export function barsText(sql: ISql, format: Format, bar: Fragment, order: Fragment): Fragment {
+export function barsText(sql: ISql, format: TextFormat, bar: Fragment, order: Fragment): Fragment {
   return sql`string_agg(${bar}, ${format === 'json' ? ',' : ''}::text order by ${order})`;
 }
 

@@ -5,13 +5,17 @@ import { provenanceCounts } from '../price-history/adjustment.ts';
 import { actionCoverage, priceBasisMeta, provenanceMeta, seriesUse } from '../price-history/read-meta.ts';
 import { PROVENANCES, zeroProvenanceCounts, type CoverageCheck } from '../price-history/schema.ts';
 import { readEmptyReasons, readSeriesText } from './daily-bars.ts';
+import type { DailyBarsFormat } from './daily-text-repository.ts';
 import { existingInstruments } from '../instruments/repository.ts';
 import type { BulkPricesQuery } from './schema.ts';
 import { type Meta, sourcesMeta } from '../core/meta.ts';
 import { freshness, readInstant, seriesFreshness } from '../core/freshness.ts';
 import { lastDailyBars } from './freshness.ts';
-import type { Format } from '../core/params.ts';
+import type { TextFormat } from '../core/params.ts';
 import { entryOf } from '../core/map-entry.ts';
+import { servedAsOf } from '../db/read-scope.ts';
+import { openBarFile, type BarFile } from './bar-files.ts';
+import { Spool } from './bar-spool.ts';
 
 // One page statement returns at most this many bars (~2.6 MB of JSON text,
 // one row per instrument) unless a single instrument's window holds more; see
@@ -54,15 +58,16 @@ function instrumentsPerPage(from: string, to: string): number {
  * at the version meta.actionSetVersions reports, read before the first byte.
  * Different instruments may be read moments apart.
  *
- * Instruments appear in ascending id order. In JSON, `produce` writes the
- * members of the data object: known instruments without bars in the window
- * map to an empty array, unknown ids are absent. In CSV it writes the rows.
+ * Instruments appear in ascending id order: `onSeries` hears each known
+ * instrument with its bars' text in `format` (undefined without bars in the
+ * window); unknown ids are skipped. bulkText writes them as the text answer,
+ * bar-files.ts as a columnar one.
  */
 export async function streamBulkPrices(
   db: Units,
-  q: BulkPricesQuery,
-  format: Format,
-  write: (chunk: Buffer) => Promise<void>,
+  q: Pick<BulkPricesQuery, 'instrumentIds' | 'from' | 'to' | 'adjusted' | 'asOf' | 'includeBackfilled'>,
+  format: DailyBarsFormat,
+  onSeries: (instrumentId: string, bars: Buffer | undefined) => Promise<void>,
   pages: { lane: Units; nextPageWaitMs: number },
 ): Promise<Meta> {
   const readAt = new Date();
@@ -82,8 +87,6 @@ export async function streamBulkPrices(
   const firstBar = new Map<string, string>();
   const sources = new Set<string>();
   let stale = false;
-
-  const out = new Chunks(write);
 
   const perPage = instrumentsPerPage(q.from, q.to);
   // The first page is read before anything is sent, so waiting too long for
@@ -123,17 +126,14 @@ export async function streamBulkPrices(
     readAhead(PAGES_AHEAD);
     for (const id of ids) {
       const series = page.get(id);
-      // JSON: "id":[bars], comma-separated; CSV: the rows, which name their instrument.
-      if (format === 'json') await out.add(Buffer.from(`${uses.size ? ',' : ''}"${id}":[`));
+      // Let the series go once it is written: a download holds no more than it must.
+      page.delete(id);
+      await onSeries(id, series?.bars);
       if (series) {
-        // Let the series go once it is written: a download holds no more than it must.
-        page.delete(id);
-        await out.add(series.bars);
         firstBar.set(id, series.firstBar);
         for (const source of series.sources) sources.add(source);
         stale ||= series.stale;
       }
-      if (format === 'json') await out.add(CLOSE_ARRAY);
       uses.set(id, seriesUse(q, entryOf(plans, id), series));
     }
   }
@@ -175,11 +175,29 @@ export async function streamBulkPrices(
     },
     provenance: provenanceMeta(provenance),
   };
-  await out.flush();
   return meta;
 }
 
 const CLOSE_ARRAY = Buffer.from(']');
+
+/**
+ * The text answer's series writer for streamBulkPrices: in JSON, the members
+ * of the data object, `"id":[bars]` comma-separated (a known instrument
+ * without bars maps to an empty array); in CSV, the rows, which name their
+ * instrument. Written in chunks of CHUNK_BYTES; `flush` sends the last.
+ */
+export function bulkText(format: TextFormat, write: (chunk: Buffer) => Promise<void>) {
+  const out = new Chunks(write);
+  let members = 0;
+  return {
+    async onSeries(id: string, bars: Buffer | undefined) {
+      if (format === 'json') await out.add(Buffer.from(`${members++ ? ',' : ''}"${id}":[`));
+      if (bars) await out.add(bars);
+      if (format === 'json') await out.add(CLOSE_ARRAY);
+    },
+    flush: () => out.flush(),
+  };
+}
 
 /**
  * Writes parts in chunks of CHUNK_BYTES: small parts gathered, large ones (a
@@ -213,5 +231,40 @@ class Chunks {
     this.parts = [];
     this.size = 0;
     await this.write(chunk);
+  }
+}
+
+/**
+ * A bulk read as a columnar file, written to `write` (streamFramed's): Parquet
+ * as its row groups fill, its footer (with the meta) last; Arrow once every
+ * series is read, since its first message, the schema, carries the meta: the
+ * record batches wait in a Spool on disk meanwhile, so memory stays bounded
+ * whatever the window. The meta states the instant the answer holds, as the
+ * text answer's does (servedAsOf).
+ */
+export async function streamBulkFile(
+  db: Units,
+  q: BulkPricesQuery,
+  format: 'arrow' | 'parquet',
+  write: (chunk: Buffer) => Promise<void>,
+  pages: { lane: Units; nextPageWaitMs: number },
+): Promise<Meta> {
+  const served = (meta: Meta) => ({ ...meta, asOf: servedAsOf(meta.asOf) });
+  const read = (file: BarFile) => streamBulkPrices(db, q, file.textFormat, async (id, bars) => (bars ? file.add(id, [bars]) : undefined), pages);
+  if (format === 'parquet') {
+    const file = openBarFile('parquet', 'daily', write);
+    const meta = await read(file);
+    await file.end(served(meta));
+    return meta;
+  }
+  const spool = await Spool.open();
+  try {
+    const file = openBarFile('arrow', 'daily', (chunk) => spool.write(chunk));
+    const meta = await read(file);
+    await write(await file.end(served(meta)));
+    await spool.replay(write);
+    return meta;
+  } finally {
+    await spool.close();
   }
 }

@@ -1,7 +1,6 @@
 import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
-import type { Format } from '../core/params.ts';
 import type { PointInTime } from '../core/time.ts';
 import { planAdjustments, type InstrumentPlan } from '../price-history/adjustment-plan.ts';
 import { adjustSeries, type MultiplierSegment } from '../price-history/adjustment.ts';
@@ -10,7 +9,7 @@ import { versionView } from '../price-history/versions-repository.ts';
 import * as repo from './daily-bars-repository.ts';
 import { dateOrder, float64s, inOrder, int32s, reflectsThrough, type DailyColumns } from './packed-columns.ts';
 import * as text from './daily-text-repository.ts';
-import type { DailySeriesText } from './daily-text-repository.ts';
+import type { DailyBarsFormat, DailySeriesText } from './daily-text-repository.ts';
 import { entryOf } from '../core/map-entry.ts';
 
 // The one read interface of daily bars: the price routes and every other
@@ -69,7 +68,7 @@ export interface AdjustedSeries extends DailyColumns {
  */
 export async function readSeriesText(
   sql: ISql,
-  format: Format,
+  format: DailyBarsFormat,
   ids: string[],
   segments: Map<string, MultiplierSegment[]>,
   window: { from: string; to: string; asOf?: PointInTime },

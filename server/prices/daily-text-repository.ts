@@ -4,7 +4,7 @@ import { timed } from '../db/sql.ts';
 import type { MultiplierSegment, SeriesKeys } from '../price-history/adjustment.ts';
 import { dailyBarsAt } from '../price-history/bars-repository.ts';
 import { latestVersion, type VersionView } from '../price-history/versions-repository.ts';
-import type { Format } from '../core/params.ts';
+import type { TextFormat } from '../core/params.ts';
 import { adjusted, roundedValue, roundingScale } from './adjusted-values-sql.ts';
 import { barsText, barText, bool, DAILY_BAR, text } from './bar-text-sql.ts';
 
@@ -21,10 +21,16 @@ const NUMBER_COLUMNS = [
   ['volume', 'volume'],
 ] as const;
 
+/**
+ * How a daily read hands over its bars: as the JSON or CSV answer's text, or
+ * packed as columns for the Arrow and Parquet answers (packedBars).
+ */
+export type DailyBarsFormat = TextFormat | 'packed';
+
 /** One instrument's bars in a window, as the response text, with what meta needs to know of them. */
 export interface DailySeriesText {
   instrumentId: string;
-  /** The bars in date order: JSON objects joined by commas, or CSV rows. */
+  /** The bars in date order: JSON objects joined by commas, CSV rows, or packed columns (packedBars). */
   bars: Buffer;
   firstBar: string;
   sources: string[];
@@ -47,6 +53,44 @@ export interface DailySeriesText {
 }
 
 /**
+ * A series' bars packed in one bytea for the columnar answers (bar-files.ts,
+ * unpackDaily): the bar count (int4), then one record per bar of its day
+ * (days since 1970-01-01, int4), open, high, low, close and volume (float8,
+ * NaN where the source has no value: no stored value is NaN, ingest refuses
+ * it), asOf in milliseconds since 1970 (int8, cut to the millisecond as the
+ * JSON's text is) and stale (one byte, 1 or 0), big-endian as PostgreSQL's
+ * send functions write them; then the three text columns as UTF-8 JSON,
+ * [quoteCurrency, quoteUnit, source], each `[value]` when every bar has it,
+ * else `[[day, value], …]`. The values are the ones the JSON text writes (the
+ * same columns of the same statement), sent as their bytes.
+ *
+ * The records are in no set order (the reader puts them in date order): an
+ * ordered aggregate sorts each series again although its rows come from the
+ * index in date order, and on PostgreSQL 15 that sort was half the
+ * statement's time (125 against 61 ms for 100,000 bars of 40 series here).
+ * Writing a double's bytes costs PostgreSQL a fraction of writing its
+ * shortest decimal, so this statement costs about a third of the JSON one.
+ */
+function packedBars(sql: ISql): Fragment {
+  const number = (name: string) => sql`float8send(coalesce(a.${sql(name)}, 'NaN'::float8))`;
+  const day = sql`(a.bar_date - date '1970-01-01')`;
+  const texts = (name: string) =>
+    sql`case when min(a.${sql(name)}) = max(a.${sql(name)}) then json_build_array(min(a.${sql(name)})) else json_agg(json_build_array(${day}, a.${sql(name)})) end`;
+  const record = [
+    sql`int4send(${day})`,
+    ...NUMBER_COLUMNS.map(([name]) => number(name)),
+    sql`int8send(floor(extract(epoch from a.as_of) * 1000)::int8)`,
+    sql`case when a.stale then '\\x01'::bytea else '\\x00'::bytea end`,
+  ].reduce((all, next) => sql`${all} || ${next}`);
+  return sql`encode(
+    int4send(count(*)::int4)
+    || string_agg(${record}, ''::bytea)
+    || convert_to(json_build_array(${texts('quote_currency')}, ${texts('quote_unit')}, ${texts('source')})::text, 'UTF8'),
+    'base64'
+  )`;
+}
+
+/**
  * The daily bars of `instrumentIds` in [from, to], adjusted with each
  * instrument's multiplier segments (none: as stored), one row per instrument
  * with bars, in one statement: each series is read whole from one snapshot.
@@ -64,7 +108,7 @@ export interface DailySeriesText {
  */
 export async function dailySeriesText(
   sql: ISql,
-  format: Format,
+  format: DailyBarsFormat,
   instrumentIds: string[],
   segments: Map<string, MultiplierSegment[]>,
   from: string,
@@ -124,12 +168,16 @@ export async function dailySeriesText(
     sql`
       select
         a.instrument_id::text,
-        ${barsText(
-          sql,
-          format,
-          barText(sql, format, DAILY_BAR, (name) => sql`a.${sql(name)}`),
-          sql`a.bar_date`,
-        )} as bars,
+        ${
+          format === 'packed'
+            ? packedBars(sql)
+            : barsText(
+                sql,
+                format,
+                barText(sql, format, DAILY_BAR, (name) => sql`a.${sql(name)}`),
+                sql`a.bar_date`,
+              )
+        } as bars,
         min(a.bar_date)::text as first_bar,
         array_to_json(array_agg(distinct a.source))::text as sources,
         bool_or(a.stale) as stale,
@@ -158,7 +206,7 @@ export async function dailySeriesText(
   );
   return rows.map(([id, bars, firstBar, sources, stale, hasRaw, hasVendor, minKey, vendorSpans, latestVersion, latestBar]) => ({
     instrumentId: text(id),
-    bars,
+    bars: format === 'packed' ? Buffer.from(bars.toString('latin1'), 'base64') : bars,
     firstBar: text(firstBar),
     sources: JSON.parse(text(sources)) as string[],
     stale: bool(stale),

@@ -1,6 +1,6 @@
 import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
-import type { Format } from '../core/params.ts';
+import type { TextFormat } from '../core/params.ts';
 import { barsText, barText, INTRADAY_BAR, isoInstant, text } from './bar-text-sql.ts';
 import { intradayBarsAt } from './intraday-bars-at-repository.ts';
 import { INTRADAY_TABLES, ROLLUP_TEXT_COLUMNS, type Interval } from './repository.ts';
@@ -27,7 +27,7 @@ export interface IntradayText {
  */
 export async function intradayText(
   sql: ISql,
-  format: Format,
+  format: TextFormat,
   instrumentId: string,
   interval: Interval,
   from: Date,
@@ -61,7 +61,7 @@ export async function intradayText(
 const COMMA = Buffer.from(',');
 
 /** Two consecutive windows' texts (`first` the earlier) as the text of the whole window, without copying their bytes. */
-export function joinIntradayTexts(format: Format, first: IntradayText, second: IntradayText): IntradayText {
+export function joinIntradayTexts(format: TextFormat, first: IntradayText, second: IntradayText): IntradayText {
   const separator = format === 'json' && first.bars.length && second.bars.length ? [COMMA] : [];
   const latest = [first.latestAsOf, second.latestAsOf].filter((t) => t !== null).sort();
   return {

@@ -19,11 +19,38 @@ import {
   IntradayQuerySchema,
 } from './schema.ts';
 import * as service from './service.ts';
+import { bulkText } from './bulk-stream.ts';
 import { InstrumentParamsSchema } from '../core/ids.ts';
-import { csvFraming, jsonFraming, sendFramed, streamFramed } from '../http/envelope.ts';
-import { negotiateFormat } from '../http/format.ts';
+import { csvFraming, jsonFraming, sendFramed, streamFramed, type Encoding, type Framing } from '../http/envelope.ts';
+import { FORMAT_TYPES, negotiateFormat } from '../http/format.ts';
+import type { Format } from '../core/params.ts';
+import { COLUMNAR_INPUT, openBarFile, type BarKind } from './bar-files.ts';
 
 const TAG = 'Prices';
+
+const isColumnar = (format: Format): format is 'arrow' | 'parquet' => format === 'arrow' || format === 'parquet';
+
+/** What the read hands over for an answer in `format`: its text, or for a columnar file what the file is made from (bar-files.ts). */
+const readFormat = <Kind extends BarKind>(format: Format, kind: Kind) => (isColumnar(format) ? COLUMNAR_INPUT[kind] : format);
+
+/** A single instrument's answer in `format`: the JSON envelope, CSV, or a columnar file of its bars. */
+function answerFraming(format: Format, kind: BarKind, instrumentId: string): Framing | Encoding {
+  if (format === 'json') return jsonFraming('array');
+  if (format === 'csv') return csvFraming(service.CSV_COLUMNS[kind]);
+  return {
+    type: FORMAT_TYPES[format],
+    async body(items, meta) {
+      const parts: Buffer[] = [];
+      const file = openBarFile(format, kind, async (chunk) => void parts.push(chunk));
+      await file.add(instrumentId, items);
+      return [await file.end(meta), ...parts];
+    },
+  };
+}
+
+/** The columnar answers' OpenAPI description. */
+const COLUMNAR =
+  'columns instrumentId, then the fields of data with their names: dates as date32 (Parquet DATE), instants as UTC timestamps in milliseconds, prices and volume as float64 with exactly the JSON values, strings dictionary-encoded, nulls as nulls; one row per bar in the CSV order; the meta as JSON text under the key `meta` of the Arrow schema or Parquet file metadata';
 const DAILY_CSV = `columns ${service.CSV_COLUMNS.daily.join(', ')}; one row per bar (instrument by instrument, in date order), then the #meta row`;
 
 export const dailyPricesRoute = defineRoute({
@@ -43,6 +70,7 @@ export const dailyPricesRoute = defineRoute({
     data: z.array(DailyBarSchema),
     meta: DailyPricesMetaSchema,
     csv: DAILY_CSV,
+    columnar: COLUMNAR,
     validated: true,
   },
   errors: ['not_found'],
@@ -65,6 +93,7 @@ export const bulkPricesRoute = defineRoute({
     data: BulkPricesDataSchema,
     meta: BulkPricesMetaSchema,
     csv: DAILY_CSV,
+    columnar: COLUMNAR,
   },
   errors: [],
 });
@@ -86,6 +115,7 @@ export const intradayRoute = defineRoute({
     data: z.array(IntradayBarSchema),
     meta: IntradayMetaSchema,
     csv: `columns ${service.CSV_COLUMNS.intraday.join(', ')}; one row per bar, then the #meta row`,
+    columnar: COLUMNAR,
     validated: true,
   },
   errors: ['not_found'],
@@ -108,8 +138,8 @@ export const pricesArea: Area<PricesDeps, AnyIngestKind> = {
   mount(routes, { readDb, config, logger, downloadSlots }) {
     routes.handle(dailyPricesRoute, async ({ params, query }, res, req) => {
       const format = negotiateFormat(req, res, query.format);
-      const answer = await service.readDailyPrices(readDb, params.id, query, format);
-      return sendFramed(req, res, format === 'json' ? jsonFraming('array') : csvFraming(service.CSV_COLUMNS.daily), answer);
+      const answer = await service.readDailyPrices(readDb, params.id, query, readFormat(format, 'daily'));
+      return sendFramed(req, res, answerFraming(format, 'daily', params.id), answer);
     });
 
     const halfThePool = Math.max(1, Math.floor(config.DATABASE_POOL_SIZE / 2));
@@ -130,11 +160,23 @@ export const pricesArea: Area<PricesDeps, AnyIngestKind> = {
         logger.info({ requestId: res.locals.requestId, route: '/v1/prices/bulk' }, 'download cut: its slot went to an account with fewer downloads open');
         res.destroy();
       });
+      const pages = { lane: bulkPages, nextPageWaitMs: config.CLIENT_IDLE_TIMEOUT_MS };
       try {
+        if (isColumnar(format)) {
+          // The file carries its meta itself (bar-files.ts): no text around it.
+          const bare = { type: FORMAT_TYPES[format], open: Buffer.alloc(0), close: () => Buffer.alloc(0) };
+          return await streamFramed(res, bare, (write) => service.streamBulkFile(readDb, q, format, write, pages), slot);
+        }
+        const framing = format === 'json' ? jsonFraming('object') : csvFraming(service.CSV_COLUMNS.daily);
         return await streamFramed(
           res,
-          format === 'json' ? jsonFraming('object') : csvFraming(service.CSV_COLUMNS.daily),
-          (write) => service.streamBulkPrices(readDb, q, format, write, { lane: bulkPages, nextPageWaitMs: config.CLIENT_IDLE_TIMEOUT_MS }),
+          framing,
+          async (write) => {
+            const text = bulkText(format, write);
+            const meta = await service.streamBulkPrices(readDb, q, format, text.onSeries, pages);
+            await text.flush();
+            return meta;
+          },
           slot,
         );
       } finally {
@@ -144,8 +186,8 @@ export const pricesArea: Area<PricesDeps, AnyIngestKind> = {
 
     routes.handle(intradayRoute, async ({ params, query }, res, req) => {
       const format = negotiateFormat(req, res, query.format);
-      const answer = await service.readIntradayBars(readDb, params.id, query, format);
-      return sendFramed(req, res, format === 'json' ? jsonFraming('array') : csvFraming(service.CSV_COLUMNS.intraday), answer);
+      const answer = await service.readIntradayBars(readDb, params.id, query, readFormat(format, 'intraday'));
+      return sendFramed(req, res, answerFraming(format, 'intraday', params.id), answer);
     });
   },
   ingest: { 'bars/daily': dailyBarIngest, 'bars/intraday': intradayBarIngest },

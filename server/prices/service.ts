@@ -5,7 +5,7 @@ import { planAdjustments, readSegments, type InstrumentPlan } from '../price-his
 import { provenanceCounts } from '../price-history/adjustment.ts';
 import { actionCoverage, priceBasisMeta, provenanceMeta, seriesUse } from '../price-history/read-meta.ts';
 import { readEmptyReasons, readSeriesText } from './daily-bars.ts';
-import type { DailySeriesText } from './daily-text-repository.ts';
+import type { DailyBarsFormat, DailySeriesText } from './daily-text-repository.ts';
 import { joinIntradayTexts, readIntradayEmptyReason, readIntradayText, readsStoredText, type IntradayText } from './intraday-bars.ts';
 import { INTERVAL_MINUTES, INTRADAY_ASSET_CLASSES, type DailyPricesQuery, type INTERVALS } from './schema.ts';
 import { readInExportedSnapshot, readInSnapshot } from '../db/snapshot.ts';
@@ -15,11 +15,11 @@ import { type Meta, sourcesMeta } from '../core/meta.ts';
 import { readInstant } from '../core/freshness.ts';
 import { dailySeriesFreshness, intradayFreshness } from './freshness.ts';
 import { withoutGatherWorkers } from './read-settings-repository.ts';
-import type { Format } from '../core/params.ts';
+import type { TextFormat } from '../core/params.ts';
 import type { PointInTime } from '../core/time.ts';
 import { entryOf } from '../core/map-entry.ts';
 
-export { streamBulkPrices } from './bulk-stream.ts';
+export { streamBulkFile, streamBulkPrices } from './bulk-stream.ts';
 
 export { CSV_COLUMNS } from './bar-text-sql.ts';
 
@@ -49,7 +49,7 @@ function isImmutable(q: DailyPricesQuery, plan: InstrumentPlan, series: DailySer
   return plan.view !== undefined || (series !== undefined && q.to <= series.latestBar);
 }
 
-export async function readDailyPrices(db: Reads, id: string, q: DailyPricesQuery, format: Format): Promise<PriceText> {
+export async function readDailyPrices(db: Reads, id: string, q: DailyPricesQuery, format: DailyBarsFormat): Promise<PriceText> {
   const readAt = new Date();
   const { plan, coverage, series, fresh, empty } = await db.run(async (sql) => {
     await requireInstrument(sql, id);
@@ -90,7 +90,7 @@ export async function readIntradayBars(
   db: Reads,
   id: string,
   q: { from: string; to: string; interval: (typeof INTERVALS)[number]; asOf?: PointInTime },
-  format: Format,
+  format: TextFormat,
 ): Promise<PriceText> {
   const knownAt = q.asOf?.instant;
   const from = new Date(`${q.from}T00:00:00.000Z`);

@@ -19,6 +19,7 @@ import { storeShippedRiskFreeRates } from '../demo/risk-free-rates.ts';
 import { ADMIN_REQUEST_TIMEOUT_MS, openListener } from './listener.ts';
 import type { Logger } from '../observability/logger.ts';
 import { openPools, type OpenedPools } from './pools.ts';
+import { ExportRunner } from '../exports/runner.ts';
 import { VERSION } from '../core/version.ts';
 import { errorCode } from '../core/errors.ts';
 
@@ -55,6 +56,8 @@ export class Runtime {
   private primarySql: Sql | null = null;
   private replicas: ReplicaRouter | null = null;
   private stopping: Promise<void> | null = null;
+  /** This process's export runner (exports/runner.ts), while it serves the API. */
+  private exportRunner: ExportRunner | null = null;
 
   readonly config: Config;
   readonly logger: Logger;
@@ -98,6 +101,9 @@ export class Runtime {
       this.apps.public = buildPublicApp(this.deps!);
       // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- openPools, in either branch above, set the deps
       this.apps.admin = buildAdminApp(this.deps!);
+      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- openPools, in either branch above, set the deps
+      this.exportRunner = new ExportRunner(this.deps!);
+      this.exportRunner.start();
     } catch (err) {
       await this.stop();
       // What this start opened after a stop had already run.
@@ -207,6 +213,9 @@ export class Runtime {
 
   /** Workers, pools and the embedded cluster, whichever are open; each is closed once. */
   private async closeResources(): Promise<void> {
+    // Its running jobs stop at their next instrument and are given back, before the pools close under them.
+    await this.exportRunner?.stop();
+    this.exportRunner = null;
     const { pools: deps, database } = this;
     this.pools = null;
     this.deps = null;

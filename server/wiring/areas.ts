@@ -7,6 +7,7 @@ import { analyticsArea } from '../analytics/routes.ts';
 import { fxArea } from '../fx/routes.ts';
 import { earningsArea } from '../earnings/routes.ts';
 import { economicEventsArea } from '../economic-events/routes.ts';
+import { exportsArea } from '../exports/routes.ts';
 import { eventReactionsArea } from '../event-reactions/routes.ts';
 import { impliedVolatilityArea } from '../implied-volatility/routes.ts';
 import { instrumentsArea } from '../instruments/routes.ts';
@@ -31,6 +32,7 @@ export const AREAS: readonly Area<AppDeps, AnyIngestKind>[] = [
   sentimentArea,
   newsArea,
   eventReactionsArea,
+  exportsArea,
 ];
 
 /** Admin upload routes by path (e.g. `bars/daily`), shared by the admin API and the CLI. */

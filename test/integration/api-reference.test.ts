@@ -14,8 +14,8 @@ beforeAll(async () => {
 });
 afterAll(() => svc.stop());
 
-/** The spec's public routes (market-data-service.md), every one served. */
-const SPEC_PUBLIC_ROUTES = 29;
+/** The spec's public routes (market-data-service.md), every one served, and the five of export jobs (issue 41: POST and GET /exports, GET and DELETE /exports/{id}, its files). */
+const SPEC_PUBLIC_ROUTES = 29 + 5;
 
 const ERROR_CODE_COUNT = Object.keys(ERRORS).length;
 

@@ -38,7 +38,7 @@ const MAX_ERROR_BYTES = 8_192;
 // Reads go out in concurrent batches; writes one at a time, each followed by
 // a look at the database.
 const READ_BATCH = 8;
-const READ_BATCHES = 300;
+const READ_BATCHES = 400;
 const WRITES = 560;
 const READ_BATCHES_AFTER_WRITES = 40;
 
@@ -582,6 +582,8 @@ const WRITTEN_TABLES = [
   'sentiment_source_leads',
 ];
 let snapshotTables: string[];
+/** The fuzz account's ready export (its files by name, with their signed links' paths) and three more that DELETEs may remove. */
+let exportFixture: { id: string; files: { name: string; link: string }[]; deletable: string[] };
 
 /**
  * The database as an admin write could change it, in one query: the row count
@@ -852,6 +854,23 @@ beforeAll(async () => {
   dashboard = { login, keyIds, rollIds, session, disposable, form, invitations, routes };
   const sessionIds = [session, ...disposable].map((c) => /mds_session=([^;]+)/.exec(c.cookie)![1]);
   credentials = [...Object.values(keys).map((k) => k.slice('pk_live_'.length)), ADMIN_SHAPED.slice('adm_'.length), DASHBOARD_PASSWORD, ...sessionIds];
+  // Export jobs of the fuzz account, run to ready: one whose file the reads fetch, and three the DELETEs may remove.
+  const exportBody = { dataset: 'daily-prices', instrumentIds: instrumentIds.slice(0, 2), from: FIXTURE_FROM, to: FIXTURE_TO, format: 'csv' };
+  const readyExport = async () => {
+    const posted = await svc.post('/v1/exports', keys.live, exportBody);
+    if (posted.status !== 202) throw new Error(`export fixture: ${posted.status} ${JSON.stringify(posted.body)}`);
+    return until(
+      async () => {
+        const job = (await svc.get(`/v1/exports/${posted.body.data.id}`, keys.live)).body.data;
+        return job.status === 'ready' ? (job as { id: string; files: { name: string; url: string }[] }) : null;
+      },
+      { timeoutMs: 60_000, what: 'the fuzz export fixture becoming ready' },
+    );
+  };
+  const kept = await readyExport();
+  const deletable: string[] = [];
+  for (let i = 0; i < 3; i++) deletable.push((await readyExport()).id);
+  exportFixture = { id: kept.id, files: kept.files.map((f) => ({ name: f.name, link: new URL(f.url).pathname + new URL(f.url).search })), deletable };
   const tables = await svc.sql<
     { name: string }[]
   >`select c.relname as name from pg_class c where c.relname = any(${WRITTEN_TABLES}) and c.relkind in ('r', 'p')`;
@@ -1299,6 +1318,56 @@ function publicRequests(): fc.Arbitrary<Req> {
     )
     .chain((body) => fc.tuple(fc.constant(body), auth).map(([b, a]) => ({ ...b, auth: a })));
 
+  // Export jobs: posted with each field broken in turn; read, listed and deleted by the fuzz account's ids (mostly) and
+  // others; files fetched with the key or by their signed links, whole or by ranges.
+  const exportId = fc.oneof({ weight: 6, arbitrary: fc.constant(exportFixture.id) }, { weight: 2, arbitrary: segment });
+  const fileName = fc.oneof(
+    { weight: 6, arbitrary: fc.constantFrom(...exportFixture.files.map((f) => f.name)) },
+    { weight: 1, arbitrary: fc.constantFrom('1999.csv', '..%2F1999.csv', '%00', 'x'.repeat(300)) },
+  );
+  const byteRange = fc.oneof(
+    { weight: 4, arbitrary: fc.constant<Record<string, string>>({}) },
+    {
+      weight: 2,
+      arbitrary: fc
+        .constantFrom('bytes=0-99', 'bytes=100-', 'bytes=-50', 'bytes=99999999-', 'bytes=5-1', 'items=0-1', 'bytes=0-1,4-5')
+        .map((r) => ({ range: r })),
+    },
+  );
+  const exportRequests = () => [
+    fc
+      .tuple(
+        postJson('/v1/exports', { dataset: 'daily-prices', instrumentIds: instrumentIds.slice(0, 2), from: '2024-01-02', to: '2024-01-31', format: 'csv' }, [
+          ['dataset'],
+          ['instrumentIds'],
+          ['instrumentIds', 0],
+          ['from'],
+          ['to'],
+          ['format'],
+          ['compression'],
+          ['interval'],
+          ['asOf'],
+          ['adjusted'],
+        ]),
+        auth,
+      )
+      .map(([r, a]): Req => ({ ...r, auth: a })),
+    get(fc.constant('/v1/exports'), { limit: [int(1, 100), 'optional'], cursor: [text, 'optional'] }),
+    get(
+      exportId.map((id) => `/v1/exports/${id}`),
+      {},
+    ),
+    fc
+      .tuple(fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...exportFixture.deletable) }, { weight: 1, arbitrary: segment }), auth)
+      .map(([id, a]): Req => ({ to: 'public', method: 'DELETE', path: `/v1/exports/${id}`, auth: a })),
+    fc
+      .tuple(exportId, fileName, auth, byteRange)
+      .map(([id, name, a, range]): Req => ({ to: 'public', method: 'GET', path: `/v1/exports/${id}/files/${name}`, auth: a, headers: range })),
+    fc
+      .tuple(fc.constantFrom(...exportFixture.files.map((f) => f.link)), fc.constantFrom('', '&signature=AAAA', '&expires=1', 'x'), byteRange)
+      .map(([link, tamper, range]): Req => ({ to: 'public', method: 'GET', path: `${link}${tamper}`, auth: 'none', headers: range })),
+  ];
+
   return fc.oneof(
     get(fc.constant('/v1/instruments'), {
       query: [text, 'optional'],
@@ -1415,6 +1484,7 @@ function publicRequests(): fc.Arbitrary<Req> {
       instrumentId: [idValue, 'optional'],
     }),
     get(withId('/v1/instruments/:id/earnings'), { from: [date, 'optional'], to: [date, 'optional'] }),
+    { weight: 4, arbitrary: fc.oneof(...exportRequests()) },
     otherRoutes('public'),
     adminReads(),
     { weight: 5, arbitrary: dashboardRequests() },

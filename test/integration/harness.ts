@@ -92,6 +92,16 @@ export class Service {
     });
   }
 
+  /** The answer's bytes as they came (Arrow, Parquet), checked against the document's media types. */
+  async getBytes(route: string, key?: string, headers: Record<string, string> = {}): Promise<Reply<Buffer>> {
+    const url = `${this.runtime.publicUrl}${route}`;
+    const res = await fetch(url, { headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers } });
+    const body = Buffer.from(await res.arrayBuffer());
+    const type = res.headers.get('content-type');
+    apiContract().check('GET', url, res.status, type, !body.length ? '' : type?.startsWith('application/json') ? JSON.parse(body.toString()) : body);
+    return { status: res.status, headers: res.headers, body };
+  }
+
   post(route: string, key: string | undefined, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
     return request(`${this.runtime.publicUrl}${route}`, {
       method: 'POST',

@@ -72,6 +72,12 @@ class Contract {
       if (typeof body !== 'string') throw new Error(`${where} with a CSV body that is not text`);
       return;
     }
+    const binary = ['application/vnd.apache.arrow.stream', 'application/vnd.apache.parquet'].find((type) => contentType?.startsWith(type));
+    if (binary) {
+      if (!this.documentsContent(op, String(status), binary)) throw new Error(`${where} with content type ${contentType}, which it does not document`);
+      if (!Buffer.isBuffer(body)) throw new Error(`${where} with a ${binary} body read as text`);
+      return;
+    }
     if (!contentType?.startsWith('application/json')) throw new Error(`${where} with content type ${contentType}, not application/json`);
     const validate = this.validatorFor(op, String(status));
     if (!validate(body)) {

@@ -1,0 +1,194 @@
+// exports: POST /v1/exports of every instrument's daily bars over 10 years
+// (500 instruments) to Parquet, timed from the POST to the job's `ready`,
+// against psql's \copy (select …) to a CSV file of the same rows; then a year
+// of 1-minute bars of 10 instruments the same way. The service's RSS is
+// sampled while each job runs, and every file is downloaded through its
+// signed link and its rows counted by DuckDB.
+import { DuckDBInstance } from '@duckdb/node-api';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { inPieces, benchUuid, dailyBarsCsv, equity, nextBar, weekdays } from './lib/data.ts';
+import { envInt, log, sleep } from './lib/harness.ts';
+import { cpuSeconds, procStatus, resetPeakRss, sampleRss } from './lib/proc.ts';
+import { findPsql, runPsql } from './lib/psql.ts';
+import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
+import { startService } from './lib/service.ts';
+import { MB, round } from './lib/stats.ts';
+
+const AS_OF = '2021-01-01T00:00:00.000Z';
+const SERIES_TO = '2020-12-31';
+// Issue 41: an export job may take at most 1.5 times what psql takes to copy the same rows out.
+const TARGET_RATIO = 1.5;
+const DAILY_COLUMNS = 'instrument_id, bar_date, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit, stale, as_of, source';
+const MINUTE_COLUMNS = 'instrument_id, bar_ts, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit, source';
+
+/** NDJSON 1-minute bars of `id` for each New York session minute (14:30 to 21:00 UTC) of `days`. */
+function sessionMinutesNdjson(id: string, days: string[], seed: number): AsyncGenerator<string> {
+  return inPieces(
+    (function* () {
+      let s = seed >>> 0;
+      const rand = () => (s = (s * 1_664_525 + 1_013_904_223) >>> 0) / 2 ** 32;
+      let close = 100 + rand() * 100;
+      for (const day of days) {
+        const open = Date.parse(`${day}T14:30:00.000Z`);
+        for (let m = 0; m < 390; m++) {
+          const b = nextBar(rand, close);
+          close = b.close;
+          const ts = new Date(open + m * 60_000).toISOString();
+          yield `{"instrumentId":"${id}","barTimestamp":"${ts}","openPrice":${b.open},"highPrice":${b.high},"lowPrice":${b.low},"closePrice":${b.close},"volume":${b.volume},"quoteCurrency":"USD","quoteUnit":"USD per share","source":"bench","asOf":"${AS_OF}"}\n`;
+        }
+      }
+    })(),
+  );
+}
+
+interface Manifest {
+  status: string;
+  files: { name: string; rows: number; bytes: number; sha256: string; url: string }[] | null;
+}
+
+export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
+  const instruments = envInt('BENCH_EXPORT_INSTRUMENTS', 500);
+  const years = envInt('BENCH_EXPORT_YEARS', 10);
+  const minuteInstruments = envInt('BENCH_EXPORT_MINUTE_INSTRUMENTS', 10);
+  const serverIssues: string[] = [];
+  const notes = [
+    'the service is a child process with its defaults; each export is timed from the POST to the first GET that reports it ready, polled every 100 ms',
+    'the baseline is psql (started for the purpose) running \\copy (select the same columns of the same rows order by instrument, then date) to a CSV file on the same machine',
+    "RSS is the service process's, sampled every 50 ms from before the POST until ready (VmHWM reset where the kernel allows); serviceCpuSec is its CPU time (user + system) over the same span, PostgreSQL's not included",
+    'files are then downloaded through their signed links and their rows counted by DuckDB, outside the timing',
+  ];
+  const psql = findPsql();
+  const fullSpan = { from: `${2021 - years}-01-01`, to: SERIES_TO };
+  const dates = weekdays(fullSpan.from, SERIES_TO);
+  const ids = Array.from({ length: instruments }, (_, i) => benchUuid(`export-${i}`));
+  const minuteIds = Array.from({ length: minuteInstruments }, (_, i) => benchUuid(`export-minutes-${i}`));
+  const minuteDays = weekdays('2020-01-01', '2020-12-31');
+  const database = await ctx.db.createDatabase(`${ctx.runId}_exports`);
+  const service = await startService(database.url);
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mds-bench-exports-'));
+  try {
+    const status = await service.admin.status();
+    log(
+      `exports: loading ${instruments} instruments × ${dates.length} weekdays of daily bars and ${minuteInstruments} × ${minuteDays.length * 390} 1-minute bars`,
+    );
+    await service.admin.ok(
+      'POST',
+      '/instruments',
+      [...ids, ...minuteIds].map((id, i) => equity(`Bench Export ${i}`, `BX${String(i).padStart(4, '0')}`, id)),
+    );
+    for (let i = 0; i < ids.length; i += 50) {
+      const res = await service.admin.postStream('/bars/daily', 'text/csv', dailyBarsCsv(ids.slice(i, i + 50), dates, AS_OF));
+      if (res.status !== 200) throw new Error(`daily bar load answered ${res.status}: ${res.text.slice(0, 500)}`);
+    }
+    for (const [i, id] of minuteIds.entries()) {
+      const res = await service.admin.postStream('/bars/intraday', 'application/x-ndjson', sessionMinutesNdjson(id, minuteDays, i + 1));
+      if (res.status !== 200) throw new Error(`minute bar load answered ${res.status}: ${res.text.slice(0, 500)}`);
+    }
+    const key = await service.admin.apiKey(['prices:read']);
+    const api = async (method: string, route: string, body?: unknown) => {
+      const res = await fetch(`${service.publicUrl}${route}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      return { status: res.status, body: (await res.json()) as { data: Manifest & { id: string } } };
+    };
+
+    /** One export from POST to ready, with the service's RSS meanwhile; then its files downloaded and counted. */
+    const exportJob = async (label: string, request: Record<string, unknown>, expectedRows: number) => {
+      await sleep(1_000);
+      const before = procStatus(service.pid);
+      const hwmReset = resetPeakRss(service.pid);
+      const sampler = sampleRss(service.pid, 50);
+      log(`exports: ${label}`);
+      const cpuBefore = cpuSeconds(service.pid);
+      const started = performance.now();
+      const accepted = await api('POST', '/v1/exports', request);
+      if (accepted.status !== 202) throw new Error(`POST /v1/exports answered ${accepted.status}: ${JSON.stringify(accepted.body).slice(0, 500)}`);
+      let job = accepted.body.data;
+      while (job.status === 'queued' || job.status === 'running') {
+        await sleep(100);
+        job = (await api('GET', `/v1/exports/${job.id}`)).body.data;
+      }
+      const seconds = (performance.now() - started) / 1000;
+      const serviceCpuSec = cpuSeconds(service.pid) - cpuBefore;
+      const sampled = sampler.stop();
+      const after = procStatus(service.pid);
+      if (job.status !== 'ready' || !job.files) throw new Error(`the ${label} export ended ${job.status}`);
+      let rows = 0;
+      let bytes = 0;
+      const duck = await (await DuckDBInstance.create(':memory:')).connect();
+      for (const file of job.files) {
+        const res = await fetch(new URL(file.url, service.publicUrl));
+        const body = Buffer.from(await res.arrayBuffer());
+        if (res.status !== 200 || body.length !== file.bytes) throw new Error(`${file.name}: ${res.status}, ${body.length} of ${file.bytes} bytes`);
+        const local = path.join(dir, file.name);
+        await writeFile(local, body);
+        const [counted] = (await duck.runAndReadAll(`select count(*) as n from read_parquet('${local}')`)).getRowObjectsJS();
+        rows += Number(counted.n);
+        bytes += body.length;
+      }
+      duck.closeSync();
+      if (rows !== expectedRows) serverIssues.push(`${label}: the files held ${rows} rows, expected ${expectedRows}`);
+      const peakKb = hwmReset ? after.hwmKb : sampled.maxRssKb;
+      return {
+        seconds: round(seconds, 2),
+        files: job.files.length,
+        rows,
+        mb: round(bytes / MB, 1),
+        rowsPerSec: Math.round(rows / seconds),
+        serviceCpuSec: round(serviceCpuSec, 2),
+        rssBeforeMb: round(before.rssKb / 1024, 1),
+        peakRssMb: round(peakKb / 1024, 1),
+        growthMb: round((peakKb - before.rssKb) / 1024, 1),
+      };
+    };
+    const copyOut = async (label: string, select: string) => {
+      const file = path.join(dir, `${label}.csv`);
+      log(`exports: psql \\copy of the ${label} rows (baseline)`);
+      const { ms } = await runPsql(psql, database.url, `\\copy (${select}) to '${file}' with (format csv, header)`);
+      return { seconds: round(ms / 1000, 2), mb: round((await stat(file)).size / MB, 1) };
+    };
+
+    const dailyRows = instruments * dates.length;
+    const daily = await exportJob(
+      `${instruments} instruments × ${years} years of daily bars to Parquet`,
+      { dataset: 'daily-prices', from: fullSpan.from, to: fullSpan.to, asOf: AS_OF, format: 'parquet' },
+      dailyRows,
+    );
+    const dailyCopy = await copyOut(
+      'daily',
+      `select ${DAILY_COLUMNS} from daily_bars where bar_date between '${fullSpan.from}' and '${fullSpan.to}' order by instrument_id, bar_date`,
+    );
+    const minuteRows = minuteInstruments * minuteDays.length * 390;
+    const minutes = await exportJob(
+      `${minuteInstruments} instruments × a year of 1-minute bars to Parquet`,
+      { dataset: 'intraday-bars', instrumentIds: minuteIds, interval: '1min', from: '2020-01-01', to: '2020-12-31', asOf: AS_OF, format: 'parquet' },
+      minuteRows,
+    );
+    const minuteCopy = await copyOut(
+      'minutes',
+      `select ${MINUTE_COLUMNS} from intraday_bars where bar_ts >= '2020-01-01' and bar_ts < '2021-01-01' order by instrument_id, bar_ts`,
+    );
+    const dailyRatio = round(daily.seconds / dailyCopy.seconds, 2);
+    const minuteRatio = round(minutes.seconds / minuteCopy.seconds, 2);
+    return {
+      scenario: 'exports',
+      ...resultHeader(ctx, status, service),
+      config: { instruments, years, dailyRows, minuteInstruments, minuteRows, asOf: AS_OF },
+      measured: { dailyParquet: daily, minuteParquet: minutes },
+      baseline: { psqlCopyDaily: dailyCopy, psqlCopyMinutes: minuteCopy },
+      ratios: { dailyExportOverCopy: dailyRatio, minuteExportOverCopy: minuteRatio },
+      targets: { dailyExportOverCopy: `<= ${TARGET_RATIO}` },
+      meetsTarget: { dailyExportOverCopy: dailyRatio <= TARGET_RATIO },
+      serverIssues,
+      notes,
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+    await service.stop();
+    await database.drop();
+  }
+}

@@ -1,0 +1,202 @@
+import type { Reads, Units } from '../db/database.ts';
+import { InstrumentIdSchema } from '../core/ids.ts';
+import { type Meta, sourcesMeta } from '../core/meta.ts';
+import { AsOfSchema } from '../core/time.ts';
+import { AppError } from '../core/errors.ts';
+import { openBarFile } from '../prices/bar-files.ts';
+import type { DailyBarsFormat } from '../prices/daily-text-repository.ts';
+import { streamBulkPrices } from '../prices/bulk-stream.ts';
+import { INTRADAY_ASSET_CLASSES } from '../prices/schema.ts';
+import { readIntradayBars } from '../prices/service.ts';
+import { Encoder, StoredFile } from './file-store.ts';
+import { deleteUnfinishedChunks, exportInstruments, finishedFileNames, setActionSetVersions, setPlan, setProgress, type JobRow } from './repository.ts';
+import type { NormalisedRequest } from './schema.ts';
+
+/** One file of an export: the bars of one calendar year (daily) or month (intraday, UTC), clipped to the window. */
+export interface FilePlan {
+  name: string;
+  from: string;
+  to: string;
+}
+
+const EXTENSIONS = { parquet: 'parquet', arrow: 'arrow', csv: 'csv' } as const;
+const COMPRESSED = { none: '', gzip: '.gz', zstd: '.zst' } as const;
+
+const lastDayOfMonth = (year: number, month: number) => new Date(Date.UTC(year, month, 0)).toISOString().slice(0, 10);
+
+/** The files of a request, in order. */
+export function planFiles(r: Pick<NormalisedRequest, 'dataset' | 'from' | 'to' | 'format' | 'compression'>): FilePlan[] {
+  const extension = EXTENSIONS[r.format] + (r.format === 'csv' ? COMPRESSED[r.compression] : '');
+  const clip = (name: string, from: string, to: string) => ({ name: `${name}.${extension}`, from: from < r.from ? r.from : from, to: to > r.to ? r.to : to });
+  const files: FilePlan[] = [];
+  const [fromYear, fromMonth] = [Number(r.from.slice(0, 4)), Number(r.from.slice(5, 7))];
+  const [toYear, toMonth] = [Number(r.to.slice(0, 4)), Number(r.to.slice(5, 7))];
+  if (r.dataset === 'daily-prices') {
+    for (let y = fromYear; y <= toYear; y++) files.push(clip(String(y), `${y}-01-01`, `${y}-12-31`));
+    return files;
+  }
+  for (let y = fromYear, m = fromMonth; y < toYear || (y === toYear && m <= toMonth); m === 12 ? (y++, (m = 1)) : m++) {
+    const month = `${y}-${String(m).padStart(2, '0')}`;
+    files.push(clip(month, `${month}-01`, lastDayOfMonth(y, m)));
+  }
+  return files;
+}
+
+export interface JobContext {
+  /** Writes and the lease checks: the primary. */
+  db: Units;
+  /** Bar reads: the read router (a replica past asOf, else the primary). */
+  readDb: Reads;
+  /** The lane of readDb that export page reads share, so that exports never hold more of the pool than it. */
+  pages: Units;
+  /** Throws LeaseLost when this process no longer holds the job (checked between instruments). */
+  checkHeld: () => void;
+}
+
+/**
+ * Writes a job's files, one after another, skipping those finished by an
+ * earlier holder (a process that died mid-job): each file is an independent
+ * read of the same pinned request, so a file written again is byte for byte
+ * the one it replaces. What an earlier holder left of an unfinished file is
+ * deleted first.
+ */
+export async function writeJobFiles(ctx: JobContext, job: JobRow, token: string): Promise<void> {
+  const r = job.request;
+  const asOf = AsOfSchema.parse(r.asOf);
+  const files = planFiles(r);
+  const daily = r.dataset === 'daily-prices';
+  const ids = await ctx.readDb.run((sql) =>
+    exportInstruments(sql, { ids: r.instrumentIds, storedBy: job.acceptedAt, assetClasses: daily ? null : INTRADAY_ASSET_CLASSES }),
+  );
+  const done = await ctx.db.run(async (sql) => {
+    await deleteUnfinishedChunks(sql, job.id);
+    await setPlan(sql, job.id, token, { filesTotal: files.length, instrumentsTotal: ids.length });
+    return finishedFileNames(sql, job.id);
+  });
+  let rowsDone = job.rowsDone;
+  let progressAt = 0;
+  const progress = async (instrumentsDone: number, rows: number, force = false) => {
+    // At most one progress write a second: a file of 5,000 instruments would otherwise cost 5,000 statements.
+    if (!force && Date.now() - progressAt < 1000) return;
+    progressAt = Date.now();
+    await ctx.db.run((sql) => setProgress(sql, job.id, token, { instrumentsDone, rowsDone: rowsDone + rows }));
+  };
+
+  for (const [ordinal, plan] of files.entries()) {
+    if (done.has(plan.name)) continue;
+    const stored = new StoredFile(ctx.db, { id: job.id, token, format: r.format }, plan.name);
+    const encoder = new Encoder(r.format === 'csv' ? r.compression : 'none', (bytes) => stored.write(bytes));
+    const file = openBarFile(r.format, daily ? 'daily' : 'intraday', (bytes) => encoder.write(bytes));
+    let rows = 0;
+    let instruments = 0;
+    const add = async (id: string, parts: Buffer[], count: number) => {
+      ctx.checkHeld();
+      if (parts.length) await file.add(id, parts);
+      rows += count;
+      instruments++;
+      await progress(instruments, rows);
+    };
+    const meta = daily
+      ? await readDailyFile(ctx, r, asOf, ids, plan, file.textFormat, add)
+      : await readIntradayFile(ctx, r, asOf, ids, plan, file.textFormat, add);
+    const head = await encoder.head(await file.end(meta));
+    await encoder.end();
+    if (rows === 0) {
+      await stored.discard();
+      continue;
+    }
+    await stored.finish(head, rows, ordinal);
+    rowsDone += rows;
+    await progress(instruments, 0, true);
+    if (daily && meta.actionSetVersions) {
+      const versions = meta.actionSetVersions as Record<string, number>;
+      await ctx.db.run((sql) => setActionSetVersions(sql, job.id, token, versions));
+    }
+  }
+}
+
+/** Rows in a part of bars: packed columns start with their count; CSV rows end in a newline; JSON bar objects are joined by `},{`. */
+function countRows(format: DailyBarsFormat, bars: Buffer): number {
+  if (!bars.length) return 0;
+  if (format === 'packed') return bars.readInt32BE(0);
+  if (format === 'csv') {
+    let n = 0;
+    for (let i = bars.indexOf(10); i !== -1; i = bars.indexOf(10, i + 1)) n++;
+    return bars[bars.length - 1] === 10 ? n : n + 1;
+  }
+  let n = 1;
+  const separator = Buffer.from('},{');
+  for (let i = bars.indexOf(separator); i !== -1; i = bars.indexOf(separator, i + 3)) n++;
+  return n;
+}
+
+type AddSeries = (id: string, parts: Buffer[], rows: number) => Promise<void>;
+
+/** A year's daily bars of every instrument, in id order, through the bulk read (it pages); its meta is the file's. */
+async function readDailyFile(
+  ctx: JobContext,
+  r: NormalisedRequest,
+  asOf: ReturnType<typeof AsOfSchema.parse>,
+  ids: string[],
+  plan: FilePlan,
+  format: DailyBarsFormat,
+  add: AddSeries,
+): Promise<Meta> {
+  if (!ids.length) return { asOf: asOf.input, source: 'none', stale: false };
+  const q = {
+    instrumentIds: ids.map((id) => InstrumentIdSchema.parse(id)),
+    from: plan.from,
+    to: plan.to,
+    adjusted: r.adjusted,
+    asOf,
+    includeBackfilled: r.includeBackfilled,
+  };
+  // A job waits for its next page as long as it must: nobody is waiting on a socket.
+  return streamBulkPrices(ctx.readDb, q, format, (id, bars) => add(id, bars ? [bars] : [], bars ? countRows(format, bars) : 0), {
+    lane: ctx.pages,
+    nextPageWaitMs: 60_000,
+  });
+}
+
+/** A month's intraday bars of every instrument, in id order, one read each; the file's meta says what they have in common. */
+async function readIntradayFile(
+  ctx: JobContext,
+  r: NormalisedRequest,
+  asOf: ReturnType<typeof AsOfSchema.parse>,
+  ids: string[],
+  plan: FilePlan,
+  format: DailyBarsFormat,
+  add: AddSeries,
+): Promise<Meta> {
+  if (format === 'packed') throw new Error('intraday files take JSON or CSV text (bar-files.ts)');
+  const sources = new Set<string>();
+  // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- the request schema requires interval for intraday-bars
+  const interval = r.interval!;
+  for (const id of ids) {
+    let parts: Buffer[];
+    try {
+      const answer = await readIntradayBars(ctx.readDb, id, { from: plan.from, to: plan.to, interval, asOf }, format);
+      parts = answer.items;
+      for (const s of String(answer.meta.source).split(', ')) if (s !== 'none') sources.add(s);
+    } catch (err) {
+      // Removed since the job was planned: it has no bars to write.
+      if (err instanceof AppError && err.code === 'not_found') parts = [];
+      else throw err;
+    }
+    await add(
+      id,
+      parts,
+      parts.reduce((n, p) => n + countRows(format, p), 0),
+    );
+  }
+  return {
+    asOf: asOf.input,
+    source: sourcesMeta(sources),
+    stale: false,
+    interval,
+    from: `${plan.from}T00:00:00.000Z`,
+    to: `${plan.to}T23:59:59.999Z`,
+    adjusted: false,
+    instruments: ids.length,
+  };
+}

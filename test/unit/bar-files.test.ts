@@ -1,0 +1,143 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { tableFromIPC } from 'apache-arrow';
+import { describe, expect, it } from 'vitest';
+import { BATCH_ROWS, openBarFile, type BarFileFormat } from '../../server/prices/bar-files.ts';
+
+// Daily files longer than one batch, from series packed as PostgreSQL packs them: several Arrow record batches, each with its own
+// dictionaries (the stream format's replacement), and several Parquet row
+// groups, read back by apache-arrow and DuckDB.
+
+const instruments = Array.from({ length: 60 }, (_, n) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`);
+const BARS_EACH = 2_600; // 60 × 2,600 = 156,000 rows: several full batches and a part
+const DAY_MS = 86_400_000;
+
+interface Bar {
+  date: string;
+  open: number | null;
+  high: number;
+  low: number;
+  close: number;
+  volume: number | null;
+  currency: string;
+  stale: boolean;
+  source: string;
+}
+
+function barsOf(n: number): Bar[] {
+  return Array.from({ length: BARS_EACH }, (_, i) => {
+    const close = (n + 1) * 10 + i / 1000;
+    return {
+      date: new Date(Date.UTC(1990, 0, 1) + i * DAY_MS).toISOString().slice(0, 10),
+      open: i % 7 === 0 ? null : close - 0.5,
+      high: close + 1,
+      low: close - 1,
+      close,
+      volume: i % 11 === 0 ? null : 1000 + i,
+      currency: n % 2 ? 'EUR' : 'USD',
+      stale: i % 13 === 0,
+      // Sources change between instruments, so each batch has its own dictionary; instrument 7's changes within its series.
+      source: n === 7 && i >= 1000 ? 'vendor-late' : `vendor-${n % 5}`,
+    };
+  });
+}
+
+/**
+ * A daily series packed as PostgreSQL packs it for the columnar answers
+ * (server/prices/daily-text-repository.ts, packedBars): the count, one
+ * big-endian record per bar in `order`, then the text columns as JSON, one
+ * value when every bar has it, else [day, value] pairs.
+ */
+function packed(bars: Bar[], order: number[] = bars.map((_, i) => i)): Buffer {
+  const out = Buffer.alloc(4 + bars.length * 53);
+  let at = out.writeInt32BE(bars.length, 0);
+  for (const bar of order.map((i) => bars[i])) {
+    at = out.writeInt32BE(Date.parse(bar.date) / DAY_MS, at);
+    for (const key of ['open', 'high', 'low', 'close', 'volume'] as const) at = out.writeDoubleBE(bar[key] ?? NaN, at);
+    at = out.writeBigInt64BE(BigInt(Date.parse(`${bar.date}T21:00:00.000Z`)), at);
+    at = out.writeUInt8(bar.stale ? 1 : 0, at);
+  }
+  const column = (value: (bar: Bar) => string) =>
+    new Set(bars.map(value)).size === 1 ? [value(bars[0])] : order.map((i) => [Date.parse(bars[i].date) / DAY_MS, value(bars[i])]);
+  return Buffer.concat([out, Buffer.from(JSON.stringify([column((b) => b.currency), column(() => 'per share'), column((b) => b.source)]))]);
+}
+
+async function fileOf(format: BarFileFormat): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  const file = openBarFile(format, 'daily', async (chunk) => void chunks.push(Buffer.from(chunk)));
+  // Instrument 3's records arrive in reverse date order: the file puts them in date order.
+  for (const [n, id] of instruments.entries()) await file.add(id, [packed(barsOf(n), n === 3 ? [...Array(BARS_EACH).keys()].reverse() : undefined)]);
+  const head = await file.end({ asOf: '2020-01-01T00:00:00.000Z', source: 'vendor-0', stale: false });
+  return Buffer.concat([head, ...chunks]);
+}
+
+const expectedAt = (row: number) => {
+  const n = Math.floor(row / BARS_EACH);
+  const i = row % BARS_EACH;
+  return {
+    id: instruments[n],
+    close: (n + 1) * 10 + i / 1000,
+    volume: i % 11 === 0 ? null : 1000 + i,
+    source: n === 7 && i >= 1000 ? 'vendor-late' : `vendor-${n % 5}`,
+    currency: n % 2 ? 'EUR' : 'USD',
+  };
+};
+
+describe('columnar bar files longer than a batch', () => {
+  it('when 156,000 bars are written as Arrow, then apache-arrow reads its batches with every value, dictionaries replaced batch by batch', async () => {
+    const table = tableFromIPC(await fileOf('arrow'));
+    expect(table.numRows).toBe(instruments.length * BARS_EACH);
+    const total = instruments.length * BARS_EACH;
+    const full = Math.floor(total / BATCH_ROWS);
+    expect(full).toBeGreaterThanOrEqual(2);
+    expect(table.batches.map((b) => b.numRows)).toEqual([...Array<number>(full).fill(BATCH_ROWS), total - full * BATCH_ROWS]);
+    const rowOf = (n: number, i: number) => n * BARS_EACH + i;
+    for (const row of [0, 1, BATCH_ROWS - 1, BATCH_ROWS, 2 * BATCH_ROWS + 5, table.numRows - 1, rowOf(3, 0), rowOf(3, 1), rowOf(7, 999), rowOf(7, 1000)]) {
+      const want = expectedAt(row);
+      expect(table.getChild('instrumentId')?.get(row)).toBe(want.id);
+      expect(table.getChild('closePrice')?.get(row)).toBe(want.close);
+      expect(table.getChild('volume')?.get(row)).toBe(want.volume);
+      expect(table.getChild('source')?.get(row)).toBe(want.source);
+      expect(table.getChild('quoteCurrency')?.get(row)).toBe(want.currency);
+    }
+    expect(JSON.parse(table.schema.metadata.get('meta') as string).source).toBe('vendor-0');
+  });
+
+  it('when they are written as Parquet, then DuckDB reads its row groups, the same sums, counts of nulls and distinct values, and the same bytes each time', async () => {
+    const bytes = await fileOf('parquet');
+    expect((await fileOf('parquet')).equals(bytes)).toBe(true);
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'mds-bar-files-'));
+    try {
+      const file = path.join(dir, 'bars.parquet');
+      await writeFile(file, bytes);
+      const duck = await (await DuckDBInstance.create(':memory:')).connect();
+      const groups = await duck.runAndReadAll(`select count(distinct row_group_id) as n, min(compression) as codec from parquet_metadata('${file}')`);
+      expect(groups.getRowObjectsJS()[0]).toEqual({ n: BigInt(Math.ceil((instruments.length * BARS_EACH) / BATCH_ROWS)), codec: 'ZSTD' });
+      const [stats] = (
+        await duck.runAndReadAll(
+          `select count(*) as n, count(distinct "instrumentId") as ids, count(*) - count(volume) as nullVolumes, count(*) - count("openPrice") as nullOpens,
+             count(distinct source) as sources, sum(stale::int) as stale from read_parquet('${file}')`,
+        )
+      ).getRowObjectsJS();
+      const perInstrument = (pred: (i: number) => boolean) => instruments.length * Array.from({ length: BARS_EACH }, (_, i) => i).filter(pred).length;
+      expect(stats).toEqual({
+        n: BigInt(instruments.length * BARS_EACH),
+        ids: BigInt(instruments.length),
+        nullVolumes: BigInt(perInstrument((i) => i % 11 === 0)),
+        nullOpens: BigInt(perInstrument((i) => i % 7 === 0)),
+        sources: 6n,
+        stale: BigInt(perInstrument((i) => i % 13 === 0)),
+      });
+      const rows = (await duck.runAndReadAll(`select "instrumentId", "closePrice", volume, source from read_parquet('${file}')`)).getRowObjectsJS();
+      for (const row of [0, BATCH_ROWS, rows.length - 1]) {
+        const want = expectedAt(row);
+        expect(rows[row]).toEqual({ instrumentId: want.id, closePrice: want.close, volume: want.volume, source: want.source });
+      }
+      duck.closeSync();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
