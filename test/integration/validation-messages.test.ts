@@ -96,6 +96,7 @@ function fill(path: string): string {
     if (name === 'seriesId') return 'DGS10';
     if (name === 'base') return 'USD';
     if (name === 'quote') return 'EUR';
+    if (name === 'name') return '2020.csv';
     throw new Error(`no value for path parameter ${name} of ${path}: add one here`);
   });
 }
