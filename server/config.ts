@@ -217,7 +217,7 @@ export const ConfigSchema = z.object({
       'export file downloads open at once in the whole service; when full, an account holding more than the asking one, or a stalled download, gives way, else 503 overloaded',
     ),
   EXPORTS_POLL_MS: positiveInt
-    .default(1000)
+    .default(5000)
     .describe('how often each serving process looks for a queued export job, sweeps expired files and samples the export metrics'),
   EXPORTS_LEASE_MS: positiveInt
     .default(30_000)

@@ -9,7 +9,7 @@ import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import postgres from 'postgres';
+import { sqlClient } from '../../server/db/sql.ts';
 import { databaseUrl, startService, type Service } from './harness.ts';
 import { inheritedEnv, PROJECT_ROOT } from './child-process.ts';
 import { createInstrument, dailyBar, ingest, minuteBar, untilAStatementWaitsFor, weekdays } from './fixtures.ts';
@@ -745,7 +745,7 @@ describe('export jobs: a serving process killed mid-job', { timeout: 180_000 }, 
     const jobOf = async (id: string) => (await onNewConnection(`${svc.publicUrl}/v1/exports/${id}`, { headers: auth }).catch(() => null))?.body.data ?? null;
     // Where the job stands when its process dies is set by a table lock on export_files, which a file's last
     // transaction writes: the holder finishes its first file and is killed while it waits to finish the second.
-    const db = postgres(databaseUrl(), { max: 3, onnotice: () => {} });
+    const db = sqlClient(databaseUrl(), { max: 3, onnotice: () => {} });
     const [first, second] = [await db.reserve(), await db.reserve()];
     const waitingOnFiles = async () =>
       (

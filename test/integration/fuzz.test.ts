@@ -656,6 +656,8 @@ beforeAll(async () => {
       // per address), and with more threads the checks that do run are not
       // shed with 503 behind each other, by design but not what this tests.
       PASSWORD_HASH_THREADS: '4',
+      // The export fixtures run at once rather than within the default 5 s poll.
+      EXPORTS_POLL_MS: '100',
       LOG_LEVEL: 'info',
     },
     { write: (line: string) => void logLines.push(line) },
