@@ -5,12 +5,8 @@
 //
 // The service runs as a child process (its RSS is measured from
 // /proc/<pid>/status), loaded through the admin API like any client would.
-import { DuckDBInstance } from '@duckdb/node-api';
 import { tableFromIPC } from 'apache-arrow';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
@@ -22,6 +18,7 @@ import { decodedBody, getBody, type BodyRead } from './lib/http.ts';
 import { procStatus, resetPeakRss, sampleRss } from './lib/proc.ts';
 import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
 import { startService } from './lib/service.ts';
+import { countParquetRows } from './lib/parquet.ts';
 import { MB, ratioSpread, round, roundOrder, summarise, timeRuns, type RatioSpread } from './lib/stats.ts';
 
 const SERIES_TO = '2020-12-31';
@@ -430,21 +427,6 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
 
 type Encoding = 'identity' | 'gzip' | 'br' | 'zstd';
 type Columnar = 'arrow' | 'parquet';
-
-/** The rows of a Parquet file, as DuckDB counts them. */
-async function countParquetRows(bytes: Buffer): Promise<number> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'mds-bench-parquet-'));
-  try {
-    const file = path.join(dir, 'bulk.parquet');
-    await writeFile(file, bytes);
-    const duck = await (await DuckDBInstance.create(':memory:')).connect();
-    const [row] = (await duck.runAndReadAll(`select count(*) as n from read_parquet('${file}')`)).getRowObjectsJS();
-    duck.closeSync();
-    return Number(row.n);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
 
 const CODING_REPS = 5;
 

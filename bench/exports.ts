@@ -4,8 +4,7 @@
 // of 1-minute bars of 10 instruments the same way. The service's RSS is
 // sampled while each job runs, and every file is downloaded through its
 // signed link and its rows counted by DuckDB.
-import { DuckDBInstance } from '@duckdb/node-api';
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { inPieces, benchUuid, dailyBarsCsv, equity, nextBar, weekdays } from './lib/data.ts';
@@ -14,6 +13,7 @@ import { cpuSeconds, procStatus, resetPeakRss, sampleRss } from './lib/proc.ts';
 import { findPsql, runPsql } from './lib/psql.ts';
 import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
 import { startService } from './lib/service.ts';
+import { countParquetRows } from './lib/parquet.ts';
 import { MB, round } from './lib/stats.ts';
 
 const AS_OF = '2021-01-01T00:00:00.000Z';
@@ -120,18 +120,13 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       if (job.status !== 'ready' || !job.files) throw new Error(`the ${label} export ended ${job.status}`);
       let rows = 0;
       let bytes = 0;
-      const duck = await (await DuckDBInstance.create(':memory:')).connect();
       for (const file of job.files) {
         const res = await fetch(new URL(file.url, service.publicUrl));
         const body = Buffer.from(await res.arrayBuffer());
         if (res.status !== 200 || body.length !== file.bytes) throw new Error(`${file.name}: ${res.status}, ${body.length} of ${file.bytes} bytes`);
-        const local = path.join(dir, file.name);
-        await writeFile(local, body);
-        const [counted] = (await duck.runAndReadAll(`select count(*) as n from read_parquet('${local}')`)).getRowObjectsJS();
-        rows += Number(counted.n);
+        rows += await countParquetRows(body);
         bytes += body.length;
       }
-      duck.closeSync();
       if (rows !== expectedRows) serverIssues.push(`${label}: the files held ${rows} rows, expected ${expectedRows}`);
       const peakKb = hwmReset ? after.hwmKb : sampled.maxRssKb;
       return {

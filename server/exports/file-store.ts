@@ -5,7 +5,8 @@ import { constants as zlib, createGzip, createZstdCompress, type Gzip, type Zstd
 import type { Units } from '../db/database.ts';
 import type { ISql } from '../db/sql.ts';
 import { exportBytesWritten } from '../observability/metrics.ts';
-import { deleteChunksOf, holdsJob, insertChunk, insertFile, selectChunks } from './repository.ts';
+import { holdsJob } from './lease-repository.ts';
+import { deleteChunksOf, insertChunk, insertFile, selectChunks } from './files-repository.ts';
 import type { Compression } from './schema.ts';
 
 /** Bytes a stored chunk holds: a Range read fetches whole chunks, so one costs at most this beyond what it asks. */

@@ -1,6 +1,8 @@
 import type { Reads, Units } from '../db/database.ts';
 import { InstrumentIdSchema } from '../core/ids.ts';
 import { type Meta, sourcesMeta } from '../core/meta.ts';
+import { freshness, type Freshness } from '../core/freshness.ts';
+import type { PointInTime } from '../core/time.ts';
 import { AsOfSchema } from '../core/time.ts';
 import { AppError } from '../core/errors.ts';
 import { openBarFile } from '../prices/bar-files.ts';
@@ -9,7 +11,9 @@ import { streamBulkPrices } from '../prices/bulk-stream.ts';
 import { INTRADAY_ASSET_CLASSES } from '../prices/schema.ts';
 import { readIntradayBars } from '../prices/service.ts';
 import { Encoder, StoredFile } from './file-store.ts';
-import { deleteUnfinishedChunks, exportInstruments, finishedFileNames, setActionSetVersions, setPlan, setProgress, type JobRow } from './repository.ts';
+import { exportInstruments, type JobRow } from './repository.ts';
+import { setActionSetVersions, setPlan, setProgress } from './lease-repository.ts';
+import { deleteUnfinishedChunks, finishedFileNames } from './files-repository.ts';
 import type { NormalisedRequest } from './schema.ts';
 
 /** One file of an export: the bars of one calendar year (daily) or month (intraday, UTC), clipped to the window. */
@@ -89,16 +93,14 @@ export async function writeJobFiles(ctx: JobContext, job: JobRow, token: string)
     const file = openBarFile(r.format, daily ? 'daily' : 'intraday', (bytes) => encoder.write(bytes));
     let rows = 0;
     let instruments = 0;
-    const add = async (id: string, parts: Buffer[], count: number) => {
+    const add: AddSeries = async (id, parts) => {
       ctx.checkHeld();
-      if (parts.length) await file.add(id, parts);
-      rows += count;
+      if (parts.length) rows += await file.add(id, parts);
       instruments++;
       await progress(instruments, rows);
     };
-    const meta = daily
-      ? await readDailyFile(ctx, r, asOf, ids, plan, file.textFormat, add)
-      : await readIntradayFile(ctx, r, asOf, ids, plan, file.textFormat, add);
+    const read: FileRead = { ctx, r, asOf, ids, plan, add };
+    const meta = daily ? await readDailyFile(read, file.textFormat) : await readIntradayFile(read, file.textFormat);
     const head = await encoder.head(await file.end(meta));
     await encoder.end();
     if (rows === 0) {
@@ -115,34 +117,24 @@ export async function writeJobFiles(ctx: JobContext, job: JobRow, token: string)
   }
 }
 
-/** Rows in a part of bars: packed columns start with their count; CSV rows end in a newline; JSON bar objects are joined by `},{`. */
-function countRows(format: DailyBarsFormat, bars: Buffer): number {
-  if (!bars.length) return 0;
-  if (format === 'packed') return bars.readInt32BE(0);
-  if (format === 'csv') {
-    let n = 0;
-    for (let i = bars.indexOf(10); i !== -1; i = bars.indexOf(10, i + 1)) n++;
-    return bars[bars.length - 1] === 10 ? n : n + 1;
-  }
-  let n = 1;
-  const separator = Buffer.from('},{');
-  for (let i = bars.indexOf(separator); i !== -1; i = bars.indexOf(separator, i + 3)) n++;
-  return n;
+type AddSeries = (id: string, parts: Buffer[]) => Promise<void>;
+
+/** What reading one file of a job takes: its window (plan) and instruments, at the job's asOf, each series handed to `add`. */
+interface FileRead {
+  ctx: JobContext;
+  r: NormalisedRequest;
+  asOf: PointInTime;
+  ids: string[];
+  plan: FilePlan;
+  add: AddSeries;
 }
 
-type AddSeries = (id: string, parts: Buffer[], rows: number) => Promise<void>;
-
-/** A year's daily bars of every instrument, in id order, through the bulk read (it pages); its meta is the file's. */
-async function readDailyFile(
-  ctx: JobContext,
-  r: NormalisedRequest,
-  asOf: ReturnType<typeof AsOfSchema.parse>,
-  ids: string[],
-  plan: FilePlan,
-  format: DailyBarsFormat,
-  add: AddSeries,
-): Promise<Meta> {
-  if (!ids.length) return { asOf: asOf.input, source: 'none', stale: false };
+/**
+ * A year's daily bars of every instrument, in id order, through the bulk read
+ * (it pages); its meta is the file's, that of the bulk read of the year at
+ * the job's asOf, as for no instruments.
+ */
+function readDailyFile({ ctx, r, asOf, ids, plan, add }: FileRead, format: DailyBarsFormat): Promise<Meta> {
   const q = {
     instrumentIds: ids.map((id) => InstrumentIdSchema.parse(id)),
     from: plan.from,
@@ -152,47 +144,37 @@ async function readDailyFile(
     includeBackfilled: r.includeBackfilled,
   };
   // A job waits for its next page as long as it must: nobody is waiting on a socket.
-  return streamBulkPrices(ctx.readDb, q, format, (id, bars) => add(id, bars ? [bars] : [], bars ? countRows(format, bars) : 0), {
-    lane: ctx.pages,
-    nextPageWaitMs: 60_000,
-  });
+  return streamBulkPrices(ctx.readDb, q, format, (id, bars) => add(id, bars ? [bars] : []), { lane: ctx.pages, nextPageWaitMs: 60_000 });
 }
 
-/** A month's intraday bars of every instrument, in id order, one read each; the file's meta says what they have in common. */
-async function readIntradayFile(
-  ctx: JobContext,
-  r: NormalisedRequest,
-  asOf: ReturnType<typeof AsOfSchema.parse>,
-  ids: string[],
-  plan: FilePlan,
-  format: DailyBarsFormat,
-  add: AddSeries,
-): Promise<Meta> {
+/**
+ * A month's intraday bars of every instrument, in id order, one read each.
+ * The file's meta says what the reads have in common, and is stale when one
+ * of them is, for the first reason in id order, as a bulk read's is.
+ */
+async function readIntradayFile({ ctx, r, asOf, ids, plan, add }: FileRead, format: DailyBarsFormat): Promise<Meta> {
   if (format === 'packed') throw new Error('intraday files take JSON or CSV text (bar-files.ts)');
   const sources = new Set<string>();
+  let stale: Freshness = freshness();
   // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- the request schema requires interval for intraday-bars
   const interval = r.interval!;
   for (const id of ids) {
-    let parts: Buffer[];
+    let parts: Buffer[] = [];
     try {
       const answer = await readIntradayBars(ctx.readDb, id, { from: plan.from, to: plan.to, interval, asOf }, format);
       parts = answer.items;
       for (const s of String(answer.meta.source).split(', ')) if (s !== 'none') sources.add(s);
+      if (!stale.stale && answer.meta.stale) stale = { stale: true, staleReason: answer.meta.staleReason as Freshness['staleReason'] };
     } catch (err) {
       // Removed since the job was planned: it has no bars to write.
-      if (err instanceof AppError && err.code === 'not_found') parts = [];
-      else throw err;
+      if (!(err instanceof AppError && err.code === 'not_found')) throw err;
     }
-    await add(
-      id,
-      parts,
-      parts.reduce((n, p) => n + countRows(format, p), 0),
-    );
+    await add(id, parts);
   }
   return {
     asOf: asOf.input,
     source: sourcesMeta(sources),
-    stale: false,
+    ...stale,
     interval,
     from: `${plan.from}T00:00:00.000Z`,
     to: `${plan.to}T23:59:59.999Z`,

@@ -5,6 +5,7 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import type { ListCursors } from '../core/cursor.ts';
 import { NoQuerySchema } from '../core/params.ts';
+import { freshness } from '../core/freshness.ts';
 import { defineRoute } from '../http/route.ts';
 import { sendFileBytes } from '../http/file-body.ts';
 import { MEDIA_TYPES } from '../prices/bar-files.ts';
@@ -129,7 +130,8 @@ export interface ExportsDeps {
   downloadSlots: PricesDeps['downloadSlots'];
 }
 
-const meta = () => ({ asOf: new Date().toISOString(), source: 'mds-exports' as const, stale: false as const, staleReason: null });
+// A job is read from the primary as it stands: its freshness is that of an empty set of stale inputs.
+const meta = () => ({ asOf: new Date().toISOString(), source: 'mds-exports' as const, ...freshness<never>() });
 
 export const exportsArea: Area<ExportsDeps> = {
   routes: [createExportRoute, listExportsRoute, readExportRoute, deleteExportRoute, exportFileRoute],

@@ -6,7 +6,9 @@ import { exportJobDuration, exportJobs, exportOldestQueued } from '../observabil
 import { AppError } from '../core/errors.ts';
 import { LeaseLost } from './file-store.ts';
 import { writeJobFiles } from './job.ts';
-import { claimJob, deleteJobBytes, finishJob, releaseLease, renewLease, sampleJobs, sweepExpired, type JobRow } from './repository.ts';
+import { sampleJobs, type JobRow } from './repository.ts';
+import { claimJob, finishJob, releaseLease, renewLease, sweepExpired } from './lease-repository.ts';
+import { deleteJobBytes } from './files-repository.ts';
 import { EXPORT_STATUSES } from './schema.ts';
 
 export type RunnerConfig = Pick<Config, 'EXPORTS_RUNNING_MAX' | 'EXPORTS_TTL_HOURS' | 'EXPORTS_POLL_MS' | 'EXPORTS_LEASE_MS'>;

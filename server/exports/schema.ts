@@ -131,8 +131,8 @@ export const ExportJobSchema = z
 export const ExportMetaSchema = z.strictObject({
   asOf: z.string().describe('when the job was read'),
   source: z.literal('mds-exports'),
-  stale: z.literal(false),
-  staleReason: z.null(),
+  stale: z.boolean().describe('the job as the primary holds it when read: nothing it reports can be behind, so false'),
+  staleReason: z.null().describe('null: nothing stored can make a job read stale'),
 });
 
 export const ExportListMetaSchema = z.strictObject({

@@ -9,17 +9,15 @@ import {
   accountUse,
   cancelJob,
   deleteJob,
-  deleteJobBytes,
   insertJob,
   lockAccountExports,
-  selectChunks,
-  selectFile,
   selectFiles,
   selectJob,
   selectJobPage,
   type FileRow,
   type JobRow,
 } from './repository.ts';
+import { deleteJobBytes, selectChunks, selectFile } from './files-repository.ts';
 import type { ExportRequestInput, NormalisedRequest } from './schema.ts';
 
 export type ExportsConfig = Pick<Config, 'EXPORTS_RUNNING_PER_ACCOUNT' | 'EXPORTS_QUOTA_BYTES'>;

@@ -250,7 +250,16 @@ export async function streamBulkFile(
   pages: { lane: Units; nextPageWaitMs: number },
 ): Promise<Meta> {
   const served = (meta: Meta) => ({ ...meta, asOf: servedAsOf(meta.asOf) });
-  const read = (file: BarFile) => streamBulkPrices(db, q, file.textFormat, async (id, bars) => (bars ? file.add(id, [bars]) : undefined), pages);
+  const read = (file: BarFile) =>
+    streamBulkPrices(
+      db,
+      q,
+      file.textFormat,
+      async (id, bars) => {
+        if (bars) await file.add(id, [bars]);
+      },
+      pages,
+    );
   if (format === 'parquet') {
     const file = openBarFile('parquet', 'daily', write);
     const meta = await read(file);

@@ -1,0 +1,160 @@
+import { ByteWriter, ParquetWriter, type SchemaElement } from 'hyparquet-writer';
+import { zstdCompressSync, constants as zlib } from 'node:zlib';
+import type { Meta } from '../core/meta.ts';
+import {
+  BAR_COLUMNS,
+  BATCH_ROWS,
+  COLUMNAR_INPUT,
+  Gathered,
+  joined,
+  pieceOf,
+  strings,
+  type BarFile,
+  type BarKind,
+  type Column,
+  type Piece,
+} from './bar-columns.ts';
+
+// The Parquet file of bar-files.ts: one row group per BATCH_ROWS bars, handed
+// on as it is written, and the footer, which carries the meta, last.
+
+function parquetElement({ name, kind, nullable }: Column): SchemaElement {
+  const repetition_type = nullable ? 'OPTIONAL' : 'REQUIRED';
+  switch (kind) {
+    case 'number':
+      return { name, type: 'DOUBLE', repetition_type };
+    case 'date':
+      return { name, type: 'INT32', converted_type: 'DATE', logical_type: { type: 'DATE' }, repetition_type };
+    case 'instant':
+      return {
+        name,
+        type: 'INT64',
+        converted_type: 'TIMESTAMP_MILLIS',
+        logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' },
+        repetition_type,
+      };
+    case 'boolean':
+      return { name, type: 'BOOLEAN', repetition_type };
+    default:
+      return { name, type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { type: 'STRING' }, repetition_type };
+  }
+}
+
+/** Column `c` of the pieces as hyparquet-writer takes it: typed arrays where it can, null for an absent number. */
+type ParquetColumn = Parameters<ParquetWriter['write']>[0]['columnData'][number]['data'];
+
+function parquetValues(kind: Column['kind'], nullable: boolean, pieces: Piece[], c: number): ParquetColumn {
+  switch (kind) {
+    case 'number': {
+      const values = joined(pieces, c, Float64Array);
+      // The writer finds absent values by null: an array of them only where one is absent.
+      return nullable && values.some(Number.isNaN) ? Array.from(values, (v) => (Number.isNaN(v) ? null : v)) : values;
+    }
+    case 'date':
+      return joined(pieces, c, Int32Array);
+    case 'instant':
+      return joined(pieces, c, BigInt64Array);
+    case 'boolean':
+      return Array.from(joined(pieces, c, Uint8Array), (v) => v === 1);
+    default: {
+      // One UTF-8 encoding per distinct value, shared by its rows: the writer
+      // would otherwise encode every row's string (four columns of a batch).
+      const encoded = new Map<string, Uint8Array>();
+      const utf8 = (v: string) => encoded.get(v) ?? encoded.set(v, Buffer.from(v)).get(v);
+      return strings(pieces, c).map(utf8) as Uint8Array[];
+    }
+  }
+}
+
+/**
+ * Encodings chosen per kind of column, where the writer's own choice
+ * (dictionary when it at least halves a column, else plain) is not the best:
+ * dates and instants step by about a day, so delta encoding stores each in a
+ * few bits. On a year of 500 instruments' daily bars (126,000 rows) these two
+ * columns took 1,115 bytes so, against about 15 KB dictionary-encoded.
+ * Byte-stream-split encoding of the prices was measured too, and made the
+ * file 58 % larger.
+ */
+const PARQUET_ENCODINGS: Partial<Record<Column['kind'], { encoding: 'DELTA_BINARY_PACKED' }>> = {
+  date: { encoding: 'DELTA_BINARY_PACKED' },
+  instant: { encoding: 'DELTA_BINARY_PACKED' },
+};
+
+/**
+ * The columns whose row groups carry min/max statistics: those a reader
+ * filters on (instrumentId, barDate, barTimestamp, asOf), so DuckDB or
+ * pyarrow skip the row groups outside a filter. Prices and volume are not
+ * filtered on, and their statistics cost the writer a tenth of its time.
+ */
+const STATISTICS = new Set<Column['kind']>(['id', 'date', 'instant']);
+
+/**
+ * Parquet pages are compressed with zstd at level 3 (Node's zlib), the zstd
+ * tool's default. On 1.3 million daily bars level 9 wrote 4 % fewer bytes
+ * for 0.6 s more of the request thread's time (3.1 s against 2.5 s for the
+ * whole file, before the statistics were cut).
+ */
+const zstdPage = (bytes: Uint8Array) => zstdCompressSync(bytes, { params: { [zlib.ZSTD_c_compressionLevel]: 3 } });
+
+/** What the file says wrote it: a fixed string, so equal bars give equal bytes. */
+const CREATED_BY = 'market-data-service';
+
+/**
+ * A ByteWriter that hands its bytes on after each row group (hyparquet-writer
+ * flushes its writer there and waits for the promise), so a file holds at most
+ * one row group in memory.
+ */
+class ChunkWriter extends ByteWriter {
+  private readonly sink: (chunk: Buffer) => Promise<void>;
+
+  constructor(sink: (chunk: Buffer) => Promise<void>) {
+    super(1 << 20);
+    this.sink = sink;
+  }
+
+  flush(): Promise<void> {
+    const chunk = Buffer.from(this.buffer.slice(0, this.index));
+    this.index = 0;
+    return this.sink(chunk);
+  }
+}
+
+export function parquetFile(kind: BarKind, write: (chunk: Buffer) => Promise<void>): BarFile {
+  const columns = BAR_COLUMNS[kind];
+  const gathered = new Gathered();
+  const writer = new ChunkWriter(write);
+  const schema: SchemaElement[] = [{ name: 'root', num_children: columns.length }, ...columns.map(parquetElement)];
+  let parquet: ParquetWriter | undefined;
+  const open = (meta: Meta | null) => {
+    const kvMetadata = meta ? [{ key: 'meta', value: JSON.stringify(meta) }] : undefined;
+    return (parquet ??= new ParquetWriter({ writer, schema, codec: 'ZSTD', compressors: { ZSTD: zstdPage }, kvMetadata, createdBy: CREATED_BY }));
+  };
+  const rowGroup = async (n: number) => {
+    const pieces = gathered.take(n);
+    const columnData = columns.map(({ name, kind, nullable }, c) => ({
+      name,
+      data: parquetValues(kind, nullable, pieces, c),
+      ...PARQUET_ENCODINGS[kind],
+      statistics: STATISTICS.has(kind),
+    }));
+    await open(null).write({ columnData, rowGroupSize: n });
+  };
+  return {
+    textFormat: COLUMNAR_INPUT[kind],
+    async add(instrumentId, parts) {
+      const piece = pieceOf(kind, instrumentId, parts);
+      gathered.add(piece);
+      while (gathered.rows >= BATCH_ROWS) await rowGroup(BATCH_ROWS);
+      return piece.rows;
+    },
+    async end(meta) {
+      if (gathered.rows) await rowGroup(gathered.rows);
+      const file = open(meta);
+      // The footer's key-value metadata is read when the footer is written.
+      file.kvMetadata = [{ key: 'meta', value: JSON.stringify(meta) }];
+      await file.finish();
+      await writer.flush();
+      return Buffer.alloc(0);
+    },
+  };
+}
