@@ -78,6 +78,9 @@ export const GATE_SIZES: Readonly<Record<string, string>> = {
   BENCH_MAX_SECONDS: '420',
 };
 
+/** The time both of the gate's runs (see confirmed) take at most together, in seconds: the second stops at what the first left of it, or after 60 s. */
+export const GATE_SECONDS = 480;
+
 /** What the gate found for one bar. */
 export interface GateRow extends GateBar {
   /** The headline ratio, or null when there is none. */
@@ -86,8 +89,10 @@ export interface GateRow extends GateBar {
   pass: boolean;
   /** Why there is no ratio: the scenario's error, or that it left no result. */
   problem: string | null;
-  /** Whether this row fails the gate: no ratio, or a ratio above an enforced bar. */
+  /** Whether this row fails the gate: no ratio, or a ratio above an enforced bar (in its second run too, when it had one). */
   failsGate: boolean;
+  /** The ratio of the first run, when it was above an enforced bar and the scenario was run again (see confirmed). */
+  firstRun?: number;
 }
 
 type Json = Record<string, unknown>;
@@ -114,6 +119,27 @@ export function judge(summary: unknown, bars: readonly GateBar[] = GATE_BARS): G
   });
 }
 
+/**
+ * The verdicts once the scenarios whose ratio was above an enforced bar have
+ * been run again (`again`: the second run's verdicts on those bars): such a
+ * bar fails the gate only when its ratio is above it in both runs, and its
+ * row then shows the second run with the first run's ratio beside it. On 2
+ * shared cores one round's intraday ratio ranges from 0.28× to 3.81× in the
+ * committed run (bench/results/intraday.json), and the median of its 201
+ * rounds moves between runs of one tree by more than that run's distance to
+ * the bar: one run above a bar says little, a regression is above it in both.
+ */
+export function confirmed(first: readonly GateRow[], again: readonly GateRow[]): GateRow[] {
+  return first.map((row) => {
+    const second = again.find((r) => r.scenario === row.scenario && r.ratio === row.ratio);
+    if (!second || row.value === null || !row.failsGate) return row;
+    return { ...second, firstRun: row.value };
+  });
+}
+
+/** The scenarios to run again: those whose ratio is above an enforced bar (a scenario that gave no ratio has failed already). */
+export const toRunAgain = (rows: readonly GateRow[]) => [...new Set(rows.filter((r) => r.failsGate && r.value !== null).map((r) => r.scenario))];
+
 const x = (v: number) => `${v.toFixed(2)}×`;
 
 /** The verdicts as a table, then each failed scenario's problem in full. */
@@ -123,7 +149,7 @@ export function gateTable(rows: readonly GateRow[]): string {
     ...rows.map((r) => [
       r.scenario,
       r.what,
-      r.value === null ? '—' : x(r.value),
+      r.value === null ? '—' : r.firstRun === undefined ? x(r.value) : `${x(r.value)} (first run ${x(r.firstRun)})`,
       r.spread ? `${x(r.spread.min)}–${x(r.spread.max)}; ${x(r.spread.p25)}–${x(r.spread.p75)} (${r.spread.rounds})` : '—',
       `≤ ${x(r.bar)}`,
       r.pass ? 'pass' : r.value === null ? 'FAIL (no ratio)' : r.failsGate ? 'FAIL (above its bar)' : 'above its bar (not enforced)',
@@ -148,28 +174,53 @@ export function gateEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return { ...Object.fromEntries(kept), ...GATE_SIZES, BENCH_RESULTS_DIR: CHECK_DIR };
 }
 
+/** Runs `scenarios` at the gate's sizes with their results in `dir`; the run's summary (its latest.json, null when it wrote none) and exit code. */
+async function runScenarios(scenarios: string[], dir: string, maxSeconds: number): Promise<{ summary: unknown; code: number | null }> {
+  const child = spawn(process.execPath, [path.join(ROOT, 'bench', 'run.ts'), ...scenarios], {
+    cwd: ROOT,
+    env: { ...gateEnv(process.env), BENCH_RESULTS_DIR: dir, BENCH_MAX_SECONDS: String(maxSeconds) },
+    // The run's stdout is its JSON summary, also in latest.json; its progress is on stderr.
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  // The run stops its children and drops its databases on these itself; the gate waits for it.
+  const stop = (signal: NodeJS.Signals) => child.kill(signal);
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, stop);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.off(signal, stop);
+  const latest = path.join(dir, 'latest.json');
+  return { summary: existsSync(latest) ? JSON.parse(readFileSync(latest, 'utf8')) : null, code };
+}
+
 async function main(): Promise<number> {
   const started = performance.now();
   // A latest.json left by an earlier gate must not be judged as this run's.
   rmSync(CHECK_DIR, { recursive: true, force: true });
   const scenarios = [...new Set(GATE_BARS.map((b) => b.scenario))];
   process.stderr.write(`bench:check: ${scenarios.join(', ')} at the gate's sizes, results in ${path.relative(ROOT, CHECK_DIR)}/\n`);
-  const child = spawn(process.execPath, [path.join(ROOT, 'bench', 'run.ts'), ...scenarios], {
-    cwd: ROOT,
-    env: gateEnv(process.env),
-    // The run's stdout is its JSON summary, also in latest.json; its progress is on stderr.
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  // The run stops its children and drops its databases on these itself; the gate waits for it.
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-  const latest = path.join(CHECK_DIR, 'latest.json');
-  const summary: unknown = existsSync(latest) ? JSON.parse(readFileSync(latest, 'utf8')) : null;
-  const rows = judge(summary);
+  const first = await runScenarios(scenarios, CHECK_DIR, Number(GATE_SIZES.BENCH_MAX_SECONDS));
+  let rows = judge(first.summary);
+  const codes = [first.code];
+  const again = toRunAgain(rows);
+  if (again.length) {
+    process.stdout.write(`\n${gateTable(rows)}\n\n`);
+    const dir = path.join(CHECK_DIR, 'again');
+    process.stderr.write(`bench:check: above an enforced bar: ${again.join(', ')}; running it again once, results in ${path.relative(ROOT, dir)}/\n`);
+    // Both runs together stop within GATE_SECONDS, inside CI's limit on the gate.
+    const left = Math.max(60, Math.round(GATE_SECONDS - (performance.now() - started) / 1000));
+    const second = await runScenarios(again, dir, left);
+    codes.push(second.code);
+    rows = confirmed(
+      rows,
+      judge(
+        second.summary,
+        GATE_BARS.filter((b) => again.includes(b.scenario)),
+      ),
+    );
+  }
   const pass = rows.every((r) => !r.failsGate);
   process.stdout.write(`\n${gateTable(rows)}\n\n`);
   process.stdout.write(
-    `bench:check ${pass ? 'passed' : 'FAILED'} in ${((performance.now() - started) / 1000).toFixed(0)} s (the run exited with ${code}); results in ${path.relative(ROOT, CHECK_DIR)}/\n`,
+    `bench:check ${pass ? 'passed' : 'FAILED'} in ${((performance.now() - started) / 1000).toFixed(0)} s (the run${codes.length > 1 ? 's' : ''} exited with ${codes.join(' and ')}); results in ${path.relative(ROOT, CHECK_DIR)}/\n`,
   );
   return pass ? 0 : 1;
 }

@@ -51,21 +51,39 @@ export async function dailySeriesFreshness(sql: ISql, ids: string[], instant: nu
   return each.find((f) => f.stale) ?? freshness<SeriesStaleReason>();
 }
 
+/** An instrument's asset class and the day of its last 1-minute bar, as readLastMinuteBarDay finds them. */
+export type LastMinuteBar = { assetClass: string; lastBar: string | null };
+
 /**
- * An intraday series' freshness at `instant`: its last 1-minute bar at or
- * before it and known by then, on the New York day (UTC day for crypto) of
- * the last completed session or later, else stale. `readBars`: the read
- * returned bars, all known at `instant`, so the series has one; when none is
- * in the recent days it is behind, and the unbounded lookup, there only to
- * tell series_behind from no_bars, is not made (6.2 ms of a year's hourly
- * read, planned over its 53 weekly chunks).
+ * The instrument's asset class and its last 1-minute bar in the RECENT_DAYS
+ * before `instant`, known by then (lastBar null: none there); undefined for
+ * an unknown instrument. An intraday read takes it as its instrument check
+ * too, and hands it to intradayFreshness.
  */
-export async function intradayFreshness(sql: ISql, id: string, instant: number, readBars = false): Promise<Freshness<SeriesStaleReason>> {
-  const at = new Date(instant);
+export function recentMinuteBar(sql: ISql, id: string, instant: number): Promise<LastMinuteBar | undefined> {
   // Not before FIRST_DAY: a Date before it is sent as year 0, which PostgreSQL refuses.
   const recentFrom = new Date(Math.max(instant - RECENT_DAYS * 86_400_000, FIRST_DAY_MS));
-  const recent = await readLastMinuteBarDay(sql, id, at, recentFrom);
-  if (recent?.lastBar === null && readBars) return freshness<'series_behind'>('series_behind');
-  const row = recent?.lastBar === null ? await readLastMinuteBarDay(sql, id, at, null) : recent;
+  return readLastMinuteBarDay(sql, id, new Date(instant), recentFrom);
+}
+
+/**
+ * An intraday series' freshness at `instant`, from its recent last bar
+ * (recentMinuteBar): its last 1-minute bar at or before `instant` and known
+ * by then, on the New York day (UTC day for crypto) of the last completed
+ * session or later, else stale. `readBars`: the read returned bars, all
+ * known at `instant`, so the series has one; when none is in the recent days
+ * it is behind, and the unbounded lookup, there only to tell series_behind
+ * from no_bars, is not made (6.2 ms of a year's hourly read, planned over
+ * its 53 weekly chunks).
+ */
+export async function intradayFreshness(
+  sql: ISql,
+  id: string,
+  instant: number,
+  recent: LastMinuteBar,
+  readBars: boolean,
+): Promise<Freshness<SeriesStaleReason>> {
+  if (recent.lastBar === null && readBars) return freshness<'series_behind'>('series_behind');
+  const row = recent.lastBar === null ? await readLastMinuteBarDay(sql, id, new Date(instant), null) : recent;
   return seriesFreshness(row?.lastBar, instant, row?.assetClass);
 }

@@ -10,10 +10,10 @@ import { joinIntradayTexts, readIntradayEmptyReason, readIntradayText, readsStor
 import { INTERVAL_MINUTES, INTRADAY_ASSET_CLASSES, type DailyPricesQuery, type INTERVALS } from './schema.ts';
 import { readInExportedSnapshot, readInSnapshot } from '../db/snapshot.ts';
 import type { ISql } from '../db/sql.ts';
-import { AppError } from '../core/errors.ts';
+import { AppError, notFound } from '../core/errors.ts';
 import { type Meta, sourcesMeta } from '../core/meta.ts';
 import { readInstant } from '../core/freshness.ts';
-import { dailySeriesFreshness, intradayFreshness } from './freshness.ts';
+import { dailySeriesFreshness, intradayFreshness, recentMinuteBar, type LastMinuteBar } from './freshness.ts';
 import { withoutGatherWorkers } from './read-settings-repository.ts';
 import type { TextFormat } from '../core/params.ts';
 import type { PointInTime } from '../core/time.ts';
@@ -96,30 +96,45 @@ export async function readIntradayBars(
   const from = new Date(`${q.from}T00:00:00.000Z`);
   const to = new Date(`${q.to}T23:59:59.999Z`);
   const barMs = INTERVAL_MINUTES[q.interval] * 60_000;
-  const checked = async (sql: ISql) => {
-    const instrument = await requireInstrument(sql, id);
-    if (!(INTRADAY_ASSET_CLASSES as readonly string[]).includes(instrument.assetClass)) {
+  // Judged at the read's instant: the asOf, else the time of reading.
+  const instant = knownAt?.getTime() ?? Date.now();
+  // The instrument's check is the series' recent last bar, which its
+  // freshness needs too: an unknown id has none, and it names the asset class.
+  const checked = (recent: LastMinuteBar | undefined): LastMinuteBar => {
+    if (!recent) throw notFound('instrument');
+    if (!(INTRADAY_ASSET_CLASSES as readonly string[]).includes(recent.assetClass)) {
       throw new AppError('invalid_request', `intraday bars are served for ${INTRADAY_ASSET_CLASSES.join(', ')} only`, {
-        id: [`asset class ${instrument.assetClass} has no intraday bars`],
+        id: [`asset class ${recent.assetClass} has no intraday bars`],
       });
     }
+    return recent;
   };
-  // Judged at the read's instant: the asOf, else the time of reading.
-  const after = async (sql: ISql, bars: IntradayText) => ({
+  const after = async (sql: ISql, recent: LastMinuteBar, bars: IntradayText) => ({
     bars,
-    fresh: await intradayFreshness(sql, id, knownAt?.getTime() ?? Date.now(), bars.bars.length > 0),
+    fresh: await intradayFreshness(sql, id, instant, recent, bars.bars.length > 0),
     empty: bars.bars.length ? null : await readIntradayEmptyReason(sql, id, from, to, knownAt),
   });
   const { bars, fresh, empty } = await db.run(async (sql) => {
     const storedText = await readsStoredText(sql, q.interval, knownAt);
     // Stored text is joined, not written: one statement is quickest.
     if (storedText || (to.getTime() - from.getTime()) / barMs < SPLIT_INTRADAY_BARS) {
-      await checked(sql);
-      return after(sql, await readIntradayText(sql, format, id, q.interval, from, to, knownAt, storedText));
+      // The lookup runs beside the bars' statement, on a second connection
+      // when one is free now, else before it: with a year of 1-hour bars on
+      // 2 cores it took 1 to 2.6 ms a read (the mean of 200 reads, in two
+      // runs), which the read no longer waits for.
+      const beside = db.tryRun((other) => recentMinuteBar(other, id, instant));
+      if (!beside) {
+        const recent = checked(await recentMinuteBar(sql, id, instant));
+        return after(sql, recent, await readIntradayText(sql, format, id, q.interval, from, to, knownAt, storedText));
+      }
+      // Awaited below; when the bars' statement fails first, it settles unobserved.
+      beside.catch(() => {});
+      const text = await readIntradayText(sql, format, id, q.interval, from, to, knownAt, storedText);
+      return after(sql, checked(await beside), text);
     }
     // Both halves read one snapshot, so the answer is what one statement would give.
     return readInExportedSnapshot(sql, async (tx, snapshot) => {
-      await checked(tx);
+      const recent = checked(await recentMinuteBar(tx, id, instant));
       if (knownAt) await withoutGatherWorkers(tx);
       // The later half starts on a bar boundary of the interval (bars start on whole multiples of it).
       const middle = new Date(Math.ceil((from.getTime() + to.getTime()) / 2 / barMs) * barMs);
@@ -131,11 +146,11 @@ export async function readIntradayBars(
         }),
       );
       // No connection free now: one statement reads the whole window.
-      if (!second) return after(tx, await readIntradayText(tx, format, id, q.interval, from, to, knownAt));
+      if (!second) return after(tx, recent, await readIntradayText(tx, format, id, q.interval, from, to, knownAt));
       // Awaited below; when the first half fails first, it settles unobserved.
       second.catch(() => {});
       const first = await readIntradayText(tx, format, id, q.interval, from, endOfFirst, knownAt);
-      return after(tx, joinIntradayTexts(format, first, await second));
+      return after(tx, recent, joinIntradayTexts(format, first, await second));
     });
   });
   // The bars carry no asOf of their own in the answer: meta reports the asOf asked for, else the latest, or the time of reading without bars.

@@ -593,6 +593,19 @@ describe('intraday bars', () => {
     }
   });
 
+  it('when no instrument has the id, then intraday is 404 at every interval, a 1-hour year (one statement) and a 1-minute month (split) alike', async () => {
+    const unknown = '00000000-0000-4000-8000-00000000abcd';
+    for (const q of [
+      'from=2024-03-04&to=2024-03-04&interval=1min',
+      'from=2023-01-01&to=2023-12-31&interval=1hour',
+      'from=2024-03-01&to=2024-03-31&interval=1min',
+    ]) {
+      const res = await svc.get(`/v1/instruments/${unknown}/intraday?${q}`, key);
+      expect(res.status).toBe(404);
+      expect(res.body.error).toMatchObject({ code: 'not_found', message: 'instrument not found' });
+    }
+  });
+
   it('when a minute bar is not on a whole minute, then the batch is refused naming the row', async () => {
     const { id } = await createInstrument(svc);
     const res = await svc.admin('POST', '/bars/intraday', [

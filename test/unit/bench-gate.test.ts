@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CHECK_DIR, GATE_BARS, gateEnv, gateTable, judge } from '../../bench/check.ts';
+import { CHECK_DIR, confirmed, GATE_BARS, gateEnv, gateTable, judge, toRunAgain } from '../../bench/check.ts';
 import { ROOT } from '../../bench/report.ts';
 
 const spread = (median: number) => ({ median, min: median - 0.1, max: median + 0.2, p25: median - 0.05, p75: median + 0.05, rounds: 15, byRound: [] });
@@ -86,6 +86,34 @@ describe('the bench:check gate', () => {
       [true, null],
     ]);
     expect(gateTable(rows)).toContain('FAIL (no ratio)');
+  });
+
+  it('runs again only the scenarios above an enforced bar, and fails a bar only when its ratio is above it in both runs', () => {
+    const bars = GATE_BARS.map((b) => ({ ...b, notEnforced: b.scenario === 'bulk-read' ? 'a reason' : undefined }));
+    const first = judge(
+      summary({ 'bulk-read': bulk(1.4), intraday: intraday(1.53), 'platform-overhead': { scenario: 'platform-overhead', error: 'boom' } }),
+      bars,
+    );
+    // Bulk is above a bar not enforced, and platform gave no ratio: neither is run again.
+    expect(toRunAgain(first)).toEqual(['intraday']);
+    const againBars = bars.filter((b) => b.scenario === 'intraday');
+
+    const noise = confirmed(first, judge(summary({ intraday: intraday(1.38) }), againBars));
+    expect(noise.map((r) => [r.scenario, r.value, r.failsGate, r.firstRun])).toEqual([
+      ['bulk-read', 1.4, false, undefined],
+      ['intraday', 1.38, false, 1.53],
+      ['platform-overhead', null, true, undefined],
+    ]);
+    expect(gateTable(noise)).toMatch(/^intraday .* 1\.38× \(first run 1\.53×\) .* pass$/m);
+
+    const regression = confirmed(first, judge(summary({ intraday: intraday(1.93) }), againBars));
+    expect(regression[1]).toMatchObject({ value: 1.93, failsGate: true, firstRun: 1.53 });
+    expect(gateTable(regression)).toMatch(/^intraday .* 1\.93× \(first run 1\.53×\) .* FAIL \(above its bar\)$/m);
+
+    // A second run that gives no ratio fails the bar with its problem.
+    const broken = confirmed(first, judge(summary({}, 'the run exceeded BENCH_MAX_SECONDS=60'), againBars));
+    expect(broken[1]).toMatchObject({ value: null, failsGate: true, firstRun: 1.53 });
+    expect(broken[1].problem).toContain('BENCH_MAX_SECONDS=60');
   });
 
   it("runs with its own sizes and results folder, dropping the caller's other BENCH_* settings", () => {
