@@ -28,6 +28,16 @@ export function withReadScope(next: () => void): void {
   scopes.run({ asOf: null, server: null, behindThrough: null }, next);
 }
 
+/**
+ * Runs `read` with a read scope of its own whose cut-off is `instant`, as a
+ * request with that asOf has: work outside a request that reads as of a
+ * pinned instant (an export job) runs its units on a replica that has
+ * replayed past it, else on the primary, and on one server while it stays so.
+ */
+export function inReadScopeAt<T>(instant: Date, read: () => Promise<T>): Promise<T> {
+  return scopes.run({ asOf: instant.getTime(), server: null, behindThrough: null }, read);
+}
+
 /** The current request's read scope; undefined outside one (no replicas, or not a public request). */
 export function currentReadScope(): ReadScope | undefined {
   return scopes.getStore();

@@ -1,4 +1,5 @@
 import type { Reads, Units } from '../db/database.ts';
+import { inReadScopeAt } from '../db/read-scope.ts';
 import { InstrumentIdSchema } from '../core/ids.ts';
 import { type Meta, sourcesMeta } from '../core/meta.ts';
 import { freshness, type Freshness } from '../core/freshness.ts';
@@ -49,7 +50,7 @@ export function planFiles(r: Pick<NormalisedRequest, 'dataset' | 'from' | 'to' |
 export interface JobContext {
   /** Writes and the lease checks: the primary. */
   db: Units;
-  /** Bar reads: the read router (a replica past asOf, else the primary). */
+  /** Bar reads: the read router, each job in a read scope at its pinned asOf (a replica that has replayed past it, else the primary). */
   readDb: Reads;
   /** The lane of readDb that export page reads share, so that exports never hold more of the pool than it. */
   pages: Units;
@@ -64,9 +65,13 @@ export interface JobContext {
  * the one it replaces. What an earlier holder left of an unfinished file is
  * deleted first.
  */
-export async function writeJobFiles(ctx: JobContext, job: JobRow, token: string): Promise<void> {
+export function writeJobFiles(ctx: JobContext, job: JobRow, token: string): Promise<void> {
+  const asOf = AsOfSchema.parse(job.request.asOf);
+  return inReadScopeAt(asOf.instant, () => writeFiles(ctx, job, token, asOf));
+}
+
+async function writeFiles(ctx: JobContext, job: JobRow, token: string, asOf: PointInTime): Promise<void> {
   const r = job.request;
-  const asOf = AsOfSchema.parse(r.asOf);
   const files = planFiles(r);
   const daily = r.dataset === 'daily-prices';
   const ids = await ctx.readDb.run((sql) =>

@@ -143,6 +143,7 @@ describe.skipIf(!HAVE_PG_BIN)('read replicas: a real primary and streaming repli
       DATABASE_REPLICA_URLS: pair.replicaUrl,
       DATABASE_REPLICA_MAX_LAG_MS: '600000',
       RATE_LIMIT_LIVE_PER_MINUTE: '100000',
+      EXPORTS_POLL_MS: '100',
     });
     const patientKey = await patient.keyWith(['prices:read']);
     const read = async (query: string) => {
@@ -194,6 +195,31 @@ describe.skipIf(!HAVE_PG_BIN)('read replicas: a real primary and streaming repli
       const onPrimary = await unitsOn('primary', 'as_of_not_replayed');
       expect((await read(`&asOf=${new Date().toISOString()}`)).close).toBe(102);
       expect(await unitsOn('primary', 'as_of_not_replayed')).toBeGreaterThan(onPrimary);
+
+      // An export job is pinned to the instant it was accepted, after the correction: its reads, made outside any
+      // request, go to the primary too, and its file holds the correction.
+      const beforeJob = await unitsOn('primary', 'as_of_not_replayed');
+      const posted = await patient.post('/v1/exports', patientKey, {
+        dataset: 'daily-prices',
+        instrumentIds: [id],
+        from: '2024-03-01',
+        to: '2024-03-01',
+        format: 'csv',
+        compression: 'none',
+      });
+      expect(posted.status).toBe(202);
+      const job = await until(
+        async () => {
+          const res = await patient.get(`/v1/exports/${posted.body.data.id}`, patientKey);
+          return ['ready', 'failed'].includes(res.body.data?.status) ? res.body.data : null;
+        },
+        { timeoutMs: 30_000, what: 'the export job ends', intervalMs: 50 },
+      );
+      expect(job.status).toBe('ready');
+      const csv = await (await fetch(job.files[0].url)).text();
+      const [header, row] = csv.split('\r\n');
+      expect(row.split(',')[header.split(',').indexOf('closePrice')]).toBe('102');
+      expect(await unitsOn('primary', 'as_of_not_replayed')).toBeGreaterThan(beforeJob);
     } finally {
       await replica`select pg_wal_replay_resume()`;
       await replica.end();
