@@ -19,6 +19,7 @@ const AREAS = [
   'earnings',
   'economic-events',
   'event-reactions',
+  'exports',
   'fx',
   'implied-volatility',
   'ingest',

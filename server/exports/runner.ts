@@ -25,7 +25,7 @@ interface Running {
  * The export runner of one serving process. Every EXPORTS_POLL_MS it sweeps
  * expired files, samples the job metrics, and takes queued jobs (or jobs
  * whose holder's lease ran out) while the whole service runs fewer than
- * EXPORTS_RUNNING_MAX (repository.ts, claimJob). A job it runs is kept by a
+ * EXPORTS_RUNNING_MAX (lease-repository.ts, claimJob). A job it runs is kept by a
  * heartbeat that renews its lease every third of EXPORTS_LEASE_MS; when a
  * renewal finds the job no longer its own (cancelled, deleted, taken after a
  * stall), the work stops at the next instrument, and a chunk write refuses

@@ -207,7 +207,7 @@ describe.skipIf(SKIP_BROWSER)('the reference page in a browser', () => {
       await page.goto(`${svc.runtime.publicUrl}/docs`);
       await page.waitForSelector('.opblock', { timeout: 20_000 });
       await page.evaluate(
-        (k) => (window as unknown as { ui: { preauthorizeApiKey(name: string, value: string): void } }).ui.preauthorizeApiKey('apiKey', k),
+        (k) => (window as typeof window & { ui: { preauthorizeApiKey(name: string, value: string): void } }).ui.preauthorizeApiKey('apiKey', k),
         key,
       );
       const operation = page.locator('#operations-Sentiment-listSentimentSourceLeads');

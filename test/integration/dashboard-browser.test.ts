@@ -507,7 +507,7 @@ describe.skipIf(SKIP_BROWSER)('dashboard in a browser', () => {
       await page.evaluate(axeSource);
       const { violations, passes } = await page.evaluate(async () => {
         type Rule = { id: string; impact: string; nodes: unknown[] };
-        const result = await (window as unknown as { axe: { run: () => Promise<{ violations: Rule[]; passes: Rule[] }> } }).axe.run();
+        const result = await (window as typeof window & { axe: { run: () => Promise<{ violations: Rule[]; passes: Rule[] }> } }).axe.run();
         return { violations: result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length })), passes: result.passes.length };
       });
       // Not vacuous: axe ran its rules on the page.

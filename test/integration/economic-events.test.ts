@@ -154,7 +154,7 @@ describe('provider strings are kept byte for byte', () => {
     const long = await post([release('2103-01-07T12:00:00Z', { forecast: 'x'.repeat(65) })]);
     expect(long.status).toBe(400);
     expect(Object.keys(long.body.error.details)).toEqual(['rows[0].forecast']);
-    const number = await post([release('2103-01-08T12:00:00Z', { actual: 3.4 as unknown as string })]);
+    const number = await post([{ ...release('2103-01-08T12:00:00Z'), actual: 3.4 }]);
     expect(number.status).toBe(400);
     expect(number.body.error.details).toEqual({ 'rows[0].actual': ["must be text (the provider's string) or null; received the number 3.4"] });
     expect(await storedInYear(2103)).toBe(0);

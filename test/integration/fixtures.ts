@@ -8,6 +8,8 @@ export const uniqueSymbol = (stem = 'T') => `${stem}${randomUUID().replace(/-/g,
 export async function createInstrument(
   svc: Service,
   fields: Partial<{
+    /** A fixed id, for a test whose expected values are derived from it (else a random one). */
+    id: string;
     assetClass: string;
     displayName: string;
     symbols: { symbol: string; validFrom: string | null; validTo?: string | null }[];
@@ -18,7 +20,7 @@ export async function createInstrument(
     region: string;
   }> = {},
 ): Promise<{ id: InstrumentId; symbol: string }> {
-  const id = InstrumentIdSchema.parse(randomUUID());
+  const id = InstrumentIdSchema.parse(fields.id ?? randomUUID());
   const symbol = fields.symbols?.at(-1)?.symbol ?? uniqueSymbol();
   const res = await svc.admin('POST', '/instruments', [
     {

@@ -36,9 +36,9 @@ function exposedSeries(text: string): Map<string, string> {
 function declaredLabels(): Map<string, string[]> {
   return new Map(
     registry.getMetricsAsArray().map((m) => {
-      const labelNames = (m as unknown as { labelNames: unknown }).labelNames;
+      const labelNames: unknown = Reflect.get(m, 'labelNames');
       if (!Array.isArray(labelNames)) throw new Error(`prom-client metric ${m.name} has no labelNames array`);
-      return [m.name, labelNames as string[]];
+      return [m.name, labelNames.map(String)];
     }),
   );
 }

@@ -195,12 +195,18 @@ function holdDownload(url: string, key: string): Promise<{ status: number; reque
 
 /** A WEB_CONCURRENCY=2 service started before the describe block's tests and stopped after them, with its own DATA_DIR. */
 function startedForTheBlock(stem: string, env: Record<string, string>): { readonly svc: ServiceProcesses } {
-  const started = { svc: undefined as unknown as ServiceProcesses };
+  let svc: ServiceProcesses | undefined;
+  const started = {
+    get svc(): ServiceProcesses {
+      if (!svc) throw new Error(`the block's service (${stem}) has not started`);
+      return svc;
+    },
+  };
   let dataDir: string;
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(os.tmpdir(), stem));
-    started.svc = new ServiceProcesses(dataDir, env);
-    await started.svc.ready();
+    svc = new ServiceProcesses(dataDir, env);
+    await svc.ready();
   }, DEADLINE_MS * 2);
   afterAll(async () => {
     await started.svc?.stop();

@@ -4,8 +4,8 @@ import { adminDocument, publicDocument } from '../../server/wiring/api-documents
 import { bySpecificity } from '../../server/http/router.ts';
 import { VERSION } from '../../server/core/version.ts';
 
-// ajv-formats is CommonJS with a default export.
-const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+// ajv-formats is CommonJS: its plugin is module.exports and, for ES modules, its default.
+const addFormats = addFormatsModule.default;
 
 interface Operation {
   documentId: string;

@@ -25,6 +25,8 @@ export function servedRoutes(app: Express, prefix: string): string[] {
       }
     }
   };
-  walk((app as unknown as { router: { stack: Layer[] } }).router.stack, '');
+  // Express keeps its router on the app without typing it.
+  const router: unknown = Reflect.get(app, 'router');
+  walk((router as { stack: Layer[] }).stack, '');
   return out.filter((r) => r.split(' ')[1].startsWith(`${prefix}/`));
 }

@@ -280,11 +280,13 @@ describe('cost', () => {
     const start = days.indexOf(dayOf('2010-03-01'));
     const reads = new Set<number>();
     const closes = new Proxy(
-      days.map((_, i) => 100 + (i % 7)),
+      Float64Array.from(days, (_, i) => 100 + (i % 7)),
       {
-        get(target, key, receiver) {
+        get(target, key) {
           if (typeof key === 'string' && /^\d+$/.test(key)) reads.add(Number(key));
-          return Reflect.get(target, key, receiver);
+          // Not the proxy as receiver: a typed array's length and methods need the array itself.
+          const value: unknown = Reflect.get(target, key);
+          return typeof value === 'function' ? value.bind(target) : value;
         },
       },
     );
@@ -293,7 +295,7 @@ describe('cost', () => {
       [{ days, closes: [] }],
       days.slice(start, start + 20).map((day, i) => ({ instrument: 0, group: 0, day, score: i % 5 })),
     );
-    input.closes = closes as unknown as Float64Array;
+    input.closes = closes;
     const [lead]: SourceLead[] = sourceLeads(input);
     expect(lead.correlationByLag[0].sampleSize).toBe(20);
     expect(Math.min(...reads)).toBe(start - 1);

@@ -456,7 +456,7 @@ describe('integration metadata and quadrature', () => {
     expect(b.riskMetrics.standardDeviation).toBeCloseTo(a.riskMetrics.standardDeviation * 500, 7);
     expect(b.probabilityOfProfit).toBeCloseTo(a.probabilityOfProfit, 14);
     expect(b.riskMetrics.kellyFraction as number).toBeCloseTo(a.riskMetrics.kellyFraction as number, 10);
-    expect(b.breakevens).toEqual(a.breakevens.map((x) => expect.closeTo(x, 10)) as unknown as number[]);
+    expect(b.breakevens).toEqual(a.breakevens.map((x) => expect.closeTo(x, 10)));
   });
 
   it('legs are echoed with their fair values and cash flows', () => {
