@@ -29,6 +29,7 @@ export const SCENARIOS = [
   'processes',
   'growth',
   'exports',
+  'idle-sockets',
 ] as const;
 
 type Json = Record<string, unknown>;
@@ -341,6 +342,7 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
   },
   'password-hashing': passwordHashingRows,
   'wide-bodies': wideBodiesRows,
+  'idle-sockets': idleSocketsRows,
   processes: (r) => {
     const route = (key: string, what: string): Row[] => [
       [
@@ -476,6 +478,30 @@ function wideBodiesRows(r: Json): Row[] {
     ],
     flood('wideObjectFlood', 'readerP50WithWideObjectFloodOverWithout', 'the same object'),
     flood('longTextFlood', 'readerP50WithLongTextFloodOverWithout', 'a body of the same size holding one long text'),
+  ];
+}
+
+/** The headline rows of idle-sockets. */
+function idleSocketsRows(r: Json): Row[] {
+  const side = (path: string) => `${ms(at(r, `${path}.latencyMs.p99`))} (p50 ${ms(at(r, `${path}.latencyMs.p50`))}, max ${ms(at(r, `${path}.latencyMs.max`))})`;
+  const errors = (path: string) => fmt(at(r, `${path}.errors`), 0);
+  return [
+    [
+      `an instrument search every ${fmt(at(r, 'config.probeIntervalMs'), 0)} ms from 127.0.0.1, each on a new connection, while ${fmt(at(r, 'config.idleSockets'), 0)} idle sockets from 127.0.0.2 are reopened as soon as closed (${fmt(at(r, 'measured.flood.refusalsPerSecond'), 0)} refused a second): p99`,
+      side('measured.withFlood'),
+      `no flood: ${side('baseline.withoutFlood')}`,
+      roundsRatio(r, 'ratios.p99WithFloodOverWithout'),
+      text(at(r, 'targets.p99WithFloodMs')),
+      met(at(r, 'meetsTarget.p99WithFloodMs')),
+    ],
+    [
+      'the same, probes not answered 200',
+      `${errors('measured.withFlood')} of ${fmt(at(r, 'measured.withFlood.probes'), 0)}`,
+      `no flood: ${errors('baseline.withoutFlood')} of ${fmt(at(r, 'baseline.withoutFlood.probes'), 0)}`,
+      '',
+      'none',
+      met(at(r, 'meetsTarget.everyProbeAnswered200')),
+    ],
   ];
 }
 

@@ -32,6 +32,7 @@ const SCENARIOS: Record<string, () => Promise<Scenario>> = {
   processes: async () => (await import('./processes.ts')).run,
   growth: async () => (await import('./growth.ts')).run,
   exports: async () => (await import('./exports.ts')).run,
+  'idle-sockets': async () => (await import('./idle-sockets.ts')).run,
 };
 
 // A hard stop for the whole run, whatever happens: children and databases are

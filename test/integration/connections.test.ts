@@ -164,7 +164,7 @@ describe('idle sockets from one address', () => {
     { timeout: 180_000 },
     async () => {
       const port = portOf(svc);
-      const flood = spawn(process.execPath, [path.join(PROJECT_ROOT, 'test/integration/idle-flood.ts')], {
+      const flood = spawn(process.execPath, [path.join(PROJECT_ROOT, 'bench/lib/idle-flood.ts')], {
         env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1', LOCAL_ADDRESS: ATTACKER, COUNT: String(IDLE) },
         stdio: ['pipe', 'pipe', 'inherit'],
       });

@@ -1,10 +1,11 @@
-// A hostile client for test/integration/connections.test.ts, run as a child
-// process so that its churn is not on the event loop of the service it
-// floods: holds COUNT connections from LOCAL_ADDRESS to HOST:PORT, sends
-// nothing on them, and opens a new one as soon as any is closed. It prints
-// one JSON line once every connection has been accepted at least once
-// ({"ready": true}), and, when its standard input ends, closes everything
-// and prints its counts ({"connects", "closes"}) before exiting.
+// A hostile client for bench/idle-sockets.ts and
+// test/integration/connections.test.ts, run as a child process so that its
+// churn is not on the event loop of the service it floods: holds COUNT
+// connections from LOCAL_ADDRESS to HOST:PORT, sends nothing on them, and
+// opens a new one as soon as any is closed. It prints one JSON line once
+// every connection has been accepted at least once ({"ready": true}), and,
+// when its standard input ends, closes everything and prints its counts
+// ({"connects", "closes"}) before exiting.
 import { connect, type Socket } from 'node:net';
 
 const port = Number(process.env.PORT);
