@@ -98,6 +98,15 @@ async function detectTier(sql: ISql): Promise<{ tier: StorageTier; version: stri
 export type MigrationLog = (msg: string, level?: 'info' | 'warn') => void;
 
 /**
+ * How far migrate() goes: every file of sql/ (the service), or the files up
+ * to and including version `through`, for a test that builds a database as
+ * an installation of that version left it and then migrates the rest.
+ */
+export interface MigrationTarget {
+  through?: number;
+}
+
+/**
  * Runs the forward-only migrations in sql/ once each, on a connection of its
  * own (the advisory lock and the transactions below are per session; a
  * one-connection client keeps them on one session without postgres.js's
@@ -110,14 +119,20 @@ export type MigrationLog = (msg: string, level?: 'info' | 'warn') => void;
  * behind a transaction-mode pooler), and then the settings of the pooled
  * sessions on `url` are checked: a refusal is thrown, a warning logged.
  */
-export async function migrate(url: string, dataSteps: DataSteps, log: MigrationLog = () => {}, pooler?: PoolerConfig): Promise<MigrationReport> {
-  const report = await migrateOn(pooler ? sessionUrl(url, pooler) : url, dataSteps, log);
+export async function migrate(
+  url: string,
+  dataSteps: DataSteps,
+  log: MigrationLog = () => {},
+  pooler?: PoolerConfig,
+  target: MigrationTarget = {},
+): Promise<MigrationReport> {
+  const report = await migrateOn(pooler ? sessionUrl(url, pooler) : url, dataSteps, log, target);
   if (pooler) for (const warning of await checkPooledSettings(url, pooler)) log(warning, 'warn');
   return report;
 }
 
-async function migrateOn(url: string, dataSteps: DataSteps, log: MigrationLog): Promise<MigrationReport> {
-  const files = await readMigrationFiles();
+async function migrateOn(url: string, dataSteps: DataSteps, log: MigrationLog, { through = Infinity }: MigrationTarget): Promise<MigrationReport> {
+  const files = (await readMigrationFiles()).filter((file) => file.version <= through);
   const conn = createSql(url, { max: 1, name: 'migrate', statementTimeoutMs: 0 });
   try {
     await conn`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`;

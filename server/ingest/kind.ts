@@ -69,8 +69,12 @@ export interface KeyedIngestKind<Row> extends IngestKindRows<Row> {
   key: RowKey<Row>;
   /** Starts one upload: what writes its batches, and keeps what they share until the upload ends. */
   startUpload(): KeyedUpload;
-  /** What an upload that stored or rewrote rows of these instruments changed (DataChanges). */
-  changes?(instrumentIds: string[]): DataChanges;
+  /**
+   * What an upload that stored or rewrote rows of these instruments changed
+   * (DataChanges), given each instrument's first and last time ordinal among
+   * the upload's rows.
+   */
+  changes?(instrumentIds: string[], spans: ReadonlyMap<string, OrdinalRange>): DataChanges;
   /** Optional: when a row's values can first have been known, which may depend on its instrument (KnowledgeRule). */
   knowledge?: KnowledgeRule<Row>;
   /**
@@ -170,10 +174,23 @@ export interface DataChanges {
   optionDays?: { instrumentId: InstrumentId; day: string }[];
   /** Instruments whose daily bars or corporate actions changed: their adjusted closes. */
   adjustedCloses?: string[];
+  /**
+   * Instruments whose daily bars changed, each with the first and last bar
+   * date of the upload's rows: the implied-volatility snapshots whose windows
+   * of raw bars may hold them.
+   */
+  rawBarDays?: RawBarDays[];
   /** Instruments whose news changed: their event reactions. */
   news?: string[];
   /** Sentiment scores were stored or corrected: the source leads, which pool every instrument's scores. */
   sentiment?: true;
+}
+
+/** An instrument's daily bars an upload wrote, by their first and last bar date (yyyy-mm-dd). */
+export interface RawBarDays {
+  instrumentId: InstrumentId;
+  from: string;
+  to: string;
 }
 
 /** What an upload reports to the admin API and the CLI: the result, and what it changed (see DataChanges). */

@@ -1,11 +1,12 @@
 import type { z } from 'zod';
 import type { ISql } from '../db/sql.ts';
 import { copyLine } from './copy-text.ts';
-import type { IngestKind, KnowledgeRule, UploadStamp } from './kind.ts';
+import type { IngestKind, KnowledgeRule, OrdinalRange, UploadStamp } from './kind.ts';
 import type { InstrumentMarket } from '../core/session-close.ts';
 import * as repo from './repository.ts';
 import { AppError } from '../core/errors.ts';
 import { hasNestedValue, mayHoldUnstorableText, refusalDetails, unstorableText } from '../core/validate.ts';
+import { entryOf } from '../core/map-entry.ts';
 
 // What one uploaded row must be, whichever way its kind writes it: its schema
 // (or its kind's hot path), text PostgreSQL can store, its key once in the
@@ -92,12 +93,36 @@ export class RowKeys {
     return [...this.pages.keys()];
   }
 
+  /** Each instrument's first and last time ordinal, read from its bitmap once the upload has ended rather than kept per row. */
+  spans(): Map<string, OrdinalRange> {
+    const out = new Map<string, OrdinalRange>();
+    for (const [id, pages] of this.pages) {
+      const numbers = [...pages.keys()];
+      const [low, high] = [Math.min(...numbers), Math.max(...numbers)];
+      out.set(id, { first: low * 4096 + firstBit(entryOf(pages, low)), last: high * 4096 + lastBit(entryOf(pages, high)) });
+    }
+    return out;
+  }
+
   /** The instruments first seen since the last call. */
   takeUnchecked(): { id: string; firstRow: number }[] {
     const out = this.unchecked;
     this.unchecked = [];
     return out;
   }
+}
+
+/** The offset of the lowest bit set in a page (every stored page has one). */
+function firstBit(bits: Uint32Array): number {
+  const word = bits.findIndex((w) => w !== 0);
+  return word * 32 + (31 - Math.clz32(bits[word] & -bits[word]));
+}
+
+/** The offset of the highest bit set in a page. */
+function lastBit(bits: Uint32Array): number {
+  let word = bits.length - 1;
+  while (bits[word] === 0) word--;
+  return word * 32 + (31 - Math.clz32(bits[word]));
 }
 
 /** The 400 for one bad field of one row, which leaves the whole upload unstored. */

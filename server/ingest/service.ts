@@ -155,7 +155,7 @@ async function writeKeyed<Row>(
     ...counts,
     unchanged: rows - counts.inserted - counts.updated,
     ...writer.summarise?.(range),
-    ...(changed && kind.changes ? { changes: kind.changes(keys.instrumentIds()) } : {}),
+    ...(changed && kind.changes ? { changes: kind.changes(keys.instrumentIds(), keys.spans()) } : {}),
   };
   return { result, range };
 }

@@ -1,3 +1,4 @@
+import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import { countedStagedUpsert, stagedUpsert } from '../ingest/repository.ts';
@@ -337,6 +338,58 @@ export function snapshotDaysToDerive(sql: ISql, scope: { days?: SnapshotDay[]; i
     group by c.instrument_id, d.day
     order by 1, 2
   `;
+}
+
+/** Calendar days of quotes one page of derivableQuoteDays reads. */
+const QUOTE_DAYS_PAGE = 64;
+
+/** The UTC day of the underlying's first quote observed at or after `from` (an instant), null when none. */
+function firstQuoteDay(sql: ISql, instrumentId: postgres.Fragment, from: postgres.Fragment): postgres.Fragment {
+  return sql`(
+    select (min(q.observed_at) at time zone 'UTC')::date::text
+    from option_contracts c
+    join option_quotes q on q.contract_id = c.id and q.observed_at >= ${from}
+    where c.instrument_id = ${instrumentId}
+  )`;
+}
+
+/** Each underlying's first UTC day with a quote on or after its `day`; an underlying with none is absent. */
+export async function firstQuoteDays(sql: ISql, starts: SnapshotDay[]): Promise<Map<InstrumentId, string>> {
+  const rows = await sql<{ instrumentId: InstrumentId; day: string | null }[]>`
+    select s.instrument_id as "instrumentId", ${firstQuoteDay(sql, sql`s.instrument_id`, sql`s.day::timestamp at time zone 'UTC'`)} as day
+    from unnest(${starts.map((s) => s.instrumentId)}::uuid[], ${starts.map((s) => s.day)}::date[]) as s (instrument_id, day)
+  `;
+  return new Map(rows.flatMap((r) => (r.day === null ? [] : [[r.instrumentId, r.day] as const])));
+}
+
+/**
+ * The UTC days of the underlying's quotes in the 64 calendar days from
+ * `from` whose snapshot is absent or derived (an ingested one is never
+ * replaced), in order, and the day of its first quote after them (null: none),
+ * where the next page starts. Paged so that a bar upload reaching back years
+ * reads the quotes only as far as the snapshots its bars can reach.
+ */
+export async function derivableQuoteDays(sql: ISql, instrumentId: InstrumentId, from: string): Promise<{ days: string[]; next: string | null }> {
+  const [row] = await sql<{ days: string[]; next: string | null }[]>`
+    with quoted as (
+      select distinct (q.observed_at at time zone 'UTC')::date as day
+      from option_contracts c
+      join option_quotes q on q.contract_id = c.id
+        and q.observed_at >= ${from}::date::timestamp at time zone 'UTC'
+        and q.observed_at < (${from}::date + ${QUOTE_DAYS_PAGE}::int)::timestamp at time zone 'UTC'
+      where c.instrument_id = ${instrumentId}
+    )
+    select
+      array(
+        select d.day::text
+        from quoted d
+        left join iv_snapshots v on v.instrument_id = ${instrumentId} and v.as_of_date = d.day
+        where v.instrument_id is null or v.source like 'derived%'
+        order by d.day
+      ) as days,
+      ${firstQuoteDay(sql, sql`${instrumentId}::uuid`, sql`(${from}::date + ${QUOTE_DAYS_PAGE}::int)::timestamp at time zone 'UTC'`)} as next
+  `;
+  return row;
 }
 
 /** The (underlying, UTC day) pairs of the staged quotes. */

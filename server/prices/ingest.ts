@@ -16,6 +16,7 @@ import {
 } from './bar-rows.ts';
 import { appendDailyBars, DAILY_COLUMNS, latestBarDates, writeStagedDailyBars } from '../price-history/bars-repository.ts';
 import { dayNumber, dayToDate } from '../core/day-numbers.ts';
+import { InstrumentIdSchema } from '../core/ids.ts';
 import { latestSessionClose, sessionClose } from '../core/session-close.ts';
 import { actionSetVersions, bumpVersions, lockPriceHistory } from '../price-history/versions-repository.ts';
 import type { ISql } from '../db/sql.ts';
@@ -70,7 +71,13 @@ export const dailyBarIngest: KeyedIngestKind<DailyBarRow> = {
     earliest: (r, market) => sessionClose(r.barDate, market),
   },
   startUpload: () => new DailyBarUpload(),
-  changes: (instrumentIds) => ({ adjustedCloses: instrumentIds }),
+  // The adjusted closes of every instrument it wrote; and, by each one's first
+  // and last bar date, the implied-volatility snapshots whose windows of raw
+  // bars may hold them.
+  changes: (instrumentIds, spans) => ({
+    adjustedCloses: instrumentIds,
+    rawBarDays: [...spans].map(([id, span]) => ({ instrumentId: InstrumentIdSchema.parse(id), from: dayToDate(span.first), to: dayToDate(span.last) })),
+  }),
 };
 
 /** An instrument of a daily upload: its version and latest bar date when the upload first wrote it, and the version the upload bumped it to. */

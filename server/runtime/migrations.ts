@@ -1,4 +1,4 @@
-import { migrate as migrateWith, type DataSteps, type MigrationLog, type MigrationReport } from '../db/migrate.ts';
+import { migrate as migrateWith, type DataSteps, type MigrationLog, type MigrationReport, type MigrationTarget } from '../db/migrate.ts';
 import type { PoolerConfig } from '../db/pooler.ts';
 import { fillRollupText } from '../prices/repository.ts';
 
@@ -13,7 +13,7 @@ const DATA_STEPS: DataSteps = {
   },
 };
 
-/** Applies the pending migrations (see db/migrate.ts, migrate). */
-export function migrate(url: string, log?: MigrationLog, pooler?: PoolerConfig): Promise<MigrationReport> {
-  return migrateWith(url, DATA_STEPS, log, pooler);
+/** Applies the pending migrations (see db/migrate.ts, migrate), all of them unless `target` stops at a version. */
+export function migrate(url: string, log?: MigrationLog, pooler?: PoolerConfig, target?: MigrationTarget): Promise<MigrationReport> {
+  return migrateWith(url, DATA_STEPS, log, pooler, target);
 }

@@ -1,7 +1,7 @@
 import { deriveEventReactions } from '../event-reactions/derive.ts';
 import type { Derived, DeriveDeps, DeriveRequest } from '../ingest/derived.ts';
 import type { DataChanges } from '../ingest/kind.ts';
-import { deriveIvSnapshots } from '../options/derive.ts';
+import { deriveIvSnapshots, deriveIvSnapshotsOverBars } from '../options/derive.ts';
 import { deriveSourceLeads, leadsReadClosesOf } from '../sentiment/derive.ts';
 
 /**
@@ -31,6 +31,12 @@ export async function deriveAll(deps: DeriveDeps, request: DeriveRequest = {}): 
 export async function deriveChanged(deps: DeriveDeps, changes: DataChanges): Promise<Derived> {
   const derived: Derived = {};
   if (changes.optionDays?.length) derived.ivSnapshots = await deriveIvSnapshots(deps, { days: changes.optionDays });
+  // A snapshot reads the raw bars of its day's window as known at the day's end.
+  if (changes.rawBarDays?.length) {
+    // New bars under no quoted day change no snapshot: nothing to report.
+    const snapshots = await deriveIvSnapshotsOverBars(deps, changes.rawBarDays);
+    if (snapshots.rows) derived.ivSnapshots = snapshots;
+  }
   // A reaction reads the news item and the adjusted closes around it.
   const reacting = [...new Set([...(changes.news ?? []), ...(changes.adjustedCloses ?? [])])];
   if (reacting.length) {

@@ -65,33 +65,57 @@ const BASE: Record<string, () => string> = {
   '/v1/rates/risk-free': () => '/v1/rates/risk-free?',
 };
 
-function routesWithAsOf(): string[] {
+type Operation = { parameters?: { name: string; schema?: { enum?: string[] } }[] };
+
+/** The public document's routes whose operation has a parameter `name` that `admits`. */
+function routesWith(name: string, admits: (parameter: { schema?: { enum?: string[] } }) => boolean = () => true): string[] {
   const doc = JSON.parse(readFileSync(new URL('../../docs/openapi/public.json', import.meta.url), 'utf8')) as {
-    paths: Record<string, Record<string, { parameters?: { name: string }[] }>>;
+    paths: Record<string, Record<string, Operation>>;
   };
   return Object.entries(doc.paths)
-    .filter(([, ops]) => Object.values(ops).some((op) => op.parameters?.some((p) => p.name === 'asOf')))
+    .filter(([, ops]) => Object.values(ops).some((op) => op.parameters?.some((p) => p.name === name && admits(p))))
     .map(([path]) => path)
     .sort();
 }
 
+/** The routes with an asOf that answer CSV too (format=csv), each asked for it at every edge. */
+const CSV_ROUTES = ['/v1/instruments/{id}/intraday', '/v1/instruments/{id}/prices', '/v1/prices/bulk'];
+
+/**
+ * Asks `path` with every edge asOf: a 200 (CSV when `csv`), or a 4xx with a
+ * typed error, never a 5xx. A CSV read in year 9999 knows the bars of 2001, so
+ * it is a 200 there.
+ */
+async function expectEveryEdgeAnswered(route: string, path: string, csv: boolean) {
+  for (const asOf of EDGES) {
+    const res = await svc.get(`${path}${path.endsWith('?') ? '' : '&'}asOf=${encodeURIComponent(asOf)}`, key);
+    const where = `${route}${csv ? ' (CSV)' : ''} asOf=${asOf}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`;
+    expect(res.status < 500, where).toBe(true);
+    if (csv && asOf.startsWith('9999')) expect(res.status, where).toBe(200);
+    if (res.status >= 400) {
+      expect(typeof res.body.error.code, where).toBe('string');
+      expect(typeof res.body.error.message, where).toBe('string');
+    } else if (csv) {
+      expect(res.headers.get('content-type'), where).toMatch(/^text\/csv/);
+    }
+  }
+}
+
 describe('asOf at the edges of the calendar', () => {
   it('the routes with an asOf are the ones this test knows a request for', () => {
-    expect(routesWithAsOf()).toEqual(Object.keys(BASE).sort());
+    expect(routesWith('asOf')).toEqual(Object.keys(BASE).sort());
+  });
+
+  it('the routes with an asOf that answer CSV are the ones this test asks for CSV', () => {
+    const csv = routesWith('format', (p) => p.schema?.enum?.includes('csv') ?? false);
+    expect(csv.filter((route) => route in BASE)).toEqual(CSV_ROUTES);
   });
 
   for (const [route, base] of Object.entries(BASE)) {
-    it(`${route}: every edge asOf gets a 200 or a typed 4xx, never a 5xx`, async () => {
-      for (const asOf of EDGES) {
-        const path = base();
-        const res = await svc.get(`${path}${path.endsWith('?') ? '' : '&'}asOf=${encodeURIComponent(asOf)}`, key);
-        const where = `${route} asOf=${asOf}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`;
-        expect(res.status < 500, where).toBe(true);
-        if (res.status >= 400) {
-          expect(typeof res.body.error.code, where).toBe('string');
-          expect(typeof res.body.error.message, where).toBe('string');
-        }
-      }
-    });
+    it(`${route}: every edge asOf gets a 200 or a typed 4xx, never a 5xx`, () => expectEveryEdgeAnswered(route, base(), false));
+  }
+
+  for (const route of CSV_ROUTES) {
+    it(`${route} as CSV: every edge asOf gets a 200 or a typed 4xx, never a 5xx`, () => expectEveryEdgeAnswered(route, `${BASE[route]()}&format=csv`, true));
   }
 });
