@@ -1,8 +1,11 @@
 import { z } from 'zod';
 import { DirectionSchema, LegActionSchema, OptionTypeSchema } from './schema.ts';
+import { EMPTY_WINDOW_REASONS, type EmptyWindowReason } from './series.ts';
 import {
   ATR_SIGNALS,
+  BETA_MIN_OBSERVATIONS,
   BETA_REASONS,
+  type BetaReason,
   BOLLINGER_SIGNALS,
   CANDLESTICK_PATTERNS,
   type CandlestickPatternName,
@@ -10,6 +13,7 @@ import {
   CHART_PATTERN_TYPES,
   type ChartPatternSignal,
   CORRELATION_METHODS,
+  CORRELATION_MIN_OBSERVATIONS,
   type CorrelationInstrument,
   DAY_COUNT_CONVENTION,
   ICHIMOKU_SIGNALS,
@@ -49,6 +53,24 @@ const STRATEGY_FIGURES = members<StrategyFigure>({
   'riskMetrics.downsideDeviation': true,
 });
 const CORRELATION_EXCLUSIONS = members<NonNullable<CorrelationInstrument['reason']>>({ insufficient_observations: true, insufficient_overlap: true });
+
+/** What each reason for a missing figure over a window of bars means (docs/api.md, "When there is not enough data"). */
+const EMPTY_WINDOW_MEANINGS: Record<EmptyWindowReason, string> = {
+  no_stored_bars: 'no bar of the instrument is stored in the window',
+  not_yet_known: 'bars of the instrument are stored in the window, but none was known at asOf (each bar counts from its asOf, its knowledge time)',
+};
+const meanings = (values: readonly string[], of: Record<string, string>) => values.map((r) => `${r}: ${of[r]}`).join('; ');
+const CORRELATION_EXCLUSION_MEANINGS: Record<(typeof CORRELATION_EXCLUSIONS)[number] | EmptyWindowReason, string> = {
+  ...EMPTY_WINDOW_MEANINGS,
+  insufficient_observations: `fewer than ${CORRELATION_MIN_OBSERVATIONS} log returns in its own series over the window`,
+  insufficient_overlap: `left out, the one with the fewest returns, while the usable instruments shared fewer than ${CORRELATION_MIN_OBSERVATIONS} aligned returns`,
+};
+const BETA_REASON_MEANINGS: Record<BetaReason | EmptyWindowReason, string> = {
+  ...EMPTY_WINDOW_MEANINGS,
+  insufficient_overlap: `fewer than ${BETA_MIN_OBSERVATIONS} aligned return pairs`,
+  zero_benchmark_variance: "the benchmark's aligned returns do not vary: beta, alpha and rSquared are null",
+  zero_subject_variance: "the instrument's aligned returns do not vary: beta is 0 and alpha its mean return, rSquared is null",
+};
 
 const count = z.int().min(0);
 const fraction = z.number().min(0).max(1);
@@ -384,7 +406,10 @@ export const CorrelationsDataSchema = z.strictObject({
       instrumentId: InstrumentId,
       observations: count.describe('log returns in its own series over the window'),
       usable: z.boolean().describe('whether it has enough returns in the window; its pairs with any unusable instrument have a null correlation'),
-      reason: z.enum(CORRELATION_EXCLUSIONS).nullable().describe('why it is not usable; null when it is'),
+      reason: z
+        .enum([...EMPTY_WINDOW_REASONS, ...CORRELATION_EXCLUSIONS])
+        .nullable()
+        .describe(`why it is not usable; null when it is. ${meanings([...EMPTY_WINDOW_REASONS, ...CORRELATION_EXCLUSIONS], CORRELATION_EXCLUSION_MEANINGS)}`),
     }),
   ),
   unknownInstrumentIds: z.array(InstrumentId),
@@ -405,6 +430,14 @@ export const BetaDataSchema = z.strictObject({
   alpha: z.number().nullable().describe('OLS intercept, a daily log return (not annualised); null with a reason'),
   rSquared: z.number().min(0).max(1).nullable().describe('null with a reason'),
   observations: count.describe('aligned return pairs'),
-  reason: z.enum(BETA_REASONS).nullable().describe('why a figure is null; null when all three are numbers'),
+  reason: z
+    .enum([...EMPTY_WINDOW_REASONS, ...BETA_REASONS])
+    .nullable()
+    .describe(
+      `why a figure is null; null when all three are numbers. When a window read no bar, its reason (the instrument's before the benchmark's). ${meanings([...EMPTY_WINDOW_REASONS, ...BETA_REASONS], BETA_REASON_MEANINGS)}`,
+    ),
+  reasonInstrumentId: InstrumentId.nullable().describe(
+    'the instrument reason is about: the one whose window read no bar (no_stored_bars, not_yet_known), the benchmark (zero_benchmark_variance) or the instrument (zero_subject_variance); null for insufficient_overlap, which is about the pair, and when reason is null',
+  ),
   assumptions: z.strictObject({ ...windowAssumptions, regression: z.string(), alphaUnit: z.string() }),
 });

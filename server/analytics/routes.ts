@@ -93,7 +93,7 @@ export const technicalsRoute = defineRoute({
   tag: TAG,
   summary: 'Technical indicators, patterns and their consensus over a lookback of adjusted daily bars',
   description:
-    "Over the daily bars in the calendar days (end − lookbackDays, end], end being the UTC day of asOf (today without it): only bars on or before end, adjusted with the corporate actions known at the window's end, backfilled actions left out, so a read with asOf repeats what could have been computed then; the symbol is the one in force that day. An indicator the bars cannot support is null, its description saying what it needs; a window without any stored bar is 404.",
+    "Over the daily bars in the calendar days (end − lookbackDays, end], end being the UTC day of asOf (today without it): only bars on or before end, adjusted with the corporate actions known at the window's end, backfilled actions left out, so a read with asOf repeats what could have been computed then; the symbol is the one in force that day. An indicator the bars cannot support is null, its reason and description saying why. A window with no bar to read is 404 (the specification fixes it), details.reason saying which case: no_stored_bars (none is stored in the window) or not_yet_known (bars are stored, none was known at asOf; the message says when the first became known).",
   scope: 'technicals:read',
   params: InstrumentParamsSchema,
   query: TechnicalsQuerySchema,
@@ -108,7 +108,7 @@ export const correlationsRoute = defineRoute({
   tag: TAG,
   summary: 'Pairwise correlations of daily log returns',
   description:
-    "Pearson or Spearman correlation of every pair of 2 to 20 instruments, over the log returns between the dates all usable instruments have closes for, in the calendar days (end − lookbackDays, end], end being the UTC day of asOf (today without it). Closes are adjusted with the corporate actions known at the window's end, backfilled actions left out. An instrument with fewer than 3 returns is listed unusable with its count, never zero-padded; unknown ids are listed in unknownInstrumentIds; fewer than two usable instruments is a 400.",
+    "Pearson or Spearman correlation of every pair of 2 to 20 instruments, over the log returns between the dates all usable instruments have closes for, in the calendar days (end − lookbackDays, end], end being the UTC day of asOf (today without it). Closes are adjusted with the corporate actions known at the window's end, backfilled actions left out. An instrument with fewer than 3 returns is listed unusable with its count and reason (no_stored_bars, not_yet_known, insufficient_observations, insufficient_overlap), never zero-padded, and its pairs have a null correlation; unknown ids are listed in unknownInstrumentIds. Fewer than two usable instruments is a 400 invalid_request (the specification fixes it), details naming each unusable instrument's count and reason.",
   scope: 'correlations:read',
   query: CorrelationsQuerySchema,
   response: { status: 200, description: 'each pair and the assumptions', data: CorrelationsDataSchema, meta: barsMeta },
@@ -122,7 +122,7 @@ export const betaRoute = defineRoute({
   tag: TAG,
   summary: 'Beta, alpha and R² of an instrument against a benchmark',
   description:
-    "Ordinary least squares of the instrument's daily log returns on the benchmark's, on the dates both have closes for, in the calendar days (end − lookbackDays, end], end being the UTC day of asOf (today without it); closes adjusted with the corporate actions known at the window's end, backfilled actions left out. alpha is per day, not annualised. A figure that cannot be computed (fewer than 3 aligned returns, a constant series) is null with reason saying why, never a stand-in 1. An unknown benchmarkId, or the instrument itself, is a 400.",
+    "Ordinary least squares of the instrument's daily log returns on the benchmark's, on the dates both have closes for, in the calendar days (end − lookbackDays, end], end being the UTC day of asOf (today without it); closes adjusted with the corporate actions known at the window's end, backfilled actions left out. alpha is per day, not annualised. A figure that cannot be computed is null with reason saying why (no_stored_bars or not_yet_known for a window without a bar, reasonInstrumentId naming whose; fewer than 3 aligned returns; a constant series), never a stand-in 1. An unknown instrument is 404 (the specification fixes it); an unknown benchmarkId, or the instrument itself, is a 400.",
   scope: 'correlations:read',
   params: InstrumentParamsSchema,
   query: BetaQuerySchema,

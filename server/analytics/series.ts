@@ -26,3 +26,11 @@ export function lookbackWindow(lookbackDays: number, asOf: PointInTime | undefin
 export function startsBeforeFirstDay(lookbackDays: number, asOf: PointInTime | undefined, now = new Date()): boolean {
   return windowMs(lookbackDays, asOf, now).fromMs < FIRST_DAY_MS;
 }
+
+/**
+ * Why an instrument's window read no bar (docs/api.md, "When there is not
+ * enough data"): `no_stored_bars`, no revision of any bar is stored in the
+ * window; `not_yet_known`, bars are stored there but none was known at asOf.
+ */
+export const EMPTY_WINDOW_REASONS = ['no_stored_bars', 'not_yet_known'] as const;
+export type EmptyWindowReason = (typeof EMPTY_WINDOW_REASONS)[number];

@@ -2,7 +2,7 @@ import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import { countedStagedUpsert, stagedUpsert } from '../ingest/repository.ts';
-import type { SentimentScore, SourceLead, SubjectClass } from './schema.ts';
+import { lagReason, leadReason, type SentimentScore, type SourceLead, type SubjectClass } from './schema.ts';
 import type { SourceScope } from '../core/freshness.ts';
 
 interface ScoreRow {
@@ -306,16 +306,26 @@ export async function selectLeads(sql: ISql, f: LeadFilter): Promise<SourceLead[
       order by source, subject_class
     `,
   );
-  return rows.map((r) => ({
-    source: r.source,
-    subjectClass: r.subject_class,
-    bestLagDays: r.best_lag_days,
-    peakCorrelation: r.peak_correlation,
-    sampleSize: r.sample_size,
-    isPromotionEligible: r.is_promotion_eligible,
-    correlationByLag: r.correlations.map((correlation, lagDays) => ({ lagDays, correlation, sampleSize: r.sample_sizes[lagDays] })),
-    instruments: r.instruments,
-    firstAsOfDate: r.first_as_of_date,
-    lastAsOfDate: r.last_as_of_date,
-  }));
+  return rows.map((r) => {
+    // The reasons follow from the stored figures (schema.ts), so they are not stored. The driver reads a NULL
+    // element of a double precision[] as NaN, and the worker never stores NaN: NaN here is a null correlation.
+    const correlationByLag = r.correlations.map((stored, lagDays) => {
+      const correlation = stored === null || Number.isNaN(stored) ? null : stored;
+      const sampleSize = r.sample_sizes[lagDays];
+      return { lagDays, correlation, sampleSize, reason: lagReason(correlation, sampleSize) };
+    });
+    return {
+      source: r.source,
+      subjectClass: r.subject_class,
+      bestLagDays: r.best_lag_days,
+      peakCorrelation: r.peak_correlation,
+      sampleSize: r.sample_size,
+      reason: leadReason(correlationByLag),
+      isPromotionEligible: r.is_promotion_eligible,
+      correlationByLag,
+      instruments: r.instruments,
+      firstAsOfDate: r.first_as_of_date,
+      lastAsOfDate: r.last_as_of_date,
+    };
+  });
 }

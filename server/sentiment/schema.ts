@@ -5,7 +5,7 @@ import { ingestCounts } from '../ingest/kind.ts';
 import { InstrumentIdSchema } from '../core/ids.ts';
 import { closedEnum } from '../core/params.ts';
 import { DateSchema, withOrderedBounds } from '../core/time.ts';
-import { LAGS, MAX_LAG_DAYS, PROMOTION_RULE, SESSION_LOOKBACK_DAYS } from '../../workers/contract.ts';
+import { LAGS, MAX_LAG_DAYS, MIN_PAIRS, PROMOTION_RULE, SESSION_LOOKBACK_DAYS } from '../../workers/contract.ts';
 
 /**
  * What a score is about. A closed list: a value outside it is a 400 naming it.
@@ -107,6 +107,32 @@ export const SourceLeadsQuerySchema = z.strictObject({
 
 export type SourceLeadsQuery = z.infer<typeof SourceLeadsQuerySchema>;
 
+/**
+ * Why a lead's correlation is null (docs/api.md, "When there is not enough
+ * data"): fewer than MIN_PAIRS (score, return) pairs, or enough pairs of
+ * which one side does not vary (workers/source-leads.ts: its spread is 0,
+ * or beyond the range of a double).
+ */
+export const LEAD_NULL_REASONS = ['insufficient_pairs', 'no_variation'] as const;
+export type LeadNullReason = (typeof LEAD_NULL_REASONS)[number];
+const LEAD_REASON_MEANINGS: Record<LeadNullReason, string> = {
+  insufficient_pairs: `fewer than ${MIN_PAIRS} (score, return) pairs`,
+  no_variation: `${MIN_PAIRS} or more pairs, but the scores or the returns do not vary (or their spread is beyond the range of a double)`,
+};
+const leadReasons = LEAD_NULL_REASONS.map((r) => `${r}: ${LEAD_REASON_MEANINGS[r]}`).join('; ');
+
+/** Why one lag's correlation is null; null when it is a number. */
+export function lagReason(correlation: number | null, sampleSize: number): LeadNullReason | null {
+  if (correlation !== null) return null;
+  return sampleSize < MIN_PAIRS ? 'insufficient_pairs' : 'no_variation';
+}
+
+/** Why a lead has no peak (no lag has a correlation): no_variation when some lag had the pairs, else insufficient_pairs; null when it has one. */
+export function leadReason(lags: { correlation: number | null; sampleSize: number }[]): LeadNullReason | null {
+  if (lags.some((l) => l.correlation !== null)) return null;
+  return lags.some((l) => l.sampleSize >= MIN_PAIRS) ? 'no_variation' : 'insufficient_pairs';
+}
+
 export const SourceLeadSchema = z
   .strictObject({
     source: z.string(),
@@ -119,13 +145,20 @@ export const SourceLeadSchema = z
       .describe(`the lag, 0..${MAX_LAG_DAYS} sessions, of the highest correlation (signed; the shorter lag on a tie); null when no lag has one`),
     peakCorrelation: z.number().nullable().describe('the correlation at bestLagDays'),
     sampleSize: z.int().min(0).nullable().describe('the (score, return) pairs at bestLagDays'),
+    reason: z
+      .enum(LEAD_NULL_REASONS)
+      .nullable()
+      .describe(
+        `why bestLagDays, peakCorrelation and sampleSize are null (no lag has a correlation): no_variation when some lag has ${MIN_PAIRS} pairs or more, else insufficient_pairs; null when they are numbers. ${leadReasons}`,
+      ),
     isPromotionEligible: z.boolean().describe('the verdict under meta.rule; never true for market_commentary'),
     correlationByLag: z
       .array(
         z.strictObject({
           lagDays: z.int().min(0).max(MAX_LAG_DAYS),
-          correlation: z.number().nullable().describe(`null with fewer than 3 pairs or a constant side`),
+          correlation: z.number().nullable().describe('null, with the reason, when it cannot be computed'),
           sampleSize: z.int().min(0),
+          reason: z.enum(LEAD_NULL_REASONS).nullable().describe(`why correlation is null; null when it is a number. ${leadReasons}`),
         }),
       )
       .length(LAGS)

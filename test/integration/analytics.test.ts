@@ -194,14 +194,16 @@ describe('correlations and beta on the real Dow 30 series', () => {
     expect(Math.abs(res.body.data.alpha - line.b)).toBeLessThan(1e-12);
     expect(Math.abs(res.body.data.rSquared - rSquared(points, (x) => line.b + line.m * x))).toBeLessThan(1e-12);
     expect(res.body.data.reason).toBeNull();
+    expect(res.body.data.reasonInstrumentId).toBeNull();
   });
 
   it('when fewer than three returns overlap or the benchmark never moves, then beta, alpha and R² are null with the reason, never 1', async () => {
     const flat = await loadCloses(weekdays('2000-01-03', '2000-03-31').map((d) => ({ barDate: d, close: 50 })));
     const zero = await svc.get(`/v1/instruments/${ids[0]}/beta?benchmarkId=${flat}&lookbackDays=90&asOf=2000-03-31`, key);
     expect(zero.body.data).toMatchObject({ beta: null, alpha: null, rSquared: null, reason: 'zero_benchmark_variance' });
+    // Neither has a bar in 2029's last 20 days: the instrument's reason comes first.
     const short = await svc.get(`/v1/instruments/${ids[0]}/beta?benchmarkId=${flat}&lookbackDays=20&asOf=2030-01-01`, key);
-    expect(short.body.data).toMatchObject({ beta: null, alpha: null, rSquared: null, observations: 0, reason: 'insufficient_overlap' });
+    expect(short.body.data).toMatchObject({ beta: null, alpha: null, rSquared: null, observations: 0, reason: 'no_stored_bars', reasonInstrumentId: ids[0] });
     expect((await svc.get(`/v1/instruments/${randomUUID()}/beta?benchmarkId=${ids[0]}`, key)).status).toBe(404);
     expect((await svc.get(`/v1/instruments/${ids[0]}/beta?benchmarkId=${randomUUID()}`, key)).status).toBe(400);
   });
@@ -235,7 +237,7 @@ describe('a known instrument with too little data in the window', () => {
     const [a, b, empty] = [await loadCloses(wave(0)), await loadCloses(wave(2)), await loadCloses(outside)];
     const res = await svc.get(`/v1/correlations?instrumentIds=${a},${b},${empty}&${window}`, key);
     expect(res.status).toBe(200);
-    expect(res.body.data.instruments[2]).toEqual({ instrumentId: empty, observations: 0, usable: false, reason: 'insufficient_observations' });
+    expect(res.body.data.instruments[2]).toEqual({ instrumentId: empty, observations: 0, usable: false, reason: 'no_stored_bars' });
     const [ab, aEmpty, bEmpty] = res.body.data.pairs;
     expect(aEmpty).toEqual({ assetA: a, assetB: empty, correlation: null, reason: 'unusable_instrument' });
     expect(bEmpty).toEqual({ assetA: b, assetB: empty, correlation: null, reason: 'unusable_instrument' });
@@ -251,11 +253,11 @@ describe('a known instrument with too little data in the window', () => {
     const res = await svc.get(`/v1/correlations?instrumentIds=${a},${empty}&${window}`, key);
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('invalid_request');
-    expect(res.body.error.details[empty]).toEqual(['0 return observations (insufficient_observations)']);
+    expect(res.body.error.details[empty]).toEqual(['0 return observations (no_stored_bars)']);
     expect(res.body.error.details[a]).toBeUndefined();
   });
 
-  it('when the beta subject, or the benchmark, has no bar in the window, then 200 with beta, alpha and R² null, 0 observations and the reason', async () => {
+  it('when the beta subject, or the benchmark, has no bar in the window, then 200 with beta, alpha and R² null, 0 observations and the reason naming it', async () => {
     const [withBars, empty] = [await loadCloses(wave(0)), await loadCloses(outside)];
     for (const [subject, benchmark] of [
       [empty, withBars],
@@ -270,7 +272,8 @@ describe('a known instrument with too little data in the window', () => {
         alpha: null,
         rSquared: null,
         observations: 0,
-        reason: 'insufficient_overlap',
+        reason: 'no_stored_bars',
+        reasonInstrumentId: empty,
       });
       expect(res.body.data.assumptions).toMatchObject({ alignedObservations: 0, minimumObservations: 3 });
     }

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../server/demo/synthetic-intraday.ts';
 import { isPromotionEligible, oneSidedPValue, sourceLeads } from '../../workers/source-leads.ts';
 import { LAGS, type LeadSubjectClass, type SourceLead, type SourceLeadsInput } from '../../workers/contract.ts';
+import { lagReason, leadReason } from '../../server/sentiment/schema.ts';
 
 // The worker against a reference written from the definition alone: per score,
 // its session found by scanning the dates, the return of the L-th session
@@ -300,5 +301,42 @@ describe('cost', () => {
     expect(lead.correlationByLag[0].sampleSize).toBe(20);
     expect(Math.min(...reads)).toBe(start - 1);
     expect(Math.max(...reads)).toBe(start + 19 + 10);
+  });
+});
+
+describe('the reasons a read gives for null figures (lagReason, leadReason)', () => {
+  // The route reads the reasons from the stored figures; here they must agree with why the worker left each one null.
+  const days = weekdays('2020-01-06', 20);
+  const bars: Bars[] = [{ days, closes: days.map((_, i) => 100 + i * i) }];
+  const reasons = (lead: SourceLead) => lead.correlationByLag.map((c) => lagReason(c.correlation, c.sampleSize));
+
+  it('when a lag has a correlation, then no reason; when none has, the lead says why', () => {
+    const scores = days.map((day, i) => ({ instrument: 0, group: 0, day, score: (i * 7) % 5 }));
+    const [lead] = sourceLeads(inputOf(['business'], bars, scores));
+    expect(reasons(lead).slice(0, 10)).toEqual(Array(10).fill(null));
+    expect(leadReason(lead.correlationByLag)).toBeNull();
+  });
+
+  it('when the scores are constant, then each lag with 3 pairs or more is no_variation and those below insufficient_pairs; the lead no_variation', () => {
+    // Sessions 11..15 scored: at lag L, session s pairs while s + L ≤ 19, so 5, 5, 5, 5, 5, 4, 3, 2, 1, 0, 0 pairs.
+    const scores = days.slice(11, 16).map((day) => ({ instrument: 0, group: 0, day, score: 0.5 }));
+    const [lead] = sourceLeads(inputOf(['business'], bars, scores));
+    expect(lead.correlationByLag.map((c) => c.sampleSize)).toEqual([5, 5, 5, 5, 5, 4, 3, 2, 1, 0, 0]);
+    expect(reasons(lead)).toEqual([...Array(7).fill('no_variation'), ...Array(4).fill('insufficient_pairs')]);
+    expect(leadReason(lead.correlationByLag)).toBe('no_variation');
+  });
+
+  it('when no lag has 3 pairs, then every lag and the lead are insufficient_pairs', () => {
+    const scores = days.slice(0, 2).map((day, i) => ({ instrument: 0, group: 0, day, score: i }));
+    const [lead] = sourceLeads(inputOf(['business'], bars, scores));
+    expect(reasons(lead)).toEqual(Array(LAGS).fill('insufficient_pairs'));
+    expect(leadReason(lead.correlationByLag)).toBe('insufficient_pairs');
+  });
+
+  it('when the returns overflow the sums, then no_variation, as documented for a spread beyond the range of a double', () => {
+    const extreme: Bars = { days, closes: days.map((_, i) => (i % 2 ? 1e300 : 10)) };
+    const scores = days.map((day, i) => ({ instrument: 0, group: 0, day, score: i % 3 }));
+    const [lead] = sourceLeads(inputOf(['business'], [extreme], scores));
+    expect(lagReason(lead.correlationByLag[0].correlation, lead.correlationByLag[0].sampleSize)).toBe('no_variation');
   });
 });
