@@ -22,16 +22,26 @@ export function nameBasedUuid(name: string, namespace?: string): string {
 export const UuidSchema = z.string().uuid('must be a UUID');
 
 /**
+ * What a value that is not a UUID is told where an instrument is named: the
+ * spec names instruments by UUID only, so a symbol sent instead
+ * (`/v1/instruments/MSFT/prices`) is refused, and the message says where the
+ * id is found. Its second part is a message of its own (validation-messages.ts).
+ */
+export const INSTRUMENT_ID_RULE = "must be a UUID; find an instrument's id with GET /v1/instruments?query=MSFT";
+
+const InstrumentUuidSchema = z.string().uuid(INSTRUMENT_ID_RULE);
+
+/**
  * Ids are stored and compared in lower case: one sent in upper case names
  * the same row. Each id schema lower-cases once, where the id enters.
  */
 const lowerUuid = () => UuidSchema.transform((s) => s.toLowerCase());
 
 /** An instrument id already in lower case: the brand says it was checked and lower-cased where it entered. */
-const LowerInstrumentId = UuidSchema.brand<'InstrumentId'>();
+const LowerInstrumentId = InstrumentUuidSchema.brand<'InstrumentId'>();
 
 /** An instrument's id as it enters (a path, a query, a body, an upload row): a lower-case UUID. */
-export const InstrumentIdSchema = lowerUuid().pipe(LowerInstrumentId);
+export const InstrumentIdSchema = InstrumentUuidSchema.transform((s) => s.toLowerCase()).pipe(LowerInstrumentId);
 export type InstrumentId = z.output<typeof InstrumentIdSchema>;
 
 // The RFC 9562 shape z.uuid() accepts, less its nil and max special cases.

@@ -152,7 +152,8 @@ function formatWords(schema: z.core.$ZodString): string | null {
   for (const check of checks) {
     // A check's error map, asked without an issue, gives its own message when it has one.
     const own = check._zod.def.error?.({} as never);
-    if (typeof own === 'string' && own.startsWith('must be ')) return own.slice('must be '.length);
+    // Its rule alone: what follows a "; " says how to find such a value (ids.ts, INSTRUMENT_ID_RULE).
+    if (typeof own === 'string' && own.startsWith('must be ')) return own.slice('must be '.length).split('; ')[0];
   }
   for (const check of checks) {
     if (!(check instanceof z.core.$ZodCheckStringFormat)) continue;

@@ -156,7 +156,9 @@ function worded(issue: z.core.$ZodIssue, schema: z.ZodType, value: unknown, part
     case 'invalid_format': {
       const format =
         issue.format === 'uuid' ? 'a UUID' : issue.format === 'regex' && issue.pattern ? `text matching ${issue.pattern}` : `a valid ${issue.format}`;
-      return ruled(own ?? `must be ${format}`);
+      // An own message may say after its rule how to find a value that is accepted ("must be a UUID; find an instrument's id with …"): that follows as a message of its own.
+      const [rule, ...how] = (own ?? `must be ${format}`).split('; ');
+      return ruled(rule, ...(how.length ? [how.join('; ')] : []));
     }
     case 'not_multiple_of':
       return ruled(own ?? `must be a multiple of ${String(issue.divisor)}`);

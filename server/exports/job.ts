@@ -11,6 +11,7 @@ import type { DailyBarsFormat } from '../prices/daily-text-repository.ts';
 import { streamBulkPrices } from '../prices/bulk-stream.ts';
 import { INTRADAY_ASSET_CLASSES } from '../prices/schema.ts';
 import { readIntradayBars } from '../prices/service.ts';
+import type { SymbolRun } from '../prices/symbol-runs.ts';
 import { Encoder, StoredFile } from './file-store.ts';
 import { exportInstruments, type JobRow } from './repository.ts';
 import { setActionSetVersions, setPlan, setProgress } from './lease-repository.ts';
@@ -98,9 +99,9 @@ async function writeFiles(ctx: JobContext, job: JobRow, token: string, asOf: Poi
     const file = openBarFile(r.format, daily ? 'daily' : 'intraday', (bytes) => encoder.write(bytes));
     let rows = 0;
     let instruments = 0;
-    const add: AddSeries = async (id, parts) => {
+    const add: AddSeries = async (id, parts, symbols) => {
       ctx.checkHeld();
-      if (parts.length) rows += await file.add(id, parts);
+      if (parts.length) rows += await file.add(id, parts, symbols);
       instruments++;
       await progress(instruments, rows);
     };
@@ -122,7 +123,7 @@ async function writeFiles(ctx: JobContext, job: JobRow, token: string, asOf: Poi
   }
 }
 
-type AddSeries = (id: string, parts: Buffer[]) => Promise<void>;
+type AddSeries = (id: string, parts: Buffer[], symbols: SymbolRun[]) => Promise<void>;
 
 /** What reading one file of a job takes: its window (plan) and instruments, at the job's asOf, each series handed to `add`. */
 interface FileRead {
@@ -149,7 +150,7 @@ function readDailyFile({ ctx, r, asOf, ids, plan, add }: FileRead, format: Daily
     includeBackfilled: r.includeBackfilled,
   };
   // A job waits for its next page as long as it must: nobody is waiting on a socket.
-  return streamBulkPrices(ctx.readDb, q, format, (id, bars) => add(id, bars ? [bars] : []), { lane: ctx.pages, nextPageWaitMs: 60_000 });
+  return streamBulkPrices(ctx.readDb, q, format, (id, bars, symbols) => add(id, bars ? [bars] : [], symbols), { lane: ctx.pages, nextPageWaitMs: 60_000 });
 }
 
 /**
@@ -165,16 +166,19 @@ async function readIntradayFile({ ctx, r, asOf, ids, plan, add }: FileRead, form
   const interval = r.interval!;
   for (const id of ids) {
     let parts: Buffer[] = [];
+    let symbols: SymbolRun[] = [];
     try {
-      const answer = await readIntradayBars(ctx.readDb, id, { from: plan.from, to: plan.to, interval, asOf }, format);
+      // A columnar file takes the symbols beside the bars; a CSV row carries its own.
+      const answer = await readIntradayBars(ctx.readDb, id, { from: plan.from, to: plan.to, interval, asOf }, format, r.format !== 'csv');
       parts = answer.items;
+      symbols = answer.symbols;
       for (const s of String(answer.meta.source).split(', ')) if (s !== 'none') sources.add(s);
       if (!stale.stale && answer.meta.stale) stale = { stale: true, staleReason: answer.meta.staleReason as Freshness['staleReason'] };
     } catch (err) {
       // Removed since the job was planned: it has no bars to write.
       if (!(err instanceof AppError && err.code === 'not_found')) throw err;
     }
-    await add(id, parts);
+    await add(id, parts, symbols);
   }
   return {
     asOf: asOf.input,

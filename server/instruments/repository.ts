@@ -8,18 +8,54 @@ import type { Instrument } from './schema.ts';
  * for an instrument whose mappings had all ended (delisted, merged away), its
  * last one, so delisted instruments stay findable. An instrument with no
  * mapping started by then did not trade under any symbol: null. `day` is a
- * date, or a column of the outer query (one day per row).
+ * date, or a column of the outer query (one day per row); `instrumentId` the
+ * outer query's instrument (`i.id` unless given).
  */
-export function effectiveSymbol(sql: ISql, day: string | postgres.Fragment) {
+export function effectiveSymbol(sql: ISql, day: string | postgres.Fragment, instrumentId: postgres.Fragment = sql`i.id`) {
   return sql`
     left join lateral (
       select s.symbol
       from instrument_symbols s
-      where s.instrument_id = i.id
+      where s.instrument_id = ${instrumentId}
         and s.valid_from <= ${day}::date
       order by (s.valid_to is null or s.valid_to >= ${day}::date) desc, s.valid_from desc
       limit 1
     ) e on true
+  `;
+}
+
+/**
+ * The symbols of the instruments `ids` (an expression of type uuid[]) over
+ * the days from `from` to `to`, as runs: a row (instrument_id, from_day,
+ * until_day, symbol) per run of days under one symbol by effectiveSymbol's
+ * rule (null where none), `until_day` the day after its last. Each
+ * instrument's runs cover the window without gap or overlap, whether or not
+ * it has symbols. The rule's answer can change only on a day a period starts
+ * or the day after one ends, so it is asked on those days alone (and on
+ * `from`), never per day or per bar: a read of ten years of an instrument
+ * renamed once asks it twice.
+ */
+export function symbolRuns(sql: ISql, ids: postgres.Fragment, from: string | postgres.Fragment, to: string | postgres.Fragment) {
+  return sql`
+    select k.instrument_id, k.day as from_day, coalesce(lead(k.day) over w, ${to}::date + 1) as until_day, k.symbol
+    from (
+      select c.instrument_id, c.day, e.symbol, lag(c.day) over w as day_before, lag(e.symbol) over w as symbol_before
+      from (
+        select i.id as instrument_id, ${from}::date as day
+        from unnest(${ids}) as i (id)
+        union
+        select s.instrument_id, b.day
+        from instrument_symbols s
+        cross join lateral (values (s.valid_from), (s.valid_to + 1)) as b (day)
+        where s.instrument_id = any (${ids})
+          and b.day > ${from}::date
+          and b.day <= ${to}::date
+      ) c
+      ${effectiveSymbol(sql, sql`c.day`, sql`c.instrument_id`)}
+      window w as (partition by c.instrument_id order by c.day)
+    ) k
+    where k.day_before is null or k.symbol is distinct from k.symbol_before
+    window w as (partition by k.instrument_id order by k.day)
   `;
 }
 

@@ -58,23 +58,31 @@ function bitmapOf(n: number, set: (i: number) => boolean): { bitmap: Uint8Array;
   return { bitmap, unset };
 }
 
-/** Column `c` of the pieces as Arrow data of `type`: dictionary codes in first-seen order, NaN as null. */
+/** Column `c` of the pieces as Arrow data of `type`: dictionary codes in first-seen order, NaN and a null string as null. */
 function arrowColumn(type: DataType, pieces: Piece[], c: number): Data {
   const length = pieces.reduce((n, p) => n + p.rows, 0);
   if (type instanceof Dictionary) {
     const codes = new Map<string, number>();
     const indices = new Int32Array(length);
+    const absent: number[] = [];
     let at = 0;
     for (const piece of pieces) {
-      const values = piece.columns[c] as string[];
-      for (let i = 0; i < piece.rows; i++) {
+      const values = piece.columns[c] as (string | null)[];
+      for (let i = 0; i < piece.rows; i++, at++) {
         const v = values.length === piece.rows ? values[i] : values[0];
+        if (v === null) {
+          absent.push(at);
+          continue;
+        }
         let code = codes.get(v);
         if (code === undefined) codes.set(v, (code = codes.size));
-        indices[at++] = code;
+        indices[at] = code;
       }
     }
-    return makeData({ type, length, nullCount: 0, data: indices, dictionary: vectorFromArray([...codes.keys()], new Utf8()) });
+    const dictionary = vectorFromArray([...codes.keys()], new Utf8());
+    if (!absent.length) return makeData({ type, length, nullCount: 0, data: indices, dictionary });
+    const nulls = new Set(absent);
+    return makeData({ type, length, nullCount: absent.length, nullBitmap: bitmapOf(length, (i) => !nulls.has(i)).bitmap, data: indices, dictionary });
   }
   if (type instanceof Bool) {
     const flags = joined(pieces, c, Uint8Array);
@@ -120,8 +128,8 @@ export function arrowFile(kind: BarKind, write: (chunk: Buffer) => Promise<void>
   const gathered = new Gathered();
   return {
     textFormat: COLUMNAR_INPUT[kind],
-    async add(instrumentId, parts) {
-      const piece = pieceOf(kind, instrumentId, parts);
+    async add(instrumentId, parts, symbols) {
+      const piece = pieceOf(kind, instrumentId, parts, symbols);
       gathered.add(piece);
       while (gathered.rows >= BATCH_ROWS) await write(arrowBatchMessages(schema, gathered.take(BATCH_ROWS)));
       return piece.rows;

@@ -3,6 +3,7 @@ import type { Meta } from '../core/meta.ts';
 import { DAILY_BAR, INTRADAY_BAR, type BarField } from './bar-text-sql.ts';
 import { DailyBarSchema, IntradayBarSchema } from './schema.ts';
 import type { DailyBarsFormat } from './daily-text-repository.ts';
+import { symbolsOfDays, type SymbolRun } from './symbol-runs.ts';
 
 // The bars of the columnar files (bar-files.ts) as columns: what each file
 // holds, and the pieces of series gathered into batches of a fixed size.
@@ -12,8 +13,12 @@ export type BarKind = 'daily' | 'intraday';
 export interface BarFile<Input extends DailyBarsFormat = DailyBarsFormat> {
   /** The form add() takes the bars in: packed columns for daily columnar files, JSON text for intraday ones, CSV rows for CSV. */
   readonly textFormat: Input;
-  /** One instrument's bars in date (time) order, as the price reads' text parts in textFormat; how many bars they were. */
-  add(instrumentId: string, parts: Buffer[]): Promise<number>;
+  /**
+   * One instrument's bars in date (time) order, as the price reads' text
+   * parts in textFormat, with the instrument's symbols over the read's window
+   * (a CSV row carries its own); how many bars they were.
+   */
+  add(instrumentId: string, parts: Buffer[], symbols: SymbolRun[]): Promise<number>;
   /**
    * Writes what remains (Parquet's footer carries the meta) and returns the
    * bytes that go before everything written: Arrow's schema message, which
@@ -40,8 +45,12 @@ export interface Column {
 
 const ID_FIELD: BarField = ['instrumentId', 'id', 'instrument_id'];
 
+/** The instrument's symbol on the bar's day (symbol-runs.ts); null where it had none. */
+export const SYMBOL_COLUMN: Column = { name: 'symbol', kind: 'text', nullable: true };
+
 function columnsOf(fields: BarField[], schema: z.ZodObject): Column[] {
-  return [ID_FIELD, ...fields].map(([name, kind]) => ({ name, kind, nullable: schema.shape[name]?.safeParse(null).success ?? false }));
+  const [id, ...rest] = [ID_FIELD, ...fields].map(([name, kind]) => ({ name, kind, nullable: schema.shape[name]?.safeParse(null).success ?? false }));
+  return [id, SYMBOL_COLUMN, ...rest];
 }
 
 export const BAR_COLUMNS: Record<BarKind, Column[]> = {
@@ -54,10 +63,10 @@ const DAY_MS = 86_400_000;
 /**
  * A column's values for some bars: numbers as float64 (NaN where absent),
  * dates as days since 1970-01-01, instants as milliseconds since 1970,
- * booleans as bytes (1 or 0), strings one per bar or, as a one-element
- * array, one for every bar.
+ * booleans as bytes (1 or 0), strings (null where absent) one per bar or, as
+ * a one-element array, one for every bar.
  */
-type Values = Float64Array | Int32Array | BigInt64Array | Uint8Array | string[];
+type Values = Float64Array | Int32Array | BigInt64Array | Uint8Array | (string | null)[];
 
 /** Some bars of one instrument as columns, in the order of BAR_COLUMNS. */
 export interface Piece {
@@ -69,7 +78,7 @@ export interface Piece {
 const PACKED_BAR_BYTES = 4 + 5 * 8 + 8 + 1;
 
 /** A daily series packed by PostgreSQL (daily-text-repository.ts, packedBars) as a Piece, in date order. */
-function unpackDaily(instrumentId: string, packed: Buffer): Piece {
+function unpackDaily(instrumentId: string, packed: Buffer, symbols: SymbolRun[]): Piece {
   const n = packed.readInt32BE(0);
   const days = new Int32Array(n);
   for (let i = 0, at = 4; i < n; i++, at += PACKED_BAR_BYTES) days[i] = packed.readInt32BE(at);
@@ -94,18 +103,20 @@ function unpackDaily(instrumentId: string, packed: Buffer): Piece {
     return Array.from(dates, (day) => byDay.get(day) as string);
   });
   const [currency, unit, source] = texts;
-  // BAR_COLUMNS.daily: instrumentId, barDate, open, high, low, close, volume, quoteCurrency, quoteUnit, stale, asOf, source.
-  return { rows: n, columns: [[instrumentId], dates, ...numbers, currency, unit, stale, asOf, source] };
+  // BAR_COLUMNS.daily: instrumentId, symbol, barDate, open, high, low, close, volume, quoteCurrency, quoteUnit, stale, asOf, source.
+  return { rows: n, columns: [[instrumentId], symbolsOfDays(symbols, () => dates), dates, ...numbers, currency, unit, stale, asOf, source] };
 }
 
-/** Bars as the JSON answer's text (bar objects joined by commas) as a Piece. */
-function parseJson(columns: Column[], instrumentId: string, parts: Buffer[]): Piece {
+/** Intraday bars as the JSON answer's text (bar objects joined by commas) as a Piece: a bar's symbol is its UTC day's. */
+function parseIntraday(instrumentId: string, parts: Buffer[], symbols: SymbolRun[]): Piece {
   const text = parts.length === 1 ? parts[0].toString('utf8') : Buffer.concat(parts).toString('utf8');
   const bars = text ? (JSON.parse(`[${text}]`) as Record<string, unknown>[]) : [];
   const n = bars.length;
   return {
     rows: n,
-    columns: columns.map(({ name, kind }): Values => {
+    columns: BAR_COLUMNS.intraday.map(({ name, kind }): Values => {
+      if (name === SYMBOL_COLUMN.name)
+        return symbolsOfDays(symbols, () => Int32Array.from(bars, (bar) => Math.floor(Date.parse(bar.barTimestamp as string) / DAY_MS)));
       switch (kind) {
         case 'id':
           return [instrumentId];
@@ -185,11 +196,11 @@ export function joined<T extends Float64Array | Int32Array | BigInt64Array | Uin
   return out;
 }
 
-/** Column `c` of the pieces as one string per row. */
-export function strings(pieces: Piece[], c: number): string[] {
-  const out: string[] = [];
+/** Column `c` of the pieces as one string (or null) per row. */
+export function strings(pieces: Piece[], c: number): (string | null)[] {
+  const out: (string | null)[] = [];
   for (const piece of pieces) {
-    const values = piece.columns[c] as string[];
+    const values = piece.columns[c] as (string | null)[];
     if (values.length === piece.rows) out.push(...values);
     else for (let i = 0; i < piece.rows; i++) out.push(values[0]);
   }
@@ -203,8 +214,8 @@ export function strings(pieces: Piece[], c: number): string[] {
  */
 export const COLUMNAR_INPUT = { daily: 'packed', intraday: 'json' } as const satisfies Record<BarKind, DailyBarsFormat>;
 
-/** One instrument's bars, as the read handed them over for a `kind` file, as a Piece. */
-export function pieceOf(kind: BarKind, instrumentId: string, parts: Buffer[]): Piece {
-  if (kind === 'intraday') return parseJson(BAR_COLUMNS.intraday, instrumentId, parts);
-  return unpackDaily(instrumentId, parts.length === 1 ? parts[0] : Buffer.concat(parts));
+/** One instrument's bars, as the read handed them over for a `kind` file, with its symbols, as a Piece. */
+export function pieceOf(kind: BarKind, instrumentId: string, parts: Buffer[], symbols: SymbolRun[]): Piece {
+  if (kind === 'intraday') return parseIntraday(instrumentId, parts, symbols);
+  return unpackDaily(instrumentId, parts.length === 1 ? parts[0] : Buffer.concat(parts), symbols);
 }

@@ -62,13 +62,14 @@ export const DAILY_BAR: BarField[] = [
 /** An intraday bar's fields: the spec's, in its order. */
 export const INTRADAY_BAR: BarField[] = [['barTimestamp', 'instant', 'bar_ts'], ...OHLCV, ['source', 'text', 'source']];
 
-// In CSV, each row also names its instrument.
+// In CSV, each row also names its instrument, then the instrument's symbol on
+// the bar's day (symbolCell).
 const CSV_ID: BarField = ['instrumentId', 'id', 'instrument_id'];
 
 /** The header row of a CSV price read. */
 export const CSV_COLUMNS = {
-  daily: [CSV_ID, ...DAILY_BAR].map(([key]) => key),
-  intraday: [CSV_ID, ...INTRADAY_BAR].map(([key]) => key),
+  daily: [CSV_ID[0], 'symbol', ...DAILY_BAR.map(([key]) => key)],
+  intraday: [CSV_ID[0], 'symbol', ...INTRADAY_BAR.map(([key]) => key)],
 };
 
 /** A field's value as text that never needs escaping. */
@@ -106,22 +107,44 @@ function csvText(sql: ISql, value: Fragment): Fragment {
   end`;
 }
 
-/** The bar's CSV row, ended by CRLF: its instrument, then its fields; an absent number is an empty cell. */
-function csvRow(sql: ISql, fields: BarField[], col: (name: string) => Fragment): Fragment {
+/**
+ * The bar's CSV row, ended by CRLF: its instrument, its symbol cell
+ * (symbolCell's) unless `symbol` is null, then its fields; an absent number is
+ * an empty cell.
+ */
+function csvRow(sql: ISql, fields: BarField[], col: (name: string) => Fragment, symbol: Fragment | null): Fragment {
   const value = ([, kind, column]: BarField) =>
     kind === 'number'
       ? sql`coalesce(nullif(${jsonNumber(sql, col(column))}, 'null'), '')`
       : kind === 'text'
         ? csvText(sql, col(column))
         : plainText(sql, kind, col(column));
-  const cells = [CSV_ID, ...fields].map(value);
+  const [id, ...rest] = [CSV_ID, ...fields].map(value);
+  const cells = symbol ? [id, symbol, ...rest] : [id, ...rest];
   return sql`${cells.reduce((row, cell) => sql`${row} || ',' || ${cell}`)} || ${'\r\n'}::text`;
 }
 
-/** One bar's text in `format`: its JSON object, or its CSV row. */
-export function barText(sql: ISql, format: TextFormat, fields: BarField[], col: (name: string) => Fragment): Fragment {
-  return format === 'json' ? jsonObject(sql, fields, col) : csvRow(sql, fields, col);
+/**
+ * One bar's text in `format`: its JSON object, or its CSV row with the
+ * symbol cell `symbol`. A CSV row without one (null) is the form a rollup
+ * bar's row is stored in (sql/026), given its symbol at read (withSymbolCell).
+ */
+export function barText(sql: ISql, format: TextFormat, fields: BarField[], col: (name: string) => Fragment, symbol: Fragment | null): Fragment {
+  return format === 'json' ? jsonObject(sql, fields, col) : csvRow(sql, fields, col, symbol);
 }
+
+/** A symbol (text, or null for none) as its CSV cell: escaped as any text cell (csvText), empty for none. */
+export const symbolCell = (sql: ISql, symbol: Fragment) => sql`coalesce(${csvText(sql, symbol)}, '')`;
+
+/**
+ * A CSV row written without its symbol cell (barText with none), with `lead`
+ * (its instrument id, a comma and its symbol cell) in place of its id. The
+ * id's text is always 36 characters, so the row is cut after them, as bytes:
+ * cut as text, PostgreSQL counts characters from the row's start. On a year
+ * of stored 1-hour rows (8,760) the statement took 11 to 12 ms cut as text,
+ * 7.5 to 8.7 ms cut as bytes, about what the rows as stored take (8.8 to 9.6).
+ */
+export const withSymbolCell = (sql: ISql, row: Fragment, lead: Fragment) => sql`${lead} || convert_from(substring(convert_to(${row}, 'UTF8') from 37), 'UTF8')`;
 
 /** The bars' texts `bar` (barText's, or as stored) in `order`: JSON objects joined by commas, or CSV rows. */
 export function barsText(sql: ISql, format: TextFormat, bar: Fragment, order: Fragment): Fragment {

@@ -16,6 +16,8 @@ import { entryOf } from '../core/map-entry.ts';
 import { servedAsOf } from '../db/read-scope.ts';
 import { openBarFile, type BarFile } from './bar-files.ts';
 import { Spool } from './bar-spool.ts';
+import type { SymbolRun } from './symbol-runs.ts';
+import { readSymbolRuns } from './symbol-runs-repository.ts';
 
 // One page statement returns at most this many bars (~2.6 MB of JSON text,
 // one row per instrument) unless a single instrument's window holds more; see
@@ -60,31 +62,43 @@ function instrumentsPerPage(from: string, to: string): number {
  *
  * Instruments appear in ascending id order: `onSeries` hears each known
  * instrument with its bars' text in `format` (undefined without bars in the
- * window); unknown ids are skipped. bulkText writes them as the text answer,
- * bar-files.ts as a columnar one.
+ * window) and its symbols over the window (empty without bars); unknown ids
+ * are skipped. bulkText writes them as the text answer, bar-files.ts as a
+ * columnar one. The meta's `symbols` lists each series' symbol runs.
  */
 export async function streamBulkPrices(
   db: Units,
   q: Pick<BulkPricesQuery, 'instrumentIds' | 'from' | 'to' | 'adjusted' | 'asOf' | 'includeBackfilled'>,
   format: DailyBarsFormat,
-  onSeries: (instrumentId: string, bars: Buffer | undefined) => Promise<void>,
+  onSeries: (instrumentId: string, bars: Buffer | undefined, symbols: SymbolRun[]) => Promise<void>,
   pages: { lane: Units; nextPageWaitMs: number },
 ): Promise<Meta> {
   const readAt = new Date();
   const instant = readInstant(q.asOf, readAt);
-  const { known, plans, coverage, lastBars } = await db.run(async (sql) => {
+  const { known, plans, coverage, lastBars, runs } = await db.run(async (sql) => {
     const known = [...(await existingInstruments(sql, q.instrumentIds))].sort();
-    if (!known.length) return { known, plans: new Map<string, InstrumentPlan>(), coverage: new Map<string, CoverageCheck>(), lastBars: new Map() };
-    const [plans, coverage, lastBars] = await Promise.all([
+    if (!known.length) {
+      return {
+        known,
+        plans: new Map<string, InstrumentPlan>(),
+        coverage: new Map<string, CoverageCheck>(),
+        lastBars: new Map(),
+        runs: new Map<string, SymbolRun[]>(),
+      };
+    }
+    const [plans, coverage, lastBars, runs] = await Promise.all([
       planAdjustments(sql, known, q),
       latestCoverageChecks(sql, known, q.asOf?.instant),
       lastDailyBars(sql, known, instant),
+      // Every series' symbols in one statement, for the meta and the columnar files (the CSV rows carry theirs).
+      readSymbolRuns(sql, known, q.from, q.to),
     ]);
-    return { known, plans, coverage, lastBars };
+    return { known, plans, coverage, lastBars, runs };
   });
   const segments = readSegments(q, plans, known);
   const uses = new Map<string, ReturnType<typeof seriesUse>>();
   const firstBar = new Map<string, string>();
+  const symbols: Record<string, SymbolRun[]> = {};
   const sources = new Set<string>();
   let stale = false;
 
@@ -128,9 +142,10 @@ export async function streamBulkPrices(
       const series = page.get(id);
       // Let the series go once it is written: a download holds no more than it must.
       page.delete(id);
-      await onSeries(id, series?.bars);
+      await onSeries(id, series?.bars, series ? entryOf(runs, id) : []);
       if (series) {
         firstBar.set(id, series.firstBar);
+        symbols[id] = entryOf(runs, id);
         for (const source of series.sources) sources.add(source);
         stale ||= series.stale;
       }
@@ -168,6 +183,7 @@ export async function streamBulkPrices(
     actionSetVersions,
     priceBases,
     actionCoverages,
+    symbols,
     actionCoverage: {
       checked: coverages.length > 0 && coverages.every((c) => c.checked),
       coversSeries: coverages.length > 0 && coverages.every((c) => c.coversSeries),
@@ -255,8 +271,8 @@ export async function streamBulkFile(
       db,
       q,
       file.textFormat,
-      async (id, bars) => {
-        if (bars) await file.add(id, [bars]);
+      async (id, bars, symbols) => {
+        if (bars) await file.add(id, [bars], symbols);
       },
       pages,
     );

@@ -6,7 +6,8 @@ import { dailyBarsAt } from '../price-history/bars-repository.ts';
 import { latestVersion, type VersionView } from '../price-history/versions-repository.ts';
 import type { TextFormat } from '../core/params.ts';
 import { adjusted, roundedValue, roundingScale } from './adjusted-values-sql.ts';
-import { barsText, barText, bool, DAILY_BAR, text } from './bar-text-sql.ts';
+import { symbolRuns } from '../instruments/repository.ts';
+import { barsText, barText, bool, DAILY_BAR, symbolCell, text } from './bar-text-sql.ts';
 
 // The daily read whose response text PostgreSQL writes (bar-text-sql.ts), for the
 // daily-price and bulk-price routes, called through daily-bars.ts.
@@ -105,6 +106,12 @@ function packedBars(sql: ISql): Fragment {
  * and only the small columns are decoded. The inner select is kept apart
  * (offset 0) so each adjusted value is computed once, not once for every
  * reference the JSON expression makes to it.
+ *
+ * A CSV row carries the instrument's symbol on its date: the statement reads
+ * each instrument's symbols over the window as a few runs (symbolRuns, the
+ * rule asked once per symbol period, not per bar) and each bar takes its
+ * run's cell by a join on the instrument and the run's days. The other
+ * formats leave symbols to the caller (symbol-runs-repository.ts).
  */
 export async function dailySeriesText(
   sql: ISql,
@@ -163,6 +170,15 @@ export async function dailySeriesText(
         ${where}
         offset 0
       )`;
+  // A CSV row's symbol cell is its run's (symbolRuns), written once per run, not per bar (its escaping
+  // reads the text twice); offset 0 keeps the planner from moving it into the join, where it is per bar.
+  const onRun = sql`
+    join (
+      select instrument_id, from_day, until_day, ${symbolCell(sql, sql`symbol`)} as cell
+      from (${symbolRuns(sql, sql`${instrumentIds}::uuid[]`, from, to)}) runs
+      offset 0
+    ) r on r.instrument_id = a.instrument_id and a.bar_date >= r.from_day and a.bar_date < r.until_day
+  `;
   const rows = await timed(
     'daily_series_text',
     sql`
@@ -174,7 +190,7 @@ export async function dailySeriesText(
             : barsText(
                 sql,
                 format,
-                barText(sql, format, DAILY_BAR, (name) => sql`a.${sql(name)}`),
+                barText(sql, format, DAILY_BAR, (name) => sql`a.${sql(name)}`, sql`r.cell`),
                 sql`a.bar_date`,
               )
         } as bars,
@@ -201,6 +217,7 @@ export async function dailySeriesText(
           max(a.bar_date)
         )::text as latest_bar
       from ${bars} a
+      ${format === 'csv' ? onRun : sql``}
       group by a.instrument_id
     `.raw(),
   );

@@ -1,7 +1,8 @@
 import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
 import type { TextFormat } from '../core/params.ts';
-import { barsText, barText, INTRADAY_BAR, isoInstant, text } from './bar-text-sql.ts';
+import { symbolRuns } from '../instruments/repository.ts';
+import { barsText, barText, INTRADAY_BAR, isoInstant, symbolCell, text, withSymbolCell } from './bar-text-sql.ts';
 import { intradayBarsAt } from './intraday-bars-at-repository.ts';
 import { INTRADAY_TABLES, ROLLUP_TEXT_COLUMNS, type Interval } from './repository.ts';
 
@@ -24,6 +25,13 @@ export interface IntradayText {
  * rolled up at read into the same buckets the stored rollups hold. With
  * `storedText` (a rollup table read without `knownAt`), each bar's text is
  * the one stored with it, else it is written here from the numbers.
+ *
+ * A CSV row carries the instrument's symbol on the bar's UTC day (the days
+ * the window is given in): the statement reads the symbols over the
+ * window's days as runs (symbolRuns) and each bar takes its run's cell. A
+ * stored CSV row is stored without it (symbols change after bars are
+ * stored) and is given it here (withSymbolCell). The other formats leave
+ * symbols to the caller (symbol-runs-repository.ts).
  */
 export async function intradayText(
   sql: ISql,
@@ -36,19 +44,37 @@ export async function intradayText(
   storedText = false,
 ): Promise<IntradayText> {
   const bars = knownAt ? intradayBarsAt(sql, knownAt, interval, from, to) : sql`${sql(INTRADAY_TABLES[interval])}`;
-  const written = barText(sql, format, INTRADAY_BAR, (name) => sql`${sql(name)}`);
+  const written = barText(sql, format, INTRADAY_BAR, (name) => sql`b.${sql(name)}`, sql`r.cell`);
+  const storedColumn = sql`b.${sql(ROLLUP_TEXT_COLUMNS[format])}`;
+  const stored = format === 'csv' ? withSymbolCell(sql, storedColumn, sql`r.lead`) : storedColumn;
   // A row stored without its text (sql/026) has it written here.
-  const bar = storedText ? sql`coalesce(${sql(ROLLUP_TEXT_COLUMNS[format])}, ${written})` : written;
+  const bar = storedText ? sql`coalesce(${stored}, ${written})` : written;
+  const utcDay = (t: Date) => t.toISOString().slice(0, 10);
+  // A run's days as instants, so each bar is compared as stored, not converted to its day; its cell
+  // (and a stored row's lead, withSymbolCell) written once per run (offset 0 keeps the planner from
+  // moving them into the join, where they were written per bar: a year of 1-hour bars took twice as long).
+  const onRun = sql`
+    join (
+      select
+        from_day::timestamp at time zone 'UTC' as from_ts,
+        until_day::timestamp at time zone 'UTC' as until_ts,
+        ${symbolCell(sql, sql`symbol`)} as cell,
+        ${instrumentId}::uuid::text || ',' || ${symbolCell(sql, sql`symbol`)} as lead
+      from (${symbolRuns(sql, sql`array[${instrumentId}::uuid]`, utcDay(from), utcDay(to))}) runs
+      offset 0
+    ) r on b.bar_ts >= r.from_ts and b.bar_ts < r.until_ts
+  `;
   const [[text_, sources, latest]] = await timed(
     knownAt ? `intraday_text_${interval}_known_at` : storedText ? `intraday_stored_text_${interval}` : `intraday_text_${interval}`,
     sql`
       select
-        ${barsText(sql, format, bar, sql`bar_ts`)} as bars,
-        array_to_json(array_agg(distinct source))::text as sources,
-        ${isoInstant(sql, sql`max(as_of)`)} as latest_as_of
+        ${barsText(sql, format, bar, sql`b.bar_ts`)} as bars,
+        array_to_json(array_agg(distinct b.source))::text as sources,
+        ${isoInstant(sql, sql`max(b.as_of)`)} as latest_as_of
       from ${bars} b
-      where instrument_id = ${instrumentId}
-        and bar_ts between ${from} and ${to}
+      ${format === 'csv' ? onRun : sql``}
+      where b.instrument_id = ${instrumentId}
+        and b.bar_ts between ${from} and ${to}
     `.raw(),
   );
   return {

@@ -142,14 +142,20 @@ export async function refreshRollups(tx: ISql, firstMinute: number, lastMinute: 
   await tx`set local enable_nestloop = on`;
 }
 
-/** The rollup tables' response-text columns (sql/026): each bar's JSON object and CSV row, as the price reads write them. */
+/**
+ * The rollup tables' response-text columns (sql/026): each bar's JSON object
+ * and CSV row, as the price reads write them, the CSV row without its symbol
+ * cell: the symbol is the instrument's on the bar's day, which a later upload
+ * of its symbol periods can change, so the read puts it in
+ * (intraday-text-repository.ts).
+ */
 export const ROLLUP_TEXT_COLUMNS = { json: 'bar_json', csv: 'bar_csv' } as const;
 const ROLLUP_TEXT = Object.entries(ROLLUP_TEXT_COLUMNS) as ['json' | 'csv', string][];
 const ROLLUP_TEXT_NAMES = ROLLUP_TEXT.map(([, column]) => column);
 
 /** A rollup bar's texts, from the columns of `alias`, in ROLLUP_TEXT_NAMES' order. */
 const rollupText = (sql: ISql, alias: string) =>
-  sql`${ROLLUP_TEXT.map(([format], i) => sql`${i ? sql`, ` : sql``}${barText(sql, format, INTRADAY_BAR, (name) => sql`${sql(alias)}.${sql(name)}`)}`)}`;
+  sql`${ROLLUP_TEXT.map(([format], i) => sql`${i ? sql`, ` : sql``}${barText(sql, format, INTRADAY_BAR, (name) => sql`${sql(alias)}.${sql(name)}`, null)}`)}`;
 
 /**
  * Writes the response text of every rollup bar stored without it (the rows

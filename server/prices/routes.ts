@@ -33,8 +33,8 @@ const isColumnar = (format: Format): format is 'arrow' | 'parquet' => format ===
 /** What the read hands over for an answer in `format`: its text, or for a columnar file what the file is made from (bar-files.ts). */
 const readFormat = <Kind extends BarKind>(format: Format, kind: Kind) => (isColumnar(format) ? COLUMNAR_INPUT[kind] : format);
 
-/** A single instrument's answer in `format`: the JSON envelope, CSV, or a columnar file of its bars. */
-function answerFraming(format: Format, kind: BarKind, instrumentId: string): Framing | Encoding {
+/** A single instrument's answer in `format`: the JSON envelope, CSV, or a columnar file of its bars and their symbols. */
+function answerFraming(format: Format, kind: BarKind, instrumentId: string, answer: service.PriceText): Framing | Encoding {
   if (format === 'json') return jsonFraming('array');
   if (format === 'csv') return csvFraming(service.CSV_COLUMNS[kind]);
   return {
@@ -42,7 +42,7 @@ function answerFraming(format: Format, kind: BarKind, instrumentId: string): Fra
     async body(items, meta) {
       const parts: Buffer[] = [];
       const file = openBarFile(format, kind, async (chunk) => void parts.push(chunk));
-      await file.add(instrumentId, items);
+      await file.add(instrumentId, items, answer.symbols);
       return [await file.end(meta), ...parts];
     },
   };
@@ -50,8 +50,8 @@ function answerFraming(format: Format, kind: BarKind, instrumentId: string): Fra
 
 /** The columnar answers' OpenAPI description. */
 const COLUMNAR =
-  'columns instrumentId, then the fields of data with their names: dates as date32 (Parquet DATE), instants as UTC timestamps in milliseconds, prices and volume as float64 with exactly the JSON values, strings dictionary-encoded, nulls as nulls; one row per bar in the CSV order; the meta as JSON text under the key `meta` of the Arrow schema or Parquet file metadata';
-const DAILY_CSV = `columns ${service.CSV_COLUMNS.daily.join(', ')}; one row per bar (instrument by instrument, in date order), then the #meta row`;
+  "columns instrumentId, symbol (the instrument's symbol on the bar's date, the UTC day of an intraday bar; null where it had none), then the fields of data with their names: dates as date32 (Parquet DATE), instants as UTC timestamps in milliseconds, prices and volume as float64 with exactly the JSON values, strings dictionary-encoded, nulls as nulls; one row per bar in the CSV order; the meta as JSON text under the key `meta` of the Arrow schema or Parquet file metadata";
+const DAILY_CSV = `columns ${service.CSV_COLUMNS.daily.join(', ')} (symbol: the instrument's symbol on barDate, empty where it had none); one row per bar (instrument by instrument, in date order), then the #meta row`;
 
 export const dailyPricesRoute = defineRoute({
   method: 'get',
@@ -114,7 +114,7 @@ export const intradayRoute = defineRoute({
     description: 'the bars in time order',
     data: z.array(IntradayBarSchema),
     meta: IntradayMetaSchema,
-    csv: `columns ${service.CSV_COLUMNS.intraday.join(', ')}; one row per bar, then the #meta row`,
+    csv: `columns ${service.CSV_COLUMNS.intraday.join(', ')} (symbol: the instrument's symbol on the UTC day of barTimestamp, empty where it had none); one row per bar, then the #meta row`,
     columnar: COLUMNAR,
     validated: true,
   },
@@ -139,7 +139,7 @@ export const pricesArea: Area<PricesDeps, AnyIngestKind> = {
     routes.handle(dailyPricesRoute, async ({ params, query }, res, req) => {
       const format = negotiateFormat(req, res, query.format);
       const answer = await service.readDailyPrices(readDb, params.id, query, readFormat(format, 'daily'));
-      return sendFramed(req, res, answerFraming(format, 'daily', params.id), answer);
+      return sendFramed(req, res, answerFraming(format, 'daily', params.id, answer), answer);
     });
 
     const halfThePool = Math.max(1, Math.floor(config.DATABASE_POOL_SIZE / 2));
@@ -186,8 +186,8 @@ export const pricesArea: Area<PricesDeps, AnyIngestKind> = {
 
     routes.handle(intradayRoute, async ({ params, query }, res, req) => {
       const format = negotiateFormat(req, res, query.format);
-      const answer = await service.readIntradayBars(readDb, params.id, query, readFormat(format, 'intraday'));
-      return sendFramed(req, res, answerFraming(format, 'intraday', params.id), answer);
+      const answer = await service.readIntradayBars(readDb, params.id, query, readFormat(format, 'intraday'), isColumnar(format));
+      return sendFramed(req, res, answerFraming(format, 'intraday', params.id, answer), answer);
     });
   },
   ingest: { 'bars/daily': dailyBarIngest, 'bars/intraday': intradayBarIngest },

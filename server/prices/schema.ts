@@ -153,6 +153,14 @@ export const DailyPricesMetaSchema = z.strictObject({
 
 export const BulkPricesDataSchema = z.record(z.string(), z.array(DailyBarSchema)).describe('instrument id → its bars; unknown ids are absent');
 
+const SymbolRunSchema = z
+  .strictObject({
+    symbol: z.string().nullable().describe('the symbol; null for days before the instrument had one'),
+    from: z.string().describe('first day of the run, yyyy-mm-dd'),
+    to: z.string().describe('last day of the run, yyyy-mm-dd, inclusive'),
+  })
+  .meta({ id: 'SymbolRun' });
+
 export const BulkPricesMetaSchema = z.strictObject({
   ...priceMeta,
   emptyReasons: z
@@ -163,6 +171,11 @@ export const BulkPricesMetaSchema = z.strictObject({
   actionSetVersions: z.record(z.string(), z.int().min(0)),
   priceBases: z.record(z.string(), PriceBasisSchema),
   actionCoverages: z.record(z.string(), ActionCoverageSchema),
+  symbols: z
+    .record(z.string(), z.array(SymbolRunSchema))
+    .describe(
+      "instrument id → its symbol as of each day of the window (from to to), as runs of days under one symbol in date order, for each instrument with bars: a bar's symbol is the run's holding its barDate. The CSV, Arrow and Parquet answers carry it per bar as their symbol column",
+    ),
   actionCoverage: z.strictObject({ checked: z.boolean(), coversSeries: z.boolean(), actionsFound: z.int().min(0).nullable() }),
 });
 

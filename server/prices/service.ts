@@ -18,6 +18,8 @@ import { withoutGatherWorkers } from './read-settings-repository.ts';
 import type { TextFormat } from '../core/params.ts';
 import type { PointInTime } from '../core/time.ts';
 import { entryOf } from '../core/map-entry.ts';
+import type { SymbolRun } from './symbol-runs.ts';
+import { readSymbolRuns } from './symbol-runs-repository.ts';
 
 export { streamBulkFile, streamBulkPrices } from './bulk-stream.ts';
 
@@ -35,6 +37,8 @@ export interface PriceText {
   readAt: string | null;
   /** Whether the answer's bytes can never change (`immutable` caching, docs/api.md "Caching"). */
   immutable: boolean;
+  /** The instrument's symbols over the window, read for a columnar file's symbol column (`packed` daily bars, intraday ones asked `withSymbols`); else empty: the CSV rows carry their own, the JSON answers none. */
+  symbols: SymbolRun[];
 }
 
 /**
@@ -51,14 +55,19 @@ function isImmutable(q: DailyPricesQuery, plan: InstrumentPlan, series: DailySer
 
 export async function readDailyPrices(db: Reads, id: string, q: DailyPricesQuery, format: DailyBarsFormat): Promise<PriceText> {
   const readAt = new Date();
-  const { plan, coverage, series, fresh, empty } = await db.run(async (sql) => {
+  const { plan, coverage, series, fresh, empty, symbols } = await db.run(async (sql) => {
     await requireInstrument(sql, id);
     // planAdjustments refuses a pinned version the instrument has not reached.
-    const [plans, coverage] = await Promise.all([planAdjustments(sql, [id], q), latestCoverageChecks(sql, [id], q.asOf?.instant)]);
+    const [plans, coverage, symbols] = await Promise.all([
+      planAdjustments(sql, [id], q),
+      latestCoverageChecks(sql, [id], q.asOf?.instant),
+      // The columnar file's symbol column; CSV rows carry theirs.
+      format === 'packed' ? readSymbolRuns(sql, [id], q.from, q.to) : undefined,
+    ]);
     const [series] = await readSeriesText(sql, format, [id], readSegments(q, plans, [id]), q, plans);
     const fresh = await dailySeriesFreshness(sql, [id], readInstant(q.asOf, readAt), series?.stale ?? false);
     const empty = series ? undefined : (await readEmptyReasons(sql, [id], q.from, q.to, q.asOf)).get(id);
-    return { plan: entryOf(plans, id), coverage, series, fresh, empty };
+    return { plan: entryOf(plans, id), coverage, series, fresh, empty, symbols: symbols?.get(id) ?? [] };
   });
   const immutable = isImmutable(q, plan, series, readAt.toISOString().slice(0, 10));
   const use = seriesUse(q, plan, series);
@@ -75,7 +84,7 @@ export async function readDailyPrices(db: Reads, id: string, q: DailyPricesQuery
     priceBasis: priceBasisMeta(q, use, plan, readAt),
     actionCoverage: actionCoverage(coverage.get(id), series?.firstBar ?? q.from),
   };
-  return { items: series ? [series.bars] : [], meta, readAt: q.asOf ? null : readAt.toISOString(), immutable };
+  return { items: series ? [series.bars] : [], meta, readAt: q.asOf ? null : readAt.toISOString(), immutable, symbols };
 }
 
 /**
@@ -86,11 +95,17 @@ export async function readDailyPrices(db: Reads, id: string, q: DailyPricesQuery
  */
 export const SPLIT_INTRADAY_BARS = 2_000;
 
+/**
+ * One instrument's intraday bars in [q.from, q.to] as text in `format`; with
+ * `withSymbols`, also its symbols over the window's days, for a columnar
+ * file's symbol column (a bar's is its UTC day's).
+ */
 export async function readIntradayBars(
   db: Reads,
   id: string,
   q: { from: string; to: string; interval: (typeof INTERVALS)[number]; asOf?: PointInTime },
   format: TextFormat,
+  withSymbols = false,
 ): Promise<PriceText> {
   const knownAt = q.asOf?.instant;
   const from = new Date(`${q.from}T00:00:00.000Z`);
@@ -113,8 +128,9 @@ export async function readIntradayBars(
     bars,
     fresh: await intradayFreshness(sql, id, instant, recent, bars.bars.length > 0),
     empty: bars.bars.length ? null : await readIntradayEmptyReason(sql, id, from, to, knownAt),
+    symbols: withSymbols && bars.bars.length ? entryOf(await readSymbolRuns(sql, [id], q.from, q.to), id) : [],
   });
-  const { bars, fresh, empty } = await db.run(async (sql) => {
+  const { bars, fresh, empty, symbols } = await db.run(async (sql) => {
     const storedText = await readsStoredText(sql, q.interval, knownAt);
     // Stored text is joined, not written: one statement is quickest.
     if (storedText || (to.getTime() - from.getTime()) / barMs < SPLIT_INTRADAY_BARS) {
@@ -160,6 +176,7 @@ export async function readIntradayBars(
     items: bars.bars,
     readAt,
     immutable: false,
+    symbols,
     meta: {
       asOf,
       source: sourcesMeta(new Set(bars.sources)),

@@ -24,6 +24,8 @@ let duck: DuckDBConnection;
 let dir: string;
 const ids: string[] = [];
 let minuteId: string;
+// Each instrument's one symbol (createInstrument's, from 1990 on): every row's symbol column.
+const symbols = new Map<string, string>();
 // Every weekday bar from 2019 to 2021, with a gap in volume and open, and a 3-for-2 split in 2020.
 const days = weekdays('2019-01-01', '2021-12-31');
 const close = (i: number, n: number) => Math.round((40 + n * 7 + 10 * Math.sin(i / 17) + i / 50) * 100) / 100;
@@ -35,8 +37,9 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'mds-columnar-'));
   duck = await (await DuckDBInstance.create(':memory:')).connect();
   for (let n = 0; n < 3; n++) {
-    const { id } = await createInstrument(svc);
+    const { id, symbol } = await createInstrument(svc);
     ids.push(id);
+    symbols.set(id, symbol);
     await ingest(
       svc,
       '/bars/daily',
@@ -62,7 +65,9 @@ beforeAll(async () => {
     },
   ]);
   ids.sort();
-  ({ id: minuteId } = await createInstrument(svc));
+  const minute = await createInstrument(svc);
+  minuteId = minute.id;
+  symbols.set(minuteId, minute.symbol);
   const minutes = Array.from({ length: 390 * 2 }, (_, i) => {
     const day = i < 390 ? '2023-03-01' : '2023-03-02';
     const t = Date.parse(`${day}T14:30:00Z`) + (i % 390) * 60_000;
@@ -127,7 +132,8 @@ function rawGet(route: string, headers: Record<string, string>): Promise<{ heade
   });
 }
 
-const withId = (instrumentId: string, bars: Record<string, unknown>[]) => bars.map((bar) => ({ instrumentId, ...bar }));
+/** The JSON read's bars as the columnar rows: each with its instrument's id and symbol. */
+const withId = (instrumentId: string, bars: Record<string, unknown>[]) => bars.map((bar) => ({ instrumentId, symbol: symbols.get(instrumentId), ...bar }));
 
 describe('daily prices as Arrow and Parquet', () => {
   it('when one instrument is read adjusted as Arrow, then every column has its type and every value and the meta are the JSON read’s', async () => {
@@ -142,6 +148,7 @@ describe('daily prices as Arrow and Parquet', () => {
     const table = tableFromIPC(res.body);
     expect(table.schema.fields.map((f) => `${f.name}:${String(f.type)}:${f.nullable}`)).toEqual([
       'instrumentId:Dictionary<Int32, Utf8>:false',
+      'symbol:Dictionary<Int32, Utf8>:true',
       'barDate:Date32<DAY>:false',
       'openPrice:Float64:true',
       'highPrice:Float64:true',
@@ -172,6 +179,7 @@ describe('daily prices as Arrow and Parquet', () => {
     const { rows, meta, types } = await parquetRows(res.body, 'asOf');
     expect(types).toEqual({
       instrumentId: 'VARCHAR',
+      symbol: 'VARCHAR',
       barDate: 'DATE',
       openPrice: 'DOUBLE',
       highPrice: 'DOUBLE',
@@ -286,8 +294,9 @@ describe('intraday bars as Arrow and Parquet', () => {
     expect(json.body.data.length).toBe(interval === '1min' ? 780 : 14);
     const arrow = await svc.getBytes(query, key, { accept: ARROW });
     const table = tableFromIPC(arrow.body);
-    expect(table.schema.fields.map((f) => `${f.name}:${String(f.type)}`).slice(0, 2)).toEqual([
+    expect(table.schema.fields.map((f) => `${f.name}:${String(f.type)}`).slice(0, 3)).toEqual([
       'instrumentId:Dictionary<Int32, Utf8>',
+      'symbol:Dictionary<Int32, Utf8>',
       'barTimestamp:Timestamp<MILLISECOND, UTC>',
     ]);
     expect(arrowRows(table)).toEqual(withId(minuteId, json.body.data));

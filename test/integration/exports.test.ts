@@ -12,7 +12,7 @@ import http from 'node:http';
 import { sqlClient } from '../../server/db/sql.ts';
 import { databaseUrl, startService, type Service } from './harness.ts';
 import { inheritedEnv, PROJECT_ROOT } from './child-process.ts';
-import { createInstrument, dailyBar, ingest, minuteBar, untilAStatementWaitsFor, weekdays } from './fixtures.ts';
+import { createInstrument, dailyBar, ingest, minuteBar, uniqueSymbol, untilAStatementWaitsFor, weekdays } from './fixtures.ts';
 import { until } from '../support/until.ts';
 
 // Export jobs (issue 41, item 3) on the real service and database: each
@@ -47,16 +47,25 @@ async function download(url: string, headers: Record<string, string> = {}) {
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
-/** Two instruments with weekday bars over 2019 and 2020 (closes 100 + day index, and 50 + day index). */
+/**
+ * Two instruments with weekday bars over 2019 and 2020 (closes 100 + day
+ * index, and 50 + day index), the first renamed on 2020-01-01; `symbolOn`
+ * gives an instrument's symbol on a day, from the posted periods.
+ */
 async function twoInstruments(svc: Service) {
-  const a = await createInstrument(svc);
+  const renamed = [
+    { symbol: uniqueSymbol('OLD'), validFrom: '1990-01-01', validTo: '2019-12-31' },
+    { symbol: uniqueSymbol('NEW'), validFrom: '2020-01-01', validTo: null },
+  ];
+  const a = await createInstrument(svc, { symbols: renamed });
   const b = await createInstrument(svc);
   const days = weekdays('2019-01-01', '2020-12-31');
   await ingest(svc, '/bars/daily', [
     ...days.map((d, i) => dailyBar(a.id, { barDate: d, close: 100 + i })),
     ...days.map((d, i) => dailyBar(b.id, { barDate: d, close: 50 + i, volume: null })),
   ]);
-  return { ids: [a.id, b.id].sort(), days };
+  const symbolOn = (id: string, day: string) => (id === a.id ? renamed[day < '2020-01-01' ? 0 : 1].symbol : b.symbol);
+  return { ids: [a.id, b.id].sort(), days, symbolOn };
 }
 
 describe('export jobs: accepted, run and served', { timeout: 120_000 }, () => {
@@ -65,6 +74,7 @@ describe('export jobs: accepted, run and served', { timeout: 120_000 }, () => {
   let otherKey: string;
   let ids: string[];
   let days: string[];
+  let symbolOn: (id: string, day: string) => string;
   let startedAt: Date;
   const log: string[] = [];
 
@@ -79,7 +89,7 @@ describe('export jobs: accepted, run and served', { timeout: 120_000 }, () => {
     svc = await startService({ EXPORTS_POLL_MS: '50', LOG_LEVEL: 'info' }, sink);
     key = await svc.keyWith(['prices:read']);
     otherKey = await svc.keyWith(['prices:read']);
-    ({ ids, days } = await twoInstruments(svc));
+    ({ ids, days, symbolOn } = await twoInstruments(svc));
   });
   afterAll(async () => {
     await svc?.stop();
@@ -153,7 +163,7 @@ describe('export jobs: accepted, run and served', { timeout: 120_000 }, () => {
         .filter((l) => l && !l.startsWith('#'));
       const [header, ...rows] = lines;
       const columns = header.split(',');
-      expect(columns.slice(0, 2)).toEqual(['instrumentId', 'barDate']);
+      expect(columns.slice(0, 3)).toEqual(['instrumentId', 'symbol', 'barDate']);
       // Ordered by instrument id, then date; every value the JSON read's.
       const expected = ids.flatMap((id) =>
         (json.body.data[id] as { barDate: string }[]).filter((bar) => bar.barDate.startsWith(file.name.slice(0, 4))).map((bar) => ({ id, ...bar })),
@@ -163,7 +173,8 @@ describe('export jobs: accepted, run and served', { timeout: 120_000 }, () => {
         const cells = row.split(',');
         const bar = expected[i] as Record<string, unknown>;
         expect(cells[0]).toBe(bar.id);
-        expect(cells[1]).toBe(bar.barDate);
+        expect(cells[1]).toBe(symbolOn(bar.id as string, bar.barDate as string));
+        expect(cells[2]).toBe(bar.barDate);
         expect(Number(cells[columns.indexOf('closePrice')])).toBe(bar.closePrice);
         expect(cells[columns.indexOf('volume')]).toBe(bar.volume === null ? '' : String(bar.volume));
       });
@@ -250,7 +261,9 @@ describe('export jobs: accepted, run and served', { timeout: 120_000 }, () => {
     const json = await svc.get(`/v1/prices/bulk?instrumentIds=${ids.join(',')}&from=2019-01-01&to=2020-12-31&asOf=${asOf}`, key);
     const expected = (year: string) =>
       ids.flatMap((id) =>
-        (json.body.data[id] as Record<string, unknown>[]).filter((bar) => String(bar.barDate).startsWith(year)).map((bar) => ({ instrumentId: id, ...bar })),
+        (json.body.data[id] as Record<string, unknown>[])
+          .filter((bar) => String(bar.barDate).startsWith(year))
+          .map((bar) => ({ instrumentId: id, symbol: symbolOn(id, String(bar.barDate)), ...bar })),
       );
     const dir = await mkdtemp(path.join(os.tmpdir(), 'mds-exports-test-'));
     const duck = await (await DuckDBInstance.create(':memory:')).connect();
@@ -437,8 +450,11 @@ describe('export jobs: accepted, run and served', { timeout: 120_000 }, () => {
       text
         .split('\n')
         .filter((l) => l.startsWith(a.id))
-        .map((l) => l.split(',')[1]),
-    ).toEqual(['2024-01-31T14:30:00.000Z', '2024-01-31T14:31:00.000Z']);
+        .map((l) => l.split(',').slice(1, 3)),
+    ).toEqual([
+      [a.symbol, '2024-01-31T14:30:00.000Z'],
+      [a.symbol, '2024-01-31T14:31:00.000Z'],
+    ]);
   });
 
   it('when jobs have run, then /metrics gives the jobs by status, the queue age, the bytes written and the durations', async () => {

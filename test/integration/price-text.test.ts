@@ -17,7 +17,7 @@ import { roundSignificant as servedRounding } from '../../server/core/significan
 import { SPLIT_INTRADAY_BARS } from '../../server/prices/service.ts';
 import { fillRollupText } from '../../server/prices/repository.ts';
 import { startService, type Service } from './harness.ts';
-import { createInstrument, dailyBar, ingest, weekdays } from './fixtures.ts';
+import { createInstrument, dailyBar, ingest, uniqueSymbol, weekdays } from './fixtures.ts';
 
 // PostgreSQL writes the price reads' JSON and CSV (prices/bar-text-sql.ts, prices/adjusted-values-sql.ts).
 // These tests hold the JSON to what JavaScript writes from the same numbers:
@@ -410,7 +410,7 @@ describe('intraday bars as PostgreSQL writes them', () => {
   // read in two halves (SPLIT_INTRADAY_BARS), the 1-hour read (48) in one.
   it('when minute bars of odd sizes are read at 1 minute and 1 hour, then every bar is the JavaScript text of the stored rows', async () => {
     expect(2 * 1440).toBeGreaterThanOrEqual(SPLIT_INTRADAY_BARS);
-    const { id } = await createInstrument(svc, { assetClass: 'crypto' });
+    const { id, symbol } = await createInstrument(svc, { assetClass: 'crypto' });
     const rand = prng(60);
     const start = Date.UTC(2024, 2, 4, 0, 0);
     const minutes = Array.from({ length: 2500 }, (_, i) => {
@@ -467,9 +467,9 @@ describe('intraday bars as PostgreSQL writes them', () => {
       expect(rows.length).toBe(interval === '1min' ? 2500 : 42);
       const latest = rows.reduce((a, r) => (r.as_of > a ? r.as_of : a), new Date(0));
       expect(JSON.parse(body).meta.asOf).toBe(latest.toISOString());
-      // CSV: the header, a row per bar with its timestamp in order, then #meta.
+      // CSV: the header, a row per bar with its instrument, symbol and timestamp in order, then #meta.
       const csv = parseCsv(await getText(`/v1/instruments/${id}/intraday?interval=${interval}&from=2024-03-04&to=2024-03-05&format=csv`));
-      expect(csv.slice(1, -1).map((row) => row[1])).toEqual(rows.map((r) => r.bar_ts.toISOString()));
+      expect(csv.slice(1, -1).map((row) => row.slice(0, 3))).toEqual(rows.map((r) => [id, symbol, r.bar_ts.toISOString()]));
       expect(csv.at(-1)?.[0]).toBe('#meta');
     }
   });
@@ -477,7 +477,7 @@ describe('intraday bars as PostgreSQL writes them', () => {
   it('when rollup bars are stored without their text (rows from before sql/026), then reads write the same text, and filling it stores those bytes', async (ctx) => {
     // Full TimescaleDB keeps the rollups as continuous aggregates, which store no text.
     if (svc.runtime.migration!.tier === 'timescaledb') return ctx.skip();
-    const { id } = await createInstrument(svc, { assetClass: 'crypto' });
+    const { id, symbol } = await createInstrument(svc, { assetClass: 'crypto' });
     const start = Date.UTC(2024, 5, 3, 0, 0);
     // Three hours; text a CSV cell must quote or guard, and a number in exponent form.
     const minutes = Array.from({ length: 180 }, (_, i) => ({
@@ -510,9 +510,11 @@ describe('intraday bars as PostgreSQL writes them', () => {
       };
     });
     const csvCell = (s: string) => (/^[-=+@\t\r]/.test(s) ? `"'${s.replaceAll('"', '""')}"` : /[",\r\n#]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s);
-    const expectedCsv = hours.map(
+    // Stored without the symbol cell, which the read puts after the id.
+    const storedCsv = hours.map(
       (b) => `${id},${b.barTimestamp},${b.openPrice},${b.highPrice},${b.lowPrice},${b.closePrice},${b.volume ?? ''},USD,USD per coin,${csvCell(b.source)}\r\n`,
     );
+    const expectedCsv = storedCsv.map((row) => `${id},${symbol}${row.slice(id.length)}`);
     const path = `/v1/instruments/${id}/intraday?interval=1hour&from=2024-06-03&to=2024-06-03`;
     const read = async () => ({ json: dataText(await getText(path)), csv: await getText(`${path}&format=csv`) });
     const expected = `[${hours.map((b) => JSON.stringify(b)).join(',')}]`;
@@ -529,7 +531,7 @@ describe('intraday bars as PostgreSQL writes them', () => {
       select bar_json, bar_csv from intraday_bars_1hour where instrument_id = ${id} order by bar_ts
     `;
     expect(rows.map((r) => r.bar_json)).toEqual(hours.map((b) => JSON.stringify(b)));
-    expect(rows.map((r) => r.bar_csv)).toEqual(expectedCsv);
+    expect(rows.map((r) => r.bar_csv)).toEqual(storedCsv);
     expect(await read()).toEqual(stored);
   });
 });
@@ -580,6 +582,7 @@ function rawGet(path: string, headers: Record<string, string>): Promise<{ status
 
 const DAILY_COLUMNS = [
   'instrumentId',
+  'symbol',
   'barDate',
   'openPrice',
   'highPrice',
@@ -593,16 +596,16 @@ const DAILY_COLUMNS = [
   'source',
 ];
 
-const TEXT_COLUMNS = ['quoteCurrency', 'quoteUnit', 'source'];
+const TEXT_COLUMNS = ['symbol', 'quoteCurrency', 'quoteUnit', 'source'];
 
 /**
  * A JSON bar as its CSV row's cells: numbers as JSON writes them, null as an
  * empty cell, and text that a spreadsheet would take for a formula behind an
  * apostrophe.
  */
-function asCells(columns: string[], id: string, bar: Record<string, unknown>): string[] {
+function asCells(columns: string[], id: string, symbol: string | null, bar: Record<string, unknown>): string[] {
   return columns.map((c) => {
-    const value = bar[c];
+    const value = c === 'symbol' ? symbol : bar[c];
     if (c === 'instrumentId') return id;
     if (value === null) return '';
     if (typeof value !== 'string') return JSON.stringify(value);
@@ -612,13 +615,17 @@ function asCells(columns: string[], id: string, bar: Record<string, unknown>): s
 
 describe('price reads in CSV', () => {
   let plain: string;
+  let plainSymbol: string;
   let tricky: string;
+  const trickySymbol = `=${uniqueSymbol('X')},"Q"`;
+  const symbolOf = (id: string) => (id === plain ? plainSymbol : id === tricky ? trickySymbol : null);
   const days = weekdays('2022-01-03', '2022-03-31');
   const sources = ['=HYPERLINK("http://x","y")', '+1 feed', '-dash', '@at', 'comma, "quoted"', 'hash # mark', 'line\nbreak', 'plain'];
 
   beforeAll(async () => {
-    plain = (await createInstrument(svc)).id;
-    tricky = (await createInstrument(svc)).id;
+    ({ id: plain, symbol: plainSymbol } = await createInstrument(svc));
+    // A symbol a spreadsheet would take for a formula, with a comma and a quote: its cell is guarded and quoted as any text cell.
+    tricky = (await createInstrument(svc, { symbols: [{ symbol: trickySymbol, validFrom: '1990-01-01' }] })).id;
     await ingest(
       svc,
       '/bars/daily',
@@ -662,7 +669,7 @@ describe('price reads in CSV', () => {
       const rows = parseCsv(byParam.body);
       expect(rows[0]).toEqual(DAILY_COLUMNS);
       const bars = rows.slice(1, -1);
-      expect(bars).toEqual(json.body.data.map((bar: Record<string, unknown>) => asCells(DAILY_COLUMNS, id, bar)));
+      expect(bars).toEqual(json.body.data.map((bar: Record<string, unknown>) => asCells(DAILY_COLUMNS, id, symbolOf(id), bar)));
       expect(bars).toHaveLength(days.length);
       const metaRow = rows.at(-1)!;
       expect(metaRow).toHaveLength(DAILY_COLUMNS.length);
@@ -682,14 +689,17 @@ describe('price reads in CSV', () => {
     expect(text).toContain(`,"line\nbreak"\r\n`);
     expect(text).toContain(`,plain\r\n`);
     expect(text).toContain(`,USD,"USD, per ""share""",false,`);
+    // The symbol is a text cell like the others: guarded and quoted.
+    expect(text.split('\r\n')[1].startsWith(`${tricky},"'${trickySymbol.replaceAll('"', '""')}",2022-01-03,`)).toBe(true);
     // Before the dividend the factor is 1 - 50/close, below zero: a number, not text, so not escaped.
     const first = parseCsv(text)[1];
-    expect(Number(first[5])).toBeLessThan(0);
-    expect(first[5]).toMatch(/^-\d/);
-    expect(text.split('\r\n')[1]).toContain(`,${first[5]},`);
+    expect(first[1]).toBe(`'${trickySymbol}`);
+    expect(Number(first[6])).toBeLessThan(0);
+    expect(first[6]).toMatch(/^-\d/);
+    expect(text.split('\r\n')[1]).toContain(`,${first[6]},`);
   });
 
-  it('when the bulk read is asked for CSV, then its rows carry each instrument id and the numbers of its JSON; an instrument without bars has no rows', async () => {
+  it('when the bulk read is asked for CSV, then its rows carry each instrument id and symbol and the numbers of its JSON; an instrument without bars has no rows', async () => {
     const empty = (await createInstrument(svc)).id;
     const ids = [plain, tricky, empty];
     const query = `instrumentIds=${ids.join(',')}&from=2022-01-01&to=2022-03-31&adjusted=true&asOf=2022-06-01`;
@@ -698,14 +708,14 @@ describe('price reads in CSV', () => {
     expect(csv.headers.get('content-type')).toBe('text/csv; charset=utf-8');
     const rows = parseCsv(csv.body);
     expect(rows[0]).toEqual(DAILY_COLUMNS);
-    const expected = [...ids].sort().flatMap((id) => json.body.data[id].map((bar: Record<string, unknown>) => asCells(DAILY_COLUMNS, id, bar)));
+    const expected = [...ids].sort().flatMap((id) => json.body.data[id].map((bar: Record<string, unknown>) => asCells(DAILY_COLUMNS, id, symbolOf(id), bar)));
     expect(rows.slice(1, -1)).toEqual(expected);
     expect(expected).toHaveLength(2 * days.length);
     expect(JSON.parse(rows.at(-1)![1])).toEqual(json.body.meta);
   });
 
-  it('when intraday bars are asked for CSV, then each row is a bar of the JSON answer, with its instrument id', async () => {
-    const { id } = await createInstrument(svc, { assetClass: 'crypto' });
+  it('when intraday bars are asked for CSV, then each row is a bar of the JSON answer, with its instrument id and symbol', async () => {
+    const { id, symbol } = await createInstrument(svc, { assetClass: 'crypto' });
     await ingest(
       svc,
       '/bars/intraday',
@@ -727,9 +737,21 @@ describe('price reads in CSV', () => {
       const path = `/v1/instruments/${id}/intraday?interval=${interval}&from=2024-01-02&to=2024-01-02`;
       const json = await svc.get(path, key);
       const rows = parseCsv((await svc.get(`${path}&format=csv`, key)).body);
-      const columns = ['instrumentId', 'barTimestamp', 'openPrice', 'highPrice', 'lowPrice', 'closePrice', 'volume', 'quoteCurrency', 'quoteUnit', 'source'];
+      const columns = [
+        'instrumentId',
+        'symbol',
+        'barTimestamp',
+        'openPrice',
+        'highPrice',
+        'lowPrice',
+        'closePrice',
+        'volume',
+        'quoteCurrency',
+        'quoteUnit',
+        'source',
+      ];
       expect(rows[0]).toEqual(columns);
-      expect(rows.slice(1, -1)).toEqual(json.body.data.map((bar: Record<string, unknown>) => asCells(columns, id, bar)));
+      expect(rows.slice(1, -1)).toEqual(json.body.data.map((bar: Record<string, unknown>) => asCells(columns, id, symbol, bar)));
       expect(rows.length - 2).toBe(interval === '1min' ? 90 : 2);
       expect(JSON.parse(rows.at(-1)![1])).toEqual(json.body.meta);
     }

@@ -177,6 +177,49 @@ describe('query parameters', () => {
   });
 });
 
+describe('instruments named by something other than their id', () => {
+  // The spec names an instrument by its UUID wherever one is named; a symbol
+  // sent instead is refused with where to find the id (issue 42, item 1).
+  const HOW = "find an instrument's id with GET /v1/instruments?query=MSFT";
+
+  it('when a path names an instrument by its symbol, then 400 says the id must be a UUID and how to find it, without quoting the segment', async () => {
+    for (const path of [
+      '/v1/instruments/MSFT/prices?from=2024-01-02&to=2024-01-05',
+      '/v1/instruments/MSFT/intraday?from=2024-01-02&to=2024-01-02&interval=1hour',
+      '/v1/instruments/MSFT',
+    ]) {
+      const res = await svc.get(path, key);
+      expect(res.status, path).toBe(400);
+      expect(res.body.error.details, path).toEqual({ id: ['must be a UUID; received a path segment of 4 characters (not shown)', HOW] });
+    }
+  });
+
+  it('when a list or a query parameter names instruments by symbol, then each entry that is not a UUID is told the same', async () => {
+    expect(await messages('/v1/prices/bulk', 'instrumentIds=msft,AAPL&from=2024-01-02&to=2024-01-05', 'instrumentIds.0')).toEqual([
+      'must be a UUID; received "msft"',
+      HOW,
+    ]);
+    expect(await messages('/v1/instruments/bulk', `ids=${instrumentId},spy`, 'ids.1')).toEqual(['must be a UUID; received "spy"', HOW]);
+    expect(await messages(`/v1/instruments/${instrumentId}/beta`, 'benchmarkId=SPY', 'benchmarkId')).toEqual(['must be a UUID; received "SPY"', HOW]);
+    expect(await messages('/v1/earnings', 'from=2024-01-01&to=2024-03-31&instrumentId=MSFT', 'instrumentId')).toEqual(['must be a UUID; received "MSFT"', HOW]);
+    const posted = await svc.post('/v1/exports', key, {
+      dataset: 'daily-prices',
+      instrumentIds: ['MSFT'],
+      from: '2020-01-01',
+      to: '2020-12-31',
+      format: 'csv',
+    });
+    expect(posted.status).toBe(400);
+    expect(posted.body.error.details['instrumentIds.0']).toEqual(['must be a UUID; received "MSFT"', HOW]);
+  });
+
+  it('when a parameter that is not an instrument id is not a UUID, then it is told it must be a UUID, and nothing about instruments', async () => {
+    const res = await svc.get('/v1/options/not-a-contract', key);
+    expect(res.status).toBe(400);
+    expect(res.body.error.details).toEqual({ id: ['must be a UUID; received a path segment of 14 characters (not shown)'] });
+  });
+});
+
 const BODIES: Record<string, Record<string, unknown>> = {
   '/v1/analytics/option-price': { spot: 100, strike: 100, expiryDays: 30, rate: 0.05, vol: 0.2, type: 'call' },
   '/v1/analytics/probability': { spot: 100, target: 110, expiryDays: 30, rate: 0.05, vol: 0.2, direction: 'long' },

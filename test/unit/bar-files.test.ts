@@ -5,6 +5,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { tableFromIPC } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { BATCH_ROWS, openBarFile, type BarFileFormat } from '../../server/prices/bar-files.ts';
+import type { SymbolRun } from '../../server/prices/symbol-runs.ts';
 
 // Daily files longer than one batch, from series packed as PostgreSQL packs them: several Arrow record batches, each with its own
 // dictionaries (the stream format's replacement), and several Parquet row
@@ -30,7 +31,7 @@ function barsOf(n: number): Bar[] {
   return Array.from({ length: BARS_EACH }, (_, i) => {
     const close = (n + 1) * 10 + i / 1000;
     return {
-      date: new Date(Date.UTC(1990, 0, 1) + i * DAY_MS).toISOString().slice(0, 10),
+      date: dateOf(i),
       open: i % 7 === 0 ? null : close - 0.5,
       high: close + 1,
       low: close - 1,
@@ -64,11 +65,39 @@ function packed(bars: Bar[], order: number[] = bars.map((_, i) => i)): Buffer {
   return Buffer.concat([out, Buffer.from(JSON.stringify([column((b) => b.currency), column(() => 'per share'), column((b) => b.source)]))]);
 }
 
+const dateOf = (i: number) => new Date(Date.UTC(1990, 0, 1) + i * DAY_MS).toISOString().slice(0, 10);
+
+/**
+ * Each instrument's symbol on its i-th bar: instrument 7 is renamed at its
+ * 1,000th bar, instrument 9 has none before its 365th; the others keep one.
+ */
+function symbolAt(n: number, i: number): string | null {
+  if (n === 7) return i < 1000 ? 'OLD7' : 'NEW7';
+  if (n === 9) return i < 365 ? null : 'LATE9';
+  return `S${n}`;
+}
+
+/** The runs a read of the bars' whole window gives for instrument `n` (symbol-runs.ts). */
+function runsOf(n: number): SymbolRun[] {
+  const last = dateOf(BARS_EACH - 1);
+  if (n === 7)
+    return [
+      { symbol: 'OLD7', from: dateOf(0), to: dateOf(999) },
+      { symbol: 'NEW7', from: dateOf(1000), to: last },
+    ];
+  if (n === 9)
+    return [
+      { symbol: null, from: dateOf(0), to: dateOf(364) },
+      { symbol: 'LATE9', from: dateOf(365), to: last },
+    ];
+  return [{ symbol: `S${n}`, from: dateOf(0), to: last }];
+}
+
 async function fileOf(format: BarFileFormat): Promise<Buffer> {
   const chunks: Buffer[] = [];
   const file = openBarFile(format, 'daily', async (chunk) => void chunks.push(Buffer.from(chunk)));
   // Instrument 3's records arrive in reverse date order: the file puts them in date order.
-  for (const [n, id] of instruments.entries()) await file.add(id, [packed(barsOf(n), n === 3 ? [...Array(BARS_EACH).keys()].reverse() : undefined)]);
+  for (const [n, id] of instruments.entries()) await file.add(id, [packed(barsOf(n), n === 3 ? [...Array(BARS_EACH).keys()].reverse() : undefined)], runsOf(n));
   const head = await file.end({ asOf: '2020-01-01T00:00:00.000Z', source: 'vendor-0', stale: false });
   return Buffer.concat([head, ...chunks]);
 }
@@ -78,6 +107,7 @@ const expectedAt = (row: number) => {
   const i = row % BARS_EACH;
   return {
     id: instruments[n],
+    symbol: symbolAt(n, i),
     close: (n + 1) * 10 + i / 1000,
     volume: i % 11 === 0 ? null : 1000 + i,
     source: n === 7 && i >= 1000 ? 'vendor-late' : `vendor-${n % 5}`,
@@ -94,14 +124,22 @@ describe('columnar bar files longer than a batch', () => {
     expect(full).toBeGreaterThanOrEqual(2);
     expect(table.batches.map((b) => b.numRows)).toEqual([...Array<number>(full).fill(BATCH_ROWS), total - full * BATCH_ROWS]);
     const rowOf = (n: number, i: number) => n * BARS_EACH + i;
-    for (const row of [0, 1, BATCH_ROWS - 1, BATCH_ROWS, 2 * BATCH_ROWS + 5, table.numRows - 1, rowOf(3, 0), rowOf(3, 1), rowOf(7, 999), rowOf(7, 1000)]) {
+    const rows = [0, 1, BATCH_ROWS - 1, BATCH_ROWS, 2 * BATCH_ROWS + 5, table.numRows - 1, rowOf(3, 0), rowOf(3, 1), rowOf(7, 999), rowOf(7, 1000)];
+    for (const row of [...rows, rowOf(9, 0), rowOf(9, 364), rowOf(9, 365)]) {
       const want = expectedAt(row);
       expect(table.getChild('instrumentId')?.get(row)).toBe(want.id);
+      expect(table.getChild('symbol')?.get(row)).toBe(want.symbol);
       expect(table.getChild('closePrice')?.get(row)).toBe(want.close);
       expect(table.getChild('volume')?.get(row)).toBe(want.volume);
       expect(table.getChild('source')?.get(row)).toBe(want.source);
       expect(table.getChild('quoteCurrency')?.get(row)).toBe(want.currency);
     }
+    expect(table.schema.fields.slice(0, 3).map((f) => `${f.name}:${String(f.type)}:${f.nullable}`)).toEqual([
+      'instrumentId:Dictionary<Int32, Utf8>:false',
+      'symbol:Dictionary<Int32, Utf8>:true',
+      'barDate:Date32<DAY>:false',
+    ]);
+    expect(table.getChild('symbol')?.nullCount).toBe(365);
     expect(JSON.parse(table.schema.metadata.get('meta') as string).source).toBe('vendor-0');
   });
 
@@ -118,7 +156,8 @@ describe('columnar bar files longer than a batch', () => {
       const [stats] = (
         await duck.runAndReadAll(
           `select count(*) as n, count(distinct "instrumentId") as ids, count(*) - count(volume) as nullVolumes, count(*) - count("openPrice") as nullOpens,
-             count(distinct source) as sources, sum(stale::int) as stale from read_parquet('${file}')`,
+             count(distinct source) as sources, sum(stale::int) as stale, count(distinct symbol) as symbols, count(*) - count(symbol) as nullSymbols
+           from read_parquet('${file}')`,
         )
       ).getRowObjectsJS();
       const perInstrument = (pred: (i: number) => boolean) => instruments.length * Array.from({ length: BARS_EACH }, (_, i) => i).filter(pred).length;
@@ -129,12 +168,19 @@ describe('columnar bar files longer than a batch', () => {
         nullOpens: BigInt(perInstrument((i) => i % 7 === 0)),
         sources: 6n,
         stale: BigInt(perInstrument((i) => i % 13 === 0)),
+        // S0 … S59 less S7 and S9, then OLD7, NEW7 and LATE9.
+        symbols: BigInt(instruments.length - 2 + 3),
+        nullSymbols: 365n,
       });
-      const rows = (await duck.runAndReadAll(`select "instrumentId", "closePrice", volume, source from read_parquet('${file}')`)).getRowObjectsJS();
-      for (const row of [0, BATCH_ROWS, rows.length - 1]) {
+      const rows = (await duck.runAndReadAll(`select "instrumentId", symbol, "closePrice", volume, source from read_parquet('${file}')`)).getRowObjectsJS();
+      const rowOf = (n: number, i: number) => n * BARS_EACH + i;
+      for (const row of [0, BATCH_ROWS, rows.length - 1, rowOf(7, 999), rowOf(7, 1000), rowOf(9, 364), rowOf(9, 365)]) {
         const want = expectedAt(row);
-        expect(rows[row]).toEqual({ instrumentId: want.id, closePrice: want.close, volume: want.volume, source: want.source });
+        expect(rows[row]).toEqual({ instrumentId: want.id, symbol: want.symbol, closePrice: want.close, volume: want.volume, source: want.source });
       }
+      // Every row group's symbol column is dictionary-encoded.
+      const encodings = await duck.runAndReadAll(`select distinct encodings from parquet_metadata('${file}') where path_in_schema = 'symbol'`);
+      expect(encodings.getRowObjectsJS().map((r) => String(r.encodings))).toEqual([expect.stringContaining('RLE_DICTIONARY')]);
       duck.closeSync();
     } finally {
       await rm(dir, { recursive: true, force: true });

@@ -113,6 +113,12 @@ describe('the accepted values and the value received, by kind of issue', () => {
     });
   });
 
+  it('when a format’s own message says after its rule how to find a value, then the rule comes with the text received and the how as a message of its own; a missing field names the rule alone', () => {
+    const schema = z.strictObject({ id: z.string().uuid('must be a UUID; look it up with GET /things?query=name') });
+    expect(detailsOf(schema, { id: 'MSFT' }, 'query')).toEqual({ id: ['must be a UUID; received "MSFT"', 'look it up with GET /things?query=name'] });
+    expect(detailsOf(schema, {}, 'query')).toEqual({ id: ['required (a UUID)'] });
+  });
+
   it('when a refinement fails (custom), then its own message comes with the value received; one without a message still tells the value', () => {
     const schema = z.strictObject({ to: z.string().refine((s) => s >= '2020', 'must be 2020 or later'), odd: z.number().refine((n) => n % 2 === 1) });
     expect(detailsOf(schema, { to: '2019', odd: 2 })).toEqual({ to: ['must be 2020 or later; received "2019"'], odd: ['is not accepted; received 2'] });
