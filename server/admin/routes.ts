@@ -117,7 +117,9 @@ export const createInvitationRoute = defineRoute({
   tag: TAG_ACCESS,
   summary: 'Invite the account holder to the dashboard: a link that sets the password once',
   description:
-    'Replaces a pending invitation of the account. Its current password, if any, keeps working until the link is used. ' +
+    'Replaces a pending invitation of the account. An invitation for the login of a holder who can sign in lets them choose a new password, ' +
+    'the current one working until the link is used; one for another login is refused with 400 (`details.login`) while the account has such a holder, ' +
+    "so no invitation ends a holder's access: POST /accounts/{id}/password sets a new login and password. " +
     'The link is in this answer only; the service keeps its hash.',
   params: IdParamsSchema,
   query: NoQuerySchema,

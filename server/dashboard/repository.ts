@@ -43,10 +43,14 @@ export async function upsertInvitation(
   login: string,
   tokenHash: Buffer,
   validHours: number,
-): Promise<{ login: string; expiresAt: string } | null> {
+): Promise<{ login: string; expiresAt: string } | { holder: string } | null> {
   try {
     return (await sql.begin(async (tx) => {
-      const [earlier] = await tx<{ login: string }[]>`select login from dashboard_logins where account_id = ${accountId} for update`;
+      const [earlier] = await tx<{ login: string; holder: boolean }[]>`
+        select login, password_hash is not null as holder from dashboard_logins where account_id = ${accountId} for update
+      `;
+      // A holder who can sign in keeps their login: an invitation for another one is refused, not a replacement.
+      if (earlier?.holder && earlier.login !== login) return { holder: earlier.login };
       const [row] = await tx<{ login: string; expires_at: Date }[]>`
         insert into dashboard_logins as l (account_id, login, invitation_hash, invitation_expires_at)
         values (${accountId}, ${login}, ${tokenHash}, now() + make_interval(hours => ${validHours}))
@@ -61,7 +65,7 @@ export async function upsertInvitation(
       // A replaced login's sessions end in the same transaction.
       if (earlier !== undefined && earlier.login !== row.login) await deleteSessionsOfAccount(tx, accountId);
       return { login: row.login, expiresAt: row.expires_at.toISOString() };
-    })) as { login: string; expiresAt: string };
+    })) as { login: string; expiresAt: string } | { holder: string };
   } catch (err) {
     if (isUniqueViolation(err)) return null;
     throw err;

@@ -7,6 +7,7 @@ import type { Database } from '../db/database.ts';
 import type { Session } from '../core/session.ts';
 import { definePage, type PageDefinition } from '../http/route.ts';
 import { RouteTable } from '../http/router.ts';
+import { servedAs } from '../http/observe.ts';
 import * as keys from '../keys/service.ts';
 import { createdKeyPage, keyPage, keysPage, revokeConfirmPage } from './keys-pages.ts';
 import { cookieOf, DEVICE_COOKIE, FORM_COOKIE, SESSION_COOKIE, setCookie } from './cookies.ts';
@@ -80,8 +81,8 @@ function assets(): Router {
   const own = path.join(path.dirname(fileURLToPath(import.meta.url)), 'assets');
   const uplot = path.join(path.dirname(createRequire(import.meta.url).resolve('uplot/package.json')), 'dist');
   const options = { index: false, redirect: false } as const;
-  router.use('/assets/uplot', express.static(uplot, options));
-  router.use('/assets', express.static(own, options), (req) => {
+  router.use('/assets/uplot', servedAs('/account/assets/uplot/*'), express.static(uplot, options));
+  router.use('/assets', servedAs('/account/assets/*'), express.static(own, options), (req) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       throw new AppError('method_not_allowed', `${req.method} is not allowed on a dashboard asset; allowed: GET, HEAD`, {}, { Allow: 'GET, HEAD' });
     }

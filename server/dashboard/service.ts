@@ -4,7 +4,7 @@ import type { Database } from '../db/database.ts';
 import * as accounts from '../accounts/repository.ts';
 import { TRUSTED_RANK, type PasswordHasher } from './password.ts';
 import * as repo from './repository.ts';
-import { AppError, notFound } from '../core/errors.ts';
+import { AppError, invalidRequest, notFound } from '../core/errors.ts';
 import type { Session } from '../core/session.ts';
 import { entryOf } from '../core/map-entry.ts';
 
@@ -63,6 +63,13 @@ export async function invite(db: Database, input: { accountId: string; login: st
   const token = newSecret();
   const row = await db.run((sql) => repo.upsertInvitation(sql, input.accountId, input.login, sha256(token), input.validHours));
   if (!row) throw loginTaken(input.login);
+  if ('holder' in row) {
+    throw invalidRequest(`the account's holder signs in as ${row.holder}: an invitation for another login would end their access`, {
+      login: [
+        `the account has a holder (${row.holder}), whose password an invitation for another login would replace: invite ${row.holder} to let them choose a new password, or set the new login and password with POST /admin/v1/accounts/{id}/password`,
+      ],
+    });
+  }
   // In the query string, which no log line carries (http/observe.ts logs the path only).
   return { accountId: input.accountId, login: row.login, url: `${publicBaseUrl}/account/invitation?token=${token}`, expiresAt: row.expiresAt };
 }

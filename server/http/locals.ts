@@ -14,6 +14,8 @@ declare global {
       requestId: string;
       /** The mount point of the route table that took the request (/v1, /admin/v1, /account), for the route's label in logs and metrics. */
       routePrefix?: string;
+      /** The label of a mount that serves paths without an Express route (static assets), set by servedAs (http/observe.ts). */
+      servedAs?: string;
       /** The code of the error answered, for the request's log line. */
       errorCode?: ErrorCode;
       /** The key a public route's scope check admitted (http/auth.ts). */

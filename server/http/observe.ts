@@ -78,7 +78,8 @@ export function observeRequests(listener: 'public' | 'admin', logger: Logger, id
     res.setHeader('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
     // baseUrl is reset when an error leaves a router, so routers record their mount point.
-    const routeOf = () => (req.route ? `${res.locals.routePrefix ?? req.baseUrl}${req.route.path}` : 'unmatched');
+    // `unmatched` only for a path nothing serves: a static mount names itself (servedAs).
+    const routeOf = () => (req.route ? `${res.locals.routePrefix ?? req.baseUrl}${req.route.path}` : (res.locals.servedAs ?? 'unmatched'));
     if (idleTimeoutMs) {
       res.setTimeout(idleTimeoutMs, () => {
         const route = routeOf();
@@ -120,6 +121,18 @@ export function observeRequests(listener: 'public' | 'admin', logger: Logger, id
         'request',
       );
     }
+    next();
+  };
+}
+
+/**
+ * First middleware of a mount that serves files (express.static), which has
+ * no route template: the label its requests carry in logs and metrics
+ * (`/docs/assets/*`), answered or not, as a route's 404 carries its route.
+ */
+export function servedAs(label: string): RequestHandler {
+  return (_req, res, next) => {
+    res.locals.servedAs = label;
     next();
   };
 }

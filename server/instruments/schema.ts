@@ -39,7 +39,20 @@ export const InstrumentSearchSchema = z
     }
   });
 
-export const InstrumentBulkSchema = z.strictObject({ ids: instrumentIdListSchema(MAX_BULK_IDS) });
+// ids is the specification's name; instrumentIds, the word the other lists of
+// instruments use, is accepted for it.
+export const InstrumentBulkSchema = z
+  .strictObject({
+    ids: instrumentIdListSchema(MAX_BULK_IDS).optional().describe(`comma-separated instrument ids, 1 to ${MAX_BULK_IDS} (alias: instrumentIds); required`),
+    instrumentIds: instrumentIdListSchema(MAX_BULK_IDS).optional().describe('the same as ids, by the name the other lists of instruments use'),
+  })
+  .superRefine((q, ctx) => {
+    if (q.ids !== undefined && q.instrumentIds !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['instrumentIds'], message: 'is ids by another name; send one of them' });
+    if (q.ids === undefined && q.instrumentIds === undefined)
+      ctx.addIssue({ code: 'custom', path: ['ids'], message: 'required: the instrument ids, comma-separated (or as instrumentIds)' });
+  })
+  .transform((q) => ({ ids: q.ids ?? q.instrumentIds ?? [] }));
 
 const SymbolPeriodSchema = z
   .strictObject({

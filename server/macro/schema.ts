@@ -51,11 +51,25 @@ export const MacroSeriesParamsSchema = z.strictObject({
     .describe('a series id of the allowlist (case-insensitive)'),
 });
 
+// start and end are the specification's names; from and to, the words every
+// other date window of the API uses, are accepted for them.
 export const MacroSeriesQuerySchema = z
   .strictObject({
-    start: DateSchema.optional().describe('first observation date, inclusive; omit for the full history'),
-    end: DateSchema.optional().describe('last observation date, inclusive; omit for the latest'),
+    start: DateSchema.optional().describe('first observation date, inclusive; omit for the full history (alias: from)'),
+    end: DateSchema.optional().describe('last observation date, inclusive; omit for the latest (alias: to)'),
+    from: DateSchema.optional().describe('the same as start, by the name the other date windows use'),
+    to: DateSchema.optional().describe('the same as end, by the name the other date windows use'),
   })
+  .superRefine((q, ctx) => {
+    for (const [name, alias] of [
+      ['start', 'from'],
+      ['end', 'to'],
+    ] as const) {
+      if (q[name] !== undefined && q[alias] !== undefined)
+        ctx.addIssue({ code: 'custom', path: [alias], message: `is ${name} by another name; send one of them` });
+    }
+  })
+  .transform((q) => ({ start: q.start ?? q.from, end: q.end ?? q.to }))
   .refine((q) => !isDate(q.start) || !isDate(q.end) || q.start <= q.end, { path: ['end'], message: 'must be on or after start' });
 
 export type MacroSeriesQuery = z.infer<typeof MacroSeriesQuerySchema>;

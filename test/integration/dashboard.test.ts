@@ -567,7 +567,7 @@ describe('dashboard: logins made by the operator', () => {
     expect(short.body.error.details).toEqual({ password: ['must be 12 to 200 characters; received 5 characters (not shown)'] });
   });
 
-  it('when an invitation names the current login, then its password works until the link is used; when it names another, the old login, password and sessions end at once', async () => {
+  it('when an invitation names the current login, then its password works until the link is used; when it names another while the holder can sign in, then it is refused and the holder keeps their login, password and session', async () => {
     const { client, accountId } = await signedIn();
     const [{ login }] = await svc.sql<{ login: string }[]>`select login from dashboard_logins where account_id = ${accountId}`;
     expect((await svc.admin('POST', `/accounts/${accountId}/invitations`, { login })).status).toBe(201);
@@ -575,10 +575,25 @@ describe('dashboard: logins made by the operator', () => {
     expect((await new DashboardClient(svc.runtime.publicUrl).signIn(login, PASSWORD)).status).toBe(303);
 
     const successor = `successor-${randomUUID()}@example.com`;
-    expect((await svc.admin('POST', `/accounts/${accountId}/invitations`, { login: successor })).status).toBe(201);
-    expect((await client.get('/account/keys')).headers.get('location')).toBe('/account/sign-in');
-    expect((await new DashboardClient(svc.runtime.publicUrl).signIn(login, PASSWORD)).status).toBe(401);
+    const refused = await svc.admin('POST', `/accounts/${accountId}/invitations`, { login: successor });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.code).toBe('invalid_request');
+    expect(refused.body.error.details.login[0]).toContain(`the account has a holder (${login})`);
+    expect((await svc.sql`select login from dashboard_logins where account_id = ${accountId}`).map((r) => r.login)).toEqual([login]);
+    expect((await client.get('/account/keys')).status).toBe(200);
+    expect((await new DashboardClient(svc.runtime.publicUrl).signIn(login, PASSWORD)).status).toBe(303);
     expect((await new DashboardClient(svc.runtime.publicUrl).signIn(successor, PASSWORD)).status).toBe(401);
+  });
+
+  it('when nobody has set a password yet, then an invitation for another login replaces the pending one, whose link stops working', async () => {
+    const accountId = (await svc.admin('POST', '/accounts', { name: `pending-${randomUUID()}` })).body.data.id as string;
+    const first = new URL((await svc.admin('POST', `/accounts/${accountId}/invitations`, { login: `first-${randomUUID()}@example.com` })).body.data.url);
+    const second = `second-${randomUUID()}@example.com`;
+    const replacing = await svc.admin('POST', `/accounts/${accountId}/invitations`, { login: second });
+    expect(replacing.status).toBe(201);
+    expect(replacing.body.data.login).toBe(second);
+    const client = new DashboardClient(svc.runtime.publicUrl);
+    expect((await client.get(`/account/invitation${first.search}`)).status).toBe(404);
   });
 
   it('when the operator sets a new password, then the account’s open sessions end', async () => {

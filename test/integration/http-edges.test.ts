@@ -216,7 +216,7 @@ describe('logs and echoes', () => {
       '/account/keys/:id',
       '/account/keys/:id/revoke',
       '/account/{*any}',
-      '/account/[unmatched]',
+      '/account/assets/*',
       '/account/[unmatched]',
       '/account/[unmatched]',
       // The URIError leaves the router before its route is recorded.

@@ -148,6 +148,21 @@ describe('macro series from FRED', () => {
     expect(Object.keys(bad.body.error.details)).toEqual(['end']);
   });
 
+  it('when the window is given as from and to, the words the other date windows use, then it is the same read; a name and its alias together is 400', async () => {
+    const res = await svc.get('/v1/macro/series/DGS10?from=2024-12-26&to=2024-12-31', key);
+    expect(res.status).toBe(200);
+    expect(res.body.data.observations.map((o: { date: string }) => o.date)).toEqual(['2024-12-26', '2024-12-27', '2024-12-30', '2024-12-31']);
+    expect(res.body.meta).toMatchObject({ start: '2024-12-26', end: '2024-12-31' });
+    const mixed = await svc.get('/v1/macro/series/DGS10?start=2024-12-26&to=2024-12-27', key);
+    expect(mixed.body.data.observations.map((o: { date: string }) => o.date)).toEqual(['2024-12-26', '2024-12-27']);
+    const both = await svc.get('/v1/macro/series/DGS10?start=2024-12-26&from=2024-12-27', key);
+    expect(both.status).toBe(400);
+    expect(both.body.error.details).toEqual({ from: ['is start by another name; send one of them; received "2024-12-27"'] });
+    const backwards = await svc.get('/v1/macro/series/DGS10?from=2025-01-02&to=2024-12-31', key);
+    expect(backwards.status).toBe(400);
+    expect(Object.keys(backwards.body.error.details)).toEqual(['end']);
+  });
+
   it('when the stored copy is fresh, then FRED is not asked again; once past its window (6 hours for a daily series), it is fetched again', async () => {
     await svc.get('/v1/macro/series/DGS10', key);
     await svc.get('/v1/macro/series/DGS10', key);

@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registry } from '../../server/observability/metrics.ts';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { buildStartingApp } from '../../server/app.ts';
+import { createLogger } from '../../server/observability/logger.ts';
+import { httpRequests, registry } from '../../server/observability/metrics.ts';
 import { opsExpressions } from '../support/ops-files.ts';
 import { namesIn } from '../support/promql.ts';
 import { Service, startService } from './harness.ts';
@@ -125,5 +129,52 @@ describe('ops: ingest_rows_total', () => {
       updated: after.updated - before.updated,
       unchanged: after.unchanged - before.unchanged,
     }).toEqual({ inserted: 10, updated: 3, unchanged: 7 });
+  });
+});
+
+describe('ops: the route label of every request', () => {
+  const requests = async (route: string, status: string) => {
+    const { values } = await httpRequests.get();
+    return values.filter((v) => v.labels.listener === 'public' && v.labels.route === route && v.labels.status === status).reduce((n, v) => n + v.value, 0);
+  };
+
+  it('when static assets and the health probes answer, then each is counted under its own route; unmatched is only a path nothing serves', async () => {
+    const cases: [path: string, route: string, status: number][] = [
+      ['/docs/assets/swagger-ui.css', '/docs/assets/*', 200],
+      ['/account/assets/dashboard.css', '/account/assets/*', 200],
+      ['/account/assets/uplot/uPlot.min.css', '/account/assets/uplot/*', 200],
+      ['/healthz', '/healthz', 200],
+      ['/readyz', '/readyz', 200],
+      ['/no-route-serves-this', 'unmatched', 404],
+    ];
+    for (const [path, route, status] of cases) {
+      const before = await requests(route, String(status));
+      const res = await fetch(`${svc.runtime.publicUrl}${path}`);
+      await res.arrayBuffer();
+      expect(res.status, path).toBe(status);
+      expect(await requests(route, String(status)), path).toBe(before + 1);
+    }
+  });
+
+  it('when the service is starting, then /readyz answers 503 counted under /readyz, and every other path 503 under unmatched', async () => {
+    const app = buildStartingApp('public', svc.runtime.config, createLogger('silent'));
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      for (const [path, route] of [
+        ['/readyz', '/readyz'],
+        ['/v1/instruments', 'unmatched'],
+      ]) {
+        const before = await requests(route, '503');
+        const res = await fetch(`http://127.0.0.1:${port}${path}`);
+        expect(res.status, path).toBe(503);
+        expect(res.headers.get('retry-after')).toBe('1');
+        expect((await res.json()).error.code).toBe('overloaded');
+        expect(await requests(route, '503'), path).toBe(before + 1);
+      }
+    } finally {
+      server.close();
+    }
   });
 });

@@ -677,6 +677,21 @@ describe('instrument search and lookup', () => {
     expect(missing.body.error.code).toBe('not_found');
     expect((await svc.get(`/v1/instruments/bulk?ids=${Array.from({ length: 501 }, () => randomUUID()).join(',')}`, key)).status).toBe(400);
   });
+
+  it('when the bulk instrument read names its list instrumentIds, the word the other lists use, then it is the same read; both names, or neither, is 400', async () => {
+    const { id } = await createInstrument(svc);
+    const unknown = randomUUID();
+    const byAlias = await svc.get(`/v1/instruments/bulk?instrumentIds=${unknown},${id}`, key);
+    expect(byAlias.status).toBe(200);
+    expect(byAlias.body.data.map((i: { id: string }) => i.id)).toEqual([id]);
+    expect(byAlias.body.meta).toMatchObject({ requested: 2, found: 1 });
+    const both = await svc.get(`/v1/instruments/bulk?ids=${id}&instrumentIds=${id}`, key);
+    expect(both.status).toBe(400);
+    expect(both.body.error.details).toEqual({ instrumentIds: [`is ids by another name; send one of them; received "${id}"`] });
+    const neither = await svc.get('/v1/instruments/bulk', key);
+    expect(neither.status).toBe(400);
+    expect(Object.keys(neither.body.error.details)).toEqual(['ids']);
+  });
 });
 
 describe('batch ingest', () => {

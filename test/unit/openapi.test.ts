@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { describe, expect, it } from 'vitest';
+import { PROJECT_ROOT } from '../../server/config.ts';
 import { AREAS } from '../../server/wiring/areas.ts';
 import { openApiPath } from '../../server/http/route.ts';
 import { SCOPES } from '../../server/core/scopes.ts';
@@ -119,11 +121,12 @@ describe('the OpenAPI documents as third-party linters read them (redocly.yaml, 
       : [];
 
   it.each(names)(
-    'when %s is generated, then it names a relative server (the origin serving it), a licence, and every tag its operations use, with a description, in a declared order',
+    'when %s is generated, then it names a relative server (the origin serving it), the licence of LICENSE (Apache-2.0, by its SPDX identifier), and every tag its operations use, with a description, in a declared order',
     (name) => {
       const document = parsed(name);
       expect(document.servers).toEqual([{ url: '/', description: expect.any(String) }]);
-      expect(document.info.license.name).toEqual(expect.any(String));
+      expect(document.info.license).toEqual({ name: 'Apache-2.0', identifier: 'Apache-2.0' });
+      expect(readFileSync(path.join(PROJECT_ROOT, 'LICENSE'), 'utf8')).toMatch(/^\s*Apache License\s+Version 2\.0, January 2004/);
       const declared = document.tags.map((t: { name: string }) => t.name);
       for (const tag of document.tags) expect(tag.description, tag.name).toMatch(/\S{3}/);
       const used = new Set(operations(document).flatMap(({ op }) => op.tags));
