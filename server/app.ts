@@ -67,11 +67,12 @@ export function buildPublicApp(deps: AppDeps): Express {
     deps.config.REQUEST_BODY_LIMIT,
   );
   for (const area of AREAS) area.mount(v1, deps);
-  const document = JSON.stringify(publicDocument(deps.version));
+  const reference = publicDocument(deps.version);
+  const document = JSON.stringify(reference);
   app.get('/v1/openapi.json', (_req, res) => {
     res.type('json').send(document);
   });
-  app.use(referencePage());
+  app.use(referencePage(reference));
   app.use('/v1', v1.build(publicRouteDefinitions()));
   // The account dashboard's pages (docs/dashboard.md): outside the API and its document.
   app.use('/account', dashboardRouter(deps));
@@ -128,6 +129,10 @@ export function buildStartingApp(listener: 'public' | 'admin', config: Config, l
   if (listener === 'public') {
     app.get('/healthz', (_req, res) => {
       res.json({ status: 'ok' });
+    });
+    // Not ready until started: its own route, so its 503s are counted under /readyz.
+    app.get('/readyz', () => {
+      throw new AppError('overloaded', 'the service is starting; retry shortly', {}, { 'Retry-After': '1' });
     });
   } else {
     metricsRoute(app);

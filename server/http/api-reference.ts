@@ -2,9 +2,12 @@ import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import express, { type RequestHandler, type Router } from 'express';
-import { openApiDocument, type Listener } from './openapi.ts';
+import { openApiDocument, type Listener, type OperationExamples } from './openapi.ts';
+import { ADMIN_PARAMETER_WORDS, PUBLIC_PARAMETER_WORDS } from './parameter-words.ts';
+import { inlineCodeHtml, referenceHtml, type ReferenceDocument } from './reference-html.ts';
 import type { RouteDefinition } from './route.ts';
 import { ERROR_CODES, ERRORS } from '../core/errors.ts';
+import { servedAs } from './observe.ts';
 
 // Every route can answer these: the envelope's own failures (400, 405), the
 // key check (401, 403), the rate windows (429), and shedding (503).
@@ -69,6 +72,7 @@ const PUBLIC_LISTENER: Omit<Listener, 'routes'> = {
   tags: PUBLIC_TAGS,
   errors: PUBLIC_ERRORS,
   bodyErrors: BODY_ERRORS,
+  parameterWords: PUBLIC_PARAMETER_WORDS,
 };
 
 const ADMIN_LISTENER: Omit<Listener, 'routes'> = {
@@ -80,21 +84,22 @@ const ADMIN_LISTENER: Omit<Listener, 'routes'> = {
   tags: ADMIN_TAGS,
   errors: ADMIN_ERRORS,
   bodyErrors: BODY_ERRORS,
+  parameterWords: ADMIN_PARAMETER_WORDS,
 };
 
-/** The public listener's OpenAPI document for `routes` (the areas' routes, server/wiring/areas.ts). */
-export const publicDocument = (routes: readonly RouteDefinition[], version: string) => openApiDocument({ ...PUBLIC_LISTENER, routes }, version);
+/** The public listener's OpenAPI document for `routes` (the areas' routes, server/wiring/areas.ts), with the operations' examples. */
+export const publicDocument = (routes: readonly RouteDefinition[], version: string, examples?: OperationExamples) =>
+  openApiDocument({ ...PUBLIC_LISTENER, routes, examples }, version);
 
 /** The admin listener's OpenAPI document for `routes` (the admin routes with the areas' ingest kinds, server/wiring/areas.ts). */
 export const adminDocument = (routes: readonly RouteDefinition[], version: string) => openApiDocument({ ...ADMIN_LISTENER, routes }, version);
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
-/** Plain text with Markdown's inline code spans (`Retry-After`) as HTML: escaped, each span a <code>. */
-const inlineCodeHtml = (s: string) => escapeHtml(s).replace(/`([^`]+)`/g, '<code>$1</code>');
-
-/** The reference page: the error codes (each an anchor that `docsUrl` points at), then the public document rendered by Swagger UI. */
-function page(): string {
+/**
+ * The reference page: the public document rendered by Swagger UI, or without
+ * scripts as plain HTML (<noscript>, reference-html.ts), then the error codes
+ * (each an anchor that `docsUrl` points at).
+ */
+function page(document: ReferenceDocument): string {
   const rows = ERROR_CODES.map(
     (code) => `<tr id="${code}"><td><code>${code}</code></td><td>${ERRORS[code][0]}</td><td>${inlineCodeHtml(ERRORS[code][1])}</td></tr>`,
   ).join('\n');
@@ -109,6 +114,9 @@ function page(): string {
 </head>
 <body>
 <main>
+<noscript>
+${referenceHtml(document, new Set(ERROR_CODES))}
+</noscript>
 <div id="api"></div>
 <section id="errors">
 <h2>Error codes</h2>
@@ -130,10 +138,13 @@ const SCRIPT = `window.ui = SwaggerUIBundle({ url: '/v1/openapi.json', dom_id: '
 if (location.hash && document.getElementById(location.hash.slice(1))) document.getElementById(location.hash.slice(1)).scrollIntoView();
 `;
 
-const STYLE = `#errors { max-width: 1460px; margin: 0 auto 40px; padding: 0 20px; font-family: sans-serif; }
-#errors table { border-collapse: collapse; width: 100%; }
-#errors td, #errors th { border-bottom: 1px solid #ddd; padding: 6px 8px; text-align: left; vertical-align: top; }
+const STYLE = `#errors, #reference { max-width: 1460px; margin: 0 auto 40px; padding: 0 20px; font-family: sans-serif; }
+#errors table, #reference table { border-collapse: collapse; width: 100%; }
+#errors td, #errors th, #reference td, #reference th { border-bottom: 1px solid #ddd; padding: 6px 8px; text-align: left; vertical-align: top; }
 #errors tr:target { background: #fff6d5; }
+#reference .operation { border-top: 1px solid #bbb; margin: 24px 0; }
+#reference pre { background: #f5f5f5; padding: 8px; overflow-x: auto; }
+#reference td code { overflow-wrap: anywhere; }
 `;
 
 // The service's icon, drawn here as rectangles on a 32-pixel grid: three
@@ -216,11 +227,11 @@ function sendIcon(bytes: Buffer, type: string): RequestHandler {
 // browsers that predate it): its Authorize dialog takes an API key.
 const CONTENT_SECURITY_POLICY = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'";
 
-/** GET /docs and its assets, served from the swagger-ui-dist package (no CDN), and the service's icon. */
-export function referencePage(): Router {
+/** GET /docs for the public `document`, its assets, served from the swagger-ui-dist package (no CDN), and the service's icon. */
+export function referencePage(document: ReferenceDocument): Router {
   const router = express.Router();
   const assets = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
-  const html = page();
+  const html = page(document);
   router.use('/docs', (_req, res, next) => {
     res.setHeader('Content-Security-Policy', CONTENT_SECURITY_POLICY);
     res.setHeader('X-Frame-Options', 'DENY');
@@ -235,7 +246,7 @@ export function referencePage(): Router {
   router.get('/docs/reference.css', (_req, res) => {
     res.type('css').send(STYLE);
   });
-  router.use('/docs/assets', express.static(assets, { index: false }));
+  router.use('/docs/assets', servedAs('/docs/assets/*'), express.static(assets, { index: false }));
   router.get('/favicon.ico', sendIcon(faviconIco(), 'image/vnd.microsoft.icon'));
   router.get('/favicon.svg', sendIcon(FAVICON_SVG, 'image/svg+xml'));
   return router;

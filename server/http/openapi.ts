@@ -17,7 +17,35 @@ export interface Listener {
   errors: readonly ErrorCode[];
   /** Error codes any route with a request body can answer. */
   bodyErrors: readonly ErrorCode[];
+  /**
+   * What a parameter is, for those whose schema has no description: by
+   * `<operationId> <name>` for one operation, else by name.
+   */
+  parameterWords: Readonly<Record<string, string>>;
+  /** Each operation's examples, which the document embeds (docs/openapi/examples.json, read by server/wiring/api-documents.ts). */
+  examples?: OperationExamples;
   routes: readonly RouteDefinition[];
+}
+
+/** One operation's success answer to its example request. */
+export interface ExampleAnswer {
+  /** The request, `GET /v1/…?…`, made with the operation's examples. */
+  request: string;
+  status: number;
+  /** The arrays cut to their first items, each as `<path>: <kept> of <length>`; empty when the answer is whole. */
+  trimmed: string[];
+  body: unknown;
+}
+
+/** The examples of a listener's operations, each by operationId. */
+export interface OperationExamples {
+  /** What a person types, by parameter name: "Try it out" fills these in. */
+  parameters: Record<string, Record<string, string | number>>;
+  /** Parameters that replace some of those (another mode of the same read): shown as an example of the schema, which "Try it out" leaves empty. */
+  alternatives: Record<string, Record<string, string | number>>;
+  /** The JSON request body. */
+  bodies: Record<string, unknown>;
+  answers: Record<string, ExampleAnswer>;
 }
 
 const RETRY_AFTER = z.string().meta({ description: 'seconds to wait before retrying' });
@@ -164,8 +192,8 @@ function operation(listener: Listener, route: RouteDefinition): ZodOpenApiOperat
 // Paths carry the listener's prefix (/v1, /admin/v1) themselves.
 const SERVERS = [{ url: '/', description: 'the origin that serves this document' }];
 
-// The project grants no licence (package.json is private and names none).
-const LICENSE = { name: 'Proprietary: no licence is granted' };
+// The code's licence (LICENSE); the demo data keep their own (docs/demo-data.md).
+const LICENSE = { name: 'Apache-2.0', identifier: 'Apache-2.0' };
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 const ANNOTATIONS = new Set(['description', 'title', 'examples', 'default', 'deprecated', 'readOnly', 'writeOnly']);
@@ -215,6 +243,70 @@ function normaliseSchemas(node: unknown): void {
   }
 }
 
+/** A default or example as a parameter's schema states it: text for a parameter read as text (`adjusted=false`, `strike=67.5`), else the value itself. */
+function parameterValue(value: unknown, schema: JsonNode | undefined): unknown {
+  return schema?.type === 'string' && typeof value !== 'string' ? String(value) : value;
+}
+
+/**
+ * The input's default of each field of a route's query or path schema that
+ * declares one with `.default()`. zod's JSON Schema leaves out the default of
+ * a field parsed by a transform (`adjusted`: the text "false" parsed to
+ * false), whose input and output differ; the document states it as input.
+ */
+function fieldDefaults(schema: z.ZodType | undefined): Map<string, unknown> {
+  let object: unknown = schema;
+  while (object instanceof z.ZodPipe) object = object.in;
+  if (!(object instanceof z.ZodObject)) return new Map();
+  const defaults = new Map<string, unknown>();
+  for (const [name, field] of Object.entries(object.shape as Record<string, z.ZodType>)) {
+    let s: unknown = field;
+    while (s instanceof z.ZodOptional || s instanceof z.ZodPipe) s = s instanceof z.ZodOptional ? s.unwrap() : s.in;
+    if (s instanceof z.ZodDefault) defaults.set(name, s.def.defaultValue);
+  }
+  return defaults;
+}
+
+/**
+ * Completes one operation of the generated document from its route and the
+ * listener: each parameter's description (its schema's, else the
+ * listener's words for it) and default, and the examples of its parameters,
+ * its request body and its success answer. A parameter left without a
+ * description is an error, as an operation without one is.
+ */
+function annotate(operation: JsonNode, route: RouteDefinition, listener: Listener): void {
+  const where = `${route.method.toUpperCase()} ${route.path}`;
+  const defaults = new Map([...fieldDefaults(route.params), ...fieldDefaults(route.query)]);
+  const examples = listener.examples;
+  for (const parameter of (operation.parameters ?? []) as JsonNode[]) {
+    const name = String(parameter.name);
+    const schema = parameter.schema as JsonNode | undefined;
+    parameter.description ??= schema?.description ?? listener.parameterWords[`${route.operationId} ${name}`] ?? listener.parameterWords[name];
+    if (typeof parameter.description !== 'string') throw new Error(`${where}: parameter ${name} needs a description`);
+    if (schema && schema.default === undefined && defaults.has(name)) schema.default = parameterValue(defaults.get(name), schema);
+    const example = examples?.parameters[route.operationId]?.[name];
+    if (example !== undefined) parameter.example = parameterValue(example, schema);
+    const alternative = examples?.alternatives[route.operationId]?.[name];
+    if (alternative !== undefined && schema) schema.examples = [parameterValue(alternative, schema)];
+  }
+  const body = examples?.bodies[route.operationId];
+  const bodyContent = (operation.requestBody as JsonNode | undefined)?.content as Record<string, JsonNode> | undefined;
+  if (body !== undefined && bodyContent?.['application/json']) bodyContent['application/json'].example = body;
+  const answer = examples?.answers[route.operationId];
+  const answerContent = ((operation.responses as Record<string, JsonNode>)[String(answer?.status)]?.content as Record<string, JsonNode> | undefined)?.[
+    'application/json'
+  ];
+  if (answer && answerContent) {
+    answerContent.examples = {
+      demo: {
+        summary: `the demo data set's answer to ${answer.request}`,
+        ...(answer.trimmed.length ? { description: `Trimmed to the first items of each long list: ${answer.trimmed.join('; ')}.` } : {}),
+        value: answer.body,
+      },
+    };
+  }
+}
+
 /** The OpenAPI 3.1 document of one listener's API, built from its route definitions. */
 export function openApiDocument(listener: Listener, version: string) {
   const paths: ZodOpenApiPathsObject = {};
@@ -239,5 +331,9 @@ export function openApiDocument(listener: Listener, version: string) {
     paths,
   });
   normaliseSchemas(document);
+  for (const route of sorted) {
+    const item = document.paths?.[openApiPath(listener.prefix, route.path)] as Record<string, JsonNode> | undefined;
+    if (item?.[route.method]) annotate(item[route.method], route, listener);
+  }
   return document;
 }

@@ -168,7 +168,8 @@ function listenRefusal(listener: 'public' | 'admin', host: string, port: number,
   return new ListenError(`cannot listen on ${host}:${port} (${variables}): ${err.message}`, { cause: err });
 }
 
-const CLIENT_ERRORS: Record<string, { status: number; error: () => AppError }> = {
+/** The errors the listener answers for Node's own refusals, by Node's code, before any route sees the request (docs/api.md lists them with the routes'). */
+export const CLIENT_ERRORS: Record<string, { status: number; error: () => AppError }> = {
   HPE_HEADER_OVERFLOW: { status: 431, error: () => new AppError('request_header_too_large', `the request line and headers exceed ${MAX_HEADER_BYTES} bytes`) },
   ERR_HTTP_REQUEST_TIMEOUT: { status: 408, error: () => new AppError('request_timeout', 'the request was not received in time') },
 };

@@ -1,5 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminDocument, publicDocument } from '../../server/wiring/api-documents.ts';
 import { VERSION } from '../../server/core/version.ts';
@@ -7,10 +8,12 @@ import { launchChromium, SKIP_BROWSER } from '../support/chromium.ts';
 import { servedRoutes } from '../support/served-routes.ts';
 import { Service, startService } from './harness.ts';
 import { ERRORS } from '../../server/core/errors.ts';
+import { demoInstrumentId } from '../../server/demo/catalog.ts';
 
 let svc: Service;
 beforeAll(async () => {
-  svc = await startService();
+  // The demo data set, loaded on this file's empty database at start: the document's examples are taken from it.
+  svc = await startService({ DEMO_DATA: 'auto' });
 });
 afterAll(() => svc.stop());
 
@@ -48,7 +51,8 @@ describe('the API describes itself', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-security-policy')).toMatch(/default-src 'self'/);
     const html = await res.text();
-    const refs = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
+    // What the page loads: its stylesheets, icon and scripts (an <a href> is a link, not an asset).
+    const refs = [...html.matchAll(/<(?:link|script|img)\b[^>]*\b(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
     expect(refs.length).toBeGreaterThanOrEqual(4);
     for (const ref of refs) {
       expect(ref, 'a same-origin path').toMatch(/^\/(?!\/)/);
@@ -66,9 +70,38 @@ describe('the API describes itself', () => {
     }
   });
 
+  it('when /docs is fetched without running its scripts, then its <noscript> reference lists every public operation with its parameters (description, default, example) and answers, and the page has no inline script', async () => {
+    const html = await (await fetch(`${svc.runtime.publicUrl}/docs`)).text();
+    const noscript = html.slice(html.indexOf('<noscript>'), html.indexOf('</noscript>'));
+    const document = publicDocument(VERSION);
+    let operations = 0;
+    for (const [template, item] of Object.entries(document.paths ?? {})) {
+      for (const [method, op] of Object.entries(item as Record<string, { operationId: string; parameters?: { name: string }[] }>)) {
+        operations++;
+        const start = noscript.indexOf(`<article class="operation" id="operation-${op.operationId}">`);
+        expect(start, op.operationId).toBeGreaterThan(0);
+        const article = noscript.slice(start, noscript.indexOf('</article>', start));
+        expect(article, op.operationId).toContain(`<code>${method.toUpperCase()} ${template}</code>`);
+        for (const parameter of op.parameters ?? []) expect(article, `${op.operationId} ${parameter.name}`).toContain(`<code>${parameter.name}</code>`);
+        expect(article, op.operationId).toContain('<a href="#invalid_request"><code>invalid_request</code></a>');
+      }
+    }
+    expect(operations).toBe(SPEC_PUBLIC_ROUTES);
+    const prices = noscript.slice(noscript.indexOf('id="operation-getDailyPrices"'));
+    const adjusted = prices.slice(prices.indexOf('<code>adjusted</code>'), prices.indexOf('</tr>', prices.indexOf('<code>adjusted</code>')));
+    expect(adjusted).toContain('true: prices adjusted backward');
+    expect(adjusted).toMatch(/<td><code>false<\/code><\/td><td><code>true<\/code><\/td>$/);
+    expect(prices).toContain(`Example request: <code>GET /v1/instruments/${demoInstrumentId('MSFT')}/prices?from=`);
+    for (const tag of html.matchAll(/<script\b[^>]*>([^<]*)<\/script>/g)) {
+      expect(tag[0]).toMatch(/^<script src="\/docs\//);
+      expect(tag[1]).toBe('');
+    }
+  });
+
   it("when /docs is fetched, then the error table shows the codes' texts with their code spans as <code>, and no Markdown backtick", async () => {
     const html = await (await fetch(`${svc.runtime.publicUrl}/docs`)).text();
-    const table = html.slice(html.indexOf('<section id="errors">'), html.indexOf('</section>'));
+    const start = html.indexOf('<section id="errors">');
+    const table = html.slice(start, html.indexOf('</section>', start));
     expect(table).not.toContain('`');
     expect(table).toContain('<code>Retry-After</code>');
     expect(table).toContain('<code>Authorization: Bearer &#60;key&#62;</code>');
@@ -198,8 +231,12 @@ describe.skipIf(SKIP_BROWSER)('the reference page in a browser', () => {
     }
   });
 
-  it('when "Try it out" runs an operation with an authorized key, then the request goes to this origin under /v1 and is answered', async () => {
-    const key = await svc.keyWith(['sentiment:read']);
+  /**
+   * Opens /docs in Chromium with `key` authorised, runs "Try it out" on the
+   * operation `operation` (its Swagger UI element id) as the page fills it in,
+   * and hands the answer to the request whose URL starts with `path` to `check`.
+   */
+  async function tryItOut(key: string, operation: string, path: string, check: (res: Response) => Promise<void>) {
     const browser = await launchChromium();
     try {
       const page = await browser.newPage();
@@ -210,18 +247,61 @@ describe.skipIf(SKIP_BROWSER)('the reference page in a browser', () => {
         (k) => (window as typeof window & { ui: { preauthorizeApiKey(name: string, value: string): void } }).ui.preauthorizeApiKey('apiKey', k),
         key,
       );
-      const operation = page.locator('#operations-Sentiment-listSentimentSourceLeads');
-      await operation.locator('.opblock-summary').click();
-      await operation.locator('button.try-out__btn').click();
-      const answered = page.waitForResponse((r) => r.url().startsWith(`${origin}/v1/sentiment/source-leads`));
-      await operation.locator('button.execute').click();
-      const res = await answered;
-      expect(new URL(res.url()).pathname).toBe('/v1/sentiment/source-leads');
-      expect(res.request().headers().authorization).toBe(`Bearer ${key}`);
-      expect(res.status()).toBe(200);
+      const block = page.locator(`#${operation}`);
+      await block.locator('.opblock-summary').click();
+      await block.locator('button.try-out__btn').click();
+      const answered = page.waitForResponse((r) => r.url().startsWith(`${origin}${path}`));
+      await block.locator('button.execute').click();
+      await check(await answered);
     } finally {
       await browser.close();
     }
+  }
+
+  it('when "Try it out" runs an operation with an authorized key, then the request goes to this origin under /v1 and is answered', async () => {
+    const key = await svc.keyWith(['sentiment:read']);
+    await tryItOut(key, 'operations-Sentiment-listSentimentSourceLeads', '/v1/sentiment/source-leads', async (res) => {
+      expect(new URL(res.url()).pathname).toBe('/v1/sentiment/source-leads');
+      expect(res.request().headers().authorization).toBe(`Bearer ${key}`);
+      expect(res.status()).toBe(200);
+    });
+  });
+
+  it('when /docs is opened with scripts off, then the reference shows every public operation, with the examples as text', async () => {
+    const browser = await launchChromium();
+    try {
+      const page = await (await browser.newContext({ javaScriptEnabled: false })).newPage();
+      await page.goto(`${svc.runtime.publicUrl}/docs`);
+      const operations = page.locator('#reference .operation');
+      expect(await operations.count()).toBe(SPEC_PUBLIC_ROUTES);
+      const prices = page.locator('#operation-getDailyPrices');
+      expect(await prices.isVisible()).toBe(true);
+      expect(await prices.innerText()).toContain(`GET /v1/instruments/${demoInstrumentId('MSFT')}/prices?from=`);
+      expect(await page.locator('#errors #not_found').isVisible()).toBe(true);
+    } finally {
+      await browser.close();
+    }
+  });
+
+  it('when "Try it out" runs the daily prices read with the examples it fills in, then the demo data answers 200 with the bars of MSFT the examples name', async () => {
+    const key = await svc.keyWith(['prices:read']);
+    const document = publicDocument(VERSION);
+    const examples = Object.fromEntries(
+      ((document.paths?.['/v1/instruments/{id}/prices'] as { get: { parameters: { name: string; example?: unknown }[] } }).get.parameters ?? []).map((p) => [
+        p.name,
+        String(p.example),
+      ]),
+    );
+    await tryItOut(key, 'operations-Prices-getDailyPrices', '/v1/instruments/', async (res) => {
+      const url = new URL(res.url());
+      expect(url.pathname).toBe(`/v1/instruments/${examples.id}/prices`);
+      const { id: _id, ...query } = examples;
+      expect(Object.fromEntries(url.searchParams)).toEqual(query);
+      expect(res.status()).toBe(200);
+      const body = await res.json();
+      expect(body.data.length).toBeGreaterThan(0);
+      expect(body.data.at(-1).barDate).toBe(examples.to);
+    });
   });
 
   it('when another origin frames /docs, then the browser refuses to render it in the frame', async () => {
