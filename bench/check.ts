@@ -124,10 +124,11 @@ export function judge(summary: unknown, bars: readonly GateBar[] = GATE_BARS): G
  * been run again (`again`: the second run's verdicts on those bars): such a
  * bar fails the gate only when its ratio is above it in both runs, and its
  * row then shows the second run with the first run's ratio beside it. On 2
- * shared cores one round's intraday ratio ranges from 0.28× to 3.81× in the
+ * shared cores one round's intraday ratio ranges from 0.30× to 4.02× in the
  * committed run (bench/results/intraday.json), and the median of its 201
- * rounds moves between runs of one tree by more than that run's distance to
- * the bar: one run above a bar says little, a regression is above it in both.
+ * rounds moves between runs by more than its distance to the bar (1.29× and
+ * 1.52× in the last two committed runs): one run above a bar says little, a
+ * regression is above it in both.
  */
 export function confirmed(first: readonly GateRow[], again: readonly GateRow[]): GateRow[] {
   return first.map((row) => {
