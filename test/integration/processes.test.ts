@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inheritedEnv, PROJECT_ROOT, runNode } from './child-process.ts';
 import { databaseUrl } from './harness.ts';
+import { until } from '../support/until.ts';
 
 // `npm start`'s entry point with WEB_CONCURRENCY=2, as a child process on
 // real ports against this file's database: a primary and two serving
@@ -45,16 +46,6 @@ function onNewConnection(url: string, options: { method?: string; headers?: Reco
     req.on('error', reject);
     req.end(options.body);
   });
-}
-
-async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + DEADLINE_MS;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${DEADLINE_MS / 1000} s`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 const alive = (pid: number) => {
@@ -107,10 +98,13 @@ class ServiceProcesses {
   }
 
   async ready(): Promise<void> {
-    const line = await until('the ready line', () => {
-      if (this.child.exitCode !== null) throw new Error(`npm start exited (${this.child.exitCode}): ${this.stderr}`);
-      return this.lines.find((l) => l.msg === 'market-data-service ready');
-    });
+    const line = await until(
+      () => {
+        if (this.child.exitCode !== null) throw new Error(`npm start exited (${this.child.exitCode}): ${this.stderr}`);
+        return this.lines.find((l) => l.msg === 'market-data-service ready');
+      },
+      { timeoutMs: DEADLINE_MS, what: 'the ready line', intervalMs: 50 },
+    );
     this.publicUrl = (line.public as string).replace('0.0.0.0', '127.0.0.1');
     this.adminUrl = line.admin as string;
     this.pids = line.processes as number[];
@@ -131,10 +125,13 @@ class ServiceProcesses {
 
   /** The pid of the process that served each answer, from its request log line. */
   servedBy(answers: Answer[]): Promise<number[]> {
-    return until('the request log lines', () => {
-      const pids = answers.map((a) => this.lines.find((l) => l.msg === 'request' && l.requestId === a.headers['x-request-id'])?.pid);
-      return pids.every((p) => p !== undefined) ? (pids as number[]) : undefined;
-    });
+    return until(
+      () => {
+        const pids = answers.map((a) => this.lines.find((l) => l.msg === 'request' && l.requestId === a.headers['x-request-id'])?.pid);
+        return pids.every((p) => p !== undefined) ? (pids as number[]) : undefined;
+      },
+      { timeoutMs: DEADLINE_MS, what: 'the request log lines', intervalMs: 50 },
+    );
   }
 
   async metrics(): Promise<string> {
@@ -258,16 +255,19 @@ describe('npm start with WEB_CONCURRENCY=2', () => {
       expect(new Set(await started.svc.servedBy(refused))).toEqual(new Set(started.svc.pids));
 
       held.request.destroy();
-      const admitted = await until('a download admitted after the first ended', async () => {
-        const status = await new Promise<number>((resolve, reject) => {
-          const req = http.get(bulk, { headers: { authorization: `Bearer ${key}` }, agent: false }, (res) => {
-            req.destroy();
-            resolve(res.statusCode!);
+      const admitted = await until(
+        async () => {
+          const status = await new Promise<number>((resolve, reject) => {
+            const req = http.get(bulk, { headers: { authorization: `Bearer ${key}` }, agent: false }, (res) => {
+              req.destroy();
+              resolve(res.statusCode!);
+            });
+            req.on('error', reject);
           });
-          req.on('error', reject);
-        });
-        return status === 200 ? status : undefined;
-      });
+          return status === 200 ? status : undefined;
+        },
+        { timeoutMs: DEADLINE_MS, what: 'a download admitted after the first ended', intervalMs: 50 },
+      );
       expect(admitted).toBe(200);
     },
     DEADLINE_MS * 3,
@@ -282,11 +282,23 @@ describe('npm start with WEB_CONCURRENCY=2', () => {
       // two scrapes in a row agree, each is. Scraped before the kill, so the
       // victim's counts are known to the primary.
       const publicCount = async () => counterSum(await started.svc.metrics(), 'http_requests_total', ['listener="public"']);
-      await until('every download closed', async () => (counterSum(await started.svc.metrics(), 'http_streams_open', []) === 0 ? true : undefined));
+      await until(async () => (counterSum(await started.svc.metrics(), 'http_streams_open', []) === 0 ? true : undefined), {
+        timeoutMs: DEADLINE_MS,
+        what: 'every download closed',
+        intervalMs: 50,
+      });
       let publicBefore = await publicCount();
-      await until('the public count settled', async () => (publicBefore === (publicBefore = await publicCount()) ? true : undefined));
+      await until(async () => (publicBefore === (publicBefore = await publicCount()) ? true : undefined), {
+        timeoutMs: DEADLINE_MS,
+        what: 'the public count settled',
+        intervalMs: 50,
+      });
       process.kill(victim, 'SIGKILL');
-      const replaced = await until('the replacement', () => started.svc.lines.find((l) => l.msg === 'serving process replaced'));
+      const replaced = await until(() => started.svc.lines.find((l) => l.msg === 'serving process replaced'), {
+        timeoutMs: DEADLINE_MS,
+        what: 'the replacement',
+        intervalMs: 50,
+      });
       const exit = started.svc.lines.find((l) => l.msg === 'a serving process exited; replacing it');
       expect(exit).toMatchObject({ pid: victim, signal: 'SIGKILL' });
       const replacement = replaced.pid!;
@@ -341,7 +353,11 @@ describe('npm start with WEB_CONCURRENCY=2', () => {
       const stopping = new Promise<void>((resolve) => (signalled = resolve));
       await serving;
       started.svc.child.kill('SIGTERM');
-      await until('the primary shutting down', () => started.svc.lines.find((l) => l.msg === 'shutting down' && l.pid === started.svc.child.pid));
+      await until(() => started.svc.lines.find((l) => l.msg === 'shutting down' && l.pid === started.svc.child.pid), {
+        timeoutMs: DEADLINE_MS,
+        what: 'the primary shutting down',
+        intervalMs: 50,
+      });
       signalled();
       const res = await answer;
       expect(res.status).toBe(200);
@@ -372,7 +388,11 @@ describe('npm start with WEB_CONCURRENCY=2: downloads shared fairly across proce
       const admitted = await holdDownload(bulk, other);
       expect(admitted.status).toBe(200);
       // A client that does not read never sees its connection end; the serving process that cut it logs so.
-      const cut = await until('the cut', () => started.svc.lines.find((l) => l.msg.startsWith('download cut')));
+      const cut = await until(() => started.svc.lines.find((l) => l.msg.startsWith('download cut')), {
+        timeoutMs: DEADLINE_MS,
+        what: 'the cut',
+        intervalMs: 50,
+      });
       expect(started.svc.pids).toContain(cut.pid);
       expect(await started.svc.metrics()).toMatch(/^http_streams_preempted_total\{route="\/v1\/prices\/bulk",reason="over_share"\} 1$/m);
       for (const h of [...held, admitted]) h.request.destroy();

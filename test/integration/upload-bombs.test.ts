@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockPriceHistory } from '../../server/price-history/versions-repository.ts';
 import { createInstrument, dailyBar, weekdays } from './fixtures.ts';
 import { startService, type Service } from './harness.ts';
+import { until as untilCondition } from '../support/until.ts';
 
 // Upload bodies that cost the service far more than they cost their sender:
 // a gigabyte of newlines sent as a megabyte of gzip, which makes no rows and
@@ -89,15 +90,13 @@ async function metric(svc: Service, series: string): Promise<number> {
   return line ? Number(line.slice(series.length + 1)) : 0;
 }
 
-/** Polls `probe` until it returns a value `done` accepts, or fails at the deadline. */
-async function until<T>(what: string, probe: () => Promise<T>, done: (value: T) => boolean, deadlineMs = 20_000): Promise<T> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
+/** Polls `probe` until it returns a value `done` accepts (the suite's until, test/support/until.ts), or fails at the deadline. */
+function until<T>(what: string, probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
+  const accepted = async () => {
     const value = await probe();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)} at the deadline`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+    return done(value) ? { value } : null;
+  };
+  return untilCondition(accepted, { timeoutMs, what, intervalMs: 25 }).then((found) => found.value);
 }
 
 const CSV_HEADER = 'instrumentId,barDate,openPrice,highPrice,lowPrice,closePrice,volume,quoteCurrency,quoteUnit,source,asOf\n';
