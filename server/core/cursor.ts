@@ -82,7 +82,7 @@ const NOT_MADE_HERE = 'is not a cursor this service made; pass meta.nextCursor e
 export class ListCursors {
   readonly #key: KeyObject;
 
-  /** `secret` is the deployment's signing key (db/cursor-signing-key.ts). */
+  /** `secret` is the deployment's signing key (db/signing-keys.ts). */
   constructor(secret: Uint8Array) {
     if (secret.length !== CURSOR_KEY_BYTES) throw new Error(`a cursor signing key is ${CURSOR_KEY_BYTES} bytes, not ${secret.length}`);
     this.#key = createSecretKey(secret);

@@ -1,5 +1,4 @@
-/** Text for HTML content and attribute values: every character that could end either. */
-export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+import { escapeHtml } from '../http/reference-html.ts';
 
 /** Marks a string as HTML already escaped or built from escaped parts. */
 export class Html {

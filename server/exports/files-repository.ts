@@ -59,20 +59,20 @@ export async function insertFile(sql: ISql, id: string, file: FileRow & { ordina
   `;
 }
 
-/** Deletes a job's files and chunks and stops counting their bytes against the quota (the job's row stays, as its status says why). */
-export async function deleteJobBytes(sql: ISql, id: string): Promise<void> {
+/** Deletes jobs' files and chunks and stops counting their bytes against the quota (the jobs' rows stay, as their status says why). */
+export async function deleteJobBytes(sql: ISql, jobs: string[]): Promise<void> {
   await sql`
     delete from export_chunks
-    where job_id = ${id}
+    where job_id = any(${jobs}::uuid[])
   `;
   await sql`
     delete from export_files
-    where job_id = ${id}
+    where job_id = any(${jobs}::uuid[])
   `;
   await sql`
     update export_jobs
     set bytes = 0
-    where id = ${id}
+    where id = any(${jobs}::uuid[])
   `;
 }
 

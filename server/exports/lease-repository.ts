@@ -1,5 +1,6 @@
 import type { ISql, Sql } from '../db/sql.ts';
 import { jobColumns, type JobRow } from './repository.ts';
+import { deleteJobBytes } from './files-repository.ts';
 
 // The statements of a job's holder (runner.ts, job.ts): taking a job under a
 // lease, renewing and giving it back, its plan and progress, its end, and the
@@ -154,22 +155,16 @@ export async function sweepExpired(sql: Sql): Promise<number> {
   return sql.begin(async (tx) => {
     const expired = await tx<{ id: string }[]>`
       update export_jobs
-      set status = 'expired',
-        bytes = 0
+      set status = 'expired'
       where status = 'ready'
         and expires_at <= now()
       returning id
     `;
     if (!expired.length) return 0;
-    const ids = expired.map((r) => r.id);
-    await tx`
-      delete from export_chunks
-      where job_id = any(${ids}::uuid[])
-    `;
-    await tx`
-      delete from export_files
-      where job_id = any(${ids}::uuid[])
-    `;
-    return ids.length;
+    await deleteJobBytes(
+      tx,
+      expired.map((r) => r.id),
+    );
+    return expired.length;
   });
 }

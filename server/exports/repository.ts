@@ -49,16 +49,6 @@ export const jobColumns = (sql: ISql) => sql`
   error
 `;
 
-/** The deployment's link signing key (sql/027), read from the primary. */
-export async function selectLinkKey(sql: ISql): Promise<Buffer> {
-  const [row] = await sql<{ secret: Buffer }[]>`
-    select secret
-    from export_link_key
-  `;
-  if (!row) throw new Error('export_link_key has no row: sql/027_export_jobs.sql makes it, and nothing deletes it');
-  return row.secret;
-}
-
 /**
  * Serialises an account's job admissions (its transaction's end releases
  * it), so that two POSTs at once cannot both pass the per-account limit or

@@ -12,7 +12,7 @@ import { MEDIA_TYPES } from '../prices/bar-files.ts';
 import type { PricesDeps } from '../prices/routes.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ExportLinks } from './links.ts';
-import { selectLinkKey } from './repository.ts';
+import { selectSigningKey } from '../db/signing-keys.ts';
 import {
   ExportFileParamsSchema,
   ExportFileQuerySchema,
@@ -138,7 +138,7 @@ export const exportsArea: Area<ExportsDeps> = {
   mount(routes, { db, cursors, config, logger, downloadSlots }) {
     // Open downloads, each reading 2 MiB per unit of work from the primary: counted per account and in all, as the bulk reads are.
     const fileSlots = downloadSlots('/v1/exports/:id/files/:name', { perAccount: config.EXPORTS_DOWNLOADS_PER_ACCOUNT, total: config.EXPORTS_DOWNLOADS_MAX });
-    const s: service.ExportsService = { db, cursors, config, links: new ExportLinks(() => db.run((sql) => selectLinkKey(sql))) };
+    const s: service.ExportsService = { db, cursors, config, links: new ExportLinks(() => db.run((sql) => selectSigningKey(sql, 'export_link_key'))) };
     // The manifest's links name the origin clients reach: PUBLIC_BASE_URL, else the one this request came to.
     const baseOf = (req: Request) => config.PUBLIC_BASE_URL ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`;
     // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- a scoped route's scope check ran before the handler and set the key's auth

@@ -138,7 +138,7 @@ export class ExportRunner {
             sql.begin(async (tx) => {
               const ended = await finishJob(tx, job.id, token, { status: 'failed', ttlHours: this.config.EXPORTS_TTL_HOURS, error: reason });
               // A failed job keeps no files: its bytes stop counting against the quota.
-              if (ended) await deleteJobBytes(tx, job.id);
+              if (ended) await deleteJobBytes(tx, [job.id]);
               return ended;
             }),
           )

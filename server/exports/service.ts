@@ -187,7 +187,7 @@ export async function deleteExport(s: ExportsService, accountId: string, id: str
       if (!before) return null;
       // The cancel waits for a chunk its runner is writing (that holds the job's row), so nothing is written after the delete.
       if (await cancelJob(tx, accountId, id)) {
-        await deleteJobBytes(tx, id);
+        await deleteJobBytes(tx, [id]);
         return { job: await selectJob(tx, accountId, id), deleted: false };
       }
       return { job: before, deleted: await deleteJob(tx, accountId, id) };

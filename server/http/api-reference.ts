@@ -1,3 +1,4 @@
+import { matchesAny } from './envelope.ts';
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -214,9 +215,8 @@ function sendIcon(bytes: Buffer, type: string): RequestHandler {
   const etag = `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 32)}"`;
   return (req, res) => {
     res.set({ 'Content-Type': type, 'Cache-Control': ICON_CACHE_CONTROL, ETag: etag });
-    // By the weak comparison (RFC 9110, 13.1.2), whatever Cache-Control the request carries.
-    const named = req.get('if-none-match')?.split(',') ?? [];
-    if (named.some((tag) => tag.trim() === '*' || tag.trim().replace(/^W\//, '') === etag)) return void res.status(304).end();
+    // Whatever Cache-Control the request carries.
+    if (matchesAny(req.get('if-none-match'), etag)) return void res.status(304).end();
     res.send(bytes);
   };
 }

@@ -149,7 +149,7 @@ function without(bytes: Buffer, text: string): Buffer {
 }
 
 /** Whether an If-None-Match header names `etag`, by the weak comparison (RFC 9110, 13.1.2). */
-function matchesAny(header: string | undefined, etag: string): boolean {
+export function matchesAny(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   const opaque = (tag: string) => tag.trim().replace(/^W\//, '');
   return header.trim() === '*' || header.split(',').some((tag) => opaque(tag) === opaque(etag));

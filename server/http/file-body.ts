@@ -1,3 +1,4 @@
+import { matchesAny } from './envelope.ts';
 import type { Request, Response } from 'express';
 import { once } from 'node:events';
 import { AppError } from '../core/errors.ts';
@@ -67,7 +68,7 @@ export async function sendFileBytes(
   res.setHeader('ETag', bytes.etag);
   res.setHeader('Accept-Ranges', 'bytes');
   res.setHeader('Cache-Control', 'private, no-transform');
-  if (req.headers['if-none-match']?.split(',').some((t) => t.trim() === bytes.etag)) {
+  if (matchesAny(req.headers['if-none-match'], bytes.etag)) {
     res.status(304).end();
     return FILE_SENT;
   }

@@ -30,6 +30,7 @@ export interface ReferenceDocument {
   paths?: Record<string, object>;
 }
 
+/** Text for HTML content and attribute values: every character that could end either (the dashboard's pages use it too). */
 export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** Plain text with Markdown's inline code spans (`Retry-After`) as HTML: escaped, each span a <code>. */

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { Meta } from '../core/meta.ts';
-import { DAILY_BAR, INTRADAY_BAR, type BarField } from './bar-text-sql.ts';
+import { DAILY_BAR, ID_FIELD, INTRADAY_BAR, type BarField } from './bar-text-sql.ts';
 import { DailyBarSchema, IntradayBarSchema } from './schema.ts';
 import type { DailyBarsFormat } from './daily-text-repository.ts';
 import { symbolsOfDays, type SymbolRun } from './symbol-runs.ts';
@@ -42,8 +42,6 @@ export interface Column {
   kind: BarField[1];
   nullable: boolean;
 }
-
-const ID_FIELD: BarField = ['instrumentId', 'id', 'instrument_id'];
 
 /** The instrument's symbol on the bar's day (symbol-runs.ts); null where it had none. */
 export const SYMBOL_COLUMN: Column = { name: 'symbol', kind: 'text', nullable: true };

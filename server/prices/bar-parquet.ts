@@ -1,6 +1,5 @@
 import { ByteWriter, ParquetWriter, type SchemaElement } from 'hyparquet-writer';
 import { zstdCompressSync, constants as zlib } from 'node:zlib';
-import type { Meta } from '../core/meta.ts';
 import {
   BAR_COLUMNS,
   BATCH_ROWS,
@@ -134,10 +133,8 @@ export function parquetFile(kind: BarKind, write: (chunk: Buffer) => Promise<voi
   const writer = new ChunkWriter(write);
   const schema: SchemaElement[] = [{ name: 'root', num_children: columns.length }, ...columns.map(parquetElement)];
   let parquet: ParquetWriter | undefined;
-  const open = (meta: Meta | null) => {
-    const kvMetadata = meta ? [{ key: 'meta', value: JSON.stringify(meta) }] : undefined;
-    return (parquet ??= new ParquetWriter({ writer, schema, codec: 'ZSTD', compressors: { ZSTD: zstdPage }, kvMetadata, createdBy: CREATED_BY }));
-  };
+  // The meta is known only at the end: end() sets the footer's key-value metadata, which is read when the footer is written.
+  const open = () => (parquet ??= new ParquetWriter({ writer, schema, codec: 'ZSTD', compressors: { ZSTD: zstdPage }, createdBy: CREATED_BY }));
   const rowGroup = async (n: number) => {
     const pieces = gathered.take(n);
     const columnData = columns.map((column, c) => ({
@@ -146,7 +143,7 @@ export function parquetFile(kind: BarKind, write: (chunk: Buffer) => Promise<voi
       ...encodingOf(column),
       statistics: STATISTICS.has(column.kind),
     }));
-    await open(null).write({ columnData, rowGroupSize: n });
+    await open().write({ columnData, rowGroupSize: n });
   };
   return {
     textFormat: COLUMNAR_INPUT[kind],
@@ -158,8 +155,7 @@ export function parquetFile(kind: BarKind, write: (chunk: Buffer) => Promise<voi
     },
     async end(meta) {
       if (gathered.rows) await rowGroup(gathered.rows);
-      const file = open(meta);
-      // The footer's key-value metadata is read when the footer is written.
+      const file = open();
       file.kvMetadata = [{ key: 'meta', value: JSON.stringify(meta) }];
       await file.finish();
       await writer.flush();

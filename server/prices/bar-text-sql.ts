@@ -62,14 +62,14 @@ export const DAILY_BAR: BarField[] = [
 /** An intraday bar's fields: the spec's, in its order. */
 export const INTRADAY_BAR: BarField[] = [['barTimestamp', 'instant', 'bar_ts'], ...OHLCV, ['source', 'text', 'source']];
 
-// In CSV, each row also names its instrument, then the instrument's symbol on
-// the bar's day (symbolCell).
-const CSV_ID: BarField = ['instrumentId', 'id', 'instrument_id'];
+// In CSV (and the columnar files, bar-columns.ts), each row also names its
+// instrument, then the instrument's symbol on the bar's day (symbolCell).
+export const ID_FIELD: BarField = ['instrumentId', 'id', 'instrument_id'];
 
 /** The header row of a CSV price read. */
 export const CSV_COLUMNS = {
-  daily: [CSV_ID[0], 'symbol', ...DAILY_BAR.map(([key]) => key)],
-  intraday: [CSV_ID[0], 'symbol', ...INTRADAY_BAR.map(([key]) => key)],
+  daily: [ID_FIELD[0], 'symbol', ...DAILY_BAR.map(([key]) => key)],
+  intraday: [ID_FIELD[0], 'symbol', ...INTRADAY_BAR.map(([key]) => key)],
 };
 
 /** A field's value as text that never needs escaping. */
@@ -119,7 +119,7 @@ function csvRow(sql: ISql, fields: BarField[], col: (name: string) => Fragment, 
       : kind === 'text'
         ? csvText(sql, col(column))
         : plainText(sql, kind, col(column));
-  const [id, ...rest] = [CSV_ID, ...fields].map(value);
+  const [id, ...rest] = [ID_FIELD, ...fields].map(value);
   const cells = symbol ? [id, symbol, ...rest] : [id, ...rest];
   return sql`${cells.reduce((row, cell) => sql`${row} || ',' || ${cell}`)} || ${'\r\n'}::text`;
 }

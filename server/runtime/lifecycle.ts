@@ -5,7 +5,7 @@ import { buildAdminApp, buildPublicApp, buildStartingApp } from '../app.ts';
 import type { AppDeps } from '../wiring/deps.ts';
 import type { Config } from '../config.ts';
 import type { ReplicaRouter } from '../db/replica-router.ts';
-import { selectCursorSigningKey } from '../db/cursor-signing-key.ts';
+import { selectSigningKey } from '../db/signing-keys.ts';
 import { ListCursors } from '../core/cursor.ts';
 import { survivePostgresTypesFetchFailures } from '../db/driver-defects.ts';
 import { openDatabase } from '../db/embedded.ts';
@@ -264,7 +264,7 @@ export class Runtime {
     this.replicas = replicas;
     // On the pool without its gate: the gate refuses every unit at once after
     // one connection failure, and this read is retried while the primary is away.
-    const secret = await this.untilReachable('read the cursor signing key', () => selectCursorSigningKey(primarySql));
+    const secret = await this.untilReachable('read the cursor signing key', () => selectSigningKey(primarySql, 'cursor_signing_key'));
     this.stopped.signal.throwIfAborted();
     return (this.deps = { ...deps, cursors: new ListCursors(secret) });
   }

@@ -7,13 +7,11 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
-import http from 'node:http';
 import { sqlClient } from '../../server/db/sql.ts';
 import { databaseUrl, startService, type Service } from './harness.ts';
-import { inheritedEnv, PROJECT_ROOT } from './child-process.ts';
 import { createInstrument, dailyBar, ingest, minuteBar, uniqueSymbol, untilAStatementWaitsFor, weekdays } from './fixtures.ts';
 import { until } from '../support/until.ts';
+import { onNewConnection, ServiceProcesses } from './service-processes.ts';
 
 // Export jobs (issue 41, item 3) on the real service and database: each
 // describe block starts its own service, with the runner settings its rules
@@ -632,90 +630,6 @@ describe('export jobs: the byte quota', { timeout: 120_000 }, () => {
   });
 });
 
-/** One JSON request on a connection of its own: the primary hands each connection to a serving process, and one may be killed. */
-function onNewConnection(
-  url: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<{ status: number; body: any }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: options.method ?? 'GET', headers: options.headers, agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
-      res.on('error', reject);
-    });
-    // A connection handed to a process just killed is never answered: refused after 5 s, and asked again by the caller.
-    req.setTimeout(5_000, () => req.destroy(new Error(`no answer from ${url} in 5 s`)));
-    req.on('error', reject);
-    req.end(options.body);
-  });
-}
-
-/** `npm start`'s entry point with WEB_CONCURRENCY=2 as a child process against this file's database; its log lines parsed as they come. */
-class ServiceProcesses {
-  readonly child: ChildProcess;
-  readonly lines: Record<string, unknown>[] = [];
-  readonly adminToken = `exports-test-admin-${randomUUID()}`;
-  readonly exited: Promise<unknown>;
-  stderr = '';
-  publicUrl = '';
-  adminUrl = '';
-
-  constructor(dataDir: string, env: Record<string, string>) {
-    this.child = spawn(process.execPath, ['server/main.ts'], {
-      cwd: PROJECT_ROOT,
-      env: {
-        ...inheritedEnv(),
-        DATABASE_URL: databaseUrl(),
-        DATA_DIR: dataDir,
-        PORT: '0',
-        ADMIN_PORT: '0',
-        ADMIN_TOKEN: this.adminToken,
-        DEMO_DATA: 'off',
-        LOG_LEVEL: 'info',
-        WEB_CONCURRENCY: '2',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let partial = '';
-    this.child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      const parts = (partial + chunk).split('\n');
-      partial = parts.pop() ?? '';
-      for (const line of parts) if (line.trim()) this.lines.push(JSON.parse(line));
-    });
-    this.child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (this.stderr += chunk));
-    this.exited = new Promise((resolve) => this.child.once('exit', resolve));
-  }
-
-  async ready(): Promise<void> {
-    const line = await until(
-      () => {
-        if (this.child.exitCode !== null) throw new Error(`npm start exited (${this.child.exitCode}): ${this.stderr}`);
-        return this.lines.find((l) => l.msg === 'market-data-service ready');
-      },
-      { timeoutMs: DEADLINE_MS, what: 'the ready line' },
-    );
-    this.publicUrl = String(line.public).replace('0.0.0.0', '127.0.0.1');
-    this.adminUrl = String(line.admin);
-  }
-
-  async admin(method: string, route: string, body: unknown, contentType = 'application/json') {
-    const res = await onNewConnection(`${this.adminUrl}/admin/v1${route}`, {
-      method,
-      headers: { authorization: `Bearer ${this.adminToken}`, 'content-type': contentType },
-      body: typeof body === 'string' ? body : JSON.stringify(body),
-    });
-    return res.body as { data: any };
-  }
-
-  async stop(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGTERM');
-    await this.exited;
-  }
-}
-
 describe('export jobs: a serving process killed mid-job', { timeout: 180_000 }, () => {
   let svc: ServiceProcesses;
   let dataDir: string;
@@ -732,8 +646,7 @@ describe('export jobs: a serving process killed mid-job', { timeout: 180_000 }, 
   });
 
   it('when the process running a job is killed, then another process resumes it, keeps the finished files, and the files equal a run that was not cut', async () => {
-    const account = (await svc.admin('POST', '/accounts', { name: `exports-${randomUUID()}` })).data.id;
-    const key = (await svc.admin('POST', '/keys', { accountId: account, environment: 'live', scopes: ['prices:read'], name: 'exports test' })).data.key;
+    const key = await svc.keyFor(['prices:read'], 'live');
     // 20 instruments × 30 years of weekdays (156,000 bars): 30 files, each a bulk read of its year.
     const made = await svc.admin(
       'POST',
@@ -748,7 +661,7 @@ describe('export jobs: a serving process killed mid-job', { timeout: 180_000 }, 
         symbols: [{ symbol: `EK${i}${randomUUID().slice(0, 6)}`, validFrom: '1990-01-01', validTo: null }],
       })),
     );
-    const ids: string[] = made.data.ids;
+    const ids: string[] = JSON.parse(made.body).data.ids;
     const days = weekdays('1990-01-01', '2019-12-31');
     const csv = ['instrumentId,barDate,closePrice,quoteCurrency,quoteUnit,source,asOf'];
     for (const [n, id] of ids.entries())
@@ -757,8 +670,13 @@ describe('export jobs: a serving process killed mid-job', { timeout: 180_000 }, 
 
     const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const body = JSON.stringify({ dataset: 'daily-prices', instrumentIds: ids, from: '1990-01-01', to: '2019-12-31', format: 'csv', asOf: '2024-06-01' });
-    const post = async () => (await onNewConnection(`${svc.publicUrl}/v1/exports`, { method: 'POST', headers: auth, body })).body.data.id as string;
-    const jobOf = async (id: string) => (await onNewConnection(`${svc.publicUrl}/v1/exports/${id}`, { headers: auth }).catch(() => null))?.body.data ?? null;
+    // A connection handed to a process just killed is never answered: refused after 5 s, and asked again by the caller.
+    const post = async () =>
+      JSON.parse((await onNewConnection(`${svc.publicUrl}/v1/exports`, { method: 'POST', headers: auth, body, timeoutMs: 5_000 })).body).data.id as string;
+    const jobOf = async (id: string) => {
+      const res = await onNewConnection(`${svc.publicUrl}/v1/exports/${id}`, { headers: auth, timeoutMs: 5_000 }).catch(() => null);
+      return res ? JSON.parse(res.body).data : null;
+    };
     // Where the job stands when its process dies is set by a table lock on export_files, which a file's last
     // transaction writes: the holder finishes its first file and is killed while it waits to finish the second.
     const db = sqlClient(databaseUrl(), { max: 3, onnotice: () => {} });
