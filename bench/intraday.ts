@@ -13,7 +13,7 @@ import { ratioSpread, round, roundOrder, summarise, timeRuns } from './lib/stats
 const YEAR = { from: '2023-01-01', to: '2023-12-31' };
 const AS_OF = '2024-01-01T00:00:00.000Z';
 const TARGET_SPEEDUP = 1;
-const TARGET_HTTP_OVER_SQL = 1.5;
+const TARGET_HTTP_OVER_SQL = 1.2;
 
 /**
  * NDJSON 1-minute bars for every minute in [fromMs, toMs), in ~256 KiB

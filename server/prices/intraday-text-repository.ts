@@ -32,6 +32,9 @@ export interface IntradayText {
  * stored CSV row is stored without it (symbols change after bars are
  * stored) and is given it here (withSymbolCell). The other formats leave
  * symbols to the caller (symbol-runs-repository.ts).
+ *
+ * A stored rollup read in JSON over whole UTC days (every read the routes
+ * make) joins the days' stored texts instead (rollupDaysJson).
  */
 export async function intradayText(
   sql: ISql,
@@ -43,6 +46,7 @@ export async function intradayText(
   knownAt: Date | undefined,
   storedText = false,
 ): Promise<IntradayText> {
+  if (storedText && format === 'json' && wholeUtcDays(from, to)) return rollupDaysJson(sql, instrumentId, interval, from, to);
   const bars = knownAt ? intradayBarsAt(sql, knownAt, interval, from, to) : sql`${sql(INTRADAY_TABLES[interval])}`;
   const written = barText(sql, format, INTRADAY_BAR, (name) => sql`b.${sql(name)}`, sql`r.cell`);
   const storedColumn = sql`b.${sql(ROLLUP_TEXT_COLUMNS[format])}`;
@@ -85,6 +89,47 @@ export async function intradayText(
 }
 
 const COMMA = Buffer.from(',');
+const DAY_MS = 86_400_000;
+
+/** Whether [from, to] is whole UTC days: from a midnight to the last millisecond of a day. */
+const wholeUtcDays = (from: Date, to: Date) => from.getTime() % DAY_MS === 0 && (to.getTime() + 1) % DAY_MS === 0;
+
+/**
+ * The JSON text of a rollup's bars over the whole UTC days from `from` to
+ * `to`, from intraday_rollup_days (sql/028): one row per day, its bars'
+ * objects already joined, which the ingest path writes with the rollup rows.
+ * The parts are the days' texts with commas between; the sources are the
+ * days' together, the latest asOf the latest of theirs.
+ */
+async function rollupDaysJson(sql: ISql, instrumentId: string, interval: Interval, from: Date, to: Date): Promise<IntradayText> {
+  const day = (t: Date) => t.toISOString().slice(0, 10);
+  const rows = await timed(
+    `intraday_rollup_days_${interval}`,
+    sql`
+      select bars_json, sources, ${isoInstant(sql, sql`latest_as_of`)}
+      from intraday_rollup_days
+      where instrument_id = ${instrumentId} and rollup = ${interval} and day between ${day(from)}::date and ${day(to)}::date
+      order by day
+    `.raw(),
+  );
+  const bars: Buffer[] = [];
+  const sources = new Set<string>();
+  let latestAsOf: string | null = null;
+  // Consecutive days mostly share their sources: each distinct text is parsed once in a row.
+  let daySources: Buffer | null = null;
+  for (const [json, dayJsonSources, dayLatest] of rows) {
+    if (bars.length) bars.push(COMMA);
+    bars.push(json);
+    if (!daySources?.equals(dayJsonSources)) {
+      for (const source of JSON.parse(text(dayJsonSources)) as string[]) sources.add(source);
+      daySources = dayJsonSources;
+    }
+    // ISO instants of years 0 to 9999 order as their text does.
+    const latest = text(dayLatest);
+    if (latestAsOf === null || latest > latestAsOf) latestAsOf = latest;
+  }
+  return { bars: bars.length ? [Buffer.concat(bars)] : [], sources: [...sources], latestAsOf };
+}
 
 /** Two consecutive windows' texts (`first` the earlier) as the text of the whole window, without copying their bytes. */
 export function joinIntradayTexts(format: TextFormat, first: IntradayText, second: IntradayText): IntradayText {

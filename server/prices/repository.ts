@@ -138,8 +138,51 @@ export async function refreshRollups(tx: ISql, firstMinute: number, lastMinute: 
       on conflict (instrument_id, bar_ts) do update set
         ${[...INTRADAY_NAMES.slice(2), ...ROLLUP_TEXT_NAMES].map((c, i) => tx`${i ? tx`, ` : tx``}${tx(c)} = excluded.${tx(c)}`)}
     `;
+    // The touched days, whole: from the first minute's UTC midnight to the last minute of the last minute's day.
+    const dayLo = new Date(Math.floor(firstMinute / DAY_MINUTES) * DAY_MS);
+    const dayHi = new Date((Math.floor(lastMinute / DAY_MINUTES) + 1) * DAY_MS - MINUTE_MS);
+    await writeRollupDays(
+      tx,
+      interval,
+      tx`r.bar_ts >= ${dayLo} and r.bar_ts <= ${dayHi} and (r.instrument_id, ${utcDay(tx, tx`r.bar_ts`)}) in (select instrument_id, ${utcDay(tx, tx`bar_ts`)} from ingest_staging)`,
+    );
   }
   await tx`set local enable_nestloop = on`;
+}
+
+const DAY_MINUTES = 1_440;
+const DAY_MS = DAY_MINUTES * MINUTE_MS;
+
+/** The UTC day of an instant. Rollup buckets start on the UTC midnight (BUCKET_ORIGIN) and are at most an hour long, so each lies within one day. */
+const utcDay = (sql: ISql, instant: postgres.Fragment) => sql`(${instant} at time zone 'UTC')::date`;
+
+/**
+ * Writes intraday_rollup_days (sql/028) for the (instrument, UTC day) pairs
+ * of `interval`'s rollup rows that `where` picks (over alias r), whole days:
+ * the bars' JSON objects joined by commas in time order, their distinct
+ * sources and their latest asOf. A row stored without its text gets it
+ * written here (rollupText), as a read would.
+ */
+async function writeRollupDays(tx: ISql, interval: Exclude<Interval, '1min'>, where: postgres.Fragment) {
+  const json = barText(tx, 'json', INTRADAY_BAR, (name) => tx`r.${tx(name)}`, null);
+  await tx`
+    insert into intraday_rollup_days (instrument_id, rollup, day, bars_json, sources, latest_as_of)
+    select
+      r.instrument_id, ${interval}, ${utcDay(tx, tx`r.bar_ts`)},
+      string_agg(coalesce(r.bar_json, ${json}), ',' order by r.bar_ts),
+      array_to_json(array_agg(distinct r.source))::text,
+      max(r.as_of)
+    from ${tx(INTRADAY_TABLES[interval])} r
+    where ${where}
+    group by r.instrument_id, ${utcDay(tx, tx`r.bar_ts`)}
+    on conflict (instrument_id, rollup, day) do update set
+      bars_json = excluded.bars_json, sources = excluded.sources, latest_as_of = excluded.latest_as_of
+  `;
+}
+
+/** Writes intraday_rollup_days (sql/028) for every stored rollup day: the data step of the migration that makes the table. */
+export async function fillRollupDays(sql: ISql): Promise<void> {
+  for (const { interval } of ROLLUPS) await writeRollupDays(sql, interval, sql`true`);
 }
 
 /**

@@ -333,7 +333,7 @@ describe('platform: migrations already applied', () => {
 });
 
 describe('platform: a migration that writes data', () => {
-  it('when 026 reaches a database whose rollups hold bars, then each rollup bar gets its JSON and CSV text', async (ctx) => {
+  it('when 026 and 028 reach a database whose rollups hold bars, then each rollup bar gets its JSON and CSV text, and each rollup day its JSON', async (ctx) => {
     await withFreshDatabase('mds_rollup_text', async (url) => {
       const env = { DATABASE_URL: url };
       const db = sqlClient(url, { max: 1, onnotice: () => {} });
@@ -389,6 +389,23 @@ describe('platform: a migration that writes data', () => {
         `;
         expect(Number(missing.n)).toBe(0);
         expect(Number(missing.five)).toBe(12);
+
+        // The database as it stood before 028: its data step writes each rollup's day.
+        await db`drop table intraday_rollup_days`;
+        await db`delete from schema_migrations where version = 28`;
+        await (await startService(env)).stop();
+        const days = await db<{ rollup: string; day: string; bars_json: string; sources: string; latest_as_of: Date }[]>`
+          select rollup, day::text, bars_json, sources, latest_as_of from intraday_rollup_days order by rollup, day
+        `;
+        // Posted without asOf, the minutes are known from their upload: the hour's asOf.
+        const [{ as_of: known }] = await db<{ as_of: Date }[]>`select as_of from intraday_bars_1hour`;
+        expect(days.map((d) => [d.rollup, d.day, d.sources, d.latest_as_of.toISOString()])).toEqual(
+          ['15min', '1hour', '30min', '5min'].map((rollup) => [rollup, '2024-01-02', '["feed, \\"a\\""]', known.toISOString()]),
+        );
+        // One hour: its day is its object; the day of twelve 5-minute bars is their objects joined by commas, in time order.
+        expect(days.find((d) => d.rollup === '1hour')!.bars_json).toBe(hour.bar_json);
+        const fives = await db<{ bar_json: string }[]>`select bar_json from intraday_bars_5min order by bar_ts`;
+        expect(days.find((d) => d.rollup === '5min')!.bars_json).toBe(fives.map((f) => f.bar_json).join(','));
       } finally {
         await db.end();
       }

@@ -15,7 +15,7 @@ import { adjusted, roundedValue, roundingScale } from '../../server/prices/adjus
 import { jsonNumber } from '../../server/prices/bar-text-sql.ts';
 import { roundSignificant as servedRounding } from '../../server/core/significant.ts';
 import { SPLIT_INTRADAY_BARS } from '../../server/prices/service.ts';
-import { fillRollupText } from '../../server/prices/repository.ts';
+import { fillRollupDays, fillRollupText } from '../../server/prices/repository.ts';
 import { startService, type Service } from './harness.ts';
 import { createInstrument, dailyBar, ingest, uniqueSymbol, weekdays } from './fixtures.ts';
 
@@ -533,6 +533,91 @@ describe('intraday bars as PostgreSQL writes them', () => {
     expect(rows.map((r) => r.bar_json)).toEqual(hours.map((b) => JSON.stringify(b)));
     expect(rows.map((r) => r.bar_csv)).toEqual(storedCsv);
     expect(await read()).toEqual(stored);
+    // The days' JSON, written again from rows without their text (the migration's data step for sql/028), is the same.
+    await svc.sql`update intraday_bars_1hour set bar_json = null where instrument_id = ${id}`;
+    await fillRollupDays(svc.sql);
+    expect(await read()).toEqual(stored);
+  });
+
+  it('when a later upload corrects one minute of a day and adds others, then JSON rollup reads over whole days hold the buckets of every stored minute, with their sources and latest asOf', async () => {
+    const { id } = await createInstrument(svc, { assetClass: 'crypto' });
+    const day1 = Date.UTC(2024, 8, 9);
+    const day2 = day1 + 86_400_000;
+    const minute = (t: number, price: number, source: string, asOf: number, volume: number | null = 3) => ({
+      instrumentId: id,
+      barTimestamp: new Date(t).toISOString(),
+      openPrice: price,
+      highPrice: price + 0.5,
+      lowPrice: price - 0.25,
+      closePrice: price + 0.125,
+      volume,
+      quoteCurrency: 'USD',
+      quoteUnit: 'USD per coin',
+      source,
+      asOf: new Date(asOf).toISOString(),
+    });
+    type Minute = ReturnType<typeof minute>;
+    // Day 1, 00:00-02:59 from feed a; day 2, 00:00-00:59 from feed b (one minute without volume).
+    const first = [
+      ...Array.from({ length: 180 }, (_, i) => minute(day1 + i * 60_000, 100 + i, 'feed a', day1 + i * 60_000 + 60_000)),
+      ...Array.from({ length: 60 }, (_, i) => minute(day2 + i * 60_000, 200 + i, 'feed b', day2 + 3_600_000, i === 7 ? null : 3)),
+    ];
+    await ingest(svc, '/bars/intraday', first);
+    // Day 1's 01:30 restated by feed c, known a week later; day 1 gains 23:00-23:29.
+    const restated = minute(day1 + 90 * 60_000, 50, 'feed c', day2 + 7 * 86_400_000);
+    const late = Array.from({ length: 30 }, (_, i) => minute(day1 + (23 * 60 + i) * 60_000, 300 + i, 'feed a', day1 + 86_400_000));
+    await ingest(svc, '/bars/intraday', [restated, ...late]);
+    const stored = [...first.filter((m) => m.barTimestamp !== restated.barTimestamp), restated, ...late].sort((a, b) =>
+      a.barTimestamp.localeCompare(b.barTimestamp),
+    );
+
+    // The spec's buckets of the stored minutes: open first, high max, low min, close last, volume summed (null if any minute has none), quote and source of the last.
+    const buckets = (minutes: Minute[], widthMs: number) => {
+      const groups = new Map<number, Minute[]>();
+      for (const m of minutes) {
+        const start = Math.floor(Date.parse(m.barTimestamp) / widthMs) * widthMs;
+        groups.set(start, [...(groups.get(start) ?? []), m]);
+      }
+      return [...groups].map(([start, ms]) => ({
+        barTimestamp: new Date(start).toISOString(),
+        openPrice: ms[0].openPrice,
+        highPrice: Math.max(...ms.map((m) => m.highPrice)),
+        lowPrice: Math.min(...ms.map((m) => m.lowPrice)),
+        closePrice: ms.at(-1)!.closePrice,
+        volume: ms.some((m) => m.volume === null) ? null : ms.reduce((a, m) => a + m.volume!, 0),
+        quoteCurrency: ms.at(-1)!.quoteCurrency,
+        quoteUnit: ms.at(-1)!.quoteUnit,
+        source: ms.at(-1)!.source,
+      }));
+    };
+    const day = (t: number) => new Date(t).toISOString().slice(0, 10);
+    for (const [interval, widthMs] of [
+      ['1hour', 3_600_000],
+      ['5min', 300_000],
+    ] as const) {
+      for (const [from, to] of [
+        [day1, day2],
+        [day1, day1],
+        [day2, day2],
+      ]) {
+        const inWindow = stored.filter((m) => Date.parse(m.barTimestamp) >= from && Date.parse(m.barTimestamp) < to + 86_400_000);
+        const expected = buckets(inWindow, widthMs);
+        const body = await getText(`/v1/instruments/${id}/intraday?interval=${interval}&from=${day(from)}&to=${day(to)}`);
+        expect(dataText(body)).toBe(JSON.stringify(expected));
+        const { meta } = JSON.parse(body);
+        expect(meta.source).toBe([...new Set(expected.map((b) => b.source))].sort().join(', '));
+        expect(meta.asOf).toBe(
+          inWindow
+            .map((m) => m.asOf)
+            .sort()
+            .at(-1),
+        );
+      }
+    }
+    // The 01:00 hour of day 1 ends with the restated minute's neighbours: its close is 01:59's, its low the restated 49.75.
+    const hours = JSON.parse(await getText(`/v1/instruments/${id}/intraday?interval=1hour&from=${day(day1)}&to=${day(day1)}`)).data;
+    expect(hours.map((b: { barTimestamp: string }) => b.barTimestamp.slice(11, 16))).toEqual(['00:00', '01:00', '02:00', '23:00']);
+    expect(hours[1].lowPrice).toBe(49.75);
   });
 });
 

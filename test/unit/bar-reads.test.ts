@@ -28,10 +28,10 @@ const INTERFACES: Record<string, string> = {
   'price-history/adjustment-plan.ts': "a dividend's prior close, read at the plan's instant",
   'actions/repository.ts': 'the latest stored bar date a version records, inside the upload that bumps it',
   'prices/ingest.ts': "the bar uploads' writes",
-  'runtime/migrations.ts': 'the text of rollup bars stored before sql/026, written once by that migration (a write)',
+  'runtime/migrations.ts': 'the text of rollup bars and days stored before sql/026 and sql/028, written once by those migrations (a write)',
 };
 
-const TABLES = /\b(daily_bars|daily_bar_revisions|intraday_bars(?:_5min|_15min|_30min|_1hour)?|intraday_bar_revisions)\b/;
+const TABLES = /\b(daily_bars|daily_bar_revisions|intraday_bars(?:_5min|_15min|_30min|_1hour)?|intraday_bar_revisions|intraday_rollup_days)\b/;
 
 function modules(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
