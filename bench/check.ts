@@ -124,11 +124,12 @@ export function judge(summary: unknown, bars: readonly GateBar[] = GATE_BARS): G
  * been run again (`again`: the second run's verdicts on those bars): such a
  * bar fails the gate only when its ratio is above it in both runs, and its
  * row then shows the second run with the first run's ratio beside it. On 2
- * shared cores one round's intraday ratio ranges from 0.30× to 4.02× in the
- * committed run (bench/results/intraday.json), and the median of its 201
- * rounds moves between runs by more than its distance to the bar (1.29× and
- * 1.52× in the last two committed runs): one run above a bar says little, a
- * regression is above it in both.
+ * shared cores one round's ratio ranges widely: 0.28× to 4.23× for intraday
+ * (bench/results/intraday.json), 0.68× to 1.71× for the platform p50
+ * (platform-overhead.json), and a median near its bar can land on either
+ * side of it from one run to the next (the intraday median was 1.29× and
+ * 1.52× in two runs before the rollup days, bar 1.5×): one run above a bar
+ * says little, a regression is above it in both.
  */
 export function confirmed(first: readonly GateRow[], again: readonly GateRow[]): GateRow[] {
   return first.map((row) => {
