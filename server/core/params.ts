@@ -185,3 +185,19 @@ export const FormatSchema = closedEnum(FORMATS)
   .describe(
     'json (the default); csv: RFC 4180, a header row, one row per bar, meta in a trailing `#meta` row; arrow: an Apache Arrow IPC stream; parquet: a Parquet file (zstd pages). Arrow and Parquet hold instrumentId and the fields as typed columns, the meta as JSON under the key `meta` of the schema or file metadata. Without format, the Accept header chooses (text/csv, application/vnd.apache.arrow.stream, application/vnd.apache.parquet)',
   );
+
+/**
+ * Refuses a query that sends a field and its alias both (each pair: the
+ * specification's name, then the word the rest of the API uses for it): the
+ * issue is on the alias, "is <name> by another name".
+ */
+export function refuseBothNames<Q extends Record<string, unknown>>(
+  q: Q,
+  ctx: z.RefinementCtx,
+  pairs: readonly (readonly [name: keyof Q & string, alias: keyof Q & string])[],
+): void {
+  for (const [name, alias] of pairs) {
+    if (q[name] !== undefined && q[alias] !== undefined)
+      ctx.addIssue({ code: 'custom', path: [alias], message: `is ${name} by another name; send one of them` });
+  }
+}

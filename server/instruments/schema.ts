@@ -4,7 +4,7 @@ import { BooleanValue, jsonCell } from '../ingest/fields.ts';
 import { instrumentIdListSchema, InstrumentIdSchema } from '../core/ids.ts';
 import { AsOfSchema, DateSchema } from '../core/time.ts';
 import { CursorSchema, NextCursorSchema } from '../core/cursor.ts';
-import { integerParam } from '../core/params.ts';
+import { integerParam, refuseBothNames } from '../core/params.ts';
 
 export const ASSET_CLASSES = ['equity', 'etf', 'index', 'crypto', 'fx', 'future', 'metal', 'other', 'fund', 'bond'] as const;
 export const AssetClassSchema = z.enum(ASSET_CLASSES);
@@ -47,8 +47,7 @@ export const InstrumentBulkSchema = z
     instrumentIds: instrumentIdListSchema(MAX_BULK_IDS).optional().describe('the same as ids, by the name the other lists of instruments use'),
   })
   .superRefine((q, ctx) => {
-    if (q.ids !== undefined && q.instrumentIds !== undefined)
-      ctx.addIssue({ code: 'custom', path: ['instrumentIds'], message: 'is ids by another name; send one of them' });
+    refuseBothNames(q, ctx, [['ids', 'instrumentIds']]);
     if (q.ids === undefined && q.instrumentIds === undefined)
       ctx.addIssue({ code: 'custom', path: ['ids'], message: 'required: the instrument ids, comma-separated (or as instrumentIds)' });
   })

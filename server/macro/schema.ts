@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AsOfSchema, DateSchema, isDate } from '../core/time.ts';
+import { refuseBothNames } from '../core/params.ts';
 
 /** The only series served (the spec's allowlist). Any other id is refused before storage or the provider is asked. */
 export const MACRO_SERIES_IDS = [
@@ -60,15 +61,12 @@ export const MacroSeriesQuerySchema = z
     from: DateSchema.optional().describe('the same as start, by the name the other date windows use'),
     to: DateSchema.optional().describe('the same as end, by the name the other date windows use'),
   })
-  .superRefine((q, ctx) => {
-    for (const [name, alias] of [
+  .superRefine((q, ctx) =>
+    refuseBothNames(q, ctx, [
       ['start', 'from'],
       ['end', 'to'],
-    ] as const) {
-      if (q[name] !== undefined && q[alias] !== undefined)
-        ctx.addIssue({ code: 'custom', path: [alias], message: `is ${name} by another name; send one of them` });
-    }
-  })
+    ]),
+  )
   .transform((q) => ({ start: q.start ?? q.from, end: q.end ?? q.to }))
   .refine((q) => !isDate(q.start) || !isDate(q.end) || q.start <= q.end, { path: ['end'], message: 'must be on or after start' });
 
