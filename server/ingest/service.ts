@@ -37,10 +37,16 @@ async function* untilAborted<T>(body: AsyncIterable<T>, signal: AbortSignal): As
   }
 }
 
-// A batch is written once its COPY text reaches this size: large enough that
-// the per-statement cost is noise, small enough that two batches in memory
-// stay a few MB.
-const COPY_BATCH_BYTES = 4 * 1024 * 1024;
+// A batch is written once its COPY text reaches its size: the first 1 MiB,
+// each next twice the one before, up to 16 MiB. Between two batches the
+// database waits for the next one's statements (its new instruments, their
+// heads) and the text to arrive, about 20 ms, so fewer, larger batches leave
+// it idle less; the first is small so that the COPY starts soon and the
+// parsing never runs far ahead of it. A 1,000,000-bar upload (130 MB of CSV)
+// takes 13 batches instead of 36 at a fixed 4 MiB, and two batches in memory
+// stay under 40 MB.
+const FIRST_BATCH_BYTES = 1024 * 1024;
+const MAX_BATCH_BYTES = 16 * 1024 * 1024;
 
 /** Batches of raw rows, as a body reader or a loader yields them. */
 type RawBatches = AsyncIterable<readonly unknown[]> | Iterable<readonly unknown[]>;
@@ -188,7 +194,7 @@ interface RowSink<Row> {
 
 /**
  * Parses and encodes every row of the upload, in order, and hands the COPY
- * text to `sink` in batches of about COPY_BATCH_BYTES. Returns the number of
+ * text to `sink` in batches (FIRST_BATCH_BYTES growing to MAX_BATCH_BYTES). Returns the number of
  * rows; an upload without any is refused. An aborted `signal` stops it at the
  * next batch, once the write in flight has ended.
  */
@@ -210,7 +216,7 @@ async function encodeRows<Row>(
         copy.add(sink.line(line, index), line.length + 1);
         index++;
       }
-      if (copy.bytes >= COPY_BATCH_BYTES) await copy.flush();
+      if (copy.bytes >= copy.batchBytes) await copy.flush();
       // A body that arrives faster than it is parsed is read on microtasks alone, and the database's replies to the
       // write in flight wait for the parsing to stop: one turn of the event loop per body chunk lets them in.
       await new Promise<void>((resolve) => setImmediate(resolve));
@@ -254,14 +260,20 @@ class OverlappedWrites {
     return this.lines.length > 0;
   }
 
-  /** Waits for the previous batch's write, then starts this one's. */
+  /** The size at which the batch being built is written. */
+  batchBytes = FIRST_BATCH_BYTES;
+
+  /** Joins this batch's text while the previous batch is written, waits for that write, then starts this one's. */
   async flush(): Promise<void> {
-    await this.writing;
     this.lines.push('');
-    this.writing = this.write(this.lines.join('\n'), this.lines.length - 1);
-    this.writing.catch(() => {}); // observed by the next flush, finished() or abandoned()
+    const text = this.lines.join('\n');
+    const rows = this.lines.length - 1;
     this.lines = [];
     this.bytes = 0;
+    this.batchBytes = Math.min(MAX_BATCH_BYTES, this.batchBytes * 2);
+    await this.writing;
+    this.writing = this.write(text, rows);
+    this.writing.catch(() => {}); // observed by the next flush, finished() or abandoned()
   }
 
   /** The last write. */

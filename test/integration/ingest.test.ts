@@ -4,8 +4,9 @@ import { copyInto } from '../../server/ingest/repository.ts';
 import { Service, startService } from './harness.ts';
 import { createInstrument, dailyBar, weekdays } from './fixtures.ts';
 
-// The batch ingest path at sizes that span several COPY batches (a batch is
-// written every 4 MB of COPY text, about 25-35k daily bars), so the
+// The batch ingest path at sizes that span several COPY batches (the first is
+// written at 1 MiB of COPY text, about 7,000 daily bars, each next at twice
+// the size of the one before, up to 16 MiB), so the
 // straight-COPY path, its fallback to the staged upsert, and the checks made
 // while streaming are all exercised against the real database.
 

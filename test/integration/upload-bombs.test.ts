@@ -244,7 +244,7 @@ describe('uploads whose client leaves', () => {
     const abortedBefore = await metric(svc, 'http_requests_total{listener="admin",method="POST",route="/admin/v1/bars/daily",status="aborted"}');
 
     // The price-history lock, held here, stops the upload at its first write: by then it has read and parsed its
-    // whole body (under one 4 MB COPY batch), so only the upload's own checks can notice that its client left.
+    // whole body (about 1 MB, its first COPY batch), so only the upload's own checks can notice that its client left.
     await svc.sql.begin(async (tx) => {
       await lockPriceHistory(tx);
       const { hostname, port } = new URL(svc.runtime.adminUrl);
@@ -297,7 +297,7 @@ describe('uploads whose client leaves', () => {
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) ids.push((await createInstrument(svc)).id);
     const days = weekdays('1980-01-01', '2019-12-31');
-    // 41,744 bars, 6 MB: the first COPY batch (4 MB) is written while the rest is still to come.
+    // 41,744 bars, 6 MB: the first COPY batch (1 MiB) is written while the rest is still to come.
     const bars = ids.flatMap((id) => days.map((barDate, i) => Object.values(dailyBar(id, { barDate, close: 100 + i })).join(',')));
     const csv = CSV_HEADER + bars.join('\n') + '\n';
     const start = lines.length;
