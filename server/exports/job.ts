@@ -12,6 +12,7 @@ import { streamBulkPrices } from '../prices/bulk-stream.ts';
 import { INTRADAY_ASSET_CLASSES } from '../prices/schema.ts';
 import { readIntradayBars } from '../prices/service.ts';
 import type { SymbolRun } from '../prices/symbol-runs.ts';
+import { fileExtension } from './file-kinds.ts';
 import { Encoder, StoredFile } from './file-store.ts';
 import { exportInstruments, type JobRow } from './repository.ts';
 import { setActionSetVersions, setPlan, setProgress } from './lease-repository.ts';
@@ -25,14 +26,11 @@ export interface FilePlan {
   to: string;
 }
 
-const EXTENSIONS = { parquet: 'parquet', arrow: 'arrow', csv: 'csv' } as const;
-const COMPRESSED = { none: '', gzip: '.gz', zstd: '.zst' } as const;
-
 const lastDayOfMonth = (year: number, month: number) => new Date(Date.UTC(year, month, 0)).toISOString().slice(0, 10);
 
 /** The files of a request, in order. */
 export function planFiles(r: Pick<NormalisedRequest, 'dataset' | 'from' | 'to' | 'format' | 'compression'>): FilePlan[] {
-  const extension = EXTENSIONS[r.format] + (r.format === 'csv' ? COMPRESSED[r.compression] : '');
+  const extension = fileExtension(r.format, r.compression);
   const clip = (name: string, from: string, to: string) => ({ name: `${name}.${extension}`, from: from < r.from ? r.from : from, to: to > r.to ? r.to : to });
   const files: FilePlan[] = [];
   const [fromYear, fromMonth] = [Number(r.from.slice(0, 4)), Number(r.from.slice(5, 7))];

@@ -8,7 +8,7 @@ import { NoQuerySchema } from '../core/params.ts';
 import { freshness } from '../core/freshness.ts';
 import { defineRoute } from '../http/route.ts';
 import { sendFileBytes } from '../http/file-body.ts';
-import { MEDIA_TYPES } from '../prices/bar-files.ts';
+import { contentTypeOf, FILE_MEDIA_TYPES } from './file-kinds.ts';
 import type { PricesDeps } from '../prices/routes.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ExportLinks } from './links.ts';
@@ -110,13 +110,7 @@ export const exportFileRoute = defineRoute({
   response: {
     status: 200,
     description: 'the file',
-    file: {
-      [MEDIA_TYPES.parquet]: 'a Parquet file (name.parquet)',
-      [MEDIA_TYPES.arrow]: 'an Arrow IPC stream (name.arrow)',
-      'text/csv': 'CSV rows with a header (name.csv)',
-      'application/zstd': 'CSV compressed with zstd (name.csv.zst)',
-      'application/gzip': 'CSV compressed with gzip (name.csv.gz)',
-    },
+    file: FILE_MEDIA_TYPES,
   },
   errors: ['not_found', 'invalid_signature', 'range_not_satisfiable'],
 });
@@ -176,7 +170,7 @@ export const exportsArea: Area<ExportsDeps> = {
         return await sendFileBytes(
           req,
           res,
-          { size: file.bytes, etag: `"${file.sha256.toString('hex')}"`, contentType: service.contentTypeOf(file.name), read },
+          { size: file.bytes, etag: `"${file.sha256.toString('hex')}"`, contentType: contentTypeOf(file.name), read },
           file.name,
           slot,
         );

@@ -3,7 +3,6 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { AppError, notFound } from '../core/errors.ts';
 import { bindingOf, isCursorId, isCursorInstant, type ListCursors } from '../core/cursor.ts';
-import { MEDIA_TYPES } from '../prices/bar-files.ts';
 import type { ExportLinks } from './links.ts';
 import {
   accountUse,
@@ -195,15 +194,6 @@ export async function deleteExport(s: ExportsService, accountId: string, id: str
   );
   if (!outcome?.job) throw notFound('export');
   return { job: await exportView(s, outcome.job, [], baseUrl), deleted: outcome.deleted };
-}
-
-/** Content types by the file's extension; a compressed CSV is served as its compressed bytes. */
-export function contentTypeOf(name: string): string {
-  if (name.endsWith('.parquet')) return MEDIA_TYPES.parquet;
-  if (name.endsWith('.arrow')) return MEDIA_TYPES.arrow;
-  if (name.endsWith('.csv.zst')) return 'application/zstd';
-  if (name.endsWith('.csv.gz')) return 'application/gzip';
-  return 'text/csv; charset=utf-8';
 }
 
 export interface FileAccess {
