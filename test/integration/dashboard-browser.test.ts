@@ -358,7 +358,8 @@ describe.skipIf(SKIP_BROWSER)('dashboard in a browser', () => {
         const roll = page.locator('main form[action$="/roll"] button');
         const revoke = page.locator(`main a[href="/account/keys/${id}/revoke"]`);
         expect(await gapBetween(roll, revoke), `key page ${viewport?.width ?? 'wide'}`).toBeGreaterThanOrEqual(8);
-        await revoke.click();
+        // Measured once the revoke page has loaded, its stylesheet with it: laid out before that, the two touch.
+        await Promise.all([page.waitForURL(`${base}/account/keys/${id}/revoke`), revoke.click()]);
         const confirm = page.locator('main button.danger');
         const cancel = page.locator('main a', { hasText: 'Cancel' });
         expect(await gapBetween(confirm, cancel), `revoke page ${viewport?.width ?? 'wide'}`).toBeGreaterThanOrEqual(8);
