@@ -30,10 +30,12 @@ export function fileExtension(format: ExportFormat, compression: Compression): s
   return kind.extension;
 }
 
+// The longest extension first: 2012.csv.gz is gzip, not CSV.
+const BY_LONGEST_EXTENSION = [...FILE_KINDS].sort((a, b) => b.extension.length - a.extension.length);
+
 /** The content type a file is served as, by its name's extension. */
 export function contentTypeOf(name: string): string {
-  // The longest extension first: 2012.csv.gz is gzip, not CSV.
-  const kind = [...FILE_KINDS].sort((a, b) => b.extension.length - a.extension.length).find((k) => name.endsWith(`.${k.extension}`));
+  const kind = BY_LONGEST_EXTENSION.find((k) => name.endsWith(`.${k.extension}`));
   return kind?.contentType ?? 'text/csv; charset=utf-8';
 }
 

@@ -123,6 +123,10 @@ export async function refreshRollups(tx: ISql, firstMinute: number, lastMinute: 
   // every stored minute: measured once at 96 s for a monthly upload that
   // otherwise takes 2 s. Only for these statements; restored below.
   await tx`set local enable_nestloop = off`;
+  // The touched days, whole, the same for every rollup: from the first minute's UTC midnight to the last minute of the last minute's day.
+  const dayLo = new Date(Math.floor(firstMinute / DAY_MINUTES) * DAY_MS);
+  const dayHi = new Date((Math.floor(lastMinute / DAY_MINUTES) + 1) * DAY_MS - MINUTE_MS);
+  const touchedDays = tx`r.bar_ts >= ${dayLo} and r.bar_ts <= ${dayHi} and (r.instrument_id, ${utcDay(tx, tx`r.bar_ts`)}) in (select instrument_id, ${utcDay(tx, tx`bar_ts`)} from ingest_staging)`;
   for (const { interval, table, width, ms } of ROLLUPS) {
     const lo = new Date(origin + Math.floor((firstMinute * MINUTE_MS - origin) / ms) * ms);
     // The last minute of the last touched bucket, not the instant the bucket
@@ -138,14 +142,7 @@ export async function refreshRollups(tx: ISql, firstMinute: number, lastMinute: 
       on conflict (instrument_id, bar_ts) do update set
         ${[...INTRADAY_NAMES.slice(2), ...ROLLUP_TEXT_NAMES].map((c, i) => tx`${i ? tx`, ` : tx``}${tx(c)} = excluded.${tx(c)}`)}
     `;
-    // The touched days, whole: from the first minute's UTC midnight to the last minute of the last minute's day.
-    const dayLo = new Date(Math.floor(firstMinute / DAY_MINUTES) * DAY_MS);
-    const dayHi = new Date((Math.floor(lastMinute / DAY_MINUTES) + 1) * DAY_MS - MINUTE_MS);
-    await writeRollupDays(
-      tx,
-      interval,
-      tx`r.bar_ts >= ${dayLo} and r.bar_ts <= ${dayHi} and (r.instrument_id, ${utcDay(tx, tx`r.bar_ts`)}) in (select instrument_id, ${utcDay(tx, tx`bar_ts`)} from ingest_staging)`,
-    );
+    await writeRollupDays(tx, interval, touchedDays);
   }
   await tx`set local enable_nestloop = on`;
 }
@@ -161,7 +158,7 @@ const utcDay = (sql: ISql, instant: postgres.Fragment) => sql`(${instant} at tim
  * of `interval`'s rollup rows that `where` picks (over alias r), whole days:
  * the bars' JSON objects joined by commas in time order, their distinct
  * sources and their latest asOf. A row stored without its text gets it
- * written here (rollupText), as a read would.
+ * written here from its numbers, as a read would.
  */
 async function writeRollupDays(tx: ISql, interval: Exclude<Interval, '1min'>, where: postgres.Fragment) {
   const json = barText(tx, 'json', INTRADAY_BAR, (name) => tx`r.${tx(name)}`, null);
