@@ -560,6 +560,22 @@ describe('export jobs: limits per account and cancelling', { timeout: 120_000 },
       timeoutMs: DEADLINE_MS,
       what: 'no job left running by the block before',
     });
+    // Its first look is over once it has sampled the jobs (the by-status gauge appears) and its claim statement has ended:
+    // a job posted before that could be taken and finish at once.
+    await until(async () => (await (await fetch(`${svc.runtime.adminUrl}/metrics`)).text()).includes('export_jobs{status="queued"}'), {
+      timeoutMs: DEADLINE_MS,
+      what: "the export runner's first sample",
+    });
+    await until(
+      async () =>
+        (
+          await svc.sql<{ n: number }[]>`
+            select count(*)::int as n from pg_stat_activity
+            where datname = current_database() and pid <> pg_backend_pid() and state = 'active' and query ilike '%export_jobs%'
+          `
+        )[0].n === 0,
+      { timeoutMs: DEADLINE_MS, what: "the export runner's first claim to end" },
+    );
     key = await svc.keyWith(['prices:read']);
   });
   afterAll(async () => {
