@@ -3,11 +3,14 @@
 // against psql's \copy (select …) to a CSV file of the same rows; then a year
 // of 1-minute bars of 10 instruments the same way. The service's RSS is
 // sampled while each job runs, and every file is downloaded through its
-// signed link and its rows counted by DuckDB.
+// signed link and its rows counted by DuckDB. With BENCH_EXPORT_LARGE_MINUTE_BARS
+// set (50,000,000 for the committed run), a year of 1-minute bars of that
+// many bars' worth of instruments is exported last, for the memory it takes.
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { inPieces, benchUuid, dailyBarsCsv, equity, nextBar, weekdays } from './lib/data.ts';
+import { benchSql } from './lib/database.ts';
 import { envInt, log, sleep } from './lib/harness.ts';
 import { cpuSeconds, procStatus, resetPeakRss, sampleRss } from './lib/proc.ts';
 import { findPsql, runPsql } from './lib/psql.ts';
@@ -20,6 +23,8 @@ const AS_OF = '2021-01-01T00:00:00.000Z';
 const SERIES_TO = '2020-12-31';
 // Issue 41: an export job may take at most 1.5 times what psql takes to copy the same rows out.
 const TARGET_RATIO = 1.5;
+// Bounded memory: the large export may grow the service by at most this much more than the 1M-bar one does.
+const LARGE_GROWTH_ALLOWANCE_MB = 50;
 const DAILY_COLUMNS = 'instrument_id, bar_date, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit, stale, as_of, source';
 const MINUTE_COLUMNS = 'instrument_id, bar_ts, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit, source';
 
@@ -52,6 +57,8 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const instruments = envInt('BENCH_EXPORT_INSTRUMENTS', 500);
   const years = envInt('BENCH_EXPORT_YEARS', 10);
   const minuteInstruments = envInt('BENCH_EXPORT_MINUTE_INSTRUMENTS', 10);
+  // Issue 41 asks for RSS while exporting 50M 1-minute bars; 0 leaves the part out (it takes about 15 minutes).
+  const largeMinuteBars = envInt('BENCH_EXPORT_LARGE_MINUTE_BARS', 0);
   const serverIssues: string[] = [];
   const notes = [
     'the service is a child process with its defaults but EXPORTS_POLL_MS=100; each export is timed from the POST to the first GET that reports it ready, polled every 100 ms',
@@ -148,6 +155,73 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       return { seconds: round(ms / 1000, 2), mb: round((await stat(file)).size / MB, 1) };
     };
 
+    /**
+     * Memory at scale: enough instruments for `bars` 1-minute bars over 2020's
+     * New York sessions (102,180 a year each), written by PostgreSQL straight
+     * into intraday_bars (loading 50M bars through the admin API would take
+     * about 20 minutes; the export reads the same table either way), then
+     * exported to Parquet with the RSS sampled as for the jobs above. The
+     * prices follow a slow wave per instrument, with volumes from a fixed
+     * formula: what matters here is the number of rows, not their values.
+     */
+    const largeMinuteExport = async (bars: number) => {
+      const perInstrument = minuteDays.length * 390;
+      const count = Math.ceil(bars / perInstrument);
+      const largeIds = Array.from({ length: count }, (_, i) => benchUuid(`export-large-minutes-${i}`));
+      await service.admin.ok(
+        'POST',
+        '/instruments',
+        largeIds.map((id, i) => equity(`Bench Export Large ${i}`, `BL${String(i).padStart(4, '0')}`, id)),
+      );
+      log(`exports: writing ${count} instruments × ${perInstrument} 1-minute bars straight into intraday_bars`);
+      const loadStarted = performance.now();
+      // Two statements at a time, one per core: each row's insert (its chunk, two indexes and the foreign key) is what costs.
+      const sql = benchSql(database.url, 2);
+      try {
+        const batches: string[][] = [];
+        for (let i = 0; i < largeIds.length; i += 25) batches.push(largeIds.slice(i, i + 25));
+        let written = 0;
+        const write = async (batch: string[], first: number) => {
+          await sql`
+            insert into intraday_bars (instrument_id, bar_ts, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit, source, as_of)
+            select id, ts, o, greatest(o, c) + 0.01, least(o, c) - 0.01, c, 1000 + (m * 37 + n * 101) % 100000, 'USD', 'USD per share', 'bench', ${AS_OF}::timestamptz
+            from (
+              select id, n, m, ts,
+                round((60 + n % 150 + 10 * sin(extract(epoch from ts) / 86400 / 20 + n))::numeric, 4)::float8 as o,
+                round((60 + n % 150 + 10 * sin(extract(epoch from ts) / 86400 / 20 + n) + sin(m))::numeric, 4)::float8 as c
+              from unnest(${batch}::uuid[]) with ordinality as i (id, k)
+              cross join lateral (select ${first} + k as n) numbered
+              cross join unnest(${minuteDays}::date[]) as d (day)
+              cross join generate_series(0, 389) as m
+              cross join lateral (select (d.day + time '14:30' + m * interval '1 minute') at time zone 'UTC' as ts) t
+            ) bars
+          `;
+          written += batch.length;
+          log(`exports: ${written} of ${count} instruments written`);
+        };
+        let next = 0;
+        await Promise.all(
+          [0, 1].map(async () => {
+            while (next < batches.length) {
+              const b = next++;
+              await write(batches[b], b * 25);
+            }
+          }),
+        );
+        await sql`vacuum analyze intraday_bars`;
+      } finally {
+        await sql.end();
+      }
+      const loadSec = round((performance.now() - loadStarted) / 1000, 1);
+      const rows = count * perInstrument;
+      const job = await exportJob(
+        `${count} instruments × a year of 1-minute bars (${rows} bars) to Parquet`,
+        { dataset: 'intraday-bars', instrumentIds: largeIds, interval: '1min', from: '2020-01-01', to: '2020-12-31', asOf: AS_OF, format: 'parquet' },
+        rows,
+      );
+      return { instruments: count, loadSec, ...job };
+    };
+
     const dailyRows = instruments * dates.length;
     const daily = await exportJob(
       `${instruments} instruments × ${years} years of daily bars to Parquet`,
@@ -168,17 +242,25 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       'minutes',
       `select ${MINUTE_COLUMNS} from intraday_bars where bar_ts >= '2020-01-01' and bar_ts < '2021-01-01' order by instrument_id, bar_ts`,
     );
+    const large = largeMinuteBars > 0 ? await largeMinuteExport(largeMinuteBars) : null;
+    if (!large) notes.push('BENCH_EXPORT_LARGE_MINUTE_BARS unset: the export of tens of millions of 1-minute bars was not measured');
     const dailyRatio = round(daily.seconds / dailyCopy.seconds, 2);
     const minuteRatio = round(minutes.seconds / minuteCopy.seconds, 2);
     return {
       scenario: 'exports',
       ...resultHeader(ctx, status, service),
       config: { instruments, years, dailyRows, minuteInstruments, minuteRows, asOf: AS_OF },
-      measured: { dailyParquet: daily, minuteParquet: minutes },
+      measured: { dailyParquet: daily, minuteParquet: minutes, ...(large ? { largeMinuteParquet: large } : {}) },
       baseline: { psqlCopyDaily: dailyCopy, psqlCopyMinutes: minuteCopy },
       ratios: { dailyExportOverCopy: dailyRatio, minuteExportOverCopy: minuteRatio },
-      targets: { dailyExportOverCopy: `<= ${TARGET_RATIO}` },
-      meetsTarget: { dailyExportOverCopy: dailyRatio <= TARGET_RATIO },
+      targets: {
+        dailyExportOverCopy: `<= ${TARGET_RATIO}`,
+        ...(large ? { largeMinuteGrowthMb: `<= the ${minuteRows}-bar export's growth + ${LARGE_GROWTH_ALLOWANCE_MB}` } : {}),
+      },
+      meetsTarget: {
+        dailyExportOverCopy: dailyRatio <= TARGET_RATIO,
+        ...(large ? { largeMinuteGrowthMb: large.growthMb <= minutes.growthMb + LARGE_GROWTH_ALLOWANCE_MB } : {}),
+      },
       serverIssues,
       notes,
     };

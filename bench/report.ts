@@ -258,6 +258,26 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
         false,
       ),
       ['server RSS growth while each job ran: daily / 1-minute', `${growth('dailyParquet')} / ${growth('minuteParquet')}`, '', '', '', ''],
+      ...(at(r, 'measured.largeMinuteParquet') === undefined
+        ? []
+        : [
+            [
+              `\`POST /v1/exports\` of ${fmt(at(r, 'measured.largeMinuteParquet.instruments'), 0)} instruments × a year of 1-minute bars to Parquet (${fmt(at(r, 'measured.largeMinuteParquet.rows'), 0)} rows in ${fmt(at(r, 'measured.largeMinuteParquet.files'), 0)} files, ${fmt(at(r, 'measured.largeMinuteParquet.mb'))} MB; written into \`intraday_bars\` by SQL), from the POST to \`ready\``,
+              `${fmt(at(r, 'measured.largeMinuteParquet.seconds'), 1)} s (${fmt(at(r, 'measured.largeMinuteParquet.rowsPerSec'), 0)} rows/s)`,
+              '',
+              '',
+              '',
+              '',
+            ] as Row,
+            [
+              'server RSS growth while it ran, against the 1-minute job above',
+              growth('largeMinuteParquet'),
+              growth('minuteParquet'),
+              '',
+              `${text(at(r, 'targets.largeMinuteGrowthMb'))} MB`,
+              met(at(r, 'meetsTarget.largeMinuteGrowthMb')),
+            ] as Row,
+          ]),
     ];
   },
   ingest: (r) => [
