@@ -170,7 +170,7 @@ export function matchesAny(header: string | undefined, etag: string): boolean {
 export async function streamFramed(
   res: Response,
   framing: Framing,
-  produce: (write: (chunk: Buffer) => Promise<void>) => Promise<Meta>,
+  produce: (write: (chunk: Buffer | Buffer[]) => Promise<void>) => Promise<Meta>,
   slot?: { blocked(waiting: boolean): void },
 ): Promise<Written> {
   // One listener each for the whole response, never removed: compression
@@ -189,7 +189,16 @@ export async function streamFramed(
   });
   res.on('finish', () => settle());
   res.on('close', () => settle(new ClientGoneError('the client went away')));
-  const send = (chunk: Buffer, end: boolean) =>
+  // A chunk given as parts is written part by part, corked, so the socket
+  // takes them in one write without their being copied into one buffer first.
+  const writeParts = (parts: Buffer[]) => {
+    res.cork();
+    let taken = true;
+    for (const part of parts) taken = res.write(part);
+    res.uncork();
+    return taken;
+  };
+  const send = (chunk: Buffer | Buffer[], end: boolean) =>
     new Promise<void>((resolve, reject) => {
       if (res.destroyed) return reject(new ClientGoneError('the client went away'));
       const sent = { resolve, reject };
@@ -198,16 +207,16 @@ export async function streamFramed(
       // everything: a download filling empty socket buffers (megabytes each)
       // would otherwise render page after page while other requests wait.
       if (end) res.end(chunk);
-      else if (res.write(chunk)) setImmediate(() => waiting === sent && settle());
+      else if (Buffer.isBuffer(chunk) ? res.write(chunk) : writeParts(chunk)) setImmediate(() => waiting === sent && settle());
       else slot?.blocked(true);
     });
   let started = false;
-  const write = (chunk: Buffer) => {
+  const write = (chunk: Buffer | Buffer[]) => {
     if (started) return send(chunk, false);
     started = true;
     // Its bytes are not known before its head, so it has no validator, and a copy could be revalidated against nothing (docs/api.md, "Caching").
     res.status(200).type(framing.type).set('Cache-Control', 'no-store');
-    return send(Buffer.concat([framing.open, chunk]), false);
+    return send([framing.open, ...(Buffer.isBuffer(chunk) ? [chunk] : chunk)], false);
   };
   const meta = await produce(write);
   if (!started) await write(Buffer.alloc(0));
