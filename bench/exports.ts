@@ -255,7 +255,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       ratios: { dailyExportOverCopy: dailyRatio, minuteExportOverCopy: minuteRatio },
       targets: {
         dailyExportOverCopy: `<= ${TARGET_RATIO}`,
-        ...(large ? { largeMinuteGrowthMb: `<= the ${minuteRows}-bar export's growth + ${LARGE_GROWTH_ALLOWANCE_MB}` } : {}),
+        ...(large ? { largeMinuteGrowthMb: `<= the ${minuteRows.toLocaleString('en-US')}-bar export's growth + ${LARGE_GROWTH_ALLOWANCE_MB}` } : {}),
       },
       meetsTarget: {
         dailyExportOverCopy: dailyRatio <= TARGET_RATIO,

@@ -1,6 +1,5 @@
 import { matchesAny } from './envelope.ts';
 import type { Request, Response } from 'express';
-import { once } from 'node:events';
 import { AppError } from '../core/errors.ts';
 import { ClientGoneError } from './errors.ts';
 
@@ -98,9 +97,27 @@ export async function sendFileBytes(
     if (res.destroyed) throw new ClientGoneError('the client went away during a file download');
     if (res.write(piece)) return;
     slot?.blocked(true);
-    await Promise.race([once(res, 'drain'), once(res, 'close')]);
+    await drainedOrClosed(res);
     slot?.blocked(false);
   });
   res.end();
   return FILE_SENT;
+}
+
+/**
+ * Resolves when `res` drains or closes, whichever comes first, and leaves no
+ * listener behind: a race of two `once` waits would leave the loser's (and
+ * its error listener), one pair per wait, and a 50 MB file waits dozens of
+ * times.
+ */
+function drainedOrClosed(res: Response): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }

@@ -1,6 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
 import { describe, expect, it } from 'vitest';
-import { rangeOf } from '../../server/http/file-body.ts';
+import { rangeOf, sendFileBytes, type StoredBytes } from '../../server/http/file-body.ts';
 import { planFiles } from '../../server/exports/job.ts';
 import { ExportLinks } from '../../server/exports/links.ts';
 import { ExportRequestSchema } from '../../server/exports/schema.ts';
@@ -23,6 +27,58 @@ describe('export file ranges', () => {
 
   it.each([undefined, '', 'items=0-9', 'bytes=0-9,20-29', 'bytes=9-3', 'bytes=-', 'bytes=a-b'])('when Range is %j, then the whole file is sent', (header) => {
     expect(rangeOf(header, 100)).toBeNull();
+  });
+});
+
+describe('a stored file sent to its reader', () => {
+  it('when the socket pushes back on piece after piece of a 40 MiB file, then the reader gets every byte and the response is left no listener', async () => {
+    const piece = randomBytes(1 << 20);
+    const pieces = 40;
+    const whole = createHash('sha256');
+    for (let i = 0; i < pieces; i++) whole.update(piece);
+    let waits = 0;
+    let left: Record<string, number> | undefined;
+    const app = express();
+    app.get('/file', async (req, res) => {
+      const events = ['close', 'error', 'drain', 'finish'];
+      const before = events.map((e) => res.listenerCount(e));
+      const bytes: StoredBytes = {
+        size: piece.length * pieces,
+        etag: '"file"',
+        contentType: 'application/octet-stream',
+        async read(_start, _end, write) {
+          for (let i = 0; i < pieces; i++) await write(piece);
+        },
+      };
+      await sendFileBytes(req, res, bytes, 'file.bin', { blocked: (waiting) => void (waiting && waits++) });
+      left = Object.fromEntries(events.map((e, i) => [e, res.listenerCount(e) - before[i]]));
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      const received = createHash('sha256');
+      let length = 0;
+      await new Promise<void>((resolve, reject) => {
+        http
+          .get({ host: '127.0.0.1', port, path: '/file' }, (res) => {
+            res.on('data', (chunk: Buffer) => {
+              received.update(chunk);
+              length += chunk.length;
+            });
+            res.on('end', resolve);
+            res.on('error', reject);
+          })
+          .on('error', reject);
+      });
+      expect(length).toBe(piece.length * pieces);
+      expect(received.digest('hex')).toBe(whole.digest('hex'));
+      // The writes did wait (else the test would prove nothing), and each wait took its listeners with it.
+      expect(waits).toBeGreaterThanOrEqual(10);
+      expect(left).toEqual({ close: 0, error: 0, drain: 0, finish: 0 });
+    } finally {
+      server.close();
+    }
   });
 });
 
