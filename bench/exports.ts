@@ -57,7 +57,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const instruments = envInt('BENCH_EXPORT_INSTRUMENTS', 500);
   const years = envInt('BENCH_EXPORT_YEARS', 10);
   const minuteInstruments = envInt('BENCH_EXPORT_MINUTE_INSTRUMENTS', 10);
-  // Issue 41 asks for RSS while exporting 50M 1-minute bars; 0 leaves the part out (it takes about 15 minutes).
+  // Issue 41 asks for RSS while exporting 50M 1-minute bars; 0 leaves the part out (50M took 21 minutes: 12 to write, 9 to export).
   const largeMinuteBars = envInt('BENCH_EXPORT_LARGE_MINUTE_BARS', 0);
   const serverIssues: string[] = [];
   const notes = [
@@ -158,8 +158,10 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     /**
      * Memory at scale: enough instruments for `bars` 1-minute bars over 2020's
      * New York sessions (102,180 a year each), written by PostgreSQL straight
-     * into intraday_bars (loading 50M bars through the admin API would take
-     * about 20 minutes; the export reads the same table either way), then
+     * into intraday_bars (the admin API, building the rollups as it goes,
+     * loads about 40,000 a second, so 50M would take 21 minutes and the bench
+     * process would have to write them as NDJSON; the export reads the same
+     * table either way), then
      * exported to Parquet with the RSS sampled as for the jobs above. The
      * prices follow a slow wave per instrument, with volumes from a fixed
      * formula: what matters here is the number of rows, not their values.
