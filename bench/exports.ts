@@ -26,6 +26,10 @@ const TARGET_RATIO = 1.5;
 // Bounded memory: the large export may grow the service by at most this much more than the 1M-bar one does.
 const LARGE_GROWTH_ALLOWANCE_MB = 50;
 const DAILY_COLUMNS = 'instrument_id, bar_date, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit, stale, as_of, source';
+// A New York session's 1-minute bars, 14:30 to 21:00 UTC.
+const SESSION_MINUTES = 390;
+// Instruments written by one statement of the large export's load.
+const LARGE_BATCH = 25;
 const MINUTE_COLUMNS = 'instrument_id, bar_ts, open_price, high_price, low_price, close_price, volume, quote_currency, quote_unit, source';
 
 /** NDJSON 1-minute bars of `id` for each New York session minute (14:30 to 21:00 UTC) of `days`. */
@@ -37,7 +41,7 @@ function sessionMinutesNdjson(id: string, days: string[], seed: number): AsyncGe
       let close = 100 + rand() * 100;
       for (const day of days) {
         const open = Date.parse(`${day}T14:30:00.000Z`);
-        for (let m = 0; m < 390; m++) {
+        for (let m = 0; m < SESSION_MINUTES; m++) {
           const b = nextBar(rand, close);
           close = b.close;
           const ts = new Date(open + m * 60_000).toISOString();
@@ -79,7 +83,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   try {
     const status = await service.admin.status();
     log(
-      `exports: loading ${instruments} instruments × ${dates.length} weekdays of daily bars and ${minuteInstruments} × ${minuteDays.length * 390} 1-minute bars`,
+      `exports: loading ${instruments} instruments × ${dates.length} weekdays of daily bars and ${minuteInstruments} × ${minuteDays.length * SESSION_MINUTES} 1-minute bars`,
     );
     await service.admin.ok(
       'POST',
@@ -167,7 +171,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
      * formula: what matters here is the number of rows, not their values.
      */
     const largeMinuteExport = async (bars: number) => {
-      const perInstrument = minuteDays.length * 390;
+      const perInstrument = minuteDays.length * SESSION_MINUTES;
       const count = Math.ceil(bars / perInstrument);
       const largeIds = Array.from({ length: count }, (_, i) => benchUuid(`export-large-minutes-${i}`));
       await service.admin.ok(
@@ -181,7 +185,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       const sql = benchSql(database.url, 2);
       try {
         const batches: string[][] = [];
-        for (let i = 0; i < largeIds.length; i += 25) batches.push(largeIds.slice(i, i + 25));
+        for (let i = 0; i < largeIds.length; i += LARGE_BATCH) batches.push(largeIds.slice(i, i + LARGE_BATCH));
         let written = 0;
         const write = async (batch: string[], first: number) => {
           await sql`
@@ -191,10 +195,9 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
               select id, n, m, ts,
                 round((60 + n % 150 + 10 * sin(extract(epoch from ts) / 86400 / 20 + n))::numeric, 4)::float8 as o,
                 round((60 + n % 150 + 10 * sin(extract(epoch from ts) / 86400 / 20 + n) + sin(m))::numeric, 4)::float8 as c
-              from unnest(${batch}::uuid[]) with ordinality as i (id, k)
-              cross join lateral (select ${first} + k as n) numbered
+              from unnest(${batch}::uuid[], ${batch.map((_, k) => first + k + 1)}::int[]) as i (id, n)
               cross join unnest(${minuteDays}::date[]) as d (day)
-              cross join generate_series(0, 389) as m
+              cross join generate_series(0, ${SESSION_MINUTES - 1}) as m
               cross join lateral (select (d.day + time '14:30' + m * interval '1 minute') at time zone 'UTC' as ts) t
             ) bars
           `;
@@ -206,7 +209,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
           [0, 1].map(async () => {
             while (next < batches.length) {
               const b = next++;
-              await write(batches[b], b * 25);
+              await write(batches[b], b * LARGE_BATCH);
             }
           }),
         );
@@ -234,7 +237,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       'daily',
       `select ${DAILY_COLUMNS} from daily_bars where bar_date between '${fullSpan.from}' and '${fullSpan.to}' order by instrument_id, bar_date`,
     );
-    const minuteRows = minuteInstruments * minuteDays.length * 390;
+    const minuteRows = minuteInstruments * minuteDays.length * SESSION_MINUTES;
     const minutes = await exportJob(
       `${minuteInstruments} instruments × a year of 1-minute bars to Parquet`,
       { dataset: 'intraday-bars', instrumentIds: minuteIds, interval: '1min', from: '2020-01-01', to: '2020-12-31', asOf: AS_OF, format: 'parquet' },

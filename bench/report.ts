@@ -233,9 +233,13 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
     ];
   },
   exports: (r) => {
-    const job = (side: string, what: string, copy: string, ratio: string, target: boolean): Row => [
+    // An export's own cells: what it wrote and how long it took.
+    const exported = (side: string, what: string): [string, string] => [
       `\`POST /v1/exports\` of ${what} to Parquet (${fmt(at(r, `measured.${side}.rows`), 0)} rows in ${fmt(at(r, `measured.${side}.files`), 0)} files, ${fmt(at(r, `measured.${side}.mb`))} MB), from the POST to \`ready\``,
       `${fmt(at(r, `measured.${side}.seconds`), 2)} s (${fmt(at(r, `measured.${side}.rowsPerSec`), 0)} rows/s)`,
+    ];
+    const job = (side: string, what: string, copy: string, ratio: string, target: boolean): Row => [
+      ...exported(side, what),
       `\`psql \\copy (select …) to\` a CSV file of the same rows: ${fmt(at(r, `baseline.${copy}.seconds`), 2)} s (${fmt(at(r, `baseline.${copy}.mb`))} MB)`,
       times(at(r, `ratios.${ratio}`)),
       target ? text(at(r, `targets.${ratio}`)) : '',
@@ -262,8 +266,10 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
         ? []
         : [
             [
-              `\`POST /v1/exports\` of ${fmt(at(r, 'measured.largeMinuteParquet.instruments'), 0)} instruments × a year of 1-minute bars to Parquet (${fmt(at(r, 'measured.largeMinuteParquet.rows'), 0)} rows in ${fmt(at(r, 'measured.largeMinuteParquet.files'), 0)} files, ${fmt(at(r, 'measured.largeMinuteParquet.mb'))} MB; written into \`intraday_bars\` by SQL), from the POST to \`ready\``,
-              `${fmt(at(r, 'measured.largeMinuteParquet.seconds'), 1)} s (${fmt(at(r, 'measured.largeMinuteParquet.rowsPerSec'), 0)} rows/s)`,
+              ...exported(
+                'largeMinuteParquet',
+                `${fmt(at(r, 'measured.largeMinuteParquet.instruments'), 0)} instruments × a year of 1-minute bars written into \`intraday_bars\` by SQL`,
+              ),
               '',
               '',
               '',
