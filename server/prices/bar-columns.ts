@@ -75,6 +75,19 @@ export interface Piece {
 /** The bytes of one packed bar (daily-text-repository.ts, packedBars): day, five doubles, asOf, stale. */
 const PACKED_BAR_BYTES = 4 + 5 * 8 + 8 + 1;
 
+/** 2000-01-01T00:00:00Z in milliseconds since 1970: PostgreSQL's epoch for timestamptz_send. */
+const POSTGRES_EPOCH_MS = 946_684_800_000n;
+
+/**
+ * An instant as timestamptz_send writes it (microseconds since 2000-01-01
+ * UTC) in milliseconds since 1970, cut to the earlier millisecond as the
+ * JSON's text is (to_char's MS): 1969-12-31T23:59:59.9995Z is -1.
+ */
+export function packedInstantMs(micros: bigint): bigint {
+  const ms = micros / 1000n;
+  return (micros % 1000n < 0n ? ms - 1n : ms) + POSTGRES_EPOCH_MS;
+}
+
 /** A daily series packed by PostgreSQL (daily-text-repository.ts, packedBars) as a Piece, in date order. */
 function unpackDaily(instrumentId: string, packed: Buffer, symbols: SymbolRun[]): Piece {
   const n = packed.readInt32BE(0);
@@ -89,10 +102,15 @@ function unpackDaily(instrumentId: string, packed: Buffer, symbols: SymbolRun[])
   const asOf = new BigInt64Array(n);
   const stale = new Uint8Array(n);
   const dates = order ? Int32Array.from(order, (k) => days[k]) : days;
+  // A series' bars mostly share a few asOf instants (one per load): each is converted once.
+  let micros: bigint | undefined;
+  let ms = 0n;
   for (let i = 0; i < n; i++) {
     const at = record(i);
     for (let c = 0; c < 5; c++) numbers[c][i] = packed.readDoubleBE(at + 4 + 8 * c);
-    asOf[i] = packed.readBigInt64BE(at + 44);
+    const next = packed.readBigInt64BE(at + 44);
+    if (next !== micros) [micros, ms] = [next, packedInstantMs(next)];
+    asOf[i] = ms;
     stale[i] = packed[at + 52];
   }
   const texts = (JSON.parse(packed.toString('utf8', 4 + n * PACKED_BAR_BYTES)) as (string | [number, string])[][]).map((values) => {

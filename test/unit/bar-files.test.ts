@@ -4,6 +4,7 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { tableFromIPC } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
+import { packedInstantMs } from '../../server/prices/bar-columns.ts';
 import { BATCH_ROWS, openBarFile, type BarFileFormat } from '../../server/prices/bar-files.ts';
 import type { SymbolRun } from '../../server/prices/symbol-runs.ts';
 
@@ -25,6 +26,7 @@ interface Bar {
   currency: string;
   stale: boolean;
   source: string;
+  asOfMs: number;
 }
 
 function barsOf(n: number): Bar[] {
@@ -41,9 +43,13 @@ function barsOf(n: number): Bar[] {
       stale: i % 13 === 0,
       // Sources change between instruments, so each batch has its own dictionary; instrument 7's changes within its series.
       source: n === 7 && i >= 1000 ? 'vendor-late' : `vendor-${n % 5}`,
+      asOfMs: asOfMsAt(n, i),
     };
   });
 }
+
+/** When instrument n's i-th bar became known: from the 1960s to the 2050s across the instruments, before and after 1970 and 2000. */
+const asOfMsAt = (n: number, i: number) => Date.parse(`${dateOf(i)}T21:00:00.123Z`) + (n - 30) * 365 * DAY_MS;
 
 /**
  * A daily series packed as PostgreSQL packs it for the columnar answers
@@ -57,7 +63,8 @@ function packed(bars: Bar[], order: number[] = bars.map((_, i) => i)): Buffer {
   for (const bar of order.map((i) => bars[i])) {
     at = out.writeInt32BE(Date.parse(bar.date) / DAY_MS, at);
     for (const key of ['open', 'high', 'low', 'close', 'volume'] as const) at = out.writeDoubleBE(bar[key] ?? NaN, at);
-    at = out.writeBigInt64BE(BigInt(Date.parse(`${bar.date}T21:00:00.000Z`)), at);
+    // As timestamptz_send writes it: microseconds since 2000-01-01, here 456 past asOfMs's millisecond.
+    at = out.writeBigInt64BE(BigInt(bar.asOfMs - Date.UTC(2000, 0, 1)) * 1000n + 456n, at);
     at = out.writeUInt8(bar.stale ? 1 : 0, at);
   }
   const column = (value: (bar: Bar) => string) =>
@@ -112,8 +119,26 @@ const expectedAt = (row: number) => {
     volume: i % 11 === 0 ? null : 1000 + i,
     source: n === 7 && i >= 1000 ? 'vendor-late' : `vendor-${n % 5}`,
     currency: n % 2 ? 'EUR' : 'USD',
+    asOfMs: asOfMsAt(n, i),
   };
 };
+
+describe('a packed instant', () => {
+  it('when PostgreSQL sends microseconds since 2000, then it is the millisecond since 1970 the JSON text writes, cut to the earlier one', () => {
+    const at2000 = BigInt(Date.UTC(2000, 0, 1));
+    expect(packedInstantMs(0n)).toBe(at2000);
+    expect(packedInstantMs(999n)).toBe(at2000);
+    expect(packedInstantMs(-1n)).toBe(at2000 - 1n);
+    expect(packedInstantMs(-1000n)).toBe(at2000 - 1n);
+    expect(packedInstantMs(-1001n)).toBe(at2000 - 2n);
+    // 1969-12-31T23:59:59.9995Z is written 23:59:59.999Z: -1 ms since 1970.
+    expect(packedInstantMs(-at2000 * 1000n - 500n)).toBe(-1n);
+    // 2026-11-29T18:00:00.123456Z.
+    expect(packedInstantMs(BigInt(Date.UTC(2026, 10, 29, 18, 0, 0, 123) - Date.UTC(2000, 0, 1)) * 1000n + 456n)).toBe(
+      BigInt(Date.UTC(2026, 10, 29, 18, 0, 0, 123)),
+    );
+  });
+});
 
 describe('columnar bar files longer than a batch', () => {
   it('when 156,000 bars are written as Arrow, then apache-arrow reads its batches with every value, dictionaries replaced batch by batch', async () => {
@@ -133,6 +158,7 @@ describe('columnar bar files longer than a batch', () => {
       expect(table.getChild('volume')?.get(row)).toBe(want.volume);
       expect(table.getChild('source')?.get(row)).toBe(want.source);
       expect(table.getChild('quoteCurrency')?.get(row)).toBe(want.currency);
+      expect(Number(table.getChild('asOf')?.get(row))).toBe(want.asOfMs);
     }
     expect(table.schema.fields.slice(0, 3).map((f) => `${f.name}:${String(f.type)}:${f.nullable}`)).toEqual([
       'instrumentId:Dictionary<Int32, Utf8>:false',
@@ -172,11 +198,20 @@ describe('columnar bar files longer than a batch', () => {
         symbols: BigInt(instruments.length - 2 + 3),
         nullSymbols: 365n,
       });
-      const rows = (await duck.runAndReadAll(`select "instrumentId", symbol, "closePrice", volume, source from read_parquet('${file}')`)).getRowObjectsJS();
+      const rows = (
+        await duck.runAndReadAll(`select "instrumentId", symbol, "closePrice", volume, source, epoch_ms("asOf") as "asOfMs" from read_parquet('${file}')`)
+      ).getRowObjectsJS();
       const rowOf = (n: number, i: number) => n * BARS_EACH + i;
       for (const row of [0, BATCH_ROWS, rows.length - 1, rowOf(7, 999), rowOf(7, 1000), rowOf(9, 364), rowOf(9, 365)]) {
         const want = expectedAt(row);
-        expect(rows[row]).toEqual({ instrumentId: want.id, symbol: want.symbol, closePrice: want.close, volume: want.volume, source: want.source });
+        expect(rows[row]).toEqual({
+          instrumentId: want.id,
+          symbol: want.symbol,
+          closePrice: want.close,
+          volume: want.volume,
+          source: want.source,
+          asOfMs: BigInt(want.asOfMs),
+        });
       }
       // Every row group's symbol column is dictionary-encoded.
       const encodings = await duck.runAndReadAll(`select distinct encodings from parquet_metadata('${file}') where path_in_schema = 'symbol'`);
