@@ -19,18 +19,10 @@ import { Spool } from './bar-spool.ts';
 import type { SymbolRun } from './symbol-runs.ts';
 import { readSymbolRuns } from './symbol-runs-repository.ts';
 
-// One page statement returns at most this many bars unless a single
-// instrument's window holds more (instrumentsPerPage): about 2.3 MB either
-// way, one row per instrument. A bar is about 230 bytes of JSON text (30.6 MB
-// for the 131,000 bars of the bulk bench); packed for the columnar answers
-// (daily-text-repository.ts, packedBars) it is 71 bytes of base64, so a page
-// of the same size holds three times as many. Every statement is planned
-// anew (5 to 13 ms for a packed page, whatever its size), so the columnar
-// reads and the exports take fewer, larger pages: 7 instead of 20 for 500
-// instruments' year. In two pairs of bulk-read runs at the gate's size the
-// Arrow read measured 0.83× and 0.87× postgres.js so, 0.92× and 0.92× with
-// the text's pages.
-const PAGE_ROWS = { text: 10_000, packed: 32_000 } as const;
+// One page statement returns at most this many bars (~2.6 MB of JSON text,
+// one row per instrument) unless a single instrument's window holds more; see
+// instrumentsPerPage.
+const PAGE_ROWS = 10_000;
 const CHUNK_BYTES = 64 * 1024;
 // Page statements a download has running or read and not yet written; the
 // bulk lane (prices/routes.ts) has as many permits, shared by all downloads.
@@ -40,12 +32,12 @@ const FIRST_PAGE_SHARE = 4;
 
 /**
  * How many instruments one page statement reads: as many whole series as
- * fit in PAGE_ROWS for the format, counting the most a series can hold (one
- * bar per calendar day of the window, the table's key), and at least one.
+ * fit in PAGE_ROWS, counting the most a series can hold (one bar per calendar
+ * day of the window, the table's key), and at least one.
  */
-function instrumentsPerPage(from: string, to: string, format: DailyBarsFormat): number {
+function instrumentsPerPage(from: string, to: string): number {
   const windowDays = Math.round((Date.parse(to) - Date.parse(from)) / 86_400_000) + 1;
-  return Math.max(1, Math.floor(PAGE_ROWS[format === 'packed' ? 'packed' : 'text'] / windowDays));
+  return Math.max(1, Math.floor(PAGE_ROWS / windowDays));
 }
 
 /**
@@ -110,7 +102,7 @@ export async function streamBulkPrices(
   const sources = new Set<string>();
   let stale = false;
 
-  const perPage = instrumentsPerPage(q.from, q.to, format);
+  const perPage = instrumentsPerPage(q.from, q.to);
   // The first page is read before anything is sent, so waiting too long for
   // it is a 503; once the response has begun, a stream waits for its next page
   // as long as it would for an idle reader before it is cut.
