@@ -157,6 +157,11 @@ export function identifierList(sql: ISql, names: readonly string[]) {
   return names.map((name, i) => (i ? sql`, ${sql(name)}` : sql`${sql(name)}`));
 }
 
+/** Fragments joined by commas: a select list, a function's arguments. */
+export function fragmentList(sql: ISql, fragments: readonly postgres.Fragment[]) {
+  return fragments.reduce((all, fragment) => sql`${all}, ${fragment}`);
+}
+
 /** Awaits a query and records its latency under a stable name (never the SQL text). */
 export async function timed<T>(name: string, query: PromiseLike<T>): Promise<T> {
   const end = dbQueryDuration.startTimer({ query: name });

@@ -1,6 +1,6 @@
 import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
-import { identifierList, timed } from '../db/sql.ts';
+import { fragmentList, identifierList, timed } from '../db/sql.ts';
 import type { StagingColumns } from '../ingest/kind.ts';
 import { copyInto } from '../ingest/repository.ts';
 import { invalidRequest, type AppError } from '../core/errors.ts';
@@ -78,9 +78,7 @@ export function dailyBarsKnownAtWalk(sql: ISql, knownAt: Date | Fragment): Fragm
   const known = sql`d.as_of <= ${knownAt}`;
   const value = (c: string) => sql`case when ${known} then d.${sql(c)} else r.${sql(c)} end as ${sql(c)}`;
   return sql`(
-    select d.instrument_id, d.bar_date, ${DAILY_NAMES.slice(2)
-      .map(value)
-      .reduce((all, c) => sql`${all}, ${c}`)}
+    select d.instrument_id, d.bar_date, ${fragmentList(sql, DAILY_NAMES.slice(2).map(value))}
     from daily_bars d
     left join lateral (
       select r.*

@@ -109,7 +109,10 @@ function unpackDaily(instrumentId: string, packed: Buffer, symbols: SymbolRun[])
     const at = record(i);
     for (let c = 0; c < 5; c++) numbers[c][i] = packed.readDoubleBE(at + 4 + 8 * c);
     const next = packed.readBigInt64BE(at + 44);
-    if (next !== micros) [micros, ms] = [next, packedInstantMs(next)];
+    if (next !== micros) {
+      micros = next;
+      ms = packedInstantMs(next);
+    }
     asOf[i] = ms;
     stale[i] = packed[at + 52];
   }

@@ -1,6 +1,6 @@
 import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
-import { timed } from '../db/sql.ts';
+import { fragmentList, timed } from '../db/sql.ts';
 import type { MultiplierSegment, SeriesKeys } from '../price-history/adjustment.ts';
 import { dailyBarsAt } from '../price-history/bars-repository.ts';
 import { latestVersion, type VersionView } from '../price-history/versions-repository.ts';
@@ -79,28 +79,32 @@ export interface DailySeriesText {
  *   arithmetic (extract(epoch) returns numeric). The packing alone took 8.7
  *   ms with them, 5.7 ms without.
  * - A series whose texts vary has them listed by day from a second scan of
- *   its bars (`stored`, in the same snapshot), as the vendor spans are: an
+ *   its bars (`seriesBars`, in the same snapshot), as the vendor spans are: an
  *   aggregate under CASE runs for every row whichever branch is taken, so
  *   listing them in the aggregate built three JSON arrays a bar for every
  *   series. The page statement, with planning, took 36 ms that way, 20 ms
  *   this way.
  */
-function packedBars(sql: ISql, stored: Fragment, from: string, to: string): Fragment {
+function packedBars(sql: ISql, seriesBars: (alias: string) => Fragment): Fragment {
   const number = (name: string) => sql`float8send(coalesce(a.${sql(name)}, 'NaN'::float8))`;
-  const day = sql`(a.bar_date - date '1970-01-01')`;
+  const day = (alias: string) => sql`(${sql(alias)}.bar_date - date '1970-01-01')`;
   const texts = ['quote_currency', 'quote_unit', 'source'];
   const same = texts.map((name) => sql`min(a.${sql(name)}) = max(a.${sql(name)})`).reduce((all, next) => sql`${all} and ${next}`);
-  const list = (items: Fragment[]) => items.reduce((all, item) => sql`${all}, ${item}`);
   const record = [
-    sql`int4send(${day})`,
+    sql`int4send(${day('a')})`,
     ...NUMBER_COLUMNS.map(([name]) => number(name)),
     sql`timestamptz_send(a.as_of)`,
     sql`case when a.stale then '\\x01'::bytea else '\\x00'::bytea end`,
   ].reduce((all, next) => sql`${all} || ${next}`);
-  const textColumns = sql`case when ${same} then json_build_array(${list(texts.map((name) => sql`json_build_array(min(a.${sql(name)}))`))}) else (
-    select json_build_array(${list(texts.map((name) => sql`json_agg(json_build_array(s.bar_date - date '1970-01-01', s.${sql(name)}))`))})
-    from ${stored} s
-    where s.instrument_id = a.instrument_id and s.bar_date between ${from}::date and ${to}::date
+  const textColumns = sql`case when ${same} then json_build_array(${fragmentList(
+    sql,
+    texts.map((name) => sql`json_build_array(min(a.${sql(name)}))`),
+  )}) else (
+    select json_build_array(${fragmentList(
+      sql,
+      texts.map((name) => sql`json_agg(json_build_array(${day('s')}, s.${sql(name)}))`),
+    )})
+    ${seriesBars('s')}
   ) end`;
   return sql`encode(
     int4send(count(*)::int4)
@@ -143,6 +147,10 @@ export async function dailySeriesText(
   knownAt?: Date,
 ): Promise<DailySeriesText[]> {
   const stored = dailyBarsAt(sql, view, knownAt);
+  // A group's series read again as `alias`, in the statement's snapshot, for
+  // what only some series need listed (vendor spans, texts that vary).
+  const seriesBars = (alias: string) =>
+    sql`from ${stored} ${sql(alias)} where ${sql(alias)}.instrument_id = a.instrument_id and ${sql(alias)}.bar_date between ${from}::date and ${to}::date`;
   const flat = [...segments].flatMap(([id, list]) => list.map((s) => ({ id, ...s })));
   const key = sql`greatest(b.bar_date, b.reflects_actions_through)`;
   const join = flat.length
@@ -157,7 +165,6 @@ export async function dailySeriesText(
     : sql``;
   const other = sql`b.instrument_id, b.bar_date, b.quote_currency, b.quote_unit, b.stale, b.as_of, b.source, b.reflects_actions_through, ${key} as key`;
   const where = sql`where b.instrument_id = any (${instrumentIds}::uuid[]) and b.bar_date between ${from}::date and ${to}::date`;
-  const list = (items: Fragment[]) => items.reduce((all, item) => sql`${all}, ${item}`);
   // Raw: the stored values. Adjusted: each value times its segment's
   // multiplier and that product's rounding scale, one level down, then the
   // rounded value from those two; each level kept apart (offset 0) so a value
@@ -166,11 +173,15 @@ export async function dailySeriesText(
     ? sql`(
         select
           u.instrument_id, u.bar_date, u.quote_currency, u.quote_unit, u.stale, u.as_of, u.source, u.reflects_actions_through, u.key,
-          ${list(NUMBER_COLUMNS.map(([c]) => sql`${roundedValue(sql, sql`u.${sql(c)}`, sql`u.${sql(`${c}_scale`)}`)} as ${sql(c)}`))}
+          ${fragmentList(
+            sql,
+            NUMBER_COLUMNS.map(([c]) => sql`${roundedValue(sql, sql`u.${sql(c)}`, sql`u.${sql(`${c}_scale`)}`)} as ${sql(c)}`),
+          )}
         from (
           select
             ${other},
-            ${list(
+            ${fragmentList(
+              sql,
               NUMBER_COLUMNS.map(
                 ([c, factor]) =>
                   sql`${adjusted(sql, sql`b.${sql(c)}`, factor)} as ${sql(c)}, ${roundingScale(sql, sql`b.${sql(c)}`, factor)} as ${sql(`${c}_scale`)}`,
@@ -184,7 +195,10 @@ export async function dailySeriesText(
         offset 0
       )`
     : sql`(
-        select ${other}, ${list(NUMBER_COLUMNS.map(([c]) => sql`b.${sql(c)}`))}
+        select ${other}, ${fragmentList(
+          sql,
+          NUMBER_COLUMNS.map(([c]) => sql`b.${sql(c)}`),
+        )}
         from ${stored} b
         ${where}
         offset 0
@@ -205,7 +219,7 @@ export async function dailySeriesText(
         a.instrument_id::text,
         ${
           format === 'packed'
-            ? packedBars(sql, stored, from, to)
+            ? packedBars(sql, seriesBars)
             : barsText(
                 sql,
                 format,
@@ -223,9 +237,7 @@ export async function dailySeriesText(
           select json_agg(json_build_array(v.reflects_actions_through, v.first_bar))::text
           from (
             select reflects_actions_through, min(bar_date) as first_bar
-            from ${stored} v
-            where instrument_id = a.instrument_id
-              and bar_date between ${from}::date and ${to}::date
+            ${seriesBars('v')}
               and reflects_actions_through is not null
             group by reflects_actions_through
           ) v
