@@ -24,7 +24,7 @@ import { callRoute } from './lib/http.ts';
 import { heavyLoad, load, pooledProbe, probe, type HeavyResult, type ProbeRun } from './lib/load.ts';
 import { cpuAccount } from './lib/proc.ts';
 import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
-import { startService, type Service } from './lib/service.ts';
+import { eventLoopDelay, startService, withEventLoopDelay, type Service } from './lib/service.ts';
 import { ratio, round } from './lib/stats.ts';
 import { PRIMARY_ROUTE } from './platform-overhead.ts';
 import { ConfigSchema } from '../server/config.ts';
@@ -100,30 +100,6 @@ const probeTrivial = (service: Service, key: string, durationSec: number) =>
     ratePerSec: PROBE_RATE_PER_SEC,
     durationSec,
   });
-
-/**
- * The service's event-loop delay over a window: prom-client's histogram
- * (monitorEventLoopDelay) is reset by every scrape of /metrics, so scraping
- * before and after a run reads that run alone.
- */
-async function eventLoopDelay(service: Service) {
-  const text = await (await fetch(`${service.adminUrl}/metrics`)).text();
-  const read = (name: string) => {
-    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-    return line ? round(Number(line.split(' ')[1]) * 1000, 2) : null;
-  };
-  return { p50Ms: read('nodejs_eventloop_lag_p50_seconds'), p99Ms: read('nodejs_eventloop_lag_p99_seconds'), maxMs: read('nodejs_eventloop_lag_max_seconds') };
-}
-
-/** Runs `fn` and reads the service's event-loop delay over exactly that run. */
-async function withEventLoopDelay<T>(
-  service: Service,
-  fn: () => Promise<T>,
-): Promise<{ result: T; eventLoopDelay: Awaited<ReturnType<typeof eventLoopDelay>> }> {
-  await eventLoopDelay(service);
-  const result = await fn();
-  return { result, eventLoopDelay: await eventLoopDelay(service) };
-}
 
 /** Unmeasured heavy load on each service before the first probe: the workers' (or the inline thread's) JIT warm-up. */
 const HEAVY_WARMUP_SEC = 6;

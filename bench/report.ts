@@ -241,7 +241,7 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
     const job = (side: string, what: string, copy: string, ratio: string, target: boolean): Row => [
       ...exported(side, what),
       `\`psql \\copy (select …) to\` a CSV file of the same rows: ${fmt(at(r, `baseline.${copy}.seconds`), 2)} s (${fmt(at(r, `baseline.${copy}.mb`))} MB)`,
-      times(at(r, `ratios.${ratio}`)),
+      roundsRatio(r, `ratios.${ratio}`),
       target ? text(at(r, `targets.${ratio}`)) : '',
       target ? met(at(r, `meetsTarget.${ratio}`)) : '',
     ];
@@ -262,6 +262,20 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
         false,
       ),
       ['server RSS growth while each job ran: daily / 1-minute', `${growth('dailyParquet')} / ${growth('minuteParquet')}`, '', '', '', ''],
+      ...(at(r, 'measured.dailyParquet.eventLoopDelayMs') === undefined
+        ? []
+        : [
+            [
+              "the request thread's event-loop delay while each job ran, p99 / max: daily / 1-minute",
+              `${ms(at(r, 'measured.dailyParquet.eventLoopDelayMs.p99Ms'))} / ${ms(at(r, 'measured.dailyParquet.eventLoopDelayMs.maxMs'))}; ${ms(
+                at(r, 'measured.minuteParquet.eventLoopDelayMs.p99Ms'),
+              )} / ${ms(at(r, 'measured.minuteParquet.eventLoopDelayMs.maxMs'))}`,
+              '',
+              '',
+              '',
+              '',
+            ] as Row,
+          ]),
       ...(at(r, 'measured.largeMinuteParquet') === undefined
         ? []
         : [

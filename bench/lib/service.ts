@@ -10,6 +10,7 @@ import path from 'node:path';
 import { sqlClient } from '../../server/db/sql.ts';
 import { onCleanup, ROOT, sleep } from './harness.ts';
 import { Admin } from './http.ts';
+import { round } from './stats.ts';
 
 export const LOOPBACK = '127.0.0.1';
 
@@ -218,4 +219,28 @@ export async function startBareServer(
     return res.status === 200;
   });
   return { url, pid: child.pid, stop: child.stop };
+}
+
+/**
+ * The service's event-loop delay over a window: prom-client's histogram
+ * (monitorEventLoopDelay) is reset by every scrape of /metrics, so scraping
+ * before and after a run reads that run alone.
+ */
+export async function eventLoopDelay(service: Service) {
+  const text = await (await fetch(`${service.adminUrl}/metrics`)).text();
+  const read = (name: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+    return line ? round(Number(line.split(' ')[1]) * 1000, 2) : null;
+  };
+  return { p50Ms: read('nodejs_eventloop_lag_p50_seconds'), p99Ms: read('nodejs_eventloop_lag_p99_seconds'), maxMs: read('nodejs_eventloop_lag_max_seconds') };
+}
+
+/** Runs `fn` and reads the service's event-loop delay over exactly that run. */
+export async function withEventLoopDelay<T>(
+  service: Service,
+  fn: () => Promise<T>,
+): Promise<{ result: T; eventLoopDelay: Awaited<ReturnType<typeof eventLoopDelay>> }> {
+  await eventLoopDelay(service);
+  const result = await fn();
+  return { result, eventLoopDelay: await eventLoopDelay(service) };
 }
