@@ -148,7 +148,8 @@ const PAGE_SIZE = 1_048_576;
  * write()), but waiting a turn of the event loop after each column. write()
  * holds the thread for the whole group: a group of 32,768 daily bars took it
  * 100 to 150 ms under the profiler, and a daily export delayed the request
- * thread's other work by up to 207 ms (p99 147 ms) that way.
+ * thread's other work by up to 207 ms (p99 147 ms) that way, and by 73 ms
+ * (p99 47 ms) a column at a time (bench/results/exports.json).
  */
 export async function writeRowGroup(file: ParquetWriter, columns: RowGroupColumn[], rows: number): Promise<void> {
   const resolve = schemaPathResolver(file.schema);
