@@ -18,7 +18,7 @@ import { settleUpload, type UploadOutcome } from './lib/http.ts';
 import { findPsql, runPsql } from './lib/psql.ts';
 import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
 import { startService } from './lib/service.ts';
-import { MB, median, ratioSpread, round, roundOrder } from './lib/stats.ts';
+import { MB, median, ratioSpread, round, roundOrder, roundsSeconds } from './lib/stats.ts';
 
 const AS_OF = '2021-01-01T00:00:00.000Z';
 
@@ -207,13 +207,14 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       const last = uploads[uploads.length - 1];
       return {
         completed: true,
-        seconds: round(s, 2),
-        secondsByRound: uploads.map((u) => round(u.ms / 1000, 2)),
+        ...roundsSeconds(seconds(uploads.map((u) => u.ms))),
         rowsPerSec: Math.round(rows / s),
         mbPerSec: round(fileBytes / MB / s, 2),
         result: last.ok ? last.result : null,
       };
     };
+    /** A psql copy timed in rounds, with its rate at the median. */
+    const baseline = (ms: number[]) => ({ ...roundsSeconds(seconds(ms)), rowsPerSec: Math.round(rows / median(seconds(ms))) });
     return {
       scenario: 'ingest',
       ...resultHeader(ctx, status, service),
@@ -224,16 +225,8 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         ...(chunked ? { fallbackSmallerUploads: chunked } : {}),
       },
       baseline: {
-        psqlCopyIntoDailyBars: {
-          seconds: round(copySeconds, 2),
-          secondsByRound: seconds(copies).map((x) => round(x, 2)),
-          rowsPerSec: Math.round(rows / copySeconds),
-        },
-        psqlCopyIntoPlainTable: {
-          seconds: round(median(seconds(plainCopies)), 2),
-          secondsByRound: seconds(plainCopies).map((x) => round(x, 2)),
-          rowsPerSec: Math.round(rows / median(seconds(plainCopies))),
-        },
+        psqlCopyIntoDailyBars: baseline(copies),
+        psqlCopyIntoPlainTable: baseline(plainCopies),
       },
       ratios: {
         postOverCopy: ingestRatio,

@@ -60,6 +60,9 @@ export const MB = 1024 * 1024;
 
 export const ratio = (a: number, b: number, digits = 3) => round(a / b, digits);
 
+/** A step timed in rounds: its median and every round's, in seconds to the hundredth. */
+export const roundsSeconds = (seconds: readonly number[]) => ({ seconds: round(median([...seconds]), 2), secondsByRound: seconds.map((x) => round(x, 2)) });
+
 /**
  * A ratio measured in interleaved rounds: each round timed ours and the
  * baseline back to back, so a change in the machine's load falls on both

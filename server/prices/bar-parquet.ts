@@ -141,15 +141,20 @@ export interface RowGroupColumn {
 /** hyparquet-writer's page size when write() is given none. */
 const PAGE_SIZE = 1_048_576;
 
+/** How long a row group may hold the thread before it lets other work run: the event-loop monitor's 10 ms resolution, halved. */
+const YIELD_AFTER_MS = 5;
+
 /**
  * Writes the columns of one row group of `rows` rows into `file`, as its
  * write() does for flat columns (hyparquet-writer 0.17: the same calls, so
  * the same bytes, which test/unit/parquet-row-group.test.ts checks against
- * write()), but waiting a turn of the event loop after each column. write()
- * holds the thread for the whole group: a group of 32,768 daily bars took it
- * 100 to 150 ms under the profiler, and a daily export delayed the request
- * thread's other work by up to 207 ms (p99 147 ms) that way, and by 73 ms
- * (p99 47 ms) a column at a time (bench/results/exports.json).
+ * write()), but waiting a turn of the event loop after a column once the
+ * group has held the thread YIELD_AFTER_MS: write() holds it for the whole
+ * group, 100 to 150 ms under the profiler for 32,768 daily bars, and a daily
+ * export delayed the request thread's other work by up to 207 ms (p99 147 ms)
+ * that way, by 73 ms (p99 47 ms) column by column
+ * (bench/results/exports.json). A small group (one instrument's year) takes
+ * a few milliseconds and is written without a wait.
  */
 export async function writeRowGroup(file: ParquetWriter, columns: RowGroupColumn[], rows: number): Promise<void> {
   const resolve = schemaPathResolver(file.schema);
@@ -157,6 +162,7 @@ export async function writeRowGroup(file: ParquetWriter, columns: RowGroupColumn
   const chunks: ParquetWriter['row_groups'][number]['columns'] = [];
   const short = columns.find(({ data }) => data.length !== rows);
   if (short) throw new Error(`parquet column ${short.name} holds ${short.data.length} values, not ${rows}`);
+  let held = performance.now();
   for (const { name, data, encoding, statistics } of columns) {
     const treePath = resolve([name]);
     const schemaPath = treePath.map((node) => node.element);
@@ -179,7 +185,10 @@ export async function writeRowGroup(file: ParquetWriter, columns: RowGroupColumn
     });
     chunks.push(result.chunk);
     file.pendingIndexes.push(result);
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (performance.now() - held >= YIELD_AFTER_MS) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      held = performance.now();
+    }
   }
   let totalByteSize = 0n;
   for (const { meta_data } of chunks) totalByteSize += meta_data?.total_uncompressed_size ?? 0n;
