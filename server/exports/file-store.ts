@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
 import { finished } from 'node:stream/promises';
 import { constants as zlib, createGzip, createZstdCompress, type Gzip, type ZstdCompress } from 'node:zlib';
 import type { Units } from '../db/database.ts';
@@ -127,6 +126,13 @@ export class StoredFile {
  * The bytes a writer produces, compressed (CSV with zstd or gzip) or not, on
  * their way to `out`. A compressed file's head is its own frame (a gzip
  * member, a zstd frame): both formats read concatenated frames as one stream.
+ *
+ * Each write waits until the compressor has taken its bytes, so the frame
+ * always ends with an empty final step. Node's zlib streams compress a chunk
+ * still queued when end() is called with the end directive instead, and zstd
+ * then writes other bytes for the same input (9 bytes apart on a 3.5 KB
+ * file): a file's bytes, and its sha256, would depend on how busy the thread
+ * pool was.
  */
 export class Encoder {
   private readonly z: Gzip | ZstdCompress | null;
@@ -142,8 +148,9 @@ export class Encoder {
   }
 
   async write(bytes: Buffer): Promise<void> {
-    if (!this.z) return this.out(bytes);
-    if (!this.z.write(bytes)) await once(this.z, 'drain');
+    const z = this.z;
+    if (!z) return this.out(bytes);
+    await new Promise<void>((resolve, reject) => z.write(bytes, (err) => (err ? reject(err) : resolve())));
     await this.drain();
   }
 

@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { describe, expect, it } from 'vitest';
 import { rangeOf, sendFileBytes, type StoredBytes } from '../../server/http/file-body.ts';
+import { gunzipSync, zstdDecompressSync } from 'node:zlib';
+import { Encoder } from '../../server/exports/file-store.ts';
 import { planFiles } from '../../server/exports/job.ts';
 import { ExportLinks } from '../../server/exports/links.ts';
 import { ExportRequestSchema } from '../../server/exports/schema.ts';
@@ -105,6 +107,32 @@ describe('export files of a request', () => {
     expect(ExportRequestSchema.safeParse({ ...base, interval: '1min', to: '2021-01-02' }).success).toBe(false);
     expect(ExportRequestSchema.safeParse({ ...base, interval: '5min', to: '2025-01-04' }).success).toBe(true);
   });
+});
+
+describe('compressed export files', () => {
+  const row = (i: number) => `0f8fad5b-d9cb-469f-a165-70867728950e,SYM,2020-01-${String((i % 28) + 1).padStart(2, '0')},${(i * 1.37).toFixed(4)},${i * 1000}\n`;
+  const pieces = [0, 30, 60].map((first) => Buffer.from(Array.from({ length: 30 }, (_, i) => row(first + i)).join('')));
+  const encode = async (compression: 'zstd' | 'gzip', pause: boolean) => {
+    const out: Buffer[] = [];
+    const encoder = new Encoder(compression, async (bytes) => {
+      out.push(bytes);
+    });
+    for (const piece of pieces) {
+      await encoder.write(piece);
+      if (pause) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await encoder.end();
+    return Buffer.concat(out);
+  };
+
+  it.each(['zstd', 'gzip'] as const)(
+    'when %s pieces are written back to back or with pauses between them, then the bytes are the same, and decompress to the pieces',
+    async (compression) => {
+      const [fast, slow] = [await encode(compression, false), await encode(compression, true)];
+      expect(fast.equals(slow)).toBe(true);
+      expect((compression === 'zstd' ? zstdDecompressSync(fast) : gunzipSync(fast)).equals(Buffer.concat(pieces))).toBe(true);
+    },
+  );
 });
 
 describe('export file links', () => {
