@@ -6,14 +6,14 @@ import type { ExportStatus } from './schema.ts';
 // route): chunks written and read by range, files finished, and the bytes of
 // unfinished or deleted files removed.
 
-/** Names of the job's finished files. */
-export async function finishedFileNames(sql: ISql, id: string): Promise<Set<string>> {
-  const rows = await sql<{ name: string }[]>`
-    select name
+/** The job's finished files: each one's rows, by name. */
+export async function finishedFiles(sql: ISql, id: string): Promise<Map<string, number>> {
+  const rows = await sql<{ name: string; rows: number }[]>`
+    select name, rows::float8 as rows
     from export_files
     where job_id = ${id}
   `;
-  return new Set(rows.map((r) => r.name));
+  return new Map(rows.map((r) => [r.name, r.rows]));
 }
 
 /** Deletes the chunks of the job's files that were never finished (a holder died while writing them). */

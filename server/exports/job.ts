@@ -16,7 +16,7 @@ import { fileExtension } from './file-kinds.ts';
 import { Encoder, StoredFile } from './file-store.ts';
 import { exportInstruments, type JobRow } from './repository.ts';
 import { setActionSetVersions, setPlan, setProgress } from './lease-repository.ts';
-import { deleteUnfinishedChunks, finishedFileNames } from './files-repository.ts';
+import { deleteUnfinishedChunks, finishedFiles } from './files-repository.ts';
 import type { NormalisedRequest } from './schema.ts';
 
 /** One file of an export: the bars of one calendar year (daily) or month (intraday, UTC), clipped to the window. */
@@ -79,9 +79,10 @@ async function writeFiles(ctx: JobContext, job: JobRow, token: string, asOf: Poi
   const done = await ctx.db.run(async (sql) => {
     await deleteUnfinishedChunks(sql, job.id);
     await setPlan(sql, job.id, token, { filesTotal: files.length, instrumentsTotal: ids.length });
-    return finishedFileNames(sql, job.id);
+    return finishedFiles(sql, job.id);
   });
-  let rowsDone = job.rowsDone;
+  // Rows of finished files: the progress an earlier holder wrote also counted the rows of the file it died writing, which is written again.
+  let rowsDone = [...done.values()].reduce((sum, rows) => sum + rows, 0);
   let progressAt = 0;
   const progress = async (instrumentsDone: number, rows: number, force = false) => {
     // At most one progress write a second: a file of 5,000 instruments would otherwise cost 5,000 statements.
