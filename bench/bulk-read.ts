@@ -18,7 +18,8 @@ import { decodedBody, getBody, type BodyRead } from './lib/http.ts';
 import { procStatus, resetPeakRss, sampleRss } from './lib/proc.ts';
 import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
 import { startService } from './lib/service.ts';
-import { countParquetRows } from './lib/parquet.ts';
+import { countParquetRows, parquetRewrittenBytes } from './lib/parquet.ts';
+import { BATCH_ROWS } from '../server/prices/bar-columns.ts';
 import { MB, ratioSpread, round, roundOrder, summarise, timeRuns, type RatioSpread } from './lib/stats.ts';
 
 const SERIES_TO = '2020-12-31';
@@ -50,6 +51,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     'the baseline is postgres.js in the bench process running the same select (all rows into memory, no adjustment, no JSON)',
     "each ratio is the median of the rounds' ratios (each round reads uncompressed, gzip, br, zstd and postgres.js back to back, the order rotated); spreads holds each one's range and interquartile range",
     "httpBulkColumnar reads the same window as an Arrow IPC stream and a Parquet file, uncompressed, in the same rounds; the Arrow rows are counted by apache-arrow and the Parquet rows by DuckDB, outside the timing; parquetBytesOverGzipCsvBytes divides the Parquet body by the CSV body of the same rows coded with gzip at the service's level",
+    "measured.parquetBytes: the Parquet body, the gzip CSV, and the body's rows written again by DuckDB's Parquet writer (same columns, types and row groups) with zstd at level 3 and 22, and at 22 with Parquet format 2's encodings",
     "codings compresses the window's JSON and CSV bodies in the bench process with the service's own settings (server/http/compression.ts), each CODING_REPS times: bytes, the ratio to the body, and CPU milliseconds (user + system) per MB of body",
     'each instrument carries a 2:1 split and a 0.50 USD cash dividend inside the 2020 window, so adjusted=true applies both',
   ];
@@ -236,11 +238,21 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       codings = measureCodings({ json: Buffer.from(probe.text), csv: Buffer.from(csvBody.text) });
     }
     // Parquet's bytes against the same rows as CSV coded with gzip (the service's gzip, level 6).
+    // DuckDB's writer, given the same rows, columns and row groups, at its
+    // tightest settings: what a kept writer makes of float64 prices.
     let parquetOverGzipCsv: number | null = null;
+    let parquetBytes: Record<string, number> | undefined;
     if (columnarBody.parquet && csvBody) {
       const parquetRows = await countParquetRows(columnarBody.parquet);
       if (parquetRows !== expectedRows) throw new Error(`the Parquet bulk read held ${parquetRows} rows, expected ${expectedRows}`);
-      parquetOverGzipCsv = round(columnarBody.parquet.length / CODERS.gzip(csvBody.buffer).length, 3);
+      const gzipCsvBytes = CODERS.gzip(csvBody.buffer).length;
+      parquetOverGzipCsv = round(columnarBody.parquet.length / gzipCsvBytes, 3);
+      const duckDb = await parquetRewrittenBytes(columnarBody.parquet, DUCKDB_PARQUET_SETTINGS);
+      parquetBytes = {
+        service: columnarBody.parquet.length,
+        gzipCsv: gzipCsvBytes,
+        ...Object.fromEntries(Object.entries(duckDb).map(([name, bytes]) => [`duckDb_${name}`, bytes])),
+      };
     }
 
     // ---- (c) memory, full span, one slow reader, uncompressed and br; (d) ten compressed ones at once
@@ -397,6 +409,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         httpBulk: { ...httpSummary, responseBytes, barsPerSec: Math.round(expectedRows / (httpSummary.medianMs / 1000)) },
         ...(compressedEncodings.length ? { httpBulkCompressed: compressed, codings } : {}),
         ...(columnarFormats.length ? { httpBulkColumnar: columnar } : {}),
+        ...(parquetBytes ? { parquetBytes } : {}),
       },
       baseline: { postgresJs: { ...sqlSummary, rows: expectedRows } },
       ratios: {
@@ -434,6 +447,18 @@ type Columnar = 'arrow' | 'parquet';
 const CODING_REPS = 5;
 
 /** The service's codings, with its settings. */
+/**
+ * DuckDB's Parquet writer with zstd at its default level (3, the service's)
+ * and at its highest, with Parquet format 1's encodings (plain and
+ * dictionary) and at the highest with format 2's (byte-stream-split doubles,
+ * delta integers).
+ */
+const DUCKDB_PARQUET_SETTINGS = {
+  zstd: `compression zstd, row_group_size ${BATCH_ROWS}`,
+  zstd22: `compression zstd, compression_level 22, row_group_size ${BATCH_ROWS}`,
+  zstd22V2: `compression zstd, compression_level 22, row_group_size ${BATCH_ROWS}, parquet_version v2`,
+};
+
 const CODERS: Record<'gzip' | 'br' | 'zstd', (body: Buffer) => Buffer> = {
   gzip: (body) => zlib.gzipSync(body),
   br: (body) => zlib.brotliCompressSync(body, BROTLI_OPTIONS),
