@@ -18,7 +18,7 @@ import { decodedBody, getBody, type BodyRead } from './lib/http.ts';
 import { procStatus, resetPeakRss, sampleRss } from './lib/proc.ts';
 import { resultHeader, type ScenarioContext, type ScenarioResult } from './lib/results.ts';
 import { startService } from './lib/service.ts';
-import { countParquetRows, parquetRewrittenBytes } from './lib/parquet.ts';
+import { countParquetRows, parquetRewrittenSizes, type ParquetSize } from './lib/parquet.ts';
 import { BATCH_ROWS } from '../server/prices/bar-columns.ts';
 import { MB, ratioSpread, round, roundOrder, summarise, timeRuns, type RatioSpread } from './lib/stats.ts';
 
@@ -51,7 +51,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     'the baseline is postgres.js in the bench process running the same select (all rows into memory, no adjustment, no JSON)',
     "each ratio is the median of the rounds' ratios (each round reads uncompressed, gzip, br, zstd and postgres.js back to back, the order rotated); spreads holds each one's range and interquartile range",
     "httpBulkColumnar reads the same window as an Arrow IPC stream and a Parquet file, uncompressed, in the same rounds; the Arrow rows are counted by apache-arrow and the Parquet rows by DuckDB, outside the timing; parquetBytesOverGzipCsvBytes divides the Parquet body by the CSV body of the same rows coded with gzip at the service's level",
-    "measured.parquetBytes: the Parquet body, the gzip CSV, and the body's rows written again by DuckDB's Parquet writer (same columns, types and row groups) with zstd at level 3 and 22, and at 22 with Parquet format 2's encodings",
+    "measured.parquetBytes: the gzip CSV's bytes; the Parquet body's, and its column chunks' alone (the rest is its footer, which carries the read's meta); and the same for the body's rows written again by DuckDB's Parquet writer (same columns, types and row groups, no key-value metadata) with zstd at level 3 and 22, and at 22 with Parquet format 2's encodings",
     "codings compresses the window's JSON and CSV bodies in the bench process with the service's own settings (server/http/compression.ts), each CODING_REPS times: bytes, the ratio to the body, and CPU milliseconds (user + system) per MB of body",
     'each instrument carries a 2:1 split and a 0.50 USD cash dividend inside the 2020 window, so adjusted=true applies both',
   ];
@@ -241,17 +241,24 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     // DuckDB's writer, given the same rows, columns and row groups, at its
     // tightest settings: what a kept writer makes of float64 prices.
     let parquetOverGzipCsv: number | null = null;
-    let parquetBytes: Record<string, number> | undefined;
+    let parquetBytes: { gzipCsv: number; files: Record<string, ParquetSize & { overGzipCsv: number; columnsOverGzipCsv: number }> } | undefined;
     if (columnarBody.parquet && csvBody) {
       const parquetRows = await countParquetRows(columnarBody.parquet);
       if (parquetRows !== expectedRows) throw new Error(`the Parquet bulk read held ${parquetRows} rows, expected ${expectedRows}`);
-      const gzipCsvBytes = CODERS.gzip(csvBody.buffer).length;
-      parquetOverGzipCsv = round(columnarBody.parquet.length / gzipCsvBytes, 3);
-      const duckDb = await parquetRewrittenBytes(columnarBody.parquet, DUCKDB_PARQUET_SETTINGS);
+      const gzipCsv = CODERS.gzip(csvBody.buffer).length;
+      parquetOverGzipCsv = round(columnarBody.parquet.length / gzipCsv, 3);
+      const { original, ...duckDb } = await parquetRewrittenSizes(columnarBody.parquet, DUCKDB_PARQUET_SETTINGS);
+      const withRatios = (size: ParquetSize) => ({
+        ...size,
+        overGzipCsv: round(size.bytes / gzipCsv, 3),
+        columnsOverGzipCsv: round(size.columnBytes / gzipCsv, 3),
+      });
       parquetBytes = {
-        service: columnarBody.parquet.length,
-        gzipCsv: gzipCsvBytes,
-        ...Object.fromEntries(Object.entries(duckDb).map(([name, bytes]) => [`duckDb_${name}`, bytes])),
+        gzipCsv,
+        files: {
+          service: withRatios(original),
+          ...Object.fromEntries(Object.entries(duckDb).map(([name, size]) => [`duckDb_${name}`, withRatios(size)])),
+        },
       };
     }
 

@@ -28,18 +28,29 @@ export function countParquetRows(bytes: Buffer): Promise<number> {
   });
 }
 
+/** A Parquet file's size, and the bytes of its column chunks alone (what its footer, with its key-value metadata, does not hold). */
+export interface ParquetSize {
+  bytes: number;
+  columnBytes: number;
+}
+
+const columnBytes = async (duck: DuckDBConnection, file: string) =>
+  Number((await duck.runAndReadAll(`select sum(total_compressed_size) as n from parquet_metadata('${file}')`)).getRowObjectsJS()[0].n);
+
 /**
- * The bytes of the same rows written again by DuckDB's own Parquet writer
- * with each of `settings` (COPY … TO options), by name: what another kept
- * writer makes of the same columns and types.
+ * The size of the Parquet `bytes`, and of the same rows written again by
+ * DuckDB's own Parquet writer with each of `settings` (COPY … TO options), by
+ * name: what another kept writer makes of the same columns and types. DuckDB
+ * does not carry the file's key-value metadata over, so the column chunks'
+ * bytes are the like-for-like comparison.
  */
-export function parquetRewrittenBytes(bytes: Buffer, settings: Record<string, string>): Promise<Record<string, number>> {
+export function parquetRewrittenSizes(bytes: Buffer, settings: Record<string, string>): Promise<Record<string, ParquetSize>> {
   return withParquetFile(bytes, async (duck, file, dir) => {
-    const sizes: Record<string, number> = {};
+    const sizes: Record<string, ParquetSize> = { original: { bytes: bytes.length, columnBytes: await columnBytes(duck, file) } };
     for (const [name, options] of Object.entries(settings)) {
       const out = path.join(dir, `${name}.parquet`);
       await duck.run(`copy (select * from read_parquet('${file}')) to '${out}' (format parquet, ${options})`);
-      sizes[name] = (await stat(out)).size;
+      sizes[name] = { bytes: (await stat(out)).size, columnBytes: await columnBytes(duck, out) };
     }
     return sizes;
   });
