@@ -156,13 +156,17 @@ export class Database {
    * well as a connection permit, so together they never hold more than
    * `permits` connections, and the rest of the pool stays free for other work.
    */
-  lane(name: string, permits: number): Units {
+  lane(name: string, permits: number): Lane {
     return shareOf(this, name, permits, this.options, this.health);
   }
 }
 
-/** Units run through `units` holding one of `permits` of a share named `name` as well (Database.lane, ReadRouter.lane). */
-export function shareOf(units: Units, name: string, permits: number, options: DatabaseOptions, health: DatabaseHealth): Units {
+/**
+ * Units run through `units` holding one of `permits` of a share named `name`
+ * as well (Database.lane, ReadRouter.lane); tryRun runs one only when both a
+ * permit of the share and a connection are free now.
+ */
+export function shareOf(units: Lane, name: string, permits: number, options: DatabaseOptions, health: DatabaseHealth): Lane {
   const share = new Permits(name, permits, options.maxWaiting, health);
   return {
     run: async (unit, waitMs = options.acquireTimeoutMs) => {
@@ -173,11 +177,23 @@ export function shareOf(units: Units, name: string, permits: number, options: Da
         share.release();
       }
     },
+    tryRun: (unit) => {
+      if (!share.tryTake()) return null;
+      const running = units.tryRun(unit);
+      if (!running) {
+        share.release();
+        return null;
+      }
+      return running.finally(() => share.release());
+    },
   };
 }
 
 /** What a service needs to run units of work: a Database or a lane of one. */
 export type Units = Pick<Database, 'run'>;
+
+/** A share of a pool (Database.lane): units that wait for a permit, and units run only when one is free now. */
+export type Lane = Pick<Database, 'run' | 'tryRun'>;
 
 /**
  * What the read-only routes run on: the primary's Database, or the router

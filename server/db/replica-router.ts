@@ -1,7 +1,7 @@
 import { AppError, errorCode } from '../core/errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import { dbReadUnits } from '../observability/metrics.ts';
-import { shareOf, type Database, type DatabaseOptions, type Reads, type Units } from './database.ts';
+import { shareOf, type Database, type DatabaseOptions, type Lane, type Reads } from './database.ts';
 import { isConnectionFailure } from './health.ts';
 import { currentReadScope, type PrimaryReason, type ReadScope } from './read-scope.ts';
 import { ReplicaMonitor, type Replica } from './replicas.ts';
@@ -74,7 +74,7 @@ export class ReplicaRouter implements Reads {
     return server && typeof server === 'object' ? server.db.tryRun(unit) : this.primary.tryRun(unit);
   }
 
-  lane(name: string, permits: number): Units {
+  lane(name: string, permits: number): Lane {
     return shareOf(this, name, permits, this.options.gate, this.primary.health);
   }
 

@@ -1,4 +1,4 @@
-import type { Reads, Units } from '../db/database.ts';
+import type { Lane, Reads, Units } from '../db/database.ts';
 import { inReadScopeAt } from '../db/read-scope.ts';
 import { InstrumentIdSchema } from '../core/ids.ts';
 import { type Meta, sourcesMeta } from '../core/meta.ts';
@@ -51,8 +51,8 @@ export interface JobContext {
   db: Units;
   /** Bar reads: the read router, each job in a read scope at its pinned asOf (a replica that has replayed past it, else the primary). */
   readDb: Reads;
-  /** The lane of readDb that export page reads share, so that exports never hold more of the pool than it. */
-  pages: Units;
+  /** The lane of readDb that export reads share (bulk pages, intraday reads), so that exports never hold more of the pool than it. */
+  pages: Lane;
   /** Throws LeaseLost when this process no longer holds the job (checked between instruments). */
   checkHeld: () => void;
 }
@@ -153,12 +153,12 @@ function readDailyFile({ ctx, r, asOf, ids, plan, add }: FileRead, format: Daily
 }
 
 /**
- * A month's intraday bars of every instrument, in id order, one read each.
- * The file's meta says what the reads have in common, and is stale when one
- * of them is, for the first reason in id order, as a bulk read's is.
+ * A month's intraday bars of every instrument, in id order, one read each,
+ * through the exports lane. The file's meta says what the reads have in
+ * common, and is stale when one of them is, for the first reason in id
+ * order, as a bulk read's is.
  */
 async function readIntradayFile({ ctx, r, asOf, ids, plan, add }: FileRead, format: DailyBarsFormat): Promise<Meta> {
-  if (format === 'packed') throw new Error('intraday files take JSON or CSV text (bar-files.ts)');
   const sources = new Set<string>();
   let stale: Freshness = freshness();
   // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- the request schema requires interval for intraday-bars
@@ -168,7 +168,7 @@ async function readIntradayFile({ ctx, r, asOf, ids, plan, add }: FileRead, form
     let symbols: SymbolRun[] = [];
     try {
       // A columnar file takes the symbols beside the bars; a CSV row carries its own.
-      const answer = await readIntradayBars(ctx.readDb, id, { from: plan.from, to: plan.to, interval, asOf }, format, r.format !== 'csv');
+      const answer = await readIntradayBars(ctx.pages, id, { from: plan.from, to: plan.to, interval, asOf }, format, r.format !== 'csv');
       parts = answer.items;
       symbols = answer.symbols;
       for (const s of String(answer.meta.source).split(', ')) if (s !== 'none') sources.add(s);

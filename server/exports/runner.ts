@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
-import type { Database, Reads, Units } from '../db/database.ts';
+import type { Database, Lane, Reads } from '../db/database.ts';
 import type { Logger } from '../observability/logger.ts';
 import { exportJobDuration, exportJobs, exportOldestQueued } from '../observability/metrics.ts';
 import { AppError } from '../core/errors.ts';
@@ -38,7 +38,7 @@ export class ExportRunner {
   private ticking: Promise<void> | null = null;
   private stopped = false;
   private readonly running = new Map<string, Running>();
-  private readonly pages: Units;
+  private readonly pages: Lane;
 
   private readonly db: Database;
   private readonly readDb: Reads;

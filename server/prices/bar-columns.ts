@@ -11,7 +11,7 @@ import { symbolsOfDays, type SymbolRun } from './symbol-runs.ts';
 export type BarKind = 'daily' | 'intraday';
 
 export interface BarFile<Input extends DailyBarsFormat = DailyBarsFormat> {
-  /** The form add() takes the bars in: packed columns for daily columnar files, JSON text for intraday ones, CSV rows for CSV. */
+  /** The form add() takes the bars in: packed columns for columnar files, CSV rows for CSV. */
   readonly textFormat: Input;
   /**
    * One instrument's bars in date (time) order, as the price reads' text
@@ -127,31 +127,61 @@ function unpackDaily(instrumentId: string, packed: Buffer, symbols: SymbolRun[])
   return { rows: n, columns: [[instrumentId], symbolsOfDays(symbols, () => dates), dates, ...numbers, currency, unit, stale, asOf, source] };
 }
 
-/** Intraday bars as the JSON answer's text (bar objects joined by commas) as a Piece: a bar's symbol is its UTC day's. */
-function parseIntraday(instrumentId: string, parts: Buffer[], symbols: SymbolRun[]): Piece {
-  const text = parts.length === 1 ? parts[0].toString('utf8') : Buffer.concat(parts).toString('utf8');
-  const bars = text ? (JSON.parse(`[${text}]`) as Record<string, unknown>[]) : [];
-  const n = bars.length;
+/** The bytes of one packed intraday bar (intraday-text-repository.ts, packedIntradayBars): its start, five doubles. */
+const PACKED_INTRADAY_BAR_BYTES = 8 + 5 * 8;
+
+/**
+ * An intraday series packed by PostgreSQL (packedIntradayBars), in parts
+ * (one per statement of a read split in two), as a Piece in time order: a
+ * bar's symbol is its UTC day's.
+ */
+function unpackIntraday(instrumentId: string, parts: Buffer[], symbols: SymbolRun[]): Piece {
+  const counts = parts.map((part) => part.readInt32BE(0));
+  const n = counts.reduce((sum, count) => sum + count, 0);
+  const starts = new BigInt64Array(n);
+  const numbers = Array.from({ length: 5 }, () => new Float64Array(n));
+  const texts: (string | null)[][] = [[], [], []];
+  let row = 0;
+  for (const [p, part] of parts.entries()) {
+    const count = counts[p];
+    for (let i = 0, at = 4; i < count; i++, row++, at += PACKED_INTRADAY_BAR_BYTES) {
+      starts[row] = packedInstantMs(part.readBigInt64BE(at));
+      for (let c = 0; c < 5; c++) numbers[c][row] = part.readDoubleBE(at + 8 + 8 * c);
+    }
+    const columns = JSON.parse(part.toString('utf8', 4 + count * PACKED_INTRADAY_BAR_BYTES)) as (string | [string, string])[][];
+    columns.forEach((values, c) => {
+      if (values.length === 1 && typeof values[0] === 'string') {
+        for (let i = 0; i < count; i++) texts[c].push(values[0]);
+        return;
+      }
+      const byStart = new Map((values as [string, string][]).map(([start, value]) => [Date.parse(start), value]));
+      for (let i = row - count; i < row; i++) texts[c].push(byStart.get(Number(starts[i])) ?? null);
+    });
+  }
+  // The records come in no set order: usually the index's, by time.
+  let sorted = true;
+  for (let i = 1; i < n && sorted; i++) sorted = starts[i - 1] < starts[i];
+  const order = sorted ? null : Array.from(starts.keys()).sort((a, b) => (starts[a] < starts[b] ? -1 : starts[a] > starts[b] ? 1 : 0));
+  const ordered = <T extends BigInt64Array | Float64Array>(values: T): T => {
+    if (!order) return values;
+    const out = new (values.constructor as new (n: number) => T)(n);
+    for (let i = 0; i < n; i++) out[i] = values[order[i]];
+    return out;
+  };
+  const times = ordered(starts);
+  const [currency, unit, source] = texts.map((values) => (order ? order.map((k) => values[k]) : values));
+  // BAR_COLUMNS.intraday: instrumentId, symbol, barTimestamp, open, high, low, close, volume, quoteCurrency, quoteUnit, source.
   return {
     rows: n,
-    columns: BAR_COLUMNS.intraday.map(({ name, kind }): Values => {
-      if (name === SYMBOL_COLUMN.name)
-        return symbolsOfDays(symbols, () => Int32Array.from(bars, (bar) => Math.floor(Date.parse(bar.barTimestamp as string) / DAY_MS)));
-      switch (kind) {
-        case 'id':
-          return [instrumentId];
-        case 'number':
-          return Float64Array.from(bars, (bar) => (bar[name] as number | null) ?? NaN);
-        case 'date':
-          return Int32Array.from(bars, (bar) => Date.parse(bar[name] as string) / DAY_MS);
-        case 'instant':
-          return BigInt64Array.from(bars, (bar) => BigInt(Date.parse(bar[name] as string)));
-        case 'boolean':
-          return Uint8Array.from(bars, (bar) => (bar[name] ? 1 : 0));
-        default:
-          return bars.map((bar) => bar[name] as string);
-      }
-    }),
+    columns: [
+      [instrumentId],
+      symbolsOfDays(symbols, () => Int32Array.from(times, (ms) => Math.floor(Number(ms) / DAY_MS))),
+      times,
+      ...numbers.map(ordered),
+      currency,
+      unit,
+      source,
+    ],
   };
 }
 
@@ -227,15 +257,11 @@ export function strings(pieces: Piece[], c: number): (string | null)[] {
   return out;
 }
 
-/**
- * How the columnar files take their bars: a daily series packed by
- * PostgreSQL (packedBars), an intraday one as the JSON answer's text (its
- * rollups' text may be stored, sql/026).
- */
-export const COLUMNAR_INPUT = { daily: 'packed', intraday: 'json' } as const satisfies Record<BarKind, DailyBarsFormat>;
+/** How the columnar files take their bars: packed by PostgreSQL (packedBars, packedIntradayBars). */
+export const COLUMNAR_INPUT = { daily: 'packed', intraday: 'packed' } as const satisfies Record<BarKind, DailyBarsFormat>;
 
 /** One instrument's bars, as the read handed them over for a `kind` file, with its symbols, as a Piece. */
 export function pieceOf(kind: BarKind, instrumentId: string, parts: Buffer[], symbols: SymbolRun[]): Piece {
-  if (kind === 'intraday') return parseIntraday(instrumentId, parts, symbols);
+  if (kind === 'intraday') return unpackIntraday(instrumentId, parts, symbols);
   return unpackDaily(instrumentId, parts.length === 1 ? parts[0] : Buffer.concat(parts), symbols);
 }

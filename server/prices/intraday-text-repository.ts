@@ -1,21 +1,62 @@
+import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
-import { timed } from '../db/sql.ts';
-import type { TextFormat } from '../core/params.ts';
+import { fragmentList, timed } from '../db/sql.ts';
+import type { DailyBarsFormat } from './daily-text-repository.ts';
 import { symbolRuns } from '../instruments/repository.ts';
 import { barsText, barText, INTRADAY_BAR, isoInstant, symbolCell, text, withSymbolCell } from './bar-text-sql.ts';
 import { intradayBarsAt } from './intraday-bars-at-repository.ts';
 import { INTRADAY_TABLES, ROLLUP_TEXT_COLUMNS, type Interval } from './repository.ts';
 
 // The intraday reads whose response text PostgreSQL writes (bar-text-sql.ts),
-// called by service.ts.
+// or whose bars it packs for the columnar answers, called by service.ts.
+
+type Fragment = postgres.Fragment;
 
 /** One instrument's intraday bars in a window, as the response text. */
 export interface IntradayText {
-  /** The bars in time order, as parts to be sent one after another: JSON objects joined by commas, or CSV rows (none without bars). */
+  /**
+   * The bars in time order, as parts to be sent one after another: JSON
+   * objects joined by commas, or CSV rows (none without bars); or packed
+   * (packedIntradayBars), a part per statement.
+   */
   bars: Buffer[];
   sources: string[];
   /** The latest `asOf` of the bars (ISO), null without bars. */
   latestAsOf: string | null;
+}
+
+const NUMBER_COLUMNS = ['open_price', 'high_price', 'low_price', 'close_price', 'volume'];
+const TEXT_COLUMNS = ['quote_currency', 'quote_unit', 'source'];
+
+/**
+ * An intraday series' bars packed in one bytea for the columnar answers
+ * (bar-columns.ts, unpackIntraday), the way packedBars packs a daily series:
+ * the bar count (int4), then one record per bar of its start as stored
+ * (timestamptz_send: microseconds since 2000-01-01 UTC, int8) and its open,
+ * high, low, close and volume (float8, NaN where the source has none),
+ * big-endian, in no set order; then [quoteCurrency, quoteUnit, source] as
+ * UTF-8 JSON, each `[value]` when every bar has it, else `[[barTimestamp,
+ * value], …]` listed from a second scan of the bars (`again`), so that only a
+ * series whose texts vary pays for the lists. The JSON answer's objects
+ * written by PostgreSQL and parsed by the service again cost both sides
+ * more than the bytes of the doubles.
+ */
+function packedIntradayBars(sql: ISql, again: Fragment): Fragment {
+  const record = [sql`timestamptz_send(b.bar_ts)`, ...NUMBER_COLUMNS.map((name) => sql`float8send(coalesce(b.${sql(name)}, 'NaN'::float8))`)].reduce(
+    (all, next) => sql`${all} || ${next}`,
+  );
+  const same = TEXT_COLUMNS.map((name) => sql`min(b.${sql(name)}) = max(b.${sql(name)})`).reduce((all, next) => sql`${all} and ${next}`);
+  const texts = sql`case when ${same} then json_build_array(${fragmentList(
+    sql,
+    TEXT_COLUMNS.map((name) => sql`json_build_array(min(b.${sql(name)}))`),
+  )}) else (
+    select json_build_array(${fragmentList(
+      sql,
+      TEXT_COLUMNS.map((name) => sql`json_agg(json_build_array(${isoInstant(sql, sql`s.bar_ts`)}, s.${sql(name)}))`),
+    )})
+    ${again}
+  ) end`;
+  return sql`encode(int4send(count(*)::int4) || string_agg(${record}, ''::bytea) || convert_to(${texts}::text, 'UTF8'), 'base64')`;
 }
 
 /**
@@ -34,11 +75,12 @@ export interface IntradayText {
  * symbols to the caller (symbol-runs-repository.ts).
  *
  * A stored rollup read in JSON over whole UTC days (every read the routes
- * make) joins the days' stored texts instead (rollupDaysJson).
+ * make) joins the days' stored texts instead (rollupDaysJson). Packed, the
+ * bars are packed from their numbers (packedIntradayBars).
  */
 export async function intradayText(
   sql: ISql,
-  format: TextFormat,
+  format: DailyBarsFormat,
   instrumentId: string,
   interval: Interval,
   from: Date,
@@ -48,6 +90,25 @@ export async function intradayText(
 ): Promise<IntradayText> {
   if (storedText && format === 'json' && wholeUtcDays(from, to)) return rollupDaysJson(sql, instrumentId, interval, from, to);
   const bars = knownAt ? intradayBarsAt(sql, knownAt, interval, from, to) : sql`${sql(INTRADAY_TABLES[interval])}`;
+  const window = (alias: string) => sql`${sql(alias)}.instrument_id = ${instrumentId} and ${sql(alias)}.bar_ts between ${from} and ${to}`;
+  if (format === 'packed') {
+    const [[packed, sources, latest]] = await timed(
+      knownAt ? `intraday_packed_${interval}_known_at` : `intraday_packed_${interval}`,
+      sql`
+        select
+          ${packedIntradayBars(sql, sql`from ${bars} s where ${window('s')}`)} as bars,
+          array_to_json(array_agg(distinct b.source))::text as sources,
+          ${isoInstant(sql, sql`max(b.as_of)`)} as latest_as_of
+        from ${bars} b
+        where ${window('b')}
+      `.raw(),
+    );
+    return {
+      bars: latest ? [Buffer.from(packed.toString('latin1'), 'base64')] : [],
+      sources: sources ? (JSON.parse(text(sources)) as string[]) : [],
+      latestAsOf: latest ? text(latest) : null,
+    };
+  }
   const written = barText(sql, format, INTRADAY_BAR, (name) => sql`b.${sql(name)}`, sql`r.cell`);
   const storedColumn = sql`b.${sql(ROLLUP_TEXT_COLUMNS[format])}`;
   const stored = format === 'csv' ? withSymbolCell(sql, storedColumn, sql`r.lead`) : storedColumn;
@@ -132,7 +193,7 @@ async function rollupDaysJson(sql: ISql, instrumentId: string, interval: Interva
 }
 
 /** Two consecutive windows' texts (`first` the earlier) as the text of the whole window, without copying their bytes. */
-export function joinIntradayTexts(format: TextFormat, first: IntradayText, second: IntradayText): IntradayText {
+export function joinIntradayTexts(format: DailyBarsFormat, first: IntradayText, second: IntradayText): IntradayText {
   const separator = format === 'json' && first.bars.length && second.bars.length ? [COMMA] : [];
   const latest = [first.latestAsOf, second.latestAsOf].filter((t) => t !== null).sort();
   return {

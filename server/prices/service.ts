@@ -1,4 +1,4 @@
-import type { Reads } from '../db/database.ts';
+import type { Lane, Reads } from '../db/database.ts';
 import { requireInstrument } from '../instruments/service.ts';
 import { latestCoverageChecks } from '../price-history/action-set-repository.ts';
 import { planAdjustments, readSegments, type InstrumentPlan } from '../price-history/adjustment-plan.ts';
@@ -15,7 +15,6 @@ import { type Meta, sourcesMeta } from '../core/meta.ts';
 import { readInstant } from '../core/freshness.ts';
 import { dailySeriesFreshness, intradayFreshness, recentMinuteBar, type LastMinuteBar } from './freshness.ts';
 import { withoutGatherWorkers } from './read-settings-repository.ts';
-import type { TextFormat } from '../core/params.ts';
 import type { PointInTime } from '../core/time.ts';
 import { entryOf } from '../core/map-entry.ts';
 import type { SymbolRun } from './symbol-runs.ts';
@@ -101,10 +100,10 @@ export const SPLIT_INTRADAY_BARS = 2_000;
  * file's symbol column (a bar's is its UTC day's).
  */
 export async function readIntradayBars(
-  db: Reads,
+  db: Lane,
   id: string,
   q: { from: string; to: string; interval: (typeof INTERVALS)[number]; asOf?: PointInTime },
-  format: TextFormat,
+  format: DailyBarsFormat,
   withSymbols = false,
 ): Promise<PriceText> {
   const knownAt = q.asOf?.instant;

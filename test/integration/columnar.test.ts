@@ -306,4 +306,42 @@ describe('intraday bars as Arrow and Parquet', () => {
     expect(types.barTimestamp).toBe('TIMESTAMP WITH TIME ZONE');
     expect(rows).toEqual(withId(minuteId, json.body.data));
   });
+
+  it('when a round-the-clock series whose source changes is read as known at an instant, read in two halves, and rolled up, then Arrow and Parquet hold the JSON read’s bars', async () => {
+    const coin = await createInstrument(svc, { assetClass: 'crypto' });
+    symbols.set(coin.id, coin.symbol);
+    // 2023-03-01 to 2023-03-02 minute by minute (2,880 bars, read in two halves), the vendor
+    // changing on the second day; each bar known when its minute ends.
+    const start = Date.parse('2023-03-01T00:00:00Z');
+    await ingest(
+      svc,
+      '/bars/intraday',
+      Array.from({ length: 2 * 1440 }, (_, i) =>
+        minuteBar(coin.id, new Date(start + i * 60_000).toISOString(), 100 + (i % 53) / 16 + i / 997, {
+          ...(i >= 1440 ? { source: 'second-vendor' } : {}),
+          ...(i % 89 === 5 ? { volume: null } : {}),
+        }),
+      ),
+    );
+    const reads = [
+      ['1min', ''],
+      // Known at noon of the second day: the bars up to 11:59 only, from both vendors.
+      ['1min', '&asOf=2023-03-02T12:00:00Z'],
+      ['1hour', '&asOf=2023-03-02T12:00:00Z'],
+      ['1hour', ''],
+    ];
+    for (const [interval, asOf] of reads) {
+      const query = `/v1/instruments/${coin.id}/intraday?from=2023-03-01&to=2023-03-02&interval=${interval}${asOf}`;
+      const json = await svc.get(query, key);
+      expect(json.status).toBe(200);
+      const bars = json.body.data as Record<string, unknown>[];
+      expect(bars.length).toBe((interval === '1min' ? 1440 : 24) * (asOf ? 1.5 : 2));
+      expect(new Set(bars.map((b) => b.source))).toEqual(new Set(['test-fixture', 'second-vendor']));
+      const table = tableFromIPC((await svc.getBytes(query, key, { accept: ARROW })).body);
+      expect(arrowRows(table)).toEqual(withId(coin.id, bars));
+      expect(JSON.parse(table.schema.metadata.get('meta') as string)).toEqual(json.body.meta);
+      const { rows } = await parquetRows((await svc.getBytes(`${query}&format=parquet`, key)).body, 'barTimestamp');
+      expect(rows).toEqual(withId(coin.id, bars));
+    }
+  });
 });
