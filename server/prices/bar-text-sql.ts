@@ -1,5 +1,6 @@
 import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
+import { fragmentList } from '../db/sql.ts';
 import type { TextFormat } from '../core/params.ts';
 
 // The text of the price reads' bars, written by PostgreSQL: each bar becomes
@@ -149,6 +150,33 @@ export const withSymbolCell = (sql: ISql, row: Fragment, lead: Fragment) => sql`
 /** The bars' texts `bar` (barText's, or as stored) in `order`: JSON objects joined by commas, or CSV rows. */
 export function barsText(sql: ISql, format: TextFormat, bar: Fragment, order: Fragment): Fragment {
   return sql`string_agg(${bar}, ${format === 'json' ? ',' : ''}::text order by ${order})`;
+}
+
+/**
+ * A series' bars packed in one bytea, sent as base64, for the columnar
+ * answers (bar-columns.ts decodes it): the bar count (int4), each bar's
+ * `record` (big-endian, as PostgreSQL's send functions write them) in no set
+ * order, then [quoteCurrency, quoteUnit, source] as UTF-8 JSON, each
+ * `[value]` when every bar of `alias` has it, else `[[key, value], …]` from a
+ * second scan of the series' bars (`again`, its rows aliased `s`, `key`
+ * naming a bar of them), made only for a series whose texts vary: an
+ * aggregate under CASE runs for every row whichever branch is taken.
+ */
+export function packedSeries(sql: ISql, alias: string, record: Fragment, key: Fragment, again: Fragment): Fragment {
+  const texts = ['quote_currency', 'quote_unit', 'source'];
+  const of = (name: string) => sql`${sql(alias)}.${sql(name)}`;
+  const same = texts.map((name) => sql`min(${of(name)}) = max(${of(name)})`).reduce((all, next) => sql`${all} and ${next}`);
+  const textColumns = sql`case when ${same} then json_build_array(${fragmentList(
+    sql,
+    texts.map((name) => sql`json_build_array(min(${of(name)}))`),
+  )}) else (
+    select json_build_array(${fragmentList(
+      sql,
+      texts.map((name) => sql`json_agg(json_build_array(${key}, s.${sql(name)}))`),
+    )})
+    ${again}
+  ) end`;
+  return sql`encode(int4send(count(*)::int4) || string_agg(${record}, ''::bytea) || convert_to(${textColumns}::text, 'UTF8'), 'base64')`;
 }
 
 // The reads return raw rows (postgres.js hands over the bytes as they

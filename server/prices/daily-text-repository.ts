@@ -7,7 +7,7 @@ import { latestVersion, type VersionView } from '../price-history/versions-repos
 import type { TextFormat } from '../core/params.ts';
 import { adjusted, roundedValue, roundingScale } from './adjusted-values-sql.ts';
 import { symbolRuns } from '../instruments/repository.ts';
-import { barsText, barText, bool, DAILY_BAR, symbolCell, text } from './bar-text-sql.ts';
+import { barsText, barText, bool, DAILY_BAR, packedSeries, symbolCell, text } from './bar-text-sql.ts';
 
 // The daily read whose response text PostgreSQL writes (bar-text-sql.ts), for the
 // daily-price and bulk-price routes, called through daily-bars.ts.
@@ -86,32 +86,14 @@ export interface DailySeriesText {
  *   this way.
  */
 function packedBars(sql: ISql, seriesBars: (alias: string) => Fragment): Fragment {
-  const number = (name: string) => sql`float8send(coalesce(a.${sql(name)}, 'NaN'::float8))`;
   const day = (alias: string) => sql`(${sql(alias)}.bar_date - date '1970-01-01')`;
-  const texts = ['quote_currency', 'quote_unit', 'source'];
-  const same = texts.map((name) => sql`min(a.${sql(name)}) = max(a.${sql(name)})`).reduce((all, next) => sql`${all} and ${next}`);
   const record = [
     sql`int4send(${day('a')})`,
-    ...NUMBER_COLUMNS.map(([name]) => number(name)),
+    ...NUMBER_COLUMNS.map(([name]) => sql`float8send(coalesce(a.${sql(name)}, 'NaN'::float8))`),
     sql`timestamptz_send(a.as_of)`,
     sql`case when a.stale then '\\x01'::bytea else '\\x00'::bytea end`,
   ].reduce((all, next) => sql`${all} || ${next}`);
-  const textColumns = sql`case when ${same} then json_build_array(${fragmentList(
-    sql,
-    texts.map((name) => sql`json_build_array(min(a.${sql(name)}))`),
-  )}) else (
-    select json_build_array(${fragmentList(
-      sql,
-      texts.map((name) => sql`json_agg(json_build_array(${day('s')}, s.${sql(name)}))`),
-    )})
-    ${seriesBars('s')}
-  ) end`;
-  return sql`encode(
-    int4send(count(*)::int4)
-    || string_agg(${record}, ''::bytea)
-    || convert_to(${textColumns}::text, 'UTF8'),
-    'base64'
-  )`;
+  return packedSeries(sql, 'a', record, day('s'), seriesBars('s'));
 }
 
 /**

@@ -1,9 +1,9 @@
 import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
-import { fragmentList, timed } from '../db/sql.ts';
+import { timed } from '../db/sql.ts';
 import type { DailyBarsFormat } from './daily-text-repository.ts';
 import { symbolRuns } from '../instruments/repository.ts';
-import { barsText, barText, INTRADAY_BAR, isoInstant, symbolCell, text, withSymbolCell } from './bar-text-sql.ts';
+import { barsText, barText, INTRADAY_BAR, isoInstant, packedSeries, symbolCell, text, withSymbolCell } from './bar-text-sql.ts';
 import { intradayBarsAt } from './intraday-bars-at-repository.ts';
 import { INTRADAY_TABLES, ROLLUP_TEXT_COLUMNS, type Interval } from './repository.ts';
 
@@ -26,37 +26,21 @@ export interface IntradayText {
 }
 
 const NUMBER_COLUMNS = ['open_price', 'high_price', 'low_price', 'close_price', 'volume'];
-const TEXT_COLUMNS = ['quote_currency', 'quote_unit', 'source'];
 
 /**
- * An intraday series' bars packed in one bytea for the columnar answers
- * (bar-columns.ts, unpackIntraday), the way packedBars packs a daily series:
- * the bar count (int4), then one record per bar of its start as stored
- * (timestamptz_send: microseconds since 2000-01-01 UTC, int8) and its open,
- * high, low, close and volume (float8, NaN where the source has none),
- * big-endian, in no set order; then [quoteCurrency, quoteUnit, source] as
- * UTF-8 JSON, each `[value]` when every bar has it, else `[[barTimestamp,
- * value], …]` listed from a second scan of the bars (`again`), so that only a
- * series whose texts vary pays for the lists. The JSON answer's objects
- * written by PostgreSQL and parsed by the service again cost both sides
- * more than the bytes of the doubles.
+ * An intraday series' bars packed for the columnar answers (packedSeries;
+ * bar-columns.ts, unpackIntraday), as a daily series is (packedBars): each
+ * record the bar's start as stored (timestamptz_send: microseconds since
+ * 2000-01-01 UTC, int8) and its open, high, low, close and volume (float8,
+ * NaN where the source has none); texts that vary listed by the bar's start
+ * (ISO). PostgreSQL writing each bar's JSON object and the service parsing
+ * it again cost both sides more than the bytes of the doubles.
  */
 function packedIntradayBars(sql: ISql, again: Fragment): Fragment {
   const record = [sql`timestamptz_send(b.bar_ts)`, ...NUMBER_COLUMNS.map((name) => sql`float8send(coalesce(b.${sql(name)}, 'NaN'::float8))`)].reduce(
     (all, next) => sql`${all} || ${next}`,
   );
-  const same = TEXT_COLUMNS.map((name) => sql`min(b.${sql(name)}) = max(b.${sql(name)})`).reduce((all, next) => sql`${all} and ${next}`);
-  const texts = sql`case when ${same} then json_build_array(${fragmentList(
-    sql,
-    TEXT_COLUMNS.map((name) => sql`json_build_array(min(b.${sql(name)}))`),
-  )}) else (
-    select json_build_array(${fragmentList(
-      sql,
-      TEXT_COLUMNS.map((name) => sql`json_agg(json_build_array(${isoInstant(sql, sql`s.bar_ts`)}, s.${sql(name)}))`),
-    )})
-    ${again}
-  ) end`;
-  return sql`encode(int4send(count(*)::int4) || string_agg(${record}, ''::bytea) || convert_to(${texts}::text, 'UTF8'), 'base64')`;
+  return packedSeries(sql, 'b', record, isoInstant(sql, sql`s.bar_ts`), again);
 }
 
 /**
