@@ -4,6 +4,7 @@ import { DAILY_BAR, ID_FIELD, INTRADAY_BAR, type BarField } from './bar-text-sql
 import { DailyBarSchema, IntradayBarSchema } from './schema.ts';
 import type { DailyBarsFormat } from './daily-text-repository.ts';
 import { symbolsOfDays, type SymbolRun } from './symbol-runs.ts';
+import { dateOrder, inOrder } from './packed-columns.ts';
 
 // The bars of the columnar files (bar-files.ts) as columns: what each file
 // holds, and the pieces of series gathered into batches of a fixed size.
@@ -140,36 +141,34 @@ function unpackIntraday(instrumentId: string, parts: Buffer[], symbols: SymbolRu
   const n = counts.reduce((sum, count) => sum + count, 0);
   const starts = new BigInt64Array(n);
   const numbers = Array.from({ length: 5 }, () => new Float64Array(n));
-  const texts: (string | null)[][] = [[], [], []];
+  // Each part's texts: one value for all its bars, or one per bar.
+  const partTexts: (string | string[])[][] = [];
   let row = 0;
   for (const [p, part] of parts.entries()) {
     const count = counts[p];
+    const first = row;
     for (let i = 0, at = 4; i < count; i++, row++, at += PACKED_INTRADAY_BAR_BYTES) {
       starts[row] = packedInstantMs(part.readBigInt64BE(at));
       for (let c = 0; c < 5; c++) numbers[c][row] = part.readDoubleBE(at + 8 + 8 * c);
     }
     const columns = JSON.parse(part.toString('utf8', 4 + count * PACKED_INTRADAY_BAR_BYTES)) as (string | [string, string])[][];
-    columns.forEach((values, c) => {
-      if (values.length === 1 && typeof values[0] === 'string') {
-        for (let i = 0; i < count; i++) texts[c].push(values[0]);
-        return;
-      }
-      const byStart = new Map((values as [string, string][]).map(([start, value]) => [Date.parse(start), value]));
-      for (let i = row - count; i < row; i++) texts[c].push(byStart.get(Number(starts[i])) ?? null);
-    });
+    partTexts.push(
+      columns.map((values) => {
+        if (values.length === 1 && typeof values[0] === 'string') return values[0];
+        const byStart = new Map((values as [string, string][]).map(([start, value]) => [Date.parse(start), value]));
+        return Array.from(starts.subarray(first, row), (ms) => byStart.get(Number(ms)) as string);
+      }),
+    );
   }
-  // The records come in no set order: usually the index's, by time.
-  let sorted = true;
-  for (let i = 1; i < n && sorted; i++) sorted = starts[i - 1] < starts[i];
-  const order = sorted ? null : Array.from(starts.keys()).sort((a, b) => (starts[a] < starts[b] ? -1 : starts[a] > starts[b] ? 1 : 0));
-  const ordered = <T extends BigInt64Array | Float64Array>(values: T): T => {
-    if (!order) return values;
-    const out = new (values.constructor as new (n: number) => T)(n);
-    for (let i = 0; i < n; i++) out[i] = values[order[i]];
-    return out;
-  };
-  const times = ordered(starts);
-  const [currency, unit, source] = texts.map((values) => (order ? order.map((k) => values[k]) : values));
+  const order = dateOrder(starts);
+  const times = inOrder(starts, order);
+  // A text column: one value when every part has that one, else one per bar in time order.
+  const texts = [0, 1, 2].map((c): string[] => {
+    const values = partTexts.map((texts) => texts[c]);
+    if (values.every((v) => v === values[0] && typeof v === 'string')) return [values[0] as string];
+    const perBar = values.flatMap((v, p) => (typeof v === 'string' ? Array<string>(counts[p]).fill(v) : v));
+    return order ? Array.from(order, (k) => perBar[k]) : perBar;
+  });
   // BAR_COLUMNS.intraday: instrumentId, symbol, barTimestamp, open, high, low, close, volume, quoteCurrency, quoteUnit, source.
   return {
     rows: n,
@@ -177,10 +176,8 @@ function unpackIntraday(instrumentId: string, parts: Buffer[], symbols: SymbolRu
       [instrumentId],
       symbolsOfDays(symbols, () => Int32Array.from(times, (ms) => Math.floor(Number(ms) / DAY_MS))),
       times,
-      ...numbers.map(ordered),
-      currency,
-      unit,
-      source,
+      ...numbers.map((values) => inOrder(values, order)),
+      ...texts,
     ],
   };
 }

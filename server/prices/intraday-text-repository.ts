@@ -1,6 +1,7 @@
 import type postgres from 'postgres';
 import type { ISql } from '../db/sql.ts';
 import { timed } from '../db/sql.ts';
+import type { TextFormat } from '../core/params.ts';
 import type { DailyBarsFormat } from './daily-text-repository.ts';
 import { symbolRuns } from '../instruments/repository.ts';
 import { barsText, barText, INTRADAY_BAR, isoInstant, packedSeries, symbolCell, text, withSymbolCell } from './bar-text-sql.ts';
@@ -75,29 +76,13 @@ export async function intradayText(
   if (storedText && format === 'json' && wholeUtcDays(from, to)) return rollupDaysJson(sql, instrumentId, interval, from, to);
   const bars = knownAt ? intradayBarsAt(sql, knownAt, interval, from, to) : sql`${sql(INTRADAY_TABLES[interval])}`;
   const window = (alias: string) => sql`${sql(alias)}.instrument_id = ${instrumentId} and ${sql(alias)}.bar_ts between ${from} and ${to}`;
-  if (format === 'packed') {
-    const [[packed, sources, latest]] = await timed(
-      knownAt ? `intraday_packed_${interval}_known_at` : `intraday_packed_${interval}`,
-      sql`
-        select
-          ${packedIntradayBars(sql, sql`from ${bars} s where ${window('s')}`)} as bars,
-          array_to_json(array_agg(distinct b.source))::text as sources,
-          ${isoInstant(sql, sql`max(b.as_of)`)} as latest_as_of
-        from ${bars} b
-        where ${window('b')}
-      `.raw(),
-    );
-    return {
-      bars: latest ? [Buffer.from(packed.toString('latin1'), 'base64')] : [],
-      sources: sources ? (JSON.parse(text(sources)) as string[]) : [],
-      latestAsOf: latest ? text(latest) : null,
-    };
-  }
-  const written = barText(sql, format, INTRADAY_BAR, (name) => sql`b.${sql(name)}`, sql`r.cell`);
-  const storedColumn = sql`b.${sql(ROLLUP_TEXT_COLUMNS[format])}`;
-  const stored = format === 'csv' ? withSymbolCell(sql, storedColumn, sql`r.lead`) : storedColumn;
-  // A row stored without its text (sql/026) has it written here.
-  const bar = storedText ? sql`coalesce(${stored}, ${written})` : written;
+  const barsColumn = (textFormat: TextFormat) => {
+    const written = barText(sql, textFormat, INTRADAY_BAR, (name) => sql`b.${sql(name)}`, sql`r.cell`);
+    const storedColumn = sql`b.${sql(ROLLUP_TEXT_COLUMNS[textFormat])}`;
+    const stored = textFormat === 'csv' ? withSymbolCell(sql, storedColumn, sql`r.lead`) : storedColumn;
+    // A row stored without its text (sql/026) has it written here.
+    return barsText(sql, textFormat, storedText ? sql`coalesce(${stored}, ${written})` : written, sql`b.bar_ts`);
+  };
   const utcDay = (t: Date) => t.toISOString().slice(0, 10);
   // A run's days as instants, so each bar is compared as stored, not converted to its day; its cell
   // (and a stored row's lead, withSymbolCell) written once per run (offset 0 keeps the planner from
@@ -113,21 +98,21 @@ export async function intradayText(
       offset 0
     ) r on b.bar_ts >= r.from_ts and b.bar_ts < r.until_ts
   `;
+  const statement = format === 'packed' ? 'intraday_packed' : storedText && !knownAt ? 'intraday_stored_text' : 'intraday_text';
   const [[text_, sources, latest]] = await timed(
-    knownAt ? `intraday_text_${interval}_known_at` : storedText ? `intraday_stored_text_${interval}` : `intraday_text_${interval}`,
+    knownAt ? `${statement}_${interval}_known_at` : `${statement}_${interval}`,
     sql`
       select
-        ${barsText(sql, format, bar, sql`b.bar_ts`)} as bars,
+        ${format === 'packed' ? packedIntradayBars(sql, sql`from ${bars} s where ${window('s')}`) : barsColumn(format)} as bars,
         array_to_json(array_agg(distinct b.source))::text as sources,
         ${isoInstant(sql, sql`max(b.as_of)`)} as latest_as_of
       from ${bars} b
       ${format === 'csv' ? onRun : sql``}
-      where b.instrument_id = ${instrumentId}
-        and b.bar_ts between ${from} and ${to}
+      where ${window('b')}
     `.raw(),
   );
   return {
-    bars: text_ ? [text_] : [],
+    bars: text_ ? [format === 'packed' ? Buffer.from(text_.toString('latin1'), 'base64') : text_] : [],
     sources: sources ? (JSON.parse(text(sources)) as string[]) : [],
     latestAsOf: latest ? text(latest) : null,
   };

@@ -48,19 +48,19 @@ export function reflectsThrough(days: Int32Array, order: Uint32Array | null, ref
 }
 
 /**
- * The permutation that puts `days` in ascending order, or null when they
- * already are (the usual case: the rows arrive in index order, but SQL
- * promises no order without ORDER BY).
+ * The permutation that puts `days` (or instants) in ascending order, or null
+ * when they already are (the usual case: the rows arrive in index order, but
+ * SQL promises no order without ORDER BY).
  */
-export function dateOrder(days: Int32Array): Uint32Array | null {
+export function dateOrder(days: Int32Array | BigInt64Array): Uint32Array | null {
   let sorted = true;
   for (let i = 1; i < days.length && sorted; i++) sorted = days[i - 1] < days[i];
   if (sorted) return null;
-  return Uint32Array.from(days.keys()).sort((a, b) => days[a] - days[b]);
+  return Uint32Array.from(days.keys()).sort((a, b) => (days[a] < days[b] ? -1 : days[a] > days[b] ? 1 : 0));
 }
 
 /** `values` rearranged by `order` (from dateOrder), or as they are when order is null. */
-export function inOrder<T extends Int32Array | Float64Array>(values: T, order: Uint32Array | null): T {
+export function inOrder<T extends Int32Array | Float64Array | BigInt64Array>(values: T, order: Uint32Array | null): T {
   if (!order) return values;
   const out = new (values.constructor as new (n: number) => T)(values.length);
   for (let i = 0; i < order.length; i++) out[i] = values[order[i]];
