@@ -144,7 +144,11 @@ export async function latestBarDates(sql: ISql, ids: string[]): Promise<Map<stri
 
 /**
  * For each dividend, the last raw bar before its ex-date (one query for all),
- * from the bars of `view` when given, as known at `knownAt` when given; and the latest version, in the same
+ * from the bars of `view` when given, as known at `knownAt` when given (the
+ * latest bars through dailyBarsKnownAtWalk, which stops at the first bar
+ * found: through dailyBarsAt's union every probe read and sorted all of the
+ * instrument's bars, 684 ms against 31 ms for 500 dividends over 10 years of
+ * bars, a bulk read's wait before its first byte); and the latest version, in the same
  * snapshot, of each instrument with such a bar, so a caller can tell whether
  * those bars are still the version it planned for.
  */
@@ -165,7 +169,7 @@ export async function priorCloses(
       from unnest(${dividends.map((d) => d.instrumentId)}::uuid[], ${dividends.map((d) => d.effectiveDate)}::date[]) as d (instrument_id, effective_date)
       join lateral (
         select bar_date, close_price, quote_currency
-        from ${dailyBarsAt(sql, view, knownAt)} b
+        from ${view || !knownAt ? dailyBarsAt(sql, view, knownAt) : dailyBarsKnownAtWalk(sql, knownAt)} b
         where instrument_id = d.instrument_id
           and bar_date < d.effective_date
         order by bar_date desc

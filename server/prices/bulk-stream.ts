@@ -42,9 +42,11 @@ function instrumentsPerPage(from: string, to: string): number {
 
 /**
  * Streams a bulk read with bounded memory, holding no database connection
- * while it waits for its client. One unit of work reads the instruments and
- * their adjustment plans (action-set versions, the actions at exactly those
- * versions, prior closes, coverage); then pages of whole series, each read by
+ * while it waits for its client. Units of work read the instruments, their
+ * adjustment plans (action-set versions, the actions at exactly those
+ * versions, prior closes), the first page's instruments apart so that page
+ * is read while the others are planned, and what the meta needs of every
+ * series (coverage, last bars, symbols); then pages of whole series, each read by
  * one short statement on a pooled connection that is released before the
  * page is written. PostgreSQL writes each series as its JSON text, adjusted
  * with the plan's multipliers (daily-text-repository.ts), and the bytes are passed
@@ -75,53 +77,53 @@ export async function streamBulkPrices(
 ): Promise<Meta> {
   const readAt = new Date();
   const instant = readInstant(q.asOf, readAt);
-  const { known, plans, coverage, lastBars, runs } = await db.run(async (sql) => {
-    const known = [...(await existingInstruments(sql, q.instrumentIds))].sort();
-    if (!known.length) {
-      return {
-        known,
-        plans: new Map<string, InstrumentPlan>(),
-        coverage: new Map<string, CoverageCheck>(),
-        lastBars: new Map(),
-        runs: new Map<string, SymbolRun[]>(),
-      };
-    }
-    const [plans, coverage, lastBars, runs] = await Promise.all([
-      planAdjustments(sql, known, q),
-      latestCoverageChecks(sql, known, q.asOf?.instant),
-      lastDailyBars(sql, known, instant),
-      // Every series' symbols in one statement, for the meta and the columnar files (the CSV rows carry theirs).
-      readSymbolRuns(sql, known, q.from, q.to),
-    ]);
-    return { known, plans, coverage, lastBars, runs };
-  });
-  const segments = readSegments(q, plans, known);
+  const known = [...(await db.run((sql) => existingInstruments(sql, q.instrumentIds)))].sort();
+  const perPage = instrumentsPerPage(q.from, q.to);
+  // The first page is read before anything is sent, so waiting too long for
+  // it is a 503; once the response has begun, a stream waits for its next page
+  // as long as it would for an idle reader before it is cut. It is a quarter
+  // of the others, so that the time nothing overlaps is short.
+  const firstPage = Math.max(1, Math.ceil(perPage / FIRST_PAGE_SHARE));
+  const pageIds = [known.slice(0, firstPage)];
+  for (let start = firstPage; start < known.length; start += perPage) pageIds.push(known.slice(start, start + perPage));
+  // The first page's instruments are planned on their own, so that page is
+  // read while the others are planned beside it, with what the meta needs
+  // of every series (coverage, the last bars, the symbols).
+  const planOf = (ids: string[]) => (ids.length ? db.run((sql) => planAdjustments(sql, ids, q)) : Promise.resolve(new Map<string, InstrumentPlan>()));
+  const firstPlans = planOf(pageIds[0]);
+  const rest = Promise.all([
+    planOf(known.slice(firstPage)),
+    known.length
+      ? db.run((sql) =>
+          Promise.all([
+            latestCoverageChecks(sql, known, q.asOf?.instant),
+            lastDailyBars(sql, known, instant),
+            // Every series' symbols in one statement, for the meta and the columnar files (the CSV rows carry theirs).
+            readSymbolRuns(sql, known, q.from, q.to),
+          ]),
+        )
+      : Promise.resolve([
+          new Map<string, CoverageCheck>(),
+          new Map<string, { assetClass: string; lastBar: string | null }>(),
+          new Map<string, SymbolRun[]>(),
+        ] as const),
+  ]);
+  // Awaited once the first page is asked for; when the first plans fail first, it settles unobserved.
+  rest.catch(() => {});
+  const plans = await firstPlans;
   const uses = new Map<string, ReturnType<typeof seriesUse>>();
   const firstBar = new Map<string, string>();
   const symbols: Record<string, SymbolRun[]> = {};
   const sources = new Set<string>();
   let stale = false;
 
-  const perPage = instrumentsPerPage(q.from, q.to);
-  // The first page is read before anything is sent, so waiting too long for
-  // it is a 503; once the response has begun, a stream waits for its next page
-  // as long as it would for an idle reader before it is cut.
   const readPage = (ids: string[], first: boolean) => {
-    const pageSegments = new Map(
-      ids.flatMap((id) => {
-        const own = segments.get(id);
-        return own ? [[id, own] as const] : [];
-      }),
-    );
-    return pages.lane.run((sql) => readSeriesText(sql, format, ids, pageSegments, q, plans), first ? undefined : pages.nextPageWaitMs);
+    const segments = readSegments(q, plans, ids);
+    return pages.lane.run((sql) => readSeriesText(sql, format, ids, segments, q, plans), first ? undefined : pages.nextPageWaitMs);
   };
   // Pages are read PAGES_AHEAD at a time: PostgreSQL writing a page's text is
   // the bulk read's cost, and two statements run on two cores at once. The
-  // first page is read alone, since nothing is sent before it arrives, and is
-  // a quarter of the others, so that the time nothing overlaps is short.
-  const firstPage = Math.max(1, Math.ceil(perPage / FIRST_PAGE_SHARE));
-  const pageIds = [known.slice(0, firstPage)];
-  for (let start = firstPage; start < known.length; start += perPage) pageIds.push(known.slice(start, start + perPage));
+  // first page is read alone until the others are planned.
   const ahead: ReturnType<typeof readPage>[] = [];
   let begun = 0;
   const readAhead = (depth: number) => {
@@ -134,6 +136,9 @@ export async function streamBulkPrices(
     }
   };
   readAhead(1);
+  const [restPlans, [coverage, lastBars, runs]] = await rest;
+  for (const [id, plan] of restPlans) plans.set(id, plan);
+  readAhead(PAGES_AHEAD);
   for (const ids of pageIds) {
     // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- readAhead keeps a page read ahead for every page not yet taken, at least this one
     const page = new Map((await ahead.shift()!).map((series) => [series.instrumentId, series]));

@@ -119,6 +119,58 @@ describe('daily bars as known at asOf', () => {
   });
 });
 
+describe("a dividend's prior close as known at asOf", () => {
+  // A cash dividend of 1.01 going ex on 2023-06-05 multiplies the bars before
+  // it by 1 − 1.01/C, C the close of the last bar before the ex-date
+  // (docs/api.md, "Corporate actions"), rounded to 13 significant digits:
+  // that bar, 2023-06-02, closed at 101 until a correction to 105 became
+  // known on 2023-07-01. By hand: 1 − 1.01/101 = 0.99, so 100 → 99 and
+  // 101 → 99.99; 1 − 1.01/105 = 0.990380952380952…, so 100 → 99.0380952381
+  // and 105 → 103.99.
+  let id: string;
+  const window = 'from=2023-06-01&to=2023-06-05&adjusted=true';
+  const single = async (asOf: string) => closes((await svc.get(`/v1/instruments/${id}/prices?${window}&asOf=${asOf}`, key)).body);
+  const bulk = async (asOf: string) => {
+    const res = await svc.get(`/v1/prices/bulk?instrumentIds=${id}&${window}&asOf=${asOf}`, key);
+    expect(res.status).toBe(200);
+    return res.body.data[id].map((b: { closePrice: number }) => b.closePrice);
+  };
+
+  beforeAll(async () => {
+    ({ id } = await createInstrument(svc));
+    await ingest(svc, '/bars/daily', [
+      dailyBar(id, { barDate: '2023-06-01', close: 100 }),
+      dailyBar(id, { barDate: '2023-06-02', close: 101 }),
+      dailyBar(id, { barDate: '2023-06-05', close: 102 }),
+    ]);
+    await ingest(svc, '/corporate-actions', [
+      {
+        instrumentId: id,
+        kind: 'cash_dividend',
+        effectiveDate: '2023-06-05',
+        knowledgeDate: '2023-05-01',
+        knowledgeProvenance: 'announced',
+        params: { amount: 1.01, currency: 'USD' },
+        source: 'test-fixture',
+      },
+    ]);
+    await ingest(svc, '/bars/daily', [dailyBar(id, { barDate: '2023-06-02', close: 105 }, { asOf: '2023-07-01T00:00:00.000Z' })]);
+  });
+
+  it('takes the close known then, on the single-instrument and the bulk read', async () => {
+    for (const read of [single, bulk]) {
+      expect(await read('2023-06-15')).toEqual([99, 99.99, 102]);
+      expect(await read('2023-06-30T23:59:59.999Z')).toEqual([99, 99.99, 102]);
+      expect(await read('2023-07-02')).toEqual([99.0380952381, 103.99, 102]);
+    }
+  });
+
+  it('takes the latest close without asOf', async () => {
+    const res = await svc.get(`/v1/instruments/${id}/prices?${window}`, key);
+    expect(closes(res.body)).toEqual([99.0380952381, 103.99, 102]);
+  });
+});
+
 describe('the knowledge time an upload states', () => {
   it('is refused in the future, before the bar can be known, or before the revision it would replace, and nothing is stored', async () => {
     const { id } = await createInstrument(svc);
