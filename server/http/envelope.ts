@@ -189,13 +189,21 @@ export async function streamFramed(
   });
   res.on('finish', () => settle());
   res.on('close', () => settle(new ClientGoneError('the client went away')));
-  // A chunk given as parts is written part by part, corked, so the socket
-  // takes them in one write without their being copied into one buffer first.
+  // A chunk given as parts is written part by part with the socket corked,
+  // so the socket takes them in one write without their being copied into
+  // one buffer first. The socket, not the response: a corked response holds
+  // a chunked body's parts itself and says "wait" once they pass its
+  // high-water mark, but hands them to the socket at uncork, and a socket
+  // with room for them never needs draining, so the 'drain' a writer waits
+  // for never comes (test/unit/stream-framed.test.ts). Corked beneath, the
+  // response says "wait" only when the socket does, and the socket then
+  // says "drain".
   const writeParts = (parts: Buffer[]) => {
-    res.cork();
+    const socket = res.socket;
+    socket?.cork();
     let taken = true;
     for (const part of parts) taken = res.write(part);
-    res.uncork();
+    socket?.uncork();
     return taken;
   };
   const send = (chunk: Buffer | Buffer[], end: boolean) =>

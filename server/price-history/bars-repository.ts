@@ -142,15 +142,25 @@ export async function latestBarDates(sql: ISql, ids: string[]): Promise<Map<stri
   return new Map(rows.map((r) => [r.id, r.latest]));
 }
 
+/** How far before its ex-date the first look for a dividend's prior close goes (see priorCloses). */
+const PRIOR_CLOSE_LOOKBACK_DAYS = 14;
+
 /**
- * For each dividend, the last raw bar before its ex-date (one query for all),
- * from the bars of `view` when given, as known at `knownAt` when given (the
- * latest bars through dailyBarsKnownAtWalk, which stops at the first bar
- * found: through dailyBarsAt's union every probe read and sorted all of the
- * instrument's bars, 684 ms against 31 ms for 500 dividends over 10 years of
- * bars, a bulk read's wait before its first byte); and the latest version, in the same
- * snapshot, of each instrument with such a bar, so a caller can tell whether
- * those bars are still the version it planned for.
+ * For each dividend, the last raw bar before its ex-date, from the bars of
+ * `view` when given, as known at `knownAt` when given; and the latest
+ * version, in the same snapshot, of each instrument with such a bar, so a
+ * caller can tell whether those bars are still the version it planned for.
+ *
+ * One statement for all, looking back PRIOR_CLOSE_LOOKBACK_DAYS from each
+ * ex-date and no earlier than that from the first, so TimescaleDB leaves out
+ * the chunks before then once for the statement instead of weighing every
+ * chunk again for every dividend; a second, without the bound, for the
+ * dividends with no bar in their fortnight. On 10 years of bars (11 chunks)
+ * 500 dividends of one year took 14 ms bounded against 32 ms unbounded.
+ * The bars as known at `knownAt` are walked newest first and the walk stops
+ * at the first bar (dailyBarsKnownAtWalk): through dailyBarsAt's union every
+ * dividend read and sorted all of its instrument's bars, 684 ms against 31 ms
+ * for the same dividends, a bulk read's wait before its first byte.
  */
 export async function priorCloses(
   sql: ISql,
@@ -160,10 +170,42 @@ export async function priorCloses(
 ): Promise<{ closes: Map<string, PriorClose[]>; latestVersions: Map<string, number> }> {
   const closes = new Map<string, PriorClose[]>();
   const latestVersions = new Map<string, number>();
+  const record = (rows: PriorCloseRow[]) => {
+    for (const { instrumentId, latestVersion: version, ...close } of rows) {
+      const list = closes.get(instrumentId) ?? [];
+      list.push(close);
+      closes.set(instrumentId, list);
+      // Versions only grow: the later of two statements' is the one to compare with.
+      latestVersions.set(instrumentId, Math.max(version, latestVersions.get(instrumentId) ?? version));
+    }
+  };
   if (dividends.length === 0) return { closes, latestVersions };
-  const rows = await timed(
-    'dividend_prior_closes',
-    sql<{ instrumentId: string; effectiveDate: string; barDate: string; close: number; quoteCurrency: string; latestVersion: number }[]>`
+  const first = dividends.reduce((min, d) => (d.effectiveDate < min ? d.effectiveDate : min), dividends[0].effectiveDate);
+  const bounded = await priorCloseRows(sql, dividends, view, knownAt, first);
+  record(bounded);
+  const found = new Set(bounded.map((r) => `${r.instrumentId} ${r.effectiveDate}`));
+  const rest = dividends.filter((d) => !found.has(`${d.instrumentId} ${d.effectiveDate}`));
+  if (rest.length) record(await priorCloseRows(sql, rest, view, knownAt, null));
+  return { closes, latestVersions };
+}
+
+interface PriorCloseRow extends PriorClose {
+  instrumentId: string;
+  latestVersion: number;
+}
+
+/** priorCloses' statement: looking back PRIOR_CLOSE_LOOKBACK_DAYS from each ex-date, and from `first` (the earliest), or without a bound (null). */
+function priorCloseRows(
+  sql: ISql,
+  dividends: { instrumentId: string; effectiveDate: string }[],
+  view: VersionView | undefined,
+  knownAt: Date | undefined,
+  first: string | null,
+): Promise<PriorCloseRow[]> {
+  const lookback = sql`${PRIOR_CLOSE_LOOKBACK_DAYS}::int`;
+  return timed(
+    first ? 'dividend_prior_closes' : 'dividend_prior_closes_unbounded',
+    sql<PriorCloseRow[]>`
       select d.instrument_id as "instrumentId", d.effective_date as "effectiveDate", b.bar_date as "barDate", b.close_price as close,
         b.quote_currency as "quoteCurrency", ${latestVersion(sql, sql`d.instrument_id`)} as "latestVersion"
       from unnest(${dividends.map((d) => d.instrumentId)}::uuid[], ${dividends.map((d) => d.effectiveDate)}::date[]) as d (instrument_id, effective_date)
@@ -172,18 +214,12 @@ export async function priorCloses(
         from ${view || !knownAt ? dailyBarsAt(sql, view, knownAt) : dailyBarsKnownAtWalk(sql, knownAt)} b
         where instrument_id = d.instrument_id
           and bar_date < d.effective_date
+          ${first ? sql`and bar_date >= ${first}::date - ${lookback} and bar_date >= d.effective_date - ${lookback}` : sql``}
         order by bar_date desc
         limit 1
       ) b on true
     `,
   );
-  for (const { instrumentId, latestVersion: version, ...close } of rows) {
-    const list = closes.get(instrumentId) ?? [];
-    list.push(close);
-    closes.set(instrumentId, list);
-    latestVersions.set(instrumentId, version);
-  }
-  return { closes, latestVersions };
 }
 
 /** Copies a batch of daily bars (COPY text in DAILY_COLUMNS order) straight into daily_bars: bars that only append, inside the upload's transaction. */
