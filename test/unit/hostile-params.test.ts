@@ -1,4 +1,3 @@
-import type { AddressInfo } from 'node:net';
 import express from 'express';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -15,6 +14,7 @@ import { lookbackWindow } from '../../server/analytics/series.ts';
 import { FIRST_DAY } from '../../server/core/day-numbers.ts';
 import { priceOption, yearsFromDays } from '../../workers/black-scholes.ts';
 import { errorMiddleware, toAppError } from '../../server/http/errors.ts';
+import { listen } from '../support/listen.ts';
 
 /** The status and body Express 5 gives for GET `path` on a route with an :id parameter, through the service's error middleware. */
 async function getThroughExpress(path: string) {
@@ -23,13 +23,12 @@ async function getThroughExpress(path: string) {
     res.json({ ok: true });
   });
   app.use(errorMiddleware('https://docs.example', () => {}));
-  const server = app.listen(0);
-  await new Promise((resolve) => server.once('listening', resolve));
+  const server = await listen(app);
   try {
-    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`);
+    const res = await fetch(`${server.base}${path}`);
     return { status: res.status, body: await res.json() };
   } finally {
-    server.close();
+    await server.close();
   }
 }
 

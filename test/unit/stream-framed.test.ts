@@ -1,9 +1,9 @@
 import express from 'express';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compressResponses } from '../../server/http/compression.ts';
 import { jsonFraming, streamFramed } from '../../server/http/envelope.ts';
+import { listen } from '../support/listen.ts';
 import { until } from '../support/until.ts';
 
 // A streamed answer written in parts (the bulk read's chunks: a series' text
@@ -19,7 +19,7 @@ import { until } from '../support/until.ts';
 const PART_BYTES = 40 * 1024;
 const CHUNKS = 200;
 
-let server: http.Server;
+let server: Awaited<ReturnType<typeof listen>>;
 let base: string;
 /** What the producer of the current stream has had accepted so far, and whether it waits. */
 const producer = { accepted: 0, waiting: false };
@@ -45,11 +45,10 @@ beforeAll(async () => {
       return { asOf: '2020-01-01T00:00:00.000Z', source: 'test', stale: false };
     }).catch(() => {});
   });
-  server = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await listen(app);
+  base = server.base;
 });
-afterAll(() => new Promise((resolve) => server.close(resolve)));
+afterAll(() => server.close());
 
 /** The body of GET /stream, read as fast as it comes. */
 const body = (headers: Record<string, string>) =>

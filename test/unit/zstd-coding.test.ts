@@ -1,11 +1,11 @@
 import express from 'express';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compressResponses } from '../../server/http/compression.ts';
 import { jsonFraming, streamFramed } from '../../server/http/envelope.ts';
+import { listen } from '../support/listen.ts';
 import { until } from '../support/until.ts';
 
 // The zstd coding's wrapper on a real listener: a streamed answer whose
@@ -17,7 +17,7 @@ import { until } from '../support/until.ts';
 const CHUNK_BYTES = 256 * 1024;
 const CHUNKS = 256;
 
-let server: http.Server;
+let server: Awaited<ReturnType<typeof listen>>;
 let base: string;
 /** What the producer of the current stream has had accepted so far, and whether it waits. */
 const producer = { accepted: 0, waiting: false, chunks: [] as Buffer[] };
@@ -40,11 +40,10 @@ beforeAll(async () => {
       return { asOf: '2020-01-01T00:00:00.000Z', source: 'test', stale: false };
     }).catch(() => {});
   });
-  server = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await listen(app);
+  base = server.base;
 });
-afterAll(() => new Promise((resolve) => server.close(resolve)));
+afterAll(() => server.close());
 
 describe('zstd on a streamed answer', () => {
   it('when the reader pauses, then the producer waits with most of the body unwritten; when it reads on, then the whole body arrives intact', async () => {
