@@ -18,6 +18,9 @@ import { until } from '../support/until.ts';
 
 const PART_BYTES = 40 * 1024;
 const CHUNKS = 200;
+// The paused reader's stream is longer (64 MB): the loopback's socket buffers
+// and the client's take up to about 11 MB before the producer must wait.
+const PAUSED_CHUNKS = 800;
 
 let server: Awaited<ReturnType<typeof listen>>;
 let base: string;
@@ -27,10 +30,11 @@ const producer = { accepted: 0, waiting: false };
 beforeAll(async () => {
   const app = express();
   app.use(compressResponses());
-  app.get('/stream', async (_req, res) => {
+  app.get('/stream', async (req, res) => {
+    const chunks = Number(req.query.chunks);
     await streamFramed(res, jsonFraming('array'), async (write) => {
       producer.accepted = 0;
-      for (let i = 0; i < CHUNKS; i++) {
+      for (let i = 0; i < chunks; i++) {
         // Two parts a chunk, together above the response's 64 KiB high-water mark.
         producer.waiting = true;
         await write([
@@ -54,7 +58,7 @@ afterAll(() => server.close());
 const body = (headers: Record<string, string>) =>
   new Promise<Buffer>((resolve, reject) => {
     http
-      .get(`${base}/stream`, { headers }, (res) => {
+      .get(`${base}/stream?chunks=${CHUNKS}`, { headers }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => resolve(Buffer.concat(chunks)));
@@ -78,7 +82,7 @@ describe('a streamed answer written in parts', () => {
   it('when the reader pauses, then the producer waits with most of the body unwritten; when it reads on, then the whole body arrives', async () => {
     // The response is not read until the producer waits: a readable nobody reads stays paused.
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      http.get(`${base}/stream`, { headers: { 'accept-encoding': 'identity' } }, resolve).on('error', reject);
+      http.get(`${base}/stream?chunks=${PAUSED_CHUNKS}`, { headers: { 'accept-encoding': 'identity' } }, resolve).on('error', reject);
     });
     let seen = -1;
     let since = performance.now();
@@ -89,9 +93,9 @@ describe('a streamed answer written in parts', () => {
       },
       { timeoutMs: 20_000, what: 'the producer waiting for the reader' },
     );
-    expect(producer.accepted).toBeLessThan((CHUNKS * 2 * PART_BYTES) / 2);
+    expect(producer.accepted).toBeLessThan((PAUSED_CHUNKS * 2 * PART_BYTES) / 2);
     const chunks: Buffer[] = [];
     for await (const chunk of res) chunks.push(chunk as Buffer);
-    expect((JSON.parse(Buffer.concat(chunks).toString()) as { data: string[] }).data).toHaveLength(CHUNKS);
+    expect((JSON.parse(Buffer.concat(chunks).toString()) as { data: string[] }).data).toHaveLength(PAUSED_CHUNKS);
   });
 });
