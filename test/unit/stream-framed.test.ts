@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compressResponses } from '../../server/http/compression.ts';
 import { jsonFraming, streamFramed } from '../../server/http/envelope.ts';
 import { listen } from '../support/listen.ts';
-import { until } from '../support/until.ts';
+import { pausedGet, untilProducerWaits, type Producer } from '../support/paused-reader.ts';
 
 // A streamed answer written in parts (the bulk read's chunks: a series' text
 // and the bytes around it) on a real listener, read by a client that keeps
@@ -25,7 +25,7 @@ const PAUSED_CHUNKS = 800;
 let server: Awaited<ReturnType<typeof listen>>;
 let base: string;
 /** What the producer of the current stream has had accepted so far, and whether it waits. */
-const producer = { accepted: 0, waiting: false };
+const producer: Producer = { accepted: 0, waiting: false };
 
 beforeAll(async () => {
   const app = express();
@@ -80,19 +80,8 @@ describe('a streamed answer written in parts', () => {
   });
 
   it('when the reader pauses, then the producer waits with most of the body unwritten; when it reads on, then the whole body arrives', async () => {
-    // The response is not read until the producer waits: a readable nobody reads stays paused.
-    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      http.get(`${base}/stream?chunks=${PAUSED_CHUNKS}`, { headers: { 'accept-encoding': 'identity' } }, resolve).on('error', reject);
-    });
-    let seen = -1;
-    let since = performance.now();
-    await until(
-      () => {
-        if (producer.accepted !== seen) [seen, since] = [producer.accepted, performance.now()];
-        return producer.waiting && producer.accepted > 0 && performance.now() - since > 500;
-      },
-      { timeoutMs: 20_000, what: 'the producer waiting for the reader' },
-    );
+    const res = await pausedGet(`${base}/stream?chunks=${PAUSED_CHUNKS}`, { 'accept-encoding': 'identity' });
+    await untilProducerWaits(producer);
     expect(producer.accepted).toBeLessThan((PAUSED_CHUNKS * 2 * PART_BYTES) / 2);
     const chunks: Buffer[] = [];
     for await (const chunk of res) chunks.push(chunk as Buffer);

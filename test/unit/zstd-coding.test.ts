@@ -1,12 +1,11 @@
 import express from 'express';
 import { randomBytes } from 'node:crypto';
-import http from 'node:http';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compressResponses } from '../../server/http/compression.ts';
 import { jsonFraming, streamFramed } from '../../server/http/envelope.ts';
 import { listen } from '../support/listen.ts';
-import { until } from '../support/until.ts';
+import { pausedGet, untilProducerWaits, type Producer } from '../support/paused-reader.ts';
 
 // The zstd coding's wrapper on a real listener: a streamed answer whose
 // reader stops reading must stop its producer (the compressor's backpressure
@@ -20,7 +19,7 @@ const CHUNKS = 256;
 let server: Awaited<ReturnType<typeof listen>>;
 let base: string;
 /** What the producer of the current stream has had accepted so far, and whether it waits. */
-const producer = { accepted: 0, waiting: false, chunks: [] as Buffer[] };
+const producer: Producer & { chunks: Buffer[] } = { accepted: 0, waiting: false, chunks: [] };
 
 beforeAll(async () => {
   const app = express();
@@ -47,24 +46,11 @@ afterAll(() => server.close());
 
 describe('zstd on a streamed answer', () => {
   it('when the reader pauses, then the producer waits with most of the body unwritten; when it reads on, then the whole body arrives intact', async () => {
-    // The response is not read until the producer waits: a readable nobody reads stays paused.
-    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      http.get(`${base}/stream`, { headers: { 'accept-encoding': 'zstd' } }, resolve).on('error', reject);
-    });
+    const res = await pausedGet(`${base}/stream`, { 'accept-encoding': 'zstd' });
     expect(res.headers['content-encoding']).toBe('zstd');
-    // The producer blocks: its write waits, with no byte accepted for half a
-    // second (without backpressure it would write the rest in milliseconds),
-    // and most of the body not yet written.
+    // The producer blocks, with most of the body not yet written.
     const total = CHUNKS * CHUNK_BYTES;
-    let seen = -1;
-    let since = performance.now();
-    await until(
-      () => {
-        if (producer.accepted !== seen) [seen, since] = [producer.accepted, performance.now()];
-        return producer.waiting && producer.accepted > 0 && performance.now() - since > 500;
-      },
-      { timeoutMs: 20_000, what: 'the producer waiting for the reader' },
-    );
+    await untilProducerWaits(producer);
     expect(producer.accepted).toBeLessThan(total / 2);
     const chunks: Buffer[] = [];
     for await (const chunk of res) chunks.push(chunk as Buffer);
