@@ -73,6 +73,18 @@ export const readInstant = (asOf?: { instant: Date }, now = new Date()) => (asOf
  * modelled. For crypto, which trades every day, the last UTC day completed.
  */
 export function lastCompletedSession(instant: number, assetClass?: string): string {
+  // A bulk read asks this for every series at one instant: the New York clock is read once per asset class.
+  const memo = lastSessions.get(assetClass);
+  if (memo?.instant === instant) return memo.day;
+  const day = completedSessionAt(instant, assetClass);
+  lastSessions.set(assetClass, { instant, day });
+  return day;
+}
+
+/** The last answer of lastCompletedSession for each asset class (a handful). */
+const lastSessions = new Map<string | undefined, { instant: number; day: string }>();
+
+function completedSessionAt(instant: number, assetClass?: string): string {
   let day = Math.floor(instant / DAY_MS);
   if (assetClass === 'crypto') return dayToDate(day - 1);
   // The New York day is the UTC day or the one before; start from the UTC day and step back.

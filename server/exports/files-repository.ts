@@ -38,10 +38,17 @@ export async function deleteChunksOf(sql: ISql, id: string, name: string): Promi
   `;
 }
 
+/**
+ * Stores a chunk's bytes. They are sent as base64 text, decoded by
+ * PostgreSQL: postgres.js sends a Buffer as hex, twice its size. For 26
+ * chunks of 1 MB (a ten-year daily export's Parquet) the request thread
+ * spent 137 to 143 ms on them as base64 against 227 to 339 ms as hex, and
+ * PostgreSQL about the same (190 to 230 ms), in interleaved runs.
+ */
 export async function insertChunk(sql: ISql, chunk: { jobId: string; name: string; seq: number; bodyOffset: number; data: Buffer }): Promise<void> {
   await sql`
     insert into export_chunks (job_id, name, seq, body_offset, data)
-    values (${chunk.jobId}, ${chunk.name}, ${chunk.seq}, ${chunk.bodyOffset}, ${chunk.data})
+    values (${chunk.jobId}, ${chunk.name}, ${chunk.seq}, ${chunk.bodyOffset}, decode(${chunk.data.toString('base64')}, 'base64'))
   `;
 }
 

@@ -58,11 +58,30 @@ export interface JobContext {
 }
 
 /**
- * Writes a job's files, one after another, skipping those finished by an
- * earlier holder (a process that died mid-job): each file is an independent
- * read of the same pinned request, so a file written again is byte for byte
- * the one it replaces. What an earlier holder left of an unfinished file is
- * deleted first.
+ * Files a job writes at once. On two cores one file leaves both idle in
+ * turn: PostgreSQL while the request thread writes a row group, the thread
+ * while it waits for the next page. Two at once took 0.907 times as long
+ * for 500 instruments' ten years to Parquet (the median of 6 interleaved
+ * rounds' ratios, 0.84 to 1.01); the pages of both still share the
+ * exports lane (runner.ts).
+ */
+const FILES_AT_ONCE = 2;
+
+/**
+ * Bars a page statement of a daily export reads, where a bulk download
+ * reads 10,000 (bulk-stream.ts): a year of 109 instruments, not 27, so a
+ * ten-year export of 500 instruments plans 60 statements, not 200. It took
+ * 0.953 times as long (the median of 6 interleaved rounds' ratios, 0.84 to
+ * 1.06). A page of packed daily bars is about 2 MB.
+ */
+const EXPORT_PAGE_ROWS = 40_000;
+
+/**
+ * Writes a job's files, FILES_AT_ONCE at a time in file order, skipping
+ * those finished by an earlier holder (a process that died mid-job): each
+ * file is an independent read of the same pinned request, so a file written
+ * again is byte for byte the one it replaces. What an earlier holder left of
+ * an unfinished file is deleted first.
  */
 export function writeJobFiles(ctx: JobContext, job: JobRow, token: string): Promise<void> {
   const asOf = AsOfSchema.parse(job.request.asOf);
@@ -83,43 +102,63 @@ async function writeFiles(ctx: JobContext, job: JobRow, token: string, asOf: Poi
   });
   // Rows of finished files: the progress an earlier holder wrote also counted the rows of the file it died writing, which is written again.
   let rowsDone = [...done.values()].reduce((sum, rows) => sum + rows, 0);
+  // The files being written, by ordinal, with what each has written so far.
+  const writing = new Map<number, { instruments: number; rows: number }>();
   let progressAt = 0;
-  const progress = async (instrumentsDone: number, rows: number, force = false) => {
+  // Instruments: those of the first file being written, as the API document says; rows: every file's.
+  const progress = async (force = false) => {
     // At most one progress write a second: a file of 5,000 instruments would otherwise cost 5,000 statements.
     if (!force && Date.now() - progressAt < 1000) return;
     progressAt = Date.now();
-    await ctx.db.run((sql) => setProgress(sql, job.id, token, { instrumentsDone, rowsDone: rowsDone + rows }));
+    const first = writing.size ? writing.get(Math.min(...writing.keys())) : undefined;
+    const rows = [...writing.values()].reduce((sum, file) => sum + file.rows, rowsDone);
+    await ctx.db.run((sql) => setProgress(sql, job.id, token, { instrumentsDone: first?.instruments ?? ids.length, rowsDone: rows }));
   };
 
-  for (const [ordinal, plan] of files.entries()) {
-    if (done.has(plan.name)) continue;
+  const writeFile = async (ordinal: number, plan: FilePlan) => {
     const stored = new StoredFile(ctx.db, { id: job.id, token, format: r.format }, plan.name);
     const encoder = new Encoder(r.format === 'csv' ? r.compression : 'none', (bytes) => stored.write(bytes));
     const file = openBarFile(r.format, daily ? 'daily' : 'intraday', (bytes) => encoder.write(bytes));
-    let rows = 0;
-    let instruments = 0;
+    const written = { instruments: 0, rows: 0 };
+    writing.set(ordinal, written);
     const add: AddSeries = async (id, parts, symbols) => {
       ctx.checkHeld();
-      if (parts.length) rows += await file.add(id, parts, symbols);
-      instruments++;
-      await progress(instruments, rows);
+      if (failure) throw failure.err;
+      if (parts.length) written.rows += await file.add(id, parts, symbols);
+      written.instruments++;
+      await progress();
     };
     const read: FileRead = { ctx, r, asOf, ids, plan, add };
     const meta = daily ? await readDailyFile(read, file.textFormat) : await readIntradayFile(read, file.textFormat);
     const head = await encoder.head(await file.end(meta));
     await encoder.end();
-    if (rows === 0) {
-      await stored.discard();
-      continue;
-    }
-    await stored.finish(head, rows, ordinal);
-    rowsDone += rows;
-    await progress(instruments, 0, true);
-    if (daily && meta.actionSetVersions) {
+    if (written.rows === 0) await stored.discard();
+    else await stored.finish(head, written.rows, ordinal);
+    writing.delete(ordinal);
+    rowsDone += written.rows;
+    await progress(true);
+    if (written.rows && daily && meta.actionSetVersions) {
       const versions = meta.actionSetVersions as Record<string, number>;
       await ctx.db.run((sql) => setActionSetVersions(sql, job.id, token, versions));
     }
-  }
+  };
+
+  const todo = [...files.entries()].filter(([, plan]) => !done.has(plan.name));
+  // The first failure of a file stops the other at its next instrument, and is the job's.
+  let failure: { err: unknown } | undefined;
+  let next = 0;
+  const writers = Array.from({ length: Math.min(FILES_AT_ONCE, todo.length) }, async () => {
+    while (next < todo.length && !failure) {
+      const [ordinal, plan] = todo[next++];
+      try {
+        await writeFile(ordinal, plan);
+      } catch (err) {
+        failure ??= { err };
+      }
+    }
+  });
+  await Promise.all(writers);
+  if (failure) throw failure.err;
 }
 
 type AddSeries = (id: string, parts: Buffer[], symbols: SymbolRun[]) => Promise<void>;
@@ -149,7 +188,11 @@ function readDailyFile({ ctx, r, asOf, ids, plan, add }: FileRead, format: Daily
     includeBackfilled: r.includeBackfilled,
   };
   // A job waits for its next page as long as it must: nobody is waiting on a socket.
-  return streamBulkPrices(ctx.readDb, q, format, (id, bars, symbols) => add(id, bars ? [bars] : [], symbols), { lane: ctx.pages, nextPageWaitMs: 60_000 });
+  return streamBulkPrices(ctx.readDb, q, format, (id, bars, symbols) => add(id, bars ? [bars] : [], symbols), {
+    lane: ctx.pages,
+    nextPageWaitMs: 60_000,
+    pageRows: EXPORT_PAGE_ROWS,
+  });
 }
 
 /**

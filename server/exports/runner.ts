@@ -118,6 +118,10 @@ export class ExportRunner {
         if (await this.db.run((sql) => finishJob(sql, job.id, token, { status: 'ready', ttlHours: this.config.EXPORTS_TTL_HOURS, error: null }))) {
           exportJobDuration.observe({ outcome: 'ready' }, (Date.now() - started) / 1000);
           this.logger.info({ exportId: job.id, ms: Date.now() - started }, 'export job ready');
+        } else {
+          // Cancelled (or taken after a stall) while its last files were being finished: the cancel deleted them.
+          exportJobDuration.observe({ outcome: 'cancelled' }, (Date.now() - started) / 1000);
+          this.logger.info({ exportId: job.id }, 'export job stopped: cancelled or taken by another process');
         }
       })
       .catch(async (err: unknown) => {

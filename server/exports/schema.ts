@@ -118,7 +118,7 @@ export const ExportJobSchema = z
     progress: z.strictObject({
       filesDone: z.int().min(0),
       filesTotal: z.int().min(0).nullable().describe('null until the job has planned its files'),
-      instrumentsDone: z.int().min(0).describe('instruments written into the file being written'),
+      instrumentsDone: z.int().min(0).describe('instruments written into the first of the files being written (a job writes two at once)'),
       instrumentsTotal: z.int().min(0).nullable(),
       rowsDone: z.int().min(0),
     }),

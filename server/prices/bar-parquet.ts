@@ -59,13 +59,8 @@ function parquetValues(kind: Column['kind'], nullable: boolean, pieces: Piece[],
       return joined(pieces, c, BigInt64Array);
     case 'boolean':
       return Array.from(joined(pieces, c, Uint8Array), (v) => v === 1);
-    default: {
-      // One UTF-8 encoding per distinct value, shared by its rows: the writer
-      // would otherwise encode every row's string (five columns of a batch).
-      const encoded = new Map<string, Uint8Array>();
-      const utf8 = (v: string | null) => (v === null ? null : (encoded.get(v) ?? encoded.set(v, Buffer.from(v)).get(v)));
-      return strings(pieces, c).map(utf8) as (Uint8Array | null)[];
-    }
+    default:
+      return strings(pieces, c);
   }
 }
 
