@@ -60,6 +60,11 @@ function parquetValues(kind: Column['kind'], nullable: boolean, pieces: Piece[],
     case 'boolean':
       return Array.from(joined(pieces, c, Uint8Array), (v) => v === 1);
     default:
+      // As strings: the writer encodes only a dictionary's distinct values to
+      // UTF-8, and its statistics compare a row's string with the last by
+      // identity first. Encoding every row beforehand cost a ten-year export
+      // of 1.3 million daily bars about 0.7 s more under the profiler (in
+      // this function and the statistics), for the same bytes.
       return strings(pieces, c);
   }
 }
