@@ -21,8 +21,7 @@ import { readSymbolRuns } from './symbol-runs-repository.ts';
 
 // One page statement returns at most this many bars (~2.6 MB of JSON text,
 // one row per instrument) unless a single instrument's window holds more; see
-// instrumentsPerPage. An export job, which no client waits on byte by byte,
-// reads larger pages (exports/job.ts).
+// instrumentsPerPage.
 const PAGE_ROWS = 10_000;
 const CHUNK_BYTES = 64 * 1024;
 // Page statements a download has running or read and not yet written; the
@@ -33,12 +32,12 @@ const FIRST_PAGE_SHARE = 4;
 
 /**
  * How many instruments one page statement reads: as many whole series as
- * fit in `pageRows`, counting the most a series can hold (one bar per calendar
+ * fit in PAGE_ROWS, counting the most a series can hold (one bar per calendar
  * day of the window, the table's key), and at least one.
  */
-function instrumentsPerPage(from: string, to: string, pageRows: number): number {
+function instrumentsPerPage(from: string, to: string): number {
   const windowDays = Math.round((Date.parse(to) - Date.parse(from)) / 86_400_000) + 1;
-  return Math.max(1, Math.floor(pageRows / windowDays));
+  return Math.max(1, Math.floor(PAGE_ROWS / windowDays));
 }
 
 /**
@@ -74,12 +73,12 @@ export async function streamBulkPrices(
   q: Pick<BulkPricesQuery, 'instrumentIds' | 'from' | 'to' | 'adjusted' | 'asOf' | 'includeBackfilled'>,
   format: DailyBarsFormat,
   onSeries: (instrumentId: string, bars: Buffer | undefined, symbols: SymbolRun[]) => Promise<void>,
-  pages: { lane: Units; nextPageWaitMs: number; pageRows?: number },
+  pages: { lane: Units; nextPageWaitMs: number },
 ): Promise<Meta> {
   const readAt = new Date();
   const instant = readInstant(q.asOf, readAt);
   const known = [...(await db.run((sql) => existingInstruments(sql, q.instrumentIds)))].sort();
-  const perPage = instrumentsPerPage(q.from, q.to, pages.pageRows ?? PAGE_ROWS);
+  const perPage = instrumentsPerPage(q.from, q.to);
   // The first page is read before anything is sent, so waiting too long for
   // it is a 503; once the response has begun, a stream waits for its next page
   // as long as it would for an idle reader before it is cut. It is a quarter
