@@ -110,6 +110,9 @@ async function writeFiles(ctx: JobContext, job: JobRow, token: string, asOf: Poi
     await ctx.db.run((sql) => setProgress(sql, job.id, token, { instrumentsDone: first?.instruments ?? ids.length, rowsDone: rows }));
   };
 
+  // The first failure of a file stops the other at its next instrument, and is the job's.
+  let failure: { err: unknown } | undefined;
+
   const writeFile = async (ordinal: number, plan: FilePlan) => {
     const stored = new StoredFile(ctx.db, { id: job.id, token, format: r.format }, plan.name);
     const encoder = new Encoder(r.format === 'csv' ? r.compression : 'none', (bytes) => stored.write(bytes));
@@ -139,8 +142,6 @@ async function writeFiles(ctx: JobContext, job: JobRow, token: string, asOf: Poi
   };
 
   const todo = [...files.entries()].filter(([, plan]) => !done.has(plan.name));
-  // The first failure of a file stops the other at its next instrument, and is the job's.
-  let failure: { err: unknown } | undefined;
   let next = 0;
   const writers = Array.from({ length: Math.min(FILES_AT_ONCE, todo.length) }, async () => {
     while (next < todo.length && !failure) {

@@ -113,6 +113,10 @@ export class ExportRunner {
     const checkHeld = () => {
       if (entry.lost || this.stopped) throw new LeaseLost();
     };
+    const stoppedElsewhere = () => {
+      exportJobDuration.observe({ outcome: 'cancelled' }, (Date.now() - started) / 1000);
+      this.logger.info({ exportId: job.id }, 'export job stopped: cancelled or taken by another process');
+    };
     entry.done = writeJobFiles({ db: this.db, readDb: this.readDb, pages: this.pages, checkHeld }, job, token)
       .then(async () => {
         if (await this.db.run((sql) => finishJob(sql, job.id, token, { status: 'ready', ttlHours: this.config.EXPORTS_TTL_HOURS, error: null }))) {
@@ -120,18 +124,14 @@ export class ExportRunner {
           this.logger.info({ exportId: job.id, ms: Date.now() - started }, 'export job ready');
         } else {
           // Cancelled (or taken after a stall) while its last files were being finished: the cancel deleted them.
-          exportJobDuration.observe({ outcome: 'cancelled' }, (Date.now() - started) / 1000);
-          this.logger.info({ exportId: job.id }, 'export job stopped: cancelled or taken by another process');
+          stoppedElsewhere();
         }
       })
       .catch(async (err: unknown) => {
         if (err instanceof LeaseLost || entry.lost || this.stopped) {
-          if (this.stopped) await this.db.run((sql) => releaseLease(sql, job.id, token)).catch(() => {});
-          else exportJobDuration.observe({ outcome: 'cancelled' }, (Date.now() - started) / 1000);
-          this.logger.info(
-            { exportId: job.id },
-            this.stopped ? 'export job given back: the process is stopping' : 'export job stopped: cancelled or taken by another process',
-          );
+          if (!this.stopped) return stoppedElsewhere();
+          await this.db.run((sql) => releaseLease(sql, job.id, token)).catch(() => {});
+          this.logger.info({ exportId: job.id }, 'export job given back: the process is stopping');
           return;
         }
         this.logger.error({ err, exportId: job.id }, 'export job failed');

@@ -161,9 +161,11 @@ function unpackIntraday(instrumentId: string, parts: Buffer[], symbols: SymbolRu
   for (const [p, part] of parts.entries()) {
     const count = counts[p];
     const first = row;
+    // Read through a DataView, as unpackDaily reads (its comment says why).
+    const view = new DataView(part.buffer, part.byteOffset, part.byteLength);
     for (let i = 0, at = 4; i < count; i++, row++, at += PACKED_INTRADAY_BAR_BYTES) {
-      starts[row] = packedInstantMs(part.readBigInt64BE(at));
-      for (let c = 0; c < 5; c++) numbers[c][row] = part.readDoubleBE(at + 8 + 8 * c);
+      starts[row] = packedInstantMs(view.getBigInt64(at));
+      for (let c = 0; c < 5; c++) numbers[c][row] = view.getFloat64(at + 8 + 8 * c);
     }
     const columns = JSON.parse(part.toString('utf8', 4 + count * PACKED_INTRADAY_BAR_BYTES)) as (string | [string, string])[][];
     partTexts.push(
