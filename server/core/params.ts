@@ -177,7 +177,7 @@ export const NoQuerySchema = z.strictObject({});
 
 export const FORMATS = ['json', 'csv', 'arrow', 'parquet'] as const;
 export type Format = (typeof FORMATS)[number];
-/** The formats PostgreSQL writes a price read's text in; Arrow and Parquet are made from its JSON (prices/bar-files.ts). */
+/** The text formats of a price read; Arrow and Parquet files are made from packed columns (prices/bar-files.ts). */
 export type TextFormat = Extract<Format, 'json' | 'csv'>;
 
 export const FormatSchema = closedEnum(FORMATS)

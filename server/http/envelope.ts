@@ -27,8 +27,8 @@ const WRITTEN = Object.freeze({}) as Written;
 export const isWritten = (value: unknown): value is Written => value === WRITTEN;
 
 /**
- * How a body frames data that is already text (price bars: PostgreSQL writes
- * them field by field, so equal inputs always give equal bytes): the JSON
+ * How a body frames data that is already text (price bars, written field by
+ * field, so equal inputs always give equal bytes): the JSON
  * envelope around an array or an object, or CSV's header row before the rows
  * and the `#meta` row after them.
  */

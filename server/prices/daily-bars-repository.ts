@@ -6,8 +6,8 @@ import { dayNumber } from '../core/day-numbers.ts';
 import type { DailyColumns } from './packed-columns.ts';
 
 // The reads of daily_bars that return columns or rows, called through
-// daily-bars.ts. The reads whose answer PostgreSQL writes as text are in
-// daily-text-repository.ts.
+// daily-bars.ts. The price routes' read (CSV rows, or packed series for the
+// JSON and columnar answers) is in daily-text-repository.ts.
 
 /**
  * Daily bars as packed columns, one row per instrument, each column packed by

@@ -20,12 +20,11 @@ import { entryOf } from '../core/map-entry.ts';
 // price-history/. Two representations of bars remain, each for its callers:
 //
 // - Text (readSeriesText), for the daily-price and bulk-price routes, which
-//   send bars and compute nothing on them. PostgreSQL writes each bar's JSON
-//   object or CSV row, adjusted in SQL with the plan's multiplier segments,
-//   and the bytes go out as they came: parsing rows into objects costs Node
-//   more than writing their text costs PostgreSQL, so a bulk read of 500
-//   instruments runs at 1.11x postgres.js fetching the same rows
-//   (docs/benchmarks.md, bulk-read).
+//   send bars and compute nothing on them. Each series is adjusted in SQL
+//   with the plan's multiplier segments and comes whole in one row: as its
+//   CSV rows, written by PostgreSQL, or packed (the doubles' bytes), from
+//   which daily-json.ts writes the JSON objects (answerBars; it says why) and the
+//   columnar files take their columns. No row is parsed into an object.
 // - Columns (DailyColumns, typed arrays by field), for everything that
 //   computes on bars. readAdjustedSeries (technicals, correlations, beta,
 //   event reactions, source leads) decodes a few base64 strings per
@@ -76,7 +75,7 @@ export async function readSeriesText(
 ): Promise<DailySeriesText[]> {
   const view = ids.length === 1 ? entryOf(plans, ids[0]).view : undefined;
   const knownAt = window.asOf?.instant;
-  const read = await text.dailySeriesText(sql, format, ids, segments, window.from, window.to, view, knownAt);
+  const read = await text.dailySeriesText(sql, statementFormat(format), ids, segments, window.from, window.to, view, knownAt);
   const asPlanned = await Promise.all(
     read.map(async (series) => {
       const id = series.instrumentId;
@@ -84,13 +83,16 @@ export async function readSeriesText(
       if (view || series.latestVersion === version) return series;
       const segment = segments.get(id);
       const own = new Map(segment ? [[id, segment]] : []);
-      const [again] = await text.dailySeriesText(sql, format, [id], own, window.from, window.to, await versionView(sql, id, version), knownAt);
+      const [again] = await text.dailySeriesText(sql, statementFormat(format), [id], own, window.from, window.to, await versionView(sql, id, version), knownAt);
       return again;
     }),
   );
   // The planned version may have no bars in the window where the latest has some.
   return asPlanned.filter((series) => series !== undefined);
 }
+
+/** A JSON read's series come packed: answerBars (daily-json.ts) writes their text. */
+const statementFormat = (format: DailyBarsFormat) => (format === 'json' ? 'packed' : format);
 
 /**
  * Adjusted daily bars as columns, for the worker pool and the derivations:

@@ -5,6 +5,7 @@ import { planAdjustments, readSegments, type InstrumentPlan } from '../price-his
 import { provenanceCounts } from '../price-history/adjustment.ts';
 import { actionCoverage, priceBasisMeta, provenanceMeta, seriesUse } from '../price-history/read-meta.ts';
 import { readEmptyReasons, readSeriesText } from './daily-bars.ts';
+import { answerBars } from './daily-json.ts';
 import type { DailyBarsFormat, DailySeriesText } from './daily-text-repository.ts';
 import { joinIntradayTexts, readIntradayEmptyReason, readIntradayText, readsStoredText, type IntradayText } from './intraday-bars.ts';
 import { INTERVAL_MINUTES, INTRADAY_ASSET_CLASSES, type DailyPricesQuery, type INTERVALS } from './schema.ts';
@@ -83,7 +84,7 @@ export async function readDailyPrices(db: Reads, id: string, q: DailyPricesQuery
     priceBasis: priceBasisMeta(q, use, plan, readAt),
     actionCoverage: actionCoverage(coverage.get(id), series?.firstBar ?? q.from),
   };
-  return { items: series ? [series.bars] : [], meta, readAt: q.asOf ? null : readAt.toISOString(), immutable, symbols };
+  return { items: series ? [answerBars(format, series)] : [], meta, readAt: q.asOf ? null : readAt.toISOString(), immutable, symbols };
 }
 
 /**

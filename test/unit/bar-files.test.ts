@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { packedInstantMs } from '../../server/prices/bar-columns.ts';
 import { BATCH_ROWS, openBarFile, type BarFileFormat } from '../../server/prices/bar-files.ts';
 import type { SymbolRun } from '../../server/prices/symbol-runs.ts';
+import { packDaily, type PackedBar } from '../support/packed-daily.ts';
 
 // Daily files longer than one batch, from series packed as PostgreSQL packs them: several Arrow record batches, each with its own
 // dictionaries (the stream format's replacement), and several Parquet row
@@ -16,20 +17,7 @@ const instruments = Array.from({ length: 60 }, (_, n) => `00000000-0000-4000-800
 const BARS_EACH = 2_600; // 60 × 2,600 = 156,000 rows: several full batches and a part
 const DAY_MS = 86_400_000;
 
-interface Bar {
-  date: string;
-  open: number | null;
-  high: number;
-  low: number;
-  close: number;
-  volume: number | null;
-  currency: string;
-  stale: boolean;
-  source: string;
-  asOfMs: number;
-}
-
-function barsOf(n: number): Bar[] {
+function barsOf(n: number): PackedBar[] {
   return Array.from({ length: BARS_EACH }, (_, i) => {
     const close = (n + 1) * 10 + i / 1000;
     return {
@@ -40,6 +28,7 @@ function barsOf(n: number): Bar[] {
       close,
       volume: i % 11 === 0 ? null : 1000 + i,
       currency: n % 2 ? 'EUR' : 'USD',
+      unit: 'per share',
       stale: i % 13 === 0,
       // Sources change between instruments, so each batch has its own dictionary; instrument 7's changes within its series.
       source: n === 7 && i >= 1000 ? 'vendor-late' : `vendor-${n % 5}`,
@@ -50,27 +39,6 @@ function barsOf(n: number): Bar[] {
 
 /** When instrument n's i-th bar became known: from the 1960s to the 2050s across the instruments, before and after 1970 and 2000. */
 const asOfMsAt = (n: number, i: number) => Date.parse(`${dateOf(i)}T21:00:00.123Z`) + (n - 30) * 365 * DAY_MS;
-
-/**
- * A daily series packed as PostgreSQL packs it for the columnar answers
- * (server/prices/daily-text-repository.ts, packedBars): the count, one
- * big-endian record per bar in `order`, then the text columns as JSON, one
- * value when every bar has it, else [day, value] pairs.
- */
-function packed(bars: Bar[], order: number[] = bars.map((_, i) => i)): Buffer {
-  const out = Buffer.alloc(4 + bars.length * 53);
-  let at = out.writeInt32BE(bars.length, 0);
-  for (const bar of order.map((i) => bars[i])) {
-    at = out.writeInt32BE(Date.parse(bar.date) / DAY_MS, at);
-    for (const key of ['open', 'high', 'low', 'close', 'volume'] as const) at = out.writeDoubleBE(bar[key] ?? NaN, at);
-    // As timestamptz_send writes it: microseconds since 2000-01-01, here 456 past asOfMs's millisecond.
-    at = out.writeBigInt64BE(BigInt(bar.asOfMs - Date.UTC(2000, 0, 1)) * 1000n + 456n, at);
-    at = out.writeUInt8(bar.stale ? 1 : 0, at);
-  }
-  const column = (value: (bar: Bar) => string) =>
-    new Set(bars.map(value)).size === 1 ? [value(bars[0])] : order.map((i) => [Date.parse(bars[i].date) / DAY_MS, value(bars[i])]);
-  return Buffer.concat([out, Buffer.from(JSON.stringify([column((b) => b.currency), column(() => 'per share'), column((b) => b.source)]))]);
-}
 
 const dateOf = (i: number) => new Date(Date.UTC(1990, 0, 1) + i * DAY_MS).toISOString().slice(0, 10);
 
@@ -104,7 +72,8 @@ async function fileOf(format: BarFileFormat): Promise<Buffer> {
   const chunks: Buffer[] = [];
   const file = openBarFile(format, 'daily', async (chunk) => void chunks.push(Buffer.from(chunk)));
   // Instrument 3's records arrive in reverse date order: the file puts them in date order.
-  for (const [n, id] of instruments.entries()) await file.add(id, [packed(barsOf(n), n === 3 ? [...Array(BARS_EACH).keys()].reverse() : undefined)], runsOf(n));
+  for (const [n, id] of instruments.entries())
+    await file.add(id, [packDaily(barsOf(n), n === 3 ? [...Array(BARS_EACH).keys()].reverse() : undefined)], runsOf(n));
   const head = await file.end({ asOf: '2020-01-01T00:00:00.000Z', source: 'vendor-0', stale: false });
   return Buffer.concat([head, ...chunks]);
 }
