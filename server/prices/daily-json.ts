@@ -47,8 +47,8 @@ let lastK = 0;
 /**
  * A number as JSON.stringify writes it: NaN (an absent value in the packed
  * series) and ±Infinity as null. A value with at most 15 significant digits
- * from 1e-4 to below 1e15, which every stored price and every value rounded
- * to 13 digits is, is written from an integer: x is c / 10^k for the integer
+ * from 1e-4 to below 1e15 (a price uploaded with that many digits or fewer,
+ * and every value an adjustment rounds to 13) is written from an integer: x is c / 10^k for the integer
  * c = round(|x|·10^k) below 10^15, checked by dividing back (division rounds
  * correctly, as reading the decimal c·10^-k does). No two decimals of at most
  * 15 significant digits read as the same double, so that decimal is the
