@@ -1,4 +1,6 @@
+import { dayToDate } from '../core/day-numbers.ts';
 import { pieceOf } from './bar-columns.ts';
+import { DAILY_BAR } from './bar-text-sql.ts';
 import type { DailyBarsFormat, DailySeriesText } from './daily-text-repository.ts';
 
 // The daily JSON answers' bars, written on the request thread from the series
@@ -11,12 +13,12 @@ import type { DailyBarsFormat, DailySeriesText } from './daily-text-repository.t
 // service 345 ms passing the text on against 420 writing it here; the read
 // took 0.75 times as long (the median of 20 interleaved rounds).
 
-const DAY_MS = 86_400_000;
-
 /** Where a series' bars are written, grown by doubling when its texts are longer than foreseen. */
 class Out {
   bytes: Buffer;
   at = 0;
+  /** The scale of the last number written (putNumber): a series' values are mostly of one magnitude. */
+  scale = 0;
 
   constructor(size: number) {
     this.bytes = Buffer.allocUnsafe(size);
@@ -41,9 +43,6 @@ const POW10 = Array.from({ length: 23 }, (_, k) => Number(`1e${k}`));
 const NULL = Buffer.from('null');
 const ZERO = Buffer.from('0');
 
-/** The scale of the last number written: a series' values are mostly of one magnitude. */
-let lastK = 0;
-
 /**
  * A number as JSON.stringify writes it: NaN (an absent value in the packed
  * series) and ±Infinity as null. A value with at most 15 significant digits
@@ -61,12 +60,12 @@ function putNumber(out: Out, x: number): void {
   const a = x < 0 ? -x : x;
   if (a >= 1e-4 && a < 1e15) {
     // k makes |x|·10^k a 15-digit integer: the last number's k, else from the logarithm.
-    let k = lastK;
+    let k = out.scale;
     let c = Math.round(a * POW10[k]);
     if (!(c >= 1e14 && c < 1e15)) {
       k = 14 - Math.floor(Math.log10(a));
       c = Math.round(a * POW10[k]);
-      lastK = k;
+      out.scale = k;
     }
     if (c < 1e15 && c / POW10[k] === a) return putFixed(out, x < 0, c, k);
   }
@@ -123,22 +122,22 @@ function putFixed(out: Out, negative: boolean, c: number, k: number): void {
   out.at += length;
 }
 
+// Each key with what precedes it, in the order of the spec's fields (DAILY_BAR).
+const [BAR_DATE, OPEN, HIGH, LOW, CLOSE, VOLUME, CURRENCY, UNIT, STALE, AS_OF, SOURCE] = DAILY_BAR.map(([key], i) => `${i ? ',' : '{'}"${key}":`);
+
 /** `{"barDate":"<date>","openPrice":` for each day seen, as bytes. */
 const dayHeads = new Map<number, Buffer>();
 function dayHead(day: number): Buffer {
   let head = dayHeads.get(day);
   if (!head) {
-    head = Buffer.from(`{"barDate":"${new Date(day * DAY_MS).toISOString().slice(0, 10)}","openPrice":`);
+    head = Buffer.from(`${BAR_DATE}"${dayToDate(day)}"${OPEN}`);
     // A few centuries of days: bounded, and more than any process reads.
     if (dayHeads.size < 100_000) dayHeads.set(day, head);
   }
   return head;
 }
 
-const HIGH = Buffer.from(',"highPrice":');
-const LOW = Buffer.from(',"lowPrice":');
-const CLOSE = Buffer.from(',"closePrice":');
-const VOLUME = Buffer.from(',"volume":');
+const [HIGH_KEY, LOW_KEY, CLOSE_KEY, VOLUME_KEY] = [HIGH, LOW, CLOSE, VOLUME].map((key) => Buffer.from(key));
 const COMMA = Buffer.from(',');
 
 /** A text column's value on bar i: one value for every bar, or one per bar. */
@@ -177,13 +176,13 @@ export function dailyBarsJson(instrumentId: string, packed: Buffer): Buffer {
     if (i) out.put(COMMA);
     out.put(dayHead(days[i]));
     putNumber(out, open[i]);
-    out.put(HIGH);
+    out.put(HIGH_KEY);
     putNumber(out, high[i]);
-    out.put(LOW);
+    out.put(LOW_KEY);
     putNumber(out, low[i]);
-    out.put(CLOSE);
+    out.put(CLOSE_KEY);
     putNumber(out, close[i]);
-    out.put(VOLUME);
+    out.put(VOLUME_KEY);
     putNumber(out, volume[i]);
     const c = textAt(currency, i);
     const u = textAt(unit, i);
@@ -193,7 +192,7 @@ export function dailyBarsJson(instrumentId: string, packed: Buffer): Buffer {
     if (!tailOf || c !== tailOf[0] || u !== tailOf[1] || s !== tailOf[2] || ms !== tailOf[3] || src !== tailOf[4]) {
       tailOf = [c, u, s, ms, src];
       tail = Buffer.from(
-        `,"quoteCurrency":${JSON.stringify(c)},"quoteUnit":${JSON.stringify(u)},"stale":${s ? 'true' : 'false'},"asOf":"${new Date(Number(ms)).toISOString()}","source":${JSON.stringify(src)}}`,
+        `${CURRENCY}${JSON.stringify(c)}${UNIT}${JSON.stringify(u)}${STALE}${s ? 'true' : 'false'}${AS_OF}"${new Date(Number(ms)).toISOString()}"${SOURCE}${JSON.stringify(src)}}`,
       );
     }
     out.put(tail);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { prng } from '../../bench/lib/data.ts';
+import { mulberry32 as prng } from '../../server/demo/synthetic-intraday.ts';
 import { dailyBarsJson } from '../../server/prices/daily-json.ts';
 import { packDaily, type PackedBar } from '../support/packed-daily.ts';
 
