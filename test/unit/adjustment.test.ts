@@ -173,6 +173,17 @@ describe('dateOrder and inOrder: packed columns put in date order', () => {
     expect(inOrder(closes, null)).toBe(closes);
     expect(dateOrder(new Int32Array(0))).toBeNull();
   });
+
+  it('when the days are sparse, repeat, or are instants, then they are put in ascending order all the same', () => {
+    const sparse = Int32Array.of(100_000, 5, 70_000, 300);
+    expect([...inOrder(sparse, dateOrder(sparse))]).toEqual([5, 300, 70_000, 100_000]);
+    const repeated = Int32Array.of(3, 1, 3, 2, 0);
+    expect([...inOrder(repeated, dateOrder(repeated))]).toEqual([0, 1, 2, 3, 3]);
+    const negative = Int32Array.of(-3, -10, 4, -4);
+    expect([...inOrder(negative, dateOrder(negative))]).toEqual([-10, -4, -3, 4]);
+    const instants = BigInt64Array.of(1_600_000_120_000n, 1_600_000_000_000n, 1_600_000_060_000n);
+    expect([...inOrder(instants, dateOrder(instants))]).toEqual([1_600_000_000_000n, 1_600_000_060_000n, 1_600_000_120_000n]);
+  });
 });
 
 describe('reflectsThrough: the vendor-adjusted bars of a packed read', () => {

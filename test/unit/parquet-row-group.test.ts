@@ -11,11 +11,12 @@ import { writeRowGroup, type RowGroupColumn } from '../../server/prices/bar-parq
 const ROWS = 5_000;
 
 const schema: SchemaElement[] = [
-  { name: 'root', num_children: 7 },
+  { name: 'root', num_children: 8 },
   { name: 'instrumentId', type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { type: 'STRING' }, repetition_type: 'REQUIRED' },
   { name: 'symbol', type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { type: 'STRING' }, repetition_type: 'OPTIONAL' },
   { name: 'barDate', type: 'INT32', converted_type: 'DATE', logical_type: { type: 'DATE' }, repetition_type: 'REQUIRED' },
   { name: 'openPrice', type: 'DOUBLE', repetition_type: 'OPTIONAL' },
+  { name: 'highPrice', type: 'DOUBLE', repetition_type: 'OPTIONAL' },
   { name: 'closePrice', type: 'DOUBLE', repetition_type: 'REQUIRED' },
   { name: 'stale', type: 'BOOLEAN', repetition_type: 'REQUIRED' },
   {
@@ -27,7 +28,7 @@ const schema: SchemaElement[] = [
   },
 ];
 
-/** Rows `from` to `from + n` of each column: a few instruments, a symbol absent at times, opens absent every 7th row, prices long enough for plain pages. */
+/** Rows `from` to `from + n` of each column: a few instruments, a symbol absent at times, opens absent every 7th row, highs optional but all present (a typed array), prices long enough for plain pages. */
 function columns(from: number, n: number): RowGroupColumn[] {
   const rows = Array.from({ length: n }, (_, k) => from + k);
   const ids = ['a', 'b', 'c'].map((c) => Buffer.from(`00000000-0000-4000-8000-00000000000${c}`));
@@ -36,6 +37,7 @@ function columns(from: number, n: number): RowGroupColumn[] {
     { name: 'symbol', data: rows.map((i) => (i % 900 < 50 ? null : Buffer.from(`S${Math.floor(i / 4_000)}`))), encoding: 'RLE_DICTIONARY', statistics: false },
     { name: 'barDate', data: Int32Array.from(rows, (i) => 7_000 + (i % 4_000)), encoding: 'DELTA_BINARY_PACKED', statistics: true },
     { name: 'openPrice', data: rows.map((i) => (i % 7 === 0 ? null : 100 + Math.sin(i) * 10)), statistics: false },
+    { name: 'highPrice', data: Float64Array.from(rows, (i) => 110 + Math.sin(i) * 10), statistics: false },
     { name: 'closePrice', data: Float64Array.from(rows, (i) => Math.round((100 + Math.cos(i) * 10) * 100) / 100), statistics: false },
     { name: 'stale', data: rows.map((i) => i % 13 === 0), statistics: false },
     { name: 'asOf', data: BigInt64Array.from(rows, (i) => BigInt(1_600_000_000_000 + i * 86_400_000)), encoding: 'DELTA_BINARY_PACKED', statistics: true },
@@ -67,6 +69,18 @@ describe('a Parquet row group written column by column', () => {
     expect(ours.parquet.row_groups.map((g) => Number(g.num_rows))).toEqual([ROWS, ROWS, 1_234]);
     expect(bytes.length).toBeGreaterThan(10_000);
     expect(bytes.equals(Buffer.from(library.writer.getBytes()))).toBe(true);
+  });
+
+  it('when a boolean column of more than 16 rows comes as the bytes 1 and 0, then the file is the bytes write() makes of booleans', async () => {
+    const asBytes = (group: RowGroupColumn[]) =>
+      group.map((c) => (c.name === 'stale' ? { ...c, data: Uint8Array.from(c.data as boolean[], (stale) => (stale ? 1 : 0)) } : c));
+    const ours = fileWriter();
+    await writeRowGroup(ours.parquet, asBytes(columns(0, 40)), 40);
+    const library = fileWriter();
+    await library.parquet.write({ columnData: columns(0, 40), rowGroupSize: 40 });
+    for (const { parquet } of [ours, library]) await parquet.finish();
+    expect((columns(0, 40).find((c) => c.name === 'stale')?.data as boolean[]).filter(Boolean)).toHaveLength(4);
+    expect(Buffer.from(ours.writer.getBytes()).equals(Buffer.from(library.writer.getBytes()))).toBe(true);
   });
 
   it('when a column holds fewer values than the group has rows, then nothing is written and the column is named', async () => {
