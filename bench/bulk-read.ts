@@ -52,6 +52,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     "each ratio is the median of the rounds' ratios (each round reads uncompressed, gzip, br, zstd and postgres.js back to back, the order rotated); spreads holds each one's range and interquartile range",
     "httpBulkColumnar reads the same window as an Arrow IPC stream and a Parquet file, uncompressed, in the same rounds; the Arrow rows are counted by apache-arrow and the Parquet rows by DuckDB, outside the timing; parquetBytesOverGzipCsvBytes divides the Parquet body by the CSV body of the same rows coded with gzip at the service's level",
     "measured.parquetBytes: the gzip CSV's bytes; the Parquet body's, and its column chunks' alone (the rest is its footer, which carries the read's meta); and the same for the body's rows written again by DuckDB's Parquet writer (same columns, types and row groups, no key-value metadata) with zstd at level 3 and 22, and at 22 with Parquet format 2's encodings",
+    "measured.parquetBytes.realBars: the same two bodies for genuine prices, the demo set's daily bars (server/demo/data: an index and stocks from Yahoo Finance, closes of the Dow Jones 30 from r-cran-fbasics), loaded by a service's first start (DEMO_DATA=auto) into a database of their own and read in one bulk read over every date they cover, unadjusted: every instrument with daily bars (most have closes only), and those whose every bar has open, high, low, close and volume; duckDbOverGzipCsv is the same rows written again by DuckDB as above",
     "codings compresses the window's JSON and CSV bodies in the bench process with the service's own settings (server/http/compression.ts), each CODING_REPS times: bytes, the ratio to the body, and CPU milliseconds (user + system) per MB of body",
     'each instrument carries a 2:1 split and a 0.50 USD cash dividend inside the 2020 window, so adjusted=true applies both',
   ];
@@ -262,6 +263,9 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       };
     }
 
+    // The same comparison on genuine prices: the demo set's daily bars.
+    const realBars = columnarBody.parquet ? await realBarsBytes(ctx) : undefined;
+
     // ---- (c) memory, full span, one slow reader, uncompressed and br; (d) ten compressed ones at once
     const httpSummary = summarise(httpSamples);
     const measuredRate = responseBytes / (httpSummary.medianMs / 1000);
@@ -416,7 +420,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         httpBulk: { ...httpSummary, responseBytes, barsPerSec: Math.round(expectedRows / (httpSummary.medianMs / 1000)) },
         ...(compressedEncodings.length ? { httpBulkCompressed: compressed, codings } : {}),
         ...(columnarFormats.length ? { httpBulkColumnar: columnar } : {}),
-        ...(parquetBytes ? { parquetBytes } : {}),
+        ...(parquetBytes ? { parquetBytes: { ...parquetBytes, ...(realBars ? { realBars } : {}) } } : {}),
       },
       baseline: { postgresJs: { ...sqlSummary, rows: expectedRows } },
       ratios: {
@@ -441,6 +445,68 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       serverIssues,
       notes,
     };
+  } finally {
+    await sql.end();
+    await service.stop();
+    await database.drop();
+  }
+}
+
+/** Parquet and gzip CSV bytes of one bulk read of real bars. */
+interface RealBarsBytes {
+  instruments: number;
+  rows: number;
+  gzipCsv: number;
+  parquet: number;
+  overGzipCsv: number;
+  /** The same rows written again by DuckDB at each of DUCKDB_PARQUET_SETTINGS, over the same gzip CSV. */
+  duckDbOverGzipCsv: Record<string, number>;
+}
+
+/**
+ * The Parquet body of a bulk read of the demo set's daily bars (genuine
+ * prices, server/demo/data) against its CSV body coded with gzip, as the
+ * synthetic window is compared: for every instrument with daily bars, and
+ * for those whose every bar has all five numbers. The demo set is loaded the
+ * way a new user's first `npm start` loads it, into a database of its own.
+ */
+async function realBarsBytes(ctx: ScenarioContext): Promise<{ from: string; to: string; sets: Record<'all' | 'ohlcv', RealBarsBytes> }> {
+  log("bulk-read: Parquet against gzip CSV on the demo set's real daily bars");
+  const database = await ctx.db.createDatabase(`${ctx.runId}_bulk_demo`);
+  const service = await startService(database.url, { env: { DEMO_DATA: 'auto' } });
+  const sql = benchSql(database.url);
+  try {
+    const key = await service.admin.apiKey(['prices:read']);
+    const series = await sql<{ id: string; bars: number; complete: boolean; from: string; to: string }[]>`
+      select instrument_id::text as id, count(*)::int as bars, min(bar_date)::text as from, max(bar_date)::text as to,
+        bool_and(open_price is not null and high_price is not null and low_price is not null and close_price is not null and volume is not null) as complete
+      from daily_bars group by instrument_id order by instrument_id
+    `;
+    if (!series.length) throw new Error('the demo set loaded no daily bars');
+    const from = series.reduce((min, s) => (s.from < min ? s.from : min), series[0].from);
+    const to = series.reduce((max, s) => (s.to > max ? s.to : max), series[0].to);
+    const measure = async (chosen: readonly (typeof series)[number][]): Promise<RealBarsBytes> => {
+      const path = `/v1/prices/bulk?instrumentIds=${chosen.map((s) => s.id).join(',')}&from=${from}&to=${to}&adjusted=false&asOf=${AS_OF}`;
+      const [csv, parquet] = await Promise.all(
+        ['csv', 'parquet'].map((format) => getBody(service.publicUrl, key, `${path}&format=${format}`, { 'accept-encoding': 'identity' })),
+      );
+      for (const body of [csv, parquet])
+        if (body.status !== 200) throw new Error(`a bulk read of the demo bars answered ${body.status}: ${body.text.slice(0, 300)}`);
+      const rows = chosen.reduce((n, s) => n + s.bars, 0);
+      const parquetRows = await countParquetRows(parquet.buffer);
+      if (parquetRows !== rows) throw new Error(`the demo bars' Parquet held ${parquetRows} rows, expected ${rows}`);
+      const gzipCsv = CODERS.gzip(csv.buffer).length;
+      const { original: _, ...duckDb } = await parquetRewrittenSizes(parquet.buffer, DUCKDB_PARQUET_SETTINGS);
+      return {
+        instruments: chosen.length,
+        rows,
+        gzipCsv,
+        parquet: parquet.bytes,
+        overGzipCsv: round(parquet.bytes / gzipCsv, 3),
+        duckDbOverGzipCsv: Object.fromEntries(Object.entries(duckDb).map(([name, size]) => [name, round(size.bytes / gzipCsv, 3)])),
+      };
+    };
+    return { from, to, sets: { all: await measure(series), ohlcv: await measure(series.filter((s) => s.complete)) } };
   } finally {
     await sql.end();
     await service.stop();

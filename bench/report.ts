@@ -187,6 +187,21 @@ const HEADLINES: Record<string, (r: Json) => Row[]> = {
               text(at(r, 'targets.parquetBytesOverGzipCsvBytes')),
               met(at(r, 'meetsTarget.parquetBytesOverGzipCsvBytes')),
             ],
+            ...(['all', 'ohlcv'] as const)
+              .filter((set) => at(r, `measured.parquetBytes.realBars.sets.${set}`) !== undefined)
+              .map((set): Row => {
+                const s = `measured.parquetBytes.realBars.sets.${set}`;
+                const which =
+                  set === 'all' ? 'every instrument (most have closes only)' : 'the instruments with open, high, low, close and volume on every bar';
+                return [
+                  `the same on real prices, the demo set's daily bars: ${which}, ${fmt(at(r, `${s}.rows`), 0)} bars`,
+                  `${fmt((at(r, `${s}.parquet`) as number) / 2 ** 20, 2)} MB`,
+                  `gzip CSV: ${fmt((at(r, `${s}.gzipCsv`) as number) / 2 ** 20, 2)} MB`,
+                  times(at(r, `${s}.overGzipCsv`)),
+                  '',
+                  '',
+                ];
+              }),
           ];
     const columnarMemory = ((at(r, 'memoryColumnar') as { format: string }[] | undefined) ?? []).map((m, i): Row => [
       `server RSS growth while streaming the full span as ${m.format} (${fmt(at(r, `memoryColumnar.${i}.mbReceived`))} MB) to one reader at full speed`,
