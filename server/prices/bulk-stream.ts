@@ -33,12 +33,12 @@ const FIRST_PAGE_SHARE = 4;
 
 /**
  * How many instruments one page statement reads: as many whole series as
- * fit in PAGE_ROWS, counting the most a series can hold (one bar per calendar
+ * fit in `pageRows`, counting the most a series can hold (one bar per calendar
  * day of the window, the table's key), and at least one.
  */
-function instrumentsPerPage(from: string, to: string): number {
+function instrumentsPerPage(from: string, to: string, pageRows: number): number {
   const windowDays = Math.round((Date.parse(to) - Date.parse(from)) / 86_400_000) + 1;
-  return Math.max(1, Math.floor(PAGE_ROWS / windowDays));
+  return Math.max(1, Math.floor(pageRows / windowDays));
 }
 
 /**
@@ -75,12 +75,12 @@ export async function streamBulkPrices(
   q: Pick<BulkPricesQuery, 'instrumentIds' | 'from' | 'to' | 'adjusted' | 'asOf' | 'includeBackfilled'>,
   format: DailyBarsFormat,
   onSeries: (instrumentId: string, bars: Buffer | undefined, symbols: SymbolRun[]) => Promise<void>,
-  pages: { lane: Units; nextPageWaitMs: number },
+  pages: { lane: Units; nextPageWaitMs: number; pageRows?: number },
 ): Promise<Meta> {
   const readAt = new Date();
   const instant = readInstant(q.asOf, readAt);
   const known = [...(await db.run((sql) => existingInstruments(sql, q.instrumentIds)))].sort();
-  const perPage = instrumentsPerPage(q.from, q.to);
+  const perPage = instrumentsPerPage(q.from, q.to, pages.pageRows ?? PAGE_ROWS);
   // The first page is read before anything is sent, so waiting too long for
   // it is a 503; once the response has begun, a stream waits for its next page
   // as long as it would for an idle reader before it is cut. It is a quarter
