@@ -6,6 +6,7 @@ import { freshness, type Freshness } from '../core/freshness.ts';
 import type { PointInTime } from '../core/time.ts';
 import { AsOfSchema } from '../core/time.ts';
 import { AppError } from '../core/errors.ts';
+import { ThreadTurns } from '../core/thread-turns.ts';
 import { openBarFile } from '../prices/bar-files.ts';
 import type { DailyBarsFormat } from '../prices/daily-text-repository.ts';
 import { streamBulkPrices } from '../prices/bulk-stream.ts';
@@ -79,14 +80,6 @@ const FILES_AT_ONCE = 2;
 const EXPORT_PAGE_ROWS = 40_000;
 
 /**
- * How long a job's series may hold the request thread before it lets other
- * work run, as a Parquet row group does (bar-parquet.ts): a page of a
- * year's bars is 109 series, which would otherwise be unpacked and gathered
- * without a wait.
- */
-const YIELD_AFTER_MS = 5;
-
-/**
  * Writes a job's files, FILES_AT_ONCE at a time in file order, skipping
  * those finished by an earlier holder (a process that died mid-job): each
  * file is an independent read of the same pinned request, so a file written
@@ -134,17 +127,15 @@ async function writeFiles(ctx: JobContext, job: JobRow, token: string, asOf: Poi
     const file = openBarFile(r.format, daily ? 'daily' : 'intraday', (bytes) => encoder.write(bytes));
     const written = { instruments: 0, rows: 0 };
     writing.set(ordinal, written);
-    let held = performance.now();
+    // A page of a year's bars is 109 series, otherwise unpacked and gathered without a wait.
+    const turns = new ThreadTurns();
     const add: AddSeries = async (id, parts, symbols) => {
       ctx.checkHeld();
       if (failure) throw failure.err;
       if (parts.length) written.rows += await file.add(id, parts, symbols);
       written.instruments++;
       await progress();
-      if (performance.now() - held >= YIELD_AFTER_MS) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        held = performance.now();
-      }
+      await turns.take();
     };
     const read: FileRead = { ctx, r, asOf, ids, plan, add };
     const meta = daily ? await readDailyFile(read, file.textFormat) : await readIntradayFile(read, file.textFormat);

@@ -1,8 +1,10 @@
 import { ByteWriter, ParquetWriter, type SchemaElement } from 'hyparquet-writer';
 import { writeColumn } from 'hyparquet-writer/src/column.js';
+import { estimateValueSize } from 'hyparquet-writer/src/dictionary.js';
 import { encodeNestedValues } from 'hyparquet-writer/src/dremel.js';
 import { schemaPathResolver } from 'hyparquet-writer/src/schema.js';
 import { zstdCompressSync, constants as zlib } from 'node:zlib';
+import { ThreadTurns } from '../core/thread-turns.ts';
 import {
   BAR_COLUMNS,
   BATCH_ROWS,
@@ -57,14 +59,9 @@ function parquetValues(kind: Column['kind'], nullable: boolean, pieces: Piece[],
       return joined(pieces, c, Int32Array);
     case 'instant':
       return joined(pieces, c, BigInt64Array);
-    case 'boolean': {
-      // As the bytes 1 and 0: the writer RLE-encodes a group of more than 16
-      // values by their numbers, so these give the bytes booleans give
-      // (test/unit/parquet-row-group.test.ts), without an array of booleans
-      // a group; a group of 16 or fewer is written plain, from booleans only.
-      const bytes = joined(pieces, c, Uint8Array);
-      return bytes.length > 16 ? bytes : Array.from(bytes, (v) => v === 1);
-    }
+    case 'boolean':
+      // As the bytes 1 and 0 (writeRowGroup hands the library booleans where it needs them).
+      return joined(pieces, c, Uint8Array);
     default:
       // As strings: the writer encodes only a dictionary's distinct values to
       // UTF-8, and its statistics compare a row's string with the last by
@@ -177,42 +174,55 @@ function physicalElement(element: SchemaElement, data: ParquetColumn): SchemaEle
   return typed && logical ? { name: element.name, type: element.type, repetition_type: element.repetition_type } : element;
 }
 
-/** The bytes hyparquet-writer counts for a value of a fixed-width physical type when it splits a column into pages (estimateValueSize). */
-const FIXED_WIDTH: Partial<Record<NonNullable<SchemaElement['type']>, number>> = { BOOLEAN: 0.125, INT32: 4, FLOAT: 4, INT64: 8, DOUBLE: 8 };
-
 /**
  * Whether a fixed-width column of `rows` values fits in one page of
- * PAGE_SIZE, dictionary indexes (4 bytes) included: then the page size is
- * left out, and the library writes one page without estimating each value's
- * size to find it.
+ * PAGE_SIZE, dictionary indexes (4 bytes) included, by the widths the
+ * library counts (estimateValueSize): then the page size is left out, and
+ * the library writes one page without estimating each value's size to find
+ * it.
  */
 function onePage(element: SchemaElement, rows: number): boolean {
-  const width = element.type && FIXED_WIDTH[element.type];
-  return rows > 0 && width !== undefined && rows * Math.max(width, 4) < PAGE_SIZE;
+  const width = element.type && element.type !== 'BYTE_ARRAY' ? estimateValueSize(0, element.type, element.type_length) : 0;
+  return rows > 0 && width > 0 && rows * Math.max(width, 4) < PAGE_SIZE;
 }
 
 /**
- * A flat column's page data, as encodeNestedValues makes it: an optional
- * column's definition levels (1 for a value, 0 for null) as bytes, all 1 at
- * once for a typed array, which holds no null.
+ * A flat column's values and page data as the library takes them, with the
+ * same bytes as the data it was given:
+ * - booleans given as the bytes 1 and 0: the library RLE-encodes a group of
+ *   more than 16 values by their numbers, so the bytes stand as they are; a
+ *   smaller group is written plain, from booleans only;
+ * - an optional column given as a typed array, which holds no null: its
+ *   definition levels all 1 at once, where encodeNestedValues would test
+ *   every value for null.
  */
-function flatPageData(element: SchemaElement, data: ParquetColumn): ReturnType<typeof encodeNestedValues> {
-  if (element.repetition_type !== 'OPTIONAL') return { values: data, definitionLevels: [], repetitionLevels: [], maxDefinitionLevel: 0 };
-  const levels = new Uint8Array(data.length);
-  if (ArrayBuffer.isView(data)) levels.fill(1);
-  else for (let i = 0; i < data.length; i++) levels[i] = data[i] === null || data[i] === undefined ? 0 : 1;
-  return { values: data, definitionLevels: levels as unknown as number[], repetitionLevels: [], maxDefinitionLevel: 1 };
+function flatPageData(treePath: Parameters<typeof encodeNestedValues>[0], element: SchemaElement, data: ParquetColumn): ReturnType<typeof encodeNestedValues> {
+  const values = data instanceof Uint8Array && element.type === 'BOOLEAN' && data.length <= 16 ? Array.from(data, (v) => v === 1) : data;
+  if (!ArrayBuffer.isView(values) || element.repetition_type !== 'OPTIONAL') return encodeNestedValues(treePath, values);
+  return { values, definitionLevels: allPresent(values.length), repetitionLevels: [], maxDefinitionLevel: 1 };
 }
 
-/** How long a row group may hold the thread before it lets other work run: the event-loop monitor's 10 ms resolution, halved. */
-const YIELD_AFTER_MS = 5;
+/**
+ * Definition levels of `n` values none of which is null, all 1: one array
+ * for every such column of a group of that size (the library reads the
+ * levels and copies them into pages, never writes them). Built once per
+ * size, since every group but a file's last holds BATCH_ROWS.
+ */
+let ones: number[] = [];
+function allPresent(n: number): number[] {
+  if (ones.length !== n) {
+    ones = [];
+    for (let i = 0; i < n; i++) ones.push(1);
+  }
+  return ones;
+}
 
 /**
  * Writes the columns of one row group of `rows` rows into `file`, as its
  * write() does for flat columns (hyparquet-writer 0.17: the same calls, so
  * the same bytes, which test/unit/parquet-row-group.test.ts checks against
  * write()), but waiting a turn of the event loop after a column once the
- * group has held the thread YIELD_AFTER_MS: write() holds it for the whole
+ * group has held the thread 5 ms (ThreadTurns): write() holds it for the whole
  * group, 100 to 150 ms under the profiler for 32,768 daily bars, and a daily
  * export delayed the request thread's other work by up to 207 ms (p99 147 ms)
  * that way, by 73 ms (p99 47 ms) column by column
@@ -225,7 +235,7 @@ export async function writeRowGroup(file: ParquetWriter, columns: RowGroupColumn
   const chunks: ParquetWriter['row_groups'][number]['columns'] = [];
   const short = columns.find(({ data }) => data.length !== rows);
   if (short) throw new Error(`parquet column ${short.name} holds ${short.data.length} values, not ${rows}`);
-  let held = performance.now();
+  const turns = new ThreadTurns();
   for (const { name, data, encoding, statistics } of columns) {
     const treePath = resolve([name]);
     const schemaPath = treePath.map((node) => node.element);
@@ -246,14 +256,11 @@ export async function writeRowGroup(file: ParquetWriter, columns: RowGroupColumn
         offsetIndex: true,
         encoding,
       },
-      pageData: flat ? flatPageData(element, data) : encodeNestedValues(treePath, data),
+      pageData: flat ? flatPageData(treePath, element, data) : encodeNestedValues(treePath, data),
     });
     chunks.push(result.chunk);
     file.pendingIndexes.push(result);
-    if (performance.now() - held >= YIELD_AFTER_MS) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      held = performance.now();
-    }
+    await turns.take();
   }
   let totalByteSize = 0n;
   for (const { meta_data } of chunks) totalByteSize += meta_data?.total_uncompressed_size ?? 0n;
