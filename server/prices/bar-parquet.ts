@@ -203,18 +203,19 @@ function flatPageData(treePath: Parameters<typeof encodeNestedValues>[0], elemen
 }
 
 /**
- * Definition levels of `n` values none of which is null, all 1: one array
- * for every such column of a group of that size (the library reads the
- * levels and copies them into pages, never writes them). Built once per
- * size, since every group but a file's last holds BATCH_ROWS.
+ * Definition levels of `n` values none of which is null, all 1. The
+ * library reads the levels and copies them into pages, never writes them, so
+ * one array of BATCH_ROWS serves every full group of every file, however
+ * many files a job writes at once (job.ts); a file's last group, shorter,
+ * gets its own.
  */
-let ones: number[] = [];
-function allPresent(n: number): number[] {
-  if (ones.length !== n) {
-    ones = [];
-    for (let i = 0; i < n; i++) ones.push(1);
-  }
-  return ones;
+const FULL_GROUP_PRESENT: number[] = ones(BATCH_ROWS);
+const allPresent = (n: number): number[] => (n === BATCH_ROWS ? FULL_GROUP_PRESENT : ones(n));
+
+function ones(n: number): number[] {
+  const levels: number[] = [];
+  for (let i = 0; i < n; i++) levels.push(1);
+  return levels;
 }
 
 /**
