@@ -155,6 +155,15 @@ export function barsText(sql: ISql, format: TextFormat, bar: Fragment, order: Fr
 }
 
 /**
+ * The texts a series' bars are expected to carry (the instrument's quote
+ * currency and unit), which packedSeries tests every bar against.
+ */
+export interface ExpectedTexts {
+  currency: Fragment;
+  unit: Fragment;
+}
+
+/**
  * A series' bars packed in one bytea, sent as base64, for the columnar
  * answers (bar-columns.ts decodes it): the bar count (int4), each bar's
  * `record` (big-endian, as PostgreSQL's send functions write them) in no set
@@ -163,14 +172,27 @@ export function barsText(sql: ISql, format: TextFormat, bar: Fragment, order: Fr
  * second scan of the series' bars (`again`, its rows aliased `s`, `key`
  * naming a bar of them), made only for a series whose texts vary: an
  * aggregate under CASE runs for every row whichever branch is taken.
+ *
+ * Whether every bar has the same texts is asked of the smallest and largest
+ * of each, or, with `expected`, by one test per bar of its currency and unit
+ * against those and the series' distinct sources, which the statement lists
+ * anyway (PostgreSQL computes identical aggregates once). On a page of 109
+ * instruments' year (28,000 bars) the statement took 0.82 times as long that
+ * way, where the six text aggregates cost as much as all three columns. A
+ * series whose currency or unit is not the expected one is listed by day,
+ * as one whose texts vary: the same values, in more bytes.
  */
-export function packedSeries(sql: ISql, alias: string, record: Fragment, key: Fragment, again: Fragment): Fragment {
+export function packedSeries(sql: ISql, alias: string, record: Fragment, key: Fragment, again: Fragment, expected?: ExpectedTexts): Fragment {
   const texts = ['quote_currency', 'quote_unit', 'source'];
   const of = (name: string) => sql`${sql(alias)}.${sql(name)}`;
-  const same = texts.map((name) => sql`min(${of(name)}) = max(${of(name)})`).reduce((all, next) => sql`${all} and ${next}`);
+  const sources = sql`array_agg(distinct ${of('source')})`;
+  const same = expected
+    ? sql`bool_and(${of('quote_currency')} is not distinct from ${expected.currency} and ${of('quote_unit')} is not distinct from ${expected.unit}) and cardinality(${sources}) = 1`
+    : texts.map((name) => sql`min(${of(name)}) = max(${of(name)})`).reduce((all, next) => sql`${all} and ${next}`);
+  const values = expected ? [expected.currency, expected.unit, sql`(${sources})[1]`] : texts.map((name) => sql`min(${of(name)})`);
   const textColumns = sql`case when ${same} then json_build_array(${fragmentList(
     sql,
-    texts.map((name) => sql`json_build_array(min(${of(name)}))`),
+    values.map((value) => sql`json_build_array(${value})`),
   )}) else (
     select json_build_array(${fragmentList(
       sql,

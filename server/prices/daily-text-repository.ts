@@ -7,7 +7,7 @@ import { latestVersion, type VersionView } from '../price-history/versions-repos
 import type { TextFormat } from '../core/params.ts';
 import { adjusted, roundedValue, roundingScale } from './adjusted-values-sql.ts';
 import { symbolRuns } from '../instruments/repository.ts';
-import { barsText, barText, bool, DAILY_BAR, packedSeries, symbolCell, text } from './bar-text-sql.ts';
+import { barsText, barText, bool, DAILY_BAR, packedSeries, symbolCell, text, type ExpectedTexts } from './bar-text-sql.ts';
 
 // The daily read of the daily-price and bulk-price routes, called through
 // daily-bars.ts: each series adjusted in SQL and handed over in one row, as the
@@ -89,7 +89,7 @@ export interface DailySeriesText {
  *   series. The page statement, with planning, took 36 ms that way, 20 ms
  *   this way.
  */
-function packedBars(sql: ISql, seriesBars: (alias: string) => Fragment): Fragment {
+function packedBars(sql: ISql, seriesBars: (alias: string) => Fragment, expected?: ExpectedTexts): Fragment {
   const day = (alias: string) => sql`(${sql(alias)}.bar_date - date '1970-01-01')`;
   const record = [
     sql`int4send(${day('a')})`,
@@ -97,7 +97,7 @@ function packedBars(sql: ISql, seriesBars: (alias: string) => Fragment): Fragmen
     sql`timestamptz_send(a.as_of)`,
     sql`case when a.stale then '\\x01'::bytea else '\\x00'::bytea end`,
   ].reduce((all, next) => sql`${all} || ${next}`);
-  return packedSeries(sql, 'a', record, day('s'), seriesBars('s'));
+  return packedSeries(sql, 'a', record, day('s'), seriesBars('s'), expected);
 }
 
 /**
@@ -230,7 +230,7 @@ export async function dailySeriesText(
   const aggregates = sql`
         ${
           format === 'packed'
-            ? packedBars(sql, seriesBars)
+            ? packedBars(sql, seriesBars, apart ? { currency: sql`i.quote_currency`, unit: sql`i.quote_unit` } : undefined)
             : barsText(
                 sql,
                 format,
@@ -266,8 +266,9 @@ export async function dailySeriesText(
     apart
       ? sql`
           select i.id::text, g.*
-          from unnest(${instrumentIds}::uuid[]) as i (id)
+          from instruments i
           cross join lateral (select ${aggregates} having count(*) > 0) g
+          where i.id = any (${instrumentIds}::uuid[])
         `.raw()
       : sql`select a.instrument_id::text, ${aggregates} group by a.instrument_id`.raw(),
   );

@@ -799,9 +799,17 @@ describe('price reads in CSV', () => {
     expect(JSON.parse(rows.at(-1)![1])).toEqual(json.body.meta);
   });
 
-  it('when the window is shorter than a month or not (the statement groups by instrument or reads each alone), then the bulk JSON is the JavaScript text and the CSV its rows', async () => {
+  it('when the window is shorter than a month or not (the statement groups by instrument or reads each alone), then the bulk JSON (written from the packed series) is the JavaScript text and the CSV its rows', async () => {
     // Windows on either side of 28 days (daily-text-repository.ts, SERIES_APART_DAYS), each over the split (days[30]) and the dividend (days[40]), with texts that vary by day.
-    const ids = [plain, tricky];
+    // A third instrument is quoted in EUR while all its bars say USD: one text throughout, but not the instrument's (packedSeries' expected texts).
+    const { id: euro, symbol: euroSymbol } = await createInstrument(svc, { quoteCurrency: 'EUR' });
+    await ingest(
+      svc,
+      '/bars/daily',
+      days.map((barDate, i) => dailyBar(euro, { barDate, close: 50 + i / 9 })),
+    );
+    const ids = [plain, tricky, euro];
+    const symbolOrEuro = (id: string) => (id === euro ? euroSymbol : symbolOf(id));
     const from = days[22];
     for (const length of [14, 27, 28, 45]) {
       const to = new Date(Date.parse(from) + (length - 1) * 86_400_000).toISOString().slice(0, 10);
@@ -810,7 +818,9 @@ describe('price reads in CSV', () => {
       const csv = await svc.get(`/v1/prices/bulk?${query}`, key, { accept: 'text/csv' });
       expect(json.status).toBe(200);
       for (const id of ids) expect(JSON.stringify(json.body.data[id]), `${id}, ${length} days`).toBe(await expectedDailyJson(id, from, to, true));
-      const expected = [...ids].sort().flatMap((id) => json.body.data[id].map((bar: Record<string, unknown>) => asCells(DAILY_COLUMNS, id, symbolOf(id), bar)));
+      const expected = [...ids]
+        .sort()
+        .flatMap((id) => json.body.data[id].map((bar: Record<string, unknown>) => asCells(DAILY_COLUMNS, id, symbolOrEuro(id), bar)));
       expect(parseCsv(csv.body).slice(1, -1), `${length} days`).toEqual(expected);
       expect(expected.length).toBeGreaterThan(length / 2);
     }
