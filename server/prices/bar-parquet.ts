@@ -206,11 +206,16 @@ function flatPageData(treePath: Parameters<typeof encodeNestedValues>[0], elemen
  * Definition levels of `n` values none of which is null, all 1. The
  * library reads the levels and copies them into pages, never writes them, so
  * one array of BATCH_ROWS serves every full group of every file, however
- * many files a job writes at once (job.ts); a file's last group, shorter,
- * gets its own.
+ * many files a job writes at once (job.ts), and the last shorter size asked
+ * for serves each column of a file's last group.
  */
 const FULL_GROUP_PRESENT: number[] = ones(BATCH_ROWS);
-const allPresent = (n: number): number[] => (n === BATCH_ROWS ? FULL_GROUP_PRESENT : ones(n));
+let lastGroupPresent: number[] = [];
+function allPresent(n: number): number[] {
+  if (n === BATCH_ROWS) return FULL_GROUP_PRESENT;
+  if (lastGroupPresent.length !== n) lastGroupPresent = ones(n);
+  return lastGroupPresent;
+}
 
 function ones(n: number): number[] {
   const levels: number[] = [];
