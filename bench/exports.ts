@@ -65,7 +65,7 @@ export async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const minuteInstruments = envInt('BENCH_EXPORT_MINUTE_INSTRUMENTS', 10);
   // One export against one copy swung from 1.90× to 2.9× between runs of the same code (psql alone took 2.0 to 3.9 s).
   const rounds = envInt('BENCH_EXPORT_ROUNDS', 3);
-  // Issue 41 asks for RSS while exporting 50M 1-minute bars; 0 leaves the part out (50M took 14 minutes: 10 to write, 4 to export).
+  // Issue 41 asks for RSS while exporting 50M 1-minute bars; 0 leaves the part out (50M takes 14 to 17 minutes: 10 to 12 to write, 4 to 5 to export).
   const largeMinuteBars = envInt('BENCH_EXPORT_LARGE_MINUTE_BARS', 0);
   const serverIssues: string[] = [];
   const notes = [
