@@ -179,7 +179,7 @@ export async function dailySeriesText(
           on s.instrument_id = b.instrument_id and ${key} >= s.from_key and ${key} < s.until_key`
     : sql``;
   const other = sql`b.instrument_id, b.bar_date, b.quote_currency, b.quote_unit, b.stale, b.as_of, b.source, b.reflects_actions_through, ${key} as key`;
-  const where = sql`where b.instrument_id = ${apart ? sql`i.id` : sql`any (${instrumentIds}::uuid[])`} and b.bar_date between ${from}::date and ${to}::date`;
+  const where = sql`where b.instrument_id = ${apart ? series : sql`any (${instrumentIds}::uuid[])`} and b.bar_date between ${from}::date and ${to}::date`;
   // Raw: the stored values. Adjusted: each value times its segment's
   // multiplier and that product's rounding scale, one level down, then the
   // rounded value from those two; each level kept apart (offset 0) so a value
