@@ -168,6 +168,7 @@ export async function dailySeriesText(
     sql`from ${stored} ${sql(alias)} where ${sql(alias)}.instrument_id = ${series} and ${sql(alias)}.bar_date between ${from}::date and ${to}::date`;
   const flat = [...segments].flatMap(([id, list]) => list.map((s) => ({ id, ...s })));
   const key = sql`greatest(b.bar_date, b.reflects_actions_through)`;
+  const inSegment = sql`${key} >= s.from_key and ${key} < s.until_key`;
   const allSegments = sql`unnest(
           ${flat.map((s) => s.id)}::uuid[],
           ${flat.map((s) => s.from ?? '-infinity')}::date[],
@@ -175,27 +176,25 @@ export async function dailySeriesText(
           ${flat.map((s) => s.price)}::float8[],
           ${flat.map((s) => s.volume)}::float8[]
         ) as s (instrument_id, from_key, until_key, price, volume)`;
-  // Read apart, a series joins only its own segments, gathered once per
-  // instrument (seriesSegments). Joined to the page's whole list, PostgreSQL's
-  // generic plan for the prepared statement (taken from its sixth execution
-  // on a connection, as it estimates 3 bars an instrument) scans the list once
-  // per bar: a page of 27 instruments' year took 50 ms that way, against
-  // 23 ms with each instrument's own.
-  const join = !flat.length
-    ? sql``
+  // The bars' join to their multiplier segments, and (read apart) what it
+  // reads from under the instruments. Read apart, a series joins only its own
+  // segments, gathered once per instrument (seg). Joined to the page's whole
+  // list, PostgreSQL's generic plan for the prepared statement (taken from its
+  // sixth execution on a connection, as it estimates 3 bars an instrument)
+  // scans the list once per bar: a page of 27 instruments' year took 50 ms
+  // that way, against 23 ms with each instrument's own.
+  const [seriesSegments, join] = !flat.length
+    ? [sql``, sql``]
     : apart
-      ? sql`left join unnest(seg.from_keys, seg.until_keys, seg.prices, seg.volumes) as s (from_key, until_key, price, volume)
-          on ${key} >= s.from_key and ${key} < s.until_key`
-      : sql`left join ${allSegments}
-          on s.instrument_id = b.instrument_id and ${key} >= s.from_key and ${key} < s.until_key`;
-  const seriesSegments =
-    apart && flat.length
-      ? sql`cross join lateral (
-          select array_agg(s.from_key) as from_keys, array_agg(s.until_key) as until_keys, array_agg(s.price) as prices, array_agg(s.volume) as volumes
-          from ${allSegments}
-          where s.instrument_id = i.id
-        ) seg`
-      : sql``;
+      ? [
+          sql`cross join lateral (
+            select array_agg(s.from_key) as from_keys, array_agg(s.until_key) as until_keys, array_agg(s.price) as prices, array_agg(s.volume) as volumes
+            from ${allSegments}
+            where s.instrument_id = i.id
+          ) seg`,
+          sql`left join unnest(seg.from_keys, seg.until_keys, seg.prices, seg.volumes) as s (from_key, until_key, price, volume) on ${inSegment}`,
+        ]
+      : [sql``, sql`left join ${allSegments} on s.instrument_id = b.instrument_id and ${inSegment}`];
   const other = sql`b.instrument_id, b.bar_date, b.quote_currency, b.quote_unit, b.stale, b.as_of, b.source, b.reflects_actions_through, ${key} as key`;
   const where = sql`where b.instrument_id = ${apart ? series : sql`any (${instrumentIds}::uuid[])`} and b.bar_date between ${from}::date and ${to}::date`;
   // Raw: the stored values. Adjusted: each value times its segment's
