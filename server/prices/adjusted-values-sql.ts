@@ -4,7 +4,9 @@ import { SIGNIFICANT_DIGITS } from '../core/significant.ts';
 
 // A bar's values adjusted in SQL with the multipliers of the read's plan
 // (price-history/adjustment.ts, multiplierSegments), and rounded as the price
-// routes print them (core/significant.ts).
+// routes print them (core/significant.ts), for the CSV rows PostgreSQL writes.
+// Packed series are adjusted by the service with the same steps
+// (adjusted-values.ts, adjustedValue).
 
 type Fragment = postgres.Fragment;
 

@@ -4,7 +4,7 @@ import { DAILY_BAR, ID_FIELD, INTRADAY_BAR, type BarField } from './bar-text-sql
 import { DailyBarSchema, IntradayBarSchema } from './schema.ts';
 import type { DailyBarsFormat } from './daily-text-repository.ts';
 import { symbolsOfDays, type SymbolRun } from './symbol-runs.ts';
-import { dateOrder, inOrder } from './packed-columns.ts';
+import { dateOrder, inOrder, PACKED_BAR_BYTES } from './packed-columns.ts';
 
 // The bars of the columnar files (bar-files.ts) as columns: what each file
 // holds, and the pieces of series gathered into batches of a fixed size.
@@ -73,9 +73,6 @@ export interface Piece {
   rows: number;
   columns: Values[];
 }
-
-/** The bytes of one packed bar (daily-text-repository.ts, packedBars): day, five doubles, asOf, stale. */
-const PACKED_BAR_BYTES = 4 + 5 * 8 + 8 + 1;
 
 /** 2000-01-01T00:00:00Z in milliseconds since 1970: PostgreSQL's epoch for timestamptz_send. */
 const POSTGRES_EPOCH_MS = 946_684_800_000n;

@@ -49,8 +49,8 @@ function instrumentsPerPage(from: string, to: string, pageRows: number): number 
  * is read while the others are planned, and what the meta needs of every
  * series (coverage, last bars, symbols); then pages of whole series, each read by
  * one short statement on a pooled connection that is released before the
- * page is written. PostgreSQL adjusts each series with the plan's multipliers
- * (daily-text-repository.ts) and hands it over packed, or as CSV rows; a JSON
+ * page is written. Each series is adjusted with the plan's multipliers
+ * (daily-text-repository.ts) and comes packed, or as CSV rows; a JSON
  * answer's series is written from the packed bars as it is sent (answerBars).
  * The next PAGES_AHEAD pages are read while this one is
  * written, so at most three pages are held; a stalled client costs a socket

@@ -20,9 +20,10 @@ import { entryOf } from '../core/map-entry.ts';
 // price-history/. Two representations of bars remain, each for its callers:
 //
 // - Text (readSeriesText), for the daily-price and bulk-price routes, which
-//   send bars and compute nothing on them. Each series is adjusted in SQL
-//   with the plan's multiplier segments and comes whole in one row: as its
-//   CSV rows, written by PostgreSQL, or packed (the doubles' bytes), from
+//   send bars and compute nothing on them. Each series comes whole in one
+//   row, adjusted with the plan's multiplier segments: as its CSV rows,
+//   written and adjusted by PostgreSQL, or packed (the doubles' bytes) and
+//   adjusted by the service to the same doubles (adjusted-values.ts), from
 //   which daily-json.ts writes the JSON objects (answerBars; it says why) and the
 //   columnar files take their columns. No row is parsed into an object.
 // - Columns (DailyColumns, typed arrays by field), for everything that

@@ -95,6 +95,9 @@ export function inOrder<T extends Int32Array | Float64Array | BigInt64Array>(val
   return out;
 }
 
+/** The bytes of one packed bar (daily-text-repository.ts, packedBars): day, five doubles, asOf, stale. */
+export const PACKED_BAR_BYTES = 4 + 5 * 8 + 8 + 1;
+
 const LITTLE_ENDIAN = os.endianness() === 'LE';
 
 /** Big-endian values packed by PostgreSQL (int4send, float8send) and sent as base64, decoded into a `Type` and byte-swapped natively. */

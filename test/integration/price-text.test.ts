@@ -14,6 +14,8 @@ import { dailyBarIngest } from '../../server/prices/ingest.ts';
 import { adjusted, roundedValue, roundingScale } from '../../server/prices/adjusted-values-sql.ts';
 import { jsonNumber } from '../../server/prices/bar-text-sql.ts';
 import { roundSignificant as servedRounding } from '../../server/core/significant.ts';
+import { adjustedValue } from '../../server/prices/adjusted-values.ts';
+import { productsToRound } from '../support/rounding-cases.ts';
 import { SPLIT_INTRADAY_BARS } from '../../server/prices/service.ts';
 import { fillRollupDays, fillRollupText } from '../../server/prices/repository.ts';
 import { startService, type Service } from './harness.ts';
@@ -303,18 +305,7 @@ describe('adjusted daily bars as PostgreSQL writes them', () => {
 
 describe('adjusted values rounded to 13 significant digits', () => {
   it('when products land on, near and far from a half in the 14th digit, at every scale, then each is rounded as the documented rule says', async () => {
-    const rand = prng(1313);
-    const pairs: [number, number][] = [];
-    for (let i = 0; i < 30_000; i++) {
-      const scale = 10 ** (Math.floor(rand() * 40) - 20);
-      pairs.push([Math.round(rand() * 1e6) / 100, [0.5, 1 / 3, 2, 0.25, 1 - rand() * 0.05, 1e-20, 7][i % 7] * scale]);
-    }
-    // Exact ties: a 14-digit decimal ending in 5, halved and doubled back (both exact in binary).
-    for (let i = 0; i < 5_000; i++) {
-      const tie = Number(`${1 + Math.floor(rand() * 9)}.${String(Math.floor(rand() * 1e11)).padStart(11, '0')}5e${Math.floor(rand() * 20) - 8}`);
-      pairs.push([tie / 2, 2], [-tie / 2, 2]);
-    }
-    pairs.push([0, 0.5], [3, 1], [1e300, 1e300], [-1e300, 1e300], [5e-324, 0.5], [2.727, 1 / 3], [1.5e-7, 0.5]);
+    const pairs = productsToRound(1313);
     const sql = svc.sql;
     const rows = await sql<{ json: string }[]>`
       select ${jsonNumber(sql, roundedValue(sql, sql`u.x`, sql`u.scale`))} as json
@@ -330,16 +321,20 @@ describe('adjusted values rounded to 13 significant digits', () => {
     expect(mismatches.slice(0, 10)).toEqual([]);
     // Not vacuous: most products needed rounding.
     expect(pairs.filter(([v, m]) => m !== 1 && roundSignificant(v * m) !== v * m).length).toBeGreaterThan(10_000);
-    expect(rows.at(-2)!.json).toBe('0.909');
-    expect(rows.filter((r) => significantDigits(r.json) > 13)).toEqual([]);
-    // The service's JavaScript rounding (event reactions print closes with it) gives the same text as the SQL.
-    const servedJs = pairs.map(([v, m]) => JSON.stringify(m === 1 ? v : servedRounding(v * m)));
-    expect(
-      pairs
-        .map((p, i) => [p, rows[i].json, servedJs[i]])
-        .filter(([, got, js]) => got !== js)
-        .slice(0, 10),
-    ).toEqual([]);
+    expect(rows.at(-1)!.json).toBe('0.909');
+    // A multiplier of exactly 1 leaves the value as stored, whatever its digits.
+    expect(rows.filter((r, i) => pairs[i][1] !== 1 && significantDigits(r.json) > 13)).toEqual([]);
+    // The service's JavaScript roundings give the same text as the SQL: the
+    // exact rule (event reactions print closes with it), and the SQL's twin
+    // that adjusts the packed series of the JSON and columnar answers.
+    for (const served of [(v: number, m: number) => (m === 1 ? v : servedRounding(v * m)), adjustedValue]) {
+      expect(
+        pairs
+          .map((p, i) => [p, rows[i].json, JSON.stringify(served(...p))])
+          .filter(([, got, js]) => got !== js)
+          .slice(0, 10),
+      ).toEqual([]);
+    }
   });
 
   it('when a series is adjusted for a split and dividends, then its prices carry at most 13 significant digits and its daily returns are the unrounded ones to 1e-10', async () => {
