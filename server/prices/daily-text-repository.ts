@@ -107,7 +107,7 @@ const dayOf = (sql: ISql, alias: string) => sql`(${sql(alias)}.bar_date - date '
 
 /**
  * A packed series adjusted with the instrument's segments (none: as stored).
- * `vendorKeys` (base64, or null when none) lists the bars whose key is
+ * `vendorKeys` (base64; null when none, or for a read without segments) lists the bars whose key is
  * later than their date, a vendor-adjusted bar's reflects-through date, as
  * pairs of day numbers (int4): the bar's day, then its key's.
  */
@@ -304,7 +304,7 @@ export async function dailySeriesText(
           ) v
         ) end as vendor_spans,
         ${
-          format === 'packed'
+          format === 'packed' && flat.length
             ? sql`encode(string_agg(int4send(${dayOf(sql, 'a')}) || int4send(a.key - date '1970-01-01'), ''::bytea) filter (where a.key > a.bar_date), 'base64')`
             : sql`null`
         } as vendor_keys,
