@@ -107,9 +107,10 @@ const dayOf = (sql: ISql, alias: string) => sql`(${sql(alias)}.bar_date - date '
 
 /**
  * A packed series adjusted with the instrument's segments (none: as stored).
- * `vendorKeys` (base64; null when none, or for a read without segments) lists the bars whose key is
- * later than their date, a vendor-adjusted bar's reflects-through date, as
- * pairs of day numbers (int4): the bar's day, then its key's.
+ * `vendorKeys` (base64; null when there are none, or no segments) lists the
+ * bars whose key is later than their date, a vendor-adjusted bar's
+ * reflects-through date, as pairs of day numbers (int4): the bar's day, then
+ * its key's.
  */
 function adjustedPacked(packed: Buffer, segments: MultiplierSegment[] | undefined, vendorKeys: Buffer | null): Buffer {
   if (!segments?.length) return packed;
@@ -196,9 +197,6 @@ export async function dailySeriesText(
   const seriesBars = (alias: string) =>
     sql`from ${stored} ${sql(alias)} where ${sql(alias)}.instrument_id = ${series} and ${sql(alias)}.bar_date between ${from}::date and ${to}::date`;
   const flat = [...segments].flatMap(([id, list]) => list.map((s) => ({ id, ...s })));
-  // CSV rows are adjusted here, as PostgreSQL writes their text; packed
-  // series leave with the stored values and are adjusted by the service
-  // (adjustPackedBars), bit for bit the same.
   const adjustInSql = format === 'csv' && flat.length > 0;
   const key = sql`greatest(b.bar_date, b.reflects_actions_through)`;
   const inSegment = sql`${key} >= s.from_key and ${key} < s.until_key`;
