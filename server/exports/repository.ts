@@ -144,16 +144,16 @@ export async function cancelJob(sql: ISql, accountId: string, id: string): Promi
   return rows.length > 0;
 }
 
-/** Deletes a finished job of the account with its files and chunks. */
-export async function deleteJob(sql: ISql, accountId: string, id: string): Promise<boolean> {
-  const rows = await sql`
+/** Deletes a finished job of the account with its files and chunks; the job as it stood then, or undefined when none was deleted. */
+export async function deleteJob(sql: ISql, accountId: string, id: string): Promise<JobRow | undefined> {
+  const [row] = await sql<JobRow[]>`
     delete from export_jobs
     where id = ${id}
       and account_id = ${accountId}
       and status in ('ready', 'failed', 'cancelled', 'expired')
-    returning id
+    returning ${jobColumns(sql)}
   `;
-  return rows.length > 0;
+  return row;
 }
 
 /** Jobs by status, and the age of the oldest queued job in seconds (0 when none waits). */

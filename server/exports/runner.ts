@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
 import type { Database, Lane, Reads } from '../db/database.ts';
 import type { Logger } from '../observability/logger.ts';
-import { exportJobDuration, exportJobs, exportOldestQueued } from '../observability/metrics.ts';
+import { exportJobDuration, exportJobs, exportOldestQueued, exportRunnerPolls } from '../observability/metrics.ts';
 import { AppError } from '../core/errors.ts';
 import { LeaseLost } from './file-store.ts';
 import { writeJobFiles } from './job.ts';
@@ -86,6 +86,7 @@ export class ExportRunner {
     } catch (err) {
       this.logger.warn({ err }, 'export runner: a poll failed; trying again at the next');
     }
+    exportRunnerPolls.inc();
   }
 
   private async sample(): Promise<void> {

@@ -189,7 +189,9 @@ export async function deleteExport(s: ExportsService, accountId: string, id: str
         await deleteJobBytes(tx, [id]);
         return { job: await selectJob(tx, accountId, id), deleted: false };
       }
-      return { job: before, deleted: await deleteJob(tx, accountId, id) };
+      // Finished, or finished since `before` was read (a running job can end before the cancel takes its row): deleted as it stood then.
+      const deleted = await deleteJob(tx, accountId, id);
+      return { job: deleted ?? before, deleted: deleted !== undefined };
     }),
   );
   if (!outcome?.job) throw notFound('export');

@@ -282,6 +282,12 @@ export const exportOldestQueued = new client.Gauge({
   aggregator: 'max',
 });
 
+export const exportRunnerPolls = new client.Counter({
+  name: 'export_runner_polls_total',
+  help: 'Polls of the export runners ended (expired files swept, jobs sampled, queued jobs taken), failed ones included: flat for several EXPORTS_POLL_MS, a runner has stopped',
+  registers: [registry],
+});
+
 export const exportBytesWritten = new client.Counter({
   name: 'export_bytes_written_total',
   help: 'Bytes of export files written (stored in PostgreSQL), by format',
