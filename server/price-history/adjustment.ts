@@ -136,6 +136,16 @@ export function multiplierSegments(factors: Factor[]): MultiplierSegment[] {
   return segments;
 }
 
+/** Each segment's `until` as a day number, for segmentOf. */
+export const segmentEnds = (segments: MultiplierSegment[]) => segments.map((s) => dayNumber(s.until));
+
+/** The segment holding a bar's key (a day number), by the segments' ends (segmentEnds); -1 past the last: no action applies. */
+export function segmentOf(until: number[], key: number): number {
+  let s = 0;
+  while (s < until.length && until[s] <= key) s++;
+  return s < until.length ? s : -1;
+}
+
 /**
  * Adjusts a series in place: `days` ascending and `reflects` in day-number
  * form (NOT_VENDOR_ADJUSTED for a raw bar), `prices` the price arrays (NaN for
@@ -143,12 +153,10 @@ export function multiplierSegments(factors: Factor[]): MultiplierSegment[] {
  */
 export function adjustSeries(factors: Factor[], days: Int32Array, reflects: Int32Array, prices: Float64Array[], volume: Float64Array | null): void {
   const segments = multiplierSegments(factors);
-  const until = segments.map((s) => dayNumber(s.until));
+  const until = segmentEnds(segments);
   for (let i = 0; i < days.length; i++) {
-    const key = Math.max(days[i], reflects[i]);
-    let s = 0;
-    while (s < until.length && until[s] <= key) s++;
-    if (s === until.length) continue;
+    const s = segmentOf(until, Math.max(days[i], reflects[i]));
+    if (s < 0) continue;
     const { price, volume: volumeFactor } = segments[s];
     for (const p of prices) p[i] *= price;
     if (volume) volume[i] *= volumeFactor;

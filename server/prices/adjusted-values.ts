@@ -1,6 +1,5 @@
-import { dayNumber } from '../core/day-numbers.ts';
 import { roundSignificant, SIGNIFICANT_DIGITS } from '../core/significant.ts';
-import type { MultiplierSegment } from '../price-history/adjustment.ts';
+import { segmentEnds, segmentOf, type MultiplierSegment } from '../price-history/adjustment.ts';
 import { PACKED_BAR_BYTES } from './packed-columns.ts';
 
 // A packed daily series (daily-text-repository.ts, packedBars) adjusted in
@@ -12,6 +11,8 @@ import { PACKED_BAR_BYTES } from './packed-columns.ts';
 
 /** 10^k for k = 0…22, each an exact double (10^23 is not). */
 const POWERS_OF_TEN = Array.from({ length: 23 }, (_, k) => Number(`1e${k}`));
+/** The doubles nearest 10^k for k = -10…12, at [k + 10]: the bounds of floorLog10's range. */
+const DECADES = Array.from({ length: 23 }, (_, k) => Number(`1e${k - 10}`));
 
 const within = (x: number) => {
   const a = Math.abs(x);
@@ -46,11 +47,9 @@ export function adjustedValue(value: number, multiplier: number): number {
  * power of ten, where both roundings give that power of ten.
  */
 function floorLog10(a: number): number {
-  let e = Math.floor(Math.log10(a));
-  if (e < -10) e = -10;
-  if (e > 12) e = 12;
-  while (e > -10 && (e >= 0 ? POWERS_OF_TEN[e] : 1 / POWERS_OF_TEN[-e]) > a) e--;
-  while (e < 12 && (e + 1 >= 0 ? POWERS_OF_TEN[e + 1] : 1 / POWERS_OF_TEN[-(e + 1)]) <= a) e++;
+  let e = Math.min(12, Math.max(-10, Math.floor(Math.log10(a))));
+  while (e > -10 && DECADES[e + 10] > a) e--;
+  while (e < 12 && DECADES[e + 11] <= a) e++;
   return e;
 }
 
@@ -63,15 +62,13 @@ function floorLog10(a: number): number {
  * stored, as the SQL's left join leaves it.
  */
 export function adjustPackedBars(packed: Buffer, segments: MultiplierSegment[], vendorKeys: Map<number, number>): void {
-  const until = segments.map((s) => dayNumber(s.until));
+  const until = segmentEnds(segments);
   const view = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
   const n = view.getInt32(0);
   for (let i = 0, at = 4; i < n; i++, at += PACKED_BAR_BYTES) {
     const day = view.getInt32(at);
-    const key = vendorKeys.get(day) ?? day;
-    let s = 0;
-    while (s < until.length && until[s] <= key) s++;
-    if (s === until.length) continue;
+    const s = segmentOf(until, vendorKeys.get(day) ?? day);
+    if (s < 0) continue;
     const { price, volume } = segments[s];
     for (let c = 0; c < 5; c++) {
       const offset = at + 4 + c * 8;

@@ -7,6 +7,7 @@ import { latestVersion, type VersionView } from '../price-history/versions-repos
 import type { TextFormat } from '../core/params.ts';
 import { adjusted, roundedValue, roundingScale } from './adjusted-values-sql.ts';
 import { adjustPackedBars } from './adjusted-values.ts';
+import { int32s } from './packed-columns.ts';
 import { symbolRuns } from '../instruments/repository.ts';
 import { barsText, barText, bool, DAILY_BAR, packedSeries, symbolCell, text, type ExpectedTexts } from './bar-text-sql.ts';
 
@@ -115,10 +116,8 @@ const dayOf = (sql: ISql, alias: string) => sql`(${sql(alias)}.bar_date - date '
 function adjustedPacked(packed: Buffer, segments: MultiplierSegment[] | undefined, vendorKeys: Buffer | null): Buffer {
   if (!segments?.length) return packed;
   const keys = new Map<number, number>();
-  if (vendorKeys) {
-    const pairs = Buffer.from(vendorKeys.toString('latin1'), 'base64');
-    for (let at = 0; at < pairs.length; at += 8) keys.set(pairs.readInt32BE(at), pairs.readInt32BE(at + 4));
-  }
+  const pairs = int32s(vendorKeys?.toString('latin1'));
+  for (let k = 0; k < pairs.length; k += 2) keys.set(pairs[k], pairs[k + 1]);
   adjustPackedBars(packed, segments, keys);
   return packed;
 }
