@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { startsBeforeFirstDay } from './series.ts';
 import { FIRST_DAY } from '../core/day-numbers.ts';
 import { instrumentIdListSchema, InstrumentIdSchema } from '../core/ids.ts';
+import { whenParsed } from '../core/params.ts';
 import { AsOfSchema, type PointInTime } from '../core/time.ts';
 import { CORRELATION_METHODS, STRUCTURE_NAMES } from '../../workers/contract.ts';
 
@@ -70,7 +71,7 @@ export const StrategyEvSchema = z
         ctx.addIssue({ code: 'custom', path: ['legs', i, 'strike'], message: 'required for option legs' });
       }
     });
-  });
+  }, whenParsed('legs'));
 
 export type StrategyEvBody = z.infer<typeof StrategyEvSchema>;
 
@@ -96,7 +97,7 @@ export const TechnicalsQuerySchema = z
     lookbackDays: lookback(1, 1000, 200),
     asOf: AsOfSchema.optional().describe('only bars on or before it are used; the window ends here'),
   })
-  .superRefine(windowWithinCalendar);
+  .superRefine(windowWithinCalendar, whenParsed('lookbackDays', 'asOf'));
 
 export const CorrelationsQuerySchema = z
   .strictObject({
@@ -105,7 +106,7 @@ export const CorrelationsQuerySchema = z
     method: z.enum(CORRELATION_METHODS).default('pearson'),
     asOf: AsOfSchema.optional(),
   })
-  .superRefine(windowWithinCalendar);
+  .superRefine(windowWithinCalendar, whenParsed('lookbackDays', 'asOf'));
 
 export const BetaQuerySchema = z
   .strictObject({
@@ -113,4 +114,4 @@ export const BetaQuerySchema = z
     lookbackDays: lookback(20, 504, 252),
     asOf: AsOfSchema.optional(),
   })
-  .superRefine(windowWithinCalendar);
+  .superRefine(windowWithinCalendar, whenParsed('lookbackDays', 'asOf'));

@@ -187,6 +187,21 @@ export const FormatSchema = closedEnum(FORMATS)
   );
 
 /**
+ * The options of an object's check across its fields (superRefine, refine)
+ * that run it whenever the fields it reads parsed, whatever else failed. By
+ * default zod skips such a check once any field fails, so a bulk read with
+ * an unknown format and `to` before `from` was told of the format alone, and
+ * refused again for the dates once the format was mended. The check must
+ * read only `fields`: any other may be absent or as it was received.
+ */
+export function whenParsed(...fields: string[]): { when: (payload: z.core.ParsePayload) => boolean } {
+  return {
+    when: ({ value, issues }) =>
+      typeof value === 'object' && value !== null && !Array.isArray(value) && !issues.some((issue) => fields.includes(String(issue.path?.[0]))),
+  };
+}
+
+/**
  * Refuses a query that sends a field and its alias both (each pair: the
  * specification's name, then the word the rest of the API uses for it): the
  * issue is on the alias, "is <name> by another name".

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { whenParsed } from './params.ts';
 
 // Calendar dates, UTC instants and point-in-time cut-offs, as a URL or a CSV
 // cell carries them: each schema accepts the text form and yields the typed value.
@@ -73,4 +74,5 @@ export const withOrderedBounds = <T extends z.ZodObject>(query: T) =>
   query.refine((q: { from?: unknown; to?: unknown }) => !isDate(q.from) || !isDate(q.to) || q.from <= q.to, {
     path: ['to'],
     message: 'must be on or after from',
+    ...whenParsed('from', 'to'),
   });

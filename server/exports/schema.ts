@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { CursorSchema, NextCursorSchema } from '../core/cursor.ts';
 import { IdSchema, InstrumentIdSchema } from '../core/ids.ts';
-import { closedEnum, integerParam } from '../core/params.ts';
-import { AsOfSchema, DateSchema, isDate } from '../core/time.ts';
+import { closedEnum, integerParam, whenParsed } from '../core/params.ts';
+import { AsOfSchema, DateSchema } from '../core/time.ts';
 import { INTERVALS, MAX_SPAN_DAYS } from '../prices/schema.ts';
 
 /** Instruments one export may name; absent, it takes every instrument. */
@@ -34,6 +34,8 @@ export type ExportStatus = (typeof EXPORT_STATUSES)[number];
 
 const spanDays = (from: string, to: string) => (Date.parse(to) - Date.parse(from)) / 86_400_000;
 
+const customIssue = (ctx: z.RefinementCtx, path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+
 export const ExportRequestSchema = z
   .strictObject({
     dataset: closedEnum(DATASETS).describe(
@@ -56,24 +58,46 @@ export const ExportRequestSchema = z
     format: closedEnum(EXPORT_FORMATS).describe('parquet (zstd pages), arrow (IPC stream) or csv'),
     compression: closedEnum(COMPRESSIONS).optional().describe('csv only: the file is the compressed bytes (2012.csv.zst, 2012.csv.gz); default none'),
   })
-  .superRefine((r, ctx) => {
-    const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
-    if (r.dataset === 'daily-prices' && r.interval !== undefined) issue('interval', 'is for intraday-bars only');
-    if (r.dataset === 'intraday-bars') {
-      if (r.interval === undefined) issue('interval', `is required for intraday-bars: one of ${INTERVALS.join(', ')}`);
-      if (r.adjusted !== undefined) issue('adjusted', 'is for daily-prices only: intraday bars are never adjusted');
-      if (r.includeBackfilled !== undefined) issue('includeBackfilled', 'is for daily-prices only');
-    }
-    if (r.compression !== undefined && r.compression !== 'none' && r.format !== 'csv') {
-      issue('compression', `is for csv only: ${r.format} compresses inside the file`);
-    }
-    if (!isDate(r.from) || !isDate(r.to)) return;
-    if (r.from > r.to) return issue('to', 'must be on or after from');
-    const maxDays = r.dataset === 'intraday-bars' && r.interval ? MAX_EXPORT_INTRADAY_SPAN_DAYS[r.interval] : MAX_SPAN_DAYS;
-    if (spanDays(r.from, r.to) > maxDays) {
-      issue('to', `the range may span at most ${maxDays} days${r.dataset === 'intraday-bars' ? ` for ${r.interval} bars` : ''}`);
-    }
-  })
+  .superRefine(
+    (r, ctx) => {
+      if (r.dataset === 'daily-prices' && r.interval !== undefined) customIssue(ctx, 'interval', 'is for intraday-bars only');
+      if (r.dataset === 'intraday-bars' && r.interval === undefined)
+        customIssue(ctx, 'interval', `is required for intraday-bars: one of ${INTERVALS.join(', ')}`);
+    },
+    whenParsed('dataset', 'interval'),
+  )
+  .superRefine(
+    (r, ctx) => {
+      if (r.dataset !== 'intraday-bars') return;
+      if (r.adjusted !== undefined) customIssue(ctx, 'adjusted', 'is for daily-prices only: intraday bars are never adjusted');
+      if (r.includeBackfilled !== undefined) customIssue(ctx, 'includeBackfilled', 'is for daily-prices only');
+    },
+    whenParsed('dataset', 'adjusted', 'includeBackfilled'),
+  )
+  .superRefine(
+    (r, ctx) => {
+      if (r.compression !== undefined && r.compression !== 'none' && r.format !== 'csv')
+        customIssue(ctx, 'compression', `is for csv only: ${r.format} compresses inside the file`);
+    },
+    whenParsed('compression', 'format'),
+  )
+  .superRefine(
+    (r, ctx) => {
+      if (r.from > r.to) customIssue(ctx, 'to', 'must be on or after from');
+    },
+    whenParsed('from', 'to'),
+  )
+  .superRefine(
+    (r, ctx) => {
+      // interval is read only when it is one of INTERVALS: a daily export's interval is refused above, its span still told.
+      const interval = INTERVALS.find((i) => i === r.interval);
+      const maxDays = r.dataset === 'daily-prices' ? MAX_SPAN_DAYS : interval && MAX_EXPORT_INTRADAY_SPAN_DAYS[interval];
+      if (maxDays && spanDays(r.from, r.to) > maxDays) {
+        customIssue(ctx, 'to', `the range may span at most ${maxDays} days${r.dataset === 'intraday-bars' ? ` for ${interval} bars` : ''}`);
+      }
+    },
+    whenParsed('from', 'to', 'dataset'),
+  )
   .meta({ id: 'ExportRequest' });
 
 export type ExportRequestInput = z.output<typeof ExportRequestSchema>;

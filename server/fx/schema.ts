@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { FiniteNumber } from '../ingest/fields.ts';
 import { AsOfSchema, DateSchema, InstantSchema } from '../core/time.ts';
 import { staleMetaFields } from '../core/freshness.ts';
+import { whenParsed } from '../core/params.ts';
 
 /**
  * A currency code as the path and the ingest rows take it: exactly three ASCII
@@ -14,7 +15,7 @@ export const CurrencyCodeSchema = z
   .transform((s) => s.toUpperCase());
 
 const differentCurrencies = (pair: { base: string; quote: string }) => pair.base !== pair.quote;
-const SAME_CURRENCY = { path: ['quote'], message: 'must differ from base' };
+const SAME_CURRENCY = { path: ['quote'], message: 'must differ from base', ...whenParsed('base', 'quote') };
 
 export const FxPairParamsSchema = z
   .strictObject({

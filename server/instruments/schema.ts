@@ -4,7 +4,7 @@ import { BooleanValue, jsonCell } from '../ingest/fields.ts';
 import { instrumentIdListSchema, InstrumentIdSchema } from '../core/ids.ts';
 import { AsOfSchema, DateSchema } from '../core/time.ts';
 import { CursorSchema, NextCursorSchema } from '../core/cursor.ts';
-import { integerParam, refuseBothNames } from '../core/params.ts';
+import { integerParam, refuseBothNames, whenParsed } from '../core/params.ts';
 
 export const ASSET_CLASSES = ['equity', 'etf', 'index', 'crypto', 'fx', 'future', 'metal', 'other', 'fund', 'bond'] as const;
 export const AssetClassSchema = z.enum(ASSET_CLASSES);
@@ -26,18 +26,21 @@ export const InstrumentSearchSchema = z
       .describe('instruments returned per page (beyond the spec); meta.truncated says whether more matched, meta.nextCursor reads on'),
     cursor: CursorSchema,
   })
-  .superRefine((q, ctx) => {
-    const reverse = q.brokerCode !== undefined || q.broker !== undefined;
-    if (q.query !== undefined && reverse) {
-      ctx.addIssue({ code: 'custom', path: ['query'], message: 'query and brokerCode/broker are exclusive; request exactly one mode' });
-    } else if (q.query === undefined && !reverse) {
-      ctx.addIssue({ code: 'custom', path: ['query'], message: 'request exactly one mode: query, or brokerCode with broker' });
-    } else if (reverse && q.brokerCode === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['brokerCode'], message: 'required with broker' });
-    } else if (reverse && q.broker === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['broker'], message: 'required with brokerCode; there is no default broker' });
-    }
-  });
+  .superRefine(
+    (q, ctx) => {
+      const reverse = q.brokerCode !== undefined || q.broker !== undefined;
+      if (q.query !== undefined && reverse) {
+        ctx.addIssue({ code: 'custom', path: ['query'], message: 'query and brokerCode/broker are exclusive; request exactly one mode' });
+      } else if (q.query === undefined && !reverse) {
+        ctx.addIssue({ code: 'custom', path: ['query'], message: 'request exactly one mode: query, or brokerCode with broker' });
+      } else if (reverse && q.brokerCode === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['brokerCode'], message: 'required with broker' });
+      } else if (reverse && q.broker === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['broker'], message: 'required with brokerCode; there is no default broker' });
+      }
+    },
+    whenParsed('query', 'brokerCode', 'broker'),
+  );
 
 // ids is the specification's name; instrumentIds, the word the other lists of
 // instruments use, is accepted for it.
@@ -50,7 +53,7 @@ export const InstrumentBulkSchema = z
     refuseBothNames(q, ctx, [['ids', 'instrumentIds']]);
     if (q.ids === undefined && q.instrumentIds === undefined)
       ctx.addIssue({ code: 'custom', path: ['ids'], message: 'required: the instrument ids, comma-separated (or as instrumentIds)' });
-  })
+  }, whenParsed())
   .transform((q) => ({ ids: q.ids ?? q.instrumentIds ?? [] }));
 
 const SymbolPeriodSchema = z

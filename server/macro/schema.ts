@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { AsOfSchema, DateSchema, isDate } from '../core/time.ts';
-import { refuseBothNames } from '../core/params.ts';
+import { AsOfSchema, DateSchema } from '../core/time.ts';
+import { refuseBothNames, whenParsed } from '../core/params.ts';
 
 /** The only series served (the spec's allowlist). Any other id is refused before storage or the provider is asked. */
 export const MACRO_SERIES_IDS = [
@@ -61,14 +61,23 @@ export const MacroSeriesQuerySchema = z
     from: DateSchema.optional().describe('the same as start, by the name the other date windows use'),
     to: DateSchema.optional().describe('the same as end, by the name the other date windows use'),
   })
-  .superRefine((q, ctx) =>
-    refuseBothNames(q, ctx, [
-      ['start', 'from'],
-      ['end', 'to'],
-    ]),
+  .superRefine(
+    (q, ctx) =>
+      refuseBothNames(q, ctx, [
+        ['start', 'from'],
+        ['end', 'to'],
+      ]),
+    whenParsed(),
   )
-  .transform((q) => ({ start: q.start ?? q.from, end: q.end ?? q.to }))
-  .refine((q) => !isDate(q.start) || !isDate(q.end) || q.start <= q.end, { path: ['end'], message: 'must be on or after start' });
+  .superRefine(
+    (q, ctx) => {
+      // Named by the specification's words, whichever were sent.
+      const [start, end] = [q.start ?? q.from, q.end ?? q.to];
+      if (start !== undefined && end !== undefined && start > end) ctx.addIssue({ code: 'custom', path: ['end'], message: 'must be on or after start' });
+    },
+    whenParsed('start', 'end', 'from', 'to'),
+  )
+  .transform((q) => ({ start: q.start ?? q.from, end: q.end ?? q.to }));
 
 export type MacroSeriesQuery = z.infer<typeof MacroSeriesQuerySchema>;
 

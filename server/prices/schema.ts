@@ -1,8 +1,8 @@
 import { SERIES_RULE, SERIES_STALE_REASONS, staleMetaFields } from '../core/freshness.ts';
 import { z } from 'zod';
 import { instrumentIdListSchema } from '../core/ids.ts';
-import { BooleanFlagSchema, closedEnum, FormatSchema } from '../core/params.ts';
-import { AsOfSchema, DateSchema, isDate } from '../core/time.ts';
+import { BooleanFlagSchema, closedEnum, FormatSchema, whenParsed } from '../core/params.ts';
+import { AsOfSchema, DateSchema } from '../core/time.ts';
 import { ProvenanceCountsSchema } from '../price-history/schema.ts';
 import { EMPTY_REASONS } from './daily-bars.ts';
 
@@ -27,13 +27,15 @@ export const MAX_INTRADAY_SPAN_DAYS: Record<(typeof INTERVALS)[number], number> 
 
 const spanDays = (from: string, to: string) => (Date.parse(to) - Date.parse(from)) / 86_400_000;
 
-function dateRange<T extends { from: string; to: string }>(maxDays: number) {
-  return (q: T, ctx: z.RefinementCtx) => {
-    // A bad from or to is reported as itself; the range between them is not also wrong.
-    if (!isDate(q.from) || !isDate(q.to)) return;
-    if (q.from > q.to) ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be on or after from' });
-    else if (spanDays(q.from, q.to) > maxDays) ctx.addIssue({ code: 'custom', path: ['to'], message: `the range may span at most ${maxDays} days` });
-  };
+/**
+ * `to` on or after `from`, and at most `maxDays` after it; the span is left
+ * unchecked without `maxDays` (an intraday read whose interval is wrong).
+ * Run whenParsed('from', 'to'): a bad date is reported as itself.
+ */
+function dateRange(q: { from: string; to: string }, ctx: z.RefinementCtx, maxDays: number | undefined) {
+  if (q.from > q.to) ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be on or after from' });
+  else if (maxDays !== undefined && spanDays(q.from, q.to) > maxDays)
+    ctx.addIssue({ code: 'custom', path: ['to'], message: `the range may span at most ${maxDays} days` });
 }
 
 const adjustmentParams = {
@@ -55,7 +57,7 @@ export const DailyPricesQuerySchema = z
       .describe('pin the adjustment to this action-set version (beyond the spec)'),
     format: FormatSchema,
   })
-  .superRefine(dateRange(MAX_SPAN_DAYS));
+  .superRefine((q, ctx) => dateRange(q, ctx, MAX_SPAN_DAYS), whenParsed('from', 'to'));
 
 export const BulkPricesQuerySchema = z
   .strictObject({
@@ -63,7 +65,7 @@ export const BulkPricesQuerySchema = z
     ...adjustmentParams,
     format: FormatSchema,
   })
-  .superRefine(dateRange(MAX_SPAN_DAYS));
+  .superRefine((q, ctx) => dateRange(q, ctx, MAX_SPAN_DAYS), whenParsed('from', 'to'));
 
 export const IntradayQuerySchema = z
   .strictObject({
@@ -75,9 +77,10 @@ export const IntradayQuerySchema = z
     ),
     format: FormatSchema,
   })
-  .superRefine((q, ctx) => {
-    if (MAX_INTRADAY_SPAN_DAYS[q.interval] !== undefined) dateRange(MAX_INTRADAY_SPAN_DAYS[q.interval])(q, ctx);
-  });
+  .superRefine(
+    (q, ctx) => dateRange(q, ctx, Object.hasOwn(MAX_INTRADAY_SPAN_DAYS, q.interval) ? MAX_INTRADAY_SPAN_DAYS[q.interval] : undefined),
+    whenParsed('from', 'to'),
+  );
 
 export type DailyPricesQuery = z.infer<typeof DailyPricesQuerySchema>;
 export type BulkPricesQuery = z.infer<typeof BulkPricesQuerySchema>;
