@@ -2,7 +2,7 @@ import { ACTIONS_CHECK_MAX_AGE_DAYS, staleMetaFields } from '../core/freshness.t
 import { z } from 'zod';
 import { FiniteNumber, jsonCell } from '../ingest/fields.ts';
 import { IdSchema, type InstrumentId, InstrumentIdSchema, nameBasedUuid } from '../core/ids.ts';
-import { BooleanFlagSchema } from '../core/params.ts';
+import { BooleanFlagSchema, whenParsed } from '../core/params.ts';
 import { AsOfSchema, DateSchema, InstantSchema, withOrderedBounds } from '../core/time.ts';
 import { ACTION_KINDS, PROVENANCES, ProvenanceCountsSchema } from '../price-history/schema.ts';
 
@@ -41,27 +41,36 @@ export const CorporateActionRowSchema = z
     params: paramsValue,
     source: z.string().trim().min(1).max(300),
   })
-  .superRefine((row, ctx) => {
-    if ((row.knowledgeProvenance === 'backfilled') !== (row.knowledgeDate === null)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['knowledgeDate'],
-        message: 'must be null exactly when knowledgeProvenance is backfilled (a backfilled action cannot be dated honestly)',
-      });
-    }
-    if (row.kind === 'split' || row.kind === 'stock_dividend') {
-      const r = Positive.safeParse(row.params.ratio);
-      if (!r.success) ctx.addIssue({ code: 'custom', path: ['params', 'ratio'], message: 'ratio (new shares per old share) must be a number greater than 0' });
-      else if (r.data === 1) ctx.addIssue({ code: 'custom', path: ['params', 'ratio'], message: 'a ratio of 1 changes nothing' });
-    }
-    if (row.kind === 'cash_dividend') {
-      if (!Positive.safeParse(row.params.amount).success)
-        ctx.addIssue({ code: 'custom', path: ['params', 'amount'], message: 'amount per share must be a number greater than 0' });
-      if (typeof row.params.currency !== 'string' || !/^[A-Z]{3}$/.test(row.params.currency)) {
-        ctx.addIssue({ code: 'custom', path: ['params', 'currency'], message: 'currency must be an ISO 4217 code' });
+  .superRefine(
+    (row, ctx) => {
+      if ((row.knowledgeProvenance === 'backfilled') !== (row.knowledgeDate === null)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['knowledgeDate'],
+          message: 'must be null exactly when knowledgeProvenance is backfilled (a backfilled action cannot be dated honestly)',
+        });
       }
-    }
-  })
+    },
+    whenParsed('knowledgeProvenance', 'knowledgeDate'),
+  )
+  .superRefine(
+    (row, ctx) => {
+      if (row.kind === 'split' || row.kind === 'stock_dividend') {
+        const r = Positive.safeParse(row.params.ratio);
+        if (!r.success)
+          ctx.addIssue({ code: 'custom', path: ['params', 'ratio'], message: 'ratio (new shares per old share) must be a number greater than 0' });
+        else if (r.data === 1) ctx.addIssue({ code: 'custom', path: ['params', 'ratio'], message: 'a ratio of 1 changes nothing' });
+      }
+      if (row.kind === 'cash_dividend') {
+        if (!Positive.safeParse(row.params.amount).success)
+          ctx.addIssue({ code: 'custom', path: ['params', 'amount'], message: 'amount per share must be a number greater than 0' });
+        if (typeof row.params.currency !== 'string' || !/^[A-Z]{3}$/.test(row.params.currency)) {
+          ctx.addIssue({ code: 'custom', path: ['params', 'currency'], message: 'currency must be an ISO 4217 code' });
+        }
+      }
+    },
+    whenParsed('kind', 'params'),
+  )
   .transform((row) => ({
     ...row,
     id: row.id ?? derivedActionId(row.instrumentId, row.kind, row.effectiveDate),

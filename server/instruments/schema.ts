@@ -62,7 +62,11 @@ const SymbolPeriodSchema = z
     validFrom: DateSchema.nullable().describe('first day under this symbol; null when it predates the recorded history'),
     validTo: DateSchema.nullable().optional().describe('last day the symbol was used (inclusive); null while current'),
   })
-  .refine((s) => !s.validTo || !s.validFrom || s.validTo >= s.validFrom, { path: ['validTo'], message: 'must not be before validFrom' });
+  .refine((s) => !s.validTo || !s.validFrom || s.validTo >= s.validFrom, {
+    path: ['validTo'],
+    message: 'must not be before validFrom',
+    ...whenParsed('validFrom', 'validTo'),
+  });
 
 const optionalText = z.string().trim().min(1).max(200).nullable().optional();
 
@@ -135,13 +139,18 @@ export const InstrumentIngestSchema = z
         ctx.addIssue({ code: 'custom', path: ['symbols'], message: `symbol periods overlap at ${periods[i].validFrom}` });
       }
     }
-    // vendorCode is brokerCodes[VENDOR_CODE_BROKER], a server setting that
-    // ingest does not read: a code that none of the row's brokers has
-    // contradicts brokerCodes whatever that setting is.
-    if (row.vendorCode && !Object.values(row.brokerCodes).includes(row.vendorCode)) {
-      ctx.addIssue({ code: 'custom', path: ['vendorCode'], message: "is read-only and must be one of brokerCodes' codes; change the code in brokerCodes" });
-    }
-  });
+  }, whenParsed('symbols'))
+  .superRefine(
+    (row, ctx) => {
+      // vendorCode is brokerCodes[VENDOR_CODE_BROKER], a server setting that
+      // ingest does not read: a code that none of the row's brokers has
+      // contradicts brokerCodes whatever that setting is.
+      if (row.vendorCode && !Object.values(row.brokerCodes).includes(row.vendorCode)) {
+        ctx.addIssue({ code: 'custom', path: ['vendorCode'], message: "is read-only and must be one of brokerCodes' codes; change the code in brokerCodes" });
+      }
+    },
+    whenParsed('vendorCode', 'brokerCodes'),
+  );
 
 export type InstrumentIngestRow = z.infer<typeof InstrumentIngestSchema>;
 

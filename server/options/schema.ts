@@ -3,6 +3,7 @@ import { BooleanValue, FiniteNumber, jsonCell, NonNegativeNumber, PositiveNumber
 import { ingestCounts } from '../ingest/kind.ts';
 import { IdSchema, InstrumentIdSchema, nameBasedUuid, type InstrumentId } from '../core/ids.ts';
 import { AsOfSchema, DateSchema, InstantSchema } from '../core/time.ts';
+import { whenParsed } from '../core/params.ts';
 import { GREEKS_MISSING_INPUTS } from '../../workers/contract.ts';
 import { STALE_REASONS } from './freshness.ts';
 
@@ -79,17 +80,29 @@ export const OptionQuoteRowSchema = z
     source: Source,
     greeks: nullable(jsonCell(ProviderGreeksSchema)).describe("the provider's Greeks, when it sent them (JSON text in a CSV cell)"),
   })
-  .superRefine((r, ctx) => {
-    if (r.observedAt === undefined && r.asOf === undefined) ctx.addIssue({ code: 'custom', path: ['observedAt'], message: 'required (or asOf)' });
-    if (r.observedAt !== undefined && r.asOf !== undefined && r.observedAt !== r.asOf) {
-      ctx.addIssue({ code: 'custom', path: ['asOf'], message: 'must equal observedAt' });
-    }
-    const at = r.observedAt ?? r.asOf;
-    if (r.bid !== null && r.ask !== null && r.bid > r.ask) ctx.addIssue({ code: 'custom', path: ['ask'], message: 'must be at least bid' });
-    if (r.greeks?.asOf !== undefined && r.greeks.asOf !== at) {
-      ctx.addIssue({ code: 'custom', path: ['greeks', 'asOf'], message: 'must equal observedAt: provider Greeks are part of the observation' });
-    }
-  })
+  .superRefine(
+    (r, ctx) => {
+      if (r.observedAt === undefined && r.asOf === undefined) ctx.addIssue({ code: 'custom', path: ['observedAt'], message: 'required (or asOf)' });
+      if (r.observedAt !== undefined && r.asOf !== undefined && r.observedAt !== r.asOf) {
+        ctx.addIssue({ code: 'custom', path: ['asOf'], message: 'must equal observedAt' });
+      }
+    },
+    whenParsed('observedAt', 'asOf'),
+  )
+  .superRefine(
+    (r, ctx) => {
+      if (r.bid !== null && r.ask !== null && r.bid > r.ask) ctx.addIssue({ code: 'custom', path: ['ask'], message: 'must be at least bid' });
+    },
+    whenParsed('bid', 'ask'),
+  )
+  .superRefine(
+    (r, ctx) => {
+      if (r.greeks?.asOf !== undefined && r.greeks.asOf !== (r.observedAt ?? r.asOf)) {
+        ctx.addIssue({ code: 'custom', path: ['greeks', 'asOf'], message: 'must equal observedAt: provider Greeks are part of the observation' });
+      }
+    },
+    whenParsed('greeks', 'observedAt', 'asOf'),
+  )
   // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- superRefine refuses a row with neither, so one is set
   .transform(({ asOf, observedAt, ...r }) => ({ ...r, observedAt: (observedAt ?? asOf)! }));
 export type OptionQuoteRow = z.infer<typeof OptionQuoteRowSchema>;

@@ -3,6 +3,7 @@ import { BooleanValue, finiteNumber, NonNegativeNumber, PositiveNumber } from '.
 import { copyField } from '../ingest/copy-text.ts';
 import { instrumentIdOf, InstrumentIdSchema } from '../core/ids.ts';
 import { DateSchema, InstantSchema, isDate, isInstant } from '../core/time.ts';
+import { whenParsed } from '../core/params.ts';
 import { dayNumber } from '../core/day-numbers.ts';
 
 const DAY_MS = 86_400_000;
@@ -84,6 +85,7 @@ function checkKnowledge(row: { asOf?: string; knownAt?: string }, earliest: numb
 }
 
 type OhlcRow = { openPrice: number | null; highPrice: number | null; lowPrice: number | null; closePrice: number };
+const OHLC = ['openPrice', 'highPrice', 'lowPrice', 'closePrice'] satisfies (keyof OhlcRow)[];
 
 function checkOhlc(row: OhlcRow, ctx: z.RefinementCtx) {
   const { openPrice: o, highPrice: h, lowPrice: l, closePrice: c } = row;
@@ -101,14 +103,16 @@ export const DailyBarRowSchema = z
     priceBasis: z.enum(['raw', 'vendor_adjusted']).default('raw').describe('vendor_adjusted: the source already applied actions'),
     reflectsActionsThrough: nullable(DateSchema).describe('for vendor_adjusted bars: the last action effective date the source reflects'),
   })
-  .superRefine((row, ctx) => {
-    checkOhlc(row, ctx);
-    // A bad barDate is reported as itself; when the bar could be known is not also wrong.
-    if (isDate(row.barDate)) checkKnowledge(row, daily.earliestKnown(row.barDate), daily.what, ctx);
-    if ((row.priceBasis === 'vendor_adjusted') !== (row.reflectsActionsThrough !== null)) {
-      ctx.addIssue({ code: 'custom', path: ['reflectsActionsThrough'], message: 'required exactly when priceBasis is vendor_adjusted' });
-    }
-  });
+  .superRefine(checkOhlc, whenParsed(...OHLC))
+  .superRefine((row, ctx) => checkKnowledge(row, daily.earliestKnown(row.barDate), daily.what, ctx), whenParsed('barDate', 'asOf', 'knownAt'))
+  .superRefine(
+    (row, ctx) => {
+      if ((row.priceBasis === 'vendor_adjusted') !== (row.reflectsActionsThrough !== null)) {
+        ctx.addIssue({ code: 'custom', path: ['reflectsActionsThrough'], message: 'required exactly when priceBasis is vendor_adjusted' });
+      }
+    },
+    whenParsed('priceBasis', 'reflectsActionsThrough'),
+  );
 
 export const IntradayBarRowSchema = z
   .strictObject({
@@ -118,10 +122,8 @@ export const IntradayBarRowSchema = z
     lowPrice: PositiveNumber,
     barTimestamp: InstantSchema.refine((s) => new Date(s).getTime() % 60_000 === 0, 'must be on a whole minute (1-minute bars only)'),
   })
-  .superRefine((row, ctx) => {
-    checkOhlc(row, ctx);
-    if (isInstant(row.barTimestamp)) checkKnowledge(row, intraday.earliestKnown(row.barTimestamp), intraday.what, ctx);
-  });
+  .superRefine(checkOhlc, whenParsed(...OHLC))
+  .superRefine((row, ctx) => checkKnowledge(row, intraday.earliestKnown(row.barTimestamp), intraday.what, ctx), whenParsed('barTimestamp', 'asOf', 'knownAt'));
 
 export type DailyBarRow = z.infer<typeof DailyBarRowSchema>;
 export type IntradayBarRow = z.infer<typeof IntradayBarRowSchema>;

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { BooleanValue, FiniteNumber, jsonCell } from '../ingest/fields.ts';
 import { ingestCounts } from '../ingest/kind.ts';
 import { InstrumentIdSchema } from '../core/ids.ts';
-import { closedEnum } from '../core/params.ts';
+import { closedEnum, whenParsed } from '../core/params.ts';
 import { DateSchema, withOrderedBounds } from '../core/time.ts';
 import { LAGS, MAX_LAG_DAYS, MIN_PAIRS, PROMOTION_RULE, SESSION_LOOKBACK_DAYS } from '../../workers/contract.ts';
 
@@ -53,12 +53,13 @@ export const SentimentRowSchema = z
     scale: ScaleSchema,
     isHeadlineOnly: BooleanValue.describe('scored from the headline alone: shallower coverage, lower confidence'),
   })
-  .superRefine((row, ctx) => {
-    // zod runs this refinement after a field's failed refinement too: the scale is then reported alone.
-    const [min, max]: unknown[] = Array.isArray(row.scale) ? row.scale : [];
-    if (typeof min !== 'number' || typeof max !== 'number' || !(min < max) || typeof row.score !== 'number') return;
-    if (row.score < min || row.score > max) ctx.addIssue({ code: 'custom', path: ['score'], message: `must be within the scale [${min}, ${max}]` });
-  });
+  .superRefine(
+    (row, ctx) => {
+      const [min, max] = row.scale;
+      if (row.score < min || row.score > max) ctx.addIssue({ code: 'custom', path: ['score'], message: `must be within the scale [${min}, ${max}]` });
+    },
+    whenParsed('scale', 'score'),
+  );
 
 export type SentimentRow = z.infer<typeof SentimentRowSchema>;
 

@@ -3,10 +3,13 @@ import type { z } from 'zod';
 import { AppError } from '../../server/core/errors.ts';
 import type { Part } from '../../server/core/received-words.ts';
 import { parse } from '../../server/core/validate.ts';
+import { CorporateActionRowSchema } from '../../server/actions/schema.ts';
 import { ExportRequestSchema } from '../../server/exports/schema.ts';
 import { InstrumentSearchSchema } from '../../server/instruments/schema.ts';
 import { MacroSeriesQuerySchema } from '../../server/macro/schema.ts';
 import { NewsQuerySchema } from '../../server/news/schema.ts';
+import { OptionQuoteRowSchema } from '../../server/options/schema.ts';
+import { DailyBarRowSchema } from '../../server/prices/bar-rows.ts';
 import { BulkPricesQuerySchema, DailyPricesQuerySchema, IntradayQuerySchema } from '../../server/prices/schema.ts';
 
 // A rule across fields (to on or after from, a span per interval, a field
@@ -96,6 +99,35 @@ describe('a rule across fields is reported beside the fields refused on their ow
 
     const news = details(NewsQuerySchema, { from: '2020-01-01', to: '2019-01-01', limit: 'x' });
     expect(Object.keys(news).sort()).toEqual(['limit', 'to']);
+  });
+
+  it('upload rows: each rule whose fields parsed', () => {
+    const bar = {
+      instrumentId: MSFT,
+      barDate: '2020-01-02',
+      openPrice: 10,
+      highPrice: 12,
+      lowPrice: 8,
+      closePrice: 11,
+      volume: 1,
+      quoteCurrency: 'USD',
+      quoteUnit: 'USD per share',
+      source: 'test',
+    };
+    const vendor = details(DailyBarRowSchema, { ...bar, closePrice: 'abc', priceBasis: 'vendor_adjusted' }, 'row');
+    expect(Object.keys(vendor).sort()).toEqual(['closePrice', 'reflectsActionsThrough']);
+    const future = details(DailyBarRowSchema, { ...bar, quoteCurrency: 7, asOf: '2099-01-03T00:00:00Z' }, 'row');
+    expect(Object.keys(future).sort()).toEqual(['asOf', 'quoteCurrency']);
+    expect(future.asOf[0]).toMatch(/in the future/);
+
+    const quote = { observedAt: '2020-01-03T00:00:00Z', bid: 2, ask: 1, lastPrice: null, volume: null, openInterest: null, source: 'test', greeks: null };
+    const crossed = details(OptionQuoteRowSchema, { ...quote, contractId: 5 }, 'row');
+    expect(Object.keys(crossed).sort()).toEqual(['ask', 'contractId']);
+    expect(crossed.ask[0]).toMatch(/^must be at least bid/);
+
+    const action = { instrumentId: MSFT, kind: 'split', effectiveDate: '2020-01-02', knowledgeDate: '2020-01-01', params: { ratio: 1 }, source: 'test' };
+    const split = details(CorporateActionRowSchema, { ...action, knowledgeProvenance: 'guessed' }, 'row');
+    expect(Object.keys(split).sort()).toEqual(['knowledgeProvenance', 'params.ratio']);
   });
 
   it('a value that is not an object is refused for that alone', () => {
