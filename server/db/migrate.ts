@@ -168,39 +168,94 @@ async function migrateOn(url: string, dataSteps: DataSteps, log: MigrationLog, {
       applied.set(row.version, row.checksum);
     }
     const ranNow: string[] = [];
-    for (const file of files) {
-      const checksum = applied.get(file.version);
-      if (checksum !== undefined) {
-        if (checksum !== file.checksum && !EARLIER_CHECKSUMS[file.version]?.includes(checksum)) {
-          throw new Error(`migration ${file.name} was changed after it was applied; migrations are forward-only, add a new one`);
+    const paused: number[] = [];
+    try {
+      for (const file of files) {
+        const checksum = applied.get(file.version);
+        if (checksum !== undefined) {
+          if (checksum !== file.checksum && !EARLIER_CHECKSUMS[file.version]?.includes(checksum)) {
+            throw new Error(`migration ${file.name} was changed after it was applied; migrations are forward-only, add a new one`);
+          }
+          continue;
         }
-        continue;
-      }
-      const apply = async (q: ISql) => {
-        // A migration file is many statements (DO blocks among them), which
-        // only the simple query protocol runs as one message: postgres.js
-        // sends unsafe() text without parameters that way. The text is this
-        // repository's own sql/ file, checksummed above.
-        await q.unsafe(file.text);
-        await dataSteps[file.version]?.(q, tierRow.tier);
-        await q`
+        if (tierRow.tier === 'timescaledb') await quietPolicyJobs(conn, paused, log);
+        const apply = async (q: ISql) => {
+          // A migration file is many statements (DO blocks among them), which
+          // only the simple query protocol runs as one message: postgres.js
+          // sends unsafe() text without parameters that way. The text is this
+          // repository's own sql/ file, checksummed above.
+          await q.unsafe(file.text);
+          await dataSteps[file.version]?.(q, tierRow.tier);
+          // Paused in the transaction that added them, the scheduler never sees them due.
+          if (tierRow.tier === 'timescaledb') paused.push(...(await pausePolicyJobs(q)));
+          await q`
           insert into schema_migrations (version, name, checksum)
           values (${file.version}, ${file.name}, ${file.checksum})
         `;
-      };
-      try {
-        if (file.text.startsWith(NO_TRANSACTION)) await apply(conn);
-        else await conn.begin((tx) => apply(tx));
-      } catch (err) {
-        throw new Error(`migration ${file.name} failed: ${(err as Error).message}`, { cause: err });
+        };
+        try {
+          if (file.text.startsWith(NO_TRANSACTION)) await apply(conn);
+          else await conn.begin((tx) => apply(tx));
+        } catch (err) {
+          throw new Error(`migration ${file.name} failed: ${(err as Error).message}`, { cause: err });
+        }
+        ranNow.push(file.name);
+        log(`migration applied: ${file.name}`);
       }
-      ranNow.push(file.name);
-      log(`migration applied: ${file.name}`);
+    } finally {
+      if (paused.length) await conn`select alter_job(job_id, scheduled => true) from timescaledb_information.jobs where job_id in ${conn(paused)}`;
     }
     return { tier: tierRow.tier, timescaledbVersion: tierRow.timescaledb_version, applied: await appliedMigrations(conn), ranNow };
   } finally {
     // Ending the session releases the advisory lock.
     await conn.end({ timeout: 5 });
+  }
+}
+
+// TimescaleDB's policy jobs (ids from 1000) are paused while migrations run.
+// 002 adds refresh policies whose first run is due at once, and 022 drops
+// their aggregates: a run that finds its aggregate dropped between two
+// lookups dereferences a null pointer in TimescaleDB 2.28.3
+// (get_open_dimension_for_hypertable, tsl/src/bgw_policy/policy_utils.c:24,
+// from policy_refresh_cagg_execute), and PostgreSQL then ends every session
+// of the cluster to recover: a CI pass saw it as 503s on every database of
+// the server. So the jobs a migration adds are paused in its own transaction,
+// where the scheduler never sees them due, and before each migration the
+// jobs still scheduled (an installation's own, or those a migration outside
+// a transaction added) are paused and their runs in flight awaited: waiting
+// alone let through runs launched as 002 committed. The jobs this run paused
+// are scheduled again once it ends; one dropped with its aggregate is gone.
+const POLICY_RUN_WAIT_MS = 60_000;
+// A policy run is a background worker whose type names its job: "Refresh Continuous Aggregate Policy [1000]".
+const POLICY_RUN_TYPE = String.raw`\[[0-9]+\]$`;
+
+/** Pauses the policy jobs that are scheduled, and gives their ids. */
+async function pausePolicyJobs(q: ISql): Promise<number[]> {
+  const rows = await q<{ job_id: number }[]>`
+    select job_id, alter_job(job_id, scheduled => false) from timescaledb_information.jobs where job_id >= 1000 and scheduled
+  `;
+  return rows.map((r) => r.job_id);
+}
+
+/** Pauses the policy jobs, then waits for their runs in flight to end. */
+async function quietPolicyJobs(conn: ISql, paused: number[], log: MigrationLog): Promise<void> {
+  const rows = await pausePolicyJobs(conn);
+  paused.push(...rows);
+  // A run the scheduler launched as jobs were being paused may not be listed
+  // yet: after pausing, the runs must be seen clear twice, 100 ms apart.
+  const looksNeeded = rows.length ? 2 : 1;
+  const deadline = Date.now() + POLICY_RUN_WAIT_MS;
+  for (let looksClear = 0; ;) {
+    const [{ runs }] = await conn<{ runs: number }[]>`
+      select count(*)::int as runs from pg_stat_activity where datname = current_database() and backend_type ~ ${POLICY_RUN_TYPE}
+    `;
+    looksClear = runs === 0 ? looksClear + 1 : 0;
+    if (looksClear === looksNeeded) return;
+    if (Date.now() > deadline) {
+      log(`TimescaleDB policy runs still in flight after ${POLICY_RUN_WAIT_MS / 1000} s; migrating anyway`, 'warn');
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
