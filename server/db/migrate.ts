@@ -179,6 +179,7 @@ async function migrateOn(url: string, dataSteps: DataSteps, log: MigrationLog, {
           continue;
         }
         if (tierRow.tier === 'timescaledb') await quietPolicyJobs(conn, paused, log);
+        const inTransaction = !file.text.startsWith(NO_TRANSACTION);
         const apply = async (q: ISql) => {
           // A migration file is many statements (DO blocks among them), which
           // only the simple query protocol runs as one message: postgres.js
@@ -186,16 +187,17 @@ async function migrateOn(url: string, dataSteps: DataSteps, log: MigrationLog, {
           // repository's own sql/ file, checksummed above.
           await q.unsafe(file.text);
           await dataSteps[file.version]?.(q, tierRow.tier);
-          // Paused in the transaction that added them, the scheduler never sees them due.
-          if (tierRow.tier === 'timescaledb') paused.push(...(await pausePolicyJobs(q)));
+          // Paused in the transaction that added them, the scheduler never sees them due
+          // (outside one, the next migration's quietPolicyJobs pauses them and waits).
+          if (tierRow.tier === 'timescaledb' && inTransaction) paused.push(...(await pausePolicyJobs(q)));
           await q`
           insert into schema_migrations (version, name, checksum)
           values (${file.version}, ${file.name}, ${file.checksum})
         `;
         };
         try {
-          if (file.text.startsWith(NO_TRANSACTION)) await apply(conn);
-          else await conn.begin((tx) => apply(tx));
+          if (inTransaction) await conn.begin((tx) => apply(tx));
+          else await apply(conn);
         } catch (err) {
           throw new Error(`migration ${file.name} failed: ${(err as Error).message}`, { cause: err });
         }

@@ -3,7 +3,7 @@ import { CursorSchema, NextCursorSchema } from '../core/cursor.ts';
 import { IdSchema, InstrumentIdSchema } from '../core/ids.ts';
 import { closedEnum, integerParam, whenParsed } from '../core/params.ts';
 import { AsOfSchema, DateSchema } from '../core/time.ts';
-import { INTERVALS, MAX_SPAN_DAYS } from '../prices/schema.ts';
+import { dateRange, INTERVALS, MAX_SPAN_DAYS } from '../prices/schema.ts';
 
 /** Instruments one export may name; absent, it takes every instrument. */
 export const MAX_EXPORT_INSTRUMENTS = 5_000;
@@ -31,8 +31,6 @@ export type Dataset = (typeof DATASETS)[number];
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 export type Compression = (typeof COMPRESSIONS)[number];
 export type ExportStatus = (typeof EXPORT_STATUSES)[number];
-
-const spanDays = (from: string, to: string) => (Date.parse(to) - Date.parse(from)) / 86_400_000;
 
 const customIssue = (ctx: z.RefinementCtx, path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
 
@@ -83,20 +81,14 @@ export const ExportRequestSchema = z
   )
   .superRefine(
     (r, ctx) => {
-      if (r.from > r.to) customIssue(ctx, 'to', 'must be on or after from');
+      // dataset and interval are read only as far as their values are tested: a
+      // daily export's interval is refused above, and its span is still told.
+      if (r.dataset === 'daily-prices') return dateRange(r, ctx, MAX_SPAN_DAYS);
+      const interval =
+        r.dataset === 'intraday-bars' && r.interval !== undefined && Object.hasOwn(MAX_EXPORT_INTRADAY_SPAN_DAYS, r.interval) ? r.interval : undefined;
+      dateRange(r, ctx, interval && MAX_EXPORT_INTRADAY_SPAN_DAYS[interval], ` for ${interval} bars`);
     },
     whenParsed('from', 'to'),
-  )
-  .superRefine(
-    (r, ctx) => {
-      // interval is read only when it is one of INTERVALS: a daily export's interval is refused above, its span still told.
-      const interval = INTERVALS.find((i) => i === r.interval);
-      const maxDays = r.dataset === 'daily-prices' ? MAX_SPAN_DAYS : interval && MAX_EXPORT_INTRADAY_SPAN_DAYS[interval];
-      if (maxDays && spanDays(r.from, r.to) > maxDays) {
-        customIssue(ctx, 'to', `the range may span at most ${maxDays} days${r.dataset === 'intraday-bars' ? ` for ${interval} bars` : ''}`);
-      }
-    },
-    whenParsed('from', 'to', 'dataset'),
   )
   .meta({ id: 'ExportRequest' });
 

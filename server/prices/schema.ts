@@ -28,14 +28,15 @@ export const MAX_INTRADAY_SPAN_DAYS: Record<(typeof INTERVALS)[number], number> 
 const spanDays = (from: string, to: string) => (Date.parse(to) - Date.parse(from)) / 86_400_000;
 
 /**
- * `to` on or after `from`, and at most `maxDays` after it; the span is left
- * unchecked without `maxDays` (an intraday read whose interval is wrong).
- * Run whenParsed('from', 'to'): a bad date is reported as itself.
+ * `to` on or after `from`, and at most `maxDays` after it (`what`, such as
+ * " for 1min bars", says whose limit that is); the span is left unchecked
+ * without `maxDays` (an interval that is itself wrong). Run
+ * whenParsed('from', 'to'): a bad date is reported as itself.
  */
-function dateRange(q: { from: string; to: string }, ctx: z.RefinementCtx, maxDays: number | undefined) {
+export function dateRange(q: { from: string; to: string }, ctx: z.RefinementCtx, maxDays: number | undefined, what = '') {
   if (q.from > q.to) ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be on or after from' });
   else if (maxDays !== undefined && spanDays(q.from, q.to) > maxDays)
-    ctx.addIssue({ code: 'custom', path: ['to'], message: `the range may span at most ${maxDays} days` });
+    ctx.addIssue({ code: 'custom', path: ['to'], message: `the range may span at most ${maxDays} days${what}` });
 }
 
 const adjustmentParams = {
